@@ -1,0 +1,97 @@
+# Makefile — builds and tests gptfp8.
+#
+#   make test                     build everything (the CUDA programs too, when nvcc is here) and run every CPU test
+#   make deps                     install the Python packages the tests and plots use (requirements.txt)
+#   make train_gpt_fp8 test_gpt_fp8   the CUDA trainer and its GPU test
+#   make info                     what was detected (compilers, CUDA arch, cuDNN, NCCL)
+#   make clean
+#
+# Variables: CUDA_ARCH (default 90: Hopper; 89 for Ada), CUDA_HOME, CUDNN_HOME, NCCL_HOME (folders with include/ and
+# lib/; the Python packages nvidia-cudnn-cu13 / nvidia-nccl-cu13 are found by themselves), NO_OMP=1.
+
+CC ?= gcc
+# -ffp-contract=off: the CPU reference must round every float operation exactly as written, never fuse a*b+c into an
+# FMA behind our back, or its FP8/BF16 emulation stops being bit-exact.
+CFLAGS ?= -O2 -std=c11 -Wall -Wextra -Werror -ffp-contract=off -D_GNU_SOURCE
+LDLIBS ?= -lm
+ifeq ($(NO_OMP),1)
+  OMP_FLAGS :=
+else
+  OMP_FLAGS := -fopenmp
+endif
+PYTHON ?= python3
+
+# ---------------------------------------------------------------------------------------------------------------------
+# CUDA, cuDNN, NCCL detection
+
+NVCC ?= $(shell command -v nvcc 2>/dev/null)
+CUDA_ARCH ?= 90
+CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))),/usr/local/cuda)
+NVCC_FLAGS ?= -O3 -std=c++17 --generate-code arch=compute_$(CUDA_ARCH),code=[compute_$(CUDA_ARCH),sm_$(CUDA_ARCH)] \
+              -Xcompiler -Wall,-Wextra,-Werror,$(OMP_FLAGS) -Werror all-warnings
+NVCC_LDLIBS ?= -lcublasLt -lcublas $(if $(OMP_FLAGS),-lgomp) -lm
+
+# A Python package folder (nvidia-cudnn-cu13 / nvidia-nccl-cu13 put include/ and lib/ there), or nothing.
+python_pkg_dir = $(shell $(PYTHON) -c "import importlib.util as u, os; s = u.find_spec('$(1)'); print(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')" 2>/dev/null)
+first_with = $(firstword $(foreach d,$(2),$(if $(wildcard $(d)/include/$(1)),$(d))))
+CUDNN_HOME ?= $(call first_with,cudnn_graph.h,$(CUDA_HOME) /usr/local /usr $(call python_pkg_dir,nvidia.cudnn))
+NCCL_HOME ?= $(call first_with,nccl.h,$(CUDA_HOME) /usr/local /usr $(call python_pkg_dir,nvidia.nccl))
+
+# The CUDA programs exist once their sources do; until then `make`/`make test` skip them and asking for one by name
+# says so.
+CUDA_PROGRAMS := $(patsubst %.cu,%,$(wildcard train_gpt_fp8.cu test_gpt_fp8.cu))
+
+# ---------------------------------------------------------------------------------------------------------------------
+# CPU programs and tests
+
+FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/meta.h
+CPU_TESTS := fp8/test_fp8
+CPU_TOOLS := fp8/fp8_codec
+CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host)
+
+-include dev/data/data.mk
+
+.PHONY: all test deps info clean check-nvcc
+all: $(CPU_TOOLS) $(CPU_TESTS) $(DATA_PROGRAMS) $(CUDA_HOST_TESTS) $(if $(NVCC),$(CUDA_PROGRAMS))
+
+fp8/test_fp8: fp8/test_fp8.c $(FP8_HEADERS) llmc/testing.h
+	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
+
+fp8/fp8_codec: fp8/fp8_codec.c fp8/fp8.h
+	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+
+# Host-only: compares fp8.h with cuda_fp8.h's conversions and compiles the shared headers as device code.
+fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(FP8_HEADERS) llmc/testing.h | check-nvcc
+	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
+
+# Every test line: a command whose output ends with "<suite>: N passed, M failed". scripts/run_tests.sh runs them all,
+# even after a failure, and prints the total.
+TEST_COMMANDS := ./fp8/test_fp8 \
+                 "$(PYTHON) fp8/test_fp8_ml_dtypes.py fp8/fp8_codec" \
+                 $(if $(NVCC),./fp8/test_fp8_cuda_host) \
+                 $(DATA_TEST_COMMANDS)
+
+test: all
+	@./scripts/run_tests.sh $(TEST_COMMANDS)
+
+deps:
+	@$(PYTHON) -c "import ml_dtypes, numpy, matplotlib" 2>/dev/null && echo "deps: Python packages already present" \
+	  || $(PYTHON) -m pip install --quiet -r requirements.txt
+
+check-nvcc:
+	@test -n "$(NVCC)" || { echo "nvcc not found: install the CUDA toolkit or set NVCC=/path/to/nvcc"; exit 1; }
+
+train_gpt_fp8 test_gpt_fp8: %: | check-nvcc
+	@test -f $@.cu || { echo "$@.cu does not exist yet: the CUDA trainer is not written (see README, status)"; exit 1; }
+
+info:
+	@echo "CC          $(CC)"
+	@echo "NVCC        $(or $(NVCC),not found: CUDA programs and the nvcc tests are skipped)"
+	@echo "CUDA_ARCH   sm_$(CUDA_ARCH)"
+	@echo "CUDA_HOME   $(CUDA_HOME)"
+	@echo "CUDNN_HOME  $(or $(CUDNN_HOME),not found: no cudnn_graph.h; set CUDNN_HOME or pip install nvidia-cudnn-cu13)"
+	@echo "NCCL_HOME   $(or $(NCCL_HOME),not found: no nccl.h; set NCCL_HOME or pip install nvidia-nccl-cu13)"
+	@echo "CUDA programs with sources: $(or $(CUDA_PROGRAMS),none yet)"
+
+clean:
+	rm -f $(CPU_TESTS) $(CPU_TOOLS) fp8/test_fp8_cuda_host train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN)

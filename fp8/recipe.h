@@ -1,0 +1,214 @@
+/*
+fp8/recipe.h — Transformer Engine's DelayedScaling recipe as a C struct: options, defaults, parsing, validation, print.
+
+Same names and defaults as transformer_engine.common.recipe.DelayedScaling:
+  margin                    int >= 0, default 0     scale = (fp8_max / amax) / 2^margin
+  interval                  int >= 1, default 1     scales are recomputed every `interval` optimizer steps
+  fp8_format                E4M3 | HYBRID | E5M2, default HYBRID
+  amax_history_len          int >= 1, default 1024
+  amax_compute_algo         max | most_recent | a C callback, default max
+  scaling_factor_compute    optional C callback replacing the scale formula
+  override_linear_precision (fprop, dgrad, wgrad): run that GEMM in BF16 instead of FP8, default (0, 0, 0)
+  reduce_amax               all-reduce(MAX) the step's amaxes across ranks before the update, default 1
+
+`interval` (TE documents it but never implemented it; we do): amaxes are recorded and the histories roll at the end of
+EVERY step; only the scale recomputation is gated. At the end of optimizer step s (0-based) the scales are recomputed
+iff s % interval == 0, so step 0 always leaves the initial scale of 1.0, and on the other steps every scale (and
+scale_inv) keeps its value while the histories still roll. With `max` the next recomputation therefore sees the
+amaxes of the skipped steps (when amax_history_len >= interval); with `most_recent` it sees only its own step's.
+
+Host only: parsing uses the C library, and the callbacks are host function pointers.
+*/
+#ifndef GPTFP8_RECIPE_H
+#define GPTFP8_RECIPE_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "fp8.h"
+
+typedef enum { FP8_RECIPE_E4M3 = 0, FP8_RECIPE_HYBRID = 1, FP8_RECIPE_E5M2 = 2 } Fp8RecipeFormat;
+typedef enum { AMAX_COMPUTE_MAX = 0, AMAX_COMPUTE_MOST_RECENT = 1, AMAX_COMPUTE_CALLBACK = 2 } AmaxComputeAlgo;
+
+#define FP8_MARGIN_MAX 64
+#define FP8_INTERVAL_MAX 1000000
+#define FP8_AMAX_HISTORY_LEN_MAX 65536
+
+struct DelayedScaling;
+
+// TE's amax_compute_algo callable, per slot: gets one slot's history column, row 0 (this step's amax) first, rows
+// `row_stride` floats apart, and returns the amax to compute the scale from.
+typedef float (*AmaxComputeFn)(const float* history_column, int amax_history_len, int row_stride, void* user);
+// TE's scaling_factor_compute_algo: returns the new scale. Its result is used as-is (no FLT_MAX or keep-old rules).
+typedef float (*ScalingFactorComputeFn)(float amax, float old_scale, float fp8_max, const struct DelayedScaling* recipe,
+                                        void* user);
+
+typedef struct DelayedScaling {
+    int margin;
+    int interval;
+    Fp8RecipeFormat fp8_format;
+    int amax_history_len;
+    AmaxComputeAlgo amax_compute_algo;
+    AmaxComputeFn amax_compute_fn;                       // used when amax_compute_algo == AMAX_COMPUTE_CALLBACK
+    ScalingFactorComputeFn scaling_factor_compute_fn;    // NULL: the default formula
+    void* callback_user;                                 // passed to both callbacks
+    int override_fprop, override_dgrad, override_wgrad;  // 1: that GEMM runs in BF16 (override_linear_precision)
+    int reduce_amax;
+} DelayedScaling;
+
+static inline void delayed_scaling_default(DelayedScaling* recipe) {
+    memset(recipe, 0, sizeof(*recipe));
+    recipe->margin = 0;
+    recipe->interval = 1;
+    recipe->fp8_format = FP8_RECIPE_HYBRID;
+    recipe->amax_history_len = 1024;
+    recipe->amax_compute_algo = AMAX_COMPUTE_MAX;
+    recipe->reduce_amax = 1;
+}
+
+// HYBRID: E4M3 forward (inputs, weights, outputs), E5M2 backward (grad_output, grad_input).
+static inline Fp8Format delayed_scaling_forward_format(const DelayedScaling* recipe) {
+    return recipe->fp8_format == FP8_RECIPE_E5M2 ? FP8_E5M2 : FP8_E4M3;
+}
+static inline Fp8Format delayed_scaling_backward_format(const DelayedScaling* recipe) {
+    return recipe->fp8_format == FP8_RECIPE_E4M3 ? FP8_E4M3 : FP8_E5M2;
+}
+
+static inline const char* fp8_recipe_format_name(Fp8RecipeFormat f) {
+    return f == FP8_RECIPE_E4M3 ? "E4M3" : f == FP8_RECIPE_HYBRID ? "HYBRID" : "E5M2";
+}
+static inline const char* amax_compute_algo_name(AmaxComputeAlgo a) {
+    return a == AMAX_COMPUTE_MAX ? "max" : a == AMAX_COMPUTE_MOST_RECENT ? "most_recent" : "callback";
+}
+
+// ----------------------------------------------------------------------------
+// parsing: every function returns 0 on success, -1 with a one-line message in err (no trailing newline)
+
+// A whole-string base-10 integer within [lo, hi]; "12abc", "", " 3" and overflow are errors.
+static inline int parse_int_in_range(const char* text, long lo, long hi, const char* flag, long* out, char* err,
+                                     size_t errlen) {
+    char* end = NULL;
+    errno = 0;
+    long value = (text && *text && *text != ' ') ? strtol(text, &end, 10) : 0;
+    if (!text || !*text || *text == ' ' || errno == ERANGE || end == text || *end != '\0') {
+        snprintf(err, errlen, "invalid value '%s' for %s: expected an integer in [%ld, %ld]", text ? text : "(null)",
+                 flag, lo, hi);
+        return -1;
+    }
+    if (value < lo || value > hi) {
+        snprintf(err, errlen, "invalid value '%s' for %s: must be in [%ld, %ld]", text, flag, lo, hi);
+        return -1;
+    }
+    *out = value;
+    return 0;
+}
+
+static inline int parse_fp8_recipe_format(const char* text, const char* flag, Fp8RecipeFormat* out, char* err,
+                                          size_t errlen) {
+    if (text && strcasecmp(text, "hybrid") == 0) { *out = FP8_RECIPE_HYBRID; return 0; }
+    if (text && strcasecmp(text, "e4m3") == 0) { *out = FP8_RECIPE_E4M3; return 0; }
+    if (text && strcasecmp(text, "e5m2") == 0) { *out = FP8_RECIPE_E5M2; return 0; }
+    snprintf(err, errlen, "invalid value '%s' for %s: expected one of hybrid, e4m3, e5m2", text ? text : "(null)",
+             flag);
+    return -1;
+}
+
+static inline int parse_amax_compute_algo(const char* text, const char* flag, AmaxComputeAlgo* out, char* err,
+                                          size_t errlen) {
+    if (text && strcmp(text, "max") == 0) { *out = AMAX_COMPUTE_MAX; return 0; }
+    if (text && strcmp(text, "most_recent") == 0) { *out = AMAX_COMPUTE_MOST_RECENT; return 0; }
+    snprintf(err, errlen, "invalid value '%s' for %s: expected one of max, most_recent", text ? text : "(null)", flag);
+    return -1;
+}
+
+// Set one option from its string value. `key` is the TE option name; `fprop`, `dgrad`, `wgrad` take the trainer's
+// sense (1 = that GEMM in FP8, 0 = BF16 override). `flag` is how the caller names it in messages ("-fp8_margin").
+static inline int delayed_scaling_set(DelayedScaling* recipe, const char* key, const char* value, const char* flag,
+                                      char* err, size_t errlen) {
+    long v = 0;
+    if (strcmp(key, "margin") == 0) {
+        if (parse_int_in_range(value, 0, FP8_MARGIN_MAX, flag, &v, err, errlen)) { return -1; }
+        recipe->margin = (int)v;
+    } else if (strcmp(key, "interval") == 0) {
+        if (parse_int_in_range(value, 1, FP8_INTERVAL_MAX, flag, &v, err, errlen)) { return -1; }
+        recipe->interval = (int)v;
+    } else if (strcmp(key, "amax_history_len") == 0) {
+        if (parse_int_in_range(value, 1, FP8_AMAX_HISTORY_LEN_MAX, flag, &v, err, errlen)) { return -1; }
+        recipe->amax_history_len = (int)v;
+    } else if (strcmp(key, "fp8_format") == 0) {
+        return parse_fp8_recipe_format(value, flag, &recipe->fp8_format, err, errlen);
+    } else if (strcmp(key, "amax_compute_algo") == 0) {
+        return parse_amax_compute_algo(value, flag, &recipe->amax_compute_algo, err, errlen);
+    } else if (strcmp(key, "fprop") == 0 || strcmp(key, "dgrad") == 0 || strcmp(key, "wgrad") == 0) {
+        if (parse_int_in_range(value, 0, 1, flag, &v, err, errlen)) { return -1; }
+        int* override = key[0] == 'f' ? &recipe->override_fprop
+                      : key[0] == 'd' ? &recipe->override_dgrad : &recipe->override_wgrad;
+        *override = v ? 0 : 1;
+    } else if (strcmp(key, "reduce_amax") == 0) {
+        if (parse_int_in_range(value, 0, 1, flag, &v, err, errlen)) { return -1; }
+        recipe->reduce_amax = (int)v;
+    } else {
+        snprintf(err, errlen, "unknown FP8 recipe option '%s' (%s)", key, flag);
+        return -1;
+    }
+    return 0;
+}
+
+// Checks a recipe built in code (parsing already range-checks what comes from strings).
+static inline int delayed_scaling_validate(const DelayedScaling* recipe, char* err, size_t errlen) {
+    if (recipe->margin < 0 || recipe->margin > FP8_MARGIN_MAX) {
+        snprintf(err, errlen, "fp8 recipe: margin %d out of range [0, %d]", recipe->margin, FP8_MARGIN_MAX);
+        return -1;
+    }
+    if (recipe->interval < 1 || recipe->interval > FP8_INTERVAL_MAX) {
+        snprintf(err, errlen, "fp8 recipe: interval %d out of range [1, %d]", recipe->interval, FP8_INTERVAL_MAX);
+        return -1;
+    }
+    if (recipe->amax_history_len < 1 || recipe->amax_history_len > FP8_AMAX_HISTORY_LEN_MAX) {
+        snprintf(err, errlen, "fp8 recipe: amax_history_len %d out of range [1, %d]", recipe->amax_history_len,
+                 FP8_AMAX_HISTORY_LEN_MAX);
+        return -1;
+    }
+    if (recipe->fp8_format != FP8_RECIPE_E4M3 && recipe->fp8_format != FP8_RECIPE_HYBRID &&
+        recipe->fp8_format != FP8_RECIPE_E5M2) {
+        snprintf(err, errlen, "fp8 recipe: unknown fp8_format %d", (int)recipe->fp8_format);
+        return -1;
+    }
+    if (recipe->amax_compute_algo == AMAX_COMPUTE_CALLBACK && recipe->amax_compute_fn == NULL) {
+        snprintf(err, errlen, "fp8 recipe: amax_compute_algo is callback but no amax_compute_fn is set");
+        return -1;
+    }
+    if (recipe->amax_compute_algo != AMAX_COMPUTE_MAX && recipe->amax_compute_algo != AMAX_COMPUTE_MOST_RECENT &&
+        recipe->amax_compute_algo != AMAX_COMPUTE_CALLBACK) {
+        snprintf(err, errlen, "fp8 recipe: unknown amax_compute_algo %d", (int)recipe->amax_compute_algo);
+        return -1;
+    }
+    int flags[4] = {recipe->override_fprop, recipe->override_dgrad, recipe->override_wgrad, recipe->reduce_amax};
+    for (int i = 0; i < 4; i++) {
+        if (flags[i] != 0 && flags[i] != 1) {
+            snprintf(err, errlen, "fp8 recipe: override/reduce_amax flags must be 0 or 1");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+// One line, the resolved recipe in TE's vocabulary, for the trainers' startup banner.
+static inline void delayed_scaling_print(const DelayedScaling* recipe, FILE* out) {
+    fprintf(out,
+            "DelayedScaling(margin=%d, interval=%d, fp8_format=%s [fwd %s, bwd %s], amax_history_len=%d, "
+            "amax_compute_algo=%s, scaling_factor_compute_algo=%s, override_linear_precision=(fprop=%s, dgrad=%s, "
+            "wgrad=%s), reduce_amax=%s)\n",
+            recipe->margin, recipe->interval, fp8_recipe_format_name(recipe->fp8_format),
+            fp8_format_name(delayed_scaling_forward_format(recipe)),
+            fp8_format_name(delayed_scaling_backward_format(recipe)), recipe->amax_history_len,
+            amax_compute_algo_name(recipe->amax_compute_algo),
+            recipe->scaling_factor_compute_fn ? "callback" : "default", recipe->override_fprop ? "bf16" : "fp8",
+            recipe->override_dgrad ? "bf16" : "fp8", recipe->override_wgrad ? "bf16" : "fp8",
+            recipe->reduce_amax ? "True" : "False");
+}
+
+#endif  // GPTFP8_RECIPE_H

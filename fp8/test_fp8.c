@@ -1,0 +1,802 @@
+/*
+fp8/test_fp8.c — CPU tests of the FP8 core: the E4M3/E5M2 codec down to the last bit, bf16 rounding, the recipe's
+parsing and validation, the delayed-scaling update rule, and the quantize/dequantize references.
+
+The codec is checked against references written differently from fp8.h: decoding by the textbook formula with ldexp,
+encoding by searching all 128 non-negative codes for the nearest value (ties to the even code), so a shared mistake
+in bit tricks cannot hide. The update rule is checked against a naive model that keeps every recorded amax in a list.
+*/
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../llmc/testing.h"
+#include "meta.h"
+
+// ----------------------------------------------------------------------------
+// independent references
+
+// Decode by the definition: (-1)^s * 2^(e-bias) * (1 + m/2^M), subnormal 2^(1-bias) * (m/2^M).
+static double ref_decode(uint8_t code, Fp8Format f) {
+    int M = f == FP8_E4M3 ? 3 : 2, E = 7 - M, bias = (1 << (E - 1)) - 1;
+    int s = code >> 7, e = (code >> M) & ((1 << E) - 1), m = code & ((1 << M) - 1);
+    double sign = s ? -1.0 : 1.0;
+    if (f == FP8_E4M3 && e == 15 && m == 7) { return NAN; }
+    if (f == FP8_E5M2 && e == 31) { return m == 0 ? sign * INFINITY : NAN; }
+    if (e == 0) { return sign * ldexp((double)m / (1 << M), 1 - bias); }
+    return sign * ldexp(1.0 + (double)m / (1 << M), e - bias);
+}
+
+static double ref_table[2][128];  // non-negative decoded values per format, filled once
+
+static void ref_init(void) {
+    for (int f = 0; f < 2; f++) {
+        for (int c = 0; c < 128; c++) { ref_table[f][c] = ref_decode((uint8_t)c, (Fp8Format)f); }
+    }
+}
+
+// Encode by search: the nearest finite non-negative code to |x|, ties to the even code; NaN -> 0x7F; >= max -> max.
+static uint8_t ref_encode(float x, Fp8Format f) {
+    if (isnan(x)) { return 0x7F; }
+    uint8_t sign = signbit(x) ? 0x80 : 0x00;
+    long double a = fabsl((long double)x);
+    // at and above max the nearest finite value is max (and distances to huge inputs would tie in any precision)
+    if (a >= (long double)ref_table[f][f == FP8_E4M3 ? 0x7E : 0x7B]) { return (uint8_t)(sign | (f == FP8_E4M3 ? 0x7E : 0x7B)); }
+    int best = -1;
+    long double best_diff = 0;
+    for (int c = 0; c < 128; c++) {
+        double v = ref_table[f][c];
+        if (isnan(v) || isinf(v)) { continue; }
+        long double d = fabsl(a - (long double)v);
+        if (best < 0 || d < best_diff || (d == best_diff && (c & 1) == 0)) {
+            best = c;
+            best_diff = d;
+        }
+    }
+    return (uint8_t)(sign | best);
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint32_t rng_u32(void) {  // xorshift64*
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
+}
+static float rng_uniform(void) { return (rng_u32() >> 8) * (1.0f / 16777216.0f); }
+
+static const Fp8Format formats[2] = {FP8_E4M3, FP8_E5M2};
+
+// Compare fp8_from_float with ref_encode, with NaN codes compared as "both NaN" (fp8_from_float promises 0x7F).
+static int encode_matches(float x, Fp8Format f, uint8_t* got_out, uint8_t* want_out) {
+    uint8_t got = fp8_from_float(x, f), want = ref_encode(x, f);
+    *got_out = got;
+    *want_out = want;
+    return got == want;
+}
+
+// ----------------------------------------------------------------------------
+// codec
+
+static void test_decode_all_codes(void) {
+    for (int fi = 0; fi < 2; fi++) {
+        for (int c = 0; c < 256; c++) {
+            float got = fp8_to_float((uint8_t)c, formats[fi]);
+            double want = ref_decode((uint8_t)c, formats[fi]);
+            if (isnan(want)) {
+                CHECK(isnan(got), "%s code 0x%02x should be NaN, got %g", fp8_format_name(formats[fi]), c, got);
+            } else {
+                CHECK((double)got == want && !!signbit(got) == !!signbit(want), "%s code 0x%02x: got %.9g want %.9g",
+                      fp8_format_name(formats[fi]), c, got, want);
+            }
+        }
+    }
+    // the documented constants
+    CHECK(fp8_to_float(0x7E, FP8_E4M3) == 448.0f, "E4M3 max");
+    CHECK(fp8_to_float(0x01, FP8_E4M3) == ldexpf(1.0f, -9), "E4M3 min subnormal");
+    CHECK(fp8_to_float(0x08, FP8_E4M3) == ldexpf(1.0f, -6), "E4M3 min normal");
+    CHECK(fp8_to_float(0x7B, FP8_E5M2) == 57344.0f, "E5M2 max");
+    CHECK(fp8_to_float(0x01, FP8_E5M2) == ldexpf(1.0f, -16), "E5M2 min subnormal");
+    CHECK(fp8_to_float(0x04, FP8_E5M2) == ldexpf(1.0f, -14), "E5M2 min normal");
+    CHECK(isinf(fp8_to_float(0x7C, FP8_E5M2)) && fp8_to_float(0xFC, FP8_E5M2) < 0, "E5M2 +-inf");
+    CHECK(isnan(fp8_to_float(0xFF, FP8_E4M3)) && isnan(fp8_to_float(0x7D, FP8_E5M2)), "NaN codes");
+    CHECK(fp8_max(FP8_E4M3) == 448.0f && fp8_max(FP8_E5M2) == 57344.0f, "fp8_max");
+}
+
+static void test_encode_all_bf16_patterns(void) {
+    for (int fi = 0; fi < 2; fi++) {
+        for (uint32_t p = 0; p < 65536; p++) {
+            float x = fp8_bits_float(p << 16);
+            uint8_t got, want;
+            CHECK(encode_matches(x, formats[fi], &got, &want), "%s bf16 0x%04x (%g): got 0x%02x want 0x%02x",
+                  fp8_format_name(formats[fi]), p, x, got, want);
+        }
+    }
+}
+
+static void test_encode_random_floats(void) {
+    // Half uniformly random bit patterns (covers every exponent), half values near each format's range, where
+    // rounding actually happens. 2 x 600k per format.
+    for (int fi = 0; fi < 2; fi++) {
+        float range = fp8_max(formats[fi]) * 1.1f;
+        for (int i = 0; i < 600000; i++) {
+            float a = fp8_bits_float(rng_u32());
+            float b = (rng_uniform() * 2.0f - 1.0f) * range * ldexpf(1.0f, -(int)(rng_u32() % 24));
+            uint8_t got, want;
+            CHECK(encode_matches(a, formats[fi], &got, &want), "%s %a: got 0x%02x want 0x%02x",
+                  fp8_format_name(formats[fi]), a, got, want);
+            CHECK(encode_matches(b, formats[fi], &got, &want), "%s %a: got 0x%02x want 0x%02x",
+                  fp8_format_name(formats[fi]), b, got, want);
+        }
+    }
+}
+
+static void test_encode_ties_and_boundaries(void) {
+    for (int fi = 0; fi < 2; fi++) {
+        Fp8Format f = formats[fi];
+        const char* name = fp8_format_name(f);
+        uint8_t max_code = fp8_max_code(f);
+        // every midpoint between neighbouring finite codes: ties to the even code; one float either side goes
+        // to the nearer neighbour. Both signs.
+        for (int c = 0; c < max_code; c++) {
+            float lo = fp8_to_float((uint8_t)c, f), hi = fp8_to_float((uint8_t)(c + 1), f);
+            float mid = (lo + hi) * 0.5f;  // exact: neighbours differ in the last FP8 bit only
+            CHECK((double)mid == ((double)lo + (double)hi) / 2, "%s midpoint not exact", name);
+            uint8_t even = (c & 1) ? (uint8_t)(c + 1) : (uint8_t)c;
+            for (int s = 0; s < 2; s++) {
+                float sg = s ? -1.0f : 1.0f;
+                uint8_t sb = s ? 0x80 : 0x00;
+                CHECK(fp8_from_float(sg * mid, f) == (sb | even), "%s tie %g -> 0x%02x, want 0x%02x", name,
+                      sg * mid, fp8_from_float(sg * mid, f), sb | even);
+                CHECK(fp8_from_float(sg * nextafterf(mid, 0.0f), f) == (sb | c), "%s below tie %g", name, mid);
+                CHECK(fp8_from_float(sg * nextafterf(mid, INFINITY), f) == (sb | (c + 1)), "%s above tie %g", name,
+                      mid);
+                CHECK(fp8_from_float(sg * lo, f) == (sb | c), "%s exact value %g", name, lo);
+            }
+        }
+        // saturation: max, the tie above max (rounds to max: even), just above it, far above, +-inf
+        float maxv = fp8_max(f);
+        float max_ulp = maxv - fp8_to_float((uint8_t)(max_code - 1), f);
+        float above[] = {maxv, maxv + max_ulp * 0.5f, nextafterf(maxv + max_ulp * 0.5f, INFINITY), maxv + max_ulp,
+                         maxv * 2, 1e30f, FLT_MAX, INFINITY};
+        for (size_t i = 0; i < sizeof(above) / sizeof(above[0]); i++) {
+            CHECK(fp8_from_float(above[i], f) == max_code, "%s %g should saturate to +max", name, above[i]);
+            CHECK(fp8_from_float(-above[i], f) == (0x80 | max_code), "%s %g should saturate to -max", name,
+                  -above[i]);
+        }
+        // subnormal boundaries: half the smallest subnormal ties to 0 (even), anything above goes up
+        float min_sub = fp8_to_float(0x01, f);
+        CHECK(fp8_from_float(min_sub * 0.5f, f) == 0x00, "%s half min subnormal -> 0", name);
+        CHECK(fp8_from_float(-min_sub * 0.5f, f) == 0x80, "%s -half min subnormal -> -0", name);
+        CHECK(fp8_from_float(nextafterf(min_sub * 0.5f, 1.0f), f) == 0x01, "%s just above half min sub", name);
+        CHECK(fp8_from_float(min_sub * 0.75f, f) == 0x01, "%s 3/4 min subnormal", name);
+        CHECK(fp8_from_float(min_sub * 1.5f, f) == 0x02, "%s 1.5 min subnormal ties to even 0x02", name);
+        CHECK(fp8_from_float(FLT_MIN, f) == 0x00 && fp8_from_float(-FLT_TRUE_MIN, f) == 0x80, "%s float tiny",
+              name);
+        CHECK(fp8_from_float(0.0f, f) == 0x00 && fp8_from_float(-0.0f, f) == 0x80, "%s signed zeros", name);
+        // NaN of both signs and payloads -> canonical 0x7F
+        CHECK(fp8_from_float(NAN, f) == 0x7F && fp8_from_float(-NAN, f) == 0x7F, "%s NaN -> 0x7F", name);
+        CHECK(fp8_from_float(fp8_bits_float(0x7F800001u), f) == 0x7F, "%s signalling NaN -> 0x7F", name);
+        CHECK(fp8_from_float(fp8_bits_float(0xFFFFFFFFu), f) == 0x7F, "%s negative NaN payload -> 0x7F", name);
+    }
+    // the documented thresholds, spelled out
+    CHECK(fp8_from_float(464.0f, FP8_E4M3) == 0x7E && fp8_from_float(465.0f, FP8_E4M3) == 0x7E, "E4M3 464/465");
+    CHECK(fp8_from_float(61440.0f, FP8_E5M2) == 0x7B, "E5M2 61440 saturates");
+    CHECK(fp8_from_float(ldexpf(1.0f, -10), FP8_E4M3) == 0x00, "E4M3 2^-10 -> 0");
+    CHECK(fp8_from_float(ldexpf(1.0f, -17), FP8_E5M2) == 0x00, "E5M2 2^-17 -> 0");
+    CHECK(fp8_from_float(ldexpf(15.0f, -10), FP8_E4M3) == 0x08, "E4M3 7.5 * 2^-9 -> min normal");
+}
+
+static void test_round_trip_exact(void) {
+    // every finite code decodes to a float that encodes back to the same code
+    for (int fi = 0; fi < 2; fi++) {
+        for (int c = 0; c < 256; c++) {
+            float v = fp8_to_float((uint8_t)c, formats[fi]);
+            if (isnan(v) || isinf(v)) { continue; }
+            CHECK(fp8_from_float(v, formats[fi]) == c, "%s code 0x%02x round trip", fp8_format_name(formats[fi]), c);
+        }
+    }
+}
+
+static void test_bf16_rounding(void) {
+    // reference: round the 32-bit pattern to the nearest multiple of 2^16 in value, ties to even, by search over the
+    // two candidates in double
+    for (int i = 0; i < 1000000; i++) {
+        uint32_t bits = rng_u32();
+        float x = fp8_bits_float(bits);
+        uint16_t got = bf16_from_float(x);
+        if (isnan(x)) {
+            CHECK(isnan(bf16_to_float(got)), "NaN stays NaN");
+            continue;
+        }
+        uint16_t down = (uint16_t)(bits >> 16), up = (uint16_t)(down + 1);
+        double dx = x, dd = bf16_to_float(down), du = bf16_to_float(up);
+        uint16_t want;
+        if (isinf(x)) {
+            want = down;
+        } else if (isnan(du) || isinf(du)) {  // rounding up would overflow: RNE decides by distance to 2^128
+            double next = ldexp(signbit(x) ? -1.0 : 1.0, 128);
+            double e_down = fabs(dx - dd), e_up = fabs(next - dx);
+            want = (e_up < e_down || (e_up == e_down && (up & 1) == 0)) ? (uint16_t)(down + 1) : down;
+            if (isnan(du)) { want = down; }  // cannot happen for finite x; keeps the model total
+        } else {
+            double e_down = fabs(dx - dd), e_up = fabs(du - dx);
+            want = (e_up < e_down || (e_up == e_down && (up & 1) == 0)) ? up : down;
+        }
+        CHECK(got == want, "bf16 of %a: got 0x%04x want 0x%04x", x, got, want);
+    }
+    CHECK(bf16_round(1.0f + ldexpf(1.0f, -8)) == 1.0f, "tie to even down");
+    CHECK(bf16_round(1.0f + 3 * ldexpf(1.0f, -8)) == 1.0f + ldexpf(1.0f, -6), "tie to even up");
+    CHECK(isinf(bf16_round(FLT_MAX)), "FLT_MAX rounds to inf in bf16 (no saturation)");
+    CHECK(isnan(bf16_round(NAN)), "NaN");
+}
+
+// ----------------------------------------------------------------------------
+// recipe
+
+static void test_recipe_defaults_and_parse(void) {
+    DelayedScaling r;
+    delayed_scaling_default(&r);
+    CHECK(r.margin == 0 && r.interval == 1 && r.fp8_format == FP8_RECIPE_HYBRID && r.amax_history_len == 1024 &&
+              r.amax_compute_algo == AMAX_COMPUTE_MAX && !r.override_fprop && !r.override_dgrad &&
+              !r.override_wgrad && r.reduce_amax == 1 && !r.amax_compute_fn && !r.scaling_factor_compute_fn,
+          "TE defaults");
+    CHECK(delayed_scaling_forward_format(&r) == FP8_E4M3 && delayed_scaling_backward_format(&r) == FP8_E5M2,
+          "HYBRID is E4M3 forward, E5M2 backward");
+    char err[256];
+    CHECK(delayed_scaling_set(&r, "fp8_format", "e4m3", "-fp8", err, sizeof(err)) == 0, "%s", err);
+    CHECK(delayed_scaling_backward_format(&r) == FP8_E4M3, "E4M3 everywhere");
+    CHECK(delayed_scaling_set(&r, "fp8_format", "E5M2", "-fp8", err, sizeof(err)) == 0, "%s", err);
+    CHECK(delayed_scaling_forward_format(&r) == FP8_E5M2, "E5M2 everywhere");
+    CHECK(delayed_scaling_set(&r, "fp8_format", "HYBRID", "-fp8", err, sizeof(err)) == 0, "%s", err);
+    CHECK(delayed_scaling_set(&r, "margin", "3", "-fp8_margin", err, sizeof(err)) == 0 && r.margin == 3, "margin");
+    CHECK(delayed_scaling_set(&r, "interval", "4", "-fp8_interval", err, sizeof(err)) == 0 && r.interval == 4, "iv");
+    CHECK(delayed_scaling_set(&r, "amax_history_len", "16", "-fp8_amax_history_len", err, sizeof(err)) == 0 &&
+              r.amax_history_len == 16, "len");
+    CHECK(delayed_scaling_set(&r, "amax_compute_algo", "most_recent", "-fp8_amax_compute_algo", err, sizeof(err)) ==
+                  0 && r.amax_compute_algo == AMAX_COMPUTE_MOST_RECENT, "algo");
+    CHECK(delayed_scaling_set(&r, "fprop", "0", "-fp8_fprop", err, sizeof(err)) == 0 && r.override_fprop == 1,
+          "-fp8_fprop 0 means override_linear_precision.fprop = True");
+    CHECK(delayed_scaling_set(&r, "wgrad", "1", "-fp8_wgrad", err, sizeof(err)) == 0 && r.override_wgrad == 0, "w");
+    CHECK(delayed_scaling_set(&r, "reduce_amax", "0", "-fp8_reduce_amax", err, sizeof(err)) == 0 &&
+              r.reduce_amax == 0, "reduce");
+    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == 0, "valid after parsing: %s", err);
+    char line[1024];
+    FILE* mem = fmemopen(line, sizeof(line), "w");
+    delayed_scaling_print(&r, mem);
+    fclose(mem);
+    CHECK(strstr(line, "margin=3") && strstr(line, "interval=4") && strstr(line, "amax_history_len=16") &&
+              strstr(line, "most_recent") && strstr(line, "fprop=bf16") && strstr(line, "fwd E4M3, bwd E5M2"),
+          "banner: %s", line);
+}
+
+static void test_recipe_rejects_bad_values(void) {
+    struct { const char *key, *value, *flag, *must_say; } bad[] = {
+        {"margin", "-1", "-fp8_margin", "[0, 64]"},
+        {"margin", "65", "-fp8_margin", "-fp8_margin"},
+        {"margin", "abc", "-fp8_margin", "expected an integer"},
+        {"margin", "", "-fp8_margin", "-fp8_margin"},
+        {"margin", "1.5", "-fp8_margin", "'1.5'"},
+        {"margin", "99999999999999999999", "-fp8_margin", "expected an integer"},
+        {"interval", "0", "-fp8_interval", "[1, 1000000]"},
+        {"interval", "3x", "-fp8_interval", "-fp8_interval"},
+        {"amax_history_len", "0", "-fp8_amax_history_len", "[1, 65536]"},
+        {"amax_history_len", "65537", "-fp8_amax_history_len", "-fp8_amax_history_len"},
+        {"fp8_format", "e3m4", "-fp8", "hybrid, e4m3, e5m2"},
+        {"fp8_format", "", "-fp8", "-fp8"},
+        {"amax_compute_algo", "mean", "-fp8_amax_compute_algo", "max, most_recent"},
+        {"amax_compute_algo", "MAX ", "-fp8_amax_compute_algo", "'MAX '"},
+        {"fprop", "2", "-fp8_fprop", "[0, 1]"},
+        {"dgrad", "yes", "-fp8_dgrad", "-fp8_dgrad"},
+        {"wgrad", "-1", "-fp8_wgrad", "[0, 1]"},
+        {"reduce_amax", "true", "-fp8_reduce_amax", "-fp8_reduce_amax"},
+        {"no_such_option", "1", "-fp8_foo", "unknown"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        DelayedScaling r;
+        delayed_scaling_default(&r);
+        DelayedScaling before = r;
+        char err[256] = "";
+        int rc = delayed_scaling_set(&r, bad[i].key, bad[i].value, bad[i].flag, err, sizeof(err));
+        CHECK(rc == -1, "%s '%s' accepted", bad[i].key, bad[i].value);
+        CHECK(strstr(err, bad[i].must_say) != NULL && strstr(err, bad[i].flag) != NULL && !strchr(err, '\n'),
+              "message for %s '%s' should name the flag and say '%s', got: %s", bad[i].key, bad[i].value,
+              bad[i].must_say, err);
+        CHECK(memcmp(&r, &before, sizeof(r)) == 0, "a rejected value must not change the recipe (%s)", bad[i].key);
+    }
+    // structs built in code
+    DelayedScaling r;
+    char err[256];
+    delayed_scaling_default(&r);
+    r.amax_compute_algo = AMAX_COMPUTE_CALLBACK;
+    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == -1 && strstr(err, "amax_compute_fn"), "callback w/o fn");
+    delayed_scaling_default(&r);
+    r.interval = 0;
+    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == -1 && strstr(err, "interval"), "interval 0");
+    delayed_scaling_default(&r);
+    r.amax_history_len = -5;
+    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == -1 && strstr(err, "amax_history_len"), "len");
+    delayed_scaling_default(&r);
+    r.margin = -2;
+    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == -1 && strstr(err, "margin"), "margin");
+    delayed_scaling_default(&r);
+    r.override_dgrad = 7;
+    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == -1, "override must be 0/1");
+    delayed_scaling_default(&r);
+    r.amax_history_len = 0;
+    Fp8Meta meta;
+    CHECK(fp8_meta_init(&meta, 4, &r, err, sizeof(err)) == -1, "meta init rejects a bad recipe");
+}
+
+// ----------------------------------------------------------------------------
+// update rule
+
+static DelayedScaling recipe_with(int len, AmaxComputeAlgo algo, int margin, int interval, Fp8RecipeFormat f) {
+    DelayedScaling r;
+    delayed_scaling_default(&r);
+    r.amax_history_len = len;
+    r.amax_compute_algo = algo;
+    r.margin = margin;
+    r.interval = interval;
+    r.fp8_format = f;
+    return r;
+}
+
+// TE's numeric scenarios, for a forward (E4M3) and a backward (E5M2) slot of one module.
+static void test_update_te_scenarios(void) {
+    char err[256];
+    for (int margin = 0; margin <= 3; margin++) {
+        DelayedScaling r = recipe_with(4, AMAX_COMPUTE_MAX, margin, 1, FP8_RECIPE_HYBRID);
+        Fp8Meta meta;
+        CHECK(fp8_meta_init(&meta, 1, &r, err, sizeof(err)) == 0, "%s", err);
+        int slots[2] = {fp8_meta_fwd_slot(&meta, 0, FP8_FWD_INPUT), fp8_meta_bwd_slot(&meta, 0, FP8_BWD_GRAD_OUTPUT)};
+        float maxes[2] = {448.0f, 57344.0f};
+        for (int k = 0; k < 2; k++) {
+            int s = slots[k];
+            float fmax = maxes[k];
+            CHECK(fp8_meta_slot_format(&meta, s) == (k ? FP8_E5M2 : FP8_E4M3), "slot format");
+            // zero amax: previous scale, no roll
+            meta.scale[s] = 3.0f;
+            meta.scale_inv[s] = 1.0f / 3.0f;
+            meta.amax_history[(size_t)2 * meta.num_slots + s] = 5.0f;  // something in the window
+            fp8_meta_update(&meta, &r, 0);
+            CHECK(meta.scale[s] == 3.0f && meta.amax_history[(size_t)2 * meta.num_slots + s] == 5.0f,
+                  "zero amax keeps the scale and does not roll");
+            meta.amax_history[(size_t)2 * meta.num_slots + s] = 0.0f;
+            // normal amax
+            *fp8_meta_amax_row0(&meta, s) = 2.5f;
+            fp8_meta_update(&meta, &r, 0);
+            float want = (fmax / 2.5f) / ldexpf(1.0f, margin);
+            CHECK(meta.scale[s] == want && meta.scale_inv[s] == 1.0f / want, "margin %d: scale %g want %g", margin,
+                  meta.scale[s], want);
+            CHECK(meta.amax_history[s] == 0.0f && meta.amax_history[(size_t)3 * meta.num_slots + s] == 2.5f,
+                  "rolled into the last row, row 0 zeroed");
+            // tiny amax: the quotient overflows -> FLT_MAX. Needs a window holding only the tiny value.
+            for (int row = 0; row < 4; row++) { meta.amax_history[(size_t)row * meta.num_slots + s] = 0.0f; }
+            *fp8_meta_amax_row0(&meta, s) = fmax / FLT_MAX / 2.0f;
+            fp8_meta_update(&meta, &r, 0);
+            if (margin == 0) {
+                CHECK(meta.scale[s] == FLT_MAX, "tiny amax gives FLT_MAX, got %g", meta.scale[s]);
+            } else {  // 2^margin brings it back into range
+                CHECK(isfinite(meta.scale[s]) && meta.scale[s] > FLT_MAX / 16, "tiny amax with margin");
+            }
+            CHECK(meta.scale_inv[s] > 0.0f, "scale_inv stays positive");
+            // inf and NaN amax: previous scale (but the value is recorded and rolls)
+            float before = meta.scale[s];
+            for (int row = 0; row < 4; row++) { meta.amax_history[(size_t)row * meta.num_slots + s] = 0.0f; }
+            *fp8_meta_amax_row0(&meta, s) = INFINITY;
+            fp8_meta_update(&meta, &r, 0);
+            CHECK(meta.scale[s] == before, "inf amax keeps the scale");
+            for (int row = 0; row < 4; row++) { meta.amax_history[(size_t)row * meta.num_slots + s] = 0.0f; }
+            *fp8_meta_amax_row0(&meta, s) = NAN;
+            fp8_meta_update(&meta, &r, 0);
+            CHECK(meta.scale[s] == before, "NaN amax keeps the scale");
+            CHECK(isnan(meta.amax_history[(size_t)3 * meta.num_slots + s]), "NaN recorded");
+        }
+        fp8_meta_free(&meta);
+    }
+    // the pieces directly
+    CHECK(fp8_compute_scale(0.0f, 7.0f, 448.0f, 0) == 7.0f, "0");
+    CHECK(fp8_compute_scale(-1.0f, 7.0f, 448.0f, 0) == 7.0f, "negative");
+    CHECK(fp8_compute_scale(INFINITY, 7.0f, 448.0f, 0) == 7.0f, "inf");
+    CHECK(fp8_compute_scale(NAN, 7.0f, 448.0f, 0) == 7.0f, "nan");
+    CHECK(fp8_compute_scale(448.0f / FLT_MAX / 2, 7.0f, 448.0f, 0) == FLT_MAX, "FLT_MAX");
+    CHECK(fp8_compute_scale(1.0f, 7.0f, 57344.0f, 2) == 14336.0f, "57344/1/4");
+    CHECK(fp8_compute_scale(FLT_MAX, 7.0f, 448.0f, 0) == 448.0f / FLT_MAX, "largest finite amax");
+}
+
+static void test_update_rotation_order(void) {
+    // history_len 4, one slot followed explicitly: TE's [a_N, a_1, a_2, a_3] -> [0, a_2, a_3, a_N]
+    char err[256];
+    DelayedScaling r = recipe_with(4, AMAX_COMPUTE_MAX, 0, 1, FP8_RECIPE_HYBRID);
+    Fp8Meta meta;
+    CHECK(fp8_meta_init(&meta, 2, &r, err, sizeof(err)) == 0, "%s", err);
+    int s = fp8_meta_fwd_slot(&meta, 1, FP8_FWD_WEIGHT);
+    CHECK(s == 4, "module 1 weight is column 4");
+    CHECK(fp8_meta_bwd_slot(&meta, 1, FP8_BWD_GRAD_INPUT) == 9, "module 1 grad_input is column 3M+3 = 9");
+    float col[4] = {40.0f, 10.0f, 20.0f, 30.0f};
+    for (int row = 0; row < 4; row++) { meta.amax_history[(size_t)row * meta.num_slots + s] = col[row]; }
+    fp8_meta_update(&meta, &r, 0);
+    float want[4] = {0.0f, 20.0f, 30.0f, 40.0f};
+    for (int row = 0; row < 4; row++) {
+        CHECK(meta.amax_history[(size_t)row * meta.num_slots + s] == want[row], "row %d: %g want %g", row,
+              meta.amax_history[(size_t)row * meta.num_slots + s], want[row]);
+    }
+    CHECK(meta.scale[s] == 448.0f / 40.0f, "max over the window before the roll (includes the oldest, 10 < 40)");
+    // the same with the max in the oldest row: it still counts, then drops out
+    float col2[4] = {1.0f, 100.0f, 2.0f, 3.0f};
+    for (int row = 0; row < 4; row++) { meta.amax_history[(size_t)row * meta.num_slots + s] = col2[row]; }
+    fp8_meta_update(&meta, &r, 0);
+    CHECK(meta.scale[s] == 448.0f / 100.0f, "oldest row counts in this update");
+    *fp8_meta_amax_row0(&meta, s) = 1.0f;
+    fp8_meta_update(&meta, &r, 1);
+    CHECK(meta.scale[s] == 448.0f / 3.0f, "then it is gone: window is {1, 2, 3, 1}");
+    // every other column untouched
+    for (int row = 0; row < 4; row++) {
+        for (int c = 0; c < meta.num_slots; c++) {
+            if (c != s) { CHECK(meta.amax_history[(size_t)row * meta.num_slots + c] == 0.0f, "other columns"); }
+        }
+    }
+    fp8_meta_free(&meta);
+}
+
+static void test_update_history_len_1(void) {
+    char err[256];
+    DelayedScaling r = recipe_with(1, AMAX_COMPUTE_MAX, 0, 1, FP8_RECIPE_HYBRID);
+    Fp8Meta meta;
+    CHECK(fp8_meta_init(&meta, 1, &r, err, sizeof(err)) == 0, "%s", err);
+    float amaxes[5] = {3.0f, 0.5f, 0.0f, 8.0f, 1.0f};
+    float expect_scale = 1.0f;
+    for (int step = 0; step < 5; step++) {
+        *fp8_meta_amax_row0(&meta, 0) = amaxes[step];
+        fp8_meta_update(&meta, &r, step);
+        if (amaxes[step] > 0) { expect_scale = 448.0f / amaxes[step]; }
+        CHECK(meta.scale[0] == expect_scale, "len 1 step %d: scale %g want %g", step, meta.scale[0], expect_scale);
+        CHECK(meta.amax_history[0] == 0.0f, "len 1: the only row is the staging row, zeroed");
+    }
+    fp8_meta_free(&meta);
+}
+
+// The naive model: every recorded (non-zero) amax of one slot in a list. The window of an update is this step's amax
+// plus the last len-1 recorded ones; the history matrix must read [0, L[-(len-1)], ..., L[-1]].
+static void test_update_random_against_naive(void) {
+    char err[256];
+    enum { STEPS = 3000, MODULES = 3 };
+    int lens[4] = {1, 2, 7, 32};
+    for (int li = 0; li < 4; li++) {
+        for (int algo = 0; algo < 2; algo++) {
+            int len = lens[li], margin = (int)(rng_u32() % 4), interval = 1 + (int)(rng_u32() % 3);
+            DelayedScaling r = recipe_with(len, (AmaxComputeAlgo)algo, margin, interval, FP8_RECIPE_HYBRID);
+            Fp8Meta meta;
+            CHECK(fp8_meta_init(&meta, MODULES, &r, err, sizeof(err)) == 0, "%s", err);
+            int S = meta.num_slots;
+            float* recorded = calloc((size_t)S * STEPS, sizeof(float));  // (S, STEPS)
+            int* count = calloc((size_t)S, sizeof(int));
+            float* scale = malloc((size_t)S * sizeof(float));
+            for (int s = 0; s < S; s++) { scale[s] = 1.0f; }
+            int mismatches = 0;
+            for (int step = 0; step < STEPS; step++) {
+                float now[MODULES * 5];
+                for (int s = 0; s < S; s++) {
+                    uint32_t u = rng_u32();
+                    // 1 in 8: slot unused this step; else amaxes spread over 10 octaves, occasionally tiny
+                    now[s] = (u % 8 == 0) ? 0.0f : ldexpf(0.5f + rng_uniform(), (int)(u % 11) - 5 - (u % 97 == 1) * 130);
+                    // quantizations max-reduce into row 0: feed two values, the model takes their max
+                    float other = now[s] * rng_uniform();
+                    float* row0 = fp8_meta_amax_row0(&meta, s);
+                    *row0 = fp8_amax_merge(*row0, now[s]);
+                    *row0 = fp8_amax_merge(*row0, other);
+                }
+                fp8_meta_update(&meta, &r, step);
+                for (int s = 0; s < S; s++) {
+                    float a = now[s];
+                    if (a == 0.0f) { continue; }
+                    if (step % interval == 0) {
+                        float amax = a;
+                        if (algo == AMAX_COMPUTE_MAX) {
+                            for (int k = count[s] - 1; k >= 0 && k >= count[s] - (len - 1); k--) {
+                                float v = recorded[(size_t)s * STEPS + k];
+                                amax = v > amax ? v : amax;
+                            }
+                        }
+                        float fmax = s < 3 * MODULES ? 448.0f : 57344.0f;
+                        double q = (double)fmax / (double)amax;  // same two roundings as fp8_compute_scale
+                        float sc = (float)((double)(float)q / ldexp(1.0, margin));
+                        if (isinf(sc) || sc > FLT_MAX) { sc = FLT_MAX; }
+                        scale[s] = sc;
+                    }
+                    recorded[(size_t)s * STEPS + count[s]++] = a;
+                }
+                for (int s = 0; s < S; s++) {
+                    if (meta.scale[s] != scale[s] || meta.scale_inv[s] != 1.0f / scale[s]) { mismatches++; }
+                    for (int row = 0; row < len; row++) {
+                        int k = count[s] - len + row;  // row 1 holds L[count-(len-1)], row len-1 holds L[count-1]
+                        float want = (row == 0 || k < 0) ? 0.0f : recorded[(size_t)s * STEPS + k];
+                        if (meta.amax_history[(size_t)row * S + s] != want) { mismatches++; }
+                    }
+                }
+            }
+            CHECK(mismatches == 0, "len %d algo %s margin %d interval %d: %d mismatches", len,
+                  amax_compute_algo_name((AmaxComputeAlgo)algo), margin, interval, mismatches);
+            free(recorded);
+            free(count);
+            free(scale);
+            fp8_meta_free(&meta);
+        }
+    }
+}
+
+static void test_update_interval(void) {
+    char err[256];
+    DelayedScaling r = recipe_with(8, AMAX_COMPUTE_MAX, 0, 3, FP8_RECIPE_HYBRID);
+    Fp8Meta meta;
+    CHECK(fp8_meta_init(&meta, 1, &r, err, sizeof(err)) == 0, "%s", err);
+    // amaxes 1, 2, 4, 8, 16, 32, 64: scales recomputed at the end of steps 0, 3 and 6 only
+    float want_scale[7] = {448.0f, 448.0f, 448.0f, 448.0f / 8, 448.0f / 8, 448.0f / 8, 448.0f / 64};
+    for (int step = 0; step < 7; step++) {
+        *fp8_meta_amax_row0(&meta, 0) = (float)(1 << step);
+        fp8_meta_update(&meta, &r, step);
+        CHECK(meta.scale[0] == want_scale[step], "interval 3, step %d: scale %g want %g", step, meta.scale[0],
+              want_scale[step]);
+        // histories roll on every step regardless
+        CHECK(meta.amax_history[7 * meta.num_slots] == (float)(1 << step) && meta.amax_history[0] == 0.0f,
+              "interval 3, step %d: rolled", step);
+    }
+    // with most_recent, a non-update step's amax is not used later
+    DelayedScaling m = recipe_with(8, AMAX_COMPUTE_MOST_RECENT, 0, 2, FP8_RECIPE_HYBRID);
+    Fp8Meta meta2;
+    CHECK(fp8_meta_init(&meta2, 1, &m, err, sizeof(err)) == 0, "%s", err);
+    float amaxes[4] = {1.0f, 100.0f, 2.0f, 50.0f};
+    float want_mr[4] = {448.0f, 448.0f, 224.0f, 224.0f};
+    for (int step = 0; step < 4; step++) {
+        *fp8_meta_amax_row0(&meta2, 0) = amaxes[step];
+        fp8_meta_update(&meta2, &m, step);
+        CHECK(meta2.scale[0] == want_mr[step], "most_recent interval 2 step %d: %g want %g", step, meta2.scale[0],
+              want_mr[step]);
+    }
+    CHECK(fp8_is_scale_update_step(0, 5) && !fp8_is_scale_update_step(4, 5) && fp8_is_scale_update_step(5, 5),
+          "update steps are multiples of interval");
+    fp8_meta_free(&meta);
+    fp8_meta_free(&meta2);
+}
+
+typedef struct {
+    int amax_calls, scale_calls;
+    const DelayedScaling* seen_recipe;
+} CallbackLog;
+
+// mean of the window's non-zero rows (a made-up algorithm the built-ins cannot produce)
+static float amax_mean_callback(const float* column, int len, int stride, void* user) {
+    CallbackLog* log = (CallbackLog*)user;
+    log->amax_calls++;
+    float sum = 0.0f;
+    int n = 0;
+    for (int row = 0; row < len; row++) {
+        if (column[(size_t)row * stride] > 0) {
+            sum += column[(size_t)row * stride];
+            n++;
+        }
+    }
+    return sum / (float)n;
+}
+
+static float scale_halving_callback(float amax, float old_scale, float fp8_max_value, const DelayedScaling* recipe,
+                                    void* user) {
+    CallbackLog* log = (CallbackLog*)user;
+    log->scale_calls++;
+    log->seen_recipe = recipe;
+    (void)old_scale;
+    return fp8_max_value / amax * 0.5f;
+}
+
+static void test_update_callbacks(void) {
+    char err[256];
+    CallbackLog log = {0, 0, NULL};
+    DelayedScaling r = recipe_with(4, AMAX_COMPUTE_CALLBACK, 0, 1, FP8_RECIPE_HYBRID);
+    r.amax_compute_fn = amax_mean_callback;
+    r.callback_user = &log;
+    Fp8Meta meta;
+    CHECK(fp8_meta_init(&meta, 2, &r, err, sizeof(err)) == 0, "%s", err);
+    int s = fp8_meta_fwd_slot(&meta, 0, FP8_FWD_INPUT);
+    *fp8_meta_amax_row0(&meta, s) = 2.0f;
+    fp8_meta_update(&meta, &r, 0);
+    *fp8_meta_amax_row0(&meta, s) = 6.0f;
+    fp8_meta_update(&meta, &r, 1);
+    CHECK(log.amax_calls == 2, "amax callback called once per used slot per update, got %d", log.amax_calls);
+    CHECK(meta.scale[s] == 448.0f / 4.0f, "scale from the callback's amax (mean of 2 and 6): %g", meta.scale[s]);
+    CHECK(meta.amax_history[3 * meta.num_slots + s] == 6.0f && meta.amax_history[s] == 0.0f, "still rolls");
+    // the scaling-factor callback, with the built-in max
+    r.amax_compute_algo = AMAX_COMPUTE_MAX;
+    r.scaling_factor_compute_fn = scale_halving_callback;
+    int g = fp8_meta_bwd_slot(&meta, 1, FP8_BWD_GRAD_OUTPUT);
+    *fp8_meta_amax_row0(&meta, g) = 8.0f;
+    fp8_meta_update(&meta, &r, 2);
+    CHECK(log.scale_calls == 1 && log.seen_recipe == &r, "scale callback called once with the recipe");
+    CHECK(meta.scale[g] == 57344.0f / 8.0f * 0.5f && meta.scale_inv[g] == 1.0f / meta.scale[g],
+          "scale from the callback: %g", meta.scale[g]);
+    CHECK(meta.scale[s] == 448.0f / 4.0f, "unused slot untouched by the callback path");
+    fp8_meta_free(&meta);
+}
+
+static void test_update_many_modules_one_call(void) {
+    char err[256];
+    enum { M = 12 };
+    DelayedScaling r = recipe_with(5, AMAX_COMPUTE_MAX, 1, 1, FP8_RECIPE_HYBRID);
+    Fp8Meta meta;
+    CHECK(fp8_meta_init(&meta, M, &r, err, sizeof(err)) == 0, "%s", err);
+    CHECK(meta.num_slots == 5 * M && meta.num_floats == (size_t)(5 + 2) * 5 * M, "one buffer of (len+2)*5M floats");
+    CHECK(meta.scale == meta.memory + 5 * 5 * M && meta.scale_inv == meta.scale + 5 * M, "layout");
+    for (int m = 0; m < M; m++) {
+        for (int k = 0; k < 3; k++) { *fp8_meta_amax_row0(&meta, fp8_meta_fwd_slot(&meta, m, k)) = (float)(m + 1); }
+        for (int k = 0; k < 2; k++) {
+            *fp8_meta_amax_row0(&meta, fp8_meta_bwd_slot(&meta, m, k)) = (float)(m + 1) * 1000.0f;
+        }
+    }
+    // leave module 5's output and grad_input unused
+    *fp8_meta_amax_row0(&meta, fp8_meta_fwd_slot(&meta, 5, FP8_FWD_OUTPUT)) = 0.0f;
+    *fp8_meta_amax_row0(&meta, fp8_meta_bwd_slot(&meta, 5, FP8_BWD_GRAD_INPUT)) = 0.0f;
+    fp8_meta_update(&meta, &r, 0);
+    for (int m = 0; m < M; m++) {
+        for (int k = 0; k < 3; k++) {
+            int s = fp8_meta_fwd_slot(&meta, m, k);
+            float want = (m == 5 && k == FP8_FWD_OUTPUT) ? 1.0f : 448.0f / (float)(m + 1) / 2.0f;
+            CHECK(meta.scale[s] == want, "fwd module %d tensor %d: %g want %g", m, k, meta.scale[s], want);
+        }
+        for (int k = 0; k < 2; k++) {
+            int s = fp8_meta_bwd_slot(&meta, m, k);
+            float want = (m == 5 && k == FP8_BWD_GRAD_INPUT) ? 1.0f : 57344.0f / ((float)(m + 1) * 1000.0f) / 2.0f;
+            CHECK(meta.scale[s] == want, "bwd module %d tensor %d: %g want %g", m, k, meta.scale[s], want);
+        }
+    }
+    for (int s = 0; s < meta.num_slots; s++) { CHECK(meta.amax_history[s] == 0.0f, "row 0 zeroed everywhere"); }
+    fp8_meta_free(&meta);
+}
+
+typedef struct {
+    int calls;
+    float* other_rank_row0;  // a second simulated rank's row 0
+} ReduceSim;
+
+static void reduce_max_with_other_rank(float* row0, int num_slots, void* user) {
+    ReduceSim* sim = (ReduceSim*)user;
+    sim->calls++;
+    for (int s = 0; s < num_slots; s++) {
+        float m = fp8_amax_merge(row0[s], sim->other_rank_row0[s]);
+        row0[s] = m;
+        sim->other_rank_row0[s] = m;
+    }
+}
+
+static void test_reduce_amax_hook(void) {
+    char err[256];
+    DelayedScaling r = recipe_with(3, AMAX_COMPUTE_MAX, 0, 1, FP8_RECIPE_HYBRID);
+    Fp8Meta rank0, rank1, single;
+    CHECK(fp8_meta_init(&rank0, 3, &r, err, sizeof(err)) == 0 && fp8_meta_init(&rank1, 3, &r, err, sizeof(err)) == 0 &&
+              fp8_meta_init(&single, 3, &r, err, sizeof(err)) == 0, "%s", err);
+    // single process: the hook is a no-op
+    for (int s = 0; s < single.num_slots; s++) { single.amax_history[s] = (float)(s + 1); }
+    fp8_meta_reduce_amax(&single, &r);
+    for (int s = 0; s < single.num_slots; s++) { CHECK(single.amax_history[s] == (float)(s + 1), "no-op"); }
+    // two ranks, each seeing half the data; their reduced state must equal one process that saw all of it
+    for (int step = 0; step < 6; step++) {
+        for (int s = 0; s < single.num_slots; s++) {
+            float a = ldexpf(0.5f + rng_uniform(), (int)(rng_u32() % 9) - 4);
+            float b = ldexpf(0.5f + rng_uniform(), (int)(rng_u32() % 9) - 4);
+            if (s % 7 == 3) { b = 0.0f; }  // only rank 0 used this slot
+            rank0.amax_history[s] = a;
+            rank1.amax_history[s] = b;
+            single.amax_history[s] = fp8_amax_merge(a, b);
+        }
+        ReduceSim sim = {0, rank1.amax_history};
+        rank0.amax_reduce_fn = reduce_max_with_other_rank;
+        rank0.amax_reduce_user = &sim;
+        fp8_meta_reduce_amax(&rank0, &r);  // rank 1's copy is written by the simulated collective
+        CHECK(sim.calls == 1, "one call for all slots, got %d", sim.calls);
+        fp8_meta_update(&rank0, &r, step);
+        fp8_meta_update(&rank1, &r, step);
+        fp8_meta_update(&single, &r, step);
+        CHECK(memcmp(rank0.memory, single.memory, single.num_floats * sizeof(float)) == 0 &&
+                  memcmp(rank1.memory, single.memory, single.num_floats * sizeof(float)) == 0,
+              "step %d: reduced ranks equal the single-process state", step);
+    }
+    // reduce_amax off: the hook is not called
+    r.reduce_amax = 0;
+    ReduceSim sim = {0, rank1.amax_history};
+    rank0.amax_reduce_user = &sim;
+    fp8_meta_reduce_amax(&rank0, &r);
+    CHECK(sim.calls == 0, "reduce_amax=0 skips the collective");
+    fp8_meta_free(&rank0);
+    fp8_meta_free(&rank1);
+    fp8_meta_free(&single);
+}
+
+// ----------------------------------------------------------------------------
+// quantize / dequantize
+
+static void test_quantize_dequantize(void) {
+    enum { N = 10000 };
+    float* x = malloc(N * sizeof(float));
+    uint8_t* q = malloc(N);
+    float* back = malloc(N * sizeof(float));
+    uint16_t* xb = malloc(N * sizeof(uint16_t));
+    float max_abs = 0.0f;
+    for (int i = 0; i < N; i++) {
+        x[i] = (rng_uniform() * 2 - 1) * ldexpf(1.0f, (int)(rng_u32() % 30) - 20);
+        if (i % 1000 == 0) { x[i] = 0.0f; }
+        max_abs = fabsf(x[i]) > max_abs ? fabsf(x[i]) : max_abs;
+    }
+    for (int fi = 0; fi < 2; fi++) {
+        Fp8Format f = formats[fi];
+        float scale = fp8_max(f) / 100.0f;  // values above 100 saturate, tiny ones flush
+        float amax = 0.25f;                 // an earlier quantization of the same slot this step
+        Fp8QuantStats stats = {0, 0, 0};
+        fp8_quantize(q, x, N, f, scale, &amax, &stats);
+        CHECK(amax == (max_abs > 0.25f ? max_abs : 0.25f), "amax is the unscaled max |x|, merged with row 0");
+        long long sat = 0, flush = 0;
+        for (int i = 0; i < N; i++) {
+            float scaled = x[i] * scale;
+            CHECK(q[i] == ref_encode(scaled, f), "%s element %d", fp8_format_name(f), i);
+            if (fabsf(scaled) > fp8_max(f)) { sat++; }
+            if (x[i] != 0.0f && ref_decode(ref_encode(scaled, f), f) == 0.0) { flush++; }
+        }
+        CHECK(stats.count == N && stats.saturated == sat && stats.flushed == flush && sat > 0 && flush > 0,
+              "%s stats: sat %lld/%lld flushed %lld/%lld", fp8_format_name(f), stats.saturated, sat, stats.flushed,
+              flush);
+        fp8_dequantize(back, q, N, f, 1.0f / scale);
+        for (int i = 0; i < N; i++) {
+            float want = (float)ref_decode(q[i], f) * (1.0f / scale);
+            CHECK(back[i] == want, "dequantize %d", i);
+            // quantization error: within half an ULP of the format (relative 2^-(M+1)) for in-range normals
+            if (fabsf(x[i] * scale) <= fp8_max(f) && fabsf(x[i] * scale) >= ldexpf(1.0f, f == FP8_E4M3 ? -6 : -14)) {
+                float rel = fabsf(back[i] - x[i]) / fabsf(x[i]);
+                CHECK(rel <= ldexpf(1.0f, -(fp8_mantissa_bits(f) + 1)) * 1.0001f, "relative error %g", rel);
+            }
+        }
+        // bf16 input: same as quantizing the widened values
+        for (int i = 0; i < N; i++) { xb[i] = bf16_from_float(x[i]); }
+        uint8_t* qb = malloc(N);
+        float amax_b = 0.0f;
+        fp8_quantize_bf16(qb, xb, N, f, scale, &amax_b, NULL);
+        for (int i = 0; i < N; i++) {
+            CHECK(qb[i] == fp8_from_float(bf16_to_float(xb[i]) * scale, f), "bf16 quantize %d", i);
+        }
+        CHECK(amax_b == bf16_round(max_abs), "bf16 amax");
+        free(qb);
+    }
+    // a NaN in the tensor makes the amax NaN (so the update keeps the scale)
+    x[17] = NAN;
+    float amax = 1.0f;
+    fp8_quantize(q, x, N, FP8_E4M3, 1.0f, &amax, NULL);
+    CHECK(isnan(amax) && q[17] == 0x7F, "NaN propagates to the amax");
+    CHECK(fp8_amax_merge(INFINITY, NAN) != fp8_amax_merge(INFINITY, NAN) && fp8_amax_merge(2.0f, 3.0f) == 3.0f,
+          "merge orders NaN above inf");
+    free(x);
+    free(q);
+    free(back);
+    free(xb);
+}
+
+int main(void) {
+    ref_init();
+    RUN_TEST(test_decode_all_codes);
+    RUN_TEST(test_encode_all_bf16_patterns);
+    RUN_TEST(test_encode_random_floats);
+    RUN_TEST(test_encode_ties_and_boundaries);
+    RUN_TEST(test_round_trip_exact);
+    RUN_TEST(test_bf16_rounding);
+    RUN_TEST(test_recipe_defaults_and_parse);
+    RUN_TEST(test_recipe_rejects_bad_values);
+    RUN_TEST(test_update_te_scenarios);
+    RUN_TEST(test_update_rotation_order);
+    RUN_TEST(test_update_history_len_1);
+    RUN_TEST(test_update_random_against_naive);
+    RUN_TEST(test_update_interval);
+    RUN_TEST(test_update_callbacks);
+    RUN_TEST(test_update_many_modules_one_call);
+    RUN_TEST(test_reduce_amax_hook);
+    RUN_TEST(test_quantize_dequantize);
+    return test_summary("fp8");
+}

@@ -1,0 +1,84 @@
+/*
+fp8/test_fp8_cuda_host.cu — fp8.h against NVIDIA's own conversion, with no GPU needed.
+
+cuda_fp8.h ships a host implementation of __nv_cvt_float_to_fp8 that NVIDIA keeps equal to the sm_89+ instruction
+cvt.rn.satfinite; we compare fp8_from_float with it (__NV_SATFINITE) over every float whose low 12 bits are one of
+{0, 1, 0x7FF, 0x800, 0x801, 0xFFF} (all 2^20 sign/exponent/top-mantissa patterns). FP8 keeps at most 3 mantissa bits
+and its rounding bit is never below bit 19 of a float's significand (subnormals included), so the low 12 bits only
+act as the sticky bit and this set covers every rounding case. Also checks __nv_cvt_fp8_to_halfraw decoding of all
+256 codes, and that the fp8 headers and the update rule compile as device code (a kernel is compiled, not launched).
+*/
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <stdio.h>
+
+#include "../llmc/testing.h"
+#include "meta.h"
+
+// Compiled for the device to prove the shared header works there; never launched here (no GPU in CI).
+__global__ void device_compile_check(float* history, float* scale, float* scale_inv, uint8_t* out, const float* in,
+                                     int num_slots, int len) {
+    int slot = blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot < num_slots) {
+        fp8_update_slot(history + slot, len, num_slots, &scale[slot], &scale_inv[slot], 448.0f, 0, 0, 1);
+        out[slot] = fp8_from_float(in[slot] * scale[slot], FP8_E4M3);
+        scale_inv[slot] += fp8_to_float(out[slot], FP8_E5M2) + bf16_round(in[slot]);
+    }
+}
+
+static void test_encode_against_cuda_fp8(void) {
+    const uint32_t lows[6] = {0x000, 0x001, 0x7FF, 0x800, 0x801, 0xFFF};
+    for (int fi = 0; fi < 2; fi++) {
+        Fp8Format f = fi ? FP8_E5M2 : FP8_E4M3;
+        __nv_fp8_interpretation_t interp = fi ? __NV_E5M2 : __NV_E4M3;
+        long long mismatches = 0;
+        for (uint32_t high = 0; high < (1u << 20); high++) {
+            for (int l = 0; l < 6; l++) {
+                float x = fp8_bits_float((high << 12) | lows[l]);
+                uint8_t ours = fp8_from_float(x, f);
+                uint8_t theirs = (uint8_t)__nv_cvt_float_to_fp8(x, __NV_SATFINITE, interp);
+                if (ours != theirs) {
+                    mismatches++;
+                    CHECK(ours == theirs, "%s %a: ours 0x%02x cuda_fp8.h 0x%02x", fp8_format_name(f), x, ours, theirs);
+                }
+            }
+        }
+        CHECK(mismatches == 0, "%s: %lld mismatches against __nv_cvt_float_to_fp8", fp8_format_name(f), mismatches);
+    }
+}
+
+static void test_decode_against_cuda_fp8(void) {
+    for (int fi = 0; fi < 2; fi++) {
+        Fp8Format f = fi ? FP8_E5M2 : FP8_E4M3;
+        __nv_fp8_interpretation_t interp = fi ? __NV_E5M2 : __NV_E4M3;
+        for (int c = 0; c < 256; c++) {
+            __half_raw raw = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)c, interp);
+            __half h = raw;
+            float theirs = __half2float(h);  // every FP8 value is exact in fp16
+            float ours = fp8_to_float((uint8_t)c, f);
+            CHECK((isnan(ours) && isnan(theirs)) || fp8_float_bits(ours) == fp8_float_bits(theirs),
+                  "%s code 0x%02x: ours %g cuda %g", fp8_format_name(f), c, ours, theirs);
+        }
+    }
+}
+
+static void test_bf16_against_cuda(void) {
+    uint32_t state = 12345u;
+    for (int i = 0; i < 2000000; i++) {
+        state = state * 1664525u + 1013904223u;
+        float x = fp8_bits_float(state ^ (state >> 7));
+        __nv_bfloat16 b = __float2bfloat16_rn(x);
+        uint16_t theirs;
+        memcpy(&theirs, &b, sizeof(theirs));
+        uint16_t ours = bf16_from_float(x);
+        CHECK(isnan(x) ? isnan(bf16_to_float(ours)) : ours == theirs, "bf16 of %a: ours 0x%04x cuda 0x%04x", x, ours,
+              theirs);
+    }
+}
+
+int main(void) {
+    RUN_TEST(test_encode_against_cuda_fp8);
+    RUN_TEST(test_decode_against_cuda_fp8);
+    RUN_TEST(test_bf16_against_cuda);
+    return test_summary("fp8-cuda-host");
+}
