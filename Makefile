@@ -1,5 +1,7 @@
 # Makefile — builds and tests gptfp8.
 #
+#   make train                    prepare tinyshakespeare, train BF16 and FP8 on it, plot the comparison
+#                                 (the CUDA trainer where a GPU is, else the CPU one with a small model)
 #   make test                     build everything (the CUDA programs too, when nvcc is here) and run every CPU test
 #   make deps                     install the Python packages the tests and plots use (requirements.txt)
 #   make train_gpt_fp8 test_gpt_fp8   the CUDA trainer and its GPU test
@@ -12,7 +14,7 @@
 CC ?= gcc
 # -ffp-contract=off: the CPU reference must round every float operation exactly as written, never fuse a*b+c into an
 # FMA behind our back, or its FP8/BF16 emulation stops being bit-exact.
-CFLAGS ?= -O2 -std=c11 -Wall -Wextra -Werror -ffp-contract=off -D_GNU_SOURCE
+CFLAGS ?= -O2 -std=c11 -Wall -Wextra -Werror -Wno-format-truncation -ffp-contract=off -D_GNU_SOURCE
 LDLIBS ?= -lm
 ifeq ($(NO_OMP),1)
   OMP_FLAGS :=
@@ -45,23 +47,32 @@ CUDA_PROGRAMS := $(patsubst %.cu,%,$(wildcard train_gpt_fp8.cu test_gpt_fp8.cu))
 # CPU programs and tests
 
 FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/meta.h
-CPU_TESTS := fp8/test_fp8
+LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h
+CPU_PROGRAMS := train_gpt_fp8_cpu
+CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu
 CPU_TOOLS := fp8/fp8_codec
 CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host)
 
 -include dev/data/data.mk
 
-.PHONY: all test deps info clean check-nvcc
-all: $(CPU_TOOLS) $(CPU_TESTS) $(DATA_PROGRAMS) $(CUDA_HOST_TESTS) $(if $(NVCC),$(CUDA_PROGRAMS))
+.PHONY: all test deps info clean check-nvcc train data
+all: $(CPU_PROGRAMS) $(CPU_TOOLS) $(CPU_TESTS) $(DATA_PROGRAMS) $(CUDA_HOST_TESTS) $(if $(NVCC),$(CUDA_PROGRAMS))
 
 fp8/test_fp8: fp8/test_fp8.c $(FP8_HEADERS) llmc/testing.h
+	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
+
+# The CPU reference trainer (train_gpt_fp8 is the CUDA one) and its unit tests, which include it.
+train_gpt_fp8_cpu: train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS)
+	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
+
+test_gpt_fp8_cpu: test_gpt_fp8.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) llmc/testing.h
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 fp8/fp8_codec: fp8/fp8_codec.c fp8/fp8.h
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
 # Host-only: compares fp8.h with cuda_fp8.h's conversions and compiles the shared headers as device code.
-fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(FP8_HEADERS) llmc/testing.h | check-nvcc
+fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu fp8/update.cuh $(FP8_HEADERS) llmc/testing.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
 # Every test line: a command whose output ends with "<suite>: N passed, M failed". scripts/run_tests.sh runs them all,
@@ -69,10 +80,20 @@ fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(FP8_HEADERS) llmc/testing.h 
 TEST_COMMANDS := ./fp8/test_fp8 \
                  "$(PYTHON) fp8/test_fp8_ml_dtypes.py fp8/fp8_codec" \
                  $(if $(NVCC),./fp8/test_fp8_cuda_host) \
-                 $(DATA_TEST_COMMANDS)
+                 $(DATA_TEST_COMMANDS) \
+                 ./test_gpt_fp8_cpu \
+                 ./test_train_gpt_fp8.sh \
+                 ./scripts/test_plot_losses.sh
 
 test: all
 	@./scripts/run_tests.sh $(TEST_COMMANDS)
+
+# The default dataset (tinyshakespeare, our own BPE tokenizer) in data/tinyshakespeare/.
+data: dev/data/tokenizer
+	@./dev/data/prepare_tinyshakespeare.sh
+
+train: all
+	@./scripts/compare_bf16_fp8.sh
 
 deps:
 	@$(PYTHON) -c "import ml_dtypes, numpy, matplotlib" 2>/dev/null && echo "deps: Python packages already present" \
@@ -94,4 +115,4 @@ info:
 	@echo "CUDA programs with sources: $(or $(CUDA_PROGRAMS),none yet)"
 
 clean:
-	rm -f $(CPU_TESTS) $(CPU_TOOLS) fp8/test_fp8_cuda_host train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN)
+	rm -f $(CPU_PROGRAMS) $(CPU_TESTS) $(CPU_TOOLS) fp8/test_fp8_cuda_host train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN)

@@ -6,7 +6,7 @@ cvt.rn.satfinite; we compare fp8_from_float with it (__NV_SATFINITE) over every 
 {0, 1, 0x7FF, 0x800, 0x801, 0xFFF} (all 2^20 sign/exponent/top-mantissa patterns). FP8 keeps at most 3 mantissa bits
 and its rounding bit is never below bit 19 of a float's significand (subnormals included), so the low 12 bits only
 act as the sticky bit and this set covers every rounding case. Also checks __nv_cvt_fp8_to_halfraw decoding of all
-256 codes, and that the fp8 headers and the update rule compile as device code (a kernel is compiled, not launched).
+256 codes, and that the fp8 headers and update.cuh's kernel compile as device code (compiled, not launched).
 */
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -14,6 +14,7 @@ act as the sticky bit and this set covers every rounding case. Also checks __nv_
 
 #include "../llmc/testing.h"
 #include "meta.h"
+#include "update.cuh"
 
 // Compiled for the device to prove the shared header works there; never launched here (no GPU in CI).
 __global__ void device_compile_check(float* history, float* scale, float* scale_inv, uint8_t* out, const float* in,
@@ -24,6 +25,16 @@ __global__ void device_compile_check(float* history, float* scale, float* scale_
         out[slot] = fp8_from_float(in[slot] * scale[slot], FP8_E4M3);
         scale_inv[slot] += fp8_to_float(out[slot], FP8_E5M2) + bf16_round(in[slot]);
     }
+}
+
+// The launcher's argument plumbing, checked without a GPU: the kernel needs a device, but which recipe takes the host
+// path does not.
+static void test_update_launcher_host_path_choice(void) {
+    DelayedScaling r;
+    delayed_scaling_default(&r);
+    CHECK(!fp8_meta_update_needs_host(&r), "built-in recipe runs on the GPU");
+    r.amax_compute_algo = AMAX_COMPUTE_CALLBACK;
+    CHECK(fp8_meta_update_needs_host(&r), "amax callback needs the host");
 }
 
 static void test_encode_against_cuda_fp8(void) {
@@ -77,6 +88,7 @@ static void test_bf16_against_cuda(void) {
 }
 
 int main(void) {
+    RUN_TEST(test_update_launcher_host_path_choice);
     RUN_TEST(test_encode_against_cuda_fp8);
     RUN_TEST(test_decode_against_cuda_fp8);
     RUN_TEST(test_bf16_against_cuda);

@@ -1,0 +1,189 @@
+/*
+llmc/dataloader.h — reads llm.c data shards (by glob) into (B, T) batches of inputs and next-token targets.
+
+Shard format (llm.c): int32 header[256] = {20240520 magic, 1 version, token count, 0...}, then token count uint16.
+Every shard is checked up front (magic, version, exact file size, at least one batch of tokens), so a bad file is one
+clear error at startup rather than garbage mid-run; token ids are checked against the vocabulary as they are read.
+
+Batches are read sequentially (no shuffling): with num_processes ranks, rank r reads the r-th B*T slice of every
+num_processes*B*T stride, and when the next stride does not fit in the shard, all ranks move on to the next shard
+(after the last, back to the first). The position (shard index, token offset of the next stride) is all a checkpoint
+needs to resume exactly.
+*/
+#ifndef GPTFP8_DATALOADER_H
+#define GPTFP8_DATALOADER_H
+
+#include <errno.h>
+#include <glob.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define SHARD_MAGIC 20240520
+#define SHARD_VERSION 1
+#define SHARD_HEADER_INTS 256
+
+typedef struct {
+    size_t B, T;
+    int process_rank, num_processes;
+    int vocab_size;
+    glob_t glob_result;       // the shard paths, sorted
+    size_t num_shards;
+    size_t* shard_tokens;     // (num_shards) token count of each shard
+    size_t current_shard_idx;
+    size_t current_position;  // token offset of the next stride in the current shard
+    uint16_t* buffer;         // (B*T + 1) tokens read from the file
+    int* inputs;              // (B, T)
+    int* targets;             // (B, T)
+} DataLoader;
+
+// Validates a shard's header and size; on success *num_tokens is its token count.
+static inline int shard_check(const char* path, size_t min_tokens, size_t* num_tokens, char* err, size_t errlen) {
+    FILE* f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open data shard %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int32_t header[SHARD_HEADER_INTS];
+    size_t got = fread(header, sizeof(int32_t), SHARD_HEADER_INTS, f);
+    fclose(f);
+    if (got != SHARD_HEADER_INTS) {
+        snprintf(err, errlen, "data shard %s is truncated (shorter than its 1024-byte header)", path);
+        return -1;
+    }
+    if (header[0] != SHARD_MAGIC) {
+        snprintf(err, errlen, "data shard %s has bad magic %d (expected %d): not an llm.c data file", path, header[0],
+                 SHARD_MAGIC);
+        return -1;
+    }
+    if (header[1] != SHARD_VERSION) {
+        snprintf(err, errlen, "data shard %s has version %d (expected %d)", path, header[1], SHARD_VERSION);
+        return -1;
+    }
+    if (header[2] < 0) {
+        snprintf(err, errlen, "data shard %s is corrupt (negative token count %d)", path, header[2]);
+        return -1;
+    }
+    struct stat st;
+    long long expected = (long long)SHARD_HEADER_INTS * 4 + 2LL * header[2];
+    if (stat(path, &st) != 0 || (long long)st.st_size != expected) {
+        snprintf(err, errlen, "data shard %s is %s: %lld bytes, its header says %lld", path,
+                 (long long)st.st_size < expected ? "truncated" : "corrupt", (long long)st.st_size, expected);
+        return -1;
+    }
+    if ((size_t)header[2] < min_tokens) {
+        snprintf(err, errlen, "data shard %s has %d tokens, fewer than one batch needs (%zu)", path, header[2],
+                 min_tokens);
+        return -1;
+    }
+    *num_tokens = (size_t)header[2];
+    return 0;
+}
+
+static inline void dataloader_free(DataLoader* loader) {
+    globfree(&loader->glob_result);
+    free(loader->shard_tokens);
+    free(loader->buffer);
+    free(loader->inputs);
+    free(loader->targets);
+    memset(loader, 0, sizeof(*loader));
+}
+
+static inline int dataloader_init(DataLoader* loader, const char* pattern, size_t B, size_t T, int process_rank,
+                                  int num_processes, int vocab_size, char* err, size_t errlen) {
+    memset(loader, 0, sizeof(*loader));
+    loader->B = B;
+    loader->T = T;
+    loader->process_rank = process_rank;
+    loader->num_processes = num_processes;
+    loader->vocab_size = vocab_size;
+    int rc = glob(pattern, 0, NULL, &loader->glob_result);
+    if (rc != 0 || loader->glob_result.gl_pathc == 0) {
+        snprintf(err, errlen, "no data shard matches %s", pattern);
+        if (rc == 0) { globfree(&loader->glob_result); }
+        memset(&loader->glob_result, 0, sizeof(loader->glob_result));
+        return -1;
+    }
+    loader->num_shards = loader->glob_result.gl_pathc;
+    loader->shard_tokens = (size_t*)calloc(loader->num_shards, sizeof(size_t));
+    loader->buffer = (uint16_t*)calloc(B * T + 1, sizeof(uint16_t));
+    loader->inputs = (int*)calloc(B * T, sizeof(int));
+    loader->targets = (int*)calloc(B * T, sizeof(int));
+    if (!loader->shard_tokens || !loader->buffer || !loader->inputs || !loader->targets) {
+        snprintf(err, errlen, "out of memory for the data loader");
+        dataloader_free(loader);
+        return -1;
+    }
+    size_t min_tokens = (size_t)num_processes * B * T + 1;
+    for (size_t i = 0; i < loader->num_shards; i++) {
+        if (shard_check(loader->glob_result.gl_pathv[i], min_tokens, &loader->shard_tokens[i], err, errlen)) {
+            dataloader_free(loader);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static inline void dataloader_reset(DataLoader* loader) {
+    loader->current_shard_idx = 0;
+    loader->current_position = 0;
+}
+
+// Batches of all ranks together in one pass over every shard (what "-x -1: one epoch" counts).
+static inline size_t dataloader_num_batches(const DataLoader* loader) {
+    size_t stride = (size_t)loader->num_processes * loader->B * loader->T, total = 0;
+    for (size_t i = 0; i < loader->num_shards; i++) { total += (loader->shard_tokens[i] - 1) / stride; }
+    return total;
+}
+
+static inline int dataloader_resume(DataLoader* loader, size_t shard_idx, size_t position, char* err, size_t errlen) {
+    // a position past the last full stride is valid: the next batch moves on to the next shard
+    if (shard_idx >= loader->num_shards || position > loader->shard_tokens[shard_idx]) {
+        snprintf(err, errlen, "cannot resume the data at shard %zu position %zu: the data has %zu shards (did it change?)",
+                 shard_idx, position, loader->num_shards);
+        return -1;
+    }
+    loader->current_shard_idx = shard_idx;
+    loader->current_position = position;
+    return 0;
+}
+
+// Fills inputs and targets (B, T) with this rank's slice and advances.
+static inline int dataloader_next_batch(DataLoader* loader, char* err, size_t errlen) {
+    size_t BT = loader->B * loader->T, stride = (size_t)loader->num_processes * BT;
+    if (loader->current_position + stride + 1 > loader->shard_tokens[loader->current_shard_idx]) {
+        loader->current_shard_idx = (loader->current_shard_idx + 1) % loader->num_shards;
+        loader->current_position = 0;
+    }
+    const char* path = loader->glob_result.gl_pathv[loader->current_shard_idx];
+    size_t offset = loader->current_position + (size_t)loader->process_rank * BT;
+    FILE* f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open data shard %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int ok = fseek(f, (long)(SHARD_HEADER_INTS * 4 + offset * 2), SEEK_SET) == 0 &&
+             fread(loader->buffer, sizeof(uint16_t), BT + 1, f) == BT + 1;
+    fclose(f);
+    if (!ok) {
+        snprintf(err, errlen, "data shard %s: could not read tokens at %zu (file changed?)", path, offset);
+        return -1;
+    }
+    for (size_t i = 0; i <= BT; i++) {
+        if ((int)loader->buffer[i] >= loader->vocab_size) {
+            snprintf(err, errlen, "data shard %s: token id %u at position %zu is not below the vocabulary size %d", path,
+                     loader->buffer[i], offset + i, loader->vocab_size);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < BT; i++) {
+        loader->inputs[i] = loader->buffer[i];
+        loader->targets[i] = loader->buffer[i + 1];
+    }
+    loader->current_position += stride;
+    return 0;
+}
+
+#endif  // GPTFP8_DATALOADER_H

@@ -1,0 +1,383 @@
+/*
+test_gpt_fp8.c — CPU tests of the reference trainer's model code (train_gpt_fp8.c is included with TESTING, llm.c
+style, so every static function is reachable):
+  - a finite-difference check of every parameter tensor's gradient in fp32 (so every layer's backward);
+  - FP8 mode: the amaxes recorded in row 0 equal max|x| of the very tensors each GEMM quantized, the GEMM output
+    equals a direct recomputation through fp8/, unused slots stay 0;
+  - FP8 mode over several steps with gradient accumulation: the histories and scales equal what an independent
+    model of the update rule gives from the recorded amaxes, and the FP8 weight copies are the new weights cast
+    with the new scales;
+  - the bf16 mode keeps every stored activation a bf16 value.
+The training, resume and bad-input tests that run the trainer binary are in test_train_gpt_fp8.sh.
+*/
+#define TESTING
+// the trainer's main() is compiled out, so its helpers look unused here
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "train_gpt_fp8.c"
+
+#include "llmc/testing.h"
+
+static ModelOptions tiny_options(Precision precision) {
+    ModelOptions opt;
+    memset(&opt, 0, sizeof(opt));
+    opt.config.num_layers = 2;
+    opt.config.channels = 16;
+    opt.config.num_heads = 2;
+    opt.config.vocab_size = 37;
+    opt.config.padded_vocab_size = padded_vocab(37);
+    opt.config.max_seq_len = 8;
+    opt.precision = precision;
+    delayed_scaling_default(&opt.recipe);
+    opt.recipe.amax_history_len = 4;
+    return opt;
+}
+
+static void random_tokens(int* tokens, int n, int V, Rng* rng) {
+    for (int i = 0; i < n; i++) { tokens[i] = (int)(rng_next_u64(rng) % (uint64_t)V); }
+}
+
+// random init with a larger spread than GPT-2's, so every gradient is well above float noise
+static void init_for_test(GPT2* model, Rng* rng) {
+    for (size_t i = 0; i < model->num_parameters; i++) { model->params_memory[i] = 0.3f * rng_normal(rng); }
+    for (int i = 0; i < model->config.num_layers * model->config.channels; i++) {
+        model->params.ln1w[i] = 1.0f + 0.1f * rng_normal(rng);
+        model->params.ln2w[i] = 1.0f + 0.1f * rng_normal(rng);
+    }
+}
+
+static void test_gradient_check_fp32(void) {
+    ModelOptions opt = tiny_options(PRECISION_FP32);
+    GPT2 model;
+    int B = 2, T = 8;
+    gpt2_allocate(&model, &opt, B, T);
+    Rng rng;
+    rng_seed(&rng, 7);
+    init_for_test(&model, &rng);
+    int inputs[16], targets[16];
+    random_tokens(inputs, B * T, opt.config.vocab_size, &rng);
+    random_tokens(targets, B * T, opt.config.vocab_size, &rng);
+    gpt2_zero_grad(&model);
+    gpt2_forward(&model, inputs, targets, B, T);
+    gpt2_backward(&model, 1.0f);
+    static const char* names[NUM_PARAMETER_TENSORS] = {"wte",  "wpe",  "ln1w",    "ln1b",    "qkvw", "qkvb",
+                                                       "attprojw", "attprojb", "ln2w", "ln2b", "fcw",  "fcb",
+                                                       "fcprojw",  "fcprojb",  "lnfw", "lnfb"};
+    size_t offset = 0;
+    for (int tensor = 0; tensor < NUM_PARAMETER_TENSORS; tensor++) {
+        size_t n = model.param_sizes[tensor];
+        // the entry with the largest gradient, plus 5 random ones (skipping the never-used padded wte rows)
+        size_t picks[6];
+        size_t best = 0;
+        size_t limit = tensor == 0 ? (size_t)opt.config.vocab_size * opt.config.channels : n;
+        for (size_t i = 1; i < limit; i++) {
+            if (fabsf(model.grads_memory[offset + i]) > fabsf(model.grads_memory[offset + best])) { best = i; }
+        }
+        picks[0] = best;
+        for (int k = 1; k < 6; k++) { picks[k] = (size_t)(rng_next_u64(&rng) % limit); }
+        double max_rel = 0.0;
+        for (int k = 0; k < 6; k++) {
+            size_t i = offset + picks[k];
+            float saved = model.params_memory[i];
+            float eps = 1e-2f;
+            model.params_memory[i] = saved + eps;
+            gpt2_forward(&model, inputs, targets, B, T);
+            double up = model.mean_loss;
+            model.params_memory[i] = saved - eps;
+            gpt2_forward(&model, inputs, targets, B, T);
+            double down = model.mean_loss;
+            model.params_memory[i] = saved;
+            double numeric = (up - down) / (2.0 * eps);
+            double analytic = model.grads_memory[i];
+            // tolerance: float loss noise (~1e-6 / eps) plus second-order terms of the central difference
+            double tol = 2e-4 + 3e-2 * fabs(analytic);
+            CHECK(fabs(numeric - analytic) <= tol, "%s[%zu]: analytic %.6g numeric %.6g", names[tensor], picks[k],
+                  analytic, numeric);
+            if (fabs(analytic) > 1e-3) {
+                double rel = fabs(numeric - analytic) / fabs(analytic);
+                max_rel = rel > max_rel ? rel : max_rel;
+            }
+        }
+        CHECK(fabsf(model.grads_memory[offset + best]) > 1e-3f, "%s: largest gradient %g is too small to test",
+              names[tensor], model.grads_memory[offset + best]);
+        offset += n;
+    }
+    gpt2_free(&model);
+}
+
+static float max_abs(const float* x, size_t n) {
+    float m = 0.0f;
+    for (size_t i = 0; i < n; i++) { m = fabsf(x[i]) > m ? fabsf(x[i]) : m; }
+    return m;
+}
+
+static void test_fp8_recorded_amaxes_and_values(void) {
+    ModelOptions opt = tiny_options(PRECISION_FP8);
+    GPT2 model;
+    int B = 2, T = 8, C = opt.config.channels, L = opt.config.num_layers;
+    gpt2_allocate(&model, &opt, B, T);
+    Rng rng;
+    rng_seed(&rng, 11);
+    init_for_test(&model, &rng);
+    int inputs[16], targets[16];
+    random_tokens(inputs, B * T, opt.config.vocab_size, &rng);
+    random_tokens(targets, B * T, opt.config.vocab_size, &rng);
+    gpt2_cast_weights_fp8(&model, 1);
+    gpt2_zero_grad(&model);
+    gpt2_forward(&model, inputs, targets, B, T);
+    gpt2_backward(&model, 1.0f);
+    Fp8Meta* meta = &model.fp8;
+    size_t BTC = (size_t)B * T * C;
+    for (int l = 0; l < L; l++) {
+        const float* inputs_of[4] = {model.acts.ln1 + l * BTC, model.acts.atty + l * BTC, model.acts.ln2 + l * BTC,
+                                     model.acts.fch_gelu + l * BTC * 4};
+        const float* douts_of[4] = {model.grads_acts.qkv + l * BTC * 3, model.grads_acts.attproj + l * BTC,
+                                    model.grads_acts.fch + l * BTC * 4, model.grads_acts.fcproj + l * BTC};
+        for (int kind = 0; kind < 4; kind++) {
+            int module = l * 4 + kind;
+            LinearModule lm = linear_module(&model, module);
+            float in_amax = max_abs(inputs_of[kind], (size_t)B * T * lm.IC);
+            float w_amax = max_abs(lm.weight, (size_t)lm.OC * lm.IC);
+            float g_amax = max_abs(douts_of[kind], (size_t)B * T * lm.OC);
+            CHECK(meta->amax_history[fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT)] == in_amax,
+                  "module %d input amax %g want %g", module, meta->amax_history[fp8_meta_fwd_slot(meta, module, 0)], in_amax);
+            CHECK(meta->amax_history[fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT)] == w_amax, "module %d weight amax",
+                  module);
+            CHECK(meta->amax_history[fp8_meta_bwd_slot(meta, module, FP8_BWD_GRAD_OUTPUT)] == g_amax,
+                  "module %d grad_output amax %g want %g", module,
+                  meta->amax_history[fp8_meta_bwd_slot(meta, module, FP8_BWD_GRAD_OUTPUT)], g_amax);
+            CHECK(meta->amax_history[fp8_meta_fwd_slot(meta, module, FP8_FWD_OUTPUT)] == 0.0f &&
+                      meta->amax_history[fp8_meta_bwd_slot(meta, module, FP8_BWD_GRAD_INPUT)] == 0.0f,
+                  "output and grad_input slots unused");
+            CHECK(in_amax > 0.0f && g_amax > 0.0f, "non-trivial tensors");
+        }
+    }
+    int head = lm_head_module(&model);
+    for (int k = 0; k < 3; k++) { CHECK(meta->amax_history[fp8_meta_fwd_slot(meta, head, k)] == 0.0f, "LM head stays BF16"); }
+    // the qkv GEMM of layer 1 recomputed directly through fp8/: E4M3 input and weight with scale 1.0
+    {
+        int module = 4 + LINEAR_QKV;
+        LinearModule lm = linear_module(&model, module);
+        size_t n_in = (size_t)B * T * lm.IC, n_w = (size_t)lm.OC * lm.IC;
+        uint8_t* q = malloc(n_in > n_w ? n_in : n_w);
+        float* x = malloc(n_in * sizeof(float));
+        float* w = malloc(n_w * sizeof(float));
+        float* out = malloc((size_t)B * T * lm.OC * sizeof(float));
+        float amax = 0.0f;
+        fp8_quantize(q, model.acts.ln1 + BTC, n_in, FP8_E4M3, 1.0f, &amax, NULL);
+        fp8_dequantize(x, q, n_in, FP8_E4M3, 1.0f);
+        fp8_quantize(q, lm.weight, n_w, FP8_E4M3, 1.0f, &amax, NULL);
+        fp8_dequantize(w, q, n_w, FP8_E4M3, 1.0f);
+        matmul_forward(out, x, w, lm.bias, B, T, lm.IC, lm.OC);
+        int mismatches = 0;
+        for (size_t i = 0; i < (size_t)B * T * lm.OC; i++) {
+            if (bf16_round(out[i]) != model.acts.qkv[BTC * 3 + i]) { mismatches++; }
+        }
+        CHECK(mismatches == 0, "qkv output of layer 1 differs from the direct FP8 recomputation in %d places", mismatches);
+        // and the values really are FP8 grid points: the weights GEMMs see are E4M3 values
+        const float* wq = model.weight_fp8 + model.weight_fp8_offset[module];
+        int off_grid = 0;
+        for (size_t i = 0; i < n_w; i++) { off_grid += fp8_round(wq[i], FP8_E4M3) != wq[i]; }
+        CHECK(off_grid == 0, "%d cached FP8 weights are not E4M3 values", off_grid);
+        free(q);
+        free(x);
+        free(w);
+        free(out);
+    }
+    gpt2_free(&model);
+}
+
+// The naive model of one slot: every recorded amax in a list (see fp8/test_fp8.c).
+static void test_fp8_histories_over_steps(void) {
+    ModelOptions opt = tiny_options(PRECISION_FP8);
+    opt.recipe.amax_history_len = 3;
+    opt.recipe.margin = 1;
+    opt.fp8_bf16_first_last = 0;
+    GPT2 model;
+    int B = 2, T = 8;
+    gpt2_allocate(&model, &opt, B, T);
+    Rng rng;
+    rng_seed(&rng, 5);
+    gpt2_init_parameters(&model.params, model.param_sizes, &opt.config, &rng);
+    Fp8Meta* meta = &model.fp8;
+    int S = meta->num_slots, len = meta->amax_history_len, STEPS = 5, ACCUM = 2;
+    float* recorded = calloc((size_t)S * (STEPS + 1), sizeof(float));  // (S, steps)
+    int* count = calloc((size_t)S, sizeof(int));
+    float* scale = malloc((size_t)S * sizeof(float));
+    for (int s = 0; s < S; s++) { scale[s] = 1.0f; }
+    gpt2_cast_weights_fp8(&model, 1);
+    int inputs[16], targets[16];
+    for (int step = 0; step < STEPS; step++) {
+        gpt2_zero_grad(&model);
+        float expected_row0[64 * 5];
+        memcpy(expected_row0, meta->amax_history, (size_t)S * sizeof(float));  // weights' amax from the last cast
+        for (int micro = 0; micro < ACCUM; micro++) {
+            random_tokens(inputs, B * T, opt.config.vocab_size, &rng);
+            random_tokens(targets, B * T, opt.config.vocab_size, &rng);
+            gpt2_forward(&model, inputs, targets, B, T);
+            gpt2_backward(&model, 1.0f / ACCUM);
+        }
+        float norm = gpt2_grad_norm(&model);
+        gpt2_fp8_end_of_step(&model, step);
+        // what the update saw: weight slots unchanged since the cast; every row 0 > 0 for the used slots
+        for (int m = 0; m < 8; m++) {
+            int ws = fp8_meta_fwd_slot(meta, m, FP8_FWD_WEIGHT);
+            CHECK(model.fp8_last_amax[ws] == expected_row0[ws], "step %d module %d: weight amax unchanged", step, m);
+        }
+        for (int s = 0; s < S; s++) {
+            float a = model.fp8_last_amax[s];
+            if (a == 0.0f) { continue; }
+            float amax = a;
+            for (int k = count[s] - 1; k >= 0 && k >= count[s] - (len - 1); k--) {
+                amax = recorded[(size_t)s * (STEPS + 1) + k] > amax ? recorded[(size_t)s * (STEPS + 1) + k] : amax;
+            }
+            float fmax = fp8_slot_is_forward(s, meta->num_modules) ? 448.0f : 57344.0f;
+            scale[s] = fmax / amax / 2.0f;
+            recorded[(size_t)s * (STEPS + 1) + count[s]++] = a;
+        }
+        int used = 0;
+        for (int s = 0; s < S; s++) {
+            used += count[s] > 0;
+            CHECK(meta->scale[s] == scale[s] && meta->scale_inv[s] == 1.0f / scale[s], "step %d slot %d: scale %g want %g",
+                  step, s, meta->scale[s], scale[s]);
+            for (int row = 1; row < len; row++) {
+                int k = count[s] - len + row;
+                float want = k < 0 ? 0.0f : recorded[(size_t)s * (STEPS + 1) + k];
+                CHECK(meta->amax_history[(size_t)row * S + s] == want, "step %d slot %d row %d", step, s, row);
+            }
+        }
+        CHECK(used == 8 * 3, "every module's input, weight and grad_output slots used (%d)", used);
+        gpt2_update(&model, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, norm, 1.0f, step + 1);
+        gpt2_cast_weights_fp8(&model, 1);
+        // the new weights, cast with the new scales, amax recorded into the fresh row 0
+        for (int m = 0; m < 8; m++) {
+            LinearModule lm = linear_module(&model, m);
+            int ws = fp8_meta_fwd_slot(meta, m, FP8_FWD_WEIGHT);
+            size_t n = (size_t)lm.OC * lm.IC;
+            CHECK(meta->amax_history[ws] == max_abs(lm.weight, n), "weight amax recorded after the update");
+            const float* wq = model.weight_fp8 + model.weight_fp8_offset[m];
+            int bad = 0;
+            for (size_t i = 0; i < n; i++) {
+                float want = fp8_to_float(fp8_from_float(lm.weight[i] * meta->scale[ws], FP8_E4M3), FP8_E4M3) *
+                             meta->scale_inv[ws];
+                bad += wq[i] != want;
+            }
+            CHECK(bad == 0, "module %d: %d FP8 weights not cast with the new scale", m, bad);
+        }
+    }
+    free(recorded);
+    free(count);
+    free(scale);
+    gpt2_free(&model);
+}
+
+static int all_bf16(const float* x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (bf16_round(x[i]) != x[i]) { return 0; }
+    }
+    return 1;
+}
+
+static void test_bf16_storage_and_modes_differ(void) {
+    int B = 2, T = 8;
+    float losses[3];
+    int inputs[16], targets[16];
+    Rng data_rng;
+    rng_seed(&data_rng, 3);
+    random_tokens(inputs, B * T, 37, &data_rng);
+    random_tokens(targets, B * T, 37, &data_rng);
+    for (int p = 0; p < 3; p++) {
+        ModelOptions opt = tiny_options((Precision)p);
+        GPT2 model;
+        gpt2_allocate(&model, &opt, B, T);
+        Rng rng;
+        rng_seed(&rng, 9);
+        init_for_test(&model, &rng);
+        gpt2_cast_weights_fp8(&model, 1);
+        gpt2_zero_grad(&model);
+        gpt2_forward(&model, inputs, targets, B, T);
+        gpt2_backward(&model, 1.0f);
+        losses[p] = model.mean_loss;
+        if (p != PRECISION_FP32) {
+            size_t BTC = (size_t)B * T * opt.config.channels;
+            CHECK(all_bf16(model.acts.ln1, 2 * BTC) && all_bf16(model.acts.qkv, 6 * BTC) &&
+                      all_bf16(model.acts.residual3, 2 * BTC) && all_bf16(model.acts.logits, (size_t)B * T * 128),
+                  "%s: stored activations are bf16 values", precision_name((Precision)p));
+            CHECK(all_bf16(model.grads_acts.ln1, 2 * BTC) && all_bf16(model.grads_acts.encoded, BTC),
+                  "%s: stored activation gradients are bf16 values", precision_name((Precision)p));
+        }
+        gpt2_free(&model);
+    }
+    // same weights, three precisions: close, but not identical (each mode really rounds)
+    CHECK(losses[0] != losses[1] && losses[1] != losses[2], "modes differ: %g %g %g", losses[0], losses[1], losses[2]);
+    CHECK(fabsf(losses[1] - losses[0]) < 0.02f * losses[0] && fabsf(losses[2] - losses[0]) < 0.05f * losses[0],
+          "modes agree to a few percent: fp32 %g bf16 %g fp8 %g", losses[0], losses[1], losses[2]);
+}
+
+// One step's row 0 of every slot, for a configuration
+static void one_step_row0(ModelOptions* opt, float* row0_out, int* num_slots) {
+    GPT2 model;
+    int B = 2, T = 8;
+    gpt2_allocate(&model, opt, B, T);
+    Rng rng;
+    rng_seed(&rng, 21);
+    init_for_test(&model, &rng);
+    int inputs[16], targets[16];
+    random_tokens(inputs, B * T, opt->config.vocab_size, &rng);
+    random_tokens(targets, B * T, opt->config.vocab_size, &rng);
+    gpt2_cast_weights_fp8(&model, 1);
+    gpt2_zero_grad(&model);
+    gpt2_forward(&model, inputs, targets, B, T);
+    gpt2_backward(&model, 1.0f);
+    memcpy(row0_out, model.fp8.amax_history, (size_t)model.fp8.num_slots * sizeof(float));
+    *num_slots = model.fp8.num_slots;
+    gpt2_free(&model);
+}
+
+static void test_fp8_overrides_first_last_and_lm_head(void) {
+    // override_linear_precision: which slots a step uses (input: fprop or wgrad; weight: fprop or dgrad;
+    // grad_output: dgrad or wgrad)
+    int cases[6][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 1}, {1, 1, 0}, {1, 0, 1}, {1, 1, 1}};
+    for (int c = 0; c < 6; c++) {
+        ModelOptions opt = tiny_options(PRECISION_FP8);
+        opt.recipe.override_fprop = cases[c][0];
+        opt.recipe.override_dgrad = cases[c][1];
+        opt.recipe.override_wgrad = cases[c][2];
+        float row0[64 * 5];
+        int S;
+        one_step_row0(&opt, row0, &S);
+        int fprop = !cases[c][0], dgrad = !cases[c][1], wgrad = !cases[c][2];
+        int M = S / 5;
+        for (int m = 0; m < M - 1; m++) {  // the LM head (last module) stays BF16 here
+            int in_used = row0[m * 3 + FP8_FWD_INPUT] > 0, w_used = row0[m * 3 + FP8_FWD_WEIGHT] > 0;
+            int g_used = row0[3 * M + m * 2 + FP8_BWD_GRAD_OUTPUT] > 0;
+            CHECK(in_used == (fprop || wgrad) && w_used == (fprop || dgrad) && g_used == (dgrad || wgrad),
+                  "override (%d,%d,%d) module %d: input %d weight %d grad %d", cases[c][0], cases[c][1], cases[c][2], m,
+                  in_used, w_used, g_used);
+        }
+    }
+    // first/last N blocks in BF16: 4 blocks, N = 1 -> only blocks 1 and 2 record; the LM head through FP8 records
+    ModelOptions opt = tiny_options(PRECISION_FP8);
+    opt.config.num_layers = 4;
+    opt.fp8_bf16_first_last = 1;
+    opt.fp8_lm_head = 1;
+    float row0[64 * 5];
+    int S;
+    one_step_row0(&opt, row0, &S);
+    int M = S / 5;
+    CHECK(M == 17, "4 blocks x 4 GEMMs + LM head = 17 modules, got %d", M);
+    for (int m = 0; m < M; m++) {
+        int block = m / 4;
+        int want = m == 16 || (block >= 1 && block <= 2);
+        CHECK((row0[m * 3] > 0) == want && (row0[m * 3 + 1] > 0) == want && (row0[3 * M + m * 2] > 0) == want,
+              "module %d (block %d): FP8 %d", m, block, want);
+    }
+}
+
+int main(void) {
+    RUN_TEST(test_gradient_check_fp32);
+    RUN_TEST(test_fp8_recorded_amaxes_and_values);
+    RUN_TEST(test_fp8_histories_over_steps);
+    RUN_TEST(test_bf16_storage_and_modes_differ);
+    RUN_TEST(test_fp8_overrides_first_last_and_lm_head);
+    return test_summary("gpt-cpu");
+}

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# test_train_gpt_fp8.sh — tests of the CPU trainer binary (train_gpt_fp8_cpu) end to end, on the default dataset:
+#   - a tiny model trains in fp32, bf16 and fp8: each final val loss below a stated threshold, FP8 within 3% of BF16;
+#   - resume: N steps straight vs N/2, SIGKILL, resume with -y 1: identical logs, model, state and FP8 diagnostics,
+#     byte for byte;
+#   - a NaN gradient: the step is skipped with a warning and the FP8 state stays finite;
+#   - every bad input: a one-line error naming the problem, a non-zero exit, and no checkpoint overwritten.
+# Prints PASS/FAIL per case and "train: N passed, M failed" last.
+set -u
+cd "$(dirname "$0")"
+TRAINER=./train_gpt_fp8_cpu
+DATA=data/tinyshakespeare
+passed=0
+failed=0
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+finish() { echo "train: $passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit $?; }
+
+if [ ! -x "$TRAINER" ]; then fail build "$TRAINER missing (make train_gpt_fp8_cpu)"; finish; fi
+if [ ! -f "$DATA/tiny_shakespeare_train.bin" ] && ! ./dev/data/prepare_tinyshakespeare.sh >/dev/null; then
+    fail data "could not prepare $DATA"
+    finish
+fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+DATA_FLAGS="-i $DATA/tiny_shakespeare_train.bin -j $DATA/tiny_shakespeare_val.bin -tk $DATA/tokenizer.bin"
+TINY="$DATA_FLAGS -L 2 -C 64 -NH 4 -b 8 -t 64 -s 0 -r 1337"
+
+last_val() { grep -E '^s:[0-9]+ tel:' "$1" | tail -n 1 | sed -E 's/.*tel:([0-9.]+).*/\1/'; }
+
+# ---------------------------------------------------------------------------------------------------------------------
+# training: fp32, bf16 and fp8 on the same data and seed
+STEPS=${TEST_TRAIN_STEPS:-250}
+THRESHOLD=5.0   # ln(1024) = 6.93 at the start; a tiny model gets well below 5 in a few hundred steps
+for p in fp32 bf16 fp8; do
+    if $TRAINER $TINY -precision $p -x "$STEPS" -v 50 -m 8 -l 2e-3 -u 20 -q 0.1 -o "$TMP/train_$p" >"$TMP/train_$p.out" 2>&1; then
+        v=$(last_val "$TMP/train_$p/main.log")
+        echo "  $p: final val loss $v after $STEPS steps"
+        if awk -v v="$v" -v t="$THRESHOLD" 'BEGIN { exit !(v != "" && v < t) }'; then
+            pass "train_$p (val $v < $THRESHOLD)"
+        else
+            fail "train_$p" "final val loss '$v' not below $THRESHOLD"
+        fi
+    else
+        fail "train_$p" "trainer failed: $(tail -n 3 "$TMP/train_$p.out")"
+    fi
+done
+vb=$(last_val "$TMP/train_bf16/main.log" 2>/dev/null)
+vf=$(last_val "$TMP/train_fp8/main.log" 2>/dev/null)
+if [ -n "$vb" ] && [ -n "$vf" ] && awk -v b="$vb" -v f="$vf" 'BEGIN { g = (f - b) / b; if (g < 0) g = -g; exit !(g <= 0.03) }'; then
+    pass "fp8_within_3pct_of_bf16 (fp8 $vf, bf16 $vb)"
+else
+    fail "fp8_within_3pct_of_bf16" "fp8 '$vf' vs bf16 '$vb'"
+fi
+if [ -s "$TMP/train_fp8/fp8_diag.tsv" ] && head -n 1 "$TMP/train_fp8/fp8_diag.tsv" | grep -q "saturated_frac" &&
+    awk -F'\t' 'NR > 1 && $5 == "grad_output" && $6 == "E5M2" { g++ } NR > 1 && $5 == "input" && $6 == "E4M3" { i++ }
+                END { exit !(g > 0 && i > 0) }' "$TMP/train_fp8/fp8_diag.tsv"; then
+    pass "fp8_diagnostics_file"
+else
+    fail "fp8_diagnostics_file" "missing or without E4M3 input / E5M2 grad_output rows"
+fi
+if grep -q "DelayedScaling(margin=0, interval=1, fp8_format=HYBRID" "$TMP/train_fp8.out"; then
+    pass "banner_prints_recipe"
+else
+    fail "banner_prints_recipe" "no resolved recipe in the banner"
+fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# resume: straight vs killed + resumed, byte for byte
+RESUME="$TINY -precision fp8 -fp8_amax_history_len 16 -x 20 -n 10 -v 10 -m 2 -l 1e-3 -fp8_diag_every 5"
+$TRAINER $RESUME -o "$TMP/straight" >"$TMP/straight.out" 2>&1
+{ $TRAINER $RESUME -o "$TMP/resumed" -debug_kill_step 10 >"$TMP/killed.out" 2>&1; } 2>/dev/null  # it SIGKILLs itself
+killed_rc=$?
+$TRAINER $RESUME -o "$TMP/resumed" -y 1 >"$TMP/resumed.out" 2>&1
+resumed_rc=$?
+if [ "$killed_rc" -ne 0 ] && [ "$resumed_rc" -eq 0 ] && grep -q "resumed from" "$TMP/resumed.out" &&
+    cmp -s "$TMP/straight/main.log" "$TMP/resumed/main.log" &&
+    cmp -s "$TMP/straight/model_00000020.bin" "$TMP/resumed/model_00000020.bin" &&
+    cmp -s "$TMP/straight/state_00000020_00000.bin" "$TMP/resumed/state_00000020_00000.bin" &&
+    cmp -s "$TMP/straight/fp8_diag.tsv" "$TMP/resumed/fp8_diag.tsv"; then
+    pass "resume_bit_identical"
+else
+    fail "resume_bit_identical" "killed rc $killed_rc, resumed rc $resumed_rc; logs/model/state/diag differ: $(diff "$TMP/straight/main.log" "$TMP/resumed/main.log" | head -n 4 | tr '\n' ' ')"
+fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# a NaN gradient at step 3: skipped with a warning, training goes on, the FP8 state in the checkpoint is finite
+# (resuming from it runs the loader's finiteness check on every history entry and scale)
+$TRAINER $TINY -precision fp8 -x 6 -v 0 -debug_nan_step 3 -o "$TMP/nan" >"$TMP/nan.out" 2>&1
+nan_rc=$?
+$TRAINER $TINY -precision fp8 -x 8 -v 0 -y 1 -o "$TMP/nan" >"$TMP/nan_resume.out" 2>&1
+nan_resume_rc=$?
+if [ "$nan_rc" -eq 0 ] && grep -q "step 4: loss .* not finite; step skipped" "$TMP/nan.out" && [ "$nan_resume_rc" -eq 0 ] &&
+    grep -q "resumed from" "$TMP/nan_resume.out" && [ "$(grep -c ' trl:' "$TMP/nan/main.log")" -eq 8 ]; then
+    pass "nan_gradient_step_skipped"
+else
+    fail "nan_gradient_step_skipped" "rc $nan_rc/$nan_resume_rc: $(grep -i -m 2 'warning\|error' "$TMP/nan.out" "$TMP/nan_resume.out" | tr '\n' ' ')"
+fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# bad input: each case must exit non-zero with one error line containing the expected words, and leave the
+# checkpoint folder "$TMP/ckpt" untouched
+$TRAINER $TINY -precision fp8 -x 2 -v 0 -o "$TMP/ckpt" >/dev/null 2>&1
+ckpt_sum=$(cat "$TMP/ckpt"/*.bin | md5sum)
+expect_error() {  # name, expected text, trainer args...
+    local name=$1 want=$2
+    shift 2
+    local out rc lines
+    out=$($TRAINER "$@" 2>&1 >/dev/null)
+    rc=$?
+    lines=$(printf '%s\n' "$out" | grep -c 'error')
+    if [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && printf '%s' "$out" | grep -q -- "$want" &&
+        [ "$(cat "$TMP/ckpt"/*.bin | md5sum)" = "$ckpt_sum" ]; then
+        pass "bad_input_$name"
+    else
+        fail "bad_input_$name" "rc $rc, wanted one error line with '$want', got: $out"
+    fi
+}
+make_shard() {  # path, magic, version, ntok, token value, [truncate bytes]
+    python3 - "$@" <<'EOF'
+import struct, sys
+path, magic, version, ntok, value = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+header = [0] * 256
+header[0], header[1], header[2] = magic, version, ntok
+tokens = [7] * ntok
+tokens[10] = value  # inside the first batch
+data = struct.pack("<256i", *header) + struct.pack(f"<{ntok}H", *tokens)
+if len(sys.argv) > 6:
+    data = data[: len(data) - int(sys.argv[6])]
+open(path, "wb").write(data)
+EOF
+}
+make_shard "$TMP/magic.bin" 12345 1 1000 7
+make_shard "$TMP/version.bin" 20240520 2 1000 7
+make_shard "$TMP/trunc.bin" 20240520 1 1000 7 100
+make_shard "$TMP/bigtoken.bin" 20240520 1 1000 5000
+make_shard "$TMP/short.bin" 20240520 1 100 7
+BASE="-j $DATA/tiny_shakespeare_val.bin -tk $DATA/tokenizer.bin -L 2 -C 64 -NH 4 -b 8 -t 64 -s 0 -x 2 -v 0 -o $TMP/ckpt"
+expect_error missing_data "no_such" -i "$TMP/no_such_*.bin" $BASE
+expect_error shard_magic "magic" -i "$TMP/magic.bin" $BASE
+expect_error shard_version "version" -i "$TMP/version.bin" $BASE
+expect_error shard_truncated "truncated" -i "$TMP/trunc.bin" $BASE
+expect_error token_out_of_vocab "5000" -i "$TMP/bigtoken.bin" $BASE
+expect_error shard_shorter_than_batch "fewer than one batch" -i "$TMP/short.bin" $BASE
+expect_error missing_tokenizer "no_such_tokenizer" $TINY -tk "$TMP/no_such_tokenizer.bin"
+cp "$DATA/tokenizer.bin" "$TMP/tok_magic.bin"
+printf '\x01\x02\x03\x04' | dd of="$TMP/tok_magic.bin" bs=1 conv=notrunc 2>/dev/null
+expect_error tokenizer_magic "magic" $TINY -tk "$TMP/tok_magic.bin"
+expect_error tokenizer_vocab_mismatch "tokens but the model has a vocabulary of 2000" $TINY -V 2000
+# model files (-e): wrong magic, wrong version, truncated, from the checkpoint written above
+model="$TMP/ckpt/model_00000002.bin"
+cp "$model" "$TMP/model_magic.bin"
+printf '\x01\x00\x00\x00' | dd of="$TMP/model_magic.bin" bs=1 conv=notrunc 2>/dev/null
+expect_error model_magic "not a model file" $TINY -e "$TMP/model_magic.bin" -x 1 -v 0
+cp "$model" "$TMP/model_version.bin"
+printf '\x05\x00\x00\x00' | dd of="$TMP/model_version.bin" bs=1 seek=4 conv=notrunc 2>/dev/null
+expect_error model_version "version 5" $TINY -e "$TMP/model_version.bin" -x 1 -v 0
+head -c 5000 "$model" >"$TMP/model_trunc.bin"
+expect_error model_truncated "truncated" $TINY -e "$TMP/model_trunc.bin" -x 1 -v 0
+# checkpoints: a corrupt and a truncated state file in a copy of the run folder, resumed with -y 1
+cp -r "$TMP/ckpt" "$TMP/corrupt"
+printf '\x42' | dd of="$TMP/corrupt/state_00000002_00000.bin" bs=1 seek=2000 conv=notrunc 2>/dev/null
+expect_error state_corrupt "checksum" $TINY -precision fp8 -x 4 -v 0 -y 1 -o "$TMP/corrupt"
+cp -r "$TMP/ckpt" "$TMP/truncated"
+truncate -s -10 "$TMP/truncated/state_00000002_00000.bin"
+expect_error state_truncated "truncated state file" $TINY -precision fp8 -x 4 -v 0 -y 1 -o "$TMP/truncated"
+cp -r "$TMP/ckpt" "$TMP/magicstate"
+printf '\x00\x00\x00\x00' | dd of="$TMP/magicstate/state_00000002_00000.bin" bs=1 conv=notrunc 2>/dev/null
+expect_error state_magic "not a state file" $TINY -precision fp8 -x 4 -v 0 -y 1 -o "$TMP/magicstate"
+expect_error state_precision_mismatch "trained with -precision fp8" $TINY -precision bf16 -x 4 -v 0 -y 1 -o "$TMP/ckpt"
+# flags
+expect_error flag_non_numeric "invalid value 'abc' for -b" $TINY -b abc
+expect_error flag_range "must be in \[1, " $TINY -b 0
+expect_error flag_float "invalid value 'nan' for -l" $TINY -l nan
+expect_error flag_unknown "unknown flag -foo" $TINY -foo 1
+expect_error flag_missing_value "needs a value" $TINY -b
+expect_error flag_precision "expected one of fp32, bf16, fp8" $TINY -precision fp16
+expect_error flag_fp8_format "expected one of off, e4m3, hybrid, e5m2" $TINY -fp8 e3m4
+expect_error flag_fp8_conflict "conflicts with -precision" $TINY -fp8 hybrid -precision bf16
+expect_error flag_margin "-fp8_margin" $TINY -fp8_margin -1
+expect_error flag_algo "expected one of max, most_recent" $TINY -fp8_amax_compute_algo mean
+expect_error flag_history_len "-fp8_amax_history_len" $TINY -fp8_amax_history_len 0
+expect_error flag_interval "-fp8_interval" $TINY -fp8_interval x
+expect_error flag_override "-fp8_fprop" $TINY -fp8_fprop 2
+expect_error flag_unknown_fp8 "unknown flag -fp8_nonsense" $TINY -fp8_nonsense 1
+expect_error flag_first_last "leaves no FP8 block" $TINY -fp8_bf16_first_last 2
+expect_error flag_total_batch "must be a positive multiple" $TINY -d 1000
+expect_error flag_seq_len "longer than the model" $TINY -maxT 32
+expect_error resume_without_dir "-y 1 needs -o" $DATA_FLAGS -y 1
+finish

@@ -1,0 +1,1488 @@
+/*
+train_gpt_fp8.c — the CPU reference trainer: GPT-2 in fp32, in emulated BF16, or with FP8 delayed scaling (TE's
+recipe from fp8/), readable first and parallel (OpenMP) second. It is the oracle the CUDA trainer is checked against
+and the trainer CI can run, so it really trains.
+
+Precision modes (-precision):
+  fp32  the pure reference.
+  bf16  what the GPU's BF16 path computes: every tensor the GPU would store in bf16 (activations, their gradients,
+        GEMM outputs) is rounded to bf16 (RNE) after the op that makes it, and GEMM weights are rounded to bf16, so
+        every GEMM operand is a bf16 value; accumulation, master weights, AdamW and parameter gradients are fp32.
+  fp8   bf16 plus the four linear layers of every block (qkv, attention projection, fc, fc projection) through FP8:
+        input and weight quantized to E4M3 for fprop, grad_output to E5M2 for dgrad and wgrad (HYBRID), each with its
+        module's slot scale; GEMMs accumulate in fp32 on the dequantized values, exactly the numbers a Hopper FP8 GEMM
+        multiplies. Attention, LayerNorm, GELU, residuals, softmax/loss and the LM head stay on the bf16 path
+        (-fp8_lm_head 1 puts the LM head through FP8 too).
+
+When FP8 quantization happens (Transformer Engine's order):
+  - every micro-step: each FP8 GEMM input and grad_output is cast with its slot's current scale, max-reducing its
+    amax into row 0 of the slot's history;
+  - after the last backward of a step: one update of every forward and backward slot (fp8/meta.h);
+  - then AdamW, then each weight is cast to FP8 once with its NEW scale, its amax recorded into the freshly zeroed
+    row 0, and that FP8 copy is used by every micro-step of the next step. Before step 0 the initial weights are cast
+    with scale 1.0 (TE's first forward).
+  Evaluation and sampling use the current scales but record nothing, so they never change the training state.
+  A step whose loss or gradient norm is not finite is skipped: no weight update, and the amaxes it recorded for
+  inputs and gradients are dropped (row 0 of those slots reset), so the FP8 state stays finite.
+
+Function names and argument order are the ones the CUDA trainer uses: layernorm_forward(out, mean, rstd, inp, weight,
+bias, B, T, C) and so on. Shapes: B batch, T time, C channels, NH heads, V vocab, Vp padded vocab, L layers.
+*/
+#include <errno.h>
+#include <float.h>
+#include <glob.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "fp8/meta.h"
+#include "llmc/checkpoint.h"
+#include "llmc/dataloader.h"
+#include "llmc/gpt2.h"
+#include "llmc/rand.h"
+#include "llmc/schedule.h"
+#include "llmc/tokenizer.h"
+
+// One line to stderr and a non-zero exit: the trainer's answer to any bad input.
+static void die(const char* fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+#include <stdarg.h>
+static void die(const char* fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    fprintf(stderr, "error: ");
+    vfprintf(stderr, fmt, args);
+    fprintf(stderr, "\n");
+    va_end(args);
+    exit(1);
+}
+
+static void* calloc_or_die(size_t count, size_t size, const char* what) {
+    void* p = calloc(count ? count : 1, size);
+    if (!p) { die("out of memory allocating %s (%zu x %zu bytes)", what, count, size); }
+    return p;
+}
+
+typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1, PRECISION_FP8 = 2 } Precision;
+static const char* precision_name(Precision p) { return p == PRECISION_FP32 ? "fp32" : p == PRECISION_BF16 ? "bf16" : "fp8"; }
+
+// ----------------------------------------------------------------------------
+// the layers, fp32 (precision is handled around them)
+
+void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) {
+    // out (B, T, C), inp (B, T), wte (Vp, C), wpe (maxT, C)
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            float* out_bt = out + ((size_t)b * T + t) * C;
+            const float* wte_ix = wte + (size_t)inp[b * T + t] * C;
+            const float* wpe_t = wpe + (size_t)t * C;
+            for (int i = 0; i < C; i++) { out_bt[i] = wte_ix[i] + wpe_t[i]; }
+        }
+    }
+}
+
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C) {
+    // serial: two positions can share a token, and the order of additions must not depend on threads
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            const float* dout_bt = dout + ((size_t)b * T + t) * C;
+            float* dwte_ix = dwte + (size_t)inp[b * T + t] * C;
+            float* dwpe_t = dwpe + (size_t)t * C;
+            for (int i = 0; i < C; i++) {
+                dwte_ix[i] += dout_bt[i];
+                dwpe_t[i] += dout_bt[i];
+            }
+        }
+    }
+}
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int B, int T, int C) {
+    // out (B, T, C), mean and rstd (B, T) saved for the backward, inp (B, T, C), weight and bias (C)
+    const float eps = 1e-5f;
+#pragma omp parallel for
+    for (int bt = 0; bt < B * T; bt++) {
+        const float* x = inp + (size_t)bt * C;
+        float m = 0.0f;
+        for (int i = 0; i < C; i++) { m += x[i]; }
+        m /= C;
+        float v = 0.0f;
+        for (int i = 0; i < C; i++) { v += (x[i] - m) * (x[i] - m); }
+        v /= C;
+        float s = 1.0f / sqrtf(v + eps);
+        float* o = out + (size_t)bt * C;
+        for (int i = 0; i < C; i++) { o[i] = (s * (x[i] - m)) * weight[i] + bias[i]; }
+        mean[bt] = m;
+        rstd[bt] = s;
+    }
+}
+
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int B, int T, int C) {
+    // dinp per row in parallel; dweight/dbias summed over rows, in row order, per channel
+#pragma omp parallel for
+    for (int bt = 0; bt < B * T; bt++) {
+        const float* dout_bt = dout + (size_t)bt * C;
+        const float* x = inp + (size_t)bt * C;
+        float* dx = dinp + (size_t)bt * C;
+        float m = mean[bt], s = rstd[bt];
+        // dnorm = dout * weight; dx = s * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
+        float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+        for (int i = 0; i < C; i++) {
+            float norm = (x[i] - m) * s;
+            float dnorm = weight[i] * dout_bt[i];
+            dnorm_mean += dnorm;
+            dnorm_norm_mean += dnorm * norm;
+        }
+        dnorm_mean /= C;
+        dnorm_norm_mean /= C;
+        for (int i = 0; i < C; i++) {
+            float norm = (x[i] - m) * s;
+            float dnorm = weight[i] * dout_bt[i];
+            dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+        }
+    }
+#pragma omp parallel for
+    for (int i = 0; i < C; i++) {
+        float dw = 0.0f, db = 0.0f;
+        for (int bt = 0; bt < B * T; bt++) {
+            float norm = (inp[(size_t)bt * C + i] - mean[bt]) * rstd[bt];
+            dw += norm * dout[(size_t)bt * C + i];
+            db += dout[(size_t)bt * C + i];
+        }
+        dweight[i] += dw;
+        dbias[i] += db;
+    }
+}
+
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int B, int T, int C,
+                    int OC) {
+    // out (B, T, OC) = inp (B, T, C) @ weight (OC, C)^T + bias (OC). Each output is summed over c in order by one
+    // thread, so the result does not depend on the thread count. Rows go 4 at a time to reuse each weight row.
+    int rows = B * T;
+#pragma omp parallel for
+    for (int r0 = 0; r0 < rows; r0 += 4) {
+        int nr = rows - r0 < 4 ? rows - r0 : 4;
+        for (int o = 0; o < OC; o++) {
+            const float* w = weight + (size_t)o * C;
+            float acc[4];
+            for (int i = 0; i < nr; i++) { acc[i] = bias ? bias[o] : 0.0f; }
+            for (int i = 0; i < nr; i++) {
+                const float* x = inp + (size_t)(r0 + i) * C;
+                float a = acc[i];
+                for (int c = 0; c < C; c++) { a += x[c] * w[c]; }
+                acc[i] = a;
+            }
+            for (int i = 0; i < nr; i++) { out[(size_t)(r0 + i) * OC + o] = acc[i]; }
+        }
+    }
+}
+
+// dinp (B, T, C) += dout (B, T, OC) @ weight (OC, C)  (dgrad). NULL dinp: skipped.
+// dweight (OC, C) += dout^T @ inp (B, T, C)          (wgrad). NULL dweight: skipped.
+// dbias (OC) += sum over rows of dout.                NULL dbias: skipped.
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int B, int T, int C, int OC) {
+    int rows = B * T;
+    if (dinp) {
+#pragma omp parallel for
+        for (int r = 0; r < rows; r++) {
+            const float* dout_r = dout + (size_t)r * OC;
+            float* dx = dinp + (size_t)r * C;
+            for (int o = 0; o < OC; o++) {
+                float d = dout_r[o];
+                const float* w = weight + (size_t)o * C;
+                for (int c = 0; c < C; c++) { dx[c] += w[c] * d; }
+            }
+        }
+    }
+    if (dweight || dbias) {
+#pragma omp parallel for
+        for (int o = 0; o < OC; o++) {
+            float* dw = dweight ? dweight + (size_t)o * C : NULL;
+            float db = 0.0f;
+            for (int r = 0; r < rows; r++) {
+                float d = dout[(size_t)r * OC + o];
+                db += d;
+                if (dw) {
+                    const float* x = inp + (size_t)r * C;
+                    for (int c = 0; c < C; c++) { dw[c] += x[c] * d; }
+                }
+            }
+            if (dbias) { dbias[o] += db; }
+        }
+    }
+}
+
+void attention_forward(float* out, float* preatt, float* att, const float* inp, int B, int T, int C, int NH) {
+    // inp (B, T, 3C) holds q, k, v; preatt and att (B, NH, T, T) (causal: only t2 <= t used); out (B, T, C)
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for collapse(3)
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            for (int h = 0; h < NH; h++) {
+                const float* q = inp + ((size_t)b * T + t) * 3 * C + h * hs;
+                float* pre = preatt + (((size_t)b * NH + h) * T + t) * T;
+                float* a = att + (((size_t)b * NH + h) * T + t) * T;
+                float maxval = -FLT_MAX;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float* k = inp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+                    float dot = 0.0f;
+                    for (int i = 0; i < hs; i++) { dot += q[i] * k[i]; }
+                    dot *= scale;
+                    pre[t2] = dot;
+                    if (dot > maxval) { maxval = dot; }
+                }
+                float sum = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    float e = expf(pre[t2] - maxval);
+                    a[t2] = e;
+                    sum += e;
+                }
+                float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+                for (int t2 = 0; t2 < T; t2++) { a[t2] = t2 <= t ? a[t2] * inv : 0.0f; }
+                float* o = out + ((size_t)b * T + t) * C + h * hs;
+                for (int i = 0; i < hs; i++) { o[i] = 0.0f; }
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float* v = inp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+                    for (int i = 0; i < hs; i++) { o[i] += a[t2] * v[i]; }
+                }
+            }
+        }
+    }
+}
+
+void attention_backward(float* dinp, float* dpreatt, float* datt, const float* dout, const float* inp,
+                        const float* att, int B, int T, int C, int NH) {
+    // dinp (B, T, 3C): dq of position t gets one writer, but dk/dv of t2 get writes from every t >= t2, so the loop
+    // runs per (b, h) in parallel and over t serially, which keeps the order of additions fixed.
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for collapse(2)
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < NH; h++) {
+            for (int t = 0; t < T; t++) {
+                const float* q = inp + ((size_t)b * T + t) * 3 * C + h * hs;
+                float* dq = dinp + ((size_t)b * T + t) * 3 * C + h * hs;
+                const float* a = att + (((size_t)b * NH + h) * T + t) * T;
+                float* da = datt + (((size_t)b * NH + h) * T + t) * T;
+                float* dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
+                const float* dout_t = dout + ((size_t)b * T + t) * C + h * hs;
+                // out = sum a[t2] v[t2]
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float* v = inp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+                    float* dv = dinp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+                    float d = 0.0f;
+                    for (int i = 0; i < hs; i++) {
+                        d += v[i] * dout_t[i];
+                        dv[i] += a[t2] * dout_t[i];
+                    }
+                    da[t2] += d;
+                }
+                // softmax: dpre = a * (da - sum(a * da))
+                float dot = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) { dot += a[t2] * da[t2]; }
+                for (int t2 = 0; t2 <= t; t2++) { dpre[t2] += a[t2] * (da[t2] - dot); }
+                // pre = scale * q.k
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float* k = inp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+                    float* dk = dinp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+                    float g = dpre[t2] * scale;
+                    for (int i = 0; i < hs; i++) {
+                        dq[i] += k[i] * g;
+                        dk[i] += q[i] * g;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#define GELU_SCALING_FACTOR 0.7978845608028654f  // sqrt(2 / pi)
+
+void gelu_forward(float* out, const float* inp, size_t N) {
+    // the tanh approximation, as GPT-2
+#pragma omp parallel for
+    for (size_t i = 0; i < N; i++) {
+        float x = inp[i];
+        float cube = 0.044715f * x * x * x;
+        out[i] = 0.5f * x * (1.0f + tanhf(GELU_SCALING_FACTOR * (x + cube)));
+    }
+}
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
+#pragma omp parallel for
+    for (size_t i = 0; i < N; i++) {
+        float x = inp[i];
+        float cube = 0.044715f * x * x * x;
+        float tanh_arg = GELU_SCALING_FACTOR * (x + cube);
+        float tanh_out = tanhf(tanh_arg);
+        float cosh_out = coshf(tanh_arg);
+        float sech2 = 1.0f / (cosh_out * cosh_out);
+        float grad = 0.5f * (1.0f + tanh_out) + x * 0.5f * sech2 * GELU_SCALING_FACTOR * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] += grad * dout[i];
+    }
+}
+
+void residual_forward(float* out, const float* inp1, const float* inp2, size_t N) {
+    for (size_t i = 0; i < N; i++) { out[i] = inp1[i] + inp2[i]; }
+}
+
+void residual_backward(float* dinp1, float* dinp2, const float* dout, size_t N) {
+    for (size_t i = 0; i < N; i++) {
+        dinp1[i] += dout[i];
+        dinp2[i] += dout[i];
+    }
+}
+
+void softmax_forward(float* probs, const float* logits, int B, int T, int V, int Vp) {
+    // probs (B, T, Vp) over the real vocabulary [0, V); padded entries are 0
+#pragma omp parallel for
+    for (int bt = 0; bt < B * T; bt++) {
+        const float* l = logits + (size_t)bt * Vp;
+        float* p = probs + (size_t)bt * Vp;
+        float maxval = -FLT_MAX;
+        for (int i = 0; i < V; i++) { maxval = l[i] > maxval ? l[i] : maxval; }
+        float sum = 0.0f;
+        for (int i = 0; i < V; i++) {
+            p[i] = expf(l[i] - maxval);
+            sum += p[i];
+        }
+        for (int i = 0; i < V; i++) { p[i] /= sum; }
+        for (int i = V; i < Vp; i++) { p[i] = 0.0f; }
+    }
+}
+
+void crossentropy_forward(float* losses, const float* probs, const int* targets, int B, int T, int Vp) {
+    for (int bt = 0; bt < B * T; bt++) { losses[bt] = -logf(probs[(size_t)bt * Vp + targets[bt]]); }
+}
+
+void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const float* probs, const int* targets,
+                                   int B, int T, int V, int Vp) {
+#pragma omp parallel for
+    for (int bt = 0; bt < B * T; bt++) {
+        float* dl = dlogits + (size_t)bt * Vp;
+        const float* p = probs + (size_t)bt * Vp;
+        float d = dlosses[bt];
+        for (int i = 0; i < V; i++) { dl[i] += (p[i] - (i == targets[bt] ? 1.0f : 0.0f)) * d; }
+    }
+}
+
+// ----------------------------------------------------------------------------
+// the model
+
+#define NUM_ACTIVATION_TENSORS 23
+typedef struct {
+    float* encoded;    // (B, T, C)
+    float* ln1;        // (L, B, T, C)
+    float* ln1_mean;   // (L, B, T)
+    float* ln1_rstd;   // (L, B, T)
+    float* qkv;        // (L, B, T, 3C)
+    float* atty;       // (L, B, T, C)
+    float* preatt;     // (L, B, NH, T, T)
+    float* att;        // (L, B, NH, T, T)
+    float* attproj;    // (L, B, T, C)
+    float* residual2;  // (L, B, T, C)
+    float* ln2;        // (L, B, T, C)
+    float* ln2_mean;   // (L, B, T)
+    float* ln2_rstd;   // (L, B, T)
+    float* fch;        // (L, B, T, 4C)
+    float* fch_gelu;   // (L, B, T, 4C)
+    float* fcproj;     // (L, B, T, C)
+    float* residual3;  // (L, B, T, C)
+    float* lnf;        // (B, T, C)
+    float* lnf_mean;   // (B, T)
+    float* lnf_rstd;   // (B, T)
+    float* logits;     // (B, T, Vp)
+    float* probs;      // (B, T, Vp)
+    float* losses;     // (B, T)
+} ActivationTensors;
+
+static void fill_in_activation_sizes(size_t* act_sizes, const GPT2Config* config, int B, int T) {
+    size_t C = config->channels, NH = config->num_heads, L = config->num_layers, Vp = config->padded_vocab_size;
+    size_t BT = (size_t)B * T;
+    size_t sizes[NUM_ACTIVATION_TENSORS] = {BT * C,     L * BT * C,     L * BT,         L * BT,     L * BT * 3 * C,
+                                            L * BT * C, L * B * NH * T * T, L * B * NH * T * T, L * BT * C, L * BT * C,
+                                            L * BT * C, L * BT,         L * BT,         L * BT * 4 * C, L * BT * 4 * C,
+                                            L * BT * C, L * BT * C,     BT * C,         BT,         BT,
+                                            BT * Vp,    BT * Vp,        BT};
+    memcpy(act_sizes, sizes, sizeof(sizes));
+}
+
+static void point_activations(ActivationTensors* acts, float* memory, const size_t* act_sizes) {
+    float** ptrs[NUM_ACTIVATION_TENSORS] = {
+        &acts->encoded,  &acts->ln1,       &acts->ln1_mean, &acts->ln1_rstd,  &acts->qkv,       &acts->atty,
+        &acts->preatt,   &acts->att,       &acts->attproj,  &acts->residual2, &acts->ln2,       &acts->ln2_mean,
+        &acts->ln2_rstd, &acts->fch,       &acts->fch_gelu, &acts->fcproj,    &acts->residual3, &acts->lnf,
+        &acts->lnf_mean, &acts->lnf_rstd,  &acts->logits,   &acts->probs,     &acts->losses};
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) {
+        *(ptrs[i]) = memory;
+        memory += act_sizes[i];
+    }
+}
+
+// The linear (GEMM) modules, in FP8 module order: 4 per block, then the LM head.
+enum { LINEAR_QKV = 0, LINEAR_ATTPROJ = 1, LINEAR_FC = 2, LINEAR_FCPROJ = 3, LINEARS_PER_BLOCK = 4 };
+static const char* linear_names[LINEARS_PER_BLOCK] = {"qkv", "attproj", "fc", "fcproj"};
+
+typedef struct {
+    GPT2Config config;
+    // parameters, their gradients and AdamW moments: one buffer each, laid out as ParameterTensors
+    ParameterTensors params;
+    size_t param_sizes[NUM_PARAMETER_TENSORS];
+    float* params_memory;
+    size_t num_parameters;
+    ParameterTensors grads;
+    float* grads_memory;
+    float* m_memory;
+    float* v_memory;
+    // activations and their gradients for batch B x T
+    ActivationTensors acts;
+    ActivationTensors grads_acts;
+    size_t act_sizes[NUM_ACTIVATION_TENSORS];
+    float* acts_memory;
+    float* grads_acts_memory;
+    size_t num_activations;
+    int batch_size, seq_len;
+    const int* inputs;   // (B, T) of the last forward
+    const int* targets;  // (B, T) or NULL
+    float mean_loss;     // of the last forward with targets
+    // precision
+    Precision precision;
+    DelayedScaling recipe;
+    int fp8_bf16_first_last;  // this many blocks at each end stay BF16
+    int fp8_lm_head;          // the LM head through FP8 too
+    int fp8_record;           // quantizations record amaxes (training) or not (evaluation, sampling)
+    Fp8Meta fp8;              // all modules' histories and scales (modules 0..4L-1, then the LM head)
+    float* weight_fp8;        // dequantized FP8 weights, the values FP8 GEMMs see; per module at weight_fp8_offset
+    size_t* weight_fp8_offset;
+    Fp8QuantStats* fp8_stats; // per slot, since the last diagnostics line
+    float* fp8_last_amax;     // per slot: row 0 as the last update saw it (this step's amax)
+    // GEMM operand scratch: the FP8 bytes, and operands rounded or dequantized
+    uint8_t* scratch_fp8;
+    float* scratch_inp;
+    float* scratch_weight;
+    float* scratch_dout;
+} GPT2;
+
+static int num_linear_modules(const GPT2* model) { return LINEARS_PER_BLOCK * model->config.num_layers + 1; }
+static int lm_head_module(const GPT2* model) { return LINEARS_PER_BLOCK * model->config.num_layers; }
+
+// Shape and tensors of a linear module: out (B, T, OC) = inp (B, T, IC) @ weight (OC, IC)^T + bias.
+typedef struct {
+    float *weight, *bias, *dweight, *dbias;
+    int IC, OC;
+} LinearModule;
+
+static LinearModule linear_module(GPT2* model, int module) {
+    int C = model->config.channels;
+    LinearModule lm;
+    memset(&lm, 0, sizeof(lm));
+    if (module == lm_head_module(model)) {
+        lm.weight = model->params.wte;
+        lm.dweight = model->grads.wte;
+        lm.IC = C;
+        lm.OC = model->config.padded_vocab_size;
+        return lm;
+    }
+    int l = module / LINEARS_PER_BLOCK, kind = module % LINEARS_PER_BLOCK;
+    ParameterTensors* p = &model->params;
+    ParameterTensors* g = &model->grads;
+    switch (kind) {
+    case LINEAR_QKV:
+        lm = (LinearModule){p->qkvw + (size_t)l * 3 * C * C, p->qkvb + (size_t)l * 3 * C, g->qkvw + (size_t)l * 3 * C * C,
+                            g->qkvb + (size_t)l * 3 * C, C, 3 * C};
+        break;
+    case LINEAR_ATTPROJ:
+        lm = (LinearModule){p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C, g->attprojw + (size_t)l * C * C,
+                            g->attprojb + (size_t)l * C, C, C};
+        break;
+    case LINEAR_FC:
+        lm = (LinearModule){p->fcw + (size_t)l * 4 * C * C, p->fcb + (size_t)l * 4 * C, g->fcw + (size_t)l * 4 * C * C,
+                            g->fcb + (size_t)l * 4 * C, C, 4 * C};
+        break;
+    default:
+        lm = (LinearModule){p->fcprojw + (size_t)l * C * 4 * C, p->fcprojb + (size_t)l * C,
+                            g->fcprojw + (size_t)l * C * 4 * C, g->fcprojb + (size_t)l * C, 4 * C, C};
+        break;
+    }
+    return lm;
+}
+
+// Whether a module goes through FP8 at all, and which of its three GEMMs do (override_linear_precision).
+static int module_is_fp8(const GPT2* model, int module) {
+    if (model->precision != PRECISION_FP8) { return 0; }
+    if (module == lm_head_module(model)) { return model->fp8_lm_head; }
+    int l = module / LINEARS_PER_BLOCK, L = model->config.num_layers, n = model->fp8_bf16_first_last;
+    return l >= n && l < L - n;
+}
+static int fprop_is_fp8(const GPT2* m, int module) { return module_is_fp8(m, module) && !m->recipe.override_fprop; }
+static int dgrad_is_fp8(const GPT2* m, int module) { return module_is_fp8(m, module) && !m->recipe.override_dgrad; }
+static int wgrad_is_fp8(const GPT2* m, int module) { return module_is_fp8(m, module) && !m->recipe.override_wgrad; }
+// slots in use: weight for fprop or dgrad, input for fprop or wgrad, grad_output for dgrad or wgrad
+static int weight_slot_used(const GPT2* m, int module) { return fprop_is_fp8(m, module) || dgrad_is_fp8(m, module); }
+static int input_slot_used(const GPT2* m, int module) { return fprop_is_fp8(m, module) || wgrad_is_fp8(m, module); }
+static int grad_slot_used(const GPT2* m, int module) { return dgrad_is_fp8(m, module) || wgrad_is_fp8(m, module); }
+
+// In bf16 and fp8 modes every stored activation and activation gradient is a bf16 value, as on the GPU.
+static void round_to_storage(const GPT2* model, float* x, size_t n) {
+    if (model->precision == PRECISION_FP32) { return; }
+#pragma omp parallel for
+    for (size_t i = 0; i < n; i++) { x[i] = bf16_round(x[i]); }
+}
+
+static const float* bf16_copy(float* dst, const float* src, size_t n) {
+#pragma omp parallel for
+    for (size_t i = 0; i < n; i++) { dst[i] = bf16_round(src[i]); }
+    return dst;
+}
+
+// Quantize x with the slot's scale (recording its amax when the model records and `record` says so) and return
+// the dequantized values, fp8(x * scale) * scale_inv, in dst: exactly the operand an FP8 GEMM multiplies.
+static const float* fp8_operand(GPT2* model, float* dst, const float* x, size_t n, int slot, int record) {
+    Fp8Meta* meta = &model->fp8;
+    Fp8Format format = fp8_meta_slot_format(meta, slot);
+    float discarded_amax = 0.0f;
+    float* amax = (record && model->fp8_record) ? fp8_meta_amax_row0(meta, slot) : &discarded_amax;
+    Fp8QuantStats* stats = (record && model->fp8_record) ? &model->fp8_stats[slot] : NULL;
+    fp8_quantize(model->scratch_fp8, x, n, format, meta->scale[slot], amax, stats);
+    fp8_dequantize(dst, model->scratch_fp8, n, format, meta->scale_inv[slot]);
+    return dst;
+}
+
+// Cast every FP8 module's weight with its current scale into weight_fp8; `record`: max-reduce its amax into row 0.
+// Called before step 0 (scale 1.0) and after every optimizer update (new scales); on resume without recording,
+// since the checkpoint's row 0 already holds these weights' amax.
+static void gpt2_cast_weights_fp8(GPT2* model, int record) {
+    if (model->precision != PRECISION_FP8) { return; }
+    int saved = model->fp8_record;
+    model->fp8_record = 1;
+    for (int module = 0; module < num_linear_modules(model); module++) {
+        if (!weight_slot_used(model, module)) { continue; }
+        LinearModule lm = linear_module(model, module);
+        int slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_WEIGHT);
+        fp8_operand(model, model->weight_fp8 + model->weight_fp8_offset[module], lm.weight, (size_t)lm.OC * lm.IC,
+                    slot, record);
+    }
+    model->fp8_record = saved;
+}
+
+// out (B, T, OC) = inp (B, T, IC) @ W^T + b through the module's precision.
+void linear_forward(GPT2* model, int module, float* out, const float* inp, int B, int T) {
+    LinearModule lm = linear_module(model, module);
+    size_t n_inp = (size_t)B * T * lm.IC, n_w = (size_t)lm.OC * lm.IC;
+    const float* x = inp;  // in bf16/fp8 modes activations are already bf16 values
+    const float* w = lm.weight;
+    if (fprop_is_fp8(model, module)) {
+        x = fp8_operand(model, model->scratch_inp, inp, n_inp, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT), 1);
+        w = model->weight_fp8 + model->weight_fp8_offset[module];
+    } else {
+        if (input_slot_used(model, module)) {  // fprop overridden to BF16, wgrad in FP8: the cast still happens
+            fp8_operand(model, model->scratch_inp, inp, n_inp, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT), 1);
+        }
+        if (model->precision != PRECISION_FP32) { w = bf16_copy(model->scratch_weight, lm.weight, n_w); }
+    }
+    matmul_forward(out, x, w, lm.bias, B, T, lm.IC, lm.OC);
+    round_to_storage(model, out, (size_t)B * T * lm.OC);
+}
+
+// dinp (B, T, IC) += dout @ W (dgrad), dW += dout^T @ inp (wgrad), db += sum(dout), each GEMM in its precision.
+void linear_backward(GPT2* model, int module, float* dinp, const float* dout, const float* inp, int B, int T) {
+    LinearModule lm = linear_module(model, module);
+    size_t n_out = (size_t)B * T * lm.OC, n_inp = (size_t)B * T * lm.IC, n_w = (size_t)lm.OC * lm.IC;
+    // the bias gradient comes from the high-precision grad_output (TE computes it in the cast kernel)
+    if (lm.dbias) { matmul_backward(NULL, NULL, lm.dbias, dout, NULL, NULL, B, T, lm.IC, lm.OC); }
+    const float* dout_fp8 = NULL;
+    if (grad_slot_used(model, module)) {  // one E5M2 cast of grad_output feeds dgrad and wgrad
+        dout_fp8 = fp8_operand(model, model->scratch_dout, dout, n_out,
+                               fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT), 1);
+    }
+    // dgrad
+    const float* w = lm.weight;
+    const float* dy = dout;
+    if (dgrad_is_fp8(model, module)) {
+        w = model->weight_fp8 + model->weight_fp8_offset[module];
+        dy = dout_fp8;
+    } else if (model->precision != PRECISION_FP32) {
+        w = bf16_copy(model->scratch_weight, lm.weight, n_w);
+    }
+    matmul_backward(dinp, NULL, NULL, dy, NULL, w, B, T, lm.IC, lm.OC);
+    // wgrad: FP8 reuses the forward's cast of the input (same scale, so re-casting gives the same bytes; recording
+    // again would be a no-op for the max, but it is not a new quantization, so it is not counted)
+    const float* x = inp;
+    dy = dout;
+    if (wgrad_is_fp8(model, module)) {
+        x = fp8_operand(model, model->scratch_inp, inp, n_inp, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT), 0);
+        dy = dout_fp8;
+    }
+    matmul_backward(NULL, lm.dweight, NULL, dy, x, NULL, B, T, lm.IC, lm.OC);
+}
+
+typedef struct {
+    GPT2Config config;
+    Precision precision;
+    DelayedScaling recipe;
+    int fp8_bf16_first_last;
+    int fp8_lm_head;
+} ModelOptions;
+
+// Allocates everything for batch B x T; parameters must be filled by the caller (random init or a file).
+static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
+    memset(model, 0, sizeof(*model));
+    model->config = opt->config;
+    model->precision = opt->precision;
+    model->recipe = opt->recipe;
+    model->fp8_bf16_first_last = opt->fp8_bf16_first_last;
+    model->fp8_lm_head = opt->fp8_lm_head;
+    model->batch_size = B;
+    model->seq_len = T;
+    model->fp8_record = 1;
+    fill_in_parameter_sizes(model->param_sizes, &model->config);
+    model->num_parameters = 0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { model->num_parameters += model->param_sizes[i]; }
+    model->params_memory = calloc_or_die(model->num_parameters, sizeof(float), "parameters");
+    model->grads_memory = calloc_or_die(model->num_parameters, sizeof(float), "gradients");
+    model->m_memory = calloc_or_die(model->num_parameters, sizeof(float), "AdamW m");
+    model->v_memory = calloc_or_die(model->num_parameters, sizeof(float), "AdamW v");
+    point_parameters(&model->params, model->params_memory, model->param_sizes);
+    point_parameters(&model->grads, model->grads_memory, model->param_sizes);
+    fill_in_activation_sizes(model->act_sizes, &model->config, B, T);
+    model->num_activations = 0;
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) { model->num_activations += model->act_sizes[i]; }
+    model->acts_memory = calloc_or_die(model->num_activations, sizeof(float), "activations");
+    model->grads_acts_memory = calloc_or_die(model->num_activations, sizeof(float), "activation gradients");
+    point_activations(&model->acts, model->acts_memory, model->act_sizes);
+    point_activations(&model->grads_acts, model->grads_acts_memory, model->act_sizes);
+    size_t C = model->config.channels, Vp = model->config.padded_vocab_size, BT = (size_t)B * T;
+    size_t widest = 4 * C > Vp ? 4 * C : Vp;
+    size_t widest_weight = Vp * C > 4 * C * C ? Vp * C : 4 * C * C;
+    model->scratch_fp8 = calloc_or_die(BT * widest > widest_weight ? BT * widest : widest_weight, 1, "FP8 scratch");
+    model->scratch_inp = calloc_or_die(BT * 4 * C, sizeof(float), "operand scratch");
+    model->scratch_weight = calloc_or_die(widest_weight, sizeof(float), "weight scratch");
+    model->scratch_dout = calloc_or_die(BT * widest, sizeof(float), "gradient scratch");
+    if (model->precision == PRECISION_FP8) {
+        char err[256];
+        int modules = num_linear_modules(model);  // the LM head's slots exist always and stay 0 unless it is FP8
+        if (fp8_meta_init(&model->fp8, modules, &model->recipe, err, sizeof(err))) { die("%s", err); }
+        model->weight_fp8_offset = calloc_or_die((size_t)modules, sizeof(size_t), "FP8 weight offsets");
+        size_t total = 0;
+        for (int module = 0; module < modules; module++) {
+            model->weight_fp8_offset[module] = total;
+            if (weight_slot_used(model, module)) {
+                LinearModule lm = linear_module(model, module);
+                total += (size_t)lm.OC * lm.IC;
+            }
+        }
+        model->weight_fp8 = calloc_or_die(total, sizeof(float), "FP8 weights");
+        model->fp8_stats = calloc_or_die((size_t)model->fp8.num_slots, sizeof(Fp8QuantStats), "FP8 stats");
+        model->fp8_last_amax = calloc_or_die((size_t)model->fp8.num_slots, sizeof(float), "FP8 amaxes");
+    }
+}
+
+static void gpt2_free(GPT2* model) {
+    free(model->params_memory);
+    free(model->grads_memory);
+    free(model->m_memory);
+    free(model->v_memory);
+    free(model->acts_memory);
+    free(model->grads_acts_memory);
+    free(model->scratch_fp8);
+    free(model->scratch_inp);
+    free(model->scratch_weight);
+    free(model->scratch_dout);
+    if (model->precision == PRECISION_FP8) {
+        fp8_meta_free(&model->fp8);
+        free(model->weight_fp8);
+        free(model->weight_fp8_offset);
+        free(model->fp8_stats);
+        free(model->fp8_last_amax);
+    }
+}
+
+void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T) {
+    // inputs and targets (B, T); B and T may be smaller than allocated (sampling uses B = 1)
+    int C = model->config.channels, NH = model->config.num_heads, L = model->config.num_layers;
+    int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
+    if (B > model->batch_size || T > model->seq_len) { die("forward with B=%d T=%d beyond the allocated size", B, T); }
+    for (int i = 0; i < B * T; i++) {
+        if (inputs[i] < 0 || inputs[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V))) {
+            die("token id %d at position %d is outside the vocabulary [0, %d)",
+                inputs[i] < 0 || inputs[i] >= V ? inputs[i] : targets[i], i, V);
+        }
+    }
+    model->inputs = inputs;
+    model->targets = targets;
+    ParameterTensors p = model->params;
+    ActivationTensors a = model->acts;
+    size_t BTC = (size_t)B * T * C;
+    encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C);
+    round_to_storage(model, a.encoded, BTC);
+    for (int l = 0; l < L; l++) {
+        const float* residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * BTC;
+        float* ln1 = a.ln1 + (size_t)l * BTC;
+        float* ln1_mean = a.ln1_mean + (size_t)l * B * T;
+        float* ln1_rstd = a.ln1_rstd + (size_t)l * B * T;
+        float* qkv = a.qkv + (size_t)l * BTC * 3;
+        float* atty = a.atty + (size_t)l * BTC;
+        float* preatt = a.preatt + (size_t)l * B * NH * T * T;
+        float* att = a.att + (size_t)l * B * NH * T * T;
+        float* attproj = a.attproj + (size_t)l * BTC;
+        float* residual2 = a.residual2 + (size_t)l * BTC;
+        float* ln2 = a.ln2 + (size_t)l * BTC;
+        float* ln2_mean = a.ln2_mean + (size_t)l * B * T;
+        float* ln2_rstd = a.ln2_rstd + (size_t)l * B * T;
+        float* fch = a.fch + (size_t)l * BTC * 4;
+        float* fch_gelu = a.fch_gelu + (size_t)l * BTC * 4;
+        float* fcproj = a.fcproj + (size_t)l * BTC;
+        float* residual3 = a.residual3 + (size_t)l * BTC;
+        int module = l * LINEARS_PER_BLOCK;
+
+        layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p.ln1w + l * C, p.ln1b + l * C, B, T, C);
+        round_to_storage(model, ln1, BTC);
+        linear_forward(model, module + LINEAR_QKV, qkv, ln1, B, T);
+        attention_forward(atty, preatt, att, qkv, B, T, C, NH);
+        round_to_storage(model, atty, BTC);
+        linear_forward(model, module + LINEAR_ATTPROJ, attproj, atty, B, T);
+        residual_forward(residual2, residual, attproj, BTC);
+        round_to_storage(model, residual2, BTC);
+        layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p.ln2w + l * C, p.ln2b + l * C, B, T, C);
+        round_to_storage(model, ln2, BTC);
+        linear_forward(model, module + LINEAR_FC, fch, ln2, B, T);
+        gelu_forward(fch_gelu, fch, BTC * 4);
+        round_to_storage(model, fch_gelu, BTC * 4);
+        linear_forward(model, module + LINEAR_FCPROJ, fcproj, fch_gelu, B, T);
+        residual_forward(residual3, residual2, fcproj, BTC);
+        round_to_storage(model, residual3, BTC);
+    }
+    const float* last = a.residual3 + (size_t)(L - 1) * BTC;
+    layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, B, T, C);
+    round_to_storage(model, a.lnf, BTC);
+    linear_forward(model, lm_head_module(model), a.logits, a.lnf, B, T);
+    softmax_forward(a.probs, a.logits, B, T, V, Vp);
+    if (targets) {
+        crossentropy_forward(a.losses, a.probs, targets, B, T, Vp);
+        double sum = 0.0;  // serial, so the mean does not depend on threads
+        for (int i = 0; i < B * T; i++) { sum += a.losses[i]; }
+        model->mean_loss = (float)(sum / (B * T));
+    } else {
+        model->mean_loss = -1.0f;
+    }
+}
+
+void gpt2_zero_grad(GPT2* model) { memset(model->grads_memory, 0, model->num_parameters * sizeof(float)); }
+
+// Backward of the last forward; parameter gradients accumulate (scaled by loss_scale = 1/grad_accum_steps).
+void gpt2_backward(GPT2* model, float loss_scale) {
+    if (!model->targets) { die("backward needs a forward with targets"); }
+    int B = model->batch_size, T = model->seq_len;
+    int C = model->config.channels, NH = model->config.num_heads, L = model->config.num_layers;
+    int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
+    memset(model->grads_acts_memory, 0, model->num_activations * sizeof(float));
+    ParameterTensors p = model->params, g = model->grads;
+    ActivationTensors a = model->acts, d = model->grads_acts;
+    size_t BTC = (size_t)B * T * C;
+    float dloss = loss_scale / (float)(B * T);  // d(mean loss)/d(loss_bt)
+    for (int i = 0; i < B * T; i++) { d.losses[i] = dloss; }
+    crossentropy_softmax_backward(d.logits, d.losses, a.probs, model->targets, B, T, V, Vp);
+    round_to_storage(model, d.logits, (size_t)B * T * Vp);
+    linear_backward(model, lm_head_module(model), d.lnf, d.logits, a.lnf, B, T);
+    round_to_storage(model, d.lnf, BTC);
+    float* dlast = d.residual3 + (size_t)(L - 1) * BTC;
+    layernorm_backward(dlast, g.lnfw, g.lnfb, d.lnf, a.residual3 + (size_t)(L - 1) * BTC, p.lnfw, a.lnf_mean,
+                       a.lnf_rstd, B, T, C);
+    round_to_storage(model, dlast, BTC);
+    for (int l = L - 1; l >= 0; l--) {
+        const float* residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * BTC;
+        float* dresidual = l == 0 ? d.encoded : d.residual3 + (size_t)(l - 1) * BTC;
+        size_t o1 = (size_t)l * BTC, o3 = o1 * 3, o4 = o1 * 4, ob = (size_t)l * B * T;
+        size_t oa = (size_t)l * B * NH * T * T;
+        int module = l * LINEARS_PER_BLOCK;
+        // residual3 = residual2 + fcproj
+        residual_backward(d.residual2 + o1, d.fcproj + o1, d.residual3 + o1, BTC);
+        linear_backward(model, module + LINEAR_FCPROJ, d.fch_gelu + o4, d.fcproj + o1, a.fch_gelu + o4, B, T);
+        round_to_storage(model, d.fch_gelu + o4, BTC * 4);
+        gelu_backward(d.fch + o4, a.fch + o4, d.fch_gelu + o4, BTC * 4);
+        round_to_storage(model, d.fch + o4, BTC * 4);
+        linear_backward(model, module + LINEAR_FC, d.ln2 + o1, d.fch + o4, a.ln2 + o1, B, T);
+        round_to_storage(model, d.ln2 + o1, BTC);
+        layernorm_backward(d.residual2 + o1, g.ln2w + l * C, g.ln2b + l * C, d.ln2 + o1, a.residual2 + o1,
+                           p.ln2w + l * C, a.ln2_mean + ob, a.ln2_rstd + ob, B, T, C);
+        round_to_storage(model, d.residual2 + o1, BTC);
+        // residual2 = residual + attproj
+        residual_backward(dresidual, d.attproj + o1, d.residual2 + o1, BTC);
+        linear_backward(model, module + LINEAR_ATTPROJ, d.atty + o1, d.attproj + o1, a.atty + o1, B, T);
+        round_to_storage(model, d.atty + o1, BTC);
+        attention_backward(d.qkv + o3, d.preatt + oa, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, B, T, C, NH);
+        round_to_storage(model, d.qkv + o3, BTC * 3);
+        linear_backward(model, module + LINEAR_QKV, d.ln1 + o1, d.qkv + o3, a.ln1 + o1, B, T);
+        round_to_storage(model, d.ln1 + o1, BTC);
+        layernorm_backward(dresidual, g.ln1w + l * C, g.ln1b + l * C, d.ln1 + o1, residual, p.ln1w + l * C,
+                           a.ln1_mean + ob, a.ln1_rstd + ob, B, T, C);
+        round_to_storage(model, dresidual, BTC);
+    }
+    encoder_backward(g.wte, g.wpe, d.encoded, model->inputs, B, T, C);
+}
+
+// ----------------------------------------------------------------------------
+// end of step: FP8 update, gradient norm, AdamW
+
+// The FP8 end-of-step: all-reduce hook, then the update rule for every slot (fp8/meta.h). `step` is the optimizer
+// step that just finished.
+void gpt2_fp8_end_of_step(GPT2* model, int step) {
+    if (model->precision != PRECISION_FP8) { return; }
+    fp8_meta_reduce_amax(&model->fp8, &model->recipe);
+    memcpy(model->fp8_last_amax, model->fp8.amax_history, (size_t)model->fp8.num_slots * sizeof(float));
+    fp8_meta_update(&model->fp8, &model->recipe, step);
+}
+
+// A skipped step must not leave its (possibly non-finite) activation and gradient amaxes behind. Weight slots keep
+// theirs: the weights did not change, and row 0 holds exactly their amax.
+static void gpt2_fp8_drop_step_amaxes(GPT2* model) {
+    if (model->precision != PRECISION_FP8) { return; }
+    for (int module = 0; module < num_linear_modules(model); module++) {
+        for (int k = 0; k < FP8_FWD_SLOTS; k++) {
+            if (k != FP8_FWD_WEIGHT) { *fp8_meta_amax_row0(&model->fp8, fp8_meta_fwd_slot(&model->fp8, module, k)) = 0.0f; }
+        }
+        for (int k = 0; k < FP8_BWD_SLOTS; k++) {
+            *fp8_meta_amax_row0(&model->fp8, fp8_meta_bwd_slot(&model->fp8, module, k)) = 0.0f;
+        }
+    }
+}
+
+// Global L2 norm of the gradients: fixed chunks summed in double, then the chunks in order, so the result does not
+// depend on the thread count. Non-finite if any gradient is.
+float gpt2_grad_norm(const GPT2* model) {
+    const size_t chunk = 1 << 16;
+    size_t n = model->num_parameters, num_chunks = (n + chunk - 1) / chunk;
+    double* partial = calloc_or_die(num_chunks, sizeof(double), "norm partials");
+#pragma omp parallel for
+    for (size_t c = 0; c < num_chunks; c++) {
+        double s = 0.0;
+        size_t end = (c + 1) * chunk < n ? (c + 1) * chunk : n;
+        for (size_t i = c * chunk; i < end; i++) { s += (double)model->grads_memory[i] * model->grads_memory[i]; }
+        partial[c] = s;
+    }
+    double total = 0.0;
+    for (size_t c = 0; c < num_chunks; c++) { total += partial[c]; }
+    free(partial);
+    return (float)sqrt(total);
+}
+
+// AdamW (decoupled weight decay on the 2-D tensors only) on fp32 master weights, after clipping the gradients to a
+// global norm of grad_clip. t is the 1-based step for the bias corrections.
+void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, float eps, float weight_decay,
+                 float grad_norm, float grad_clip, int t) {
+    float clip_scale = grad_norm > grad_clip ? grad_clip / grad_norm : 1.0f;
+    float bias1 = 1.0f - powf(beta1, (float)t), bias2 = 1.0f - powf(beta2, (float)t);
+    size_t offset = 0;
+    for (int tensor = 0; tensor < NUM_PARAMETER_TENSORS; tensor++) {
+        float decay = parameter_tensor_is_2d(tensor) ? weight_decay : 0.0f;
+        size_t n = model->param_sizes[tensor];
+#pragma omp parallel for
+        for (size_t i = offset; i < offset + n; i++) {
+            float grad = model->grads_memory[i] * clip_scale;
+            float m = beta1 * model->m_memory[i] + (1.0f - beta1) * grad;
+            float v = beta2 * model->v_memory[i] + (1.0f - beta2) * grad * grad;
+            model->m_memory[i] = m;
+            model->v_memory[i] = v;
+            float m_hat = m / bias1, v_hat = v / bias2;
+            model->params_memory[i] -= learning_rate * (m_hat / (sqrtf(v_hat) + eps) + decay * model->params_memory[i]);
+        }
+        offset += n;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// model and state files
+
+static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_t rng_state, const DataLoader* loader) {
+    char path[1024], err[512];
+    int32_t header[256];
+    model_header_fill(header, &model->config);
+    snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
+    if (model_file_write(path, header, model->params_memory, model->num_parameters, err, sizeof(err))) { die("%s", err); }
+    StateHeader h;
+    memset(&h, 0, sizeof(h));
+    h.num_processes = 1;
+    h.process_rank = 0;
+    h.precision = model->precision;
+    h.fp8_modules = model->precision == PRECISION_FP8 ? model->fp8.num_modules : 0;
+    h.recipe = model->recipe;
+    if (model->precision != PRECISION_FP8) { delayed_scaling_default(&h.recipe); }
+    h.fp8_bf16_first_last = model->fp8_bf16_first_last;
+    h.fp8_lm_head = model->fp8_lm_head;
+    h.B = model->batch_size;
+    h.T = model->seq_len;
+    h.step = step;
+    h.num_parameters = (int64_t)model->num_parameters;
+    h.rng_state = rng_state;
+    h.shard_index = (int64_t)loader->current_shard_idx;
+    h.shard_position = (int64_t)loader->current_position;
+    snprintf(path, sizeof(path), "%s/state_%08d_%05d.bin", dir, step, 0);
+    if (state_file_write(path, &h, model->m_memory, model->v_memory, model->fp8.memory, err, sizeof(err))) {
+        die("%s", err);
+    }
+    // DONE last: a resume only trusts a step whose files are all complete
+    snprintf(path, sizeof(path), "%s/DONE_%08d", dir, step);
+    AtomicFile done;
+    if (atomic_open(&done, path, err, sizeof(err)) || atomic_commit(&done, err, sizeof(err))) { die("%s", err); }
+}
+
+// Reads a model file into a freshly allocated parameter buffer; validates header, exact size and finiteness.
+static float* read_model_file(const char* path, GPT2Config* config, size_t* num_parameters) {
+    char err[512];
+    FILE* f = fopen(path, "rb");
+    if (!f) { die("cannot open model file %s: %s", path, strerror(errno)); }
+    int32_t header[256];
+    if (read_exact(f, header, sizeof(header), path, "the model header", err, sizeof(err))) { die("%s", err); }
+    if (model_header_parse(header, path, config, err, sizeof(err))) { die("%s", err); }
+    size_t sizes[NUM_PARAMETER_TENSORS];
+    fill_in_parameter_sizes(sizes, config);
+    size_t n = 0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { n += sizes[i]; }
+    long long expected = (long long)sizeof(header) + (long long)n * 4, actual = file_size_of(path);
+    if (actual != expected) {
+        die("%s: %s model file (%lld bytes, expected %lld for this header)", path,
+            actual < expected ? "truncated" : "corrupt", actual, expected);
+    }
+    float* params = calloc_or_die(n, sizeof(float), "parameters");
+    if (read_exact(f, params, n * sizeof(float), path, "the parameters", err, sizeof(err))) { die("%s", err); }
+    fclose(f);
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(params[i])) { die("%s: corrupt model file (parameter %zu is not finite)", path, i); }
+    }
+    *num_parameters = n;
+    return params;
+}
+
+static int same_config(const GPT2Config* a, const GPT2Config* b) {
+    return a->max_seq_len == b->max_seq_len && a->vocab_size == b->vocab_size &&
+           a->padded_vocab_size == b->padded_vocab_size && a->num_layers == b->num_layers &&
+           a->num_heads == b->num_heads && a->channels == b->channels;
+}
+
+// Restores parameters, AdamW moments and the FP8 state of checkpoint `step` in `dir`; returns the RNG state and the
+// data position through the pointers.
+static void gpt2_load_checkpoint(GPT2* model, const char* dir, int step, uint64_t* rng_state, size_t* shard_index,
+                                 size_t* shard_position) {
+    char path[1024], err[512];
+    snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
+    GPT2Config config;
+    size_t n;
+    float* params = read_model_file(path, &config, &n);
+    if (!same_config(&config, &model->config)) {
+        die("%s: checkpoint model (L %d, C %d, NH %d, V %d, maxT %d) differs from the run's (L %d, C %d, NH %d, V %d, maxT %d)",
+            path, config.num_layers, config.channels, config.num_heads, config.vocab_size, config.max_seq_len,
+            model->config.num_layers, model->config.channels, model->config.num_heads, model->config.vocab_size,
+            model->config.max_seq_len);
+    }
+    memcpy(model->params_memory, params, n * sizeof(float));
+    free(params);
+    snprintf(path, sizeof(path), "%s/state_%08d_%05d.bin", dir, step, 0);
+    StateHeader h;
+    if (state_file_read_header(path, &h, err, sizeof(err))) { die("%s", err); }
+    if (h.num_processes != 1) { die("%s: written by %d processes, this run has 1", path, h.num_processes); }
+    if (h.num_parameters != (int64_t)model->num_parameters) { die("%s: parameter count does not match the model", path); }
+    if (h.precision != (int)model->precision) {
+        die("%s: checkpoint was trained with -precision %s, this run uses %s", path,
+            precision_name((Precision)h.precision), precision_name(model->precision));
+    }
+    int modules = model->precision == PRECISION_FP8 ? model->fp8.num_modules : 0;
+    if (h.fp8_modules != modules ||
+        (modules && (h.recipe.amax_history_len != model->recipe.amax_history_len ||
+                     h.fp8_bf16_first_last != model->fp8_bf16_first_last || h.fp8_lm_head != model->fp8_lm_head))) {
+        die("%s: FP8 state shape differs (modules %d, amax_history_len %d, bf16_first_last %d, lm_head %d in the file)",
+            path, h.fp8_modules, h.recipe.amax_history_len, h.fp8_bf16_first_last, h.fp8_lm_head);
+    }
+    if (state_file_read_body(path, &h, model->m_memory, model->v_memory, model->fp8.memory, err, sizeof(err))) {
+        die("%s", err);
+    }
+    if (modules) {
+        for (size_t i = 0; i < model->fp8.num_floats; i++) {
+            if (isnan(model->fp8.memory[i]) || (i >= (size_t)model->fp8.amax_history_len * model->fp8.num_slots &&
+                                                !(model->fp8.memory[i] > 0.0f && isfinite(model->fp8.memory[i])))) {
+                die("%s: corrupt FP8 state (entry %zu is %g)", path, i, model->fp8.memory[i]);
+            }
+        }
+    }
+    *rng_state = h.rng_state;
+    *shard_index = (size_t)h.shard_index;
+    *shard_position = (size_t)h.shard_position;
+}
+
+// ----------------------------------------------------------------------------
+// FP8 diagnostics: per slot amax, scale, and the fractions saturated / flushed to zero since the last line
+
+static const char* slot_tensor_name(int forward, int k) {
+    static const char* fwd[FP8_FWD_SLOTS] = {"input", "weight", "output"};
+    static const char* bwd[FP8_BWD_SLOTS] = {"grad_output", "grad_input"};
+    return forward ? fwd[k] : bwd[k];
+}
+
+static void write_fp8_diagnostics(GPT2* model, FILE* f, int step) {
+    if (model->precision != PRECISION_FP8 || !f) { return; }
+    Fp8Meta* meta = &model->fp8;
+    for (int module = 0; module < num_linear_modules(model); module++) {
+        if (!module_is_fp8(model, module)) { continue; }
+        int is_head = module == lm_head_module(model);
+        for (int s = 0; s < FP8_SLOTS_PER_MODULE; s++) {
+            int forward = s < FP8_FWD_SLOTS, k = forward ? s : s - FP8_FWD_SLOTS;
+            int slot = forward ? fp8_meta_fwd_slot(meta, module, k) : fp8_meta_bwd_slot(meta, module, k);
+            Fp8QuantStats* st = &model->fp8_stats[slot];
+            if (st->count == 0 && model->fp8_last_amax[slot] == 0.0f) { continue; }  // unused slot
+            fprintf(f, "%d\t%d\t%d\t%s\t%s\t%s\t%.6e\t%.6e\t%.6e\t%.6e\t%.6e\n", step, module,
+                    is_head ? -1 : module / LINEARS_PER_BLOCK, is_head ? "lm_head" : linear_names[module % LINEARS_PER_BLOCK],
+                    slot_tensor_name(forward, k), fp8_format_name(fp8_meta_slot_format(meta, slot)),
+                    model->fp8_last_amax[slot], meta->scale[slot], meta->scale_inv[slot],
+                    st->count ? (double)st->saturated / st->count : 0.0, st->count ? (double)st->flushed / st->count : 0.0);
+            memset(st, 0, sizeof(*st));
+        }
+    }
+    fflush(f);
+}
+
+// ----------------------------------------------------------------------------
+// sampling
+
+static void sample_text(GPT2* model, const Tokenizer* tokenizer, int gen_tokens, Rng* rng) {
+    int T = model->seq_len, V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
+    int* tokens = calloc_or_die((size_t)T, sizeof(int), "sample tokens");
+    int eot = tokenizer->eot_token >= 0 && tokenizer->eot_token < V ? tokenizer->eot_token : 0;
+    for (int i = 0; i < T; i++) { tokens[i] = eot; }
+    int saved = model->fp8_record;
+    model->fp8_record = 0;
+    printf("generating:\n---\n");
+    int n = gen_tokens < T ? gen_tokens : T;
+    for (int t = 1; t < n; t++) {
+        // the whole (1, T) window each time: simple, and only the position t-1 is read
+        gpt2_forward(model, tokens, NULL, 1, T);
+        const float* probs = model->acts.probs + (size_t)(t - 1) * Vp;
+        float coin = rng_uniform(rng), cdf = 0.0f;
+        int next = V - 1;
+        for (int i = 0; i < V; i++) {
+            cdf += probs[i];
+            if (coin < cdf) { next = i; break; }
+        }
+        tokens[t] = next;
+        const char* piece = tokenizer_decode(tokenizer, (uint32_t)next);
+        if (piece) { printf("%s", piece); }
+        fflush(stdout);
+    }
+    printf("\n---\n");
+    model->fp8_record = saved;
+    free(tokens);
+}
+
+// ----------------------------------------------------------------------------
+// command line
+
+typedef struct {
+    const char* train_pattern;
+    const char* val_pattern;
+    const char* tokenizer_path;
+    int tokenizer_explicit;
+    const char* output_dir;
+    const char* model_spec;  // "" (free sizes), d12 | d24 | d36 | d48, or a model file
+    int num_layers, channels, num_heads, vocab_override, max_seq_len;
+    int B, T, total_batch_size;
+    float learning_rate, final_lr_fraction, weight_decay, grad_clip;
+    int warmup_steps, max_steps;
+    int val_every, val_max_steps, sample_every, gen_tokens, checkpoint_every, resume;
+    int seed;
+    Precision precision;
+    int precision_set;
+    const char* fp8_flag;  // -fp8 value, resolved after parsing
+    DelayedScaling recipe;
+    int fp8_bf16_first_last, fp8_lm_head, fp8_diag_every;
+    int debug_nan_step;   // test hooks: poison a gradient at this step,
+    int debug_kill_step;  // or SIGKILL ourselves at the start of this step's training (after its checkpoint)
+} TrainArgs;
+
+static void print_usage(void) {
+    printf(
+        "usage: train_gpt_fp8_cpu [flags]   (llm.c-style: every flag takes a value)\n"
+        "data      -i train shards (glob) -j val shards (glob) -tk tokenizer.bin -o output dir (logs, checkpoints)\n"
+        "model     -e d12|d24|d36|d48|model.bin  or free sizes -L layers -C channels -NH heads [-V vocab] [-maxT len]\n"
+        "batch     -b micro-batch B -t sequence T -d total batch in tokens (gradient accumulation, default B*T)\n"
+        "optimizer -l lr -u warmup steps -q final lr fraction (cosine) -c weight decay -gc grad clip -x max steps (-1: an epoch)\n"
+        "eval      -v val every -m val batches -s sample every (0: never) -g tokens to sample\n"
+        "state     -n checkpoint every (0: only at the end if -o) -y 1 resume from the latest checkpoint in -o  -r seed\n"
+        "precision -precision fp32|bf16|fp8 (default fp8)  -fp8 off|e4m3|hybrid|e5m2\n"
+        "fp8       -fp8_amax_history_len N -fp8_amax_compute_algo max|most_recent -fp8_margin N -fp8_interval N\n"
+        "          -fp8_fprop 0|1 -fp8_dgrad 0|1 -fp8_wgrad 0|1 (0: that GEMM in BF16) -fp8_reduce_amax 0|1\n"
+        "          -fp8_bf16_first_last N (first and last N blocks in BF16) -fp8_lm_head 0|1 -fp8_diag_every K\n");
+}
+
+static int parse_int_flag(const char* flag, const char* value, long lo, long hi) {
+    char err[256];
+    long v;
+    if (parse_int_in_range(value, lo, hi, flag, &v, err, sizeof(err))) { die("%s", err); }
+    return (int)v;
+}
+
+static float parse_float_flag(const char* flag, const char* value, float lo, float hi) {
+    char* end = NULL;
+    errno = 0;
+    float v = value && *value ? strtof(value, &end) : 0.0f;
+    if (!value || !*value || errno == ERANGE || end == value || *end != '\0' || !isfinite(v)) {
+        die("invalid value '%s' for %s: expected a number in [%g, %g]", value ? value : "", flag, lo, hi);
+    }
+    if (v < lo || v > hi) { die("invalid value '%s' for %s: must be in [%g, %g]", value, flag, lo, hi); }
+    return v;
+}
+
+static void parse_args(TrainArgs* a, int argc, char** argv) {
+    memset(a, 0, sizeof(*a));
+    a->train_pattern = "data/tinyshakespeare/tiny_shakespeare_train.bin";
+    a->val_pattern = "data/tinyshakespeare/tiny_shakespeare_val.bin";
+    a->tokenizer_path = "";
+    a->output_dir = NULL;
+    a->model_spec = "";
+    a->num_layers = 4;
+    a->channels = 128;
+    a->num_heads = 4;
+    a->B = 4;
+    a->T = 64;
+    a->total_batch_size = -1;
+    a->learning_rate = 3e-4f;
+    a->final_lr_fraction = 1.0f;
+    a->weight_decay = 0.0f;
+    a->grad_clip = 1.0f;
+    a->max_steps = -1;
+    a->val_every = 20;
+    a->val_max_steps = 20;
+    a->sample_every = 20;
+    a->gen_tokens = 64;
+    a->seed = 1337;
+    a->precision = PRECISION_FP8;
+    a->fp8_diag_every = 10;
+    a->debug_nan_step = -1;
+    a->debug_kill_step = -1;
+    delayed_scaling_default(&a->recipe);
+    for (int i = 1; i < argc; i++) {
+        const char* flag = argv[i];
+        if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) { print_usage(); exit(0); }
+        if (flag[0] != '-') { die("unexpected argument '%s' (flags look like -b 4; -h lists them)", flag); }
+        if (i + 1 >= argc) { die("flag %s needs a value (-h lists the flags)", flag); }
+        const char* v = argv[++i];
+        char err[256];
+        if (strcmp(flag, "-i") == 0) { a->train_pattern = v; }
+        else if (strcmp(flag, "-j") == 0) { a->val_pattern = v; }
+        else if (strcmp(flag, "-tk") == 0) { a->tokenizer_path = v; a->tokenizer_explicit = 1; }
+        else if (strcmp(flag, "-o") == 0) { a->output_dir = v; }
+        else if (strcmp(flag, "-e") == 0) { a->model_spec = v; }
+        else if (strcmp(flag, "-L") == 0) { a->num_layers = parse_int_flag(flag, v, 1, 1024); }
+        else if (strcmp(flag, "-C") == 0) { a->channels = parse_int_flag(flag, v, 1, 65536); }
+        else if (strcmp(flag, "-NH") == 0) { a->num_heads = parse_int_flag(flag, v, 1, 4096); }
+        else if (strcmp(flag, "-V") == 0) { a->vocab_override = parse_int_flag(flag, v, 2, 65536); }
+        else if (strcmp(flag, "-maxT") == 0) { a->max_seq_len = parse_int_flag(flag, v, 1, 1 << 20); }
+        else if (strcmp(flag, "-b") == 0) { a->B = parse_int_flag(flag, v, 1, 1 << 16); }
+        else if (strcmp(flag, "-t") == 0) { a->T = parse_int_flag(flag, v, 1, 1 << 20); }
+        else if (strcmp(flag, "-d") == 0) { a->total_batch_size = parse_int_flag(flag, v, -1, 1 << 30); }
+        else if (strcmp(flag, "-l") == 0) { a->learning_rate = parse_float_flag(flag, v, 0.0f, 10.0f); }
+        else if (strcmp(flag, "-u") == 0) { a->warmup_steps = parse_int_flag(flag, v, 0, 1 << 30); }
+        else if (strcmp(flag, "-q") == 0) { a->final_lr_fraction = parse_float_flag(flag, v, 0.0f, 1.0f); }
+        else if (strcmp(flag, "-c") == 0) { a->weight_decay = parse_float_flag(flag, v, 0.0f, 10.0f); }
+        else if (strcmp(flag, "-gc") == 0) { a->grad_clip = parse_float_flag(flag, v, 1e-6f, 1e6f); }
+        else if (strcmp(flag, "-x") == 0) { a->max_steps = parse_int_flag(flag, v, -1, 1 << 30); }
+        else if (strcmp(flag, "-v") == 0) { a->val_every = parse_int_flag(flag, v, 0, 1 << 30); }
+        else if (strcmp(flag, "-m") == 0) { a->val_max_steps = parse_int_flag(flag, v, 1, 1 << 30); }
+        else if (strcmp(flag, "-s") == 0) { a->sample_every = parse_int_flag(flag, v, 0, 1 << 30); }
+        else if (strcmp(flag, "-g") == 0) { a->gen_tokens = parse_int_flag(flag, v, 1, 1 << 20); }
+        else if (strcmp(flag, "-n") == 0) { a->checkpoint_every = parse_int_flag(flag, v, 0, 1 << 30); }
+        else if (strcmp(flag, "-y") == 0) { a->resume = parse_int_flag(flag, v, 0, 1); }
+        else if (strcmp(flag, "-r") == 0) { a->seed = parse_int_flag(flag, v, 0, 2147483647); }
+        else if (strcmp(flag, "-precision") == 0) {
+            if (strcmp(v, "fp32") == 0) { a->precision = PRECISION_FP32; }
+            else if (strcmp(v, "bf16") == 0) { a->precision = PRECISION_BF16; }
+            else if (strcmp(v, "fp8") == 0) { a->precision = PRECISION_FP8; }
+            else { die("invalid value '%s' for -precision: expected one of fp32, bf16, fp8", v); }
+            a->precision_set = 1;
+        }
+        else if (strcmp(flag, "-fp8") == 0) {
+            if (strcmp(v, "off") != 0 && strcmp(v, "e4m3") != 0 && strcmp(v, "hybrid") != 0 && strcmp(v, "e5m2") != 0) {
+                die("invalid value '%s' for -fp8: expected one of off, e4m3, hybrid, e5m2", v);
+            }
+            a->fp8_flag = v;
+        }
+        else if (strncmp(flag, "-fp8_", 5) == 0) {
+            const char* key = flag + 5;
+            if (strcmp(key, "bf16_first_last") == 0) { a->fp8_bf16_first_last = parse_int_flag(flag, v, 0, 1024); }
+            else if (strcmp(key, "lm_head") == 0) { a->fp8_lm_head = parse_int_flag(flag, v, 0, 1); }
+            else if (strcmp(key, "diag_every") == 0) { a->fp8_diag_every = parse_int_flag(flag, v, 0, 1 << 30); }
+            else if (delayed_scaling_set(&a->recipe, key, v, flag, err, sizeof(err))) {
+                if (strncmp(err, "unknown", 7) == 0) { die("unknown flag %s (-h lists the flags)", flag); }
+                die("%s", err);
+            }
+        }
+        else if (strcmp(flag, "-debug_nan_step") == 0) { a->debug_nan_step = parse_int_flag(flag, v, -1, 1 << 30); }
+        else if (strcmp(flag, "-debug_kill_step") == 0) { a->debug_kill_step = parse_int_flag(flag, v, -1, 1 << 30); }
+        else { die("unknown flag %s (-h lists the flags)", flag); }
+    }
+    // -fp8 (TE/Megatron's switch) and -precision must agree
+    if (a->fp8_flag) {
+        int off = strcmp(a->fp8_flag, "off") == 0;
+        if (a->precision_set && ((off && a->precision == PRECISION_FP8) || (!off && a->precision != PRECISION_FP8))) {
+            die("-fp8 %s conflicts with -precision %s", a->fp8_flag, precision_name(a->precision));
+        }
+        if (off) {
+            if (!a->precision_set) { a->precision = PRECISION_BF16; }
+        } else {
+            char err[256];
+            a->precision = PRECISION_FP8;
+            if (delayed_scaling_set(&a->recipe, "fp8_format", a->fp8_flag, "-fp8", err, sizeof(err))) { die("%s", err); }
+        }
+    }
+    if (a->resume && !a->output_dir) { die("-y 1 needs -o: the folder to resume from"); }
+}
+
+static void dirname_of(char* out, size_t outlen, const char* path) {
+    snprintf(out, outlen, "%s", path);
+    char* slash = strrchr(out, '/');
+    if (slash) { *slash = '\0'; } else { snprintf(out, outlen, "."); }
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static FILE* open_log(const char* dir, const char* name, int append) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE* f = fopen(path, append ? "a" : "w");
+    if (!f) { die("cannot open %s for writing: %s", path, strerror(errno)); }
+    return f;
+}
+
+#ifndef TESTING
+int main(int argc, char** argv) {
+    TrainArgs args;
+    parse_args(&args, argc, argv);
+    char err[512];
+
+    // tokenizer: explicit path must load; otherwise tokenizer.bin beside the training data, if there is one
+    Tokenizer tokenizer;
+    int have_tokenizer = 0;
+    char tokenizer_path[1024];
+    if (args.tokenizer_explicit) {
+        snprintf(tokenizer_path, sizeof(tokenizer_path), "%s", args.tokenizer_path);
+    } else {
+        char dir[1024];
+        dirname_of(dir, sizeof(dir), args.train_pattern);
+        snprintf(tokenizer_path, sizeof(tokenizer_path), "%s/tokenizer.bin", dir);
+    }
+    if (args.tokenizer_explicit || access(tokenizer_path, F_OK) == 0) {
+        if (tokenizer_init(&tokenizer, tokenizer_path, err, sizeof(err))) { die("%s", err); }
+        have_tokenizer = 1;
+    }
+
+    // the model's shape: from a model file, a preset, or the free sizes; vocabulary from file, tokenizer or -V
+    ModelOptions opt;
+    memset(&opt, 0, sizeof(opt));
+    float* loaded_params = NULL;
+    size_t loaded_count = 0;
+    if (args.model_spec[0] && gpt2_depth_preset(args.model_spec, &args.num_layers, &args.channels, &args.num_heads) != 0) {
+        loaded_params = read_model_file(args.model_spec, &opt.config, &loaded_count);
+    } else {
+        opt.config.num_layers = args.num_layers;
+        opt.config.channels = args.channels;
+        opt.config.num_heads = args.num_heads;
+        opt.config.max_seq_len = args.max_seq_len ? args.max_seq_len : (args.model_spec[0] ? 1024 : args.T);
+        opt.config.vocab_size = args.vocab_override ? args.vocab_override : have_tokenizer ? (int)tokenizer.vocab_size : 0;
+        if (!opt.config.vocab_size) { die("cannot tell the vocabulary size: give -tk tokenizer.bin, -V, or -e model.bin"); }
+        opt.config.padded_vocab_size = padded_vocab(opt.config.vocab_size);
+        if (opt.config.channels % opt.config.num_heads != 0) {
+            die("-C %d is not divisible by -NH %d", opt.config.channels, opt.config.num_heads);
+        }
+    }
+    GPT2Config* cfg = &opt.config;
+    if (have_tokenizer && (int)tokenizer.vocab_size != cfg->vocab_size) {
+        die("tokenizer %s has %u tokens but the model has a vocabulary of %d", tokenizer_path, tokenizer.vocab_size,
+            cfg->vocab_size);
+    }
+    if (args.T > cfg->max_seq_len) { die("-t %d is longer than the model's maximum sequence length %d", args.T, cfg->max_seq_len); }
+    int B = args.B, T = args.T;
+    int total_batch = args.total_batch_size == -1 ? B * T : args.total_batch_size;
+    if (total_batch <= 0 || total_batch % (B * T) != 0) {
+        die("-d %d must be a positive multiple of B*T = %d", total_batch, B * T);
+    }
+    int grad_accum_steps = total_batch / (B * T);
+    opt.precision = args.precision;
+    opt.recipe = args.recipe;
+    opt.fp8_bf16_first_last = args.fp8_bf16_first_last;
+    opt.fp8_lm_head = args.fp8_lm_head;
+    if (2 * args.fp8_bf16_first_last > cfg->num_layers) {
+        die("-fp8_bf16_first_last %d leaves no FP8 block in a %d-layer model (at most %d)", args.fp8_bf16_first_last,
+            cfg->num_layers, cfg->num_layers / 2);
+    }
+
+    GPT2 model;
+    gpt2_allocate(&model, &opt, B, T);
+    if (loaded_params) {
+        memcpy(model.params_memory, loaded_params, loaded_count * sizeof(float));
+        free(loaded_params);
+    } else {
+        Rng init_rng;
+        rng_seed(&init_rng, (uint64_t)args.seed);
+        gpt2_init_parameters(&model.params, model.param_sizes, cfg, &init_rng);
+    }
+
+    DataLoader train_loader, val_loader;
+    memset(&val_loader, 0, sizeof(val_loader));
+    if (dataloader_init(&train_loader, args.train_pattern, (size_t)B, (size_t)T, 0, 1, cfg->vocab_size, err, sizeof(err))) {
+        die("%s", err);
+    }
+    int have_val = args.val_every > 0;
+    if (have_val && dataloader_init(&val_loader, args.val_pattern, (size_t)B, (size_t)T, 0, 1, cfg->vocab_size, err, sizeof(err))) {
+        die("%s", err);
+    }
+    int train_steps = args.max_steps;
+    if (train_steps == -1) {
+        train_steps = (int)(dataloader_num_batches(&train_loader) / (size_t)grad_accum_steps);
+        if (train_steps < 1) { train_steps = 1; }
+    }
+    int val_steps = have_val ? (int)dataloader_num_batches(&val_loader) : 0;
+    if (val_steps > args.val_max_steps) { val_steps = args.val_max_steps; }
+
+    // resume, or start: before step 0 the initial weights are cast with scale 1.0 (recording their amax)
+    Rng sample_rng;
+    rng_seed(&sample_rng, (uint64_t)args.seed ^ 0x5EEDull);
+    int start_step = 0;
+    if (args.output_dir) {
+        if (mkdir(args.output_dir, 0755) != 0 && errno != EEXIST) {
+            die("cannot create output folder %s: %s", args.output_dir, strerror(errno));
+        }
+    }
+    if (args.resume) {
+        long long latest = latest_checkpoint_step(args.output_dir);
+        if (latest < 0) {
+            printf("resume: no complete checkpoint (DONE_*) in %s, starting from scratch\n", args.output_dir);
+        } else {
+            size_t shard_index, shard_position;
+            gpt2_load_checkpoint(&model, args.output_dir, (int)latest, &sample_rng.state, &shard_index, &shard_position);
+            if (dataloader_resume(&train_loader, shard_index, shard_position, err, sizeof(err))) { die("%s", err); }
+            start_step = (int)latest;
+            printf("resumed from %s/model_%08lld.bin at step %d\n", args.output_dir, latest, start_step);
+        }
+    }
+    gpt2_cast_weights_fp8(&model, start_step == 0);
+
+    // banner
+    printf("+-----------------------+----------------------------------------------------+\n");
+    printf("| train data            | %-50s |\n", args.train_pattern);
+    printf("| val data              | %-50s |\n", have_val ? args.val_pattern : "(none: -v 0)");
+    printf("| output dir            | %-50s |\n", args.output_dir ? args.output_dir : "(none: no logs or checkpoints)");
+    printf("| model                 | L %d, C %d, NH %d, V %d (Vp %d), maxT %d, %zu params\n", cfg->num_layers,
+           cfg->channels, cfg->num_heads, cfg->vocab_size, cfg->padded_vocab_size, cfg->max_seq_len, model.num_parameters);
+    printf("| batch                 | B %d, T %d, total %d tokens, %d accumulation steps\n", B, T, total_batch, grad_accum_steps);
+    printf("| optimizer             | AdamW lr %.2e, warmup %d, final fraction %.3f, wd %.3f, clip %.2f, %d steps\n",
+           args.learning_rate, args.warmup_steps, args.final_lr_fraction, args.weight_decay, args.grad_clip, train_steps);
+    printf("| precision             | %s", precision_name(args.precision));
+    if (args.precision == PRECISION_FP8) {
+        printf(" (bf16 blocks at each end: %d, LM head: %s)\n| fp8 recipe            | ", args.fp8_bf16_first_last,
+               args.fp8_lm_head ? "fp8" : "bf16");
+        delayed_scaling_print(&args.recipe, stdout);
+    } else {
+        printf("\n");
+    }
+#ifdef _OPENMP
+    printf("| threads               | %d (OpenMP)\n", omp_get_max_threads());
+#endif
+    printf("+-----------------------+----------------------------------------------------+\n");
+
+    FILE* main_log = args.output_dir ? open_log(args.output_dir, "main.log", start_step > 0) : NULL;
+    FILE* diag_log = NULL;
+    if (args.output_dir && args.precision == PRECISION_FP8 && args.fp8_diag_every > 0) {
+        diag_log = open_log(args.output_dir, "fp8_diag.tsv", start_step > 0);
+        if (start_step == 0) {
+            fprintf(diag_log, "step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\tscale\tscale_inv\tsaturated_frac\tflushed_frac\n");
+        }
+    }
+
+    double total_time = 0.0;
+    int timed_steps = 0;
+    for (int step = start_step; step <= train_steps; step++) {
+        int last_step = step == train_steps;
+        // evaluation, sampling and checkpoints at the start of a step; a resumed run already did them for its step
+        if (step != start_step || start_step == 0) {
+            if (have_val && (step % args.val_every == 0 || last_step)) {
+                int saved = model.fp8_record;
+                model.fp8_record = 0;
+                dataloader_reset(&val_loader);
+                double val_loss = 0.0;
+                for (int i = 0; i < val_steps; i++) {
+                    if (dataloader_next_batch(&val_loader, err, sizeof(err))) { die("%s", err); }
+                    gpt2_forward(&model, val_loader.inputs, val_loader.targets, B, T);
+                    val_loss += model.mean_loss;
+                }
+                val_loss /= val_steps;
+                model.fp8_record = saved;
+                printf("val loss %f\n", val_loss);
+                if (main_log) { fprintf(main_log, "s:%d tel:%.4f\n", step, val_loss); fflush(main_log); }
+            }
+            if (have_tokenizer && args.sample_every > 0 && step > 0 && (step % args.sample_every == 0 || last_step)) {
+                sample_text(&model, &tokenizer, args.gen_tokens, &sample_rng);
+            }
+            if (args.output_dir && step > 0 &&
+                ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || last_step)) {
+                gpt2_save_checkpoint(&model, args.output_dir, step, sample_rng.state, &train_loader);
+                printf("checkpoint: %s/model_%08d.bin\n", args.output_dir, step);
+            }
+        }
+        if (last_step) { break; }
+        if (step == args.debug_kill_step) { fflush(stdout); raise(SIGKILL); }
+
+        double t0 = now_seconds();
+        gpt2_zero_grad(&model);
+        double loss = 0.0;
+        for (int micro = 0; micro < grad_accum_steps; micro++) {
+            if (dataloader_next_batch(&train_loader, err, sizeof(err))) { die("%s", err); }
+            gpt2_forward(&model, train_loader.inputs, train_loader.targets, B, T);
+            loss += model.mean_loss / grad_accum_steps;
+            gpt2_backward(&model, 1.0f / grad_accum_steps);
+        }
+        if (step == args.debug_nan_step) { model.grads_memory[0] = NAN; }  // test hook: a poisoned gradient
+        float norm = gpt2_grad_norm(&model);
+        float lr = learning_rate_at(step, train_steps, args.learning_rate, args.warmup_steps, args.final_lr_fraction);
+        if (!isfinite(loss) || !isfinite(norm)) {
+            fprintf(stderr, "warning: step %d: loss %g, gradient norm %g is not finite; step skipped, weights and FP8 state kept\n",
+                    step + 1, loss, norm);
+            gpt2_fp8_drop_step_amaxes(&model);
+        } else {
+            gpt2_fp8_end_of_step(&model, step);
+            gpt2_update(&model, lr, 0.9f, 0.95f, 1e-8f, args.weight_decay, norm, args.grad_clip, step + 1);
+            gpt2_cast_weights_fp8(&model, 1);
+        }
+        if (diag_log && (step + 1) % args.fp8_diag_every == 0) { write_fp8_diagnostics(&model, diag_log, step + 1); }
+        double dt = now_seconds() - t0;
+        if (step > start_step) { total_time += dt; timed_steps++; }
+        double avg = timed_steps ? total_time / timed_steps : dt;
+        double eta = avg * (train_steps - step - 1);
+        printf("step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | ETA %dm%02ds\n", step + 1,
+               train_steps, loss, norm, lr, dt * 1000, total_batch / dt, (int)(eta / 60), (int)eta % 60);
+        fflush(stdout);
+        if (main_log) {
+            fprintf(main_log, "s:%d trl:%.4f lr:%.6f norm:%.2f\n", step + 1, loss, lr, norm);
+            fflush(main_log);
+        }
+    }
+    if (main_log) { fclose(main_log); }
+    if (diag_log) { fclose(diag_log); }
+    dataloader_free(&train_loader);
+    if (have_val) { dataloader_free(&val_loader); }
+    if (have_tokenizer) { tokenizer_free(&tokenizer); }
+    gpt2_free(&model);
+    return 0;
+}
+#endif
