@@ -373,11 +373,72 @@ static void test_fp8_overrides_first_last_and_lm_head(void) {
     }
 }
 
+// Shards with token i = (base + i) % 1000, so every batch says where it came from.
+static void write_test_shard(const char* path, int num_tokens, int base) {
+    FILE* f = fopen(path, "wb");
+    int32_t header[256] = {0};
+    header[0] = SHARD_MAGIC;
+    header[1] = SHARD_VERSION;
+    header[2] = num_tokens;
+    fwrite(header, sizeof(header), 1, f);
+    for (int i = 0; i < num_tokens; i++) {
+        uint16_t t = (uint16_t)((base + i) % 1000);
+        fwrite(&t, 2, 1, f);
+    }
+    fclose(f);
+}
+
+static void test_dataloader_ranks_wrap_resume(void) {
+    char dir[] = "/tmp/gptfp8_loader_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char a[128], b[128], pattern[128], err[256];
+    snprintf(a, sizeof(a), "%s/shard_000.bin", dir);
+    snprintf(b, sizeof(b), "%s/shard_001.bin", dir);
+    snprintf(pattern, sizeof(pattern), "%s/shard_*.bin", dir);
+    write_test_shard(a, 50, 0);     // 50 tokens: strides of 2 ranks x B*T = 16 fit 3 times (3*16 + 1 <= 50)
+    write_test_shard(b, 40, 500);   // 2 strides
+    DataLoader r0, r1;
+    CHECK(dataloader_init(&r0, pattern, 2, 4, 0, 2, 1000, err, sizeof(err)) == 0, "%s", err);
+    CHECK(dataloader_init(&r1, pattern, 2, 4, 1, 2, 1000, err, sizeof(err)) == 0, "%s", err);
+    CHECK(dataloader_num_batches(&r0) == 5, "3 + 2 strides per epoch, got %zu", dataloader_num_batches(&r0));
+    // expected first token of each batch: shard a strides at 0, 16, 32; shard b at 500, 516; then a again
+    int want0[7] = {0, 16, 32, 500, 516, 0, 16};
+    size_t save_shard = 0, save_pos = 0;
+    int after_save = -1;
+    for (int k = 0; k < 7; k++) {
+        CHECK(dataloader_next_batch(&r0, err, sizeof(err)) == 0 && dataloader_next_batch(&r1, err, sizeof(err)) == 0, "%s", err);
+        CHECK(r0.inputs[0] == want0[k] && r1.inputs[0] == want0[k] + 8, "batch %d: rank 0 starts at %d (want %d), rank 1 at %d",
+              k, r0.inputs[0], want0[k], r1.inputs[0]);
+        CHECK(r0.targets[7] == r0.inputs[7] + 1 && r1.inputs[7] == want0[k] + 15, "targets are the next tokens");
+        if (k == 2) { save_shard = r0.current_shard_idx; save_pos = r0.current_position; }
+        if (k == 3) { after_save = r0.inputs[0]; }
+    }
+    // resume at the saved position gives the batch that followed it
+    CHECK(dataloader_resume(&r0, save_shard, save_pos, err, sizeof(err)) == 0, "%s", err);
+    CHECK(dataloader_next_batch(&r0, err, sizeof(err)) == 0 && r0.inputs[0] == after_save, "resume: %d want %d",
+          r0.inputs[0], after_save);
+    CHECK(dataloader_resume(&r0, 7, 0, err, sizeof(err)) == -1 && strstr(err, "shards"), "bad resume position rejected");
+    dataloader_reset(&r0);
+    CHECK(dataloader_next_batch(&r0, err, sizeof(err)) == 0 && r0.inputs[0] == 0, "reset");
+    // a vocabulary smaller than the data's tokens: a clear error naming the shard
+    DataLoader small;
+    CHECK(dataloader_init(&small, pattern, 2, 4, 0, 1, 5, err, sizeof(err)) == 0, "%s", err);
+    CHECK(dataloader_next_batch(&small, err, sizeof(err)) == -1 && strstr(err, "shard_000.bin") &&
+              strstr(err, "token id 5 at position 5 is not below the vocabulary size 5"), "token >= vocab: %s", err);
+    dataloader_free(&small);
+    dataloader_free(&r0);
+    dataloader_free(&r1);
+    unlink(a);
+    unlink(b);
+    rmdir(dir);
+}
+
 int main(void) {
     RUN_TEST(test_gradient_check_fp32);
     RUN_TEST(test_fp8_recorded_amaxes_and_values);
     RUN_TEST(test_fp8_histories_over_steps);
     RUN_TEST(test_bf16_storage_and_modes_differ);
     RUN_TEST(test_fp8_overrides_first_last_and_lm_head);
+    RUN_TEST(test_dataloader_ranks_wrap_resume);
     return test_summary("gpt-cpu");
 }

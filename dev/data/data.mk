@@ -1,0 +1,7 @@
+# dev/data/data.mk — build rules for the data tools, included by the top-level Makefile.
+DATA_PROGRAMS := dev/data/tokenizer
+DATA_TEST_COMMANDS := ./dev/data/test_tokenizer.sh
+DATA_CLEAN := dev/data/tokenizer
+
+dev/data/tokenizer: dev/data/tokenizer.c
+	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# dev/data/prepare_tinyshakespeare.sh [path/to/input.txt] — prepares the default dataset in data/tinyshakespeare/:
+# our BPE tokenizer trained on it (tokenizer.bin + tokenizer.merges) and llm.c shards tiny_shakespeare_val.bin (first
+# 10% of the text) and tiny_shakespeare_train.bin (the rest).
+# The text comes from the argument if given, else ../shared/data/tinyshakespeare/input.txt beside the repository, else
+# the public copy in karpathy/char-rnn (curl or wget). It says which one it used. VOCAB_SIZE (default 1024) sets the
+# vocabulary. Quick and idempotent: files already made from the same input and vocabulary are kept.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+out="$repo/data/tinyshakespeare"
+vocab=${VOCAB_SIZE:-1024}
+url="https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
+mkdir -p "$out"
+
+if [ $# -ge 1 ]; then
+    input=$1
+    [ -f "$input" ] || { echo "prepare_tinyshakespeare: error: $input does not exist" >&2; exit 1; }
+    echo "prepare_tinyshakespeare: using $input (given)"
+elif [ -f "$repo/../shared/data/tinyshakespeare/input.txt" ]; then
+    input="$repo/../shared/data/tinyshakespeare/input.txt"
+    echo "prepare_tinyshakespeare: using $input (local copy)"
+else
+    input="$out/input.txt"
+    if [ ! -s "$input" ]; then
+        echo "prepare_tinyshakespeare: downloading $url"
+        if command -v curl >/dev/null; then
+            curl -fsSL "$url" -o "$input.tmp" || { rm -f "$input.tmp"; echo "prepare_tinyshakespeare: error: download failed (no network?); pass a local input.txt" >&2; exit 1; }
+        elif command -v wget >/dev/null; then
+            wget -q "$url" -O "$input.tmp" || { rm -f "$input.tmp"; echo "prepare_tinyshakespeare: error: download failed (no network?); pass a local input.txt" >&2; exit 1; }
+        else
+            echo "prepare_tinyshakespeare: error: neither curl nor wget is installed; pass a local input.txt" >&2
+            exit 1
+        fi
+        mv "$input.tmp" "$input"
+    fi
+    echo "prepare_tinyshakespeare: using $input (downloaded)"
+fi
+
+tool="$repo/dev/data/tokenizer"
+make -s -C "$repo" dev/data/tokenizer
+
+# skip the work when the outputs were made from this very input and vocabulary
+stamp="$out/.made_from"
+want="$(cksum <"$input") vocab=$vocab"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -f "$out/tiny_shakespeare_train.bin" ] &&
+    [ -f "$out/tiny_shakespeare_val.bin" ] && [ -f "$out/tokenizer.bin" ] && [ -f "$out/tokenizer.merges" ]; then
+    echo "prepare_tinyshakespeare: $out is up to date"
+    exit 0
+fi
+"$tool" train -i "$input" -o "$out" -v "$vocab"
+"$tool" encode -i "$input" -k "$out/tokenizer.bin" -o "$out/tiny_shakespeare" -f 0.1
+echo "$want" >"$stamp"
+echo "prepare_tinyshakespeare: done: $out"

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# dev/data/test_tokenizer.sh — tests of the BPE tokenizer tool: training speed and determinism, encode -> decode
+# round-trips the corpus byte for byte, llm.c headers on every file, and every bad input answered with one error
+# line, a non-zero exit and no output file left behind. Prints "tokenizer: N passed, M failed" last.
+set -u
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+tool="$repo/dev/data/tokenizer"
+passed=0
+failed=0
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+corpus="$repo/../shared/data/tinyshakespeare/input.txt"
+if [ ! -f "$corpus" ]; then  # a generated stand-in of a few hundred KB when the shared corpus is absent
+    corpus="$tmp/corpus.txt"
+    python3 -c "
+import random
+random.seed(1)
+words = ['the', 'king', 'shall', 'speak', 'ROMEO:', 'thou', 'art', 'not', '1599,', 'love!', 'caf\u00e9', 'to-morrow']
+print('\n'.join(' '.join(random.choice(words) for _ in range(random.randint(1, 12))) for _ in range(40000)))
+" >"$corpus"
+fi
+
+start=$(date +%s.%N)
+"$tool" train -i "$corpus" -o "$tmp" -v 768 >/dev/null
+end=$(date +%s.%N)
+mkdir -p "$tmp/again"
+"$tool" train -i "$corpus" -o "$tmp/again" -v 768 >/dev/null
+if awk -v s="$start" -v e="$end" 'BEGIN { exit !(e - s < 10) }'; then pass "train_fast ($(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.2f", e - s }') s)"; else fail train_fast "took more than 10 s"; fi
+if cmp -s "$tmp/tokenizer.bin" "$tmp/again/tokenizer.bin" && cmp -s "$tmp/tokenizer.merges" "$tmp/again/tokenizer.merges"; then
+    pass deterministic
+else
+    fail deterministic "two trainings differ"
+fi
+
+"$tool" encode -i "$corpus" -k "$tmp/tokenizer.bin" -o "$tmp/ts" -f 0.1 >/dev/null
+"$tool" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_val.bin" -o "$tmp/val.txt"
+"$tool" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_train.bin" -o "$tmp/train.txt"
+if cat "$tmp/val.txt" "$tmp/train.txt" | cmp -s - "$corpus"; then pass round_trip_exact; else fail round_trip_exact "decode(encode(corpus)) != corpus"; fi
+
+# headers, read independently of the tool
+if python3 - "$tmp" <<'PY'
+import os, struct, sys
+d = sys.argv[1]
+t = open(f"{d}/tokenizer.bin", "rb").read()
+h = struct.unpack("<256i", t[:1024])
+assert h[0] == 20240328 and h[1] == 2 and h[2] == 768 and h[3] == 767, h[:4]
+pos, tokens = 1024, []
+for i in range(h[2]):
+    n = t[pos]; tokens.append(t[pos + 1:pos + 1 + n]); pos += 1 + n
+assert pos == len(t), "trailing bytes"
+assert tokens[:256] == [bytes([i]) for i in range(256)] and tokens[767] == b"<|endoftext|>"
+m = open(f"{d}/tokenizer.merges", "rb").read()
+mh = struct.unpack("<3i", m[:12])
+assert mh == (20241123, 1, 511), mh
+for k in range(511):
+    a, b = struct.unpack("<2i", m[12 + 8 * k:20 + 8 * k])
+    assert tokens[a] + tokens[b] == tokens[256 + k], k
+for split in ("val", "train"):
+    s = open(f"{d}/ts_{split}.bin", "rb").read()
+    sh = struct.unpack("<256i", s[:1024])
+    assert sh[0] == 20240520 and sh[1] == 1 and len(s) == 1024 + 2 * sh[2], sh[:3]
+    first = struct.unpack("<H", s[1024:1026])[0]
+    assert first == 767, "each split starts with eot"
+    assert max(struct.unpack(f"<{sh[2]}H", s[1024:])) < 768
+PY
+then pass llm_c_headers; else fail llm_c_headers "tokenizer/merges/shard headers"; fi
+
+# bad input: one error line naming the problem, non-zero exit, no output (or .tmp) left
+expect_error() {  # name, expected text, output file that must not exist afterwards, args...
+    local name=$1 want=$2 must_not_exist=$3
+    shift 3
+    local out rc
+    out=$("$tool" "$@" 2>&1 >/dev/null)
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q -- "$want" &&
+        [ ! -e "$must_not_exist" ] && [ -z "$(ls "$tmp"/*.tmp 2>/dev/null)" ]; then
+        pass "bad_input_$name"
+    else
+        fail "bad_input_$name" "rc $rc, wanted one line with '$want', got: $out"
+    fi
+}
+expect_error missing_input "no_such.txt" "$tmp/x/tokenizer.bin" train -i "$tmp/no_such.txt" -o "$tmp"
+expect_error vocab_not_numeric "invalid value 'abc' for -v" "$tmp/none" train -i "$corpus" -o "$tmp" -v abc
+expect_error vocab_too_small "257, 65535" "$tmp/none" train -i "$corpus" -o "$tmp" -v 100
+expect_error unknown_flag "unknown flag -z" "$tmp/none" train -i "$corpus" -o "$tmp" -z 1
+expect_error unknown_command "unknown command 'frobnicate'" "$tmp/none" frobnicate -i x
+expect_error fraction "for -f" "$tmp/bad_val.bin" encode -i "$corpus" -k "$tmp/tokenizer.bin" -o "$tmp/bad" -f 1.5
+cp "$tmp/tokenizer.bin" "$tmp/badmagic.bin"
+cp "$tmp/tokenizer.merges" "$tmp/badmagic.merges"
+printf '\x01\x02\x03\x04' | dd of="$tmp/badmagic.bin" bs=1 conv=notrunc 2>/dev/null
+expect_error tokenizer_magic "bad magic" "$tmp/out_val.bin" encode -i "$corpus" -k "$tmp/badmagic.bin" -o "$tmp/out"
+head -c 2000 "$tmp/tokenizer.bin" >"$tmp/short.bin"
+cp "$tmp/tokenizer.merges" "$tmp/short.merges"
+expect_error tokenizer_truncated "truncated" "$tmp/out_val.bin" encode -i "$corpus" -k "$tmp/short.bin" -o "$tmp/out"
+cp "$tmp/tokenizer.bin" "$tmp/nomerges.bin"
+expect_error merges_missing "nomerges.merges" "$tmp/out_val.bin" encode -i "$corpus" -k "$tmp/nomerges.bin" -o "$tmp/out"
+cp "$tmp/ts_val.bin" "$tmp/shard_magic.bin"
+printf '\x00\x00\x00\x00' | dd of="$tmp/shard_magic.bin" bs=1 conv=notrunc 2>/dev/null
+expect_error shard_magic "bad magic" "$tmp/dec.txt" decode -k "$tmp/tokenizer.bin" -i "$tmp/shard_magic.bin" -o "$tmp/dec.txt"
+cp "$tmp/ts_val.bin" "$tmp/shard_version.bin"
+printf '\x07\x00\x00\x00' | dd of="$tmp/shard_version.bin" bs=1 seek=4 conv=notrunc 2>/dev/null
+expect_error shard_version "version 7" "$tmp/dec.txt" decode -k "$tmp/tokenizer.bin" -i "$tmp/shard_version.bin" -o "$tmp/dec.txt"
+head -c 5000 "$tmp/ts_val.bin" >"$tmp/shard_trunc.bin"
+expect_error shard_truncated "truncated" "$tmp/dec.txt" decode -k "$tmp/tokenizer.bin" -i "$tmp/shard_trunc.bin" -o "$tmp/dec.txt"
+cp "$tmp/ts_val.bin" "$tmp/shard_token.bin"
+printf '\xff\xff' | dd of="$tmp/shard_token.bin" bs=1 seek=1100 conv=notrunc 2>/dev/null
+expect_error token_out_of_vocab "65535 at position 38 is not below the vocabulary size 768" "$tmp/dec.txt" decode -k "$tmp/tokenizer.bin" -i "$tmp/shard_token.bin" -o "$tmp/dec.txt"
+
+echo "tokenizer: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
