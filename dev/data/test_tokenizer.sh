@@ -18,7 +18,10 @@ if [ ! -f "$corpus" ]; then  # a generated stand-in of a few hundred KB when the
     python3 -c "
 import random
 random.seed(1)
-words = ['the', 'king', 'shall', 'speak', 'ROMEO:', 'thou', 'art', 'not', '1599,', 'love!', 'caf\u00e9', 'to-morrow']
+syllables = ['th', 'e', 'an', 'kin', 'g', 'sha', 'll', 'spe', 'ak', 'ro', 'me', 'o', 'thou', 'art', 'not', 'lo', 've',
+             'ca', 'f\u00e9', 'mor', 'row', 'qu', 'een', 'st', 'ing', 'er', 'ed', 'y', 'ou', 'wh', 'at']
+words = [''.join(random.choice(syllables) for _ in range(random.randint(1, 4))) for _ in range(3000)]
+words += ['ROMEO:', '1599,', 'love!', 'to-morrow', '--']
 print('\n'.join(' '.join(random.choice(words) for _ in range(random.randint(1, 12))) for _ in range(40000)))
 " >"$corpus"
 fi
