@@ -39,6 +39,10 @@ first_with = $(firstword $(foreach d,$(2),$(if $(wildcard $(d)/include/$(1)),$(d
 CUDNN_HOME ?= $(call first_with,cudnn_graph.h,$(CUDA_HOME) /usr/local /usr $(call python_pkg_dir,nvidia.cudnn))
 NCCL_HOME ?= $(call first_with,nccl.h,$(CUDA_HOME) /usr/local /usr $(call python_pkg_dir,nvidia.nccl))
 
+ifeq ($(NVCC),)
+  $(info note: nvcc not found: the CUDA programs and the nvcc-compiled tests are skipped (make info says more))
+endif
+
 # The CUDA programs exist once their sources do; until then `make`/`make test` skip them and asking for one by name
 # says so.
 CUDA_PROGRAMS := $(patsubst %.cu,%,$(wildcard train_gpt_fp8.cu test_gpt_fp8.cu))

@@ -45,20 +45,29 @@ static void init_for_test(GPT2* model, Rng* rng) {
     }
 }
 
+// A tiny model (B 2, T 8) with test init from `seed`, random inputs and targets from the same stream, its FP8
+// weights cast (scale 1.0), and one forward + backward done: where most tests start.
+enum { TEST_B = 2, TEST_T = 8 };
+static void tiny_model_one_step(GPT2* model, const ModelOptions* opt, uint64_t seed, int* inputs, int* targets) {
+    gpt2_allocate(model, opt, TEST_B, TEST_T);
+    Rng rng;
+    rng_seed(&rng, seed);
+    init_for_test(model, &rng);
+    random_tokens(inputs, TEST_B * TEST_T, opt->config.vocab_size, &rng);
+    random_tokens(targets, TEST_B * TEST_T, opt->config.vocab_size, &rng);
+    gpt2_cast_weights_fp8(model, 1);
+    gpt2_zero_grad(model);
+    gpt2_forward(model, inputs, targets, TEST_B, TEST_T);
+    gpt2_backward(model, 1.0f);
+}
+
 static void test_gradient_check_fp32(void) {
     ModelOptions opt = tiny_options(PRECISION_FP32);
     GPT2 model;
-    int B = 2, T = 8;
-    gpt2_allocate(&model, &opt, B, T);
-    Rng rng;
-    rng_seed(&rng, 7);
-    init_for_test(&model, &rng);
-    int inputs[16], targets[16];
-    random_tokens(inputs, B * T, opt.config.vocab_size, &rng);
-    random_tokens(targets, B * T, opt.config.vocab_size, &rng);
-    gpt2_zero_grad(&model);
-    gpt2_forward(&model, inputs, targets, B, T);
-    gpt2_backward(&model, 1.0f);
+    int B = TEST_B, T = TEST_T, inputs[TEST_B * TEST_T], targets[TEST_B * TEST_T];
+    tiny_model_one_step(&model, &opt, 7, inputs, targets);
+    Rng rng;  // picks the entries to check
+    rng_seed(&rng, 8);
     static const char* names[NUM_PARAMETER_TENSORS] = {"wte",  "wpe",  "ln1w",    "ln1b",    "qkvw", "qkvb",
                                                        "attprojw", "attprojb", "ln2w", "ln2b", "fcw",  "fcb",
                                                        "fcprojw",  "fcprojb",  "lnfw", "lnfb"};
@@ -113,18 +122,9 @@ static float max_abs(const float* x, size_t n) {
 static void test_fp8_recorded_amaxes_and_values(void) {
     ModelOptions opt = tiny_options(PRECISION_FP8);
     GPT2 model;
-    int B = 2, T = 8, C = opt.config.channels, L = opt.config.num_layers;
-    gpt2_allocate(&model, &opt, B, T);
-    Rng rng;
-    rng_seed(&rng, 11);
-    init_for_test(&model, &rng);
-    int inputs[16], targets[16];
-    random_tokens(inputs, B * T, opt.config.vocab_size, &rng);
-    random_tokens(targets, B * T, opt.config.vocab_size, &rng);
-    gpt2_cast_weights_fp8(&model, 1);
-    gpt2_zero_grad(&model);
-    gpt2_forward(&model, inputs, targets, B, T);
-    gpt2_backward(&model, 1.0f);
+    int B = TEST_B, T = TEST_T, C = opt.config.channels, L = opt.config.num_layers;
+    int inputs[TEST_B * TEST_T], targets[TEST_B * TEST_T];
+    tiny_model_one_step(&model, &opt, 11, inputs, targets);
     Fp8Meta* meta = &model.fp8;
     size_t BTC = (size_t)B * T * C;
     for (int l = 0; l < L; l++) {
@@ -278,24 +278,12 @@ static int all_bf16(const float* x, size_t n) {
 }
 
 static void test_bf16_storage_and_modes_differ(void) {
-    int B = 2, T = 8;
+    int B = TEST_B, T = TEST_T, inputs[TEST_B * TEST_T], targets[TEST_B * TEST_T];
     float losses[3];
-    int inputs[16], targets[16];
-    Rng data_rng;
-    rng_seed(&data_rng, 3);
-    random_tokens(inputs, B * T, 37, &data_rng);
-    random_tokens(targets, B * T, 37, &data_rng);
-    for (int p = 0; p < 3; p++) {
+    for (int p = 0; p < 3; p++) {  // same seed: same weights and tokens in the three precisions
         ModelOptions opt = tiny_options((Precision)p);
         GPT2 model;
-        gpt2_allocate(&model, &opt, B, T);
-        Rng rng;
-        rng_seed(&rng, 9);
-        init_for_test(&model, &rng);
-        gpt2_cast_weights_fp8(&model, 1);
-        gpt2_zero_grad(&model);
-        gpt2_forward(&model, inputs, targets, B, T);
-        gpt2_backward(&model, 1.0f);
+        tiny_model_one_step(&model, &opt, 9, inputs, targets);
         losses[p] = model.mean_loss;
         if (p != PRECISION_FP32) {
             size_t BTC = (size_t)B * T * opt.config.channels;
@@ -316,18 +304,8 @@ static void test_bf16_storage_and_modes_differ(void) {
 // One step's row 0 of every slot, for a configuration
 static void one_step_row0(ModelOptions* opt, float* row0_out, int* num_slots) {
     GPT2 model;
-    int B = 2, T = 8;
-    gpt2_allocate(&model, opt, B, T);
-    Rng rng;
-    rng_seed(&rng, 21);
-    init_for_test(&model, &rng);
-    int inputs[16], targets[16];
-    random_tokens(inputs, B * T, opt->config.vocab_size, &rng);
-    random_tokens(targets, B * T, opt->config.vocab_size, &rng);
-    gpt2_cast_weights_fp8(&model, 1);
-    gpt2_zero_grad(&model);
-    gpt2_forward(&model, inputs, targets, B, T);
-    gpt2_backward(&model, 1.0f);
+    int inputs[TEST_B * TEST_T], targets[TEST_B * TEST_T];
+    tiny_model_one_step(&model, opt, 21, inputs, targets);
     memcpy(row0_out, model.fp8.amax_history, (size_t)model.fp8.num_slots * sizeof(float));
     *num_slots = model.fp8.num_slots;
     gpt2_free(&model);

@@ -10,19 +10,13 @@ set -u
 cd "$(dirname "$0")"
 TRAINER=./train_gpt_fp8_cpu
 DATA=data/tinyshakespeare
-passed=0
-failed=0
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
-finish() { echo "train: $passed passed, $failed failed"; [ "$failed" -eq 0 ]; exit $?; }
+. scripts/test_lib.sh
 
-if [ ! -x "$TRAINER" ]; then fail build "$TRAINER missing (make train_gpt_fp8_cpu)"; finish; fi
+if [ ! -x "$TRAINER" ]; then fail build "$TRAINER missing (make train_gpt_fp8_cpu)"; finish train; fi
 if [ ! -f "$DATA/tiny_shakespeare_train.bin" ] && ! ./dev/data/prepare_tinyshakespeare.sh >/dev/null; then
     fail data "could not prepare $DATA"
-    finish
+    finish train
 fi
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 DATA_FLAGS="-i $DATA/tiny_shakespeare_train.bin -j $DATA/tiny_shakespeare_val.bin -tk $DATA/tokenizer.bin"
 TINY="$DATA_FLAGS -L 2 -C 64 -NH 4 -b 8 -t 64 -s 0 -r 1337"
 
@@ -83,6 +77,60 @@ if [ "$killed_rc" -ne 0 ] && [ "$resumed_rc" -eq 0 ] && grep -q "resumed from" "
     pass "resume_bit_identical"
 else
     fail "resume_bit_identical" "killed rc $killed_rc, resumed rc $resumed_rc; logs/model/state/diag differ: $(diff "$TMP/straight/main.log" "$TMP/resumed/main.log" | head -n 4 | tr '\n' ' ')"
+fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# llm.c's GPT-2 files: a version-1 tokenizer (50257 tokens, eot 50256 implied) and GPT-2-tokenized shards train
+# with V 50257 padded to Vp 50304, sampling included; and a model file of ours starts a new run with -e
+python3 - "$TMP" <<'EOF'
+import random, struct, sys
+d = sys.argv[1]
+random.seed(0)
+with open(f"{d}/gpt2_tokenizer.bin", "wb") as f:
+    f.write(struct.pack("<256i", *([20240328, 1, 50257] + [0] * 253)))
+    for i in range(50257):
+        b = f" t{i}".encode()
+        f.write(bytes([len(b)]) + b)
+tokens = [50256] + [random.randrange(50257) for _ in range(4000)]
+for name in ("gpt2_train.bin", "gpt2_val.bin"):
+    with open(f"{d}/{name}", "wb") as f:
+        f.write(struct.pack("<256i", *([20240520, 1, len(tokens)] + [0] * 253)))
+        f.write(struct.pack(f"<{len(tokens)}H", *tokens))
+EOF
+$TRAINER -i "$TMP/gpt2_train.bin" -j "$TMP/gpt2_val.bin" -tk "$TMP/gpt2_tokenizer.bin" -L 1 -C 32 -NH 2 -b 2 -t 32 -x 2 -precision bf16 \
+    -v 2 -m 1 -s 2 -g 4 -o "$TMP/gpt2" >"$TMP/gpt2.out" 2>&1
+gpt2_rc=$?
+if [ "$gpt2_rc" -eq 0 ] && grep -q "V 50257 (Vp 50304)" "$TMP/gpt2.out" && grep -q "^generating:" "$TMP/gpt2.out" &&
+    grep -q " t[0-9]" "$TMP/gpt2.out"; then
+    pass "gpt2_tokenizer_v1_and_shards"
+else
+    fail "gpt2_tokenizer_v1_and_shards" "rc $gpt2_rc: $(tail -n 2 "$TMP/gpt2.out" | tr '\n' ' ')"
+fi
+$TRAINER -i "$TMP/gpt2_train.bin" -j "$TMP/gpt2_val.bin" -tk "$TMP/gpt2_tokenizer.bin" -e "$TMP/gpt2/model_00000002.bin" \
+    -b 2 -t 32 -x 1 -v 1 -m 1 -s 0 -precision bf16 >"$TMP/gpt2_init.out" 2>&1
+first_val=$(grep -m 1 "^val loss" "$TMP/gpt2_init.out" | awk '{ print $3 }')
+saved_val=$(grep "^val loss" "$TMP/gpt2.out" | tail -n 1 | awk '{ print $3 }')
+if [ -n "$first_val" ] && [ "$first_val" = "$saved_val" ]; then
+    pass "init_from_model_file (val $first_val, as when it was saved)"
+else
+    fail "init_from_model_file" "val at start '$first_val' vs at save '$saved_val'"
+fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# a checkpoint write that fails midway (its temporary state file cannot be created) stops the run with an error and
+# leaves the previous checkpoint complete: -y 1 then resumes from it
+mkdir -p "$TMP/crash"
+{ $TRAINER $TINY -precision fp8 -x 4 -n 2 -v 0 -o "$TMP/crash" -debug_kill_step 3 >/dev/null 2>&1; } 2>/dev/null
+mkdir -p "$TMP/crash/state_00000004_00000.bin.tmp"  # a folder where the temporary file must go
+crash_msg=$($TRAINER $TINY -precision fp8 -x 4 -n 2 -v 0 -o "$TMP/crash" -y 1 2>&1 >/dev/null)
+crash_rc=$?
+rmdir "$TMP/crash/state_00000004_00000.bin.tmp"
+$TRAINER $TINY -precision fp8 -x 4 -n 2 -v 0 -o "$TMP/crash" -y 1 >"$TMP/crash_resume.out" 2>&1
+if [ "$crash_rc" -ne 0 ] && printf '%s' "$crash_msg" | grep -q "cannot create .*state_00000004_00000.bin.tmp" &&
+    grep -q "resumed from .*model_00000002.bin at step 2" "$TMP/crash_resume.out" && [ -e "$TMP/crash/DONE_00000004" ]; then
+    pass "failed_checkpoint_write_keeps_previous"
+else
+    fail "failed_checkpoint_write_keeps_previous" "rc $crash_rc: $crash_msg / $(tail -n 1 "$TMP/crash_resume.out")"
 fi
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -189,4 +237,4 @@ expect_error flag_first_last "leaves no FP8 block" $TINY -fp8_bf16_first_last 2
 expect_error flag_total_batch "must be a positive multiple" $TINY -d 1000
 expect_error flag_seq_len "longer than the model" $TINY -maxT 32
 expect_error resume_without_dir "-y 1 needs -o" $DATA_FLAGS -y 1
-finish
+finish train

@@ -4,16 +4,11 @@
 # non-zero with a message naming the problem. Prints "plot: N passed, M failed" last.
 set -u
 cd "$(dirname "$0")/.."
-passed=0
-failed=0
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. scripts/test_lib.sh
+tmp=$TMP
 if ! python3 -c "import matplotlib" 2>/dev/null; then
-    echo "FAIL matplotlib: not importable; run: make deps"
-    echo "plot: 0 passed, 1 failed"
-    exit 1
+    fail matplotlib "not importable; run: make deps"
+    finish plot
 fi
 mkdir -p "$tmp/a" "$tmp/b"
 python3 - "$tmp" <<'PY'
@@ -51,5 +46,4 @@ printf 's:0 tel:5.0\n' >"$tmp/empty.log"
 expect_error missing_file "no_such.log does not exist" --out "$tmp/x.png" "$tmp/a/main.log" "$tmp/no_such.log"
 expect_error no_train_lines "has no train-loss lines" --out "$tmp/x.png" "$tmp/a/main.log" "$tmp/empty.log"
 expect_error label_mismatch "1 labels for 2 logs" --out "$tmp/x.png" --label one "$tmp/a/main.log" "$tmp/b/main.log"
-echo "plot: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish plot

@@ -5,12 +5,8 @@
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 tool="$repo/dev/data/tokenizer"
-passed=0
-failed=0
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$repo/scripts/test_lib.sh"
+tmp=$TMP
 
 corpus="$repo/../shared/data/tinyshakespeare/input.txt"
 if [ ! -f "$corpus" ]; then  # a generated stand-in of a few hundred KB when the shared corpus is absent
@@ -112,5 +108,4 @@ cp "$tmp/ts_val.bin" "$tmp/shard_token.bin"
 printf '\xff\xff' | dd of="$tmp/shard_token.bin" bs=1 seek=1100 conv=notrunc 2>/dev/null
 expect_error token_out_of_vocab "65535 at position 38 is not below the vocabulary size 768" "$tmp/dec.txt" decode -k "$tmp/tokenizer.bin" -i "$tmp/shard_token.bin" -o "$tmp/dec.txt"
 
-echo "tokenizer: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish tokenizer
