@@ -56,11 +56,15 @@ CPU_PROGRAMS := train_gpt_fp8_cpu
 CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu
 CPU_TOOLS := fp8/fp8_codec
 CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host)
+# Standalone GPU kernel checks and benchmarks (llm.c's dev/cuda): built with everything, run on a GPU by hand or by
+# the GPU check; without a GPU each says so in one line and exits 1.
+DEV_CUDA := dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm
+CUDA_HEADERS := fp8/quantize.cuh fp8/update.cuh fp8/gemm.cuh llmc/cuda_utils.cuh
 
 -include dev/data/data.mk
 
 .PHONY: all test deps info clean check-nvcc train data
-all: $(CPU_PROGRAMS) $(CPU_TOOLS) $(CPU_TESTS) $(DATA_PROGRAMS) $(CUDA_HOST_TESTS) $(if $(NVCC),$(CUDA_PROGRAMS))
+all: $(CPU_PROGRAMS) $(CPU_TOOLS) $(CPU_TESTS) $(DATA_PROGRAMS) $(CUDA_HOST_TESTS) $(if $(NVCC),$(DEV_CUDA) $(CUDA_PROGRAMS))
 
 fp8/test_fp8: fp8/test_fp8.c $(FP8_HEADERS) llmc/testing.h
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
@@ -76,14 +80,17 @@ fp8/fp8_codec: fp8/fp8_codec.c fp8/fp8.h
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
 # Host-only: compares fp8.h with cuda_fp8.h's conversions and compiles the shared headers as device code.
-fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu fp8/update.cuh $(FP8_HEADERS) llmc/testing.h | check-nvcc
+fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/testing.h | check-nvcc
+	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
+
+dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/rand.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
 # Every test line: a command whose output ends with "<suite>: N passed, M failed". scripts/run_tests.sh runs them all,
 # even after a failure, and prints the total.
 TEST_COMMANDS := ./fp8/test_fp8 \
                  "$(PYTHON) fp8/test_fp8_ml_dtypes.py fp8/fp8_codec" \
-                 $(if $(NVCC),./fp8/test_fp8_cuda_host) \
+                 $(if $(NVCC),./fp8/test_fp8_cuda_host ./dev/cuda/test_without_gpu.sh) \
                  $(DATA_TEST_COMMANDS) \
                  ./test_gpt_fp8_cpu \
                  ./test_train_gpt_fp8.sh \
@@ -119,4 +126,4 @@ info:
 	@echo "CUDA programs with sources: $(or $(CUDA_PROGRAMS),none yet)"
 
 clean:
-	rm -f $(CPU_PROGRAMS) $(CPU_TESTS) $(CPU_TOOLS) fp8/test_fp8_cuda_host train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN)
+	rm -f $(CPU_PROGRAMS) $(CPU_TESTS) $(CPU_TOOLS) $(DEV_CUDA) fp8/test_fp8_cuda_host train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN)

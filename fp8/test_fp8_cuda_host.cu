@@ -14,6 +14,8 @@ act as the sticky bit and this set covers every rounding case. Also checks __nv_
 
 #include "../llmc/testing.h"
 #include "meta.h"
+#include "gemm.cuh"
+#include "quantize.cuh"
 #include "update.cuh"
 
 // Compiled for the device to prove the shared header works there; never launched here (no GPU in CI).

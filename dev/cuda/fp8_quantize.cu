@@ -1,0 +1,158 @@
+/*
+dev/cuda/fp8_quantize.cu — the FP8 cast kernels (fp8/quantize.cuh) on their own: every output byte and the amax
+against the CPU reference (fp8_quantize_bf16 in fp8/meta.h, bit-exact), for E4M3 and E5M2, with scales that make
+values saturate and flush, a NaN case, and the transposed copy; then the achieved bandwidth at the trainer's shapes
+against a measured device-to-device copy (the target is >= 80% of it).
+
+Build: make dev/cuda/fp8_quantize     Run: ./dev/cuda/fp8_quantize    (prints one line and exits 1 without a GPU)
+*/
+#include <cuda_bf16.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../fp8/meta.h"
+#include "../../fp8/quantize.cuh"
+#include "../../llmc/cuda_utils.cuh"
+#include "../../llmc/rand.h"
+
+static int failures = 0, checks = 0;
+static void report(int ok, const char* what) {
+    checks++;
+    failures += !ok;
+    printf("%s %s\n", ok ? "PASS" : "FAIL", what);
+}
+
+// rows x cols bf16 values over ~24 octaves, so that a scale saturates the top and flushes the bottom
+static uint16_t* random_bf16(size_t n, Rng* rng) {
+    uint16_t* x = (uint16_t*)malloc(n * sizeof(uint16_t));
+    for (size_t i = 0; i < n; i++) {
+        float v = (rng_uniform(rng) * 2.0f - 1.0f) * ldexpf(1.0f, (int)(rng_next_u64(rng) % 24) - 16);
+        x[i] = bf16_from_float(v);
+    }
+    return x;
+}
+
+static void check_shape(int rows, int cols, Fp8Format format, float scale, int with_nan, Rng* rng) {
+    size_t n = (size_t)rows * cols;
+    uint16_t* x = random_bf16(n, rng);
+    if (with_nan) { x[n / 3] = 0x7FC0; }
+    uint8_t* want = (uint8_t*)malloc(n);
+    float want_amax = 0.125f;  // an earlier cast of the same slot this step
+    fp8_quantize_bf16(want, x, n, format, scale, &want_amax, NULL);
+
+    __nv_bfloat16* d_x;
+    uint8_t *d_out, *d_out_t;
+    float *d_scale, *d_amax;
+    cudaCheck(cudaMalloc(&d_x, n * 2));
+    cudaCheck(cudaMalloc(&d_out, n));
+    cudaCheck(cudaMalloc(&d_out_t, n));
+    cudaCheck(cudaMalloc(&d_scale, 4));
+    cudaCheck(cudaMalloc(&d_amax, 4));
+    cudaCheck(cudaMemcpy(d_x, x, n * 2, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d_scale, &scale, 4, cudaMemcpyHostToDevice));
+    float amax0 = 0.125f;
+    int sms;
+    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    uint8_t* got = (uint8_t*)malloc(n);
+    uint8_t* got_t = (uint8_t*)malloc(n);
+    char what[160];
+
+    cudaCheck(cudaMemcpy(d_amax, &amax0, 4, cudaMemcpyHostToDevice));
+    cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, format, sms, 0));
+    float got_amax;
+    cudaCheck(cudaMemcpy(got, d_out, n, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(&got_amax, d_amax, 4, cudaMemcpyDeviceToHost));
+    snprintf(what, sizeof(what), "cast %s %dx%d scale %g%s: bytes and amax bit-exact", fp8_format_name(format), rows, cols,
+             scale, with_nan ? " with a NaN" : "");
+    report(memcmp(got, want, n) == 0 && fp8_float_bits(got_amax) == fp8_float_bits(want_amax), what);
+
+    cudaCheck(cudaMemcpy(d_amax, &amax0, 4, cudaMemcpyHostToDevice));
+    cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, format, 0));
+    cudaCheck(cudaMemcpy(got, d_out, n, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(got_t, d_out_t, n, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(&got_amax, d_amax, 4, cudaMemcpyDeviceToHost));
+    int transposed_ok = 1;
+    for (int r = 0; r < rows && transposed_ok; r++) {
+        for (int c = 0; c < cols; c++) {
+            if (got_t[(size_t)c * rows + r] != want[(size_t)r * cols + c]) { transposed_ok = 0; break; }
+        }
+    }
+    snprintf(what, sizeof(what), "cast+transpose %s %dx%d: bytes, transposed bytes and amax bit-exact",
+             fp8_format_name(format), rows, cols);
+    report(memcmp(got, want, n) == 0 && transposed_ok && fp8_float_bits(got_amax) == fp8_float_bits(want_amax), what);
+
+    free(x);
+    free(want);
+    free(got);
+    free(got_t);
+    cudaCheck(cudaFree(d_x));
+    cudaCheck(cudaFree(d_out));
+    cudaCheck(cudaFree(d_out_t));
+    cudaCheck(cudaFree(d_scale));
+    cudaCheck(cudaFree(d_amax));
+}
+
+static float time_ms(cudaEvent_t start, cudaEvent_t stop) {
+    float ms;
+    cudaCheck(cudaEventSynchronize(stop));
+    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+    return ms;
+}
+
+int main(void) {
+    int sms = require_cuda_device("fp8_quantize");
+    Rng rng;
+    rng_seed(&rng, 42);
+    check_shape(256, 768, FP8_E4M3, 448.0f / 2.0f, 0, &rng);
+    check_shape(256, 768, FP8_E5M2, 57344.0f / 8.0f, 0, &rng);
+    check_shape(192, 3072, FP8_E4M3, 1.0f, 0, &rng);
+    check_shape(128, 64, FP8_E5M2, 4096.0f, 1, &rng);
+
+    // bandwidth at B*T = 64*1024 rows and C = 768 columns (the ln1 / atty / ln2 casts of d12), and 4C for the GELU
+    cudaEvent_t start, stop;
+    cudaCheck(cudaEventCreate(&start));
+    cudaCheck(cudaEventCreate(&stop));
+    int shapes[2][2] = {{65536, 768}, {65536, 3072}};
+    for (int i = 0; i < 2; i++) {
+        int rows = shapes[i][0], cols = shapes[i][1];
+        size_t n = (size_t)rows * cols;
+        __nv_bfloat16* d_x;
+        uint8_t *d_out, *d_out_t, *d_copy;
+        float *d_scale, *d_amax;
+        cudaCheck(cudaMalloc(&d_x, n * 2));
+        cudaCheck(cudaMalloc(&d_out, n));
+        cudaCheck(cudaMalloc(&d_out_t, n));
+        cudaCheck(cudaMalloc(&d_copy, n * 2));
+        cudaCheck(cudaMalloc(&d_scale, 4));
+        cudaCheck(cudaMalloc(&d_amax, 4));
+        cudaCheck(cudaMemset(d_x, 0x3F, n * 2));
+        float one = 1.0f;
+        cudaCheck(cudaMemcpy(d_scale, &one, 4, cudaMemcpyHostToDevice));
+        const int reps = 20;
+        cudaCheck(cudaEventRecord(start));
+        for (int r = 0; r < reps; r++) { cudaCheck(cudaMemcpyAsync(d_copy, d_x, n * 2, cudaMemcpyDeviceToDevice)); }
+        cudaCheck(cudaEventRecord(stop));
+        double copy_gbs = 2.0 * n * 2 * reps / (time_ms(start, stop) * 1e6);  // read + write
+        cudaCheck(cudaEventRecord(start));
+        for (int r = 0; r < reps; r++) { cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, FP8_E4M3, sms, 0)); }
+        cudaCheck(cudaEventRecord(stop));
+        double cast_gbs = 3.0 * n * reps / (time_ms(start, stop) * 1e6);  // 2 bytes in, 1 out
+        cudaCheck(cudaEventRecord(start));
+        for (int r = 0; r < reps; r++) {
+            cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, FP8_E4M3, 0));
+        }
+        cudaCheck(cudaEventRecord(stop));
+        double transpose_gbs = 4.0 * n * reps / (time_ms(start, stop) * 1e6);  // 2 in, 1 + 1 out
+        printf("%d x %d: device copy %.0f GB/s | cast+amax %.0f GB/s (%.0f%%) | cast+transpose+amax %.0f GB/s (%.0f%%)\n",
+               rows, cols, copy_gbs, cast_gbs, 100 * cast_gbs / copy_gbs, transpose_gbs, 100 * transpose_gbs / copy_gbs);
+        cudaCheck(cudaFree(d_x));
+        cudaCheck(cudaFree(d_out));
+        cudaCheck(cudaFree(d_out_t));
+        cudaCheck(cudaFree(d_copy));
+        cudaCheck(cudaFree(d_scale));
+        cudaCheck(cudaFree(d_amax));
+    }
+    printf("fp8_quantize: %d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}

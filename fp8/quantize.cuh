@@ -1,0 +1,152 @@
+/*
+fp8/quantize.cuh — the GPU casts to FP8 with delayed scaling: one pass over a bf16 tensor writes its FP8 copy (and,
+where a Hopper GEMM needs it, its transposed FP8 copy) and max-reduces the tensor's amax into its slot's row 0.
+
+Why one pass: delayed scaling exists so that a cast reads its input once (the scale comes from earlier steps), and
+Hopper's FP8 GEMMs accept only the TN layout, so dgrad and wgrad need transposed FP8 operands: making the transpose
+in the same pass as the cast, from the tile already in shared memory, costs no second read of the bf16 tensor.
+
+The conversion is __nv_cvt_float2_to_fp8x2(..., __NV_SATFINITE, ...), on sm_89+ the instruction cvt.rn.satfinite,
+which fp8/fp8.h's fp8_from_float reproduces bit for bit on the CPU (fp8/test_fp8_cuda_host.cu). x * scale is one
+fp32 multiply, as on the CPU. The amax is max |x| of the unscaled input as float bits: each block reduces with warp
+shuffles, then one atomicMax on the unsigned bits, which orders non-negative floats by value and puts NaN above inf,
+exactly the NaN-propagating max fp8/meta.h defines.
+
+CPU twins: fp8_quantize / fp8_quantize_bf16 in fp8/meta.h (the transposed copy is the same bytes, transposed).
+*/
+#ifndef GPTFP8_QUANTIZE_CUH
+#define GPTFP8_QUANTIZE_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "fp8.h"
+
+// |x| as float bits: what the amax reductions compare (sign bit cleared; NaN stays above +inf)
+__device__ __forceinline__ unsigned int fp8_magnitude_bits(float x) { return __float_as_uint(x) & 0x7FFFFFFFu; }
+
+// Two floats to two FP8 bytes, packed little-endian (first value in the low byte), RNE + satfinite.
+__device__ __forceinline__ uint16_t fp8_cvt_pair(float first, float second, Fp8Format format) {
+    float2 pair = make_float2(first, second);
+    return (uint16_t)__nv_cvt_float2_to_fp8x2(pair, __NV_SATFINITE, format == FP8_E4M3 ? __NV_E4M3 : __NV_E5M2);
+}
+
+// Block-wide max of unsigned values, then one atomicMax into *amax_bits. blockDim.x must be a multiple of 32.
+__device__ __forceinline__ void fp8_block_amax_to_global(unsigned int thread_max, unsigned int* amax_bits) {
+    __shared__ unsigned int warp_max[32];
+    unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    thread_max = __reduce_max_sync(0xFFFFFFFFu, thread_max);
+    if (lane == 0) { warp_max[warp] = thread_max; }
+    __syncthreads();
+    if (warp == 0) {
+        unsigned int v = lane < blockDim.x / 32 ? warp_max[lane] : 0u;
+        v = __reduce_max_sync(0xFFFFFFFFu, v);
+        if (lane == 0 && v != 0u) { atomicMax(amax_bits, v); }
+    }
+}
+
+// ----------------------------------------------------------------------------
+// cast + amax: out (n) FP8 = fp8(inp (n) bf16 * *scale); *amax = max(*amax, max|inp|). n a multiple of 8.
+// Each thread handles 8 bf16 (one 16-byte load) per iteration and writes 8 bytes.
+
+__global__ void fp8_cast_amax_kernel(uint8_t* out, const __nv_bfloat16* inp, size_t n, const float* scale,
+                                     float* amax, Fp8Format format) {
+    const float s = *scale;
+    unsigned int thread_max = 0u;
+    size_t vectors = n / 8;
+    for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += (size_t)gridDim.x * blockDim.x) {
+        uint4 packed = reinterpret_cast<const uint4*>(inp)[v];
+        const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(&packed);
+        uint16_t bytes[4];
+        for (int i = 0; i < 4; i++) {
+            float a = __bfloat162float(x[2 * i]), b = __bfloat162float(x[2 * i + 1]);
+            thread_max = max(thread_max, max(fp8_magnitude_bits(a), fp8_magnitude_bits(b)));
+            bytes[i] = fp8_cvt_pair(a * s, b * s, format);
+        }
+        uint2 packed_out;
+        packed_out.x = (uint32_t)bytes[0] | ((uint32_t)bytes[1] << 16);
+        packed_out.y = (uint32_t)bytes[2] | ((uint32_t)bytes[3] << 16);
+        reinterpret_cast<uint2*>(out)[v] = packed_out;
+    }
+    fp8_block_amax_to_global(thread_max, reinterpret_cast<unsigned int*>(amax));
+}
+
+// ----------------------------------------------------------------------------
+// cast + transpose + amax: inp (rows, cols) bf16 -> out (rows, cols) FP8 and out_t (cols, rows) FP8.
+// A block owns a 64 x 64 tile: it reads the tile once (coalesced along cols), writes the FP8 tile in place, stores
+// the FP8 bytes in shared memory, and writes them back transposed (coalesced along rows). rows, cols multiples of 64
+// (the trainer's shapes: B*T and C, 3C, 4C are). out may be NULL when only the transpose is needed.
+
+#define FP8_TRANSPOSE_TILE 64
+
+__global__ void fp8_cast_transpose_amax_kernel(uint8_t* out, uint8_t* out_t, const __nv_bfloat16* inp, int rows,
+                                               int cols, const float* scale, float* amax, Fp8Format format) {
+    // +4 bytes per row so the column-wise reads of the transpose do not all hit one shared-memory bank
+    __shared__ uint8_t tile[FP8_TRANSPOSE_TILE][FP8_TRANSPOSE_TILE + 4];
+    const float s = *scale;
+    int tile_row = blockIdx.y * FP8_TRANSPOSE_TILE, tile_col = blockIdx.x * FP8_TRANSPOSE_TILE;
+    unsigned int thread_max = 0u;
+    // 256 threads: each reads 8 consecutive bf16 (16 bytes) of a row; 8 threads cover a 64-wide row, 32 rows per
+    // pass, two passes for the 64 rows
+    int sub_col = (threadIdx.x % 8) * 8, sub_row = threadIdx.x / 8;
+    for (int pass = 0; pass < 2; pass++) {
+        int r = sub_row + pass * 32;
+        size_t offset = (size_t)(tile_row + r) * cols + tile_col + sub_col;
+        uint4 packed = *reinterpret_cast<const uint4*>(inp + offset);
+        const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(&packed);
+        uint16_t bytes[4];
+        for (int i = 0; i < 4; i++) {
+            float a = __bfloat162float(x[2 * i]), b = __bfloat162float(x[2 * i + 1]);
+            thread_max = max(thread_max, max(fp8_magnitude_bits(a), fp8_magnitude_bits(b)));
+            bytes[i] = fp8_cvt_pair(a * s, b * s, format);
+            tile[r][sub_col + 2 * i] = (uint8_t)(bytes[i] & 0xFF);
+            tile[r][sub_col + 2 * i + 1] = (uint8_t)(bytes[i] >> 8);
+        }
+        if (out) {
+            uint2 packed_out;
+            packed_out.x = (uint32_t)bytes[0] | ((uint32_t)bytes[1] << 16);
+            packed_out.y = (uint32_t)bytes[2] | ((uint32_t)bytes[3] << 16);
+            *reinterpret_cast<uint2*>(out + offset) = packed_out;
+        }
+    }
+    __syncthreads();
+    // transposed write: thread writes 8 consecutive bytes of a row of out_t (a column of the tile)
+    for (int pass = 0; pass < 2; pass++) {
+        int c = sub_row + pass * 32;  // column of the tile = row of out_t
+        uint8_t column_bytes[8];
+        for (int i = 0; i < 8; i++) { column_bytes[i] = tile[sub_col + i][c]; }
+        uint2 packed_out;
+        memcpy(&packed_out, column_bytes, 8);
+        *reinterpret_cast<uint2*>(out_t + (size_t)(tile_col + c) * rows + tile_row + sub_col) = packed_out;
+    }
+    fp8_block_amax_to_global(thread_max, reinterpret_cast<unsigned int*>(amax));
+}
+
+// ----------------------------------------------------------------------------
+// launchers (asynchronous on `stream`; they return the launch error, the caller checks it)
+
+static inline cudaError_t fp8_cast_amax(uint8_t* out, const __nv_bfloat16* inp, size_t n, const float* scale,
+                                        float* amax, Fp8Format format, int num_sms, cudaStream_t stream) {
+    if (n % 8 != 0) { return cudaErrorInvalidValue; }
+    const int block_size = 256;
+    size_t vectors = n / 8;
+    size_t blocks_needed = (vectors + block_size - 1) / block_size;
+    // a grid-stride loop over a few blocks per SM: enough to saturate bandwidth, few atomics
+    int grid = (int)(blocks_needed < (size_t)num_sms * 4 ? blocks_needed : (size_t)num_sms * 4);
+    if (grid < 1) { grid = 1; }
+    fp8_cast_amax_kernel<<<grid, block_size, 0, stream>>>(out, inp, n, scale, amax, format);
+    return cudaGetLastError();
+}
+
+static inline cudaError_t fp8_cast_transpose_amax(uint8_t* out, uint8_t* out_t, const __nv_bfloat16* inp, int rows,
+                                                  int cols, const float* scale, float* amax, Fp8Format format,
+                                                  cudaStream_t stream) {
+    if (rows % FP8_TRANSPOSE_TILE != 0 || cols % FP8_TRANSPOSE_TILE != 0) { return cudaErrorInvalidValue; }
+    dim3 grid(cols / FP8_TRANSPOSE_TILE, rows / FP8_TRANSPOSE_TILE);
+    fp8_cast_transpose_amax_kernel<<<grid, 256, 0, stream>>>(out, out_t, inp, rows, cols, scale, amax, format);
+    return cudaGetLastError();
+}
+
+#endif  // GPTFP8_QUANTIZE_CUH
