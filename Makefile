@@ -51,7 +51,8 @@ CUDA_PROGRAMS := $(patsubst %.cu,%,$(wildcard train_gpt_fp8.cu test_gpt_fp8.cu))
 # CPU programs and tests
 
 FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/meta.h
-LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h
+LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h \
+                llmc/train_common.h
 CPU_PROGRAMS := train_gpt_fp8_cpu
 CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu
 CPU_TOOLS := fp8/fp8_codec

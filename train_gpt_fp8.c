@@ -51,28 +51,7 @@ bias, B, T, C) and so on. Shapes: B batch, T time, C channels, NH heads, V vocab
 #include "llmc/rand.h"
 #include "llmc/schedule.h"
 #include "llmc/tokenizer.h"
-
-// One line to stderr and a non-zero exit: the trainer's answer to any bad input.
-static void die(const char* fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-#include <stdarg.h>
-static void die(const char* fmt, ...) {
-    va_list args;
-    va_start(args, fmt);
-    fprintf(stderr, "error: ");
-    vfprintf(stderr, fmt, args);
-    fprintf(stderr, "\n");
-    va_end(args);
-    exit(1);
-}
-
-static void* calloc_or_die(size_t count, size_t size, const char* what) {
-    void* p = calloc(count ? count : 1, size);
-    if (!p) { die("out of memory allocating %s (%zu x %zu bytes)", what, count, size); }
-    return p;
-}
-
-typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1, PRECISION_FP8 = 2 } Precision;
-static const char* precision_name(Precision p) { return p == PRECISION_FP32 ? "fp32" : p == PRECISION_BF16 ? "bf16" : "fp8"; }
+#include "llmc/train_common.h"
 
 // ----------------------------------------------------------------------------
 // the layers, fp32 (precision is handled around them)
@@ -904,12 +883,8 @@ void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, flo
 // ----------------------------------------------------------------------------
 // model and state files
 
-static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_t rng_state, const DataLoader* loader) {
-    char path[1024], err[512];
-    int32_t header[256];
-    model_header_fill(header, &model->config);
-    snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
-    if (model_file_write(path, header, model->params_memory, model->num_parameters, err, sizeof(err))) { die("%s", err); }
+// The run's state as a checkpoint header (precision, FP8 shape, batch, step, RNG, data position).
+static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_state, const DataLoader* loader) {
     StateHeader h;
     memset(&h, 0, sizeof(h));
     h.num_processes = 1;
@@ -925,95 +900,24 @@ static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_
     h.step = step;
     h.num_parameters = (int64_t)model->num_parameters;
     h.rng_state = rng_state;
-    h.shard_index = (int64_t)loader->current_shard_idx;
-    h.shard_position = (int64_t)loader->current_position;
-    snprintf(path, sizeof(path), "%s/state_%08d_%05d.bin", dir, step, 0);
-    if (state_file_write(path, &h, model->m_memory, model->v_memory, model->fp8.memory, err, sizeof(err))) {
-        die("%s", err);
-    }
-    // DONE last: a resume only trusts a step whose files are all complete
-    snprintf(path, sizeof(path), "%s/DONE_%08d", dir, step);
-    AtomicFile done;
-    if (atomic_open(&done, path, err, sizeof(err)) || atomic_commit(&done, err, sizeof(err))) { die("%s", err); }
+    h.shard_index = loader ? (int64_t)loader->current_shard_idx : 0;
+    h.shard_position = loader ? (int64_t)loader->current_position : 0;
+    return h;
 }
 
-// Reads a model file into a freshly allocated parameter buffer; validates header, exact size and finiteness.
-static float* read_model_file(const char* path, GPT2Config* config, size_t* num_parameters) {
-    char err[512];
-    FILE* f = fopen(path, "rb");
-    if (!f) { die("cannot open model file %s: %s", path, strerror(errno)); }
-    int32_t header[256];
-    if (read_exact(f, header, sizeof(header), path, "the model header", err, sizeof(err))) { die("%s", err); }
-    if (model_header_parse(header, path, config, err, sizeof(err))) { die("%s", err); }
-    size_t sizes[NUM_PARAMETER_TENSORS];
-    fill_in_parameter_sizes(sizes, config);
-    size_t n = 0;
-    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { n += sizes[i]; }
-    long long expected = (long long)sizeof(header) + (long long)n * 4, actual = file_size_of(path);
-    if (actual != expected) {
-        die("%s: %s model file (%lld bytes, expected %lld for this header)", path,
-            actual < expected ? "truncated" : "corrupt", actual, expected);
-    }
-    float* params = calloc_or_die(n, sizeof(float), "parameters");
-    if (read_exact(f, params, n * sizeof(float), path, "the parameters", err, sizeof(err))) { die("%s", err); }
-    fclose(f);
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(params[i])) { die("%s: corrupt model file (parameter %zu is not finite)", path, i); }
-    }
-    *num_parameters = n;
-    return params;
-}
-
-static int same_config(const GPT2Config* a, const GPT2Config* b) {
-    return a->max_seq_len == b->max_seq_len && a->vocab_size == b->vocab_size &&
-           a->padded_vocab_size == b->padded_vocab_size && a->num_layers == b->num_layers &&
-           a->num_heads == b->num_heads && a->channels == b->channels;
+static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_t rng_state, const DataLoader* loader) {
+    StateHeader h = gpt2_state_header(model, step, rng_state, loader);
+    checkpoint_save(dir, step, &model->config, model->params_memory, model->m_memory, model->v_memory, &h,
+                    model->fp8.memory);
 }
 
 // Restores parameters, AdamW moments and the FP8 state of checkpoint `step` in `dir`; returns the RNG state and the
 // data position through the pointers.
 static void gpt2_load_checkpoint(GPT2* model, const char* dir, int step, uint64_t* rng_state, size_t* shard_index,
                                  size_t* shard_position) {
-    char path[1024], err[512];
-    snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
-    GPT2Config config;
-    size_t n;
-    float* params = read_model_file(path, &config, &n);
-    if (!same_config(&config, &model->config)) {
-        die("%s: checkpoint model (L %d, C %d, NH %d, V %d, maxT %d) differs from the run's (L %d, C %d, NH %d, V %d, maxT %d)",
-            path, config.num_layers, config.channels, config.num_heads, config.vocab_size, config.max_seq_len,
-            model->config.num_layers, model->config.channels, model->config.num_heads, model->config.vocab_size,
-            model->config.max_seq_len);
-    }
-    memcpy(model->params_memory, params, n * sizeof(float));
-    free(params);
-    snprintf(path, sizeof(path), "%s/state_%08d_%05d.bin", dir, step, 0);
-    StateHeader h;
-    if (state_file_read_header(path, &h, err, sizeof(err))) { die("%s", err); }
-    if (h.num_processes != 1) { die("%s: written by %d processes, this run has 1", path, h.num_processes); }
-    if (h.num_parameters != (int64_t)model->num_parameters) { die("%s: parameter count does not match the model", path); }
-    if (h.precision != (int)model->precision) {
-        die("%s: checkpoint was trained with -precision %s, this run uses %s", path,
-            precision_name((Precision)h.precision), precision_name(model->precision));
-    }
-    int modules = model->precision == PRECISION_FP8 ? model->fp8.num_modules : 0;
-    if (h.fp8_modules != modules ||
-        (modules && (h.recipe.amax_history_len != model->recipe.amax_history_len ||
-                     h.fp8_bf16_first_last != model->fp8_bf16_first_last || h.fp8_lm_head != model->fp8_lm_head))) {
-        die("%s: FP8 state shape differs (modules %d, amax_history_len %d, bf16_first_last %d, lm_head %d in the file)",
-            path, h.fp8_modules, h.recipe.amax_history_len, h.fp8_bf16_first_last, h.fp8_lm_head);
-    }
-    if (state_file_read_body(path, &h, model->m_memory, model->v_memory, model->fp8.memory, err, sizeof(err))) {
-        die("%s", err);
-    }
-    if (modules) {
-        for (size_t i = 0; i < model->fp8.num_floats; i++) {
-            if (isnan(model->fp8.memory[i]) || (i >= (size_t)model->fp8.amax_history_len * model->fp8.num_slots &&
-                                                !(model->fp8.memory[i] > 0.0f && isfinite(model->fp8.memory[i])))) {
-                die("%s: corrupt FP8 state (entry %zu is %g)", path, i, model->fp8.memory[i]);
-            }
-        }
-    }
+    StateHeader h = gpt2_state_header(model, step, 0, NULL);
+    checkpoint_load(dir, step, &model->config, model->params_memory, model->m_memory, model->v_memory, &h,
+                    model->precision == PRECISION_FP8 ? &model->fp8 : NULL);
     *rng_state = h.rng_state;
     *shard_index = (size_t)h.shard_index;
     *shard_position = (size_t)h.shard_position;
@@ -1080,189 +984,6 @@ static void sample_text(GPT2* model, const Tokenizer* tokenizer, int gen_tokens,
     printf("\n---\n");
     model->fp8_record = saved;
     free(tokens);
-}
-
-// ----------------------------------------------------------------------------
-// command line
-
-typedef struct {
-    const char* train_pattern;
-    const char* val_pattern;
-    const char* tokenizer_path;
-    int tokenizer_explicit;
-    const char* output_dir;
-    const char* model_spec;  // "" (free sizes), d12 | d24 | d36 | d48, or a model file
-    int num_layers, channels, num_heads, vocab_override, max_seq_len;
-    int B, T, total_batch_size;
-    float learning_rate, final_lr_fraction, weight_decay, grad_clip;
-    int warmup_steps, max_steps;
-    int val_every, val_max_steps, sample_every, gen_tokens, checkpoint_every, resume;
-    int seed;
-    Precision precision;
-    int precision_set;
-    const char* fp8_flag;  // -fp8 value, resolved after parsing
-    DelayedScaling recipe;
-    int fp8_bf16_first_last, fp8_lm_head, fp8_diag_every;
-    int debug_nan_step;   // test hooks: poison a gradient at this step,
-    int debug_kill_step;  // or SIGKILL ourselves at the start of this step's training (after its checkpoint)
-} TrainArgs;
-
-static void print_usage(void) {
-    printf(
-        "usage: train_gpt_fp8_cpu [flags]   (llm.c-style: every flag takes a value)\n"
-        "data      -i train shards (glob) -j val shards (glob) -tk tokenizer.bin -o output dir (logs, checkpoints)\n"
-        "model     -e d12|d24|d36|d48|model.bin  or free sizes -L layers -C channels -NH heads [-V vocab] [-maxT len]\n"
-        "batch     -b micro-batch B -t sequence T -d total batch in tokens (gradient accumulation, default B*T)\n"
-        "optimizer -l lr -u warmup steps -q final lr fraction (cosine) -c weight decay -gc grad clip -x max steps (-1: an epoch)\n"
-        "eval      -v val every -m val batches -s sample every (0: never) -g tokens to sample\n"
-        "state     -n checkpoint every (0: only at the end if -o) -y 1 resume from the latest checkpoint in -o  -r seed\n"
-        "precision -precision fp32|bf16|fp8 (default fp8)  -fp8 off|e4m3|hybrid|e5m2\n"
-        "fp8       -fp8_amax_history_len N -fp8_amax_compute_algo max|most_recent -fp8_margin N -fp8_interval N\n"
-        "          -fp8_fprop 0|1 -fp8_dgrad 0|1 -fp8_wgrad 0|1 (0: that GEMM in BF16) -fp8_reduce_amax 0|1\n"
-        "          -fp8_bf16_first_last N (first and last N blocks in BF16) -fp8_lm_head 0|1 -fp8_diag_every K\n");
-}
-
-static int parse_int_flag(const char* flag, const char* value, long lo, long hi) {
-    char err[256];
-    long v;
-    if (parse_int_in_range(value, lo, hi, flag, &v, err, sizeof(err))) { die("%s", err); }
-    return (int)v;
-}
-
-static float parse_float_flag(const char* flag, const char* value, float lo, float hi) {
-    char* end = NULL;
-    errno = 0;
-    float v = value && *value ? strtof(value, &end) : 0.0f;
-    if (!value || !*value || errno == ERANGE || end == value || *end != '\0' || !isfinite(v)) {
-        die("invalid value '%s' for %s: expected a number in [%g, %g]", value ? value : "", flag, lo, hi);
-    }
-    if (v < lo || v > hi) { die("invalid value '%s' for %s: must be in [%g, %g]", value, flag, lo, hi); }
-    return v;
-}
-
-static void parse_args(TrainArgs* a, int argc, char** argv) {
-    memset(a, 0, sizeof(*a));
-    a->train_pattern = "data/tinyshakespeare/tiny_shakespeare_train.bin";
-    a->val_pattern = "data/tinyshakespeare/tiny_shakespeare_val.bin";
-    a->tokenizer_path = "";
-    a->output_dir = NULL;
-    a->model_spec = "";
-    a->num_layers = 4;
-    a->channels = 128;
-    a->num_heads = 4;
-    a->B = 4;
-    a->T = 64;
-    a->total_batch_size = -1;
-    a->learning_rate = 3e-4f;
-    a->final_lr_fraction = 1.0f;
-    a->weight_decay = 0.0f;
-    a->grad_clip = 1.0f;
-    a->max_steps = -1;
-    a->val_every = 20;
-    a->val_max_steps = 20;
-    a->sample_every = 20;
-    a->gen_tokens = 64;
-    a->seed = 1337;
-    a->precision = PRECISION_FP8;
-    a->fp8_diag_every = 10;
-    a->debug_nan_step = -1;
-    a->debug_kill_step = -1;
-    delayed_scaling_default(&a->recipe);
-    for (int i = 1; i < argc; i++) {
-        const char* flag = argv[i];
-        if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) { print_usage(); exit(0); }
-        if (flag[0] != '-') { die("unexpected argument '%s' (flags look like -b 4; -h lists them)", flag); }
-        if (i + 1 >= argc) { die("flag %s needs a value (-h lists the flags)", flag); }
-        const char* v = argv[++i];
-        char err[256];
-        if (strcmp(flag, "-i") == 0) { a->train_pattern = v; }
-        else if (strcmp(flag, "-j") == 0) { a->val_pattern = v; }
-        else if (strcmp(flag, "-tk") == 0) { a->tokenizer_path = v; a->tokenizer_explicit = 1; }
-        else if (strcmp(flag, "-o") == 0) { a->output_dir = v; }
-        else if (strcmp(flag, "-e") == 0) { a->model_spec = v; }
-        else if (strcmp(flag, "-L") == 0) { a->num_layers = parse_int_flag(flag, v, 1, 1024); }
-        else if (strcmp(flag, "-C") == 0) { a->channels = parse_int_flag(flag, v, 1, 65536); }
-        else if (strcmp(flag, "-NH") == 0) { a->num_heads = parse_int_flag(flag, v, 1, 4096); }
-        else if (strcmp(flag, "-V") == 0) { a->vocab_override = parse_int_flag(flag, v, 2, 65536); }
-        else if (strcmp(flag, "-maxT") == 0) { a->max_seq_len = parse_int_flag(flag, v, 1, 1 << 20); }
-        else if (strcmp(flag, "-b") == 0) { a->B = parse_int_flag(flag, v, 1, 1 << 16); }
-        else if (strcmp(flag, "-t") == 0) { a->T = parse_int_flag(flag, v, 1, 1 << 20); }
-        else if (strcmp(flag, "-d") == 0) { a->total_batch_size = parse_int_flag(flag, v, -1, 1 << 30); }
-        else if (strcmp(flag, "-l") == 0) { a->learning_rate = parse_float_flag(flag, v, 0.0f, 10.0f); }
-        else if (strcmp(flag, "-u") == 0) { a->warmup_steps = parse_int_flag(flag, v, 0, 1 << 30); }
-        else if (strcmp(flag, "-q") == 0) { a->final_lr_fraction = parse_float_flag(flag, v, 0.0f, 1.0f); }
-        else if (strcmp(flag, "-c") == 0) { a->weight_decay = parse_float_flag(flag, v, 0.0f, 10.0f); }
-        else if (strcmp(flag, "-gc") == 0) { a->grad_clip = parse_float_flag(flag, v, 1e-6f, 1e6f); }
-        else if (strcmp(flag, "-x") == 0) { a->max_steps = parse_int_flag(flag, v, -1, 1 << 30); }
-        else if (strcmp(flag, "-v") == 0) { a->val_every = parse_int_flag(flag, v, 0, 1 << 30); }
-        else if (strcmp(flag, "-m") == 0) { a->val_max_steps = parse_int_flag(flag, v, 1, 1 << 30); }
-        else if (strcmp(flag, "-s") == 0) { a->sample_every = parse_int_flag(flag, v, 0, 1 << 30); }
-        else if (strcmp(flag, "-g") == 0) { a->gen_tokens = parse_int_flag(flag, v, 1, 1 << 20); }
-        else if (strcmp(flag, "-n") == 0) { a->checkpoint_every = parse_int_flag(flag, v, 0, 1 << 30); }
-        else if (strcmp(flag, "-y") == 0) { a->resume = parse_int_flag(flag, v, 0, 1); }
-        else if (strcmp(flag, "-r") == 0) { a->seed = parse_int_flag(flag, v, 0, 2147483647); }
-        else if (strcmp(flag, "-precision") == 0) {
-            if (strcmp(v, "fp32") == 0) { a->precision = PRECISION_FP32; }
-            else if (strcmp(v, "bf16") == 0) { a->precision = PRECISION_BF16; }
-            else if (strcmp(v, "fp8") == 0) { a->precision = PRECISION_FP8; }
-            else { die("invalid value '%s' for -precision: expected one of fp32, bf16, fp8", v); }
-            a->precision_set = 1;
-        }
-        else if (strcmp(flag, "-fp8") == 0) {
-            if (strcmp(v, "off") != 0 && strcmp(v, "e4m3") != 0 && strcmp(v, "hybrid") != 0 && strcmp(v, "e5m2") != 0) {
-                die("invalid value '%s' for -fp8: expected one of off, e4m3, hybrid, e5m2", v);
-            }
-            a->fp8_flag = v;
-        }
-        else if (strncmp(flag, "-fp8_", 5) == 0) {
-            const char* key = flag + 5;
-            if (strcmp(key, "bf16_first_last") == 0) { a->fp8_bf16_first_last = parse_int_flag(flag, v, 0, 1024); }
-            else if (strcmp(key, "lm_head") == 0) { a->fp8_lm_head = parse_int_flag(flag, v, 0, 1); }
-            else if (strcmp(key, "diag_every") == 0) { a->fp8_diag_every = parse_int_flag(flag, v, 0, 1 << 30); }
-            else if (delayed_scaling_set(&a->recipe, key, v, flag, err, sizeof(err))) {
-                if (strncmp(err, "unknown", 7) == 0) { die("unknown flag %s (-h lists the flags)", flag); }
-                die("%s", err);
-            }
-        }
-        else if (strcmp(flag, "-debug_nan_step") == 0) { a->debug_nan_step = parse_int_flag(flag, v, -1, 1 << 30); }
-        else if (strcmp(flag, "-debug_kill_step") == 0) { a->debug_kill_step = parse_int_flag(flag, v, -1, 1 << 30); }
-        else { die("unknown flag %s (-h lists the flags)", flag); }
-    }
-    // -fp8 (TE/Megatron's switch) and -precision must agree
-    if (a->fp8_flag) {
-        int off = strcmp(a->fp8_flag, "off") == 0;
-        if (a->precision_set && ((off && a->precision == PRECISION_FP8) || (!off && a->precision != PRECISION_FP8))) {
-            die("-fp8 %s conflicts with -precision %s", a->fp8_flag, precision_name(a->precision));
-        }
-        if (off) {
-            if (!a->precision_set) { a->precision = PRECISION_BF16; }
-        } else {
-            char err[256];
-            a->precision = PRECISION_FP8;
-            if (delayed_scaling_set(&a->recipe, "fp8_format", a->fp8_flag, "-fp8", err, sizeof(err))) { die("%s", err); }
-        }
-    }
-    if (a->resume && !a->output_dir) { die("-y 1 needs -o: the folder to resume from"); }
-}
-
-static void dirname_of(char* out, size_t outlen, const char* path) {
-    snprintf(out, outlen, "%s", path);
-    char* slash = strrchr(out, '/');
-    if (slash) { *slash = '\0'; } else { snprintf(out, outlen, "."); }
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static FILE* open_log(const char* dir, const char* name, int append) {
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    FILE* f = fopen(path, append ? "a" : "w");
-    if (!f) { die("cannot open %s for writing: %s", path, strerror(errno)); }
-    return f;
 }
 
 #ifndef TESTING

@@ -1,0 +1,331 @@
+/*
+llmc/train_common.h — the host side both trainers share, so the CPU reference and the CUDA trainer take the same
+flags, read the same files and fail the same way: the one-line fatal error, the precision modes, the command line
+(llm.c-style flags plus TE/Megatron-named FP8 flags, every value validated), reading a model file, and small
+helpers for logs and timing.
+*/
+#ifndef GPTFP8_TRAIN_COMMON_H
+#define GPTFP8_TRAIN_COMMON_H
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../fp8/meta.h"
+#include "checkpoint.h"
+#include "gpt2.h"
+
+// One line to stderr and a non-zero exit: the trainer's answer to any bad input.
+static void die(const char* fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char* fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    fprintf(stderr, "error: ");
+    vfprintf(stderr, fmt, args);
+    fprintf(stderr, "\n");
+    va_end(args);
+    exit(1);
+}
+
+static void* calloc_or_die(size_t count, size_t size, const char* what) {
+    void* p = calloc(count ? count : 1, size);
+    if (!p) { die("out of memory allocating %s (%zu x %zu bytes)", what, count, size); }
+    return p;
+}
+
+typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1, PRECISION_FP8 = 2 } Precision;
+static const char* precision_name(Precision p) { return p == PRECISION_FP32 ? "fp32" : p == PRECISION_BF16 ? "bf16" : "fp8"; }
+
+// ----------------------------------------------------------------------------
+// model files
+
+// Reads a model file into a freshly allocated parameter buffer; validates header, exact size and finiteness.
+static float* read_model_file(const char* path, GPT2Config* config, size_t* num_parameters) {
+    char err[512];
+    FILE* f = fopen(path, "rb");
+    if (!f) { die("cannot open model file %s: %s", path, strerror(errno)); }
+    int32_t header[256];
+    if (read_exact(f, header, sizeof(header), path, "the model header", err, sizeof(err))) { die("%s", err); }
+    if (model_header_parse(header, path, config, err, sizeof(err))) { die("%s", err); }
+    size_t sizes[NUM_PARAMETER_TENSORS];
+    fill_in_parameter_sizes(sizes, config);
+    size_t n = 0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { n += sizes[i]; }
+    long long expected = (long long)sizeof(header) + (long long)n * 4, actual = file_size_of(path);
+    if (actual != expected) {
+        die("%s: %s model file (%lld bytes, expected %lld for this header)", path,
+            actual < expected ? "truncated" : "corrupt", actual, expected);
+    }
+    float* params = calloc_or_die(n, sizeof(float), "parameters");
+    if (read_exact(f, params, n * sizeof(float), path, "the parameters", err, sizeof(err))) { die("%s", err); }
+    fclose(f);
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(params[i])) { die("%s: corrupt model file (parameter %zu is not finite)", path, i); }
+    }
+    *num_parameters = n;
+    return params;
+}
+
+// ----------------------------------------------------------------------------
+// command line
+
+typedef struct {
+    const char* train_pattern;
+    const char* val_pattern;
+    const char* tokenizer_path;
+    int tokenizer_explicit;
+    const char* output_dir;
+    const char* model_spec;  // "" (free sizes), d12 | d24 | d36 | d48, or a model file
+    int num_layers, channels, num_heads, vocab_override, max_seq_len;
+    int B, T, total_batch_size;
+    float learning_rate, final_lr_fraction, weight_decay, grad_clip;
+    int warmup_steps, max_steps;
+    int val_every, val_max_steps, sample_every, gen_tokens, checkpoint_every, resume;
+    int seed;
+    Precision precision;
+    int precision_set;
+    const char* fp8_flag;  // -fp8 value, resolved after parsing
+    DelayedScaling recipe;
+    int fp8_bf16_first_last, fp8_lm_head, fp8_diag_every;
+    int debug_nan_step;   // test hooks: poison a gradient at this step,
+    int debug_kill_step;  // or SIGKILL ourselves at the start of this step's training (after its checkpoint)
+} TrainArgs;
+
+static void print_usage(void) {
+    printf(
+        "usage: train_gpt_fp8_cpu [flags]   (llm.c-style: every flag takes a value)\n"
+        "data      -i train shards (glob) -j val shards (glob) -tk tokenizer.bin -o output dir (logs, checkpoints)\n"
+        "model     -e d12|d24|d36|d48|model.bin  or free sizes -L layers -C channels -NH heads [-V vocab] [-maxT len]\n"
+        "batch     -b micro-batch B -t sequence T -d total batch in tokens (gradient accumulation, default B*T)\n"
+        "optimizer -l lr -u warmup steps -q final lr fraction (cosine) -c weight decay -gc grad clip -x max steps (-1: an epoch)\n"
+        "eval      -v val every -m val batches -s sample every (0: never) -g tokens to sample\n"
+        "state     -n checkpoint every (0: only at the end if -o) -y 1 resume from the latest checkpoint in -o  -r seed\n"
+        "precision -precision fp32|bf16|fp8 (default fp8)  -fp8 off|e4m3|hybrid|e5m2\n"
+        "fp8       -fp8_amax_history_len N -fp8_amax_compute_algo max|most_recent -fp8_margin N -fp8_interval N\n"
+        "          -fp8_fprop 0|1 -fp8_dgrad 0|1 -fp8_wgrad 0|1 (0: that GEMM in BF16) -fp8_reduce_amax 0|1\n"
+        "          -fp8_bf16_first_last N (first and last N blocks in BF16) -fp8_lm_head 0|1 -fp8_diag_every K\n");
+}
+
+static int parse_int_flag(const char* flag, const char* value, long lo, long hi) {
+    char err[256];
+    long v;
+    if (parse_int_in_range(value, lo, hi, flag, &v, err, sizeof(err))) { die("%s", err); }
+    return (int)v;
+}
+
+static float parse_float_flag(const char* flag, const char* value, float lo, float hi) {
+    char* end = NULL;
+    errno = 0;
+    float v = value && *value ? strtof(value, &end) : 0.0f;
+    if (!value || !*value || errno == ERANGE || end == value || *end != '\0' || !isfinite(v)) {
+        die("invalid value '%s' for %s: expected a number in [%g, %g]", value ? value : "", flag, lo, hi);
+    }
+    if (v < lo || v > hi) { die("invalid value '%s' for %s: must be in [%g, %g]", value, flag, lo, hi); }
+    return v;
+}
+
+static void parse_args(TrainArgs* a, int argc, char** argv) {
+    memset(a, 0, sizeof(*a));
+    a->train_pattern = "data/tinyshakespeare/tiny_shakespeare_train.bin";
+    a->val_pattern = "data/tinyshakespeare/tiny_shakespeare_val.bin";
+    a->tokenizer_path = "";
+    a->output_dir = NULL;
+    a->model_spec = "";
+    a->num_layers = 4;
+    a->channels = 128;
+    a->num_heads = 4;
+    a->B = 4;
+    a->T = 64;
+    a->total_batch_size = -1;
+    a->learning_rate = 3e-4f;
+    a->final_lr_fraction = 1.0f;
+    a->weight_decay = 0.0f;
+    a->grad_clip = 1.0f;
+    a->max_steps = -1;
+    a->val_every = 20;
+    a->val_max_steps = 20;
+    a->sample_every = 20;
+    a->gen_tokens = 64;
+    a->seed = 1337;
+    a->precision = PRECISION_FP8;
+    a->fp8_diag_every = 10;
+    a->debug_nan_step = -1;
+    a->debug_kill_step = -1;
+    delayed_scaling_default(&a->recipe);
+    for (int i = 1; i < argc; i++) {
+        const char* flag = argv[i];
+        if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) { print_usage(); exit(0); }
+        if (flag[0] != '-') { die("unexpected argument '%s' (flags look like -b 4; -h lists them)", flag); }
+        if (i + 1 >= argc) { die("flag %s needs a value (-h lists the flags)", flag); }
+        const char* v = argv[++i];
+        char err[256];
+        if (strcmp(flag, "-i") == 0) { a->train_pattern = v; }
+        else if (strcmp(flag, "-j") == 0) { a->val_pattern = v; }
+        else if (strcmp(flag, "-tk") == 0) { a->tokenizer_path = v; a->tokenizer_explicit = 1; }
+        else if (strcmp(flag, "-o") == 0) { a->output_dir = v; }
+        else if (strcmp(flag, "-e") == 0) { a->model_spec = v; }
+        else if (strcmp(flag, "-L") == 0) { a->num_layers = parse_int_flag(flag, v, 1, 1024); }
+        else if (strcmp(flag, "-C") == 0) { a->channels = parse_int_flag(flag, v, 1, 65536); }
+        else if (strcmp(flag, "-NH") == 0) { a->num_heads = parse_int_flag(flag, v, 1, 4096); }
+        else if (strcmp(flag, "-V") == 0) { a->vocab_override = parse_int_flag(flag, v, 2, 65536); }
+        else if (strcmp(flag, "-maxT") == 0) { a->max_seq_len = parse_int_flag(flag, v, 1, 1 << 20); }
+        else if (strcmp(flag, "-b") == 0) { a->B = parse_int_flag(flag, v, 1, 1 << 16); }
+        else if (strcmp(flag, "-t") == 0) { a->T = parse_int_flag(flag, v, 1, 1 << 20); }
+        else if (strcmp(flag, "-d") == 0) { a->total_batch_size = parse_int_flag(flag, v, -1, 1 << 30); }
+        else if (strcmp(flag, "-l") == 0) { a->learning_rate = parse_float_flag(flag, v, 0.0f, 10.0f); }
+        else if (strcmp(flag, "-u") == 0) { a->warmup_steps = parse_int_flag(flag, v, 0, 1 << 30); }
+        else if (strcmp(flag, "-q") == 0) { a->final_lr_fraction = parse_float_flag(flag, v, 0.0f, 1.0f); }
+        else if (strcmp(flag, "-c") == 0) { a->weight_decay = parse_float_flag(flag, v, 0.0f, 10.0f); }
+        else if (strcmp(flag, "-gc") == 0) { a->grad_clip = parse_float_flag(flag, v, 1e-6f, 1e6f); }
+        else if (strcmp(flag, "-x") == 0) { a->max_steps = parse_int_flag(flag, v, -1, 1 << 30); }
+        else if (strcmp(flag, "-v") == 0) { a->val_every = parse_int_flag(flag, v, 0, 1 << 30); }
+        else if (strcmp(flag, "-m") == 0) { a->val_max_steps = parse_int_flag(flag, v, 1, 1 << 30); }
+        else if (strcmp(flag, "-s") == 0) { a->sample_every = parse_int_flag(flag, v, 0, 1 << 30); }
+        else if (strcmp(flag, "-g") == 0) { a->gen_tokens = parse_int_flag(flag, v, 1, 1 << 20); }
+        else if (strcmp(flag, "-n") == 0) { a->checkpoint_every = parse_int_flag(flag, v, 0, 1 << 30); }
+        else if (strcmp(flag, "-y") == 0) { a->resume = parse_int_flag(flag, v, 0, 1); }
+        else if (strcmp(flag, "-r") == 0) { a->seed = parse_int_flag(flag, v, 0, 2147483647); }
+        else if (strcmp(flag, "-precision") == 0) {
+            if (strcmp(v, "fp32") == 0) { a->precision = PRECISION_FP32; }
+            else if (strcmp(v, "bf16") == 0) { a->precision = PRECISION_BF16; }
+            else if (strcmp(v, "fp8") == 0) { a->precision = PRECISION_FP8; }
+            else { die("invalid value '%s' for -precision: expected one of fp32, bf16, fp8", v); }
+            a->precision_set = 1;
+        }
+        else if (strcmp(flag, "-fp8") == 0) {
+            if (strcmp(v, "off") != 0 && strcmp(v, "e4m3") != 0 && strcmp(v, "hybrid") != 0 && strcmp(v, "e5m2") != 0) {
+                die("invalid value '%s' for -fp8: expected one of off, e4m3, hybrid, e5m2", v);
+            }
+            a->fp8_flag = v;
+        }
+        else if (strncmp(flag, "-fp8_", 5) == 0) {
+            const char* key = flag + 5;
+            if (strcmp(key, "bf16_first_last") == 0) { a->fp8_bf16_first_last = parse_int_flag(flag, v, 0, 1024); }
+            else if (strcmp(key, "lm_head") == 0) { a->fp8_lm_head = parse_int_flag(flag, v, 0, 1); }
+            else if (strcmp(key, "diag_every") == 0) { a->fp8_diag_every = parse_int_flag(flag, v, 0, 1 << 30); }
+            else if (delayed_scaling_set(&a->recipe, key, v, flag, err, sizeof(err))) {
+                if (strncmp(err, "unknown", 7) == 0) { die("unknown flag %s (-h lists the flags)", flag); }
+                die("%s", err);
+            }
+        }
+        else if (strcmp(flag, "-debug_nan_step") == 0) { a->debug_nan_step = parse_int_flag(flag, v, -1, 1 << 30); }
+        else if (strcmp(flag, "-debug_kill_step") == 0) { a->debug_kill_step = parse_int_flag(flag, v, -1, 1 << 30); }
+        else { die("unknown flag %s (-h lists the flags)", flag); }
+    }
+    // -fp8 (TE/Megatron's switch) and -precision must agree
+    if (a->fp8_flag) {
+        int off = strcmp(a->fp8_flag, "off") == 0;
+        if (a->precision_set && ((off && a->precision == PRECISION_FP8) || (!off && a->precision != PRECISION_FP8))) {
+            die("-fp8 %s conflicts with -precision %s", a->fp8_flag, precision_name(a->precision));
+        }
+        if (off) {
+            if (!a->precision_set) { a->precision = PRECISION_BF16; }
+        } else {
+            char err[256];
+            a->precision = PRECISION_FP8;
+            if (delayed_scaling_set(&a->recipe, "fp8_format", a->fp8_flag, "-fp8", err, sizeof(err))) { die("%s", err); }
+        }
+    }
+    if (a->resume && !a->output_dir) { die("-y 1 needs -o: the folder to resume from"); }
+}
+
+static void dirname_of(char* out, size_t outlen, const char* path) {
+    snprintf(out, outlen, "%s", path);
+    char* slash = strrchr(out, '/');
+    if (slash) { *slash = '\0'; } else { snprintf(out, outlen, "."); }
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static FILE* open_log(const char* dir, const char* name, int append) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE* f = fopen(path, append ? "a" : "w");
+    if (!f) { die("cannot open %s for writing: %s", path, strerror(errno)); }
+    return f;
+}
+
+
+// ----------------------------------------------------------------------------
+// checkpoints: model_%08d.bin, state_%08d_%05d.bin, DONE_%08d (see checkpoint.h), from host arrays
+
+static void checkpoint_save(const char* dir, int step, const GPT2Config* config, const float* params, const float* m,
+                            const float* v, const StateHeader* h, const float* fp8_memory) {
+    char path[1024], err[512];
+    int32_t header[256];
+    model_header_fill(header, config);
+    snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
+    if (model_file_write(path, header, params, (size_t)h->num_parameters, err, sizeof(err))) { die("%s", err); }
+    snprintf(path, sizeof(path), "%s/state_%08d_%05d.bin", dir, step, h->process_rank);
+    if (state_file_write(path, h, m, v, fp8_memory, err, sizeof(err))) { die("%s", err); }
+    // DONE last: a resume only trusts a step whose files are all complete
+    snprintf(path, sizeof(path), "%s/DONE_%08d", dir, step);
+    AtomicFile done;
+    if (atomic_open(&done, path, err, sizeof(err)) || atomic_commit(&done, err, sizeof(err))) { die("%s", err); }
+}
+
+static int same_config(const GPT2Config* a, const GPT2Config* b) {
+    return a->max_seq_len == b->max_seq_len && a->vocab_size == b->vocab_size &&
+           a->padded_vocab_size == b->padded_vocab_size && a->num_layers == b->num_layers &&
+           a->num_heads == b->num_heads && a->channels == b->channels;
+}
+
+// Loads checkpoint `step` of `dir` into params, m, v and (when FP8) fp8->memory, after checking that it fits the
+// run described by `h` (model, precision, FP8 shape); on return h holds the file's step, RNG and data position.
+static void checkpoint_load(const char* dir, int step, const GPT2Config* config, float* params, float* m, float* v,
+                            StateHeader* h, Fp8Meta* fp8) {
+    char path[1024], err[512];
+    snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
+    GPT2Config file_config;
+    size_t n;
+    float* file_params = read_model_file(path, &file_config, &n);
+    if (!same_config(&file_config, config)) {
+        die("%s: checkpoint model (L %d, C %d, NH %d, V %d, maxT %d) differs from the run's (L %d, C %d, NH %d, V %d, maxT %d)",
+            path, file_config.num_layers, file_config.channels, file_config.num_heads, file_config.vocab_size,
+            file_config.max_seq_len, config->num_layers, config->channels, config->num_heads, config->vocab_size,
+            config->max_seq_len);
+    }
+    memcpy(params, file_params, n * sizeof(float));
+    free(file_params);
+    snprintf(path, sizeof(path), "%s/state_%08d_%05d.bin", dir, step, h->process_rank);
+    StateHeader file;
+    if (state_file_read_header(path, &file, err, sizeof(err))) { die("%s", err); }
+    if (file.num_processes != h->num_processes) {
+        die("%s: written by %d processes, this run has %d", path, file.num_processes, h->num_processes);
+    }
+    if (file.num_parameters != h->num_parameters) { die("%s: parameter count does not match the model", path); }
+    if (file.precision != h->precision) {
+        die("%s: checkpoint was trained with -precision %s, this run uses %s", path,
+            precision_name((Precision)file.precision), precision_name((Precision)h->precision));
+    }
+    if (file.fp8_modules != h->fp8_modules ||
+        (h->fp8_modules && (file.recipe.amax_history_len != h->recipe.amax_history_len ||
+                            file.fp8_bf16_first_last != h->fp8_bf16_first_last || file.fp8_lm_head != h->fp8_lm_head))) {
+        die("%s: FP8 state shape differs (modules %d, amax_history_len %d, bf16_first_last %d, lm_head %d in the file)",
+            path, file.fp8_modules, file.recipe.amax_history_len, file.fp8_bf16_first_last, file.fp8_lm_head);
+    }
+    if (state_file_read_body(path, &file, m, v, fp8 ? fp8->memory : NULL, err, sizeof(err))) { die("%s", err); }
+    if (fp8) {  // histories may hold 0 but never NaN; scales and scale_inv must be positive and finite
+        size_t history = (size_t)fp8->amax_history_len * fp8->num_slots;
+        for (size_t i = 0; i < fp8->num_floats; i++) {
+            float x = fp8->memory[i];
+            if (isnan(x) || (i >= history && !(x > 0.0f && isfinite(x)))) {
+                die("%s: corrupt FP8 state (entry %zu is %g)", path, i, x);
+            }
+        }
+    }
+    h->step = file.step;
+    h->rng_state = file.rng_state;
+    h->shard_index = file.shard_index;
+    h->shard_position = file.shard_position;
+}
+
+#endif  // GPTFP8_TRAIN_COMMON_H
