@@ -409,10 +409,6 @@ static void point_activations(ActivationTensors* acts, float* memory, const size
     }
 }
 
-// The linear (GEMM) modules, in FP8 module order: 4 per block, then the LM head.
-enum { LINEAR_QKV = 0, LINEAR_ATTPROJ = 1, LINEAR_FC = 2, LINEAR_FCPROJ = 3, LINEARS_PER_BLOCK = 4 };
-static const char* linear_names[LINEARS_PER_BLOCK] = {"qkv", "attproj", "fc", "fcproj"};
-
 typedef struct {
     GPT2Config config;
     // parameters, their gradients and AdamW moments: one buffer each, laid out as ParameterTensors
@@ -497,17 +493,18 @@ static LinearModule linear_module(GPT2* model, int module) {
     return lm;
 }
 
-// Whether a module goes through FP8 at all, and which of its three GEMMs do (override_linear_precision).
-static int module_is_fp8(const GPT2* model, int module) {
-    if (model->precision != PRECISION_FP8) { return 0; }
-    if (module == lm_head_module(model)) { return model->fp8_lm_head; }
-    int l = module / LINEARS_PER_BLOCK, L = model->config.num_layers, n = model->fp8_bf16_first_last;
-    return l >= n && l < L - n;
+// Which GEMMs of a module go through FP8: llmc/train_common.h's rules, for this model.
+static LinearPrecision gpt2_linear_precision(const GPT2* m) {
+    LinearPrecision p = {m->precision, &m->recipe, m->fp8_bf16_first_last, m->fp8_lm_head, m->config.num_layers};
+    return p;
+}
+static int module_is_fp8(const GPT2* m, int module) {
+    LinearPrecision p = gpt2_linear_precision(m);
+    return linear_is_fp8(&p, module);
 }
 static int fprop_is_fp8(const GPT2* m, int module) { return module_is_fp8(m, module) && !m->recipe.override_fprop; }
 static int dgrad_is_fp8(const GPT2* m, int module) { return module_is_fp8(m, module) && !m->recipe.override_dgrad; }
 static int wgrad_is_fp8(const GPT2* m, int module) { return module_is_fp8(m, module) && !m->recipe.override_wgrad; }
-// slots in use: weight for fprop or dgrad, input for fprop or wgrad, grad_output for dgrad or wgrad
 static int weight_slot_used(const GPT2* m, int module) { return fprop_is_fp8(m, module) || dgrad_is_fp8(m, module); }
 static int input_slot_used(const GPT2* m, int module) { return fprop_is_fp8(m, module) || wgrad_is_fp8(m, module); }
 static int grad_slot_used(const GPT2* m, int module) { return dgrad_is_fp8(m, module) || wgrad_is_fp8(m, module); }

@@ -32,7 +32,7 @@ heuristic only on its first pass. 32 MiB workspace, the size cuBLASLt's Hopper k
 typedef struct {
     int rows, out_cols, k;
     cudaDataType_t weight_type, inp_type, out_type;
-    int has_bias, accumulate, fast_accum;
+    int has_bias, accumulate, fast_accum, trans_a, trans_b;
 } GemmKey;
 
 typedef struct {
@@ -60,13 +60,25 @@ static inline void gemm_context_free(GemmContext* ctx) {
 
 static inline int gemm_type_is_fp8(cudaDataType_t t) { return t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2; }
 
-// out (rows, out_cols) = inp (rows, k) @ weight (out_cols, k)^T (+ bias) (+ out). weight_scale_inv / inp_scale_inv:
-// device pointers, required for FP8 operands and ignored otherwise. Bias is bf16 (out_cols) or NULL.
-static inline void gemm_tn(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* weight,
-                           cudaDataType_t weight_type, const float* weight_scale_inv, const void* inp,
-                           cudaDataType_t inp_type, const float* inp_scale_inv, const void* bias, int rows,
-                           int out_cols, int k, int accumulate, int fast_accum, cudaStream_t stream) {
+// The general form, in cuBLASLt's column-major terms: D (m, n) = op(A) (m, k) @ op(B) (k, n) (+ bias (m)) (+ D).
+// A is stored (k, m) when trans_a, else (m, k); B is stored (n, k) when trans_b, else (k, n) (column-major, so a
+// row-major (r, c) array is a column-major (c, r) one). FP8 operands need trans_a = 1, trans_b = 0 on Hopper and
+// their scale_inv device pointers; bias is bf16 or NULL.
+static inline void gemm_lt(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* a, cudaDataType_t a_type,
+                           const float* a_scale_inv, int trans_a, const void* b, cudaDataType_t b_type,
+                           const float* b_scale_inv, int trans_b, const void* bias, int m, int n, int k, int accumulate,
+                           int fast_accum, cudaStream_t stream) {
+    const void* weight = a;
+    const void* inp = b;
+    cudaDataType_t weight_type = a_type, inp_type = b_type;
+    const float* weight_scale_inv = a_scale_inv;
+    const float* inp_scale_inv = b_scale_inv;
+    int out_cols = m, rows = n;
     int fp8 = gemm_type_is_fp8(weight_type) || gemm_type_is_fp8(inp_type);
+    if (fp8 && (!trans_a || trans_b)) {
+        fprintf(stderr, "error: Hopper FP8 GEMMs take only the TN layout (trans_a %d, trans_b %d)\n", trans_a, trans_b);
+        exit(1);
+    }
     if (fp8 && (k % 16 != 0 || out_cols % 16 != 0 || rows % 16 != 0)) {
         fprintf(stderr, "error: FP8 GEMM needs dimensions that are multiples of 16 (rows %d, out_cols %d, k %d)\n", rows,
                 out_cols, k);
@@ -74,9 +86,9 @@ static inline void gemm_tn(GemmContext* ctx, void* out, cudaDataType_t out_type,
     }
     cublasLtMatmulDesc_t desc;
     cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
-    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof(op_t)));
-    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_n, sizeof(op_n)));
+    cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
+    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
     if (fp8) {
         cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &weight_scale_inv,
                                                    sizeof(weight_scale_inv)));
@@ -92,10 +104,17 @@ static inline void gemm_tn(GemmContext* ctx, void* out, cudaDataType_t out_type,
         cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
         cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
     }
-    // column-major: A is (k x out_cols), B is (k x rows), C and D are (out_cols x rows)
     cublasLtMatrixLayout_t a_layout, b_layout, d_layout;
-    cublasCheck(cublasLtMatrixLayoutCreate(&a_layout, weight_type, k, out_cols, k));
-    cublasCheck(cublasLtMatrixLayoutCreate(&b_layout, inp_type, k, rows, k));
+    if (trans_a) {
+        cublasCheck(cublasLtMatrixLayoutCreate(&a_layout, weight_type, k, out_cols, k));
+    } else {
+        cublasCheck(cublasLtMatrixLayoutCreate(&a_layout, weight_type, out_cols, k, out_cols));
+    }
+    if (trans_b) {
+        cublasCheck(cublasLtMatrixLayoutCreate(&b_layout, inp_type, rows, k, rows));
+    } else {
+        cublasCheck(cublasLtMatrixLayoutCreate(&b_layout, inp_type, k, rows, k));
+    }
     cublasCheck(cublasLtMatrixLayoutCreate(&d_layout, out_type, out_cols, rows, out_cols));
 
     GemmKey key;
@@ -109,6 +128,8 @@ static inline void gemm_tn(GemmContext* ctx, void* out, cudaDataType_t out_type,
     key.has_bias = bias != NULL;
     key.accumulate = accumulate;
     key.fast_accum = fp8 && fast_accum;
+    key.trans_a = trans_a;
+    key.trans_b = trans_b;
     GemmPlan* plan = NULL;
     for (int i = 0; i < ctx->num_plans; i++) {
         if (memcmp(&ctx->plans[i].key, &key, sizeof(key)) == 0) { plan = &ctx->plans[i]; break; }
@@ -141,6 +162,16 @@ static inline void gemm_tn(GemmContext* ctx, void* out, cudaDataType_t out_type,
     cublasCheck(cublasLtMatrixLayoutDestroy(b_layout));
     cublasCheck(cublasLtMatrixLayoutDestroy(d_layout));
     cublasCheck(cublasLtMatmulDescDestroy(desc));
+}
+
+// The trainers' row-major form: out (rows, out_cols) = inp (rows, k) @ weight (out_cols, k)^T (+ bias) (+ out), the
+// TN problem described at the top. weight_scale_inv / inp_scale_inv: device pointers for FP8 operands, else NULL.
+static inline void gemm_tn(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* weight,
+                           cudaDataType_t weight_type, const float* weight_scale_inv, const void* inp,
+                           cudaDataType_t inp_type, const float* inp_scale_inv, const void* bias, int rows,
+                           int out_cols, int k, int accumulate, int fast_accum, cudaStream_t stream) {
+    gemm_lt(ctx, out, out_type, weight, weight_type, weight_scale_inv, 1, inp, inp_type, inp_scale_inv, 0, bias, out_cols,
+            rows, k, accumulate, fast_accum, stream);
 }
 
 #endif  // GPTFP8_GEMM_CUH

@@ -41,6 +41,30 @@ typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1, PRECISION_FP8 = 2 } Preci
 static const char* precision_name(Precision p) { return p == PRECISION_FP32 ? "fp32" : p == PRECISION_BF16 ? "bf16" : "fp8"; }
 
 // ----------------------------------------------------------------------------
+// the linear (GEMM) modules and which of them run in FP8
+
+// FP8 module order: 4 per block, then the LM head.
+enum { LINEAR_QKV = 0, LINEAR_ATTPROJ = 1, LINEAR_FC = 2, LINEAR_FCPROJ = 3, LINEARS_PER_BLOCK = 4 };
+static const char* linear_names[LINEARS_PER_BLOCK] = {"qkv", "attproj", "fc", "fcproj"};
+
+typedef struct {
+    Precision precision;
+    const DelayedScaling* recipe;
+    int fp8_bf16_first_last;  // this many blocks at each end stay BF16
+    int fp8_lm_head;          // the LM head through FP8 too
+    int num_layers;
+} LinearPrecision;
+
+// A module goes through FP8 in fp8 mode unless its block is among the first/last N or it is the LM head (opt-in).
+// Its three GEMMs then follow override_linear_precision.
+static inline int linear_is_fp8(const LinearPrecision* p, int module) {
+    if (p->precision != PRECISION_FP8) { return 0; }
+    if (module == LINEARS_PER_BLOCK * p->num_layers) { return p->fp8_lm_head; }
+    int l = module / LINEARS_PER_BLOCK;
+    return l >= p->fp8_bf16_first_last && l < p->num_layers - p->fp8_bf16_first_last;
+}
+
+// ----------------------------------------------------------------------------
 // model files
 
 // Reads a model file into a freshly allocated parameter buffer; validates header, exact size and finiteness.
@@ -60,7 +84,7 @@ static float* read_model_file(const char* path, GPT2Config* config, size_t* num_
         die("%s: %s model file (%lld bytes, expected %lld for this header)", path,
             actual < expected ? "truncated" : "corrupt", actual, expected);
     }
-    float* params = calloc_or_die(n, sizeof(float), "parameters");
+    float* params = (float*)calloc_or_die(n, sizeof(float), "parameters");
     if (read_exact(f, params, n * sizeof(float), path, "the parameters", err, sizeof(err))) { die("%s", err); }
     fclose(f);
     for (size_t i = 0; i < n; i++) {

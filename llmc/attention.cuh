@@ -1,0 +1,161 @@
+/*
+llmc/attention.cuh — causal multi-head attention in plain CUDA + cuBLAS: the fallback to cuDNN's fused attention,
+and its check. It materializes the (B, NH, T, T) attention matrix, so it is memory-hungry at long T; what it buys is
+that every step is a kernel or a GEMM a reader can follow, the same math as attention_forward in train_gpt_fp8.c.
+
+Forward:  qkv (B, T, 3C) -> permute -> q, k, v (B, NH, T, HS)
+          preatt = q @ k^T (batched over B*NH)  -> causal softmax(preatt / sqrt(HS)) = att (B, NH, T, T), kept
+          y = att @ v (B, NH, T, HS) -> unpermute -> out (B, T, C)
+Backward: datt = dy @ v^T, dv = att^T @ dy, dpreatt = att * (datt - rowsum(att * datt)) / sqrt(HS),
+          dq = dpreatt @ k, dk = dpreatt^T @ q -> permute back into dqkv (B, T, 3C)
+*/
+#ifndef GPTFP8_ATTENTION_CUH
+#define GPTFP8_ATTENTION_CUH
+
+#include <cublas_v2.h>
+
+#include "cuda_utils.cuh"
+#include "kernels.cuh"
+
+// qkv (B, T, 3, NH, HS) -> q, k, v each (B, NH, T, HS)
+__global__ void attention_permute_kernel(floatX* q, floatX* k, floatX* v, const floatX* qkv, int B, int T, int NH, int HS) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)B * NH * T * HS) { return; }
+    int d = (int)(idx % HS);
+    size_t rest = idx / HS;
+    int t = (int)(rest % T);
+    rest /= T;
+    int h = (int)(rest % NH);
+    int b = (int)(rest / NH);
+    size_t src = (((size_t)b * T + t) * 3 * NH + h) * HS + d;
+    q[idx] = qkv[src];
+    k[idx] = qkv[src + (size_t)NH * HS];
+    v[idx] = qkv[src + 2 * (size_t)NH * HS];
+}
+
+// the reverse: dq, dk, dv (B, NH, T, HS) -> dqkv (B, T, 3, NH, HS)
+__global__ void attention_permute_backward_kernel(floatX* dqkv, const floatX* dq, const floatX* dk, const floatX* dv,
+                                                  int B, int T, int NH, int HS) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)B * NH * T * HS) { return; }
+    int d = (int)(idx % HS);
+    size_t rest = idx / HS;
+    int t = (int)(rest % T);
+    rest /= T;
+    int h = (int)(rest % NH);
+    int b = (int)(rest / NH);
+    size_t dst = (((size_t)b * T + t) * 3 * NH + h) * HS + d;
+    dqkv[dst] = dq[idx];
+    dqkv[dst + (size_t)NH * HS] = dk[idx];
+    dqkv[dst + 2 * (size_t)NH * HS] = dv[idx];
+}
+
+// y (B, NH, T, HS) <-> out (B, T, NH, HS); `forward` picks the direction
+__global__ void attention_unpermute_kernel(floatX* out, floatX* y, int B, int T, int NH, int HS, int forward) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)B * NH * T * HS) { return; }
+    int d = (int)(idx % HS);
+    size_t rest = idx / HS;
+    int t = (int)(rest % T);
+    rest /= T;
+    int h = (int)(rest % NH);
+    int b = (int)(rest / NH);
+    size_t other = (((size_t)b * T + t) * NH + h) * HS + d;
+    if (forward) { out[other] = y[idx]; } else { y[idx] = out[other]; }
+}
+
+// att (rows = B*NH*T, T): causal softmax of scale * preatt; one block per row. Entries t2 > t are 0.
+__global__ void causal_softmax_forward_kernel(floatX* att, const floatX* preatt, int T, float scale) {
+    size_t row = blockIdx.x;
+    int t = (int)(row % T);
+    const floatX* p = preatt + row * T;
+    float maxval = -FLT_MAX;
+    for (int j = threadIdx.x; j <= t; j += blockDim.x) { maxval = fmaxf(maxval, scale * __bfloat162float(p[j])); }
+    maxval = block_max(maxval);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j <= t; j += blockDim.x) { sum += expf(scale * __bfloat162float(p[j]) - maxval); }
+    sum = block_sum(sum);
+    for (int j = threadIdx.x; j < T; j += blockDim.x) {
+        float a = j <= t ? expf(scale * __bfloat162float(p[j]) - maxval) / sum : 0.0f;
+        att[row * T + j] = __float2bfloat16_rn(a);
+    }
+}
+
+// dpreatt = att * (datt - sum_j att_j * datt_j) * scale, in place over datt; one block per row
+__global__ void causal_softmax_backward_kernel(floatX* datt, const floatX* att, int T, float scale) {
+    size_t row = blockIdx.x;
+    int t = (int)(row % T);
+    const floatX* a = att + row * T;
+    floatX* d = datt + row * T;
+    float dot = 0.0f;
+    for (int j = threadIdx.x; j <= t; j += blockDim.x) { dot += __bfloat162float(a[j]) * __bfloat162float(d[j]); }
+    dot = block_sum(dot);
+    for (int j = threadIdx.x; j < T; j += blockDim.x) {
+        float g = j <= t ? __bfloat162float(a[j]) * (__bfloat162float(d[j]) - dot) * scale : 0.0f;
+        d[j] = __float2bfloat16_rn(g);
+    }
+}
+
+// Row-major batched GEMM: C (M, N) = op(A) (M, K) @ op(B) (K, N), bf16 in and out, fp32 accumulation. cuBLAS is
+// column-major, and a row-major matrix is its transpose there, so this asks cuBLAS for C^T = op(B)^T op(A)^T.
+static inline void batched_gemm_rowmajor(cublasHandle_t handle, int trans_a, int trans_b, int M, int N, int K,
+                                         const floatX* A, long long stride_a, const floatX* B, long long stride_b,
+                                         floatX* C, long long stride_c, int batch, float beta) {
+    const float alpha = 1.0f;
+    int lda = trans_a ? M : K, ldb = trans_b ? K : N;
+    cublasCheck(cublasGemmStridedBatchedEx(handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                           N, M, K, &alpha, B, CUDA_R_16BF, ldb, stride_b, A, CUDA_R_16BF, lda, stride_a,
+                                           &beta, C, CUDA_R_16BF, N, stride_c, batch, CUBLAS_COMPUTE_32F,
+                                           CUBLAS_GEMM_DEFAULT));
+}
+
+// scratch: q, k, v, y each (B, NH, T, HS); preatt (B, NH, T, T)
+typedef struct {
+    floatX *q, *k, *v, *y, *preatt;
+} AttentionScratch;
+
+// out (B, T, C); att (B, NH, T, T) kept for the backward; qkv (B, T, 3C)
+static inline void attention_forward(cublasHandle_t handle, floatX* out, floatX* att, const floatX* qkv,
+                                     AttentionScratch* s, int B, int T, int C, int NH, cudaStream_t stream) {
+    int HS = C / NH;
+    size_t n = (size_t)B * T * C;
+    cublasCheck(cublasSetStream(handle, stream));
+    attention_permute_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(s->q, s->k, s->v, qkv, B, T, NH, HS);
+    cudaCheck(cudaGetLastError());
+    // preatt (T, T) = q (T, HS) @ k^T, per (b, h)
+    batched_gemm_rowmajor(handle, 0, 1, T, T, HS, s->q, (long long)T * HS, s->k, (long long)T * HS, s->preatt,
+                          (long long)T * T, B * NH, 0.0f);
+    causal_softmax_forward_kernel<<<B * NH * T, 256, 0, stream>>>(att, s->preatt, T, 1.0f / sqrtf((float)HS));
+    cudaCheck(cudaGetLastError());
+    // y (T, HS) = att (T, T) @ v (T, HS)
+    batched_gemm_rowmajor(handle, 0, 0, T, HS, T, att, (long long)T * T, s->v, (long long)T * HS, s->y,
+                          (long long)T * HS, B * NH, 0.0f);
+    attention_unpermute_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(out, s->y, B, T, NH, HS, 1);
+    cudaCheck(cudaGetLastError());
+}
+
+// dqkv (B, T, 3C) = backward of the above given dout (B, T, C); qkv and att from the forward. Reuses the scratch:
+// q, k, v are recomputed from qkv; preatt holds datt/dpreatt; y holds dy.
+static inline void attention_backward(cublasHandle_t handle, floatX* dqkv, const floatX* dout, const floatX* qkv,
+                                      const floatX* att, AttentionScratch* s, floatX* dq, floatX* dk, floatX* dv, int B,
+                                      int T, int C, int NH, cudaStream_t stream) {
+    int HS = C / NH;
+    size_t n = (size_t)B * T * C;
+    cublasCheck(cublasSetStream(handle, stream));
+    attention_permute_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(s->q, s->k, s->v, qkv, B, T, NH, HS);
+    attention_unpermute_kernel<<<blocks_for(n, 256), 256, 0, stream>>>((floatX*)dout, s->y, B, T, NH, HS, 0);
+    cudaCheck(cudaGetLastError());
+    long long sTH = (long long)T * HS, sTT = (long long)T * T;
+    // datt (T, T) = dy (T, HS) @ v^T ; dv (T, HS) = att^T (T, T) @ dy (T, HS)
+    batched_gemm_rowmajor(handle, 0, 1, T, T, HS, s->y, sTH, s->v, sTH, s->preatt, sTT, B * NH, 0.0f);
+    batched_gemm_rowmajor(handle, 1, 0, T, HS, T, att, sTT, s->y, sTH, dv, sTH, B * NH, 0.0f);
+    causal_softmax_backward_kernel<<<B * NH * T, 256, 0, stream>>>(s->preatt, att, T, 1.0f / sqrtf((float)HS));
+    cudaCheck(cudaGetLastError());
+    // dq (T, HS) = dpreatt (T, T) @ k (T, HS) ; dk (T, HS) = dpreatt^T @ q
+    batched_gemm_rowmajor(handle, 0, 0, T, HS, T, s->preatt, sTT, s->k, sTH, dq, sTH, B * NH, 0.0f);
+    batched_gemm_rowmajor(handle, 1, 0, T, HS, T, s->preatt, sTT, s->q, sTH, dk, sTH, B * NH, 0.0f);
+    attention_permute_backward_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(dqkv, dq, dk, dv, B, T, NH, HS);
+    cudaCheck(cudaGetLastError());
+}
+
+#endif  // GPTFP8_ATTENTION_CUH

@@ -1,0 +1,284 @@
+/*
+llmc/kernels.cuh — the non-FP8 CUDA kernels of the GPU trainer, one per layer, with the names and argument order of
+the CPU reference (train_gpt_fp8.c): encoder, LayerNorm, GELU, residual, the fused softmax + cross-entropy + its
+gradient, bias gradient, global gradient norm and AdamW.
+
+Storage: activations and parameters in bf16 (floatX), master weights, AdamW moments and parameter gradients in fp32,
+every sum in fp32. Kernels favour being readable over the last few percent: one thread block per row where a row is
+reduced (LayerNorm, softmax), 16-byte vectors where elementwise.
+*/
+#ifndef GPTFP8_KERNELS_CUH
+#define GPTFP8_KERNELS_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <float.h>
+#include <stdint.h>
+
+typedef __nv_bfloat16 floatX;
+
+// ----------------------------------------------------------------------------
+// reductions
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) { v += __shfl_xor_sync(0xFFFFFFFFu, v, offset); }
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) { v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, offset)); }
+    return v;
+}
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+__device__ __forceinline__ float block_sum(float v) {
+    __shared__ float partial[32];
+    __shared__ float total;
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = warp_sum(v);
+    if (lane == 0) { partial[warp] = v; }
+    __syncthreads();
+    if (warp == 0) {
+        float w = lane < (int)(blockDim.x / 32) ? partial[lane] : 0.0f;
+        w = warp_sum(w);
+        if (lane == 0) { total = w; }
+    }
+    __syncthreads();
+    float result = total;
+    __syncthreads();  // partial/total are reused by the next call
+    return result;
+}
+__device__ __forceinline__ float block_max(float v) {
+    __shared__ float partial[32];
+    __shared__ float total;
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = warp_max(v);
+    if (lane == 0) { partial[warp] = v; }
+    __syncthreads();
+    if (warp == 0) {
+        float w = lane < (int)(blockDim.x / 32) ? partial[lane] : -FLT_MAX;
+        w = warp_max(w);
+        if (lane == 0) { total = w; }
+    }
+    __syncthreads();
+    float result = total;
+    __syncthreads();
+    return result;
+}
+
+// ----------------------------------------------------------------------------
+// encoder
+
+// out (B, T, C) = wte[inp] + wpe[t]
+__global__ void encoder_forward_kernel(floatX* out, const int* inp, const floatX* wte, const floatX* wpe, int B, int T,
+                                       int C) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)B * T * C) { return; }
+    int c = (int)(idx % C);
+    size_t bt = idx / C;
+    int t = (int)(bt % T);
+    out[idx] = __float2bfloat16_rn(__bfloat162float(wte[(size_t)inp[bt] * C + c]) + __bfloat162float(wpe[(size_t)t * C + c]));
+}
+
+// dwte, dwpe fp32 += dout (B, T, C). atomicAdd: two positions can hold the same token.
+__global__ void encoder_backward_kernel(float* dwte, float* dwpe, const floatX* dout, const int* inp, int B, int T, int C) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)B * T * C) { return; }
+    int c = (int)(idx % C);
+    size_t bt = idx / C;
+    int t = (int)(bt % T);
+    float d = __bfloat162float(dout[idx]);
+    atomicAdd(&dwte[(size_t)inp[bt] * C + c], d);
+    atomicAdd(&dwpe[(size_t)t * C + c], d);
+}
+
+// ----------------------------------------------------------------------------
+// LayerNorm: one block per row
+
+__global__ void layernorm_forward_kernel(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
+                                         const floatX* bias, int C) {
+    size_t row = blockIdx.x;
+    const floatX* x = inp + row * C;
+    float sum = 0.0f;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) { sum += __bfloat162float(x[i]); }
+    float m = block_sum(sum) / C;
+    float var = 0.0f;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        float d = __bfloat162float(x[i]) - m;
+        var += d * d;
+    }
+    float s = rsqrtf(block_sum(var) / C + 1e-5f);
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        float n = (__bfloat162float(x[i]) - m) * s;
+        out[row * C + i] = __float2bfloat16_rn(n * __bfloat162float(weight[i]) + __bfloat162float(bias[i]));
+    }
+    if (threadIdx.x == 0) {
+        mean[row] = m;
+        rstd[row] = s;
+    }
+}
+
+// dinp (B*T, C) bf16 += the LayerNorm input gradient; one block per row. The weight and bias gradients are column
+// sums over rows, done by layernorm_param_backward_kernel (a per-element atomicAdd here would serialize on C
+// addresses).
+__global__ void layernorm_backward_kernel(floatX* dinp, const floatX* dout, const floatX* inp, const floatX* weight,
+                                          const float* mean, const float* rstd, int C) {
+    size_t row = blockIdx.x;
+    const floatX* x = inp + row * C;
+    const floatX* dy = dout + row * C;
+    float m = mean[row], s = rstd[row];
+    float dnorm_sum = 0.0f, dnorm_norm_sum = 0.0f;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        float norm = (__bfloat162float(x[i]) - m) * s;
+        float dnorm = __bfloat162float(weight[i]) * __bfloat162float(dy[i]);
+        dnorm_sum += dnorm;
+        dnorm_norm_sum += dnorm * norm;
+    }
+    float dnorm_mean = block_sum(dnorm_sum) / C, dnorm_norm_mean = block_sum(dnorm_norm_sum) / C;
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        float norm = (__bfloat162float(x[i]) - m) * s;
+        float dnorm = __bfloat162float(weight[i]) * __bfloat162float(dy[i]);
+        float dx = (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+        dinp[row * C + i] = __float2bfloat16_rn(__bfloat162float(dinp[row * C + i]) + dx);
+    }
+}
+
+// Column sums over row chunks: a thread owns one column of a chunk of COLUMN_SUM_ROWS rows (coalesced across the
+// warp), then one atomicAdd per (chunk, column).
+#define COLUMN_SUM_ROWS 64
+
+// dweight (C) += sum over rows of norm * dout, dbias (C) += sum of dout
+__global__ void layernorm_param_backward_kernel(float* dweight, float* dbias, const floatX* dout, const floatX* inp,
+                                                const float* mean, const float* rstd, int rows, int C) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) { return; }
+    int r0 = blockIdx.y * COLUMN_SUM_ROWS, r1 = min(rows, r0 + COLUMN_SUM_ROWS);
+    float dw = 0.0f, db = 0.0f;
+    for (int r = r0; r < r1; r++) {
+        float d = __bfloat162float(dout[(size_t)r * C + c]);
+        dw += (__bfloat162float(inp[(size_t)r * C + c]) - mean[r]) * rstd[r] * d;
+        db += d;
+    }
+    atomicAdd(&dweight[c], dw);
+    atomicAdd(&dbias[c], db);
+}
+
+// ----------------------------------------------------------------------------
+// GELU (tanh approximation), residual
+
+#define GELU_SCALING_FACTOR 0.7978845608028654f
+
+__global__ void gelu_forward_kernel(floatX* out, const floatX* inp, size_t N) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) { return; }
+    float x = __bfloat162float(inp[i]);
+    float cube = 0.044715f * x * x * x;
+    out[i] = __float2bfloat16_rn(0.5f * x * (1.0f + tanhf(GELU_SCALING_FACTOR * (x + cube))));
+}
+
+// dinp = gelu'(inp) * dout (dinp is written, not accumulated: it is the fc GEMM's only input gradient)
+__global__ void gelu_backward_kernel(floatX* dinp, const floatX* inp, const floatX* dout, size_t N) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) { return; }
+    float x = __bfloat162float(inp[i]);
+    float cube = 0.044715f * x * x * x;
+    float tanh_arg = GELU_SCALING_FACTOR * (x + cube);
+    float tanh_out = tanhf(tanh_arg);
+    float cosh_out = coshf(tanh_arg);
+    float sech2 = 1.0f / (cosh_out * cosh_out);
+    float grad = 0.5f * (1.0f + tanh_out) + x * 0.5f * sech2 * GELU_SCALING_FACTOR * (1.0f + 3.0f * 0.044715f * x * x);
+    dinp[i] = __float2bfloat16_rn(grad * __bfloat162float(dout[i]));
+}
+
+__global__ void residual_forward_kernel(floatX* out, const floatX* inp1, const floatX* inp2, size_t N) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) { out[i] = __float2bfloat16_rn(__bfloat162float(inp1[i]) + __bfloat162float(inp2[i])); }
+}
+
+// dst += src (bf16), the residual backward: a residual stream's gradient flows into both branches
+__global__ void add_inplace_kernel(floatX* dst, const floatX* src, size_t N) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) { dst[i] = __float2bfloat16_rn(__bfloat162float(dst[i]) + __bfloat162float(src[i])); }
+}
+
+// ----------------------------------------------------------------------------
+// softmax + cross-entropy + gradient, fused: one block per (b, t). logits (B*T, Vp) bf16 are overwritten with
+// dlogits = (probs - onehot(target)) * dloss; losses (B*T) fp32. Only the real vocabulary [0, V) counts; padded
+// columns get gradient 0.
+
+__global__ void fused_classifier_kernel(floatX* logits, float* losses, const int* targets, float dloss, int V, int Vp,
+                                        int write_gradient) {
+    size_t row = blockIdx.x;
+    floatX* l = logits + row * Vp;
+    float maxval = -FLT_MAX;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) { maxval = fmaxf(maxval, __bfloat162float(l[i])); }
+    maxval = block_max(maxval);
+    float sum = 0.0f;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) { sum += expf(__bfloat162float(l[i]) - maxval); }
+    sum = block_sum(sum);
+    int target = targets[row];
+    if (threadIdx.x == 0) { losses[row] = logf(sum) + maxval - __bfloat162float(l[target]); }
+    __syncthreads();  // the loss read l[target] before anyone overwrites it
+    if (!write_gradient) { return; }
+    for (int i = threadIdx.x; i < Vp; i += blockDim.x) {
+        float g = 0.0f;
+        if (i < V) {
+            float p = expf(__bfloat162float(l[i]) - maxval) / sum;
+            g = (p - (i == target ? 1.0f : 0.0f)) * dloss;
+        }
+        l[i] = __float2bfloat16_rn(g);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// bias gradient: dbias (OC) fp32 += column sums of dout (rows, OC) bf16, by row chunks as above
+
+__global__ void bias_backward_kernel(float* dbias, const floatX* dout, int rows, int OC) {
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= OC) { return; }
+    int r0 = blockIdx.y * COLUMN_SUM_ROWS, r1 = min(rows, r0 + COLUMN_SUM_ROWS);
+    float sum = 0.0f;
+    for (int r = r0; r < r1; r++) { sum += __bfloat162float(dout[(size_t)r * OC + o]); }
+    atomicAdd(&dbias[o], sum);
+}
+
+// ----------------------------------------------------------------------------
+// gradient norm and AdamW
+
+// *norm_squared += sum of squares of grads (n) fp32
+__global__ void norm_squared_kernel(float* norm_squared, const float* grads, size_t n) {
+    float sum = 0.0f;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        sum += grads[i] * grads[i];
+    }
+    sum = block_sum(sum);
+    if (threadIdx.x == 0) { atomicAdd(norm_squared, sum); }
+}
+
+// AdamW on fp32 master weights; writes the bf16 copy the GEMMs read. grad_scale applies the clipping, computed on
+// the device from the norm so the host never waits for it.
+__global__ void adamw_kernel(float* master, floatX* params, const float* grads, float* m, float* v, size_t n, float lr,
+                             float beta1, float beta2, float bias1, float bias2, float eps, float weight_decay,
+                             const float* norm_squared, float grad_clip) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) { return; }
+    float norm = sqrtf(*norm_squared);
+    float clip_scale = norm > grad_clip ? grad_clip / norm : 1.0f;
+    float grad = grads[i] * clip_scale;
+    float mi = beta1 * m[i] + (1.0f - beta1) * grad;
+    float vi = beta2 * v[i] + (1.0f - beta2) * grad * grad;
+    m[i] = mi;
+    v[i] = vi;
+    float w = master[i];
+    w -= lr * ((mi / bias1) / (sqrtf(vi / bias2) + eps) + weight_decay * w);
+    master[i] = w;
+    params[i] = __float2bfloat16_rn(w);
+}
+
+// fp32 -> bf16 copy (initial parameters, loaded checkpoints)
+__global__ void float_to_bf16_kernel(floatX* out, const float* inp, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { out[i] = __float2bfloat16_rn(inp[i]); }
+}
+
+static inline unsigned int blocks_for(size_t n, int block_size) { return (unsigned int)((n + block_size - 1) / block_size); }
+
+#endif  // GPTFP8_KERNELS_CUH

@@ -1,0 +1,733 @@
+/*
+train_gpt_fp8.cu — the GPU trainer: the same GPT-2, flags, data, logs and checkpoints as the CPU reference
+(train_gpt_fp8.c), on cuBLASLt, with BF16 or FP8 delayed scaling for the four linear layers of every block.
+
+STATUS: written and compiled without a GPU; it has not run yet. The first GPU session must run test_gpt_fp8 (against
+the CPU reference) before any number from this program is believed.
+
+Data flow of one FP8 linear layer (module), forward and backward, as in Transformer Engine on Hopper:
+  forward   X bf16 --cast(scale[input], amax -> row 0)--> X fp8;  out = gemm(W fp8, X fp8) -> bf16 (+ bias)
+  backward  dY bf16 --cast+transpose(scale[grad_output], amax -> row 0)--> dY fp8, dY^T fp8
+            X  bf16 --cast+transpose(scale[input], no record: same bytes as the forward's)--> X^T fp8
+            dX = gemm(W^T fp8, dY fp8)        dW += gemm(X^T fp8, dY^T fp8) (fp32)
+  per step  update every slot (one launch) -> AdamW on fp32 masters -> W bf16 --cast+transpose(new scale)--> W, W^T fp8
+The BF16 path runs the same GEMMs on bf16 operands. LayerNorm, attention, GELU, residuals and the loss are bf16
+kernels (llmc/kernels.cuh, llmc/attention.cuh); parameter gradients, master weights and AdamW moments are fp32.
+
+Not in this version yet (see README, Status): cuDNN attention (the plain CUDA/cuBLAS attention runs instead), the
+FP8 diagnostics file, sampling, fusing the casts into LayerNorm/GELU, multi-GPU.
+*/
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fp8/gemm.cuh"
+#include "fp8/meta.h"
+#include "fp8/quantize.cuh"
+#include "fp8/update.cuh"
+#include "llmc/attention.cuh"
+#include "llmc/dataloader.h"
+#include "llmc/kernels.cuh"
+#include "llmc/schedule.h"
+#include "llmc/tokenizer.h"
+#include "llmc/train_common.h"
+
+static cudaDataType_t fp8_cuda_type(Fp8Format f) { return f == FP8_E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
+
+// ----------------------------------------------------------------------------
+// the model on the GPU
+
+// bf16 parameter pointers, in ParameterTensors' order
+typedef struct {
+    floatX *wte, *wpe, *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb,
+        *lnfw, *lnfb;
+} ParameterTensorsX;
+
+static void point_parameters_bf16(ParameterTensorsX* p, floatX* memory, const size_t* sizes) {
+    floatX** ptrs[NUM_PARAMETER_TENSORS] = {&p->wte,  &p->wpe,      &p->ln1w,     &p->ln1b, &p->qkvw, &p->qkvb,
+                                           &p->attprojw, &p->attprojb, &p->ln2w, &p->ln2b, &p->fcw,  &p->fcb,
+                                           &p->fcprojw,  &p->fcprojb,  &p->lnfw, &p->lnfb};
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        *(ptrs[i]) = memory;
+        memory += sizes[i];
+    }
+}
+
+typedef struct {
+    floatX* encoded;    // (B, T, C)
+    floatX* ln1;        // (L, B, T, C)
+    float* ln1_mean;    // (L, B, T)
+    float* ln1_rstd;    // (L, B, T)
+    floatX* qkv;        // (L, B, T, 3C)
+    floatX* atty;       // (L, B, T, C)
+    floatX* att;        // (L, B, NH, T, T)
+    floatX* residual2;  // (L, B, T, C)
+    floatX* ln2;        // (L, B, T, C)
+    float* ln2_mean;    // (L, B, T)
+    float* ln2_rstd;    // (L, B, T)
+    floatX* fch;        // (L, B, T, 4C)
+    floatX* fch_gelu;   // (L, B, T, 4C)
+    floatX* residual3;  // (L, B, T, C)
+    floatX* lnf;        // (B, T, C)
+    float* lnf_mean;    // (B, T)
+    float* lnf_rstd;    // (B, T)
+    floatX* logits;     // (B, T, Vp), overwritten by dlogits in training
+    float* losses;      // (B, T)
+    floatX* proj_out;   // (B, T, C) a projection's output before the residual add
+} ActivationsGPU;
+
+typedef struct {
+    GPT2Config config;
+    int B, T;
+    size_t param_sizes[NUM_PARAMETER_TENSORS];
+    size_t num_parameters;
+    float* master;          // fp32 master weights (P)
+    floatX* params_memory;  // their bf16 copy (P)
+    ParameterTensorsX params;
+    float* grads_memory;    // fp32 (P)
+    ParameterTensors grads;
+    float *m_memory, *v_memory;
+    ActivationsGPU acts;
+    int* inputs;   // (B, T) on the device
+    int* targets;  // (B, T)
+    // backward scratch
+    floatX *dresidual, *dbtc, *dbtc2, *dbt4c, *dqkv;  // (B,T,C) x3, (B,T,4C), (B,T,3C)
+    floatX *dq, *dk, *dv;                              // (B, NH, T, HS) each
+    AttentionScratch attention;
+    float* norm_squared;  // (1)
+    // precision
+    Precision precision;
+    DelayedScaling recipe;
+    int fp8_bf16_first_last, fp8_lm_head;
+    int fp8_record;            // casts record amaxes (training) or not (evaluation)
+    Fp8Meta fp8_host;          // layout and a host copy of the FP8 metadata (for checkpoints)
+    float* fp8_device;         // the metadata itself: amax_history, scale, scale_inv (fp8_host.num_floats)
+    float* amax_discard;       // where casts that must not record write their amax
+    uint8_t *weight_fp8, *weight_t_fp8;  // per module at weight_fp8_offset: W (OC, IC) and W^T (IC, OC)
+    size_t* weight_fp8_offset;
+    uint8_t *x_fp8, *x_t_fp8, *dy_fp8, *dy_t_fp8;  // (B*T*widest) scratch
+    GemmContext gemm;
+    cublasHandle_t cublas;
+    cudaStream_t stream;
+    int num_sms;
+    float mean_loss;
+} GPT2GPU;
+
+static int num_modules(const GPT2GPU* m) { return LINEARS_PER_BLOCK * m->config.num_layers + 1; }
+static int lm_head(const GPT2GPU* m) { return LINEARS_PER_BLOCK * m->config.num_layers; }
+static LinearPrecision gpu_linear_precision(const GPT2GPU* m) {
+    LinearPrecision p = {m->precision, &m->recipe, m->fp8_bf16_first_last, m->fp8_lm_head, m->config.num_layers};
+    return p;
+}
+static int module_fp8(const GPT2GPU* m, int module) {
+    LinearPrecision p = gpu_linear_precision(m);
+    return linear_is_fp8(&p, module);
+}
+static int fprop_fp8(const GPT2GPU* m, int module) { return module_fp8(m, module) && !m->recipe.override_fprop; }
+static int dgrad_fp8(const GPT2GPU* m, int module) { return module_fp8(m, module) && !m->recipe.override_dgrad; }
+static int wgrad_fp8(const GPT2GPU* m, int module) { return module_fp8(m, module) && !m->recipe.override_wgrad; }
+
+typedef struct {
+    floatX *weight, *bias;
+    float *dweight, *dbias;
+    int IC, OC;
+} LinearX;
+
+static LinearX linear_x(GPT2GPU* model, int module) {
+    int C = model->config.channels;
+    LinearX lx;
+    memset(&lx, 0, sizeof(lx));
+    if (module == lm_head(model)) {
+        lx.weight = model->params.wte;
+        lx.dweight = model->grads.wte;
+        lx.IC = C;
+        lx.OC = model->config.padded_vocab_size;
+        return lx;
+    }
+    int l = module / LINEARS_PER_BLOCK, kind = module % LINEARS_PER_BLOCK;
+    ParameterTensorsX* p = &model->params;
+    ParameterTensors* g = &model->grads;
+    size_t lc = (size_t)l * C;
+    if (kind == LINEAR_QKV) {
+        lx = (LinearX){p->qkvw + lc * 3 * C, p->qkvb + lc * 3, g->qkvw + lc * 3 * C, g->qkvb + lc * 3, C, 3 * C};
+    } else if (kind == LINEAR_ATTPROJ) {
+        lx = (LinearX){p->attprojw + lc * C, p->attprojb + lc, g->attprojw + lc * C, g->attprojb + lc, C, C};
+    } else if (kind == LINEAR_FC) {
+        lx = (LinearX){p->fcw + lc * 4 * C, p->fcb + lc * 4, g->fcw + lc * 4 * C, g->fcb + lc * 4, C, 4 * C};
+    } else {
+        lx = (LinearX){p->fcprojw + lc * 4 * C, p->fcprojb + lc, g->fcprojw + lc * 4 * C, g->fcprojb + lc, 4 * C, C};
+    }
+    return lx;
+}
+
+// device pointers into the FP8 metadata of a slot
+static float* slot_scale(GPT2GPU* m, int slot) { return m->fp8_device + (size_t)m->fp8_host.amax_history_len * m->fp8_host.num_slots + slot; }
+static float* slot_scale_inv(GPT2GPU* m, int slot) { return slot_scale(m, slot) + m->fp8_host.num_slots; }
+static float* slot_amax(GPT2GPU* m, int slot, int record) { return record && m->fp8_record ? m->fp8_device + slot : m->amax_discard; }
+
+static void* device_alloc(size_t bytes) {
+    void* p = NULL;
+    cudaCheck(cudaMalloc(&p, bytes ? bytes : 16));
+    cudaCheck(cudaMemset(p, 0, bytes ? bytes : 16));
+    return p;
+}
+
+// Cast every FP8 module's bf16 weight (and its transpose) with its current scale; `record`: amax into row 0.
+static void gpt2_cast_weights_fp8(GPT2GPU* model, int record) {
+    for (int module = 0; module < num_modules(model); module++) {
+        if (!fprop_fp8(model, module) && !dgrad_fp8(model, module)) { continue; }
+        LinearX lx = linear_x(model, module);
+        int slot = fp8_meta_fwd_slot(&model->fp8_host, module, FP8_FWD_WEIGHT);
+        size_t off = model->weight_fp8_offset[module];
+        cudaCheck(fp8_cast_transpose_amax(model->weight_fp8 + off, model->weight_t_fp8 + off, lx.weight, lx.OC, lx.IC,
+                                          slot_scale(model, slot), record ? model->fp8_device + slot : model->amax_discard,
+                                          model->fp8_host.forward_format, model->stream));
+    }
+}
+
+static void gpt2_gpu_allocate(GPT2GPU* model, const GPT2Config* config, const TrainArgs* args, int B, int T) {
+    memset(model, 0, sizeof(*model));
+    model->config = *config;
+    model->B = B;
+    model->T = T;
+    model->precision = args->precision;
+    model->recipe = args->recipe;
+    model->fp8_bf16_first_last = args->fp8_bf16_first_last;
+    model->fp8_lm_head = args->fp8_lm_head;
+    model->fp8_record = 1;
+    int C = config->channels, NH = config->num_heads, L = config->num_layers, Vp = config->padded_vocab_size;
+    size_t BT = (size_t)B * T, BTC = BT * C;
+    fill_in_parameter_sizes(model->param_sizes, config);
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { model->num_parameters += model->param_sizes[i]; }
+    size_t P = model->num_parameters;
+    model->master = (float*)device_alloc(P * 4);
+    model->params_memory = (floatX*)device_alloc(P * 2);
+    model->grads_memory = (float*)device_alloc(P * 4);
+    model->m_memory = (float*)device_alloc(P * 4);
+    model->v_memory = (float*)device_alloc(P * 4);
+    point_parameters_bf16(&model->params, model->params_memory, model->param_sizes);
+    point_parameters(&model->grads, model->grads_memory, model->param_sizes);
+    ActivationsGPU* a = &model->acts;
+    a->encoded = (floatX*)device_alloc(BTC * 2);
+    a->ln1 = (floatX*)device_alloc(L * BTC * 2);
+    a->ln1_mean = (float*)device_alloc(L * BT * 4);
+    a->ln1_rstd = (float*)device_alloc(L * BT * 4);
+    a->qkv = (floatX*)device_alloc(L * BTC * 3 * 2);
+    a->atty = (floatX*)device_alloc(L * BTC * 2);
+    a->att = (floatX*)device_alloc((size_t)L * B * NH * T * T * 2);
+    a->residual2 = (floatX*)device_alloc(L * BTC * 2);
+    a->ln2 = (floatX*)device_alloc(L * BTC * 2);
+    a->ln2_mean = (float*)device_alloc(L * BT * 4);
+    a->ln2_rstd = (float*)device_alloc(L * BT * 4);
+    a->fch = (floatX*)device_alloc(L * BTC * 4 * 2);
+    a->fch_gelu = (floatX*)device_alloc(L * BTC * 4 * 2);
+    a->residual3 = (floatX*)device_alloc(L * BTC * 2);
+    a->lnf = (floatX*)device_alloc(BTC * 2);
+    a->lnf_mean = (float*)device_alloc(BT * 4);
+    a->lnf_rstd = (float*)device_alloc(BT * 4);
+    a->logits = (floatX*)device_alloc(BT * Vp * 2);
+    a->losses = (float*)device_alloc(BT * 4);
+    a->proj_out = (floatX*)device_alloc(BTC * 2);
+    model->inputs = (int*)device_alloc(BT * 4);
+    model->targets = (int*)device_alloc(BT * 4);
+    model->dresidual = (floatX*)device_alloc(BTC * 2);
+    model->dbtc = (floatX*)device_alloc(BTC * 2);
+    model->dbtc2 = (floatX*)device_alloc(BTC * 2);
+    model->dbt4c = (floatX*)device_alloc(BTC * 4 * 2);
+    model->dqkv = (floatX*)device_alloc(BTC * 3 * 2);
+    model->dq = (floatX*)device_alloc(BTC * 2);
+    model->dk = (floatX*)device_alloc(BTC * 2);
+    model->dv = (floatX*)device_alloc(BTC * 2);
+    model->attention.q = (floatX*)device_alloc(BTC * 2);
+    model->attention.k = (floatX*)device_alloc(BTC * 2);
+    model->attention.v = (floatX*)device_alloc(BTC * 2);
+    model->attention.y = (floatX*)device_alloc(BTC * 2);
+    model->attention.preatt = (floatX*)device_alloc((size_t)B * NH * T * T * 2);
+    model->norm_squared = (float*)device_alloc(4);
+    model->amax_discard = (float*)device_alloc(4);
+    if (model->precision == PRECISION_FP8) {
+        char err[256];
+        if (fp8_meta_init(&model->fp8_host, num_modules(model), &model->recipe, err, sizeof(err))) { die("%s", err); }
+        model->fp8_device = (float*)device_alloc(model->fp8_host.num_floats * 4);
+        cudaCheck(cudaMemcpy(model->fp8_device, model->fp8_host.memory, model->fp8_host.num_floats * 4, cudaMemcpyHostToDevice));
+        model->weight_fp8_offset = (size_t*)calloc_or_die((size_t)num_modules(model), sizeof(size_t), "offsets");
+        size_t total = 0;
+        for (int module = 0; module < num_modules(model); module++) {
+            model->weight_fp8_offset[module] = total;
+            if (fprop_fp8(model, module) || dgrad_fp8(model, module)) {
+                LinearX lx = linear_x(model, module);
+                total += (size_t)lx.OC * lx.IC;
+            }
+        }
+        model->weight_fp8 = (uint8_t*)device_alloc(total);
+        model->weight_t_fp8 = (uint8_t*)device_alloc(total);
+        size_t widest = (size_t)(4 * C > Vp ? 4 * C : Vp);
+        model->x_fp8 = (uint8_t*)device_alloc(BT * widest);
+        model->x_t_fp8 = (uint8_t*)device_alloc(BT * widest);
+        model->dy_fp8 = (uint8_t*)device_alloc(BT * widest);
+        model->dy_t_fp8 = (uint8_t*)device_alloc(BT * widest);
+    }
+    gemm_context_init(&model->gemm);
+    cublasCheck(cublasCreate(&model->cublas));
+    cudaCheck(cudaStreamCreate(&model->stream));
+    cudaCheck(cudaDeviceGetAttribute(&model->num_sms, cudaDevAttrMultiProcessorCount, 0));
+}
+
+// out (B*T, OC) = inp (B*T, IC) @ W^T + b, in the module's precision
+static void linear_forward(GPT2GPU* model, int module, floatX* out, const floatX* inp) {
+    LinearX lx = linear_x(model, module);
+    int rows = model->B * model->T;
+    if (fprop_fp8(model, module)) {
+        Fp8Meta* meta = &model->fp8_host;
+        int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT), w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
+        cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lx.IC, slot_scale(model, in_slot),
+                                slot_amax(model, in_slot, 1), meta->forward_format, model->num_sms, model->stream));
+        gemm_tn(&model->gemm, out, CUDA_R_16BF, model->weight_fp8 + model->weight_fp8_offset[module],
+                fp8_cuda_type(meta->forward_format), slot_scale_inv(model, w_slot), model->x_fp8,
+                fp8_cuda_type(meta->forward_format), slot_scale_inv(model, in_slot), lx.bias, rows, lx.OC, lx.IC, 0, 1,
+                model->stream);
+        return;
+    }
+    if (wgrad_fp8(model, module)) {  // fprop overridden to BF16, wgrad in FP8: the input's amax is still recorded
+        Fp8Meta* meta = &model->fp8_host;
+        int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
+        cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lx.IC, slot_scale(model, in_slot),
+                                slot_amax(model, in_slot, 1), meta->forward_format, model->num_sms, model->stream));
+    }
+    gemm_tn(&model->gemm, out, CUDA_R_16BF, lx.weight, CUDA_R_16BF, NULL, inp, CUDA_R_16BF, NULL, lx.bias, rows, lx.OC,
+            lx.IC, 0, 0, model->stream);
+}
+
+// dinp (B*T, IC) = dout @ W (written), dW += dout^T @ inp, db += column sums of dout
+static void linear_backward(GPT2GPU* model, int module, floatX* dinp, const floatX* dout, const floatX* inp) {
+    LinearX lx = linear_x(model, module);
+    int rows = model->B * model->T;
+    if (lx.dbias) {
+        dim3 grid(blocks_for(lx.OC, 256), blocks_for(rows, COLUMN_SUM_ROWS));
+        bias_backward_kernel<<<grid, 256, 0, model->stream>>>(lx.dbias, dout, rows, lx.OC);
+        cudaCheck(cudaGetLastError());
+    }
+    Fp8Meta* meta = &model->fp8_host;
+    int g_slot = 0, in_slot = 0, w_slot = 0;
+    if (dgrad_fp8(model, module) || wgrad_fp8(model, module)) {
+        g_slot = fp8_meta_bwd_slot(meta, module, FP8_BWD_GRAD_OUTPUT);
+        in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
+        w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
+        cudaCheck(fp8_cast_transpose_amax(model->dy_fp8, model->dy_t_fp8, dout, rows, lx.OC, slot_scale(model, g_slot),
+                                          slot_amax(model, g_slot, 1), meta->backward_format, model->stream));
+    }
+    if (dgrad_fp8(model, module)) {
+        gemm_tn(&model->gemm, dinp, CUDA_R_16BF, model->weight_t_fp8 + model->weight_fp8_offset[module],
+                fp8_cuda_type(meta->forward_format), slot_scale_inv(model, w_slot), model->dy_fp8,
+                fp8_cuda_type(meta->backward_format), slot_scale_inv(model, g_slot), NULL, rows, lx.IC, lx.OC, 0, 0,
+                model->stream);
+    } else {  // dX (rows, IC): column-major m = IC, n = rows, k = OC; A = W (IC x OC, op N), B = dY (OC x rows, op N)
+        gemm_lt(&model->gemm, dinp, CUDA_R_16BF, lx.weight, CUDA_R_16BF, NULL, 0, dout, CUDA_R_16BF, NULL, 0, NULL, lx.IC,
+                rows, lx.OC, 0, 0, model->stream);
+    }
+    if (wgrad_fp8(model, module)) {  // the input's transpose, cast with the forward's scale (same bytes, no record)
+        cudaCheck(fp8_cast_transpose_amax(NULL, model->x_t_fp8, inp, rows, lx.IC, slot_scale(model, in_slot),
+                                          model->amax_discard, meta->forward_format, model->stream));
+        gemm_tn(&model->gemm, lx.dweight, CUDA_R_32F, model->x_t_fp8, fp8_cuda_type(meta->forward_format),
+                slot_scale_inv(model, in_slot), model->dy_t_fp8, fp8_cuda_type(meta->backward_format),
+                slot_scale_inv(model, g_slot), NULL, lx.OC, lx.IC, rows, 1, 0, model->stream);
+    } else {  // dW (OC, IC): column-major m = IC, n = OC, k = rows; A = X (IC x rows, op N), B = dY (op T)
+        gemm_lt(&model->gemm, lx.dweight, CUDA_R_32F, inp, CUDA_R_16BF, NULL, 0, dout, CUDA_R_16BF, NULL, 1, NULL, lx.IC,
+                lx.OC, rows, 1, 0, model->stream);
+    }
+}
+
+// Forward on model->inputs/targets (already on the device); returns the mean loss. `training`: write dlogits.
+static float gpt2_forward(GPT2GPU* model, int training, float dloss) {
+    int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads, L = model->config.num_layers;
+    int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
+    size_t BT = (size_t)B * T, BTC = BT * C;
+    ActivationsGPU* a = &model->acts;
+    ParameterTensorsX* p = &model->params;
+    cudaStream_t s = model->stream;
+    encoder_forward_kernel<<<blocks_for(BTC, 256), 256, 0, s>>>(a->encoded, model->inputs, p->wte, p->wpe, B, T, C);
+    cudaCheck(cudaGetLastError());
+    for (int l = 0; l < L; l++) {
+        const floatX* residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BTC;
+        floatX* ln1 = a->ln1 + l * BTC;
+        floatX* qkv = a->qkv + l * BTC * 3;
+        floatX* atty = a->atty + l * BTC;
+        floatX* residual2 = a->residual2 + l * BTC;
+        floatX* ln2 = a->ln2 + l * BTC;
+        floatX* fch = a->fch + l * BTC * 4;
+        floatX* fch_gelu = a->fch_gelu + l * BTC * 4;
+        floatX* residual3 = a->residual3 + l * BTC;
+        int module = l * LINEARS_PER_BLOCK;
+        layernorm_forward_kernel<<<BT, 256, 0, s>>>(ln1, a->ln1_mean + l * BT, a->ln1_rstd + l * BT, residual,
+                                                    p->ln1w + l * C, p->ln1b + l * C, C);
+        cudaCheck(cudaGetLastError());
+        linear_forward(model, module + LINEAR_QKV, qkv, ln1);
+        attention_forward(model->cublas, atty, a->att + (size_t)l * B * NH * T * T, qkv, &model->attention, B, T, C, NH, s);
+        linear_forward(model, module + LINEAR_ATTPROJ, a->proj_out, atty);
+        residual_forward_kernel<<<blocks_for(BTC, 256), 256, 0, s>>>(residual2, residual, a->proj_out, BTC);
+        layernorm_forward_kernel<<<BT, 256, 0, s>>>(ln2, a->ln2_mean + l * BT, a->ln2_rstd + l * BT, residual2,
+                                                    p->ln2w + l * C, p->ln2b + l * C, C);
+        cudaCheck(cudaGetLastError());
+        linear_forward(model, module + LINEAR_FC, fch, ln2);
+        gelu_forward_kernel<<<blocks_for(BTC * 4, 256), 256, 0, s>>>(fch_gelu, fch, BTC * 4);
+        linear_forward(model, module + LINEAR_FCPROJ, a->proj_out, fch_gelu);
+        residual_forward_kernel<<<blocks_for(BTC, 256), 256, 0, s>>>(residual3, residual2, a->proj_out, BTC);
+        cudaCheck(cudaGetLastError());
+    }
+    layernorm_forward_kernel<<<BT, 256, 0, s>>>(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (L - 1) * BTC, p->lnfw,
+                                                p->lnfb, C);
+    cudaCheck(cudaGetLastError());
+    linear_forward(model, lm_head(model), a->logits, a->lnf);
+    fused_classifier_kernel<<<BT, 512, 0, s>>>(a->logits, a->losses, model->targets, dloss, V, Vp, training);
+    cudaCheck(cudaGetLastError());
+    float* losses = (float*)malloc(BT * sizeof(float));
+    cudaCheck(cudaMemcpyAsync(losses, a->losses, BT * sizeof(float), cudaMemcpyDeviceToHost, s));
+    cudaCheck(cudaStreamSynchronize(s));
+    double sum = 0.0;
+    for (size_t i = 0; i < BT; i++) { sum += losses[i]; }
+    free(losses);
+    model->mean_loss = (float)(sum / BT);
+    return model->mean_loss;
+}
+
+// Backward of the last training forward (its logits already hold dlogits); parameter gradients accumulate.
+static void gpt2_backward(GPT2GPU* model) {
+    int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads, L = model->config.num_layers;
+    size_t BT = (size_t)B * T, BTC = BT * C;
+    ActivationsGPU* a = &model->acts;
+    ParameterTensorsX* p = &model->params;
+    ParameterTensors* g = &model->grads;
+    cudaStream_t s = model->stream;
+    // LM head: dlnf -> dbtc; then the final LayerNorm into dresidual (the gradient of the last residual stream)
+    linear_backward(model, lm_head(model), model->dbtc, a->logits, a->lnf);
+    cudaCheck(cudaMemsetAsync(model->dresidual, 0, BTC * 2, s));
+    const floatX* last = a->residual3 + (L - 1) * BTC;
+    layernorm_backward_kernel<<<BT, 256, 0, s>>>(model->dresidual, model->dbtc, last, p->lnfw, a->lnf_mean, a->lnf_rstd, C);
+    dim3 col_grid(blocks_for(C, 256), blocks_for(BT, COLUMN_SUM_ROWS));
+    layernorm_param_backward_kernel<<<col_grid, 256, 0, s>>>(g->lnfw, g->lnfb, model->dbtc, last, a->lnf_mean, a->lnf_rstd,
+                                                             (int)BT, C);
+    cudaCheck(cudaGetLastError());
+    for (int l = L - 1; l >= 0; l--) {
+        const floatX* residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BTC;
+        int module = l * LINEARS_PER_BLOCK;
+        // dresidual holds d(residual3); residual3 = residual2 + fcproj: both get it. fcproj's input gradient:
+        linear_backward(model, module + LINEAR_FCPROJ, model->dbt4c, model->dresidual, a->fch_gelu + l * BTC * 4);
+        gelu_backward_kernel<<<blocks_for(BTC * 4, 256), 256, 0, s>>>(model->dbt4c, a->fch + l * BTC * 4, model->dbt4c,
+                                                                      BTC * 4);
+        cudaCheck(cudaGetLastError());
+        linear_backward(model, module + LINEAR_FC, model->dbtc, model->dbt4c, a->ln2 + l * BTC);
+        // d(residual2) = d(residual3) + LayerNorm2 backward, accumulated in place in dresidual
+        layernorm_backward_kernel<<<BT, 256, 0, s>>>(model->dresidual, model->dbtc, a->residual2 + l * BTC,
+                                                     p->ln2w + l * C, a->ln2_mean + l * BT, a->ln2_rstd + l * BT, C);
+        layernorm_param_backward_kernel<<<col_grid, 256, 0, s>>>(g->ln2w + l * C, g->ln2b + l * C, model->dbtc,
+                                                                 a->residual2 + l * BTC, a->ln2_mean + l * BT,
+                                                                 a->ln2_rstd + l * BT, (int)BT, C);
+        cudaCheck(cudaGetLastError());
+        // residual2 = residual + attproj: attproj's output gradient is d(residual2)
+        linear_backward(model, module + LINEAR_ATTPROJ, model->dbtc2, model->dresidual, a->atty + l * BTC);
+        attention_backward(model->cublas, model->dqkv, model->dbtc2, a->qkv + l * BTC * 3,
+                           a->att + (size_t)l * B * NH * T * T, &model->attention, model->dq, model->dk, model->dv, B, T,
+                           C, NH, s);
+        linear_backward(model, module + LINEAR_QKV, model->dbtc, model->dqkv, a->ln1 + l * BTC);
+        layernorm_backward_kernel<<<BT, 256, 0, s>>>(model->dresidual, model->dbtc, residual, p->ln1w + l * C,
+                                                     a->ln1_mean + l * BT, a->ln1_rstd + l * BT, C);
+        layernorm_param_backward_kernel<<<col_grid, 256, 0, s>>>(g->ln1w + l * C, g->ln1b + l * C, model->dbtc, residual,
+                                                                 a->ln1_mean + l * BT, a->ln1_rstd + l * BT, (int)BT, C);
+        cudaCheck(cudaGetLastError());
+    }
+    encoder_backward_kernel<<<blocks_for(BTC, 256), 256, 0, s>>>(g->wte, g->wpe, model->dresidual, model->inputs, B, T, C);
+    cudaCheck(cudaGetLastError());
+}
+
+// Global gradient norm (device, then copied back: the step is skipped on a non-finite one).
+static float gpt2_grad_norm(GPT2GPU* model) {
+    cudaCheck(cudaMemsetAsync(model->norm_squared, 0, 4, model->stream));
+    norm_squared_kernel<<<model->num_sms * 2, 512, 0, model->stream>>>(model->norm_squared, model->grads_memory,
+                                                                       model->num_parameters);
+    cudaCheck(cudaGetLastError());
+    float norm_squared;
+    cudaCheck(cudaMemcpyAsync(&norm_squared, model->norm_squared, 4, cudaMemcpyDeviceToHost, model->stream));
+    cudaCheck(cudaStreamSynchronize(model->stream));
+    return sqrtf(norm_squared);
+}
+
+static void gpt2_update(GPT2GPU* model, float lr, float weight_decay, float grad_clip, int t) {
+    const float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f;
+    float bias1 = 1.0f - powf(beta1, (float)t), bias2 = 1.0f - powf(beta2, (float)t);
+    size_t offset = 0;
+    for (int tensor = 0; tensor < NUM_PARAMETER_TENSORS; tensor++) {
+        size_t n = model->param_sizes[tensor];
+        float decay = parameter_tensor_is_2d(tensor) ? weight_decay : 0.0f;
+        adamw_kernel<<<blocks_for(n, 512), 512, 0, model->stream>>>(
+            model->master + offset, model->params_memory + offset, model->grads_memory + offset, model->m_memory + offset,
+            model->v_memory + offset, n, lr, beta1, beta2, bias1, bias2, eps, decay, model->norm_squared, grad_clip);
+        cudaCheck(cudaGetLastError());
+        offset += n;
+    }
+}
+
+// host <-> device copies of what a checkpoint holds
+static void gpt2_download_state(GPT2GPU* model, float* params, float* m, float* v) {
+    cudaCheck(cudaMemcpy(params, model->master, model->num_parameters * 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(m, model->m_memory, model->num_parameters * 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(v, model->v_memory, model->num_parameters * 4, cudaMemcpyDeviceToHost));
+    if (model->precision == PRECISION_FP8) {
+        cudaCheck(cudaMemcpy(model->fp8_host.memory, model->fp8_device, model->fp8_host.num_floats * 4, cudaMemcpyDeviceToHost));
+    }
+}
+
+static void gpt2_upload_params(GPT2GPU* model, const float* params) {
+    cudaCheck(cudaMemcpy(model->master, params, model->num_parameters * 4, cudaMemcpyHostToDevice));
+    float_to_bf16_kernel<<<blocks_for(model->num_parameters, 512), 512>>>(model->params_memory, model->master,
+                                                                         model->num_parameters);
+    cudaCheck(cudaGetLastError());
+}
+
+static StateHeader gpu_state_header(const GPT2GPU* model, int step, const DataLoader* loader) {
+    StateHeader h;
+    memset(&h, 0, sizeof(h));
+    h.num_processes = 1;
+    h.precision = model->precision;
+    h.fp8_modules = model->precision == PRECISION_FP8 ? model->fp8_host.num_modules : 0;
+    h.recipe = model->recipe;
+    if (model->precision != PRECISION_FP8) { delayed_scaling_default(&h.recipe); }
+    h.fp8_bf16_first_last = model->fp8_bf16_first_last;
+    h.fp8_lm_head = model->fp8_lm_head;
+    h.B = model->B;
+    h.T = model->T;
+    h.step = step;
+    h.num_parameters = (int64_t)model->num_parameters;
+    h.shard_index = loader ? (int64_t)loader->current_shard_idx : 0;
+    h.shard_position = loader ? (int64_t)loader->current_position : 0;
+    return h;
+}
+
+static void upload_batch(GPT2GPU* model, const DataLoader* loader) {
+    size_t bytes = (size_t)model->B * model->T * sizeof(int);
+    cudaCheck(cudaMemcpyAsync(model->inputs, loader->inputs, bytes, cudaMemcpyHostToDevice, model->stream));
+    cudaCheck(cudaMemcpyAsync(model->targets, loader->targets, bytes, cudaMemcpyHostToDevice, model->stream));
+}
+
+int main(int argc, char** argv) {
+    require_cuda_device("train_gpt_fp8");
+    TrainArgs args;
+    parse_args(&args, argc, argv);
+    char err[512];
+    Tokenizer tokenizer;
+    memset(&tokenizer, 0, sizeof(tokenizer));
+    int have_tokenizer = 0;
+    char tokenizer_path[1024];
+    if (args.tokenizer_explicit) {
+        snprintf(tokenizer_path, sizeof(tokenizer_path), "%s", args.tokenizer_path);
+    } else {
+        char dir[1024];
+        dirname_of(dir, sizeof(dir), args.train_pattern);
+        snprintf(tokenizer_path, sizeof(tokenizer_path), "%s/tokenizer.bin", dir);
+    }
+    if (args.tokenizer_explicit || access(tokenizer_path, F_OK) == 0) {
+        if (tokenizer_init(&tokenizer, tokenizer_path, err, sizeof(err))) { die("%s", err); }
+        have_tokenizer = 1;
+    }
+    GPT2Config config;
+    memset(&config, 0, sizeof(config));
+    float* host_params = NULL;
+    size_t loaded = 0;
+    if (args.model_spec[0] && gpt2_depth_preset(args.model_spec, &args.num_layers, &args.channels, &args.num_heads) != 0) {
+        host_params = read_model_file(args.model_spec, &config, &loaded);
+    } else {
+        config.num_layers = args.num_layers;
+        config.channels = args.channels;
+        config.num_heads = args.num_heads;
+        config.max_seq_len = args.max_seq_len ? args.max_seq_len : (args.model_spec[0] ? 1024 : args.T);
+        config.vocab_size = args.vocab_override ? args.vocab_override : have_tokenizer ? (int)tokenizer.vocab_size : 0;
+        if (!config.vocab_size) { die("cannot tell the vocabulary size: give -tk tokenizer.bin, -V, or -e model.bin"); }
+        config.padded_vocab_size = padded_vocab(config.vocab_size);
+        if (config.channels % config.num_heads != 0) { die("-C %d is not divisible by -NH %d", config.channels, config.num_heads); }
+    }
+    if (have_tokenizer && (int)tokenizer.vocab_size != config.vocab_size) {
+        die("tokenizer %s has %u tokens but the model has a vocabulary of %d", tokenizer_path, tokenizer.vocab_size,
+            config.vocab_size);
+    }
+    int B = args.B, T = args.T;
+    if (T > config.max_seq_len) { die("-t %d is longer than the model's maximum sequence length %d", T, config.max_seq_len); }
+    if (args.precision == PRECISION_FP32) { die("-precision fp32 is the CPU reference's mode; the GPU trainer runs bf16 or fp8"); }
+    if (args.precision == PRECISION_FP8 && (config.channels % 64 != 0 || (B * T) % 64 != 0)) {
+        die("fp8 on the GPU needs C and B*T to be multiples of 64 (C %d, B*T %d)", config.channels, B * T);
+    }
+    int total_batch = args.total_batch_size == -1 ? B * T : args.total_batch_size;
+    if (total_batch <= 0 || total_batch % (B * T) != 0) { die("-d %d must be a positive multiple of B*T = %d", total_batch, B * T); }
+    int grad_accum_steps = total_batch / (B * T);
+    if (2 * args.fp8_bf16_first_last > config.num_layers) {
+        die("-fp8_bf16_first_last %d leaves no FP8 block in a %d-layer model (at most %d)", args.fp8_bf16_first_last,
+            config.num_layers, config.num_layers / 2);
+    }
+
+    GPT2GPU model;
+    gpt2_gpu_allocate(&model, &config, &args, B, T);
+    float* host_m = (float*)calloc_or_die(model.num_parameters, 4, "AdamW m");
+    float* host_v = (float*)calloc_or_die(model.num_parameters, 4, "AdamW v");
+    if (!host_params) {  // the same initialisation as the CPU trainer, from the same seed
+        host_params = (float*)calloc_or_die(model.num_parameters, 4, "parameters");
+        ParameterTensors p;
+        point_parameters(&p, host_params, model.param_sizes);
+        Rng init_rng;
+        rng_seed(&init_rng, (uint64_t)args.seed);
+        gpt2_init_parameters(&p, model.param_sizes, &config, &init_rng);
+    }
+
+    DataLoader train_loader, val_loader;
+    memset(&val_loader, 0, sizeof(val_loader));
+    if (dataloader_init(&train_loader, args.train_pattern, B, T, 0, 1, config.vocab_size, err, sizeof(err))) { die("%s", err); }
+    int have_val = args.val_every > 0;
+    if (have_val && dataloader_init(&val_loader, args.val_pattern, B, T, 0, 1, config.vocab_size, err, sizeof(err))) {
+        die("%s", err);
+    }
+    int train_steps = args.max_steps;
+    if (train_steps == -1) {
+        train_steps = (int)(dataloader_num_batches(&train_loader) / (size_t)grad_accum_steps);
+        if (train_steps < 1) { train_steps = 1; }
+    }
+    int val_steps = have_val ? (int)dataloader_num_batches(&val_loader) : 0;
+    if (val_steps > args.val_max_steps) { val_steps = args.val_max_steps; }
+
+    int start_step = 0;
+    if (args.output_dir && mkdir(args.output_dir, 0755) != 0 && errno != EEXIST) {
+        die("cannot create output folder %s: %s", args.output_dir, strerror(errno));
+    }
+    uint64_t rng_state = (uint64_t)args.seed ^ 0x5EEDull;
+    if (args.resume) {
+        long long latest = latest_checkpoint_step(args.output_dir);
+        if (latest >= 0) {
+            StateHeader h = gpu_state_header(&model, (int)latest, NULL);
+            checkpoint_load(args.output_dir, (int)latest, &config, host_params, host_m, host_v, &h,
+                            model.precision == PRECISION_FP8 ? &model.fp8_host : NULL);
+            if (dataloader_resume(&train_loader, (size_t)h.shard_index, (size_t)h.shard_position, err, sizeof(err))) {
+                die("%s", err);
+            }
+            rng_state = h.rng_state;
+            start_step = (int)latest;
+            cudaCheck(cudaMemcpy(model.m_memory, host_m, model.num_parameters * 4, cudaMemcpyHostToDevice));
+            cudaCheck(cudaMemcpy(model.v_memory, host_v, model.num_parameters * 4, cudaMemcpyHostToDevice));
+            if (model.precision == PRECISION_FP8) {
+                cudaCheck(cudaMemcpy(model.fp8_device, model.fp8_host.memory, model.fp8_host.num_floats * 4,
+                                     cudaMemcpyHostToDevice));
+            }
+            printf("resumed from %s/model_%08lld.bin at step %d\n", args.output_dir, latest, start_step);
+        } else {
+            printf("resume: no complete checkpoint (DONE_*) in %s, starting from scratch\n", args.output_dir);
+        }
+    }
+    gpt2_upload_params(&model, host_params);
+    if (model.precision == PRECISION_FP8) { gpt2_cast_weights_fp8(&model, start_step == 0); }
+    cudaCheck(cudaDeviceSynchronize());
+
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    printf("| device                | %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+    printf("| model                 | L %d, C %d, NH %d, V %d (Vp %d), maxT %d, %zu params\n", config.num_layers,
+           config.channels, config.num_heads, config.vocab_size, config.padded_vocab_size, config.max_seq_len,
+           model.num_parameters);
+    printf("| batch                 | B %d, T %d, total %d tokens, %d accumulation steps, %d steps\n", B, T, total_batch,
+           grad_accum_steps, train_steps);
+    printf("| precision             | %s (attention: plain CUDA/cuBLAS)\n", precision_name(args.precision));
+    if (args.precision == PRECISION_FP8) {
+        printf("| fp8 recipe            | ");
+        delayed_scaling_print(&args.recipe, stdout);
+        printf("| fp8 GEMMs             | per block: %s, %s, %s, %s; LM head %s\n", linear_names[0], linear_names[1],
+               linear_names[2], linear_names[3], args.fp8_lm_head ? "fp8" : "bf16");
+    }
+
+    FILE* main_log = args.output_dir ? open_log(args.output_dir, "main.log", start_step > 0) : NULL;
+    double total_time = 0.0;
+    int timed_steps = 0;
+    for (int step = start_step; step <= train_steps; step++) {
+        int last_step = step == train_steps;
+        if (step != start_step || start_step == 0) {
+            if (have_val && (step % args.val_every == 0 || last_step)) {
+                model.fp8_record = 0;
+                dataloader_reset(&val_loader);
+                double val_loss = 0.0;
+                for (int i = 0; i < val_steps; i++) {
+                    if (dataloader_next_batch(&val_loader, err, sizeof(err))) { die("%s", err); }
+                    upload_batch(&model, &val_loader);
+                    val_loss += gpt2_forward(&model, 0, 0.0f);
+                }
+                val_loss /= val_steps;
+                model.fp8_record = 1;
+                printf("val loss %f\n", val_loss);
+                if (main_log) { fprintf(main_log, "s:%d tel:%.4f\n", step, val_loss); fflush(main_log); }
+            }
+            if (args.output_dir && step > 0 && ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || last_step)) {
+                gpt2_download_state(&model, host_params, host_m, host_v);
+                StateHeader h = gpu_state_header(&model, step, &train_loader);
+                h.rng_state = rng_state;
+                checkpoint_save(args.output_dir, step, &config, host_params, host_m, host_v, &h, model.fp8_host.memory);
+                printf("checkpoint: %s/model_%08d.bin\n", args.output_dir, step);
+            }
+        }
+        if (last_step) { break; }
+        cudaEvent_t start, stop;
+        cudaCheck(cudaEventCreate(&start));
+        cudaCheck(cudaEventCreate(&stop));
+        cudaCheck(cudaEventRecord(start, model.stream));
+        cudaCheck(cudaMemsetAsync(model.grads_memory, 0, model.num_parameters * 4, model.stream));
+        double loss = 0.0;
+        for (int micro = 0; micro < grad_accum_steps; micro++) {
+            if (dataloader_next_batch(&train_loader, err, sizeof(err))) { die("%s", err); }
+            upload_batch(&model, &train_loader);
+            loss += gpt2_forward(&model, 1, 1.0f / ((float)B * T * grad_accum_steps)) / grad_accum_steps;
+            gpt2_backward(&model);
+        }
+        float norm = gpt2_grad_norm(&model);
+        float lr = learning_rate_at(step, train_steps, args.learning_rate, args.warmup_steps, args.final_lr_fraction);
+        if (!isfinite(loss) || !isfinite(norm)) {
+            fprintf(stderr, "warning: step %d: loss %g, gradient norm %g is not finite; step skipped, weights and FP8 state kept\n",
+                    step + 1, loss, norm);
+            if (model.precision == PRECISION_FP8) {  // drop the step's input and gradient amaxes, keep the weights'
+                Fp8Meta* meta = &model.fp8_host;
+                float* row0 = (float*)calloc_or_die((size_t)meta->num_slots, 4, "row 0");
+                cudaCheck(cudaMemcpy(row0, model.fp8_device, meta->num_slots * 4, cudaMemcpyDeviceToHost));
+                for (int s = 0; s < meta->num_slots; s++) {
+                    if (!(fp8_slot_is_forward(s, meta->num_modules) && s % FP8_FWD_SLOTS == FP8_FWD_WEIGHT)) { row0[s] = 0.0f; }
+                }
+                cudaCheck(cudaMemcpy(model.fp8_device, row0, meta->num_slots * 4, cudaMemcpyHostToDevice));
+                free(row0);
+            }
+        } else {
+            if (model.precision == PRECISION_FP8) {
+                if (fp8_meta_update_needs_host(&model.recipe)) { die("FP8 recipe callbacks run on the CPU trainer only"); }
+                cudaCheck(fp8_meta_update_launch(model.fp8_device, &model.fp8_host, &model.recipe, step, model.stream));
+            }
+            gpt2_update(&model, lr, args.weight_decay, args.grad_clip, step + 1);
+            if (model.precision == PRECISION_FP8) { gpt2_cast_weights_fp8(&model, 1); }
+        }
+        cudaCheck(cudaEventRecord(stop, model.stream));
+        cudaCheck(cudaEventSynchronize(stop));
+        float ms;
+        cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+        cudaCheck(cudaEventDestroy(start));
+        cudaCheck(cudaEventDestroy(stop));
+        if (step > start_step) { total_time += ms / 1000.0; timed_steps++; }
+        double avg = timed_steps ? total_time / timed_steps : ms / 1000.0;
+        double eta = avg * (train_steps - step - 1);
+        printf("step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | ETA %dm%02ds\n", step + 1,
+               train_steps, loss, norm, lr, ms, total_batch / (ms / 1000.0), (int)(eta / 60), (int)eta % 60);
+        fflush(stdout);
+        if (main_log) { fprintf(main_log, "s:%d trl:%.4f lr:%.6f norm:%.2f\n", step + 1, loss, lr, norm); fflush(main_log); }
+    }
+    if (main_log) { fclose(main_log); }
+    size_t peak_free, peak_total;
+    cudaCheck(cudaMemGetInfo(&peak_free, &peak_total));
+    printf("device memory in use at the end: %.2f GiB\n", (double)(peak_total - peak_free) / (1 << 30));
+    dataloader_free(&train_loader);
+    if (have_val) { dataloader_free(&val_loader); }
+    if (have_tokenizer) { tokenizer_free(&tokenizer); }
+    free(host_params);
+    free(host_m);
+    free(host_v);
+    return 0;
+}
