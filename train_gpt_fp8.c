@@ -625,31 +625,31 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
     fill_in_parameter_sizes(model->param_sizes, &model->config);
     model->num_parameters = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { model->num_parameters += model->param_sizes[i]; }
-    model->params_memory = calloc_or_die(model->num_parameters, sizeof(float), "parameters");
-    model->grads_memory = calloc_or_die(model->num_parameters, sizeof(float), "gradients");
-    model->m_memory = calloc_or_die(model->num_parameters, sizeof(float), "AdamW m");
-    model->v_memory = calloc_or_die(model->num_parameters, sizeof(float), "AdamW v");
+    model->params_memory = (float*)calloc_or_die(model->num_parameters, sizeof(float), "parameters");
+    model->grads_memory = (float*)calloc_or_die(model->num_parameters, sizeof(float), "gradients");
+    model->m_memory = (float*)calloc_or_die(model->num_parameters, sizeof(float), "AdamW m");
+    model->v_memory = (float*)calloc_or_die(model->num_parameters, sizeof(float), "AdamW v");
     point_parameters(&model->params, model->params_memory, model->param_sizes);
     point_parameters(&model->grads, model->grads_memory, model->param_sizes);
     fill_in_activation_sizes(model->act_sizes, &model->config, B, T);
     model->num_activations = 0;
     for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) { model->num_activations += model->act_sizes[i]; }
-    model->acts_memory = calloc_or_die(model->num_activations, sizeof(float), "activations");
-    model->grads_acts_memory = calloc_or_die(model->num_activations, sizeof(float), "activation gradients");
+    model->acts_memory = (float*)calloc_or_die(model->num_activations, sizeof(float), "activations");
+    model->grads_acts_memory = (float*)calloc_or_die(model->num_activations, sizeof(float), "activation gradients");
     point_activations(&model->acts, model->acts_memory, model->act_sizes);
     point_activations(&model->grads_acts, model->grads_acts_memory, model->act_sizes);
     size_t C = model->config.channels, Vp = model->config.padded_vocab_size, BT = (size_t)B * T;
     size_t widest = 4 * C > Vp ? 4 * C : Vp;
     size_t widest_weight = Vp * C > 4 * C * C ? Vp * C : 4 * C * C;
-    model->scratch_fp8 = calloc_or_die(BT * widest > widest_weight ? BT * widest : widest_weight, 1, "FP8 scratch");
-    model->scratch_inp = calloc_or_die(BT * 4 * C, sizeof(float), "operand scratch");
-    model->scratch_weight = calloc_or_die(widest_weight, sizeof(float), "weight scratch");
-    model->scratch_dout = calloc_or_die(BT * widest, sizeof(float), "gradient scratch");
+    model->scratch_fp8 = (uint8_t*)calloc_or_die(BT * widest > widest_weight ? BT * widest : widest_weight, 1, "FP8 scratch");
+    model->scratch_inp = (float*)calloc_or_die(BT * 4 * C, sizeof(float), "operand scratch");
+    model->scratch_weight = (float*)calloc_or_die(widest_weight, sizeof(float), "weight scratch");
+    model->scratch_dout = (float*)calloc_or_die(BT * widest, sizeof(float), "gradient scratch");
     if (model->precision == PRECISION_FP8) {
         char err[256];
         int modules = num_linear_modules(model);  // the LM head's slots exist always and stay 0 unless it is FP8
         if (fp8_meta_init(&model->fp8, modules, &model->recipe, err, sizeof(err))) { die("%s", err); }
-        model->weight_fp8_offset = calloc_or_die((size_t)modules, sizeof(size_t), "FP8 weight offsets");
+        model->weight_fp8_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 weight offsets");
         size_t total = 0;
         for (int module = 0; module < modules; module++) {
             model->weight_fp8_offset[module] = total;
@@ -658,9 +658,9 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
                 total += (size_t)lm.OC * lm.IC;
             }
         }
-        model->weight_fp8 = calloc_or_die(total, sizeof(float), "FP8 weights");
-        model->fp8_stats = calloc_or_die((size_t)model->fp8.num_slots, sizeof(Fp8QuantStats), "FP8 stats");
-        model->fp8_last_amax = calloc_or_die((size_t)model->fp8.num_slots, sizeof(float), "FP8 amaxes");
+        model->weight_fp8 = (float*)calloc_or_die(total, sizeof(float), "FP8 weights");
+        model->fp8_stats = (Fp8QuantStats*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(Fp8QuantStats), "FP8 stats");
+        model->fp8_last_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(float), "FP8 amaxes");
     }
 }
 
@@ -839,7 +839,7 @@ static void gpt2_fp8_drop_step_amaxes(GPT2* model) {
 float gpt2_grad_norm(const GPT2* model) {
     const size_t chunk = 1 << 16;
     size_t n = model->num_parameters, num_chunks = (n + chunk - 1) / chunk;
-    double* partial = calloc_or_die(num_chunks, sizeof(double), "norm partials");
+    double* partial = (double*)calloc_or_die(num_chunks, sizeof(double), "norm partials");
 #pragma omp parallel for
     for (size_t c = 0; c < num_chunks; c++) {
         double s = 0.0;
@@ -956,7 +956,7 @@ static void write_fp8_diagnostics(GPT2* model, FILE* f, int step) {
 
 static void sample_text(GPT2* model, const Tokenizer* tokenizer, int gen_tokens, Rng* rng) {
     int T = model->seq_len, V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
-    int* tokens = calloc_or_die((size_t)T, sizeof(int), "sample tokens");
+    int* tokens = (int*)calloc_or_die((size_t)T, sizeof(int), "sample tokens");
     int eot = tokenizer->eot_token >= 0 && tokenizer->eot_token < V ? tokenizer->eot_token : 0;
     for (int i = 0; i < T; i++) { tokens[i] = eot; }
     int saved = model->fp8_record;

@@ -512,6 +512,7 @@ static void upload_batch(GPT2GPU* model, const DataLoader* loader) {
     cudaCheck(cudaMemcpyAsync(model->targets, loader->targets, bytes, cudaMemcpyHostToDevice, model->stream));
 }
 
+#ifndef TESTING
 int main(int argc, char** argv) {
     require_cuda_device("train_gpt_fp8");
     TrainArgs args;
@@ -731,3 +732,4 @@ int main(int argc, char** argv) {
     free(host_v);
     return 0;
 }
+#endif  // TESTING
