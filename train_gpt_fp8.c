@@ -988,100 +988,35 @@ int main(int argc, char** argv) {
     TrainArgs args;
     parse_args(&args, argc, argv);
     char err[512];
+    RunSetup run;
+    run_setup(&args, &run);
+    GPT2Config* cfg = &run.config;
+    int B = run.B, T = run.T, total_batch = run.total_batch, grad_accum_steps = run.grad_accum_steps;
+    int train_steps = run.train_steps, val_steps = run.val_steps, have_val = run.have_val;
+    DataLoader* train_loader = &run.train_loader;
+    DataLoader* val_loader = &run.val_loader;
 
-    // tokenizer: explicit path must load; otherwise tokenizer.bin beside the training data, if there is one
-    Tokenizer tokenizer;
-    int have_tokenizer = 0;
-    char tokenizer_path[1024];
-    if (args.tokenizer_explicit) {
-        snprintf(tokenizer_path, sizeof(tokenizer_path), "%s", args.tokenizer_path);
-    } else {
-        char dir[1024];
-        dirname_of(dir, sizeof(dir), args.train_pattern);
-        snprintf(tokenizer_path, sizeof(tokenizer_path), "%s/tokenizer.bin", dir);
-    }
-    if (args.tokenizer_explicit || access(tokenizer_path, F_OK) == 0) {
-        if (tokenizer_init(&tokenizer, tokenizer_path, err, sizeof(err))) { die("%s", err); }
-        have_tokenizer = 1;
-    }
-
-    // the model's shape: from a model file, a preset, or the free sizes; vocabulary from file, tokenizer or -V
     ModelOptions opt;
     memset(&opt, 0, sizeof(opt));
-    float* loaded_params = NULL;
-    size_t loaded_count = 0;
-    if (args.model_spec[0] && gpt2_depth_preset(args.model_spec, &args.num_layers, &args.channels, &args.num_heads) != 0) {
-        loaded_params = read_model_file(args.model_spec, &opt.config, &loaded_count);
-    } else {
-        opt.config.num_layers = args.num_layers;
-        opt.config.channels = args.channels;
-        opt.config.num_heads = args.num_heads;
-        opt.config.max_seq_len = args.max_seq_len ? args.max_seq_len : (args.model_spec[0] ? 1024 : args.T);
-        opt.config.vocab_size = args.vocab_override ? args.vocab_override : have_tokenizer ? (int)tokenizer.vocab_size : 0;
-        if (!opt.config.vocab_size) { die("cannot tell the vocabulary size: give -tk tokenizer.bin, -V, or -e model.bin"); }
-        opt.config.padded_vocab_size = padded_vocab(opt.config.vocab_size);
-        if (opt.config.channels % opt.config.num_heads != 0) {
-            die("-C %d is not divisible by -NH %d", opt.config.channels, opt.config.num_heads);
-        }
-    }
-    GPT2Config* cfg = &opt.config;
-    if (have_tokenizer && (int)tokenizer.vocab_size != cfg->vocab_size) {
-        die("tokenizer %s has %u tokens but the model has a vocabulary of %d", tokenizer_path, tokenizer.vocab_size,
-            cfg->vocab_size);
-    }
-    if (args.T > cfg->max_seq_len) { die("-t %d is longer than the model's maximum sequence length %d", args.T, cfg->max_seq_len); }
-    int B = args.B, T = args.T;
-    int total_batch = args.total_batch_size == -1 ? B * T : args.total_batch_size;
-    if (total_batch <= 0 || total_batch % (B * T) != 0) {
-        die("-d %d must be a positive multiple of B*T = %d", total_batch, B * T);
-    }
-    int grad_accum_steps = total_batch / (B * T);
+    opt.config = *cfg;
     opt.precision = args.precision;
     opt.recipe = args.recipe;
     opt.fp8_bf16_first_last = args.fp8_bf16_first_last;
     opt.fp8_lm_head = args.fp8_lm_head;
-    if (2 * args.fp8_bf16_first_last > cfg->num_layers) {
-        die("-fp8_bf16_first_last %d leaves no FP8 block in a %d-layer model (at most %d)", args.fp8_bf16_first_last,
-            cfg->num_layers, cfg->num_layers / 2);
-    }
-
     GPT2 model;
     gpt2_allocate(&model, &opt, B, T);
-    if (loaded_params) {
-        memcpy(model.params_memory, loaded_params, loaded_count * sizeof(float));
-        free(loaded_params);
+    if (run.loaded_params) {
+        memcpy(model.params_memory, run.loaded_params, run.loaded_count * sizeof(float));
     } else {
         Rng init_rng;
         rng_seed(&init_rng, (uint64_t)args.seed);
         gpt2_init_parameters(&model.params, model.param_sizes, cfg, &init_rng);
     }
 
-    DataLoader train_loader, val_loader;
-    memset(&val_loader, 0, sizeof(val_loader));
-    if (dataloader_init(&train_loader, args.train_pattern, (size_t)B, (size_t)T, 0, 1, cfg->vocab_size, err, sizeof(err))) {
-        die("%s", err);
-    }
-    int have_val = args.val_every > 0;
-    if (have_val && dataloader_init(&val_loader, args.val_pattern, (size_t)B, (size_t)T, 0, 1, cfg->vocab_size, err, sizeof(err))) {
-        die("%s", err);
-    }
-    int train_steps = args.max_steps;
-    if (train_steps == -1) {
-        train_steps = (int)(dataloader_num_batches(&train_loader) / (size_t)grad_accum_steps);
-        if (train_steps < 1) { train_steps = 1; }
-    }
-    int val_steps = have_val ? (int)dataloader_num_batches(&val_loader) : 0;
-    if (val_steps > args.val_max_steps) { val_steps = args.val_max_steps; }
-
     // resume, or start: before step 0 the initial weights are cast with scale 1.0 (recording their amax)
     Rng sample_rng;
     rng_seed(&sample_rng, (uint64_t)args.seed ^ 0x5EEDull);
     int start_step = 0;
-    if (args.output_dir) {
-        if (mkdir(args.output_dir, 0755) != 0 && errno != EEXIST) {
-            die("cannot create output folder %s: %s", args.output_dir, strerror(errno));
-        }
-    }
     if (args.resume) {
         long long latest = latest_checkpoint_step(args.output_dir);
         if (latest < 0) {
@@ -1089,7 +1024,7 @@ int main(int argc, char** argv) {
         } else {
             size_t shard_index, shard_position;
             gpt2_load_checkpoint(&model, args.output_dir, (int)latest, &sample_rng.state, &shard_index, &shard_position);
-            if (dataloader_resume(&train_loader, shard_index, shard_position, err, sizeof(err))) { die("%s", err); }
+            if (dataloader_resume(train_loader, shard_index, shard_position, err, sizeof(err))) { die("%s", err); }
             start_step = (int)latest;
             printf("resumed from %s/model_%08lld.bin at step %d\n", args.output_dir, latest, start_step);
         }
@@ -1128,8 +1063,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    double total_time = 0.0;
-    int timed_steps = 0;
+    StepTimer timer = {0.0, 0};
     for (int step = start_step; step <= train_steps; step++) {
         int last_step = step == train_steps;
         // evaluation, sampling and checkpoints at the start of a step; a resumed run already did them for its step
@@ -1137,11 +1071,11 @@ int main(int argc, char** argv) {
             if (have_val && (step % args.val_every == 0 || last_step)) {
                 int saved = model.fp8_record;
                 model.fp8_record = 0;
-                dataloader_reset(&val_loader);
+                dataloader_reset(val_loader);
                 double val_loss = 0.0;
                 for (int i = 0; i < val_steps; i++) {
-                    if (dataloader_next_batch(&val_loader, err, sizeof(err))) { die("%s", err); }
-                    gpt2_forward(&model, val_loader.inputs, val_loader.targets, B, T);
+                    if (dataloader_next_batch(val_loader, err, sizeof(err))) { die("%s", err); }
+                    gpt2_forward(&model, val_loader->inputs, val_loader->targets, B, T);
                     val_loss += model.mean_loss;
                 }
                 val_loss /= val_steps;
@@ -1149,12 +1083,12 @@ int main(int argc, char** argv) {
                 printf("val loss %f\n", val_loss);
                 if (main_log) { fprintf(main_log, "s:%d tel:%.4f\n", step, val_loss); fflush(main_log); }
             }
-            if (have_tokenizer && args.sample_every > 0 && step > 0 && (step % args.sample_every == 0 || last_step)) {
-                sample_text(&model, &tokenizer, args.gen_tokens, &sample_rng);
+            if (run.have_tokenizer && args.sample_every > 0 && step > 0 && (step % args.sample_every == 0 || last_step)) {
+                sample_text(&model, &run.tokenizer, args.gen_tokens, &sample_rng);
             }
             if (args.output_dir && step > 0 &&
                 ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || last_step)) {
-                gpt2_save_checkpoint(&model, args.output_dir, step, sample_rng.state, &train_loader);
+                gpt2_save_checkpoint(&model, args.output_dir, step, sample_rng.state, train_loader);
                 printf("checkpoint: %s/model_%08d.bin\n", args.output_dir, step);
             }
         }
@@ -1165,8 +1099,8 @@ int main(int argc, char** argv) {
         gpt2_zero_grad(&model);
         double loss = 0.0;
         for (int micro = 0; micro < grad_accum_steps; micro++) {
-            if (dataloader_next_batch(&train_loader, err, sizeof(err))) { die("%s", err); }
-            gpt2_forward(&model, train_loader.inputs, train_loader.targets, B, T);
+            if (dataloader_next_batch(train_loader, err, sizeof(err))) { die("%s", err); }
+            gpt2_forward(&model, train_loader->inputs, train_loader->targets, B, T);
             loss += model.mean_loss / grad_accum_steps;
             gpt2_backward(&model, 1.0f / grad_accum_steps);
         }
@@ -1183,23 +1117,11 @@ int main(int argc, char** argv) {
             gpt2_cast_weights_fp8(&model, 1);
         }
         if (diag_log && (step + 1) % args.fp8_diag_every == 0) { write_fp8_diagnostics(&model, diag_log, step + 1); }
-        double dt = now_seconds() - t0;
-        if (step > start_step) { total_time += dt; timed_steps++; }
-        double avg = timed_steps ? total_time / timed_steps : dt;
-        double eta = avg * (train_steps - step - 1);
-        printf("step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | ETA %dm%02ds\n", step + 1,
-               train_steps, loss, norm, lr, dt * 1000, total_batch / dt, (int)(eta / 60), (int)eta % 60);
-        fflush(stdout);
-        if (main_log) {
-            fprintf(main_log, "s:%d trl:%.4f lr:%.6f norm:%.2f\n", step + 1, loss, lr, norm);
-            fflush(main_log);
-        }
+        report_step(&timer, main_log, step, start_step, train_steps, loss, norm, lr, now_seconds() - t0, total_batch);
     }
     if (main_log) { fclose(main_log); }
     if (diag_log) { fclose(diag_log); }
-    dataloader_free(&train_loader);
-    if (have_val) { dataloader_free(&val_loader); }
-    if (have_tokenizer) { tokenizer_free(&tokenizer); }
+    run_free(&run);
     gpt2_free(&model);
     return 0;
 }

@@ -518,87 +518,33 @@ int main(int argc, char** argv) {
     TrainArgs args;
     parse_args(&args, argc, argv);
     char err[512];
-    Tokenizer tokenizer;
-    memset(&tokenizer, 0, sizeof(tokenizer));
-    int have_tokenizer = 0;
-    char tokenizer_path[1024];
-    if (args.tokenizer_explicit) {
-        snprintf(tokenizer_path, sizeof(tokenizer_path), "%s", args.tokenizer_path);
-    } else {
-        char dir[1024];
-        dirname_of(dir, sizeof(dir), args.train_pattern);
-        snprintf(tokenizer_path, sizeof(tokenizer_path), "%s/tokenizer.bin", dir);
-    }
-    if (args.tokenizer_explicit || access(tokenizer_path, F_OK) == 0) {
-        if (tokenizer_init(&tokenizer, tokenizer_path, err, sizeof(err))) { die("%s", err); }
-        have_tokenizer = 1;
-    }
-    GPT2Config config;
-    memset(&config, 0, sizeof(config));
-    float* host_params = NULL;
-    size_t loaded = 0;
-    if (args.model_spec[0] && gpt2_depth_preset(args.model_spec, &args.num_layers, &args.channels, &args.num_heads) != 0) {
-        host_params = read_model_file(args.model_spec, &config, &loaded);
-    } else {
-        config.num_layers = args.num_layers;
-        config.channels = args.channels;
-        config.num_heads = args.num_heads;
-        config.max_seq_len = args.max_seq_len ? args.max_seq_len : (args.model_spec[0] ? 1024 : args.T);
-        config.vocab_size = args.vocab_override ? args.vocab_override : have_tokenizer ? (int)tokenizer.vocab_size : 0;
-        if (!config.vocab_size) { die("cannot tell the vocabulary size: give -tk tokenizer.bin, -V, or -e model.bin"); }
-        config.padded_vocab_size = padded_vocab(config.vocab_size);
-        if (config.channels % config.num_heads != 0) { die("-C %d is not divisible by -NH %d", config.channels, config.num_heads); }
-    }
-    if (have_tokenizer && (int)tokenizer.vocab_size != config.vocab_size) {
-        die("tokenizer %s has %u tokens but the model has a vocabulary of %d", tokenizer_path, tokenizer.vocab_size,
-            config.vocab_size);
-    }
-    int B = args.B, T = args.T;
-    if (T > config.max_seq_len) { die("-t %d is longer than the model's maximum sequence length %d", T, config.max_seq_len); }
     if (args.precision == PRECISION_FP32) { die("-precision fp32 is the CPU reference's mode; the GPU trainer runs bf16 or fp8"); }
+    RunSetup run;
+    run_setup(&args, &run);
+    GPT2Config config = run.config;
+    int B = run.B, T = run.T, total_batch = run.total_batch, grad_accum_steps = run.grad_accum_steps;
+    int train_steps = run.train_steps, val_steps = run.val_steps, have_val = run.have_val;
+    DataLoader* train_loader = &run.train_loader;
+    DataLoader* val_loader = &run.val_loader;
     if (args.precision == PRECISION_FP8 && (config.channels % 64 != 0 || (B * T) % 64 != 0)) {
         die("fp8 on the GPU needs C and B*T to be multiples of 64 (C %d, B*T %d)", config.channels, B * T);
-    }
-    int total_batch = args.total_batch_size == -1 ? B * T : args.total_batch_size;
-    if (total_batch <= 0 || total_batch % (B * T) != 0) { die("-d %d must be a positive multiple of B*T = %d", total_batch, B * T); }
-    int grad_accum_steps = total_batch / (B * T);
-    if (2 * args.fp8_bf16_first_last > config.num_layers) {
-        die("-fp8_bf16_first_last %d leaves no FP8 block in a %d-layer model (at most %d)", args.fp8_bf16_first_last,
-            config.num_layers, config.num_layers / 2);
     }
 
     GPT2GPU model;
     gpt2_gpu_allocate(&model, &config, &args, B, T);
+    float* host_params = (float*)calloc_or_die(model.num_parameters, 4, "parameters");
     float* host_m = (float*)calloc_or_die(model.num_parameters, 4, "AdamW m");
     float* host_v = (float*)calloc_or_die(model.num_parameters, 4, "AdamW v");
-    if (!host_params) {  // the same initialisation as the CPU trainer, from the same seed
-        host_params = (float*)calloc_or_die(model.num_parameters, 4, "parameters");
+    if (run.loaded_params) {
+        memcpy(host_params, run.loaded_params, run.loaded_count * sizeof(float));
+    } else {  // the same initialisation as the CPU trainer, from the same seed
         ParameterTensors p;
         point_parameters(&p, host_params, model.param_sizes);
         Rng init_rng;
         rng_seed(&init_rng, (uint64_t)args.seed);
         gpt2_init_parameters(&p, model.param_sizes, &config, &init_rng);
     }
-
-    DataLoader train_loader, val_loader;
-    memset(&val_loader, 0, sizeof(val_loader));
-    if (dataloader_init(&train_loader, args.train_pattern, B, T, 0, 1, config.vocab_size, err, sizeof(err))) { die("%s", err); }
-    int have_val = args.val_every > 0;
-    if (have_val && dataloader_init(&val_loader, args.val_pattern, B, T, 0, 1, config.vocab_size, err, sizeof(err))) {
-        die("%s", err);
-    }
-    int train_steps = args.max_steps;
-    if (train_steps == -1) {
-        train_steps = (int)(dataloader_num_batches(&train_loader) / (size_t)grad_accum_steps);
-        if (train_steps < 1) { train_steps = 1; }
-    }
-    int val_steps = have_val ? (int)dataloader_num_batches(&val_loader) : 0;
-    if (val_steps > args.val_max_steps) { val_steps = args.val_max_steps; }
-
     int start_step = 0;
-    if (args.output_dir && mkdir(args.output_dir, 0755) != 0 && errno != EEXIST) {
-        die("cannot create output folder %s: %s", args.output_dir, strerror(errno));
-    }
     uint64_t rng_state = (uint64_t)args.seed ^ 0x5EEDull;
     if (args.resume) {
         long long latest = latest_checkpoint_step(args.output_dir);
@@ -606,7 +552,7 @@ int main(int argc, char** argv) {
             StateHeader h = gpu_state_header(&model, (int)latest, NULL);
             checkpoint_load(args.output_dir, (int)latest, &config, host_params, host_m, host_v, &h,
                             model.precision == PRECISION_FP8 ? &model.fp8_host : NULL);
-            if (dataloader_resume(&train_loader, (size_t)h.shard_index, (size_t)h.shard_position, err, sizeof(err))) {
+            if (dataloader_resume(train_loader, (size_t)h.shard_index, (size_t)h.shard_position, err, sizeof(err))) {
                 die("%s", err);
             }
             rng_state = h.rng_state;
@@ -642,19 +588,20 @@ int main(int argc, char** argv) {
                linear_names[2], linear_names[3], args.fp8_lm_head ? "fp8" : "bf16");
     }
 
+    if (args.sample_every > 0 && run.have_tokenizer) { printf("| sampling              | not in the GPU trainer yet: -s is ignored\n"); }
+
     FILE* main_log = args.output_dir ? open_log(args.output_dir, "main.log", start_step > 0) : NULL;
-    double total_time = 0.0;
-    int timed_steps = 0;
+    StepTimer timer = {0.0, 0};
     for (int step = start_step; step <= train_steps; step++) {
         int last_step = step == train_steps;
         if (step != start_step || start_step == 0) {
             if (have_val && (step % args.val_every == 0 || last_step)) {
                 model.fp8_record = 0;
-                dataloader_reset(&val_loader);
+                dataloader_reset(val_loader);
                 double val_loss = 0.0;
                 for (int i = 0; i < val_steps; i++) {
-                    if (dataloader_next_batch(&val_loader, err, sizeof(err))) { die("%s", err); }
-                    upload_batch(&model, &val_loader);
+                    if (dataloader_next_batch(val_loader, err, sizeof(err))) { die("%s", err); }
+                    upload_batch(&model, val_loader);
                     val_loss += gpt2_forward(&model, 0, 0.0f);
                 }
                 val_loss /= val_steps;
@@ -664,7 +611,7 @@ int main(int argc, char** argv) {
             }
             if (args.output_dir && step > 0 && ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || last_step)) {
                 gpt2_download_state(&model, host_params, host_m, host_v);
-                StateHeader h = gpu_state_header(&model, step, &train_loader);
+                StateHeader h = gpu_state_header(&model, step, train_loader);
                 h.rng_state = rng_state;
                 checkpoint_save(args.output_dir, step, &config, host_params, host_m, host_v, &h, model.fp8_host.memory);
                 printf("checkpoint: %s/model_%08d.bin\n", args.output_dir, step);
@@ -678,8 +625,8 @@ int main(int argc, char** argv) {
         cudaCheck(cudaMemsetAsync(model.grads_memory, 0, model.num_parameters * 4, model.stream));
         double loss = 0.0;
         for (int micro = 0; micro < grad_accum_steps; micro++) {
-            if (dataloader_next_batch(&train_loader, err, sizeof(err))) { die("%s", err); }
-            upload_batch(&model, &train_loader);
+            if (dataloader_next_batch(train_loader, err, sizeof(err))) { die("%s", err); }
+            upload_batch(&model, train_loader);
             loss += gpt2_forward(&model, 1, 1.0f / ((float)B * T * grad_accum_steps)) / grad_accum_steps;
             gpt2_backward(&model);
         }
@@ -712,21 +659,13 @@ int main(int argc, char** argv) {
         cudaCheck(cudaEventElapsedTime(&ms, start, stop));
         cudaCheck(cudaEventDestroy(start));
         cudaCheck(cudaEventDestroy(stop));
-        if (step > start_step) { total_time += ms / 1000.0; timed_steps++; }
-        double avg = timed_steps ? total_time / timed_steps : ms / 1000.0;
-        double eta = avg * (train_steps - step - 1);
-        printf("step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | ETA %dm%02ds\n", step + 1,
-               train_steps, loss, norm, lr, ms, total_batch / (ms / 1000.0), (int)(eta / 60), (int)eta % 60);
-        fflush(stdout);
-        if (main_log) { fprintf(main_log, "s:%d trl:%.4f lr:%.6f norm:%.2f\n", step + 1, loss, lr, norm); fflush(main_log); }
+        report_step(&timer, main_log, step, start_step, train_steps, loss, norm, lr, ms / 1000.0, total_batch);
     }
     if (main_log) { fclose(main_log); }
     size_t peak_free, peak_total;
     cudaCheck(cudaMemGetInfo(&peak_free, &peak_total));
     printf("device memory in use at the end: %.2f GiB\n", (double)(peak_total - peak_free) / (1 << 30));
-    dataloader_free(&train_loader);
-    if (have_val) { dataloader_free(&val_loader); }
-    if (have_tokenizer) { tokenizer_free(&tokenizer); }
+    run_free(&run);
     free(host_params);
     free(host_m);
     free(host_v);

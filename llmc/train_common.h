@@ -1,8 +1,8 @@
 /*
 llmc/train_common.h — the host side both trainers share, so the CPU reference and the CUDA trainer take the same
 flags, read the same files and fail the same way: the one-line fatal error, the precision modes, the command line
-(llm.c-style flags plus TE/Megatron-named FP8 flags, every value validated), reading a model file, and small
-helpers for logs and timing.
+(llm.c-style flags plus TE/Megatron-named FP8 flags, every value validated), which GEMMs run in FP8, reading a model
+file, a run's setup (tokenizer, model shape, batch, data), the progress line, and checkpoint save/load.
 */
 #ifndef GPTFP8_TRAIN_COMMON_H
 #define GPTFP8_TRAIN_COMMON_H
@@ -13,11 +13,15 @@ helpers for logs and timing.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../fp8/meta.h"
 #include "checkpoint.h"
+#include "dataloader.h"
 #include "gpt2.h"
+#include "tokenizer.h"
 
 // One line to stderr and a non-zero exit: the trainer's answer to any bad input.
 static void die(const char* fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -277,6 +281,120 @@ static FILE* open_log(const char* dir, const char* name, int append) {
     return f;
 }
 
+
+// ----------------------------------------------------------------------------
+// a run's setup, shared by both mains: tokenizer, model shape, batch, data loaders, step counts, output folder
+
+typedef struct {
+    Tokenizer tokenizer;
+    int have_tokenizer;
+    char tokenizer_path[1024];
+    GPT2Config config;
+    float* loaded_params;  // (num_parameters) from -e model.bin, else NULL: initialise from the seed
+    size_t loaded_count;
+    int B, T, total_batch, grad_accum_steps;
+    DataLoader train_loader, val_loader;
+    int have_val, train_steps, val_steps;
+} RunSetup;
+
+static void run_setup(TrainArgs* args, RunSetup* run) {
+    char err[512];
+    memset(run, 0, sizeof(*run));
+    // tokenizer: an explicit path must load; otherwise tokenizer.bin beside the training data, if there is one
+    if (args->tokenizer_explicit) {
+        snprintf(run->tokenizer_path, sizeof(run->tokenizer_path), "%s", args->tokenizer_path);
+    } else {
+        char dir[1024];
+        dirname_of(dir, sizeof(dir), args->train_pattern);
+        snprintf(run->tokenizer_path, sizeof(run->tokenizer_path), "%s/tokenizer.bin", dir);
+    }
+    if (args->tokenizer_explicit || access(run->tokenizer_path, F_OK) == 0) {
+        if (tokenizer_init(&run->tokenizer, run->tokenizer_path, err, sizeof(err))) { die("%s", err); }
+        run->have_tokenizer = 1;
+    }
+    // the model's shape: from a model file, a preset, or the free sizes; vocabulary from file, tokenizer or -V
+    GPT2Config* cfg = &run->config;
+    if (args->model_spec[0] && gpt2_depth_preset(args->model_spec, &args->num_layers, &args->channels, &args->num_heads) != 0) {
+        run->loaded_params = read_model_file(args->model_spec, cfg, &run->loaded_count);
+    } else {
+        cfg->num_layers = args->num_layers;
+        cfg->channels = args->channels;
+        cfg->num_heads = args->num_heads;
+        cfg->max_seq_len = args->max_seq_len ? args->max_seq_len : (args->model_spec[0] ? 1024 : args->T);
+        cfg->vocab_size = args->vocab_override ? args->vocab_override : run->have_tokenizer ? (int)run->tokenizer.vocab_size : 0;
+        if (!cfg->vocab_size) { die("cannot tell the vocabulary size: give -tk tokenizer.bin, -V, or -e model.bin"); }
+        cfg->padded_vocab_size = padded_vocab(cfg->vocab_size);
+        if (cfg->channels % cfg->num_heads != 0) { die("-C %d is not divisible by -NH %d", cfg->channels, cfg->num_heads); }
+    }
+    if (run->have_tokenizer && (int)run->tokenizer.vocab_size != cfg->vocab_size) {
+        die("tokenizer %s has %u tokens but the model has a vocabulary of %d", run->tokenizer_path,
+            run->tokenizer.vocab_size, cfg->vocab_size);
+    }
+    run->B = args->B;
+    run->T = args->T;
+    int BT = run->B * run->T;
+    if (run->T > cfg->max_seq_len) { die("-t %d is longer than the model's maximum sequence length %d", run->T, cfg->max_seq_len); }
+    run->total_batch = args->total_batch_size == -1 ? BT : args->total_batch_size;
+    if (run->total_batch <= 0 || run->total_batch % BT != 0) {
+        die("-d %d must be a positive multiple of B*T = %d", run->total_batch, BT);
+    }
+    run->grad_accum_steps = run->total_batch / BT;
+    if (2 * args->fp8_bf16_first_last > cfg->num_layers) {
+        die("-fp8_bf16_first_last %d leaves no FP8 block in a %d-layer model (at most %d)", args->fp8_bf16_first_last,
+            cfg->num_layers, cfg->num_layers / 2);
+    }
+    // data
+    if (dataloader_init(&run->train_loader, args->train_pattern, (size_t)run->B, (size_t)run->T, 0, 1, cfg->vocab_size,
+                        err, sizeof(err))) {
+        die("%s", err);
+    }
+    run->have_val = args->val_every > 0;
+    if (run->have_val && dataloader_init(&run->val_loader, args->val_pattern, (size_t)run->B, (size_t)run->T, 0, 1,
+                                         cfg->vocab_size, err, sizeof(err))) {
+        die("%s", err);
+    }
+    run->train_steps = args->max_steps;
+    if (run->train_steps == -1) {
+        run->train_steps = (int)(dataloader_num_batches(&run->train_loader) / (size_t)run->grad_accum_steps);
+        if (run->train_steps < 1) { run->train_steps = 1; }
+    }
+    run->val_steps = run->have_val ? (int)dataloader_num_batches(&run->val_loader) : 0;
+    if (run->val_steps > args->val_max_steps) { run->val_steps = args->val_max_steps; }
+    if (args->output_dir && mkdir(args->output_dir, 0755) != 0 && errno != EEXIST) {
+        die("cannot create output folder %s: %s", args->output_dir, strerror(errno));
+    }
+}
+
+static void run_free(RunSetup* run) {
+    dataloader_free(&run->train_loader);
+    if (run->have_val) { dataloader_free(&run->val_loader); }
+    if (run->have_tokenizer) { tokenizer_free(&run->tokenizer); }
+    free(run->loaded_params);
+}
+
+// The per-step progress line on stdout and the llm.c train line in main.log. `seconds`: this step's time; the ETA
+// averages the steps after the first of this process (which pays for warm-up).
+typedef struct {
+    double total_time;
+    int timed_steps;
+} StepTimer;
+
+static void report_step(StepTimer* timer, FILE* main_log, int step, int start_step, int train_steps, double loss,
+                        float norm, float lr, double seconds, int total_batch) {
+    if (step > start_step) {
+        timer->total_time += seconds;
+        timer->timed_steps++;
+    }
+    double avg = timer->timed_steps ? timer->total_time / timer->timed_steps : seconds;
+    double eta = avg * (train_steps - step - 1);
+    printf("step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | ETA %dm%02ds\n", step + 1,
+           train_steps, loss, norm, lr, seconds * 1000, total_batch / seconds, (int)(eta / 60), (int)eta % 60);
+    fflush(stdout);
+    if (main_log) {
+        fprintf(main_log, "s:%d trl:%.4f lr:%.6f norm:%.2f\n", step + 1, loss, lr, norm);
+        fflush(main_log);
+    }
+}
 
 // ----------------------------------------------------------------------------
 // checkpoints: model_%08d.bin, state_%08d_%05d.bin, DONE_%08d (see checkpoint.h), from host arrays
