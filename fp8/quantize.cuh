@@ -33,6 +33,22 @@ __device__ __forceinline__ uint16_t fp8_cvt_pair(float first, float second, Fp8F
     return (uint16_t)__nv_cvt_float2_to_fp8x2(pair, __NV_SATFINITE, format == FP8_E4M3 ? __NV_E4M3 : __NV_E5M2);
 }
 
+// Eight bf16 (one 16-byte load) -> eight FP8 bytes (packed in a uint2, first value in the lowest byte), folding
+// their magnitudes into *thread_max.
+__device__ __forceinline__ uint2 fp8_cast8(uint4 packed, float s, Fp8Format format, unsigned int* thread_max) {
+    const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(&packed);
+    uint16_t bytes[4];
+    for (int i = 0; i < 4; i++) {
+        float a = __bfloat162float(x[2 * i]), b = __bfloat162float(x[2 * i + 1]);
+        *thread_max = max(*thread_max, max(fp8_magnitude_bits(a), fp8_magnitude_bits(b)));
+        bytes[i] = fp8_cvt_pair(a * s, b * s, format);
+    }
+    uint2 out;
+    out.x = (uint32_t)bytes[0] | ((uint32_t)bytes[1] << 16);
+    out.y = (uint32_t)bytes[2] | ((uint32_t)bytes[3] << 16);
+    return out;
+}
+
 // Block-wide max of unsigned values, then one atomicMax into *amax_bits. blockDim.x must be a multiple of 32.
 __device__ __forceinline__ void fp8_block_amax_to_global(unsigned int thread_max, unsigned int* amax_bits) {
     __shared__ unsigned int warp_max[32];
@@ -57,18 +73,7 @@ __global__ void fp8_cast_amax_kernel(uint8_t* out, const __nv_bfloat16* inp, siz
     unsigned int thread_max = 0u;
     size_t vectors = n / 8;
     for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += (size_t)gridDim.x * blockDim.x) {
-        uint4 packed = reinterpret_cast<const uint4*>(inp)[v];
-        const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(&packed);
-        uint16_t bytes[4];
-        for (int i = 0; i < 4; i++) {
-            float a = __bfloat162float(x[2 * i]), b = __bfloat162float(x[2 * i + 1]);
-            thread_max = max(thread_max, max(fp8_magnitude_bits(a), fp8_magnitude_bits(b)));
-            bytes[i] = fp8_cvt_pair(a * s, b * s, format);
-        }
-        uint2 packed_out;
-        packed_out.x = (uint32_t)bytes[0] | ((uint32_t)bytes[1] << 16);
-        packed_out.y = (uint32_t)bytes[2] | ((uint32_t)bytes[3] << 16);
-        reinterpret_cast<uint2*>(out)[v] = packed_out;
+        reinterpret_cast<uint2*>(out)[v] = fp8_cast8(reinterpret_cast<const uint4*>(inp)[v], s, format, &thread_max);
     }
     fp8_block_amax_to_global(thread_max, reinterpret_cast<unsigned int*>(amax));
 }
@@ -94,22 +99,9 @@ __global__ void fp8_cast_transpose_amax_kernel(uint8_t* out, uint8_t* out_t, con
     for (int pass = 0; pass < 2; pass++) {
         int r = sub_row + pass * 32;
         size_t offset = (size_t)(tile_row + r) * cols + tile_col + sub_col;
-        uint4 packed = *reinterpret_cast<const uint4*>(inp + offset);
-        const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(&packed);
-        uint16_t bytes[4];
-        for (int i = 0; i < 4; i++) {
-            float a = __bfloat162float(x[2 * i]), b = __bfloat162float(x[2 * i + 1]);
-            thread_max = max(thread_max, max(fp8_magnitude_bits(a), fp8_magnitude_bits(b)));
-            bytes[i] = fp8_cvt_pair(a * s, b * s, format);
-            tile[r][sub_col + 2 * i] = (uint8_t)(bytes[i] & 0xFF);
-            tile[r][sub_col + 2 * i + 1] = (uint8_t)(bytes[i] >> 8);
-        }
-        if (out) {
-            uint2 packed_out;
-            packed_out.x = (uint32_t)bytes[0] | ((uint32_t)bytes[1] << 16);
-            packed_out.y = (uint32_t)bytes[2] | ((uint32_t)bytes[3] << 16);
-            *reinterpret_cast<uint2*>(out + offset) = packed_out;
-        }
+        uint2 bytes = fp8_cast8(*reinterpret_cast<const uint4*>(inp + offset), s, format, &thread_max);
+        memcpy(&tile[r][sub_col], &bytes, 8);  // little-endian: byte i is column sub_col + i
+        if (out) { *reinterpret_cast<uint2*>(out + offset) = bytes; }
     }
     __syncthreads();
     // transposed write: thread writes 8 consecutive bytes of a row of out_t (a column of the tile)

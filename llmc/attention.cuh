@@ -17,17 +17,23 @@ Backward: datt = dy @ v^T, dv = att^T @ dy, dpreatt = att * (datt - rowsum(att *
 #include "cuda_utils.cuh"
 #include "kernels.cuh"
 
-// qkv (B, T, 3, NH, HS) -> q, k, v each (B, NH, T, HS)
-__global__ void attention_permute_kernel(floatX* q, floatX* k, floatX* v, const floatX* qkv, int B, int T, int NH, int HS) {
-    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (size_t)B * NH * T * HS) { return; }
+// Position (b, h, t, d) of element idx of a (B, NH, T, HS) tensor, and the offset of the same (b, t, h, d) in a
+// (B, T, `stride_heads` * NH, HS) tensor (3 for qkv, 1 for the attention output).
+__device__ __forceinline__ size_t attention_btnh_offset(size_t idx, int T, int NH, int HS, int stride_heads) {
     int d = (int)(idx % HS);
     size_t rest = idx / HS;
     int t = (int)(rest % T);
     rest /= T;
     int h = (int)(rest % NH);
-    int b = (int)(rest / NH);
-    size_t src = (((size_t)b * T + t) * 3 * NH + h) * HS + d;
+    size_t b = rest / NH;
+    return ((b * T + t) * stride_heads * NH + h) * HS + d;
+}
+
+// qkv (B, T, 3, NH, HS) -> q, k, v each (B, NH, T, HS)
+__global__ void attention_permute_kernel(floatX* q, floatX* k, floatX* v, const floatX* qkv, int B, int T, int NH, int HS) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (size_t)B * NH * T * HS) { return; }
+    size_t src = attention_btnh_offset(idx, T, NH, HS, 3);
     q[idx] = qkv[src];
     k[idx] = qkv[src + (size_t)NH * HS];
     v[idx] = qkv[src + 2 * (size_t)NH * HS];
@@ -38,13 +44,7 @@ __global__ void attention_permute_backward_kernel(floatX* dqkv, const floatX* dq
                                                   int B, int T, int NH, int HS) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (size_t)B * NH * T * HS) { return; }
-    int d = (int)(idx % HS);
-    size_t rest = idx / HS;
-    int t = (int)(rest % T);
-    rest /= T;
-    int h = (int)(rest % NH);
-    int b = (int)(rest / NH);
-    size_t dst = (((size_t)b * T + t) * 3 * NH + h) * HS + d;
+    size_t dst = attention_btnh_offset(idx, T, NH, HS, 3);
     dqkv[dst] = dq[idx];
     dqkv[dst + (size_t)NH * HS] = dk[idx];
     dqkv[dst + 2 * (size_t)NH * HS] = dv[idx];
@@ -54,13 +54,7 @@ __global__ void attention_permute_backward_kernel(floatX* dqkv, const floatX* dq
 __global__ void attention_unpermute_kernel(floatX* out, floatX* y, int B, int T, int NH, int HS, int forward) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (size_t)B * NH * T * HS) { return; }
-    int d = (int)(idx % HS);
-    size_t rest = idx / HS;
-    int t = (int)(rest % T);
-    rest /= T;
-    int h = (int)(rest % NH);
-    int b = (int)(rest / NH);
-    size_t other = (((size_t)b * T + t) * NH + h) * HS + d;
+    size_t other = attention_btnh_offset(idx, T, NH, HS, 1);
     if (forward) { out[other] = y[idx]; } else { y[idx] = out[other]; }
 }
 
