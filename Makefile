@@ -50,9 +50,9 @@ CUDA_PROGRAMS := train_gpt_fp8 test_gpt_fp8
 
 FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/meta.h
 LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h \
-                llmc/train_common.h
+                llmc/train_common.h llmc/zero.h
 CPU_PROGRAMS := train_gpt_fp8_cpu
-CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu
+CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel
 CPU_TOOLS := fp8/fp8_codec
 CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host)
 # Standalone GPU kernel checks and benchmarks (llm.c's dev/cuda): built with everything, run on a GPU by hand or by
@@ -75,6 +75,10 @@ train_gpt_fp8_cpu: train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS)
 test_gpt_fp8_cpu: test_gpt_fp8.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) llmc/testing.h
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
+# data parallelism (ZeRO-1 shards, the amax all-reduce, per-rank checkpoints) on simulated ranks
+test_data_parallel: test_data_parallel.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) llmc/testing.h
+	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
+
 fp8/fp8_codec: fp8/fp8_codec.c fp8/fp8.h
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
@@ -92,6 +96,7 @@ TEST_COMMANDS := ./fp8/test_fp8 \
                  $(if $(NVCC),./fp8/test_fp8_cuda_host ./dev/cuda/test_without_gpu.sh) \
                  $(DATA_TEST_COMMANDS) \
                  ./test_gpt_fp8_cpu \
+                 ./test_data_parallel \
                  ./test_train_gpt_fp8.sh \
                  ./scripts/test_plot_losses.sh
 

@@ -51,6 +51,7 @@ bias, B, T, C) and so on. Shapes: B batch, T time, C channels, NH heads, V vocab
 #include "llmc/rand.h"
 #include "llmc/schedule.h"
 #include "llmc/tokenizer.h"
+#include "llmc/zero.h"
 #include "llmc/train_common.h"
 
 // ----------------------------------------------------------------------------
@@ -418,8 +419,10 @@ typedef struct {
     size_t num_parameters;
     ParameterTensors grads;
     float* grads_memory;
-    float* m_memory;
-    float* v_memory;
+    int num_processes, process_rank;  // data-parallel ranks (1, 0 in one process; several only in the tests)
+    ZeroShard opt_shard;  // the parameters this rank's optimizer owns (all of them in one process)
+    float* m_memory;      // (opt_shard.count) AdamW moments of parameters opt_shard.offset...
+    float* v_memory;      // (opt_shard.count)
     // activations and their gradients for batch B x T
     ActivationTensors acts;
     ActivationTensors grads_acts;
@@ -609,6 +612,7 @@ typedef struct {
     DelayedScaling recipe;
     int fp8_bf16_first_last;
     int fp8_lm_head;
+    int num_processes, process_rank, zero_stage;  // which optimizer shard this model updates (llmc/zero.h)
 } ModelOptions;
 
 // Allocates everything for batch B x T; parameters must be filled by the caller (random init or a file).
@@ -627,8 +631,11 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { model->num_parameters += model->param_sizes[i]; }
     model->params_memory = (float*)calloc_or_die(model->num_parameters, sizeof(float), "parameters");
     model->grads_memory = (float*)calloc_or_die(model->num_parameters, sizeof(float), "gradients");
-    model->m_memory = (float*)calloc_or_die(model->num_parameters, sizeof(float), "AdamW m");
-    model->v_memory = (float*)calloc_or_die(model->num_parameters, sizeof(float), "AdamW v");
+    model->num_processes = opt->num_processes > 1 ? opt->num_processes : 1;
+    model->process_rank = model->num_processes > 1 ? opt->process_rank : 0;
+    model->opt_shard = zero_shard(model->num_parameters, model->num_processes, model->process_rank, opt->zero_stage);
+    model->m_memory = (float*)calloc_or_die(model->opt_shard.count, sizeof(float), "AdamW m");
+    model->v_memory = (float*)calloc_or_die(model->opt_shard.count, sizeof(float), "AdamW v");
     point_parameters(&model->params, model->params_memory, model->param_sizes);
     point_parameters(&model->grads, model->grads_memory, model->param_sizes);
     fill_in_activation_sizes(model->act_sizes, &model->config, B, T);
@@ -834,44 +841,53 @@ static void gpt2_fp8_drop_step_amaxes(GPT2* model) {
     }
 }
 
-// Global L2 norm of the gradients: fixed chunks summed in double, then the chunks in order, so the result does not
-// depend on the thread count. Non-finite if any gradient is.
-float gpt2_grad_norm(const GPT2* model) {
+// Sum of squares of the gradients this rank's optimizer owns (all of them in one process): fixed chunks summed in
+// double, then the chunks in order, so the result does not depend on the thread count. Ranks add their sums.
+double gpt2_grad_norm_squared(const GPT2* model) {
     const size_t chunk = 1 << 16;
-    size_t n = model->num_parameters, num_chunks = (n + chunk - 1) / chunk;
+    const float* grads = model->grads_memory + model->opt_shard.offset;
+    size_t n = model->opt_shard.count, num_chunks = (n + chunk - 1) / chunk;
     double* partial = (double*)calloc_or_die(num_chunks, sizeof(double), "norm partials");
 #pragma omp parallel for
     for (size_t c = 0; c < num_chunks; c++) {
         double s = 0.0;
         size_t end = (c + 1) * chunk < n ? (c + 1) * chunk : n;
-        for (size_t i = c * chunk; i < end; i++) { s += (double)model->grads_memory[i] * model->grads_memory[i]; }
+        for (size_t i = c * chunk; i < end; i++) { s += (double)grads[i] * grads[i]; }
         partial[c] = s;
     }
     double total = 0.0;
     for (size_t c = 0; c < num_chunks; c++) { total += partial[c]; }
     free(partial);
-    return (float)sqrt(total);
+    return total;
 }
 
+// Global L2 norm of the gradients (one process). Non-finite if any gradient is.
+float gpt2_grad_norm(const GPT2* model) { return (float)sqrt(gpt2_grad_norm_squared(model)); }
+
 // AdamW (decoupled weight decay on the 2-D tensors only) on fp32 master weights, after clipping the gradients to a
-// global norm of grad_clip. t is the 1-based step for the bias corrections.
+// global norm of grad_clip. t is the 1-based step for the bias corrections. Only the parameters of this rank's
+// optimizer shard are updated (all of them in one process); with ZeRO-1 the ranks then all-gather the rest.
 void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, float eps, float weight_decay,
                  float grad_norm, float grad_clip, int t) {
     float clip_scale = grad_norm > grad_clip ? grad_clip / grad_norm : 1.0f;
     float bias1 = 1.0f - powf(beta1, (float)t), bias2 = 1.0f - powf(beta2, (float)t);
+    const ZeroShard* shard = &model->opt_shard;
     size_t offset = 0;
     for (int tensor = 0; tensor < NUM_PARAMETER_TENSORS; tensor++) {
         float decay = parameter_tensor_is_2d(tensor) ? weight_decay : 0.0f;
-        size_t n = model->param_sizes[tensor];
+        size_t n = model->param_sizes[tensor], lo, hi;
+        if (zero_shard_overlap(shard, offset, n, &lo, &hi)) {
 #pragma omp parallel for
-        for (size_t i = offset; i < offset + n; i++) {
-            float grad = model->grads_memory[i] * clip_scale;
-            float m = beta1 * model->m_memory[i] + (1.0f - beta1) * grad;
-            float v = beta2 * model->v_memory[i] + (1.0f - beta2) * grad * grad;
-            model->m_memory[i] = m;
-            model->v_memory[i] = v;
-            float m_hat = m / bias1, v_hat = v / bias2;
-            model->params_memory[i] -= learning_rate * (m_hat / (sqrtf(v_hat) + eps) + decay * model->params_memory[i]);
+            for (size_t i = lo; i < hi; i++) {
+                size_t k = i - shard->offset;  // the moments are stored for the shard only
+                float grad = model->grads_memory[i] * clip_scale;
+                float m = beta1 * model->m_memory[k] + (1.0f - beta1) * grad;
+                float v = beta2 * model->v_memory[k] + (1.0f - beta2) * grad * grad;
+                model->m_memory[k] = m;
+                model->v_memory[k] = v;
+                float m_hat = m / bias1, v_hat = v / bias2;
+                model->params_memory[i] -= learning_rate * (m_hat / (sqrtf(v_hat) + eps) + decay * model->params_memory[i]);
+            }
         }
         offset += n;
     }
@@ -884,8 +900,10 @@ void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, flo
 static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_state, const DataLoader* loader) {
     StateHeader h;
     memset(&h, 0, sizeof(h));
-    h.num_processes = 1;
-    h.process_rank = 0;
+    h.num_processes = model->num_processes;
+    h.process_rank = model->process_rank;
+    h.opt_offset = (int64_t)model->opt_shard.offset;
+    h.opt_count = (int64_t)model->opt_shard.count;
     h.precision = model->precision;
     h.fp8_modules = model->precision == PRECISION_FP8 ? model->fp8.num_modules : 0;
     h.recipe = model->recipe;

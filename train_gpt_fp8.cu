@@ -501,6 +501,8 @@ static StateHeader gpu_state_header(const GPT2GPU* model, int step, const DataLo
     h.T = model->T;
     h.step = step;
     h.num_parameters = (int64_t)model->num_parameters;
+    h.opt_offset = 0;
+    h.opt_count = (int64_t)model->num_parameters;
     h.shard_index = loader ? (int64_t)loader->current_shard_idx : 0;
     h.shard_position = loader ? (int64_t)loader->current_position : 0;
     return h;

@@ -6,15 +6,17 @@ A crash at any moment leaves either the old file or the complete new one, never 
 llm.c: model_%08d.bin, state_%08d_%05d.bin (step, rank), and DONE_%08d written last, so a resume only ever picks a
 step whose files were all completed.
 
-State file, version 1 (all little-endian):
+State file, version 2 (all little-endian), one per rank:
   int32 header[256]:
-    [0] 20241122 magic  [1] 1 version  [2] num_processes  [3] process_rank  [4] precision (0 fp32, 1 bf16, 2 fp8)
+    [0] 20241122 magic  [1] 2 version  [2] num_processes  [3] process_rank  [4] precision (0 fp32, 1 bf16, 2 fp8)
     [5] number of FP8 modules M (0: no FP8 state)  [6] amax_history_len  [7] margin  [8] interval  [9] fp8_format
     [10] amax_compute_algo  [11..13] override fprop, dgrad, wgrad  [14] reduce_amax  [15] fp8_bf16_first_last
     [16] fp8_lm_head  [17] B  [18] T
     [20..21] step (int64: optimizer steps done)  [22..23] number of parameters (int64)  [24..25] RNG state (uint64)
     [26..27] train loader shard index (int64)  [28..29] train loader position in tokens (int64)
-  float m[num_parameters], float v[num_parameters]   AdamW moments
+    [30..31] opt_offset, [32..33] opt_count (int64): the rank's optimizer shard (llmc/zero.h); 0 and num_parameters
+    in a single process or without ZeRO
+  float m[opt_count], float v[opt_count]              AdamW moments of parameters [opt_offset, opt_offset + opt_count)
   float fp8_meta[(amax_history_len + 2) * 5M]        fp8/meta.h's buffer as-is: amax_history, scale, scale_inv
   uint32 checksum[2]                                  FNV-1a over every 32-bit word before it (low, high half)
 */
@@ -34,7 +36,7 @@ State file, version 1 (all little-endian):
 #include "../fp8/recipe.h"
 
 #define STATE_MAGIC 20241122
-#define STATE_VERSION 1
+#define STATE_VERSION 2
 
 // ----------------------------------------------------------------------------
 // a 64-bit FNV-1a over 32-bit words: every record we write is a multiple of 4 bytes, so the checksum does not depend
@@ -168,6 +170,7 @@ typedef struct {
     int64_t num_parameters;
     uint64_t rng_state;
     int64_t shard_index, shard_position;
+    int64_t opt_offset, opt_count;  // the AdamW moments in this file: parameters [opt_offset, opt_offset + opt_count)
 } StateHeader;
 
 static inline void put_i64(int32_t* slot, int64_t value) { memcpy(slot, &value, sizeof(value)); }
@@ -209,11 +212,13 @@ static inline int state_file_write(const char* path, const StateHeader* h, const
     put_i64(&header[24], (int64_t)h->rng_state);
     put_i64(&header[26], h->shard_index);
     put_i64(&header[28], h->shard_position);
+    put_i64(&header[30], h->opt_offset);
+    put_i64(&header[32], h->opt_count);
     AtomicFile af;
     if (atomic_open(&af, path, err, errlen)) { return -1; }
     atomic_write(&af, header, sizeof(header));
-    atomic_write(&af, m, (size_t)h->num_parameters * sizeof(float));
-    atomic_write(&af, v, (size_t)h->num_parameters * sizeof(float));
+    atomic_write(&af, m, (size_t)h->opt_count * sizeof(float));
+    atomic_write(&af, v, (size_t)h->opt_count * sizeof(float));
     atomic_write(&af, fp8_meta, state_fp8_floats(h) * sizeof(float));
     uint32_t checksum[2] = {(uint32_t)af.checksum, (uint32_t)(af.checksum >> 32)};
     atomic_write(&af, checksum, sizeof(checksum));
@@ -264,13 +269,17 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
     h->rng_state = (uint64_t)get_i64(&header[24]);
     h->shard_index = get_i64(&header[26]);
     h->shard_position = get_i64(&header[28]);
+    h->opt_offset = get_i64(&header[30]);
+    h->opt_count = get_i64(&header[32]);
     char recipe_err[256];
-    if (h->num_parameters <= 0 || h->step < 0 || h->fp8_modules < 0 || h->num_processes < 1 ||
+    if (h->num_parameters <= 0 || h->opt_offset < 0 || h->opt_count < 0 ||
+        h->opt_offset + h->opt_count > h->num_parameters || h->process_rank < 0 ||
+        h->process_rank >= h->num_processes || h->step < 0 || h->fp8_modules < 0 || h->num_processes < 1 ||
         (h->fp8_modules && delayed_scaling_validate(&h->recipe, recipe_err, sizeof(recipe_err)))) {
         snprintf(err, errlen, "%s: corrupt state header", path);
         return -1;
     }
-    long long expected = (long long)sizeof(header) + 2LL * h->num_parameters * 4 + (long long)state_fp8_floats(h) * 4 + 8;
+    long long expected = (long long)sizeof(header) + 2LL * h->opt_count * 4 + (long long)state_fp8_floats(h) * 4 + 8;
     long long actual = file_size_of(path);
     if (actual != expected) {
         snprintf(err, errlen, "%s: %s state file (%lld bytes, expected %lld)", path,
@@ -291,15 +300,15 @@ static inline int state_file_read_body(const char* path, const StateHeader* h, f
     int32_t header[256];
     uint32_t stored[2];
     int rc = read_exact(f, header, sizeof(header), path, "the header", err, errlen) ||
-             read_exact(f, m, (size_t)h->num_parameters * sizeof(float), path, "the AdamW m", err, errlen) ||
-             read_exact(f, v, (size_t)h->num_parameters * sizeof(float), path, "the AdamW v", err, errlen) ||
+             read_exact(f, m, (size_t)h->opt_count * sizeof(float), path, "the AdamW m", err, errlen) ||
+             read_exact(f, v, (size_t)h->opt_count * sizeof(float), path, "the AdamW v", err, errlen) ||
              read_exact(f, fp8_meta, state_fp8_floats(h) * sizeof(float), path, "the FP8 metadata", err, errlen) ||
              read_exact(f, stored, sizeof(stored), path, "the checksum", err, errlen);
     fclose(f);
     if (rc) { return -1; }
     uint64_t checksum = checksum_words(CHECKSUM_INIT, header, sizeof(header));
-    checksum = checksum_words(checksum, m, (size_t)h->num_parameters * sizeof(float));
-    checksum = checksum_words(checksum, v, (size_t)h->num_parameters * sizeof(float));
+    checksum = checksum_words(checksum, m, (size_t)h->opt_count * sizeof(float));
+    checksum = checksum_words(checksum, v, (size_t)h->opt_count * sizeof(float));
     checksum = checksum_words(checksum, fp8_meta, state_fp8_floats(h) * sizeof(float));
     if ((uint32_t)checksum != stored[0] || (uint32_t)(checksum >> 32) != stored[1]) {
         snprintf(err, errlen, "%s: corrupt state file (checksum mismatch)", path);

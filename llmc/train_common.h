@@ -444,6 +444,11 @@ static void checkpoint_load(const char* dir, int step, const GPT2Config* config,
         die("%s: written by %d processes, this run has %d", path, file.num_processes, h->num_processes);
     }
     if (file.num_parameters != h->num_parameters) { die("%s: parameter count does not match the model", path); }
+    if (file.opt_offset != h->opt_offset || file.opt_count != h->opt_count) {
+        die("%s: holds the optimizer state of parameters [%lld, %lld), this rank owns [%lld, %lld) (same -pn and -z "
+            "as the run that wrote it)", path, (long long)file.opt_offset, (long long)(file.opt_offset + file.opt_count),
+            (long long)h->opt_offset, (long long)(h->opt_offset + h->opt_count));
+    }
     if (file.precision != h->precision) {
         die("%s: checkpoint was trained with -precision %s, this run uses %s", path,
             precision_name((Precision)file.precision), precision_name((Precision)h->precision));
