@@ -52,7 +52,7 @@ FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/meta.h
 LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h \
                 llmc/train_common.h llmc/zero.h
 CPU_PROGRAMS := train_gpt_fp8_cpu
-CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel
+CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process
 CPU_TOOLS := fp8/fp8_codec
 CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host)
 # Standalone GPU kernel checks and benchmarks (llm.c's dev/cuda): built with everything, run on a GPU by hand or by
@@ -79,6 +79,10 @@ test_gpt_fp8_cpu: test_gpt_fp8.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) 
 test_data_parallel: test_data_parallel.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) llmc/testing.h
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
+# ranks from mpirun/Slurm/flags and the NCCL id exchange through a folder or TCP, with forked processes as ranks
+llmc/test_multi_process: llmc/test_multi_process.c llmc/multi_process.h llmc/testing.h
+	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+
 fp8/fp8_codec: fp8/fp8_codec.c fp8/fp8.h
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
@@ -97,6 +101,7 @@ TEST_COMMANDS := ./fp8/test_fp8 \
                  $(DATA_TEST_COMMANDS) \
                  ./test_gpt_fp8_cpu \
                  ./test_data_parallel \
+                 ./llmc/test_multi_process \
                  ./test_train_gpt_fp8.sh \
                  ./scripts/test_plot_losses.sh
 
