@@ -9,7 +9,8 @@
 #   make clean
 #
 # Variables: CUDA_ARCH (default 90: Hopper; 89 for Ada), CUDA_HOME, CUDNN_HOME, NCCL_HOME (folders with include/ and
-# lib/; the Python packages nvidia-cudnn-cu13 / nvidia-nccl-cu13 are found by themselves), NO_OMP=1.
+# lib/; the Python packages nvidia-cudnn-cu13 / nvidia-nccl-cu13 are found by themselves), NO_OMP=1,
+# NO_MULTI_GPU=1 (build the CUDA trainer without NCCL), NO_USE_MPI=1 (without MPI: ids through -pi fs|tcp).
 
 CC ?= gcc
 # -ffp-contract=off: the CPU reference must round every float operation exactly as written, never fuse a*b+c into an
@@ -38,6 +39,32 @@ python_pkg_dir = $(shell $(PYTHON) -c "import importlib.util as u, os; s = u.fin
 first_with = $(firstword $(foreach d,$(2),$(if $(wildcard $(d)/include/$(1)),$(d))))
 CUDNN_HOME ?= $(call first_with,cudnn_graph.h,$(CUDA_HOME) /usr/local /usr $(call python_pkg_dir,nvidia.cudnn))
 NCCL_HOME ?= $(call first_with,nccl.h,$(CUDA_HOME) /usr/local /usr $(call python_pkg_dir,nvidia.nccl))
+
+# -l for a library folder that may hold only the versioned file (the pip packages ship libnccl.so.2, no libnccl.so)
+lib_flag = $(if $(wildcard $(1)/lib$(2).so $(1)/lib64/lib$(2).so),-l$(2),$(if $(wildcard $(1)/lib/lib$(2).so.$(3)),-l:lib$(2).so.$(3),-l$(2)))
+lib_dirs = $(foreach d,lib lib64,$(if $(wildcard $(1)/$(d)),-L$(1)/$(d) -Xlinker -rpath=$(1)/$(d)))
+
+# Multi-GPU: NCCL when found (make NO_MULTI_GPU=1 to leave it out), MPI when mpicc is found (NO_USE_MPI=1).
+MULTI_GPU_FLAGS :=
+MULTI_GPU_LDLIBS :=
+ifneq ($(NO_MULTI_GPU),1)
+  ifneq ($(NCCL_HOME),)
+    MULTI_GPU_FLAGS += -DMULTI_GPU -I$(NCCL_HOME)/include
+    MULTI_GPU_LDLIBS += $(call lib_dirs,$(NCCL_HOME)) $(call lib_flag,$(NCCL_HOME),nccl,2)
+    MPICC ?= $(shell command -v mpicc 2>/dev/null)
+    ifneq ($(NO_USE_MPI),1)
+      ifneq ($(MPICC),)
+        MPI_COMPILE := $(shell $(MPICC) --showme:compile 2>/dev/null)
+        MPI_LINK := $(shell $(MPICC) --showme:link 2>/dev/null)
+        ifneq ($(MPI_LINK),)
+          MULTI_GPU_FLAGS += -DUSE_MPI $(MPI_COMPILE)
+          MULTI_GPU_LDLIBS += $(patsubst -Wl$(comma)%,-Xlinker %,$(MPI_LINK))
+        endif
+      endif
+    endif
+  endif
+endif
+comma := ,
 
 ifeq ($(NVCC),)
   $(info note: nvcc not found: the CUDA programs and the nvcc-compiled tests are skipped (make info says more))
@@ -122,14 +149,15 @@ deps:
 check-nvcc:
 	@test -n "$(NVCC)" || { echo "nvcc not found: install the CUDA toolkit or set NVCC=/path/to/nvcc"; exit 1; }
 
-GPU_TRAINER_HEADERS := $(CUDA_HEADERS) $(FP8_HEADERS) $(LLMC_HEADERS) llmc/kernels.cuh llmc/attention.cuh
+GPU_TRAINER_HEADERS := $(CUDA_HEADERS) $(FP8_HEADERS) $(LLMC_HEADERS) llmc/kernels.cuh llmc/attention.cuh \
+                       llmc/multi_gpu.cuh llmc/multi_process.h
 
 train_gpt_fp8: train_gpt_fp8.cu $(GPU_TRAINER_HEADERS) | check-nvcc
-	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
+	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(MULTI_GPU_LDLIBS)
 
 # the GPU test compiles both trainers into one program and compares them
 test_gpt_fp8: test_gpt_fp8.cu train_gpt_fp8.cu train_gpt_fp8.c $(GPU_TRAINER_HEADERS) llmc/testing.h | check-nvcc
-	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
+	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(MULTI_GPU_LDLIBS)
 
 info:
 	@echo "CC          $(CC)"
@@ -138,6 +166,7 @@ info:
 	@echo "CUDA_HOME   $(CUDA_HOME)"
 	@echo "CUDNN_HOME  $(or $(CUDNN_HOME),not found: no cudnn_graph.h; set CUDNN_HOME or pip install nvidia-cudnn-cu13)"
 	@echo "NCCL_HOME   $(or $(NCCL_HOME),not found: no nccl.h; set NCCL_HOME or pip install nvidia-nccl-cu13)"
+	@echo "multi-GPU   $(if $(findstring MULTI_GPU,$(MULTI_GPU_FLAGS)),NCCL$(if $(findstring USE_MPI,$(MULTI_GPU_FLAGS)), + MPI ($(MPICC)), (no MPI: ids via -pi fs|tcp)),off: $(if $(filter 1,$(NO_MULTI_GPU)),NO_MULTI_GPU=1,no nccl.h))"
 	@echo "CUDA programs: $(CUDA_PROGRAMS) $(DEV_CUDA) (built with make when nvcc is found)"
 
 clean:

@@ -21,6 +21,9 @@ Build: make test_gpt_fp8    Run: ./test_gpt_fp8    (prints one line and exits 1 
 
 #include "llmc/testing.h"
 
+// the GPU model's collectives in one process (no NCCL): gpt2_grad_norm and checkpoints take it
+static MultiGpu one_process;
+
 enum { TB = 2, TT = 32, TV = 200 };  // B*T = 64: the FP8 cast tiles and GEMM shapes need multiples of 64 and 16
 
 static GPT2Config test_config(void) {
@@ -56,7 +59,7 @@ static void make_pair(GPT2* cpu, GPT2GPU* gpu, const char* precision, uint64_t s
     Rng rng;
     rng_seed(&rng, seed);
     gpt2_init_parameters(&cpu->params, cpu->param_sizes, &config, &rng);
-    gpt2_gpu_allocate(gpu, &config, &args, TB, TT);
+    gpt2_gpu_allocate(gpu, &config, &args, TB, TT, 1, 0, 0);
     gpt2_upload_params(gpu, cpu->params_memory);
     gpt2_cast_weights_fp8(cpu, 1);
     if (gpu->precision == PRECISION_FP8) { gpt2_cast_weights_fp8(gpu, 1); }
@@ -197,7 +200,7 @@ static void test_fp8_five_steps(void) {
         cudaCheck(cudaMemset(gpu.grads_memory, 0, gpu.num_parameters * 4));
         float gpu_loss = gpt2_forward(&gpu, 1, 1.0f / (TB * TT));
         gpt2_backward(&gpu);
-        float gpu_norm = gpt2_grad_norm(&gpu);
+        float gpu_norm = gpt2_grad_norm(&gpu, &one_process);
         cudaCheck(fp8_meta_update_launch(gpu.fp8_device, &gpu.fp8_host, &gpu.recipe, step, gpu.stream));
         gpt2_update(&gpu, 1e-3f, 0.0f, 1.0f, step + 1);
         gpt2_cast_weights_fp8(&gpu, 1);
@@ -251,7 +254,7 @@ static void test_checkpoints(void) {
     GPT2GPU resumed;
     TrainArgs args = test_args("fp8");
     GPT2Config config = test_config();
-    gpt2_gpu_allocate(&resumed, &config, &args, TB, TT);
+    gpt2_gpu_allocate(&resumed, &config, &args, TB, TT, 1, 0, 0);
     float* params = (float*)malloc(resumed.num_parameters * 4);
     float* m = (float*)malloc(resumed.num_parameters * 4);
     float* v = (float*)malloc(resumed.num_parameters * 4);
@@ -270,7 +273,7 @@ static void test_checkpoints(void) {
     for (int pass = 0; pass < 2; pass++) {
         GPT2GPU* g = pass == 0 ? &gpu : &resumed;
         if (pass == 0) {
-            gpt2_download_state(&gpu, params, m, v);
+            gpt2_download_state(&gpu, &one_process, params, m, v);
             StateHeader hs = gpu_state_header(&gpu, 2, NULL);
             checkpoint_save(dir, 2, &config, params, m, v, &hs, gpu.fp8_host.memory);
         } else {
@@ -290,7 +293,7 @@ static void test_checkpoints(void) {
             cudaCheck(cudaMemset(g->grads_memory, 0, g->num_parameters * 4));
             float loss = gpt2_forward(g, 1, 1.0f / (TB * TT));
             gpt2_backward(g);
-            gpt2_grad_norm(g);
+            gpt2_grad_norm(g, &one_process);
             cudaCheck(fp8_meta_update_launch(g->fp8_device, &g->fp8_host, &g->recipe, 2 + step, g->stream));
             gpt2_update(g, 1e-3f, 0.0f, 1.0f, 3 + step);
             gpt2_cast_weights_fp8(g, 1);
@@ -307,6 +310,10 @@ static void test_checkpoints(void) {
 
 int main(void) {
     require_cuda_device("test_gpt_fp8");
+    ProcessGroupConfig pg;
+    char err[256];
+    if (process_group_resolve(&pg, 1, 0, -1, NULL, NULL, NULL, err, sizeof(err))) { die("%s", err); }
+    multi_gpu_init(&one_process, &pg, 0);
     RUN_TEST(test_bf16_forward_backward);
     RUN_TEST(test_fp8_cast_bytes_and_amaxes);
     RUN_TEST(test_fp8_five_steps);

@@ -217,6 +217,9 @@ expect_error state_truncated "truncated state file" $TINY -precision fp8 -x 4 -v
 cp -r "$TMP/ckpt" "$TMP/magicstate"
 printf '\x00\x00\x00\x00' | dd of="$TMP/magicstate/state_00000002_00000.bin" bs=1 conv=notrunc 2>/dev/null
 expect_error state_magic "not a state file" $TINY -precision fp8 -x 4 -v 0 -y 1 -o "$TMP/magicstate"
+cp -r "$TMP/ckpt" "$TMP/ranks"
+printf '\x02' | dd of="$TMP/ranks/state_00000002_00000.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
+expect_error state_other_rank_count "written by 2 processes, this run has 1" $TINY -precision fp8 -x 4 -v 0 -y 1 -o "$TMP/ranks"
 expect_error state_precision_mismatch "trained with -precision fp8" $TINY -precision bf16 -x 4 -v 0 -y 1 -o "$TMP/ckpt"
 # flags
 expect_error flag_non_numeric "invalid value 'abc' for -b" $TINY -b abc
@@ -236,5 +239,8 @@ expect_error flag_unknown_fp8 "unknown flag -fp8_nonsense" $TINY -fp8_nonsense 1
 expect_error flag_first_last "leaves no FP8 block" $TINY -fp8_bf16_first_last 2
 expect_error flag_total_batch "must be a positive multiple" $TINY -d 1000
 expect_error flag_seq_len "longer than the model" $TINY -maxT 32
+expect_error flag_init_method "invalid value 'udp' for -pi" $TINY -pi udp
+expect_error flag_zero_stage "invalid value '2' for -z" $TINY -z 2
+expect_error cpu_multi_process "the CPU reference trainer runs one process" $TINY -pn 2
 expect_error resume_without_dir "-y 1 needs -o" $DATA_FLAGS -y 1
 finish train

@@ -1006,8 +1006,12 @@ int main(int argc, char** argv) {
     TrainArgs args;
     parse_args(&args, argc, argv);
     char err[512];
+    if (args.num_processes > 1 || args.init_method) {
+        die("the CPU reference trainer runs one process (-pn, -pi are the CUDA trainer's; test_data_parallel checks the "
+            "multi-rank semantics on simulated ranks)");
+    }
     RunSetup run;
-    run_setup(&args, &run);
+    run_setup(&args, &run, 0, 1);
     GPT2Config* cfg = &run.config;
     int B = run.B, T = run.T, total_batch = run.total_batch, grad_accum_steps = run.grad_accum_steps;
     int train_steps = run.train_steps, val_steps = run.val_steps, have_val = run.have_val;

@@ -32,9 +32,11 @@ FP8 diagnostics file, sampling, fusing the casts into LayerNorm/GELU, multi-GPU.
 #include "llmc/attention.cuh"
 #include "llmc/dataloader.h"
 #include "llmc/kernels.cuh"
+#include "llmc/multi_gpu.cuh"
 #include "llmc/schedule.h"
 #include "llmc/tokenizer.h"
 #include "llmc/train_common.h"
+#include "llmc/zero.h"
 
 static cudaDataType_t fp8_cuda_type(Fp8Format f) { return f == FP8_E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
 
@@ -83,14 +85,16 @@ typedef struct {
 typedef struct {
     GPT2Config config;
     int B, T;
+    int num_processes, process_rank;
     size_t param_sizes[NUM_PARAMETER_TENSORS];
-    size_t num_parameters;
-    float* master;          // fp32 master weights (P)
-    floatX* params_memory;  // their bf16 copy (P)
+    size_t num_parameters;  // P
+    ZeroShard shard;        // the parameters this rank's optimizer owns (llmc/zero.h); all P in one process
+    float* master;          // (shard_size) fp32 master weights of the shard
+    floatX* params_memory;  // (padded) bf16 weights, all of them, every rank
     ParameterTensorsX params;
-    float* grads_memory;    // fp32 (P)
+    float* grads_memory;    // (padded) fp32; after the reduction, the shard's part is the summed gradient
     ParameterTensors grads;
-    float *m_memory, *v_memory;
+    float *m_memory, *v_memory;  // (shard_size) AdamW moments of the shard
     ActivationsGPU acts;
     int* inputs;   // (B, T) on the device
     int* targets;  // (B, T)
@@ -99,6 +103,7 @@ typedef struct {
     floatX *dq, *dk, *dv;                              // (B, NH, T, HS) each
     AttentionScratch attention;
     float* norm_squared;  // (1)
+    float* norm_partials; // (NORM_BLOCKS) per-block sums of squares: summed in a fixed order, so the norm is deterministic
     // precision
     Precision precision;
     DelayedScaling recipe;
@@ -189,11 +194,14 @@ static void gpt2_cast_weights_fp8(GPT2GPU* model, int record) {
     }
 }
 
-static void gpt2_gpu_allocate(GPT2GPU* model, const GPT2Config* config, const TrainArgs* args, int B, int T) {
+static void gpt2_gpu_allocate(GPT2GPU* model, const GPT2Config* config, const TrainArgs* args, int B, int T,
+                              int num_processes, int process_rank, int zero_stage) {
     memset(model, 0, sizeof(*model));
     model->config = *config;
     model->B = B;
     model->T = T;
+    model->num_processes = num_processes;
+    model->process_rank = process_rank;
     model->precision = args->precision;
     model->recipe = args->recipe;
     model->fp8_bf16_first_last = args->fp8_bf16_first_last;
@@ -203,12 +211,13 @@ static void gpt2_gpu_allocate(GPT2GPU* model, const GPT2Config* config, const Tr
     size_t BT = (size_t)B * T, BTC = BT * C;
     fill_in_parameter_sizes(model->param_sizes, config);
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { model->num_parameters += model->param_sizes[i]; }
-    size_t P = model->num_parameters;
-    model->master = (float*)device_alloc(P * 4);
-    model->params_memory = (floatX*)device_alloc(P * 2);
-    model->grads_memory = (float*)device_alloc(P * 4);
-    model->m_memory = (float*)device_alloc(P * 4);
-    model->v_memory = (float*)device_alloc(P * 4);
+    model->shard = zero_shard(model->num_parameters, num_processes, process_rank, zero_stage);
+    size_t padded = model->shard.padded, shard_size = model->shard.shard_size;
+    model->master = (float*)device_alloc(shard_size * 4);
+    model->params_memory = (floatX*)device_alloc(padded * 2);
+    model->grads_memory = (float*)device_alloc(padded * 4);
+    model->m_memory = (float*)device_alloc(shard_size * 4);
+    model->v_memory = (float*)device_alloc(shard_size * 4);
     point_parameters_bf16(&model->params, model->params_memory, model->param_sizes);
     point_parameters(&model->grads, model->grads_memory, model->param_sizes);
     ActivationsGPU* a = &model->acts;
@@ -248,6 +257,7 @@ static void gpt2_gpu_allocate(GPT2GPU* model, const GPT2Config* config, const Tr
     model->attention.y = (floatX*)device_alloc(BTC * 2);
     model->attention.preatt = (floatX*)device_alloc((size_t)B * NH * T * T * 2);
     model->norm_squared = (float*)device_alloc(4);
+    model->norm_partials = (float*)device_alloc(NORM_BLOCKS * 4);
     model->amax_discard = (float*)device_alloc(4);
     if (model->precision == PRECISION_FP8) {
         char err[256];
@@ -443,54 +453,71 @@ static void gpt2_backward(GPT2GPU* model) {
     cudaCheck(cudaGetLastError());
 }
 
-// Global gradient norm (device, then copied back: the step is skipped on a non-finite one).
-static float gpt2_grad_norm(GPT2GPU* model) {
-    cudaCheck(cudaMemsetAsync(model->norm_squared, 0, 4, model->stream));
-    norm_squared_kernel<<<model->num_sms * 2, 512, 0, model->stream>>>(model->norm_squared, model->grads_memory,
-                                                                       model->num_parameters);
+// The gradient norm: this rank's shard's sum of squares (per-block partials, then one block adds them in order: the
+// same bits every run), summed over the ranks, into model->norm_squared where AdamW reads it; also returned.
+static float gpt2_grad_norm(GPT2GPU* model, MultiGpu* mg) {
+    cudaStream_t s = model->stream;
+    norm_squared_partials_kernel<<<NORM_BLOCKS, 512, 0, s>>>(model->norm_partials, model->grads_memory + model->shard.offset,
+                                                              model->shard.count);
+    sum_partials_kernel<<<1, 1024, 0, s>>>(model->norm_squared, model->norm_partials, NORM_BLOCKS);
     cudaCheck(cudaGetLastError());
+    if (mg->zero_stage == 1) { multi_gpu_sum_scalar(mg, model->norm_squared, s); }
     float norm_squared;
-    cudaCheck(cudaMemcpyAsync(&norm_squared, model->norm_squared, 4, cudaMemcpyDeviceToHost, model->stream));
-    cudaCheck(cudaStreamSynchronize(model->stream));
+    cudaCheck(cudaMemcpyAsync(&norm_squared, model->norm_squared, 4, cudaMemcpyDeviceToHost, s));
+    cudaCheck(cudaStreamSynchronize(s));
     return sqrtf(norm_squared);
 }
 
+// AdamW on the shard's fp32 masters (decay on 2-D tensors only: a shard may start or end inside a tensor), writing
+// the new bf16 weights of the shard into the full parameter buffer; ZeRO-1 then all-gathers the rest.
 static void gpt2_update(GPT2GPU* model, float lr, float weight_decay, float grad_clip, int t) {
     const float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f;
     float bias1 = 1.0f - powf(beta1, (float)t), bias2 = 1.0f - powf(beta2, (float)t);
+    const ZeroShard* shard = &model->shard;
     size_t offset = 0;
     for (int tensor = 0; tensor < NUM_PARAMETER_TENSORS; tensor++) {
-        size_t n = model->param_sizes[tensor];
+        size_t n = model->param_sizes[tensor], lo, hi;
         float decay = parameter_tensor_is_2d(tensor) ? weight_decay : 0.0f;
-        adamw_kernel<<<blocks_for(n, 512), 512, 0, model->stream>>>(
-            model->master + offset, model->params_memory + offset, model->grads_memory + offset, model->m_memory + offset,
-            model->v_memory + offset, n, lr, beta1, beta2, bias1, bias2, eps, decay, model->norm_squared, grad_clip);
-        cudaCheck(cudaGetLastError());
+        if (zero_shard_overlap(shard, offset, n, &lo, &hi)) {
+            size_t k = lo - shard->offset;  // index into the shard's masters and moments
+            adamw_kernel<<<blocks_for(hi - lo, 512), 512, 0, model->stream>>>(
+                model->master + k, model->params_memory + lo, model->grads_memory + lo, model->m_memory + k,
+                model->v_memory + k, hi - lo, lr, beta1, beta2, bias1, bias2, eps, decay, model->norm_squared, grad_clip);
+            cudaCheck(cudaGetLastError());
+        }
         offset += n;
     }
 }
 
-// host <-> device copies of what a checkpoint holds
-static void gpt2_download_state(GPT2GPU* model, float* params, float* m, float* v) {
-    cudaCheck(cudaMemcpy(params, model->master, model->num_parameters * 4, cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(m, model->m_memory, model->num_parameters * 4, cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(v, model->v_memory, model->num_parameters * 4, cudaMemcpyDeviceToHost));
+// host <-> device copies of what a checkpoint holds: all parameters (gathered from the shards into the gradient
+// buffer, free between steps; every rank must call this), this rank's moments and FP8 state
+static void gpt2_download_state(GPT2GPU* model, MultiGpu* mg, float* params, float* m, float* v) {
+    multi_gpu_gather_masters(mg, model->grads_memory, model->master, &model->shard, model->stream);
+    cudaCheck(cudaStreamSynchronize(model->stream));
+    cudaCheck(cudaMemcpy(params, model->grads_memory, model->num_parameters * 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(m, model->m_memory, model->shard.count * 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(v, model->v_memory, model->shard.count * 4, cudaMemcpyDeviceToHost));
     if (model->precision == PRECISION_FP8) {
         cudaCheck(cudaMemcpy(model->fp8_host.memory, model->fp8_device, model->fp8_host.num_floats * 4, cudaMemcpyDeviceToHost));
     }
 }
 
+// params (P): every rank gets all bf16 weights and keeps the fp32 masters of its shard
 static void gpt2_upload_params(GPT2GPU* model, const float* params) {
-    cudaCheck(cudaMemcpy(model->master, params, model->num_parameters * 4, cudaMemcpyHostToDevice));
-    float_to_bf16_kernel<<<blocks_for(model->num_parameters, 512), 512>>>(model->params_memory, model->master,
+    cudaCheck(cudaMemcpy(model->grads_memory, params, model->num_parameters * 4, cudaMemcpyHostToDevice));
+    float_to_bf16_kernel<<<blocks_for(model->num_parameters, 512), 512>>>(model->params_memory, model->grads_memory,
                                                                          model->num_parameters);
     cudaCheck(cudaGetLastError());
+    cudaCheck(cudaMemcpy(model->master, model->grads_memory + model->shard.offset, model->shard.count * 4,
+                         cudaMemcpyDeviceToDevice));
+    cudaCheck(cudaMemset(model->grads_memory, 0, model->shard.padded * 4));
 }
 
 static StateHeader gpu_state_header(const GPT2GPU* model, int step, const DataLoader* loader) {
     StateHeader h;
     memset(&h, 0, sizeof(h));
-    h.num_processes = 1;
+    h.num_processes = model->num_processes;
+    h.process_rank = model->process_rank;
     h.precision = model->precision;
     h.fp8_modules = model->precision == PRECISION_FP8 ? model->fp8_host.num_modules : 0;
     h.recipe = model->recipe;
@@ -501,8 +528,8 @@ static StateHeader gpu_state_header(const GPT2GPU* model, int step, const DataLo
     h.T = model->T;
     h.step = step;
     h.num_parameters = (int64_t)model->num_parameters;
-    h.opt_offset = 0;
-    h.opt_count = (int64_t)model->num_parameters;
+    h.opt_offset = (int64_t)model->shard.offset;
+    h.opt_count = (int64_t)model->shard.count;
     h.shard_index = loader ? (int64_t)loader->current_shard_idx : 0;
     h.shard_position = loader ? (int64_t)loader->current_position : 0;
     return h;
@@ -516,13 +543,24 @@ static void upload_batch(GPT2GPU* model, const DataLoader* loader) {
 
 #ifndef TESTING
 int main(int argc, char** argv) {
-    require_cuda_device("train_gpt_fp8");
     TrainArgs args;
     parse_args(&args, argc, argv);
     char err[512];
     if (args.precision == PRECISION_FP32) { die("-precision fp32 is the CPU reference's mode; the GPU trainer runs bf16 or fp8"); }
+    ProcessGroupConfig pg;
+    if (process_group_resolve(&pg, args.num_processes, args.process_rank, args.gpus_per_node, args.init_method,
+                              args.fs_path, args.server_ip, err, sizeof(err))) {
+        die("%s", err);
+    }
+    require_cuda_device("train_gpt_fp8");
+    MultiGpu mg;
+    multi_gpu_init(&mg, &pg, args.zero_stage);
+    int rank0 = mg.process_rank == 0;  // prints, logs and writes the model file
+    if (!rank0) {  // only rank 0 speaks; errors still reach stderr from every rank
+        if (!freopen("/dev/null", "w", stdout)) { die("cannot silence stdout of rank %d", mg.process_rank); }
+    }
     RunSetup run;
-    run_setup(&args, &run);
+    run_setup(&args, &run, mg.process_rank, mg.num_processes);
     GPT2Config config = run.config;
     int B = run.B, T = run.T, total_batch = run.total_batch, grad_accum_steps = run.grad_accum_steps;
     int train_steps = run.train_steps, val_steps = run.val_steps, have_val = run.have_val;
@@ -533,13 +571,18 @@ int main(int argc, char** argv) {
     }
 
     GPT2GPU model;
-    gpt2_gpu_allocate(&model, &config, &args, B, T);
+    gpt2_gpu_allocate(&model, &config, &args, B, T, mg.num_processes, mg.process_rank, mg.zero_stage);
+    // every collective relies on these being equal on all ranks: check once, fail with one line rather than hang
+    multi_gpu_check_same(&mg, (long long)model.num_parameters, "the parameter count");
+    multi_gpu_check_same(&mg, model.precision == PRECISION_FP8 ? model.fp8_host.num_slots : 0, "the number of FP8 slots");
+    multi_gpu_check_same(&mg, (long long)B * T * grad_accum_steps, "B*T*accumulation");
+    multi_gpu_check_same(&mg, train_steps, "the number of steps");
     float* host_params = (float*)calloc_or_die(model.num_parameters, 4, "parameters");
-    float* host_m = (float*)calloc_or_die(model.num_parameters, 4, "AdamW m");
-    float* host_v = (float*)calloc_or_die(model.num_parameters, 4, "AdamW v");
+    float* host_m = (float*)calloc_or_die(model.shard.count, 4, "AdamW m");
+    float* host_v = (float*)calloc_or_die(model.shard.count, 4, "AdamW v");
     if (run.loaded_params) {
         memcpy(host_params, run.loaded_params, run.loaded_count * sizeof(float));
-    } else {  // the same initialisation as the CPU trainer, from the same seed
+    } else {  // the same initialisation as the CPU trainer, from the same seed, on every rank
         ParameterTensors p;
         point_parameters(&p, host_params, model.param_sizes);
         Rng init_rng;
@@ -550,6 +593,7 @@ int main(int argc, char** argv) {
     uint64_t rng_state = (uint64_t)args.seed ^ 0x5EEDull;
     if (args.resume) {
         long long latest = latest_checkpoint_step(args.output_dir);
+        multi_gpu_check_same(&mg, latest, "the newest complete checkpoint in -o (is it a folder all ranks share?)");
         if (latest >= 0) {
             StateHeader h = gpu_state_header(&model, (int)latest, NULL);
             checkpoint_load(args.output_dir, (int)latest, &config, host_params, host_m, host_v, &h,
@@ -559,8 +603,8 @@ int main(int argc, char** argv) {
             }
             rng_state = h.rng_state;
             start_step = (int)latest;
-            cudaCheck(cudaMemcpy(model.m_memory, host_m, model.num_parameters * 4, cudaMemcpyHostToDevice));
-            cudaCheck(cudaMemcpy(model.v_memory, host_v, model.num_parameters * 4, cudaMemcpyHostToDevice));
+            cudaCheck(cudaMemcpy(model.m_memory, host_m, model.shard.count * 4, cudaMemcpyHostToDevice));
+            cudaCheck(cudaMemcpy(model.v_memory, host_v, model.shard.count * 4, cudaMemcpyHostToDevice));
             if (model.precision == PRECISION_FP8) {
                 cudaCheck(cudaMemcpy(model.fp8_device, model.fp8_host.memory, model.fp8_host.num_floats * 4,
                                      cudaMemcpyHostToDevice));
@@ -575,13 +619,15 @@ int main(int argc, char** argv) {
     cudaCheck(cudaDeviceSynchronize());
 
     cudaDeviceProp prop;
-    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    cudaCheck(cudaGetDeviceProperties(&prop, pg.local_rank));
     printf("| device                | %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+    printf("| processes             | %d (%s%s%s), ZeRO stage %d\n", mg.num_processes, pg.launcher,
+           mg.use_nccl ? ", NCCL id via " : "", mg.use_nccl ? pg.init_method : "", mg.zero_stage);
     printf("| model                 | L %d, C %d, NH %d, V %d (Vp %d), maxT %d, %zu params\n", config.num_layers,
            config.channels, config.num_heads, config.vocab_size, config.padded_vocab_size, config.max_seq_len,
            model.num_parameters);
-    printf("| batch                 | B %d, T %d, total %d tokens, %d accumulation steps, %d steps\n", B, T, total_batch,
-           grad_accum_steps, train_steps);
+    printf("| batch                 | B %d, T %d per rank, total %d tokens, %d accumulation steps, %d steps\n", B, T,
+           total_batch, grad_accum_steps, train_steps);
     printf("| precision             | %s (attention: plain CUDA/cuBLAS)\n", precision_name(args.precision));
     if (args.precision == PRECISION_FP8) {
         printf("| fp8 recipe            | ");
@@ -592,7 +638,7 @@ int main(int argc, char** argv) {
 
     if (args.sample_every > 0 && run.have_tokenizer) { printf("| sampling              | not in the GPU trainer yet: -s is ignored\n"); }
 
-    FILE* main_log = args.output_dir ? open_log(args.output_dir, "main.log", start_step > 0) : NULL;
+    FILE* main_log = args.output_dir && rank0 ? open_log(args.output_dir, "main.log", start_step > 0) : NULL;
     StepTimer timer = {0.0, 0};
     for (int step = start_step; step <= train_steps; step++) {
         int last_step = step == train_steps;
@@ -606,16 +652,20 @@ int main(int argc, char** argv) {
                     upload_batch(&model, val_loader);
                     val_loss += gpt2_forward(&model, 0, 0.0f);
                 }
-                val_loss /= val_steps;
+                val_loss = multi_gpu_mean(&mg, (float)(val_loss / val_steps), model.stream);
                 model.fp8_record = 1;
                 printf("val loss %f\n", val_loss);
                 if (main_log) { fprintf(main_log, "s:%d tel:%.4f\n", step, val_loss); fflush(main_log); }
             }
             if (args.output_dir && step > 0 && ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || last_step)) {
-                gpt2_download_state(&model, host_params, host_m, host_v);
+                // the model file from rank 0 (all masters gathered), a state file per rank, DONE after every rank's
+                gpt2_download_state(&model, &mg, host_params, host_m, host_v);
                 StateHeader h = gpu_state_header(&model, step, train_loader);
                 h.rng_state = rng_state;
-                checkpoint_save(args.output_dir, step, &config, host_params, host_m, host_v, &h, model.fp8_host.memory);
+                if (rank0) { checkpoint_save_model(args.output_dir, step, &config, host_params, model.num_parameters); }
+                checkpoint_save_state(args.output_dir, step, host_m, host_v, &h, model.fp8_host.memory);
+                multi_gpu_barrier(&mg);
+                if (rank0) { checkpoint_mark_done(args.output_dir, step); }
                 printf("checkpoint: %s/model_%08d.bin\n", args.output_dir, step);
             }
         }
@@ -624,17 +674,20 @@ int main(int argc, char** argv) {
         cudaCheck(cudaEventCreate(&start));
         cudaCheck(cudaEventCreate(&stop));
         cudaCheck(cudaEventRecord(start, model.stream));
-        cudaCheck(cudaMemsetAsync(model.grads_memory, 0, model.num_parameters * 4, model.stream));
+        cudaCheck(cudaMemsetAsync(model.grads_memory, 0, model.shard.padded * 4, model.stream));
         double loss = 0.0;
         for (int micro = 0; micro < grad_accum_steps; micro++) {
             if (dataloader_next_batch(train_loader, err, sizeof(err))) { die("%s", err); }
             upload_batch(&model, train_loader);
-            loss += gpt2_forward(&model, 1, 1.0f / ((float)B * T * grad_accum_steps)) / grad_accum_steps;
+            // d(loss)/d(logit) scaled by the GLOBAL batch: the ranks' gradients then SUM to the single-GPU gradient
+            loss += gpt2_forward(&model, 1, 1.0f / ((float)B * T * grad_accum_steps * mg.num_processes)) / grad_accum_steps;
             gpt2_backward(&model);
         }
-        float norm = gpt2_grad_norm(&model);
+        multi_gpu_reduce_gradients(&mg, model.grads_memory, &model.shard, model.stream);
+        loss = multi_gpu_mean(&mg, (float)loss, model.stream);
+        float norm = gpt2_grad_norm(&model, &mg);
         float lr = learning_rate_at(step, train_steps, args.learning_rate, args.warmup_steps, args.final_lr_fraction);
-        if (!isfinite(loss) || !isfinite(norm)) {
+        if (!isfinite(loss) || !isfinite(norm)) {  // the same decision on every rank: both values are global
             fprintf(stderr, "warning: step %d: loss %g, gradient norm %g is not finite; step skipped, weights and FP8 state kept\n",
                     step + 1, loss, norm);
             if (model.precision == PRECISION_FP8) {  // drop the step's input and gradient amaxes, keep the weights'
@@ -650,9 +703,15 @@ int main(int argc, char** argv) {
         } else {
             if (model.precision == PRECISION_FP8) {
                 if (fp8_meta_update_needs_host(&model.recipe)) { die("FP8 recipe callbacks run on the CPU trainer only"); }
+                // TE's reduce_amax: row 0 of every slot of every module, one all-reduce, before the one update launch
+                if (model.recipe.reduce_amax) {
+                    multi_gpu_amax_allreduce(&mg, model.fp8_device, model.fp8_host.num_slots, model.stream);
+                }
                 cudaCheck(fp8_meta_update_launch(model.fp8_device, &model.fp8_host, &model.recipe, step, model.stream));
             }
             gpt2_update(&model, lr, args.weight_decay, args.grad_clip, step + 1);
+            multi_gpu_gather_params(&mg, model.params_memory, &model.shard, model.stream);
+            // after the all-gather: every rank casts the same weights with the same scale
             if (model.precision == PRECISION_FP8) { gpt2_cast_weights_fp8(&model, 1); }
         }
         cudaCheck(cudaEventRecord(stop, model.stream));
@@ -671,6 +730,7 @@ int main(int argc, char** argv) {
     free(host_params);
     free(host_m);
     free(host_v);
+    multi_gpu_free(&mg);
     return 0;
 }
 #endif  // TESTING

@@ -244,13 +244,24 @@ __global__ void bias_backward_kernel(float* dbias, const floatX* dout, int rows,
 // gradient norm and AdamW
 
 // *norm_squared += sum of squares of grads (n) fp32
-__global__ void norm_squared_kernel(float* norm_squared, const float* grads, size_t n) {
+// The gradient norm in two deterministic passes: each of NORM_BLOCKS blocks sums the squares of a fixed strided
+// subset into partials[block]; then one block adds the partials in a fixed tree. No atomics, so the same gradients
+// give the same bits every run (a float atomicAdd would add the blocks in whatever order they finish).
+#define NORM_BLOCKS 264
+__global__ void norm_squared_partials_kernel(float* partials, const float* grads, size_t n) {
     float sum = 0.0f;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         sum += grads[i] * grads[i];
     }
     sum = block_sum(sum);
-    if (threadIdx.x == 0) { atomicAdd(norm_squared, sum); }
+    if (threadIdx.x == 0) { partials[blockIdx.x] = sum; }
+}
+
+__global__ void sum_partials_kernel(float* out, const float* partials, int n) {
+    float sum = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) { sum += partials[i]; }
+    sum = block_sum(sum);
+    if (threadIdx.x == 0) { *out = sum; }
 }
 
 // AdamW on fp32 master weights; writes the bf16 copy the GEMMs read. grad_scale applies the clipping, computed on

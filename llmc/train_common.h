@@ -119,6 +119,10 @@ typedef struct {
     const char* fp8_flag;  // -fp8 value, resolved after parsing
     DelayedScaling recipe;
     int fp8_bf16_first_last, fp8_lm_head, fp8_diag_every;
+    // data parallelism (CUDA trainer): -1 / NULL when not given; llmc/multi_process.h resolves them with the launcher's
+    int num_processes, process_rank, gpus_per_node;
+    const char *init_method, *fs_path, *server_ip;
+    int zero_stage;
     int debug_nan_step;   // test hooks: poison a gradient at this step,
     int debug_kill_step;  // or SIGKILL ourselves at the start of this step's training (after its checkpoint)
 } TrainArgs;
@@ -135,7 +139,9 @@ static void print_usage(void) {
         "precision -precision fp32|bf16|fp8 (default fp8)  -fp8 off|e4m3|hybrid|e5m2\n"
         "fp8       -fp8_amax_history_len N -fp8_amax_compute_algo max|most_recent -fp8_margin N -fp8_interval N\n"
         "          -fp8_fprop 0|1 -fp8_dgrad 0|1 -fp8_wgrad 0|1 (0: that GEMM in BF16) -fp8_reduce_amax 0|1\n"
-        "          -fp8_bf16_first_last N (first and last N blocks in BF16) -fp8_lm_head 0|1 -fp8_diag_every K\n");
+        "          -fp8_bf16_first_last N (first and last N blocks in BF16) -fp8_lm_head 0|1 -fp8_diag_every K\n"
+        "multi-GPU -pn processes -pr rank -pg GPUs per node (mpirun and srun set these) -pi mpi|fs|tcp (NCCL id\n"
+        "          exchange) -pf shared folder (fs) -ps rank 0's IPv4 address (tcp) -z 0|1 ZeRO stage (default 1)\n");
 }
 
 static int parse_int_flag(const char* flag, const char* value, long lo, long hi) {
@@ -183,6 +189,10 @@ static void parse_args(TrainArgs* a, int argc, char** argv) {
     a->fp8_diag_every = 10;
     a->debug_nan_step = -1;
     a->debug_kill_step = -1;
+    a->num_processes = -1;
+    a->process_rank = -1;
+    a->gpus_per_node = -1;
+    a->zero_stage = 1;
     delayed_scaling_default(&a->recipe);
     for (int i = 1; i < argc; i++) {
         const char* flag = argv[i];
@@ -240,6 +250,18 @@ static void parse_args(TrainArgs* a, int argc, char** argv) {
                 die("%s", err);
             }
         }
+        else if (strcmp(flag, "-pn") == 0) { a->num_processes = parse_int_flag(flag, v, 1, 1 << 16); }
+        else if (strcmp(flag, "-pr") == 0) { a->process_rank = parse_int_flag(flag, v, 0, (1 << 16) - 1); }
+        else if (strcmp(flag, "-pg") == 0) { a->gpus_per_node = parse_int_flag(flag, v, 1, 1024); }
+        else if (strcmp(flag, "-pi") == 0) {
+            if (strcmp(v, "mpi") != 0 && strcmp(v, "fs") != 0 && strcmp(v, "tcp") != 0) {
+                die("invalid value '%s' for -pi: expected one of mpi, fs, tcp", v);
+            }
+            a->init_method = v;
+        }
+        else if (strcmp(flag, "-pf") == 0) { a->fs_path = v; }
+        else if (strcmp(flag, "-ps") == 0) { a->server_ip = v; }
+        else if (strcmp(flag, "-z") == 0) { a->zero_stage = parse_int_flag(flag, v, 0, 1); }
         else if (strcmp(flag, "-debug_nan_step") == 0) { a->debug_nan_step = parse_int_flag(flag, v, -1, 1 << 30); }
         else if (strcmp(flag, "-debug_kill_step") == 0) { a->debug_kill_step = parse_int_flag(flag, v, -1, 1 << 30); }
         else { die("unknown flag %s (-h lists the flags)", flag); }
@@ -297,7 +319,8 @@ typedef struct {
     int have_val, train_steps, val_steps;
 } RunSetup;
 
-static void run_setup(TrainArgs* args, RunSetup* run) {
+// process_rank / num_processes: this rank's slice of every batch (each rank reads its own B*T of every stride).
+static void run_setup(TrainArgs* args, RunSetup* run, int process_rank, int num_processes) {
     char err[512];
     memset(run, 0, sizeof(*run));
     // tokenizer: an explicit path must load; otherwise tokenizer.bin beside the training data, if there is one
@@ -332,25 +355,29 @@ static void run_setup(TrainArgs* args, RunSetup* run) {
     }
     run->B = args->B;
     run->T = args->T;
-    int BT = run->B * run->T;
+    int BT = run->B * run->T, global_BT = BT * num_processes;
     if (run->T > cfg->max_seq_len) { die("-t %d is longer than the model's maximum sequence length %d", run->T, cfg->max_seq_len); }
-    run->total_batch = args->total_batch_size == -1 ? BT : args->total_batch_size;
-    if (run->total_batch <= 0 || run->total_batch % BT != 0) {
+    run->total_batch = args->total_batch_size == -1 ? global_BT : args->total_batch_size;
+    if (run->total_batch <= 0 || run->total_batch % global_BT != 0) {
+        if (num_processes > 1) {
+            die("-d %d must be a positive multiple of B*T*processes = %d*%d*%d", run->total_batch, run->B, run->T,
+                num_processes);
+        }
         die("-d %d must be a positive multiple of B*T = %d", run->total_batch, BT);
     }
-    run->grad_accum_steps = run->total_batch / BT;
+    run->grad_accum_steps = run->total_batch / global_BT;
     if (2 * args->fp8_bf16_first_last > cfg->num_layers) {
         die("-fp8_bf16_first_last %d leaves no FP8 block in a %d-layer model (at most %d)", args->fp8_bf16_first_last,
             cfg->num_layers, cfg->num_layers / 2);
     }
     // data
-    if (dataloader_init(&run->train_loader, args->train_pattern, (size_t)run->B, (size_t)run->T, 0, 1, cfg->vocab_size,
-                        err, sizeof(err))) {
+    if (dataloader_init(&run->train_loader, args->train_pattern, (size_t)run->B, (size_t)run->T, process_rank,
+                        num_processes, cfg->vocab_size, err, sizeof(err))) {
         die("%s", err);
     }
     run->have_val = args->val_every > 0;
-    if (run->have_val && dataloader_init(&run->val_loader, args->val_pattern, (size_t)run->B, (size_t)run->T, 0, 1,
-                                         cfg->vocab_size, err, sizeof(err))) {
+    if (run->have_val && dataloader_init(&run->val_loader, args->val_pattern, (size_t)run->B, (size_t)run->T,
+                                         process_rank, num_processes, cfg->vocab_size, err, sizeof(err))) {
         die("%s", err);
     }
     run->train_steps = args->max_steps;
@@ -399,19 +426,37 @@ static void report_step(StepTimer* timer, FILE* main_log, int step, int start_st
 // ----------------------------------------------------------------------------
 // checkpoints: model_%08d.bin, state_%08d_%05d.bin, DONE_%08d (see checkpoint.h), from host arrays
 
-static void checkpoint_save(const char* dir, int step, const GPT2Config* config, const float* params, const float* m,
-                            const float* v, const StateHeader* h, const float* fp8_memory) {
+// The three parts of a checkpoint, in the order they must be written: the model file (rank 0), every rank's state
+// file, and (after all of them, rank 0) the DONE marker a resume looks for.
+static void checkpoint_save_model(const char* dir, int step, const GPT2Config* config, const float* params,
+                                  size_t num_parameters) {
     char path[1024], err[512];
     int32_t header[256];
     model_header_fill(header, config);
     snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
-    if (model_file_write(path, header, params, (size_t)h->num_parameters, err, sizeof(err))) { die("%s", err); }
+    if (model_file_write(path, header, params, num_parameters, err, sizeof(err))) { die("%s", err); }
+}
+
+static void checkpoint_save_state(const char* dir, int step, const float* m, const float* v, const StateHeader* h,
+                                  const float* fp8_memory) {
+    char path[1024], err[512];
     snprintf(path, sizeof(path), "%s/state_%08d_%05d.bin", dir, step, h->process_rank);
     if (state_file_write(path, h, m, v, fp8_memory, err, sizeof(err))) { die("%s", err); }
-    // DONE last: a resume only trusts a step whose files are all complete
+}
+
+static void checkpoint_mark_done(const char* dir, int step) {
+    char path[1024], err[512];
     snprintf(path, sizeof(path), "%s/DONE_%08d", dir, step);
     AtomicFile done;
     if (atomic_open(&done, path, err, sizeof(err)) || atomic_commit(&done, err, sizeof(err))) { die("%s", err); }
+}
+
+// One process: all three.
+static void checkpoint_save(const char* dir, int step, const GPT2Config* config, const float* params, const float* m,
+                            const float* v, const StateHeader* h, const float* fp8_memory) {
+    checkpoint_save_model(dir, step, config, params, (size_t)h->num_parameters);
+    checkpoint_save_state(dir, step, m, v, h, fp8_memory);
+    checkpoint_mark_done(dir, step);  // DONE last: a resume only trusts a step whose files are all complete
 }
 
 static int same_config(const GPT2Config* a, const GPT2Config* b) {
