@@ -130,7 +130,8 @@ TEST_COMMANDS := ./fp8/test_fp8 \
                  ./test_data_parallel \
                  ./llmc/test_multi_process \
                  ./test_train_gpt_fp8.sh \
-                 ./scripts/test_plot_losses.sh
+                 ./scripts/test_plot_losses.sh \
+                 ./scripts/test_run_scripts.sh
 
 test: all
 	@./scripts/run_tests.sh $(TEST_COMMANDS)
