@@ -84,7 +84,7 @@ CPU_TOOLS := fp8/fp8_codec
 CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host)
 # Standalone GPU kernel checks and benchmarks (llm.c's dev/cuda): built with everything, run on a GPU by hand or by
 # the GPU check; without a GPU each says so in one line and exits 1.
-DEV_CUDA := dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm
+DEV_CUDA := dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes
 CUDA_HEADERS := fp8/quantize.cuh fp8/update.cuh fp8/gemm.cuh llmc/cuda_utils.cuh
 
 -include dev/data/data.mk
@@ -117,7 +117,7 @@ fp8/fp8_codec: fp8/fp8_codec.c fp8/fp8.h
 fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/testing.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
-dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/rand.h | check-nvcc
+dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/rand.h llmc/gpt2.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
 # Every test line: a command whose output ends with "<suite>: N passed, M failed". scripts/run_tests.sh runs them all,
@@ -131,7 +131,8 @@ TEST_COMMANDS := ./fp8/test_fp8 \
                  ./llmc/test_multi_process \
                  ./test_train_gpt_fp8.sh \
                  ./scripts/test_plot_losses.sh \
-                 ./scripts/test_run_scripts.sh
+                 ./scripts/test_run_scripts.sh \
+                 ./scripts/test_gpu_check.sh
 
 test: all
 	@./scripts/run_tests.sh $(TEST_COMMANDS)

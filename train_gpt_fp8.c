@@ -1139,7 +1139,7 @@ int main(int argc, char** argv) {
             gpt2_cast_weights_fp8(&model, 1);
         }
         if (diag_log && (step + 1) % args.fp8_diag_every == 0) { write_fp8_diagnostics(&model, diag_log, step + 1); }
-        report_step(&timer, main_log, step, start_step, train_steps, loss, norm, lr, now_seconds() - t0, total_batch);
+        report_step(&timer, main_log, step, start_step, train_steps, loss, norm, lr, now_seconds() - t0, total_batch, -1.0);
     }
     if (main_log) { fclose(main_log); }
     if (diag_log) { fclose(diag_log); }

@@ -638,6 +638,11 @@ int main(int argc, char** argv) {
 
     if (args.sample_every > 0 && run.have_tokenizer) { printf("| sampling              | not in the GPU trainer yet: -s is ignored\n"); }
 
+    // MFU: 6 FLOPs per parameter per token (forward + backward) plus attention's 12 * L * C * T (llm.c's estimate)
+    double flops_per_step = (6.0 * (double)model.num_parameters + 12.0 * config.num_layers * config.channels * T) *
+                            (double)total_batch;
+    double peak_flops = gpu_bf16_peak_flops(&prop) * mg.num_processes;
+    double peak_memory = 0.0;  // bytes in use on this GPU after a step, at most
     FILE* main_log = args.output_dir && rank0 ? open_log(args.output_dir, "main.log", start_step > 0) : NULL;
     StepTimer timer = {0.0, 0};
     for (int step = start_step; step <= train_steps; step++) {
@@ -720,12 +725,16 @@ int main(int argc, char** argv) {
         cudaCheck(cudaEventElapsedTime(&ms, start, stop));
         cudaCheck(cudaEventDestroy(start));
         cudaCheck(cudaEventDestroy(stop));
-        report_step(&timer, main_log, step, start_step, train_steps, loss, norm, lr, ms / 1000.0, total_batch);
+        size_t free_bytes, total_bytes;
+        cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
+        if ((double)(total_bytes - free_bytes) > peak_memory) { peak_memory = (double)(total_bytes - free_bytes); }
+        double mfu = peak_flops > 0 ? 100.0 * flops_per_step / (ms / 1000.0) / peak_flops : -1.0;
+        report_step(&timer, main_log, step, start_step, train_steps, loss, norm, lr, ms / 1000.0, total_batch, mfu);
     }
     if (main_log) { fclose(main_log); }
-    size_t peak_free, peak_total;
-    cudaCheck(cudaMemGetInfo(&peak_free, &peak_total));
-    printf("device memory in use at the end: %.2f GiB\n", (double)(peak_total - peak_free) / (1 << 30));
+    // every buffer is allocated before step 0, so the most in use after any step is the run's peak (cuBLASLt's
+    // workspace included; other processes on the same GPU would be counted too)
+    printf("peak memory %.2f GiB (rank %d)\n", peak_memory / (1 << 30), mg.process_rank);
     run_free(&run);
     free(host_params);
     free(host_m);

@@ -1,7 +1,8 @@
 /*
 llmc/cuda_utils.cuh — one way to check every CUDA, cuBLAS(Lt), cuDNN and NCCL status: a macro per library that, on
-failure, prints file, line and the library's own message, then exits. Also the "no CUDA device" check every GPU
-program starts with, so that on a machine without a GPU it says so in one line and exits non-zero.
+failure, prints file, line and the library's own message, then exits (NCCL's and MPI's are in multi_gpu.cuh, which
+alone includes them). Also the "no CUDA device" check every GPU program starts with, so that on a machine without a
+GPU it says so in one line and exits non-zero, and the GPUs' peak BF16 throughput for MFU.
 */
 #ifndef GPTFP8_CUDA_UTILS_CUH
 #define GPTFP8_CUDA_UTILS_CUH
@@ -11,6 +12,7 @@ program starts with, so that on a machine without a GPU it says so in one line a
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static inline void cuda_check_impl(cudaError_t status, const char* file, int line) {
     if (status != cudaSuccess) {
@@ -41,6 +43,20 @@ static inline int require_cuda_device(const char* program) {
     int sms = 0;
     cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     return sms;
+}
+
+// Dense BF16 tensor-core peak (FLOP/s, no sparsity) of the GPUs we know, from the vendor's data sheets; -1 for
+// others (MFU is then not shown). MFU is always against BF16 peak, FP8 runs included, so the two compare directly.
+static inline double gpu_bf16_peak_flops(const cudaDeviceProp* prop) {
+    const char* name = prop->name;
+    if (strstr(name, "H100") || strstr(name, "H800")) {
+        return prop->multiProcessorCount >= 132 ? 989.4e12 : 756.5e12;  // SXM (132 SMs) or PCIe (114 SMs)
+    }
+    if (strstr(name, "H200") || strstr(name, "GH200")) { return 989.4e12; }
+    if (strstr(name, "A100") || strstr(name, "A800")) { return 312e12; }
+    if (strstr(name, "L40S")) { return 362.05e12; }
+    if (strstr(name, "RTX 4090")) { return 165.2e12; }
+    return -1.0;
 }
 
 #endif  // GPTFP8_CUDA_UTILS_CUH

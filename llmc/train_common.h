@@ -400,22 +400,24 @@ static void run_free(RunSetup* run) {
 }
 
 // The per-step progress line on stdout and the llm.c train line in main.log. `seconds`: this step's time; the ETA
-// averages the steps after the first of this process (which pays for warm-up).
+// averages the steps after the first of this process (which pays for warm-up). mfu_percent < 0: not shown.
 typedef struct {
     double total_time;
     int timed_steps;
 } StepTimer;
 
 static void report_step(StepTimer* timer, FILE* main_log, int step, int start_step, int train_steps, double loss,
-                        float norm, float lr, double seconds, int total_batch) {
+                        float norm, float lr, double seconds, int total_batch, double mfu_percent) {
     if (step > start_step) {
         timer->total_time += seconds;
         timer->timed_steps++;
     }
     double avg = timer->timed_steps ? timer->total_time / timer->timed_steps : seconds;
     double eta = avg * (train_steps - step - 1);
-    printf("step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | ETA %dm%02ds\n", step + 1,
-           train_steps, loss, norm, lr, seconds * 1000, total_batch / seconds, (int)(eta / 60), (int)eta % 60);
+    printf("step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s", step + 1, train_steps, loss, norm, lr,
+           seconds * 1000, total_batch / seconds);
+    if (mfu_percent >= 0) { printf(" | mfu %.1f%%", mfu_percent); }
+    printf(" | ETA %dm%02ds\n", (int)(eta / 60), (int)eta % 60);
     fflush(stdout);
     if (main_log) {
         fprintf(main_log, "s:%d trl:%.4f lr:%.6f norm:%.2f\n", step + 1, loss, lr, norm);

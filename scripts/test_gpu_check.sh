@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# scripts/test_gpu_check.sh — tests scripts/gpu_check.sh without a GPU: its syntax; a one-line error and exit 2 on bad
+# arguments; with a fake nvidia-smi that fails, that it says there is no GPU and stops before building (a fake make
+# records any call); its log parsers on fixed sample logs (exact numbers); its step runner (OK, FAILED, TIMEOUT,
+# SKIPPED); and, with a fake nvidia-smi that answers and no time budget, the summary table, summary.txt and the
+# --append-results section. Prints "gpu-check: N passed, M failed" last.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+. scripts/test_lib.sh
+tmp=$TMP
+script=scripts/gpu_check.sh
+
+if bash -n "$script" 2>"$tmp/syntax"; then pass syntax; else fail syntax "$(cat "$tmp/syntax")"; fi
+
+# expect_usage_error NAME ARGS...: exit 2, nothing on stdout, one line on stderr naming the usage
+expect_usage_error() {
+    local name=$1
+    shift
+    bash "$script" "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ "$rc" -eq 2 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "usage: " "$tmp/err"; then
+        pass "$name"
+    else
+        fail "$name" "rc $rc, stdout '$(cat "$tmp/out")', stderr '$(cat "$tmp/err")'"
+    fi
+}
+expect_usage_error no_logdir
+expect_usage_error unknown_option --bogus "$tmp/logs"
+expect_usage_error two_logdirs "$tmp/a" "$tmp/b"
+if grep -q "missing LOGDIR" <(bash "$script" 2>&1); then pass no_logdir_says_so; else fail no_logdir_says_so "no 'missing LOGDIR'"; fi
+
+# no GPU: nvidia-smi fails; make must never run
+mkdir -p "$tmp/nogpu_bin"
+printf '#!/bin/sh\necho "NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver." >&2\nexit 1\n' \
+    >"$tmp/nogpu_bin/nvidia-smi"
+printf '#!/bin/sh\necho "$@" >>"%s/make_called"\nexit 0\n' "$tmp" >"$tmp/nogpu_bin/make"
+chmod +x "$tmp/nogpu_bin/nvidia-smi" "$tmp/nogpu_bin/make"
+out=$(PATH="$tmp/nogpu_bin:$PATH" bash "$script" "$tmp/nogpu_logs" 2>&1)
+rc=$?
+if [ "$rc" -ne 0 ] && printf '%s' "$out" | grep -q "no GPU" && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ]; then
+    pass no_gpu_says_so
+else
+    fail no_gpu_says_so "rc $rc: $out"
+fi
+if [ ! -e "$tmp/make_called" ]; then pass no_gpu_builds_nothing; else fail no_gpu_builds_nothing "make ran: $(cat "$tmp/make_called")"; fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the parsers, on fixed logs (sourcing the script defines its functions and runs nothing)
+# shellcheck source=scripts/gpu_check.sh
+. "$script"
+# expect NAME WANT GOT
+expect() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "want '$2', got '$3'"; fi; }
+
+cat >"$tmp/train.log" <<'EOF'
+$ ./train_gpt_fp8 -e d12 -x 8
+| model                 | L 12, C 768, NH 12, V 1024 (Vp 1024), maxT 1024, 85000000 params
+step    1/8 | loss 7.000000 | norm 9.0000 | lr 1.00e-05 | 900.00 ms | 9102 tok/s | ETA 0m06s | mfu 3.0% | peak memory 10.50 GiB
+step    2/8 | loss 6.500000 | norm 5.0000 | lr 2.00e-05 | 95.00 ms | 86232 tok/s | ETA 0m00s | mfu 30.0% | peak memory 10.50 GiB
+step    3/8 | loss 6.000000 | norm 4.0000 | lr 3.00e-05 | 96.00 ms | 85333 tok/s | ETA 0m00s | mfu 30.0% | peak memory 10.50 GiB
+step    4/8 | loss 5.500000 | norm 3.0000 | lr 4.00e-05 | 97.00 ms | 84454 tok/s | ETA 0m00s | mfu 30.0% | peak memory 10.50 GiB
+val loss 5.400000
+step    5/8 | loss 5.000000 | norm 2.0000 | lr 5.00e-05 | 98.00 ms | 83592 tok/s | ETA 0m00s | mfu 30.0% | peak memory 10.50 GiB
+step    6/8 | loss 4.800000 | norm 1.5000 | lr 6.00e-05 | 100.00 ms | 81920 tok/s | ETA 0m00s | mfu 40.0% | peak memory 11.25 GiB
+step    7/8 | loss 4.600000 | norm 1.4000 | lr 7.00e-05 | 110.00 ms | 74473 tok/s | ETA 0m00s | mfu 42.0% | peak memory 10.50 GiB
+step    8/8 | loss 4.500000 | norm 1.3000 | lr 8.00e-05 | 120.00 ms | 68267 tok/s | ETA 0m00s | mfu 44.6% | peak memory 10.50 GiB
+val loss 4.612300
+device memory in use at the end: 11.00 GiB
+EOF
+expect progress_after_5 "110.00 74887 3" "$(progress_stats "$tmp/train.log" 5)"
+expect progress_all "202.00 71672 8" "$(progress_stats "$tmp/train.log" 0)"
+expect progress_none "n/a n/a 0" "$(progress_stats "$tmp/train.log" 8)"
+expect progress_missing_file "n/a n/a 0" "$(progress_stats "$tmp/no_such.log" 5)"
+# mfu: the first 5 skipped: (40.0 + 42.0 + 44.6) / 3
+expect mfu_after_5 "42.2%" "$(mfu_mean "$tmp/train.log" 5)"
+expect peak_memory_max "11.25 GiB" "$(peak_memory "$tmp/train.log")"
+expect last_train_loss "4.500000" "$(last_train_loss "$tmp/train.log")"
+expect last_val_loss "4.612300" "$(last_val_loss "$tmp/train.log")"
+expect bench_key "110.00 ms/step, 74887 tok/s (3 steps), mfu 42.2%, peak mem 11.25 GiB" "$(bench_key "$tmp/train.log" 5)"
+# today's trainer prints neither mfu nor peak memory
+sed 's/ | mfu.*//' "$tmp/train.log" >"$tmp/plain.log"
+expect no_mfu_na "n/a" "$(mfu_mean "$tmp/plain.log" 5)"
+expect no_peak_na "n/a" "$(peak_memory "$tmp/plain.log")"
+expect bench_key_plain "110.00 ms/step, 74887 tok/s (3 steps), mfu n/a, peak mem n/a" "$(bench_key "$tmp/plain.log" 5)"
+expect no_val_na "n/a" "$(last_val_loss "$tmp/no_such.log")"
+
+cat >"$tmp/suite.log" <<'EOF'
+PASS test_bf16_forward_backward
+FAIL test_checkpoints (1 failed checks)
+gpt-gpu: 3 passed, 1 failed
+EOF
+expect suite_result "3 passed, 1 failed (test_checkpoints)" "$(suite_result "$tmp/suite.log")"
+expect suite_none "no summary line" "$(suite_result "$tmp/train.log")"
+printf '========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n' >"$tmp/san.log"
+expect sanitizer_zero "0 sanitizer errors" "$(sanitizer_errors "$tmp/san.log")"
+printf '========= ERROR SUMMARY: 12 errors\n' >"$tmp/san2.log"
+expect sanitizer_some "12 sanitizer errors" "$(sanitizer_errors "$tmp/san2.log")"
+cat >"$tmp/quant.log" <<'EOF'
+PASS cast E4M3 256x768 scale 224: bytes and amax bit-exact
+65536 x 768: device copy 2900 GB/s | cast+amax 2500 GB/s (86%) | cast+transpose+amax 2100 GB/s (72%)
+65536 x 3072: device copy 2950 GB/s | cast+amax 2400 GB/s (81%) | cast+transpose+amax 2300 GB/s (78%)
+fp8_quantize: 8 passed, 0 failed
+EOF
+expect quantize_bandwidth "cast >= 81%, cast+T >= 72% of copy (copy >= 2900 GB/s)" "$(quantize_bandwidth "$tmp/quant.log")"
+expect quantize_bandwidth_none "no bandwidth lines" "$(quantize_bandwidth "$tmp/suite.log")"
+cat >"$tmp/gemm.log" <<'EOF'
+qkv.fprop          8192   2304    768 |  500.1 TFLOP/s |  900.2 TFLOP/s | 1.80x
+step total (12 blocks x 4 linears + LM head, fprop+dgrad+wgrad): 1.23 TFLOP | BF16 2.46 ms (500.0 TFLOP/s) | FP8 1.54 ms (800.0 TFLOP/s) 1.60x | FP8 with LM head in BF16 (trainer default) 1.80 ms 1.37x
+EOF
+expect gemm_shapes_key "BF16 500.0, FP8 800.0 TFLOP/s: 1.60x (LM head BF16: 1.37x)" "$(gemm_shapes_key "$tmp/gemm.log")"
+printf 'fp8 vs bf16: final val 4.6123 vs 4.6000 (+0.27%%)\n' >"$tmp/plot.log"
+expect plot_gap "final val 4.6123 vs 4.6000 (+0.27%)" "$(plot_gap "$tmp/plot.log")"
+
+# shellcheck disable=SC2034 # used by the sourced functions
+ROW_STEP=() ROW_RESULT=() ROW_KEY=()
+add_row gpu "OK (1s)" "NVIDIA H100"
+add_row build "FAILED (rc 2, 30s)" "-"
+expect table "$(printf '%s\n' '| step  | result             | key number  |' '| ----- | ------------------ | ----------- |' \
+    '| gpu   | OK (1s)            | NVIDIA H100 |' '| build | FAILED (rc 2, 30s) | -           |')" "$(print_table)"
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the step runner (its progress lines on stderr are dropped)
+# shellcheck disable=SC2034 # LOGDIR, ANY_FAILED, DEADLINE: globals of the sourced run_step
+LOGDIR="$tmp/steps"
+mkdir -p "$LOGDIR"
+ANY_FAILED=0
+DEADLINE=$((SECONDS + 100))
+run_step ok 10 true 2>/dev/null
+# (the seconds taken are left out: a step can straddle a second)
+expect step_ok "OK 0" "${STEP_RESULT%% *} $ANY_FAILED"
+run_step bad 10 bash -c 'echo "it broke"; exit 3' 2>/dev/null
+expect step_failed "FAILED (rc 3) 1" "$(printf '%s' "$STEP_RESULT" | sed -E 's/, [0-9]+s\)/)/') $ANY_FAILED"
+add_step_row bad "n/a"
+expect step_failed_key "last: it broke" "${ROW_KEY[${#ROW_KEY[@]} - 1]}"
+if head -n 1 "$LOGDIR/bad.log" | grep -q '^\$ bash -c' && grep -q "^it broke" "$LOGDIR/bad.log"; then
+    pass step_log_has_command_and_output
+else
+    fail step_log_has_command_and_output "$(cat "$LOGDIR/bad.log")"
+fi
+run_step slow 1 sleep 20 2>/dev/null
+expect step_timeout "TIMEOUT (1s)" "$STEP_RESULT"
+run_step missing 10 ./no_such_program 2>/dev/null
+expect step_not_built "SKIPPED (./no_such_program not built)" "$STEP_RESULT"
+DEADLINE=$((SECONDS + 10))
+run_step late 10 true 2>/dev/null
+expect step_budget "SKIPPED (time budget spent)" "$STEP_RESULT"
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the whole run with a GPU that answers but no time budget: every step SKIPPED, the table, summary.txt, RESULTS section
+mkdir -p "$tmp/gpu_bin"
+cat >"$tmp/gpu_bin/nvidia-smi" <<'EOF'
+#!/bin/sh
+case "$*" in
+    *query-gpu*) echo "NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB" ;;
+    *) echo "a fake nvidia-smi" ;;
+esac
+EOF
+cp "$tmp/nogpu_bin/make" "$tmp/gpu_bin/make"
+chmod +x "$tmp/gpu_bin/nvidia-smi"
+out=$(PATH="$tmp/gpu_bin:$PATH" GPU_CHECK_BUDGET=0 GPU_CHECK_RESULTS="$tmp/RESULTS.md" bash "$script" --append-results \
+    "$tmp/run_logs" 2>&1)
+rc=$?
+expect run_exit_status 0 "$rc"
+if printf '%s\n' "$out" | grep -q "^GPU: NVIDIA H100 80GB HBM3, driver 550.54.15" &&
+    printf '%s\n' "$out" | grep -qE '^\| build +\| SKIPPED \(time budget spent\)' &&
+    printf '%s\n' "$out" | grep -qE '^\| bench_d48_fp8 +\|' && printf '%s\n' "$out" | grep -qE '^command: .*gpu_check.sh --append-results'; then
+    pass run_table
+else
+    fail run_table "$out"
+fi
+if [ -f "$tmp/run_logs/summary.txt" ] && grep -qE '^\| racecheck +\|' "$tmp/run_logs/summary.txt"; then
+    pass run_summary_file
+else
+    fail run_summary_file "no summary.txt with the table"
+fi
+if grep -q "^## .* — GPU check on NVIDIA H100 80GB HBM3" "$tmp/RESULTS.md" 2>/dev/null &&
+    [ "$(grep -c '^| ' "$tmp/RESULTS.md")" -eq "$(grep -c '^| ' "$tmp/run_logs/summary.txt")" ]; then
+    pass run_append_results
+else
+    fail run_append_results "$(cat "$tmp/RESULTS.md" 2>/dev/null)"
+fi
+if [ ! -e "$tmp/make_called" ]; then pass run_without_budget_builds_nothing; else fail run_without_budget_builds_nothing "make ran"; fi
+
+finish gpu-check
