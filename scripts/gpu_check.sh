@@ -12,6 +12,8 @@
 #                  runs them, at B 8), and the PNG of both curves (LOGDIR/bf16_vs_fp8.png)
 #   bench_<depth>_<precision>     d12, d24, d48 in BF16 and FP8, BENCH_STEPS steps each: mean ms and tok/s of the steps
 #                  after the first 5, MFU and peak memory when the trainer prints them (else n/a)
+#   nccl_plain, nccl_1rank   20 FP8 steps of d12 without and with a 1-rank NCCL communicator: bit-identical logs
+#   nccl_<N>ranks  with N >= 2 GPUs: N ranks (scripts/run_gpt_fp8_1node.sh) at the same global batch as one rank
 #   gemm_shapes    ./dev/cuda/gemm_shapes -e d12: BF16 vs FP8 TFLOP/s of every GEMM of a step
 #   memcheck, racecheck   compute-sanitizer on ./test_gpt_fp8, last: they are the slowest and least predictable, so
 #                  the time budget cuts them rather than the numbers above
@@ -353,6 +355,41 @@ main() {
             add_step_row "bench_${depth}_$precision" "$key"
         done
     done
+
+    # NCCL: one rank through a communicator must give the bits of the plain run (main.log compared byte for byte);
+    # with several GPUs, N ranks at the same global batch must follow one rank within float-sum noise
+    local nccl_flags=("${data_flags[@]}" -e d12 -b 8 -t 1024 -x 20 -v 10 -m 4 -s 0 -r 1337 -precision fp8)
+    run_step nccl_plain 90 ./train_gpt_fp8 "${nccl_flags[@]}" -o "$LOGDIR/nccl_plain"
+    run_step nccl_1rank 90 ./train_gpt_fp8 "${nccl_flags[@]}" -o "$LOGDIR/nccl_1rank" -pn 1 -pr 0 -pi fs -pf "$LOGDIR"
+    if [ "$STEP_RC" -eq 0 ] && cmp -s "$LOGDIR/nccl_plain/main.log" "$LOGDIR/nccl_1rank/main.log"; then
+        add_step_row nccl_1rank "main.log bit-identical to the run without NCCL"
+    else
+        [ "$STEP_RC" -eq 0 ] && { STEP_RESULT="FAILED (logs differ)"; STEP_RC=1; ANY_FAILED=1; }
+        add_step_row nccl_1rank "main.log differs from the run without NCCL (diff nccl_plain/main.log nccl_1rank/main.log)"
+    fi
+    local ngpus
+    ngpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+    if [ "$ngpus" -ge 2 ]; then
+        run_step "nccl_${ngpus}ranks" 120 env NO_MPIRUN=1 scripts/run_gpt_fp8_1node.sh "$ngpus" -- \
+            "${nccl_flags[@]}" -b $((8 / ngpus > 0 ? 8 / ngpus : 1)) -d 8192 -o "$LOGDIR/nccl_${ngpus}ranks"
+        add_step_row "nccl_${ngpus}ranks" "$(python3 - "$LOGDIR/nccl_plain/main.log" "$LOGDIR/nccl_${ngpus}ranks/main.log" <<'PY'
+import sys
+def losses(path):
+    try:
+        return [float(line.split("tel:")[1]) for line in open(path) if "tel:" in line]
+    except OSError:
+        return []
+one, many = losses(sys.argv[1]), losses(sys.argv[2])
+if not one or len(one) != len(many):
+    print("val losses missing")
+else:
+    worst = max(abs(a - b) / a for a, b in zip(one, many))
+    print(f"val losses within {100 * worst:.3f}% of 1 rank ({'ok' if worst < 0.01 else 'MORE THAN 1%'})")
+PY
+)"
+    else
+        add_row nccl_multi "SKIPPED (1 GPU)" "-"
+    fi
 
     run_step gemm_shapes 120 ./dev/cuda/gemm_shapes -e d12
     add_step_row gemm_shapes "$(gemm_shapes_key "$LOGDIR/gemm_shapes.log")"
