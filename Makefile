@@ -81,7 +81,7 @@ LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/d
 CPU_PROGRAMS := train_gpt_fp8_cpu
 CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process
 CPU_TOOLS := fp8/fp8_codec
-CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host)
+CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host llmc/test_kernels_host)
 # Standalone GPU kernel checks and benchmarks (llm.c's dev/cuda): built with everything, run on a GPU by hand or by
 # the GPU check; without a GPU each says so in one line and exits 1.
 DEV_CUDA := dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes
@@ -117,6 +117,10 @@ fp8/fp8_codec: fp8/fp8_codec.c fp8/fp8.h
 fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/testing.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
+# Host-only: the host helpers of the GPU kernels (no GPU needed)
+llmc/test_kernels_host: llmc/test_kernels_host.cu llmc/kernels.cuh llmc/rand.h llmc/testing.h | check-nvcc
+	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
+
 dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/rand.h llmc/gpt2.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
@@ -124,7 +128,7 @@ dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/rand.h llmc/gpt2.h
 # even after a failure, and prints the total.
 TEST_COMMANDS := ./fp8/test_fp8 \
                  "$(PYTHON) fp8/test_fp8_ml_dtypes.py fp8/fp8_codec" \
-                 $(if $(NVCC),./fp8/test_fp8_cuda_host ./dev/cuda/test_without_gpu.sh) \
+                 $(if $(NVCC),./fp8/test_fp8_cuda_host ./llmc/test_kernels_host ./dev/cuda/test_without_gpu.sh) \
                  $(DATA_TEST_COMMANDS) \
                  ./test_gpt_fp8_cpu \
                  ./test_data_parallel \
@@ -172,4 +176,4 @@ info:
 	@echo "CUDA programs: $(CUDA_PROGRAMS) $(DEV_CUDA) (built with make when nvcc is found)"
 
 clean:
-	rm -f $(CPU_PROGRAMS) $(CPU_TESTS) $(CPU_TOOLS) $(DEV_CUDA) fp8/test_fp8_cuda_host train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN)
+	rm -f $(CPU_PROGRAMS) $(CPU_TESTS) $(CPU_TOOLS) $(DEV_CUDA) $(CUDA_HOST_TESTS) train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN)

@@ -71,8 +71,7 @@ static void set_batch(GPT2GPU* gpu, int* inputs, int* targets, Rng* rng) {
         inputs[i] = (int)(rng_next_u64(rng) % TV);
         targets[i] = (int)(rng_next_u64(rng) % TV);
     }
-    cudaCheck(cudaMemcpy(gpu->inputs, inputs, sizeof(int) * TB * TT, cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(gpu->targets, targets, sizeof(int) * TB * TT, cudaMemcpyHostToDevice));
+    gpt2_set_batch(gpu, inputs, targets);
 }
 
 static float* download_floats(const float* device, size_t n) {
@@ -263,8 +262,7 @@ static void test_checkpoints(void) {
     gpt2_upload_params(&resumed, params);
     cudaCheck(cudaMemcpy(resumed.fp8_device, resumed.fp8_host.memory, resumed.fp8_host.num_floats * 4, cudaMemcpyHostToDevice));
     gpt2_cast_weights_fp8(&resumed, 0);
-    cudaCheck(cudaMemcpy(resumed.inputs, inputs, sizeof(inputs), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(resumed.targets, targets, sizeof(targets), cudaMemcpyHostToDevice));
+    gpt2_set_batch(&resumed, inputs, targets);
     float gpu_loss = gpt2_forward(&resumed, 0, 0.0f);
     CHECK(fabsf(gpu_loss - cpu.mean_loss) < 1e-2f * cpu.mean_loss, "CPU checkpoint on the GPU: loss %.5f, CPU %.5f", gpu_loss,
           cpu.mean_loss);

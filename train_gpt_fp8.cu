@@ -14,8 +14,11 @@ Data flow of one FP8 linear layer (module), forward and backward, as in Transfor
 The BF16 path runs the same GEMMs on bf16 operands. LayerNorm, attention, GELU, residuals and the loss are bf16
 kernels (llmc/kernels.cuh, llmc/attention.cuh); parameter gradients, master weights and AdamW moments are fp32.
 
+Several GPUs: NCCL data parallelism with ZeRO-1 and one amax all-reduce per step (llmc/multi_gpu.cuh). The backward
+is deterministic (no float atomics), so the same data gives the same bits, run after run and across a resume.
 Not in this version yet (see README, Status): cuDNN attention (the plain CUDA/cuBLAS attention runs instead), the
-FP8 diagnostics file, sampling, fusing the casts into LayerNorm/GELU, multi-GPU.
+FP8 diagnostics file, sampling, fusing the casts into LayerNorm/GELU, overlapping the gradient reduction with the
+backward.
 */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -98,6 +101,11 @@ typedef struct {
     ActivationsGPU acts;
     int* inputs;   // (B, T) on the device
     int* targets;  // (B, T)
+    // the encoder backward's token buckets (see encoder_buckets): device copies, and host scratch to build them
+    int *bucket_positions, *bucket_start, *bucket_token;  // (B*T), (B*T + 1), (B*T)
+    int *host_positions, *host_bucket_start, *host_bucket_token, *host_token_count;  // ... and (V)
+    int num_buckets;
+    float* column_partials;  // (B*T / COLUMN_SUM_ROWS, 4C) per-chunk column sums of the bias / LayerNorm gradients
     // backward scratch
     floatX *dresidual, *dbtc, *dbtc2, *dbt4c, *dqkv;  // (B,T,C) x3, (B,T,4C), (B,T,3C)
     floatX *dq, *dk, *dv;                              // (B, NH, T, HS) each
@@ -243,6 +251,14 @@ static void gpt2_gpu_allocate(GPT2GPU* model, const GPT2Config* config, const Tr
     a->proj_out = (floatX*)device_alloc(BTC * 2);
     model->inputs = (int*)device_alloc(BT * 4);
     model->targets = (int*)device_alloc(BT * 4);
+    model->bucket_positions = (int*)device_alloc(BT * 4);
+    model->bucket_start = (int*)device_alloc((BT + 1) * 4);
+    model->bucket_token = (int*)device_alloc(BT * 4);
+    model->host_positions = (int*)calloc_or_die(BT, 4, "token buckets");
+    model->host_bucket_start = (int*)calloc_or_die(BT + 1, 4, "token buckets");
+    model->host_bucket_token = (int*)calloc_or_die(BT, 4, "token buckets");
+    model->host_token_count = (int*)calloc_or_die((size_t)config->vocab_size, 4, "token counts");
+    model->column_partials = (float*)device_alloc((size_t)blocks_for(BT, COLUMN_SUM_ROWS) * 4 * C * 4);
     model->dresidual = (floatX*)device_alloc(BTC * 2);
     model->dbtc = (floatX*)device_alloc(BTC * 2);
     model->dbtc2 = (floatX*)device_alloc(BTC * 2);
@@ -316,9 +332,12 @@ static void linear_forward(GPT2GPU* model, int module, floatX* out, const floatX
 static void linear_backward(GPT2GPU* model, int module, floatX* dinp, const floatX* dout, const floatX* inp) {
     LinearX lx = linear_x(model, module);
     int rows = model->B * model->T;
-    if (lx.dbias) {
-        dim3 grid(blocks_for(lx.OC, 256), blocks_for(rows, COLUMN_SUM_ROWS));
-        bias_backward_kernel<<<grid, 256, 0, model->stream>>>(lx.dbias, dout, rows, lx.OC);
+    if (lx.dbias) {  // column sums of dout in two deterministic passes
+        int chunks = (int)blocks_for(rows, COLUMN_SUM_ROWS);
+        dim3 grid(blocks_for(lx.OC, 256), chunks);
+        bias_backward_partials_kernel<<<grid, 256, 0, model->stream>>>(model->column_partials, dout, rows, lx.OC);
+        column_partials_reduce_kernel<<<blocks_for(lx.OC, 256), 256, 0, model->stream>>>(lx.dbias, model->column_partials,
+                                                                                         chunks, lx.OC, lx.OC);
         cudaCheck(cudaGetLastError());
     }
     Fp8Meta* meta = &model->fp8_host;
@@ -404,6 +423,20 @@ static float gpt2_forward(GPT2GPU* model, int training, float dloss) {
     return model->mean_loss;
 }
 
+// dweight, dbias (C) fp32 += LayerNorm parameter gradients over the B*T rows (two deterministic passes)
+static void layernorm_param_backward(GPT2GPU* model, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
+                                     const float* mean, const float* rstd) {
+    int rows = model->B * model->T, C = model->config.channels, chunks = (int)blocks_for(rows, COLUMN_SUM_ROWS);
+    dim3 grid(blocks_for(C, 256), chunks);
+    layernorm_param_backward_partials_kernel<<<grid, 256, 0, model->stream>>>(model->column_partials, dout, inp, mean,
+                                                                              rstd, rows, C);
+    column_partials_reduce_kernel<<<blocks_for(C, 256), 256, 0, model->stream>>>(dweight, model->column_partials, chunks,
+                                                                                2 * C, C);
+    column_partials_reduce_kernel<<<blocks_for(C, 256), 256, 0, model->stream>>>(dbias, model->column_partials + C, chunks,
+                                                                                2 * C, C);
+    cudaCheck(cudaGetLastError());
+}
+
 // Backward of the last training forward (its logits already hold dlogits); parameter gradients accumulate.
 static void gpt2_backward(GPT2GPU* model) {
     int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads, L = model->config.num_layers;
@@ -417,9 +450,7 @@ static void gpt2_backward(GPT2GPU* model) {
     cudaCheck(cudaMemsetAsync(model->dresidual, 0, BTC * 2, s));
     const floatX* last = a->residual3 + (L - 1) * BTC;
     layernorm_backward_kernel<<<BT, 256, 0, s>>>(model->dresidual, model->dbtc, last, p->lnfw, a->lnf_mean, a->lnf_rstd, C);
-    dim3 col_grid(blocks_for(C, 256), blocks_for(BT, COLUMN_SUM_ROWS));
-    layernorm_param_backward_kernel<<<col_grid, 256, 0, s>>>(g->lnfw, g->lnfb, model->dbtc, last, a->lnf_mean, a->lnf_rstd,
-                                                             (int)BT, C);
+    layernorm_param_backward(model, g->lnfw, g->lnfb, model->dbtc, last, a->lnf_mean, a->lnf_rstd);
     cudaCheck(cudaGetLastError());
     for (int l = L - 1; l >= 0; l--) {
         const floatX* residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BTC;
@@ -433,9 +464,8 @@ static void gpt2_backward(GPT2GPU* model) {
         // d(residual2) = d(residual3) + LayerNorm2 backward, accumulated in place in dresidual
         layernorm_backward_kernel<<<BT, 256, 0, s>>>(model->dresidual, model->dbtc, a->residual2 + l * BTC,
                                                      p->ln2w + l * C, a->ln2_mean + l * BT, a->ln2_rstd + l * BT, C);
-        layernorm_param_backward_kernel<<<col_grid, 256, 0, s>>>(g->ln2w + l * C, g->ln2b + l * C, model->dbtc,
-                                                                 a->residual2 + l * BTC, a->ln2_mean + l * BT,
-                                                                 a->ln2_rstd + l * BT, (int)BT, C);
+        layernorm_param_backward(model, g->ln2w + l * C, g->ln2b + l * C, model->dbtc, a->residual2 + l * BTC,
+                                 a->ln2_mean + l * BT, a->ln2_rstd + l * BT);
         cudaCheck(cudaGetLastError());
         // residual2 = residual + attproj: attproj's output gradient is d(residual2)
         linear_backward(model, module + LINEAR_ATTPROJ, model->dbtc2, model->dresidual, a->atty + l * BTC);
@@ -445,11 +475,14 @@ static void gpt2_backward(GPT2GPU* model) {
         linear_backward(model, module + LINEAR_QKV, model->dbtc, model->dqkv, a->ln1 + l * BTC);
         layernorm_backward_kernel<<<BT, 256, 0, s>>>(model->dresidual, model->dbtc, residual, p->ln1w + l * C,
                                                      a->ln1_mean + l * BT, a->ln1_rstd + l * BT, C);
-        layernorm_param_backward_kernel<<<col_grid, 256, 0, s>>>(g->ln1w + l * C, g->ln1b + l * C, model->dbtc, residual,
-                                                                 a->ln1_mean + l * BT, a->ln1_rstd + l * BT, (int)BT, C);
+        layernorm_param_backward(model, g->ln1w + l * C, g->ln1b + l * C, model->dbtc, residual, a->ln1_mean + l * BT,
+                                 a->ln1_rstd + l * BT);
         cudaCheck(cudaGetLastError());
     }
-    encoder_backward_kernel<<<blocks_for(BTC, 256), 256, 0, s>>>(g->wte, g->wpe, model->dresidual, model->inputs, B, T, C);
+    encoder_backward_wpe_kernel<<<blocks_for((size_t)T * C, 256), 256, 0, s>>>(g->wpe, model->dresidual, B, T, C);
+    dim3 wte_grid(blocks_for(C, 256), model->num_buckets < 65535 ? model->num_buckets : 65535);
+    encoder_backward_wte_kernel<<<wte_grid, 256, 0, s>>>(g->wte, model->dresidual, model->bucket_positions,
+                                                         model->bucket_start, model->bucket_token, model->num_buckets, C);
     cudaCheck(cudaGetLastError());
 }
 
@@ -535,11 +568,22 @@ static StateHeader gpu_state_header(const GPT2GPU* model, int step, const DataLo
     return h;
 }
 
-static void upload_batch(GPT2GPU* model, const DataLoader* loader) {
-    size_t bytes = (size_t)model->B * model->T * sizeof(int);
-    cudaCheck(cudaMemcpyAsync(model->inputs, loader->inputs, bytes, cudaMemcpyHostToDevice, model->stream));
-    cudaCheck(cudaMemcpyAsync(model->targets, loader->targets, bytes, cudaMemcpyHostToDevice, model->stream));
+// inputs, targets (B, T) host -> device, and the token buckets of the encoder backward. The copies are synchronous:
+// the host scratch is reused by the next batch.
+static void gpt2_set_batch(GPT2GPU* model, const int* inputs, const int* targets) {
+    int BT = model->B * model->T;
+    model->num_buckets = encoder_buckets(inputs, BT, model->config.vocab_size, model->host_positions,
+                                         model->host_bucket_start, model->host_bucket_token, model->host_token_count);
+    cudaCheck(cudaMemcpy(model->inputs, inputs, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(model->targets, targets, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(model->bucket_positions, model->host_positions, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(model->bucket_start, model->host_bucket_start, (size_t)(model->num_buckets + 1) * sizeof(int),
+                         cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(model->bucket_token, model->host_bucket_token, (size_t)model->num_buckets * sizeof(int),
+                         cudaMemcpyHostToDevice));
 }
+
+static void upload_batch(GPT2GPU* model, const DataLoader* loader) { gpt2_set_batch(model, loader->inputs, loader->targets); }
 
 #ifndef TESTING
 int main(int argc, char** argv) {

@@ -14,6 +14,7 @@ reduced (LayerNorm, softmax), 16-byte vectors where elementwise.
 #include <cuda_runtime.h>
 #include <float.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef __nv_bfloat16 floatX;
 
@@ -78,16 +79,51 @@ __global__ void encoder_forward_kernel(floatX* out, const int* inp, const floatX
     out[idx] = __float2bfloat16_rn(__bfloat162float(wte[(size_t)inp[bt] * C + c]) + __bfloat162float(wpe[(size_t)t * C + c]));
 }
 
-// dwte, dwpe fp32 += dout (B, T, C). atomicAdd: two positions can hold the same token.
-__global__ void encoder_backward_kernel(float* dwte, float* dwpe, const floatX* dout, const int* inp, int B, int T, int C) {
+// The encoder's backward, deterministic (no float atomics: the same batch gives the same bits every run, which
+// checkpoint resume and the GPU test rely on).
+// dwpe (T, C) fp32 += sum over b of dout (B, T, C): one thread per (t, c) adds the B rows in order.
+__global__ void encoder_backward_wpe_kernel(float* dwpe, const floatX* dout, int B, int T, int C) {
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (size_t)B * T * C) { return; }
-    int c = (int)(idx % C);
-    size_t bt = idx / C;
-    int t = (int)(bt % T);
-    float d = __bfloat162float(dout[idx]);
-    atomicAdd(&dwte[(size_t)inp[bt] * C + c], d);
-    atomicAdd(&dwpe[(size_t)t * C + c], d);
+    if (idx >= (size_t)T * C) { return; }
+    float sum = 0.0f;
+    for (int b = 0; b < B; b++) { sum += __bfloat162float(dout[(size_t)b * T * C + idx]); }
+    dwpe[idx] += sum;
+}
+
+// dwte (Vp, C) fp32 += dout rows, grouped by token: the host sorted the B*T positions by token (encoder_buckets),
+// so bucket k holds every position of token bucket_token[k] in increasing order, and one thread per (bucket, c)
+// owns dwte[token, c] alone. positions (B*T), bucket_start (num_buckets + 1), bucket_token (num_buckets).
+__global__ void encoder_backward_wte_kernel(float* dwte, const floatX* dout, const int* positions, const int* bucket_start,
+                                            const int* bucket_token, int num_buckets, int C) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) { return; }
+    for (int k = blockIdx.y; k < num_buckets; k += gridDim.y) {  // grid.y is capped at 65535: stride over buckets
+        float sum = 0.0f;
+        for (int i = bucket_start[k]; i < bucket_start[k + 1]; i++) {
+            sum += __bfloat162float(dout[(size_t)positions[i] * C + c]);
+        }
+        dwte[(size_t)bucket_token[k] * C + c] += sum;
+    }
+}
+
+// Host side of the above: a counting sort of the B*T positions by token id (stable, so positions stay in order).
+// positions (n), bucket_start (n + 1), bucket_token (n), count (V) scratch; returns the number of buckets.
+static int encoder_buckets(const int* tokens, int n, int V, int* positions, int* bucket_start, int* bucket_token,
+                           int* count) {
+    memset(count, 0, (size_t)V * sizeof(int));
+    for (int i = 0; i < n; i++) { count[tokens[i]]++; }
+    int num_buckets = 0, offset = 0;
+    for (int v = 0; v < V; v++) {
+        if (count[v] == 0) { continue; }
+        bucket_token[num_buckets] = v;
+        bucket_start[num_buckets++] = offset;
+        int c = count[v];
+        count[v] = offset;  // from here on: the next free slot of token v
+        offset += c;
+    }
+    bucket_start[num_buckets] = offset;
+    for (int i = 0; i < n; i++) { positions[count[tokens[i]]++] = i; }
+    return num_buckets;
 }
 
 // ----------------------------------------------------------------------------
@@ -117,7 +153,7 @@ __global__ void layernorm_forward_kernel(floatX* out, float* mean, float* rstd, 
 }
 
 // dinp (B*T, C) bf16 += the LayerNorm input gradient; one block per row. The weight and bias gradients are column
-// sums over rows, done by layernorm_param_backward_kernel (a per-element atomicAdd here would serialize on C
+// sums over rows, done by layernorm_param_backward_partials_kernel (a per-element atomicAdd here would serialize on C
 // addresses).
 __global__ void layernorm_backward_kernel(floatX* dinp, const floatX* dout, const floatX* inp, const floatX* weight,
                                           const float* mean, const float* rstd, int C) {
@@ -141,13 +177,16 @@ __global__ void layernorm_backward_kernel(floatX* dinp, const floatX* dout, cons
     }
 }
 
-// Column sums over row chunks: a thread owns one column of a chunk of COLUMN_SUM_ROWS rows (coalesced across the
-// warp), then one atomicAdd per (chunk, column).
+// Column sums over rows, deterministic, in two passes: pass 1 gives each chunk of COLUMN_SUM_ROWS rows one thread per
+// column (coalesced across the warp) and writes the chunk's sum to partials (num_chunks, width); pass 2
+// (column_partials_reduce_kernel) adds the chunks of each column in chunk order. No float atomics, so no run-to-run
+// jitter, at the cost of a (rows / 64, width) scratch buffer.
 #define COLUMN_SUM_ROWS 64
 
-// dweight (C) += sum over rows of norm * dout, dbias (C) += sum of dout
-__global__ void layernorm_param_backward_kernel(float* dweight, float* dbias, const floatX* dout, const floatX* inp,
-                                                const float* mean, const float* rstd, int rows, int C) {
+// partials (num_chunks, 2C): [chunk, c] = sum over the chunk's rows of norm * dout (for dweight), [chunk, C + c] =
+// sum of dout (for dbias)
+__global__ void layernorm_param_backward_partials_kernel(float* partials, const floatX* dout, const floatX* inp,
+                                                         const float* mean, const float* rstd, int rows, int C) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) { return; }
     int r0 = blockIdx.y * COLUMN_SUM_ROWS, r1 = min(rows, r0 + COLUMN_SUM_ROWS);
@@ -157,8 +196,17 @@ __global__ void layernorm_param_backward_kernel(float* dweight, float* dbias, co
         dw += (__bfloat162float(inp[(size_t)r * C + c]) - mean[r]) * rstd[r] * d;
         db += d;
     }
-    atomicAdd(&dweight[c], dw);
-    atomicAdd(&dbias[c], db);
+    partials[(size_t)blockIdx.y * 2 * C + c] = dw;
+    partials[(size_t)blockIdx.y * 2 * C + C + c] = db;
+}
+
+// out (n) fp32 += sum over k < num_chunks of partials[k * stride + c], in order of k
+__global__ void column_partials_reduce_kernel(float* out, const float* partials, int num_chunks, int stride, int n) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= n) { return; }
+    float sum = 0.0f;
+    for (int k = 0; k < num_chunks; k++) { sum += partials[(size_t)k * stride + c]; }
+    out[c] += sum;
 }
 
 // ----------------------------------------------------------------------------
@@ -229,15 +277,16 @@ __global__ void fused_classifier_kernel(floatX* logits, float* losses, const int
 }
 
 // ----------------------------------------------------------------------------
-// bias gradient: dbias (OC) fp32 += column sums of dout (rows, OC) bf16, by row chunks as above
+// bias gradient, pass 1: partials (num_chunks, OC) = column sums of dout (rows, OC) bf16 by row chunks; pass 2 is
+// column_partials_reduce_kernel into dbias
 
-__global__ void bias_backward_kernel(float* dbias, const floatX* dout, int rows, int OC) {
+__global__ void bias_backward_partials_kernel(float* partials, const floatX* dout, int rows, int OC) {
     int o = blockIdx.x * blockDim.x + threadIdx.x;
     if (o >= OC) { return; }
     int r0 = blockIdx.y * COLUMN_SUM_ROWS, r1 = min(rows, r0 + COLUMN_SUM_ROWS);
     float sum = 0.0f;
     for (int r = r0; r < r1; r++) { sum += __bfloat162float(dout[(size_t)r * OC + o]); }
-    atomicAdd(&dbias[o], sum);
+    partials[(size_t)blockIdx.y * OC + o] = sum;
 }
 
 // ----------------------------------------------------------------------------
