@@ -99,11 +99,11 @@ fp8/test_fp8: fp8/test_fp8.c $(FP8_HEADERS) llmc/testing.h
 train_gpt_fp8_cpu: train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
-test_gpt_fp8_cpu: test_gpt_fp8.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) llmc/testing.h
+test_gpt_fp8_cpu: test_gpt_fp8.c train_gpt_fp8.c test_tiny_model.h $(FP8_HEADERS) $(LLMC_HEADERS) llmc/testing.h
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 # data parallelism (ZeRO-1 shards, the amax all-reduce, per-rank checkpoints) on simulated ranks
-test_data_parallel: test_data_parallel.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) llmc/testing.h
+test_data_parallel: test_data_parallel.c train_gpt_fp8.c test_tiny_model.h $(FP8_HEADERS) $(LLMC_HEADERS) llmc/testing.h
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 # ranks from mpirun/Slurm/flags and the NCCL id exchange through a folder or TCP, with forked processes as ranks

@@ -20,21 +20,14 @@ are then exactly the single-rank run's rows, so their amaxes (and the FP8 recipe
 #include <sys/wait.h>
 
 #include "llmc/testing.h"
+#include "test_tiny_model.h"
 
 enum { MAX_RANKS = 4, DP_T = 8, DP_B = 4 };  // global batch DP_B sequences of DP_T tokens, split over the ranks
 
+// the tiny model in FP8 with margin 1, as rank `rank` of `num_processes`
 static ModelOptions dp_options(int num_processes, int rank, int zero_stage, int reduce_amax) {
-    ModelOptions opt;
-    memset(&opt, 0, sizeof(opt));
-    opt.config.num_layers = 2;
-    opt.config.channels = 16;
-    opt.config.num_heads = 2;
-    opt.config.vocab_size = 37;
-    opt.config.padded_vocab_size = padded_vocab(37);
+    ModelOptions opt = tiny_options(PRECISION_FP8);
     opt.config.max_seq_len = DP_T;
-    opt.precision = PRECISION_FP8;
-    delayed_scaling_default(&opt.recipe);
-    opt.recipe.amax_history_len = 4;
     opt.recipe.margin = 1;
     opt.recipe.reduce_amax = reduce_amax;
     opt.num_processes = num_processes;

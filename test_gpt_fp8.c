@@ -16,21 +16,7 @@ The training, resume and bad-input tests that run the trainer binary are in test
 #include "train_gpt_fp8.c"
 
 #include "llmc/testing.h"
-
-static ModelOptions tiny_options(Precision precision) {
-    ModelOptions opt;
-    memset(&opt, 0, sizeof(opt));
-    opt.config.num_layers = 2;
-    opt.config.channels = 16;
-    opt.config.num_heads = 2;
-    opt.config.vocab_size = 37;
-    opt.config.padded_vocab_size = padded_vocab(37);
-    opt.config.max_seq_len = 8;
-    opt.precision = precision;
-    delayed_scaling_default(&opt.recipe);
-    opt.recipe.amax_history_len = 4;
-    return opt;
-}
+#include "test_tiny_model.h"
 
 static void random_tokens(int* tokens, int n, int V, Rng* rng) {
     for (int i = 0; i < n; i++) { tokens[i] = (int)(rng_next_u64(rng) % (uint64_t)V); }
