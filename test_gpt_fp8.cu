@@ -230,6 +230,31 @@ static void test_fp8_five_steps(void) {
     gpt2_free(&cpu);
 }
 
+// Sampling's next-token distribution: the GPU's (bf16 logits, host softmax) against the CPU's at the same position.
+static void test_next_token_probs(void) {
+    GPT2 cpu;
+    GPT2GPU gpu;
+    make_pair(&cpu, &gpu, "bf16", 11);
+    Rng rng;
+    rng_seed(&rng, 12);
+    int tokens[TT];
+    for (int i = 0; i < TT; i++) { tokens[i] = (int)(rng_next_u64(&rng) % TV); }
+    float gpu_probs[TV], cpu_probs[TV];
+    for (int t = 1; t < TT; t += 10) {
+        gpu_next_token_probs(&gpu, tokens, t, gpu_probs);
+        cpu_next_token_probs(&cpu, tokens, t, cpu_probs);
+        double sum = 0.0, worst = 0.0;
+        for (int i = 0; i < TV; i++) {
+            sum += gpu_probs[i];
+            worst = fmax(worst, fabs((double)gpu_probs[i] - cpu_probs[i]));
+        }
+        // tolerance: bf16 logits (relative error 2^-8) move a probability of p by about p * |logit| * 2^-8
+        CHECK(fabs(sum - 1.0) < 1e-4 && worst < 2e-3, "t %d: GPU probabilities sum to %.6f, differ from the CPU's by %.2g",
+              t, sum, worst);
+    }
+    gpt2_free(&cpu);
+}
+
 static void test_checkpoints(void) {
     char dir[] = "/tmp/test_gpt_fp8_XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
@@ -315,6 +340,7 @@ int main(void) {
     RUN_TEST(test_bf16_forward_backward);
     RUN_TEST(test_fp8_cast_bytes_and_amaxes);
     RUN_TEST(test_fp8_five_steps);
+    RUN_TEST(test_next_token_probs);
     RUN_TEST(test_checkpoints);
     return test_summary("gpt-gpu");
 }

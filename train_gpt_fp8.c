@@ -972,33 +972,19 @@ static void write_fp8_diagnostics(GPT2* model, FILE* f, int step) {
 // ----------------------------------------------------------------------------
 // sampling
 
+// the distribution after position t - 1: the whole (1, T) window each time (simple; only row t - 1 is read)
+static void cpu_next_token_probs(void* m, const int* tokens, int t, float* probs) {
+    GPT2* model = (GPT2*)m;
+    gpt2_forward(model, tokens, NULL, 1, model->seq_len);
+    memcpy(probs, model->acts.probs + (size_t)(t - 1) * model->config.padded_vocab_size,
+           (size_t)model->config.vocab_size * sizeof(float));
+}
+
 static void sample_text(GPT2* model, const Tokenizer* tokenizer, int gen_tokens, Rng* rng) {
-    int T = model->seq_len, V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
-    int* tokens = (int*)calloc_or_die((size_t)T, sizeof(int), "sample tokens");
-    int eot = tokenizer->eot_token >= 0 && tokenizer->eot_token < V ? tokenizer->eot_token : 0;
-    for (int i = 0; i < T; i++) { tokens[i] = eot; }
     int saved = model->fp8_record;
     model->fp8_record = 0;
-    printf("generating:\n---\n");
-    int n = gen_tokens < T ? gen_tokens : T;
-    for (int t = 1; t < n; t++) {
-        // the whole (1, T) window each time: simple, and only the position t-1 is read
-        gpt2_forward(model, tokens, NULL, 1, T);
-        const float* probs = model->acts.probs + (size_t)(t - 1) * Vp;
-        float coin = rng_uniform(rng), cdf = 0.0f;
-        int next = V - 1;
-        for (int i = 0; i < V; i++) {
-            cdf += probs[i];
-            if (coin < cdf) { next = i; break; }
-        }
-        tokens[t] = next;
-        const char* piece = tokenizer_decode(tokenizer, (uint32_t)next);
-        if (piece) { printf("%s", piece); }
-        fflush(stdout);
-    }
-    printf("\n---\n");
+    sample_text_with(model, cpu_next_token_probs, model->seq_len, model->config.vocab_size, tokenizer, gen_tokens, rng);
     model->fp8_record = saved;
-    free(tokens);
 }
 
 #ifndef TESTING

@@ -17,7 +17,7 @@ kernels (llmc/kernels.cuh, llmc/attention.cuh); parameter gradients, master weig
 Several GPUs: NCCL data parallelism with ZeRO-1 and one amax all-reduce per step (llmc/multi_gpu.cuh). The backward
 is deterministic (no float atomics), so the same data gives the same bits, run after run and across a resume.
 Not in this version yet (see README, Status): cuDNN attention (the plain CUDA/cuBLAS attention runs instead), the
-FP8 diagnostics file, sampling, fusing the casts into LayerNorm/GELU, overlapping the gradient reduction with the
+FP8 diagnostics file, fusing the casts into LayerNorm/GELU, overlapping the gradient reduction with the
 backward.
 */
 #include <cuda_bf16.h>
@@ -585,6 +585,33 @@ static void gpt2_set_batch(GPT2GPU* model, const int* inputs, const int* targets
 
 static void upload_batch(GPT2GPU* model, const DataLoader* loader) { gpt2_set_batch(model, loader->inputs, loader->targets); }
 
+// The distribution after position t - 1 of tokens (1, T): every row of the (B, T) window holds the tokens (the
+// model's shapes are fixed), row 0's logits at t - 1 come back as bf16 and the softmax runs on the host in double.
+static void gpu_next_token_probs(void* m, const int* tokens, int t, float* probs) {
+    GPT2GPU* model = (GPT2GPU*)m;
+    int B = model->B, T = model->T, V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
+    int* window = (int*)calloc_or_die((size_t)B * T, sizeof(int), "sample window");
+    for (int b = 0; b < B; b++) { memcpy(window + (size_t)b * T, tokens, (size_t)T * sizeof(int)); }
+    gpt2_set_batch(model, window, window);  // targets: any valid ids, the loss is not used
+    gpt2_forward(model, 0, 0.0f);
+    floatX* logits = (floatX*)calloc_or_die((size_t)V, sizeof(floatX), "sample logits");
+    cudaCheck(cudaMemcpy(logits, model->acts.logits + (size_t)(t - 1) * Vp, (size_t)V * sizeof(floatX),
+                         cudaMemcpyDeviceToHost));
+    double maxval = -1e300, sum = 0.0;
+    for (int i = 0; i < V; i++) { maxval = fmax(maxval, (double)__bfloat162float(logits[i])); }
+    for (int i = 0; i < V; i++) { sum += exp((double)__bfloat162float(logits[i]) - maxval); }
+    for (int i = 0; i < V; i++) { probs[i] = (float)(exp((double)__bfloat162float(logits[i]) - maxval) / sum); }
+    free(logits);
+    free(window);
+}
+
+static void sample_text(GPT2GPU* model, const Tokenizer* tokenizer, int gen_tokens, Rng* rng) {
+    int saved = model->fp8_record;
+    model->fp8_record = 0;
+    sample_text_with(model, gpu_next_token_probs, model->T, model->config.vocab_size, tokenizer, gen_tokens, rng);
+    model->fp8_record = saved;
+}
+
 #ifndef TESTING
 int main(int argc, char** argv) {
     TrainArgs args;
@@ -634,7 +661,8 @@ int main(int argc, char** argv) {
         gpt2_init_parameters(&p, model.param_sizes, &config, &init_rng);
     }
     int start_step = 0;
-    uint64_t rng_state = (uint64_t)args.seed ^ 0x5EEDull;
+    Rng sample_rng;  // the CPU trainer's sampling stream, from the same seed
+    rng_seed(&sample_rng, (uint64_t)args.seed ^ 0x5EEDull);
     if (args.resume) {
         long long latest = latest_checkpoint_step(args.output_dir);
         multi_gpu_check_same(&mg, latest, "the newest complete checkpoint in -o (is it a folder all ranks share?)");
@@ -645,7 +673,7 @@ int main(int argc, char** argv) {
             if (dataloader_resume(train_loader, (size_t)h.shard_index, (size_t)h.shard_position, err, sizeof(err))) {
                 die("%s", err);
             }
-            rng_state = h.rng_state;
+            sample_rng.state = h.rng_state;
             start_step = (int)latest;
             cudaCheck(cudaMemcpy(model.m_memory, host_m, model.shard.count * 4, cudaMemcpyHostToDevice));
             cudaCheck(cudaMemcpy(model.v_memory, host_v, model.shard.count * 4, cudaMemcpyHostToDevice));
@@ -680,7 +708,6 @@ int main(int argc, char** argv) {
                linear_names[2], linear_names[3], args.fp8_lm_head ? "fp8" : "bf16");
     }
 
-    if (args.sample_every > 0 && run.have_tokenizer) { printf("| sampling              | not in the GPU trainer yet: -s is ignored\n"); }
 
     // MFU: 6 FLOPs per parameter per token (forward + backward) plus attention's 12 * L * C * T (llm.c's estimate)
     double flops_per_step = (6.0 * (double)model.num_parameters + 12.0 * config.num_layers * config.channels * T) *
@@ -706,11 +733,15 @@ int main(int argc, char** argv) {
                 printf("val loss %f\n", val_loss);
                 if (main_log) { fprintf(main_log, "s:%d tel:%.4f\n", step, val_loss); fflush(main_log); }
             }
+            if (rank0 && run.have_tokenizer && args.sample_every > 0 && step > 0 &&
+                (step % args.sample_every == 0 || last_step)) {
+                sample_text(&model, &run.tokenizer, args.gen_tokens, &sample_rng);
+            }
             if (args.output_dir && step > 0 && ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || last_step)) {
                 // the model file from rank 0 (all masters gathered), a state file per rank, DONE after every rank's
                 gpt2_download_state(&model, &mg, host_params, host_m, host_v);
                 StateHeader h = gpu_state_header(&model, step, train_loader);
-                h.rng_state = rng_state;
+                h.rng_state = sample_rng.state;
                 if (rank0) { checkpoint_save_model(args.output_dir, step, &config, host_params, model.num_parameters); }
                 checkpoint_save_state(args.output_dir, step, host_m, host_v, &h, model.fp8_host.memory);
                 multi_gpu_barrier(&mg);

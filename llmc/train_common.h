@@ -21,6 +21,7 @@ file, a run's setup (tokenizer, model shape, batch, data), the progress line, an
 #include "checkpoint.h"
 #include "dataloader.h"
 #include "gpt2.h"
+#include "rand.h"
 #include "tokenizer.h"
 
 // One line to stderr and a non-zero exit: the trainer's answer to any bad input.
@@ -423,6 +424,40 @@ static void report_step(StepTimer* timer, FILE* main_log, int step, int start_st
         fprintf(main_log, "s:%d trl:%.4f lr:%.6f norm:%.2f\n", step + 1, loss, lr, norm);
         fflush(main_log);
     }
+}
+
+// ----------------------------------------------------------------------------
+// sampling, shared by both trainers: each supplies the model's next-token distribution, the loop is the same
+
+// probs (V) = the model's distribution of the token after position t - 1 of tokens (1, T)
+typedef void (*NextTokenProbs)(void* model, const int* tokens, int t, float* probs);
+
+// Generates up to gen_tokens tokens (at most the model's window T) after an end-of-text token and prints them as
+// they come. Evaluation mode: the trainer turns amax recording off around this. Draws one uniform number per token.
+static void sample_text_with(void* model, NextTokenProbs next_token_probs, int T, int V, const Tokenizer* tokenizer,
+                             int gen_tokens, Rng* rng) {
+    int* tokens = (int*)calloc_or_die((size_t)T, sizeof(int), "sample tokens");
+    float* probs = (float*)calloc_or_die((size_t)V, sizeof(float), "sample probabilities");
+    int eot = tokenizer->eot_token >= 0 && tokenizer->eot_token < V ? tokenizer->eot_token : 0;
+    for (int i = 0; i < T; i++) { tokens[i] = eot; }
+    printf("generating:\n---\n");
+    int n = gen_tokens < T ? gen_tokens : T;
+    for (int t = 1; t < n; t++) {
+        next_token_probs(model, tokens, t, probs);
+        float coin = rng_uniform(rng), cdf = 0.0f;
+        int next = V - 1;
+        for (int i = 0; i < V; i++) {
+            cdf += probs[i];
+            if (coin < cdf) { next = i; break; }
+        }
+        tokens[t] = next;
+        const char* piece = tokenizer_decode(tokenizer, (uint32_t)next);
+        if (piece) { printf("%s", piece); }
+        fflush(stdout);
+    }
+    printf("\n---\n");
+    free(probs);
+    free(tokens);
 }
 
 // ----------------------------------------------------------------------------
