@@ -230,6 +230,48 @@ static void test_fp8_five_steps(void) {
     gpt2_free(&cpu);
 }
 
+// The diagnostics kernel counts exactly what the CPU's fp8_quantize counts (the codecs agree bit for bit): elements,
+// clipped above the format's max, and nonzero values flushed to zero, on values spread over 2^-40 .. 2^20.
+static void test_fp8_range_stats(void) {
+    const size_t n = 1 << 16;
+    uint16_t* x = (uint16_t*)malloc(n * sizeof(uint16_t));
+    Rng rng;
+    rng_seed(&rng, 13);
+    for (size_t i = 0; i < n; i++) {
+        float magnitude = ldexpf(1.0f + rng_uniform(&rng), (int)(rng_next_u64(&rng) % 61) - 40);
+        x[i] = bf16_from_float(i % 17 == 0 ? 0.0f : (rng_next_u64(&rng) & 1 ? magnitude : -magnitude));
+    }
+    floatX* device_x;
+    float* device_scale;
+    unsigned long long* device_stats;
+    cudaCheck(cudaMalloc(&device_x, n * 2));
+    cudaCheck(cudaMalloc(&device_scale, 4));
+    cudaCheck(cudaMalloc(&device_stats, 3 * 8));
+    cudaCheck(cudaMemcpy(device_x, x, n * 2, cudaMemcpyHostToDevice));
+    uint8_t* codes = (uint8_t*)malloc(n);
+    for (int f = 0; f < 2; f++) {
+        Fp8Format format = f == 0 ? FP8_E4M3 : FP8_E5M2;
+        float scale = f == 0 ? 0.5f : 3.0f;
+        cudaCheck(cudaMemcpy(device_scale, &scale, 4, cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemset(device_stats, 0, 3 * 8));
+        cudaCheck(fp8_range_stats(device_stats, device_x, n, device_scale, format, 4, 0));
+        unsigned long long got[3];
+        cudaCheck(cudaMemcpy(got, device_stats, sizeof(got), cudaMemcpyDeviceToHost));
+        Fp8QuantStats want = {0, 0, 0};
+        float amax = 0.0f;
+        fp8_quantize_bf16(codes, x, n, format, scale, &amax, &want);
+        CHECK(got[0] == (unsigned long long)want.count && got[1] == (unsigned long long)want.saturated &&
+                  got[2] == (unsigned long long)want.flushed && want.saturated > 0 && want.flushed > 0,
+              "%s: GPU counts %llu %llu %llu, CPU %lld %lld %lld", fp8_format_name(format), got[0], got[1], got[2],
+              want.count, want.saturated, want.flushed);
+    }
+    free(codes);
+    free(x);
+    cudaCheck(cudaFree(device_x));
+    cudaCheck(cudaFree(device_scale));
+    cudaCheck(cudaFree(device_stats));
+}
+
 // Sampling's next-token distribution: the GPU's (bf16 logits, host softmax) against the CPU's at the same position.
 static void test_next_token_probs(void) {
     GPT2 cpu;
@@ -340,6 +382,7 @@ int main(void) {
     RUN_TEST(test_bf16_forward_backward);
     RUN_TEST(test_fp8_cast_bytes_and_amaxes);
     RUN_TEST(test_fp8_five_steps);
+    RUN_TEST(test_fp8_range_stats);
     RUN_TEST(test_next_token_probs);
     RUN_TEST(test_checkpoints);
     return test_summary("gpt-gpu");

@@ -941,28 +941,19 @@ static void gpt2_load_checkpoint(GPT2* model, const char* dir, int step, uint64_
 // ----------------------------------------------------------------------------
 // FP8 diagnostics: per slot amax, scale, and the fractions saturated / flushed to zero since the last line
 
-static const char* slot_tensor_name(int forward, int k) {
-    static const char* fwd[FP8_FWD_SLOTS] = {"input", "weight", "output"};
-    static const char* bwd[FP8_BWD_SLOTS] = {"grad_output", "grad_input"};
-    return forward ? fwd[k] : bwd[k];
-}
-
 static void write_fp8_diagnostics(GPT2* model, FILE* f, int step) {
     if (model->precision != PRECISION_FP8 || !f) { return; }
     Fp8Meta* meta = &model->fp8;
     for (int module = 0; module < num_linear_modules(model); module++) {
         if (!module_is_fp8(model, module)) { continue; }
-        int is_head = module == lm_head_module(model);
         for (int s = 0; s < FP8_SLOTS_PER_MODULE; s++) {
             int forward = s < FP8_FWD_SLOTS, k = forward ? s : s - FP8_FWD_SLOTS;
             int slot = forward ? fp8_meta_fwd_slot(meta, module, k) : fp8_meta_bwd_slot(meta, module, k);
             Fp8QuantStats* st = &model->fp8_stats[slot];
             if (st->count == 0 && model->fp8_last_amax[slot] == 0.0f) { continue; }  // unused slot
-            fprintf(f, "%d\t%d\t%d\t%s\t%s\t%s\t%.6e\t%.6e\t%.6e\t%.6e\t%.6e\n", step, module,
-                    is_head ? -1 : module / LINEARS_PER_BLOCK, is_head ? "lm_head" : linear_names[module % LINEARS_PER_BLOCK],
-                    slot_tensor_name(forward, k), fp8_format_name(fp8_meta_slot_format(meta, slot)),
-                    model->fp8_last_amax[slot], meta->scale[slot], meta->scale_inv[slot],
-                    st->count ? (double)st->saturated / st->count : 0.0, st->count ? (double)st->flushed / st->count : 0.0);
+            fp8_diag_write_line(f, step, module, model->config.num_layers, forward, k, fp8_meta_slot_format(meta, slot),
+                                model->fp8_last_amax[slot], meta->scale[slot], meta->scale_inv[slot], st->count,
+                                st->saturated, st->flushed);
             memset(st, 0, sizeof(*st));
         }
     }
@@ -1067,7 +1058,7 @@ int main(int argc, char** argv) {
     if (args.output_dir && args.precision == PRECISION_FP8 && args.fp8_diag_every > 0) {
         diag_log = open_log(args.output_dir, "fp8_diag.tsv", start_step > 0);
         if (start_step == 0) {
-            fprintf(diag_log, "step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\tscale\tscale_inv\tsaturated_frac\tflushed_frac\n");
+            fp8_diag_write_header(diag_log);
         }
     }
 

@@ -16,9 +16,8 @@ kernels (llmc/kernels.cuh, llmc/attention.cuh); parameter gradients, master weig
 
 Several GPUs: NCCL data parallelism with ZeRO-1 and one amax all-reduce per step (llmc/multi_gpu.cuh). The backward
 is deterministic (no float atomics), so the same data gives the same bits, run after run and across a resume.
-Not in this version yet (see README, Status): cuDNN attention (the plain CUDA/cuBLAS attention runs instead), the
-FP8 diagnostics file, fusing the casts into LayerNorm/GELU, overlapping the gradient reduction with the
-backward.
+Not in this version yet (see README, Status): cuDNN attention (the plain CUDA/cuBLAS attention runs instead), fusing
+the casts into LayerNorm/GELU, overlapping the gradient reduction with the backward.
 */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -120,6 +119,9 @@ typedef struct {
     Fp8Meta fp8_host;          // layout and a host copy of the FP8 metadata (for checkpoints)
     float* fp8_device;         // the metadata itself: amax_history, scale, scale_inv (fp8_host.num_floats)
     float* amax_discard;       // where casts that must not record write their amax
+    int fp8_collect_stats;     // count clipped / flushed elements of every recorded cast (for fp8_diag.tsv)
+    unsigned long long* fp8_stats_device;  // (num_slots, 3): elements, saturated, flushed since the last diag line
+    float* fp8_last_amax;      // (num_slots) host: row 0 as the last update saw it
     uint8_t *weight_fp8, *weight_t_fp8;  // per module at weight_fp8_offset: W (OC, IC) and W^T (IC, OC)
     size_t* weight_fp8_offset;
     uint8_t *x_fp8, *x_t_fp8, *dy_fp8, *dy_t_fp8;  // (B*T*widest) scratch
@@ -182,6 +184,13 @@ static float* slot_scale(GPT2GPU* m, int slot) { return m->fp8_device + (size_t)
 static float* slot_scale_inv(GPT2GPU* m, int slot) { return slot_scale(m, slot) + m->fp8_host.num_slots; }
 static float* slot_amax(GPT2GPU* m, int slot, int record) { return record && m->fp8_record ? m->fp8_device + slot : m->amax_discard; }
 
+// Diagnostics beside a recorded cast of inp (n) bf16 into `slot` (only while the diagnostics file is written).
+static void record_range_stats(GPT2GPU* m, int slot, const floatX* inp, size_t n, int record) {
+    if (!m->fp8_collect_stats || !record) { return; }
+    cudaCheck(fp8_range_stats(m->fp8_stats_device + (size_t)slot * 3, inp, n, slot_scale(m, slot),
+                              fp8_meta_slot_format(&m->fp8_host, slot), m->num_sms, m->stream));
+}
+
 static void* device_alloc(size_t bytes) {
     void* p = NULL;
     cudaCheck(cudaMalloc(&p, bytes ? bytes : 16));
@@ -199,6 +208,7 @@ static void gpt2_cast_weights_fp8(GPT2GPU* model, int record) {
         cudaCheck(fp8_cast_transpose_amax(model->weight_fp8 + off, model->weight_t_fp8 + off, lx.weight, lx.OC, lx.IC,
                                           slot_scale(model, slot), record ? model->fp8_device + slot : model->amax_discard,
                                           model->fp8_host.forward_format, model->stream));
+        record_range_stats(model, slot, lx.weight, (size_t)lx.OC * lx.IC, record);
     }
 }
 
@@ -279,6 +289,8 @@ static void gpt2_gpu_allocate(GPT2GPU* model, const GPT2Config* config, const Tr
         char err[256];
         if (fp8_meta_init(&model->fp8_host, num_modules(model), &model->recipe, err, sizeof(err))) { die("%s", err); }
         model->fp8_device = (float*)device_alloc(model->fp8_host.num_floats * 4);
+        model->fp8_stats_device = (unsigned long long*)device_alloc((size_t)model->fp8_host.num_slots * 3 * 8);
+        model->fp8_last_amax = (float*)calloc_or_die((size_t)model->fp8_host.num_slots, 4, "FP8 amaxes");
         cudaCheck(cudaMemcpy(model->fp8_device, model->fp8_host.memory, model->fp8_host.num_floats * 4, cudaMemcpyHostToDevice));
         model->weight_fp8_offset = (size_t*)calloc_or_die((size_t)num_modules(model), sizeof(size_t), "offsets");
         size_t total = 0;
@@ -312,6 +324,7 @@ static void linear_forward(GPT2GPU* model, int module, floatX* out, const floatX
         int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT), w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
         cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lx.IC, slot_scale(model, in_slot),
                                 slot_amax(model, in_slot, 1), meta->forward_format, model->num_sms, model->stream));
+        record_range_stats(model, in_slot, inp, (size_t)rows * lx.IC, model->fp8_record);
         gemm_tn(&model->gemm, out, CUDA_R_16BF, model->weight_fp8 + model->weight_fp8_offset[module],
                 fp8_cuda_type(meta->forward_format), slot_scale_inv(model, w_slot), model->x_fp8,
                 fp8_cuda_type(meta->forward_format), slot_scale_inv(model, in_slot), lx.bias, rows, lx.OC, lx.IC, 0, 1,
@@ -323,6 +336,7 @@ static void linear_forward(GPT2GPU* model, int module, floatX* out, const floatX
         int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
         cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lx.IC, slot_scale(model, in_slot),
                                 slot_amax(model, in_slot, 1), meta->forward_format, model->num_sms, model->stream));
+        record_range_stats(model, in_slot, inp, (size_t)rows * lx.IC, model->fp8_record);
     }
     gemm_tn(&model->gemm, out, CUDA_R_16BF, lx.weight, CUDA_R_16BF, NULL, inp, CUDA_R_16BF, NULL, lx.bias, rows, lx.OC,
             lx.IC, 0, 0, model->stream);
@@ -348,6 +362,7 @@ static void linear_backward(GPT2GPU* model, int module, floatX* dinp, const floa
         w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
         cudaCheck(fp8_cast_transpose_amax(model->dy_fp8, model->dy_t_fp8, dout, rows, lx.OC, slot_scale(model, g_slot),
                                           slot_amax(model, g_slot, 1), meta->backward_format, model->stream));
+        record_range_stats(model, g_slot, dout, (size_t)rows * lx.OC, model->fp8_record);
     }
     if (dgrad_fp8(model, module)) {
         gemm_tn(&model->gemm, dinp, CUDA_R_16BF, model->weight_t_fp8 + model->weight_fp8_offset[module],
@@ -585,6 +600,32 @@ static void gpt2_set_batch(GPT2GPU* model, const int* inputs, const int* targets
 
 static void upload_batch(GPT2GPU* model, const DataLoader* loader) { gpt2_set_batch(model, loader->inputs, loader->targets); }
 
+// One fp8_diag.tsv block, as the CPU trainer writes it: per used slot of every FP8 module, the amax the last update
+// saw, the scale now, and the clipped / flushed fractions of this rank's casts since the last block (then reset).
+static void write_fp8_diagnostics(GPT2GPU* model, FILE* f, int step) {
+    Fp8Meta* meta = &model->fp8_host;
+    int S = meta->num_slots;
+    unsigned long long* stats = (unsigned long long*)calloc_or_die((size_t)S * 3, 8, "FP8 stats");
+    cudaCheck(cudaStreamSynchronize(model->stream));
+    cudaCheck(cudaMemcpy(stats, model->fp8_stats_device, (size_t)S * 3 * 8, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(meta->scale, slot_scale(model, 0), (size_t)S * 2 * 4, cudaMemcpyDeviceToHost));  // + scale_inv
+    cudaCheck(cudaMemset(model->fp8_stats_device, 0, (size_t)S * 3 * 8));
+    for (int module = 0; module < num_modules(model); module++) {
+        if (!module_fp8(model, module)) { continue; }
+        for (int s = 0; s < FP8_SLOTS_PER_MODULE; s++) {
+            int forward = s < FP8_FWD_SLOTS, k = forward ? s : s - FP8_FWD_SLOTS;
+            int slot = forward ? fp8_meta_fwd_slot(meta, module, k) : fp8_meta_bwd_slot(meta, module, k);
+            const unsigned long long* st = stats + (size_t)slot * 3;
+            if (st[0] == 0 && model->fp8_last_amax[slot] == 0.0f) { continue; }  // unused slot
+            fp8_diag_write_line(f, step, module, model->config.num_layers, forward, k, fp8_meta_slot_format(meta, slot),
+                                model->fp8_last_amax[slot], meta->scale[slot], meta->scale_inv[slot], (long long)st[0],
+                                (long long)st[1], (long long)st[2]);
+        }
+    }
+    fflush(f);
+    free(stats);
+}
+
 // The distribution after position t - 1 of tokens (1, T): every row of the (B, T) window holds the tokens (the
 // model's shapes are fixed), row 0's logits at t - 1 come back as bf16 and the softmax runs on the host in double.
 static void gpu_next_token_probs(void* m, const int* tokens, int t, float* probs) {
@@ -715,6 +756,12 @@ int main(int argc, char** argv) {
     double peak_flops = gpu_bf16_peak_flops(&prop) * mg.num_processes;
     double peak_memory = 0.0;  // bytes in use on this GPU after a step, at most
     FILE* main_log = args.output_dir && rank0 ? open_log(args.output_dir, "main.log", start_step > 0) : NULL;
+    FILE* diag_log = NULL;  // rank 0's FP8 diagnostics (amaxes and scales are the same on every rank when reduced)
+    if (rank0 && args.output_dir && args.precision == PRECISION_FP8 && args.fp8_diag_every > 0) {
+        diag_log = open_log(args.output_dir, "fp8_diag.tsv", start_step > 0);
+        if (start_step == 0) { fp8_diag_write_header(diag_log); }
+        model.fp8_collect_stats = 1;
+    }
     StepTimer timer = {0.0, 0};
     for (int step = start_step; step <= train_steps; step++) {
         int last_step = step == train_steps;
@@ -787,6 +834,10 @@ int main(int argc, char** argv) {
                 if (model.recipe.reduce_amax) {
                     multi_gpu_amax_allreduce(&mg, model.fp8_device, model.fp8_host.num_slots, model.stream);
                 }
+                if (diag_log) {  // row 0 as this update sees it: the step's amaxes, for the diagnostics
+                    cudaCheck(cudaMemcpyAsync(model.fp8_last_amax, model.fp8_device, model.fp8_host.num_slots * 4,
+                                              cudaMemcpyDeviceToHost, model.stream));
+                }
                 cudaCheck(fp8_meta_update_launch(model.fp8_device, &model.fp8_host, &model.recipe, step, model.stream));
             }
             gpt2_update(&model, lr, args.weight_decay, args.grad_clip, step + 1);
@@ -800,6 +851,7 @@ int main(int argc, char** argv) {
         cudaCheck(cudaEventElapsedTime(&ms, start, stop));
         cudaCheck(cudaEventDestroy(start));
         cudaCheck(cudaEventDestroy(stop));
+        if (diag_log && (step + 1) % args.fp8_diag_every == 0) { write_fp8_diagnostics(&model, diag_log, step + 1); }
         size_t free_bytes, total_bytes;
         cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
         if ((double)(total_bytes - free_bytes) > peak_memory) { peak_memory = (double)(total_bytes - free_bytes); }
@@ -807,6 +859,7 @@ int main(int argc, char** argv) {
         report_step(&timer, main_log, step, start_step, train_steps, loss, norm, lr, ms / 1000.0, total_batch, mfu);
     }
     if (main_log) { fclose(main_log); }
+    if (diag_log) { fclose(diag_log); }
     // every buffer is allocated before step 0, so the most in use after any step is the run's peak (cuBLASLt's
     // workspace included; other processes on the same GPU would be counted too)
     printf("peak memory %.2f GiB (rank %d)\n", peak_memory / (1 << 30), mg.process_rank);

@@ -117,6 +117,31 @@ __global__ void fp8_cast_transpose_amax_kernel(uint8_t* out, uint8_t* out_t, con
 }
 
 // ----------------------------------------------------------------------------
+// diagnostics: how much of a tensor the cast clipped or flushed (the CPU's Fp8QuantStats, same definitions), run
+// beside a recorded cast only when the trainer writes the FP8 diagnostics file, so the casts themselves stay lean.
+// stats (3) unsigned long long: += elements, saturated (|x * scale| > FP8 max), flushed (x != 0 but cast to +-0).
+// Integer atomics: the counts do not depend on the order blocks finish.
+
+__global__ void fp8_range_stats_kernel(unsigned long long* stats, const __nv_bfloat16* inp, size_t n, const float* scale,
+                                       Fp8Format format) {
+    const float s = *scale, fp8_max_value = fp8_max(format);
+    unsigned int saturated = 0u, flushed = 0u;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float x = __bfloat162float(inp[i]), scaled = x * s;
+        uint8_t code = (uint8_t)__nv_cvt_float_to_fp8(scaled, __NV_SATFINITE, format == FP8_E4M3 ? __NV_E4M3 : __NV_E5M2);
+        saturated += fabsf(scaled) > fp8_max_value;
+        flushed += x != 0.0f && (code & 0x7Fu) == 0u;
+    }
+    saturated = __reduce_add_sync(0xFFFFFFFFu, saturated);
+    flushed = __reduce_add_sync(0xFFFFFFFFu, flushed);
+    if (threadIdx.x % 32 == 0 && (saturated | flushed)) {
+        atomicAdd(&stats[1], (unsigned long long)saturated);
+        atomicAdd(&stats[2], (unsigned long long)flushed);
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) { atomicAdd(&stats[0], (unsigned long long)n); }
+}
+
+// ----------------------------------------------------------------------------
 // launchers (asynchronous on `stream`; they return the launch error, the caller checks it)
 
 static inline cudaError_t fp8_cast_amax(uint8_t* out, const __nv_bfloat16* inp, size_t n, const float* scale,
@@ -138,6 +163,14 @@ static inline cudaError_t fp8_cast_transpose_amax(uint8_t* out, uint8_t* out_t, 
     if (rows % FP8_TRANSPOSE_TILE != 0 || cols % FP8_TRANSPOSE_TILE != 0) { return cudaErrorInvalidValue; }
     dim3 grid(cols / FP8_TRANSPOSE_TILE, rows / FP8_TRANSPOSE_TILE);
     fp8_cast_transpose_amax_kernel<<<grid, 256, 0, stream>>>(out, out_t, inp, rows, cols, scale, amax, format);
+    return cudaGetLastError();
+}
+
+static inline cudaError_t fp8_range_stats(unsigned long long* stats, const __nv_bfloat16* inp, size_t n,
+                                          const float* scale, Fp8Format format, int num_sms, cudaStream_t stream) {
+    size_t blocks_needed = (n + 255) / 256;
+    int grid = (int)(blocks_needed < (size_t)num_sms * 4 ? blocks_needed : (size_t)num_sms * 4);
+    fp8_range_stats_kernel<<<grid < 1 ? 1 : grid, 256, 0, stream>>>(stats, inp, n, scale, format);
     return cudaGetLastError();
 }
 

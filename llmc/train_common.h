@@ -427,6 +427,27 @@ static void report_step(StepTimer* timer, FILE* main_log, int step, int start_st
 }
 
 // ----------------------------------------------------------------------------
+// the FP8 diagnostics file (fp8_diag.tsv), the same columns from both trainers
+
+static void fp8_diag_write_header(FILE* f) {
+    fprintf(f, "step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\tscale\tscale_inv\tsaturated_frac\tflushed_frac\n");
+}
+
+// One slot's line: the amax the last update saw, the scale now, and the fractions of the `count` elements quantized
+// since the previous line that were clipped (saturated) or lost to underflow (flushed).
+static void fp8_diag_write_line(FILE* f, int step, int module, int num_layers, int forward, int k, Fp8Format format,
+                                float amax, float scale, float scale_inv, long long count, long long saturated,
+                                long long flushed) {
+    static const char* fwd[FP8_FWD_SLOTS] = {"input", "weight", "output"};
+    static const char* bwd[FP8_BWD_SLOTS] = {"grad_output", "grad_input"};
+    int is_head = module == LINEARS_PER_BLOCK * num_layers;
+    fprintf(f, "%d\t%d\t%d\t%s\t%s\t%s\t%.6e\t%.6e\t%.6e\t%.6e\t%.6e\n", step, module,
+            is_head ? -1 : module / LINEARS_PER_BLOCK, is_head ? "lm_head" : linear_names[module % LINEARS_PER_BLOCK],
+            forward ? fwd[k] : bwd[k], fp8_format_name(format), amax, scale, scale_inv,
+            count ? (double)saturated / count : 0.0, count ? (double)flushed / count : 0.0);
+}
+
+// ----------------------------------------------------------------------------
 // sampling, shared by both trainers: each supplies the model's next-token distribution, the loop is the same
 
 // probs (V) = the model's distribution of the token after position t - 1 of tokens (1, T)
