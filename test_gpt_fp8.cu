@@ -230,6 +230,129 @@ static void test_fp8_five_steps(void) {
     gpt2_free(&cpu);
 }
 
+// ZeRO-1 on one GPU: two GPU models as ranks 0 and 1 of 2, each on half of a (2*TB, TT) batch, with the collectives
+// done by copies (what NCCL's reduce-scatter, all-reduce and all-gather leave behind), against ZeRO-0 on the same two
+// ranks (bit-identical: clipping off, so the norm's summation order cannot matter) and one model on the whole batch
+// (float-sum noise). Checks the sharded AdamW offsets, the gradient norm of a shard and the master gather.
+typedef struct {
+    GPT2GPU rank[2];
+    MultiGpu mg;  // no communicator: its collectives are no-ops, the step below does them by hand
+} TwoRanks;
+
+static void two_ranks_init(TwoRanks* g, int zero_stage, const float* params) {
+    GPT2Config config = test_config();
+    TrainArgs args = test_args("fp8");
+    memset(&g->mg, 0, sizeof(g->mg));
+    g->mg.num_processes = 2;
+    g->mg.zero_stage = zero_stage;
+    cudaCheck(cudaMalloc(&g->mg.scratch, 4));
+    for (int r = 0; r < 2; r++) {
+        gpt2_gpu_allocate(&g->rank[r], &config, &args, TB, TT, 2, r, zero_stage);
+        gpt2_upload_params(&g->rank[r], params);
+        gpt2_cast_weights_fp8(&g->rank[r], 1);
+    }
+}
+
+// one step on the global batch inputs (2*TB, TT); returns the mean loss
+static float two_ranks_step(TwoRanks* g, const int* inputs, const int* targets, int step) {
+    float loss = 0.0f;
+    for (int r = 0; r < 2; r++) {
+        GPT2GPU* m = &g->rank[r];
+        gpt2_set_batch(m, inputs + r * TB * TT, targets + r * TB * TT);
+        cudaCheck(cudaMemset(m->grads_memory, 0, m->shard.padded * 4));
+        loss += gpt2_forward(m, 1, 1.0f / (2.0f * TB * TT)) / 2;
+        gpt2_backward(m);
+    }
+    // gradients: the sum over ranks, everywhere (a superset of what reduce-scatter leaves in each shard)
+    size_t padded = g->rank[0].shard.padded;
+    float* a = download_floats(g->rank[0].grads_memory, padded);
+    float* b = download_floats(g->rank[1].grads_memory, padded);
+    for (size_t i = 0; i < padded; i++) { a[i] += b[i]; }
+    for (int r = 0; r < 2; r++) { cudaCheck(cudaMemcpy(g->rank[r].grads_memory, a, padded * 4, cudaMemcpyHostToDevice)); }
+    // the norm: each rank's shard, then the sum (ZeRO-0: each rank already has the whole)
+    float squares[2];
+    for (int r = 0; r < 2; r++) {
+        float norm = gpt2_grad_norm(&g->rank[r], &g->mg);
+        squares[r] = norm * norm;
+    }
+    if (g->mg.zero_stage == 1) {  // what multi_gpu_sum_scalar does with NCCL (clipping is off: only finiteness matters)
+        float total = squares[0] + squares[1];
+        for (int r = 0; r < 2; r++) { cudaCheck(cudaMemcpy(g->rank[r].norm_squared, &total, 4, cudaMemcpyHostToDevice)); }
+    }
+    // the amax all-reduce: MAX of row 0 over the ranks
+    int S = g->rank[0].fp8_host.num_slots;
+    float* row0_a = download_floats(g->rank[0].fp8_device, (size_t)S);
+    float* row0_b = download_floats(g->rank[1].fp8_device, (size_t)S);
+    for (int i = 0; i < S; i++) { row0_a[i] = fp8_amax_merge(row0_a[i], row0_b[i]); }
+    for (int r = 0; r < 2; r++) {
+        GPT2GPU* m = &g->rank[r];
+        cudaCheck(cudaMemcpy(m->fp8_device, row0_a, (size_t)S * 4, cudaMemcpyHostToDevice));
+        cudaCheck(fp8_meta_update_launch(m->fp8_device, &m->fp8_host, &m->recipe, step, m->stream));
+        gpt2_update(m, 1e-3f, 0.1f, 1e6f, step + 1);
+    }
+    // all-gather: each owner's bf16 slice to the other rank
+    for (int owner = 0; owner < 2 && g->mg.zero_stage == 1; owner++) {
+        const ZeroShard* sh = &g->rank[owner].shard;
+        cudaCheck(cudaMemcpy(g->rank[1 - owner].params_memory + sh->offset, g->rank[owner].params_memory + sh->offset,
+                             sh->shard_size * 2, cudaMemcpyDeviceToDevice));
+    }
+    for (int r = 0; r < 2; r++) { gpt2_cast_weights_fp8(&g->rank[r], 1); }
+    cudaCheck(cudaDeviceSynchronize());
+    free(a);
+    free(b);
+    free(row0_a);
+    free(row0_b);
+    return loss;
+}
+
+static void test_zero1_two_ranks_on_one_gpu(void) {
+    GPT2 cpu;  // only for the initial weights
+    ModelOptions opt;
+    memset(&opt, 0, sizeof(opt));
+    opt.config = test_config();
+    opt.precision = PRECISION_FP8;
+    delayed_scaling_default(&opt.recipe);
+    gpt2_allocate(&cpu, &opt, TB, TT);
+    Rng rng;
+    rng_seed(&rng, 17);
+    gpt2_init_parameters(&cpu.params, cpu.param_sizes, &opt.config, &rng);
+    TwoRanks zero0, zero1;
+    two_ranks_init(&zero0, 0, cpu.params_memory);
+    two_ranks_init(&zero1, 1, cpu.params_memory);
+    CHECK(zero1.rank[0].shard.count + zero1.rank[1].shard.count == zero1.rank[0].num_parameters &&
+              zero1.rank[0].shard.count < zero1.rank[0].num_parameters, "two real shards");
+    int inputs[2 * TB * TT], targets[2 * TB * TT];
+    size_t P = cpu.num_parameters;
+    for (int step = 0; step < 4; step++) {
+        for (int i = 0; i < 2 * TB * TT; i++) {
+            inputs[i] = (int)(rng_next_u64(&rng) % TV);
+            targets[i] = (int)(rng_next_u64(&rng) % TV);
+        }
+        float l0 = two_ranks_step(&zero0, inputs, targets, step);
+        float l1 = two_ranks_step(&zero1, inputs, targets, step);
+        CHECK(l0 == l1, "step %d: ZeRO-1 loss %.7f, ZeRO-0 %.7f", step, l1, l0);
+        for (int r = 0; r < 2; r++) {
+            float* w0 = download_bf16(zero0.rank[r].params_memory, P);
+            float* w1 = download_bf16(zero1.rank[r].params_memory, P);
+            CHECK(memcmp(w0, w1, P * 4) == 0, "step %d rank %d: ZeRO-1 bf16 weights bit-identical to ZeRO-0", step, r);
+            free(w0);
+            free(w1);
+        }
+    }
+    // the checkpoint path: masters gathered from the shards equal ZeRO-0's full masters
+    float* full0 = (float*)malloc(P * 4);
+    float* full1 = (float*)malloc(P * 4);
+    cudaCheck(cudaMemcpy(full0, zero0.rank[0].master, P * 4, cudaMemcpyDeviceToHost));
+    for (int r = 0; r < 2; r++) {
+        const ZeroShard* sh = &zero1.rank[r].shard;
+        cudaCheck(cudaMemcpy(full1 + sh->offset, zero1.rank[r].master, sh->count * 4, cudaMemcpyDeviceToHost));
+    }
+    CHECK(memcmp(full0, full1, P * 4) == 0, "fp32 masters of the two shards = ZeRO-0's masters");
+    free(full0);
+    free(full1);
+    gpt2_free(&cpu);
+}
+
 // The diagnostics kernel counts exactly what the CPU's fp8_quantize counts (the codecs agree bit for bit): elements,
 // clipped above the format's max, and nonzero values flushed to zero, on values spread over 2^-40 .. 2^20.
 static void test_fp8_range_stats(void) {
@@ -383,6 +506,7 @@ int main(void) {
     RUN_TEST(test_fp8_cast_bytes_and_amaxes);
     RUN_TEST(test_fp8_five_steps);
     RUN_TEST(test_fp8_range_stats);
+    RUN_TEST(test_zero1_two_ranks_on_one_gpu);
     RUN_TEST(test_next_token_probs);
     RUN_TEST(test_checkpoints);
     return test_summary("gpt-gpu");
