@@ -204,6 +204,27 @@ static void test_zero_shard_arithmetic(void) {
     CHECK(!zero_shard_overlap(&s, 0, 100, &lo, &hi) && !zero_shard_overlap(&s, 150, 9, &lo, &hi), "outside");
 }
 
+// llmc/multi_gpu.cuh all-reduces row 0 with NCCL's MAX over int32 (the float bits), not over float: for amaxes
+// (>= 0, NaN positive) that is exactly fp8_amax_merge, NaN and inf included, which NCCL's float max need not be.
+static void test_amax_allreduce_as_int32_max(void) {
+    float specials[] = {0.0f, 1e-45f, 1.17549435e-38f, 0.5f, 1.0f, 448.0f, 57344.0f, 3.4e38f, INFINITY, NAN};
+    int n = (int)(sizeof(specials) / sizeof(specials[0]));
+    Rng rng;
+    rng_seed(&rng, 41);
+    for (int trial = 0; trial < 20000; trial++) {
+        float a = trial < n * n ? specials[trial / n] : fabsf(rng_normal(&rng)) * ldexpf(1.0f, (int)(rng_next_u64(&rng) % 80) - 40);
+        float b = trial < n * n ? specials[trial % n] : fabsf(rng_normal(&rng)) * ldexpf(1.0f, (int)(rng_next_u64(&rng) % 80) - 40);
+        int32_t ia, ib;
+        memcpy(&ia, &a, 4);
+        memcpy(&ib, &b, 4);
+        int32_t winner = ia > ib ? ia : ib;
+        float merged = fp8_amax_merge(a, b);
+        int32_t im;
+        memcpy(&im, &merged, 4);
+        CHECK(winner == im, "max(%g, %g): int32 max gives bits %08x, fp8_amax_merge %08x", a, b, (unsigned)winner, (unsigned)im);
+    }
+}
+
 // Step 0: N ranks with the amax all-reduce equal one rank on the whole batch, bit for bit, for the whole FP8 state;
 // without the all-reduce each rank's state is its own data's (and at least one slot differs between ranks).
 static void test_amax_reduction_equals_single_rank(void) {
@@ -416,6 +437,7 @@ static void test_per_rank_checkpoints(void) {
 
 int main(void) {
     RUN_TEST(test_zero_shard_arithmetic);
+    RUN_TEST(test_amax_allreduce_as_int32_max);
     RUN_TEST(test_amax_reduction_equals_single_rank);
     RUN_TEST(test_zero1_steps_match_single_rank);
     RUN_TEST(test_per_rank_checkpoints);
