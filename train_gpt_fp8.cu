@@ -17,7 +17,7 @@ kernels (llmc/kernels.cuh, llmc/attention.cuh); parameter gradients, master weig
 Several GPUs: NCCL data parallelism with ZeRO-1 and one amax all-reduce per step (llmc/multi_gpu.cuh). The backward
 is deterministic (no float atomics), so the same data gives the same bits, run after run and across a resume.
 Not in this version yet (see README, Status): cuDNN attention (the plain CUDA/cuBLAS attention runs instead), fusing
-the casts into LayerNorm/GELU, overlapping the gradient reduction with the backward.
+the casts into LayerNorm/GELU.
 */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -128,6 +128,11 @@ typedef struct {
     GemmContext gemm;
     cublasHandle_t cublas;
     cudaStream_t stream;
+    // data parallelism: during the last micro-batch's backward, each layer's gradients are reduced over the ranks on
+    // comm_stream as soon as they are final (reduce_in_backward set), overlapping the backward of the layers below
+    MultiGpu* reduce_in_backward;
+    cudaStream_t comm_stream;
+    cudaEvent_t grads_ready, grads_reduced;
     int num_sms;
     float mean_loss;
 } GPT2GPU;
@@ -312,6 +317,9 @@ static void gpt2_gpu_allocate(GPT2GPU* model, const GPT2Config* config, const Tr
     gemm_context_init(&model->gemm);
     cublasCheck(cublasCreate(&model->cublas));
     cudaCheck(cudaStreamCreate(&model->stream));
+    cudaCheck(cudaStreamCreate(&model->comm_stream));
+    cudaCheck(cudaEventCreateWithFlags(&model->grads_ready, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreateWithFlags(&model->grads_reduced, cudaEventDisableTiming));
     cudaCheck(cudaDeviceGetAttribute(&model->num_sms, cudaDevAttrMultiProcessorCount, 0));
 }
 
@@ -452,6 +460,29 @@ static void layernorm_param_backward(GPT2GPU* model, float* dweight, float* dbia
     cudaCheck(cudaGetLastError());
 }
 
+// Starts the reduction over the ranks of the gradients of block l (its slice of every per-layer tensor), or with
+// l = -1 of the shared tensors (wte, wpe, lnfw, lnfb), on comm_stream, after what the compute stream has done so far.
+static void gpt2_reduce_gradients_async(GPT2GPU* model, int l) {
+    MultiGpu* mg = model->reduce_in_backward;
+    int L = model->config.num_layers;
+    cudaCheck(cudaEventRecord(model->grads_ready, model->stream));
+    cudaCheck(cudaStreamWaitEvent(model->comm_stream, model->grads_ready, 0));
+    multi_gpu_group_begin(mg);
+    size_t offset = 0;
+    for (int t = 0; t < NUM_PARAMETER_TENSORS; t++) {
+        size_t n = model->param_sizes[t];
+        if (l >= 0 && parameter_tensor_is_per_layer(t)) {
+            size_t slice = n / L;
+            multi_gpu_reduce_range(mg, model->grads_memory, offset + (size_t)l * slice, slice, model->num_parameters,
+                                   model->comm_stream);
+        } else if (l < 0 && !parameter_tensor_is_per_layer(t)) {
+            multi_gpu_reduce_range(mg, model->grads_memory, offset, n, model->num_parameters, model->comm_stream);
+        }
+        offset += n;
+    }
+    multi_gpu_group_end(mg);
+}
+
 // Backward of the last training forward (its logits already hold dlogits); parameter gradients accumulate.
 static void gpt2_backward(GPT2GPU* model) {
     int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads, L = model->config.num_layers;
@@ -492,6 +523,7 @@ static void gpt2_backward(GPT2GPU* model) {
                                                      a->ln1_mean + l * BT, a->ln1_rstd + l * BT, C);
         layernorm_param_backward(model, g->ln1w + l * C, g->ln1b + l * C, model->dbtc, residual, a->ln1_mean + l * BT,
                                  a->ln1_rstd + l * BT);
+        if (model->reduce_in_backward) { gpt2_reduce_gradients_async(model, l); }  // block l's gradients are final
         cudaCheck(cudaGetLastError());
     }
     encoder_backward_wpe_kernel<<<blocks_for((size_t)T * C, 256), 256, 0, s>>>(g->wpe, model->dresidual, B, T, C);
@@ -499,6 +531,11 @@ static void gpt2_backward(GPT2GPU* model) {
     encoder_backward_wte_kernel<<<wte_grid, 256, 0, s>>>(g->wte, model->dresidual, model->bucket_positions,
                                                          model->bucket_start, model->bucket_token, model->num_buckets, C);
     cudaCheck(cudaGetLastError());
+    if (model->reduce_in_backward) {  // the shared tensors, then the compute stream waits for every reduction
+        gpt2_reduce_gradients_async(model, -1);
+        cudaCheck(cudaEventRecord(model->grads_reduced, model->comm_stream));
+        cudaCheck(cudaStreamWaitEvent(s, model->grads_reduced, 0));
+    }
 }
 
 // The gradient norm: this rank's shard's sum of squares (per-block partials, then one block adds them in order: the
@@ -808,9 +845,11 @@ int main(int argc, char** argv) {
             upload_batch(&model, train_loader);
             // d(loss)/d(logit) scaled by the GLOBAL batch: the ranks' gradients then SUM to the single-GPU gradient
             loss += gpt2_forward(&model, 1, 1.0f / ((float)B * T * grad_accum_steps * mg.num_processes)) / grad_accum_steps;
+            // the last micro-batch reduces the gradients over the ranks while its backward runs
+            model.reduce_in_backward = micro == grad_accum_steps - 1 && mg.use_nccl ? &mg : NULL;
             gpt2_backward(&model);
+            model.reduce_in_backward = NULL;
         }
-        multi_gpu_reduce_gradients(&mg, model.grads_memory, &model.shard, model.stream);
         loss = multi_gpu_mean(&mg, (float)loss, model.stream);
         float norm = gpt2_grad_norm(&model, &mg);
         float lr = learning_rate_at(step, train_steps, args.learning_rate, args.warmup_steps, args.final_lr_fraction);

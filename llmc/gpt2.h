@@ -91,6 +91,9 @@ static inline int parameter_tensor_is_2d(int index) {
     return index == 0 || index == 1 || index == 4 || index == 6 || index == 10 || index == 12;
 }
 
+// The tensors with one slice per block, (L, ...): ln1w .. fcprojb. The others (wte, wpe, lnfw, lnfb) are shared.
+static inline int parameter_tensor_is_per_layer(int index) { return index >= 2 && index < 14; }
+
 // llm.c's depth presets: dNN = NN layers, channels 64*NN, heads NN (d12 is GPT-2 124M, d48 is GPT-2 1.5B).
 // Returns 0 and fills L/C/NH for "d12" | "d24" | "d36" | "d48", else -1.
 static inline int gpt2_depth_preset(const char* name, int* num_layers, int* channels, int* num_heads) {

@@ -3,10 +3,12 @@ llmc/multi_gpu.cuh — data parallelism on NCCL for the CUDA trainer: the commun
 training step needs. The CPU tests (test_data_parallel.c) check the same semantics on simulated ranks.
 
 Per optimizer step, in order:
-  gradients       ZeRO-0: all-reduce(SUM) of the whole fp32 buffer; ZeRO-1: reduce-scatter(SUM) into each rank's
-                  shard (llmc/zero.h). SUM, not AVG: every rank's loss gradient is already 1 / (global batch tokens),
-                  so each rank's activation gradients are the rows a single-GPU run would compute, and so are their
-                  FP8 amaxes.
+  gradients       during the last micro-batch's backward, on a communication stream, as soon as a layer's gradients
+                  are final (overlapping the backward of the layers below): ZeRO-1: each part of the layer's slices
+                  reduced (SUM) onto the rank whose shard holds it (llmc/zero.h), the traffic of a reduce-scatter;
+                  ZeRO-0: all-reduce(SUM). SUM, not AVG: every rank's loss gradient is already 1 / (global batch
+                  tokens), so each rank's activation gradients are the rows a single-GPU run would compute, and so
+                  are their FP8 amaxes.
   gradient norm   all-reduce(SUM) of the shard's sum of squares (ZeRO-1 only).
   FP8 amaxes      ONE all-reduce(MAX) of row 0 of the amax history, every forward and backward slot of every module
                   in one contiguous buffer (fp8/meta.h), before the update kernel (TE's reduce_amax). The floats are
@@ -14,7 +16,7 @@ Per optimizer step, in order:
                   exactly the NaN-propagating max the CPU reference uses (NCCL's float max may drop NaN).
   weights         ZeRO-1: all-gather(bf16) of each rank's freshly updated shard; then every rank casts the same
                   weights to FP8 with the same (reduced) scale.
-Collectives run on the compute stream: each one needs the result of the kernel just before it. The ids are
+The other collectives run on the compute stream: each one needs the result of the kernel just before it. The ids are
 exchanged with MPI when built with it (USE_MPI) and launched by mpirun, else through llmc/multi_process.h.
 
 Built without NCCL (no MULTI_GPU), everything here is a no-op for one process and a clear error for more.
@@ -189,19 +191,46 @@ static void multi_gpu_check_same(MultiGpu* mg, long long value, const char* what
 #endif
 }
 
-// grads (padded) fp32: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter in place (rank r's shard lands at its own offset).
-static void multi_gpu_reduce_gradients(MultiGpu* mg, float* grads, const ZeroShard* shard, cudaStream_t stream) {
-    if (!mg->use_nccl) { return; }
+// Sums the range [lo, lo + n) of the fp32 gradient buffer over the ranks, leaving each sum where the optimizer reads
+// it: with ZeRO-1 on the rank that owns the element (one ncclReduce to each owner of a part of the range: together
+// the traffic of a reduce-scatter), with ZeRO-0 on every rank (all-reduce). The backward calls this per layer as soon
+// as the layer's gradients are final, on the communication stream, between multi_gpu_group_begin/end.
+static void multi_gpu_reduce_range(MultiGpu* mg, float* grads, size_t lo, size_t n, size_t num_parameters,
+                                   cudaStream_t stream) {
+    if (!mg->use_nccl || n == 0) { return; }
 #ifdef MULTI_GPU
     if (mg->zero_stage == 1) {
-        ncclCheck(ncclReduceScatter(grads, grads + shard->offset, shard->shard_size, ncclFloat, ncclSum, mg->comm, stream));
+        for (int owner = 0; owner < mg->num_processes; owner++) {
+            ZeroShard shard = zero_shard(num_parameters, mg->num_processes, owner, 1);
+            size_t a, b;
+            if (zero_shard_overlap(&shard, lo, n, &a, &b)) {
+                ncclCheck(ncclReduce(grads + a, grads + a, b - a, ncclFloat, ncclSum, owner, mg->comm, stream));
+            }
+        }
     } else {
-        ncclCheck(ncclAllReduce(grads, grads, shard->padded, ncclFloat, ncclSum, mg->comm, stream));
+        ncclCheck(ncclAllReduce(grads + lo, grads + lo, n, ncclFloat, ncclSum, mg->comm, stream));
     }
 #else
     (void)grads;
-    (void)shard;
+    (void)lo;
+    (void)num_parameters;
     (void)stream;
+#endif
+}
+
+// NCCL calls between these two are launched as one (fewer launches, no ordering deadlock between ranks).
+static void multi_gpu_group_begin(MultiGpu* mg) {
+#ifdef MULTI_GPU
+    if (mg->use_nccl) { ncclCheck(ncclGroupStart()); }
+#else
+    (void)mg;
+#endif
+}
+static void multi_gpu_group_end(MultiGpu* mg) {
+#ifdef MULTI_GPU
+    if (mg->use_nccl) { ncclCheck(ncclGroupEnd()); }
+#else
+    (void)mg;
 #endif
 }
 

@@ -5,7 +5,8 @@ per-tensor loop (AdamW's weight decay differs per tensor) walks only the owned p
 
 ZeRO-1 (Rajbhandari et al., 2019) shards the optimizer state: rank r keeps the fp32 master weights and AdamW moments
 of its slice only. One optimizer step is then
-    reduce-scatter(sum) of the gradients   -> rank r holds the summed gradient of its slice
+    reduce-scatter(sum) of the gradients   -> rank r holds the summed gradient of its slice (the CUDA trainer does
+                                              it as one reduce per owner and layer, overlapping the backward)
     AdamW on its slice                     -> new fp32 masters of the slice, their bf16 copy
     all-gather of the bf16 weights          -> every rank holds all the new weights (and casts them to FP8 itself)
 NCCL's reduce-scatter and all-gather move equal counts per rank, so the flat parameter buffer is padded to
