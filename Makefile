@@ -47,8 +47,10 @@ lib_dirs = $(foreach d,lib lib64,$(if $(wildcard $(1)/$(d)),-L$(1)/$(d) -Xlinker
 # Multi-GPU: NCCL when found (make NO_MULTI_GPU=1 to leave it out), MPI when mpicc is found (NO_USE_MPI=1).
 MULTI_GPU_FLAGS :=
 MULTI_GPU_LDLIBS :=
+NCCL_LIBRARY := $(firstword $(wildcard $(foreach d,lib lib64 lib/x86_64-linux-gnu,$(NCCL_HOME)/$(d)/libnccl.so*) \
+                                       /usr/lib/x86_64-linux-gnu/libnccl.so*))
 ifneq ($(NO_MULTI_GPU),1)
-  ifneq ($(NCCL_HOME),)
+  ifneq ($(and $(NCCL_HOME),$(NCCL_LIBRARY)),)
     MULTI_GPU_FLAGS += -DMULTI_GPU -I$(NCCL_HOME)/include
     MULTI_GPU_LDLIBS += $(call lib_dirs,$(NCCL_HOME)) $(call lib_flag,$(NCCL_HOME),nccl,2)
     MPICC ?= $(shell command -v mpicc 2>/dev/null)
@@ -172,7 +174,7 @@ info:
 	@echo "CUDA_HOME   $(CUDA_HOME)"
 	@echo "CUDNN_HOME  $(or $(CUDNN_HOME),not found: no cudnn_graph.h; set CUDNN_HOME or pip install nvidia-cudnn-cu13)"
 	@echo "NCCL_HOME   $(or $(NCCL_HOME),not found: no nccl.h; set NCCL_HOME or pip install nvidia-nccl-cu13)"
-	@echo "multi-GPU   $(if $(findstring MULTI_GPU,$(MULTI_GPU_FLAGS)),NCCL$(if $(findstring USE_MPI,$(MULTI_GPU_FLAGS)), + MPI ($(MPICC)), (no MPI: ids via -pi fs|tcp)),off: $(if $(filter 1,$(NO_MULTI_GPU)),NO_MULTI_GPU=1,no nccl.h))"
+	@echo "multi-GPU   $(if $(findstring MULTI_GPU,$(MULTI_GPU_FLAGS)),NCCL ($(NCCL_LIBRARY))$(if $(findstring USE_MPI,$(MULTI_GPU_FLAGS)), + MPI ($(MPICC)), (no MPI: ids via -pi fs|tcp)),off: $(if $(filter 1,$(NO_MULTI_GPU)),NO_MULTI_GPU=1,no nccl.h with a libnccl beside it))"
 	@echo "CUDA programs: $(CUDA_PROGRAMS) $(DEV_CUDA) (built with make when nvcc is found)"
 
 clean:
