@@ -462,37 +462,10 @@ typedef struct {
 } LinearModule;
 
 static LinearModule linear_module(GPT2* model, int module) {
-    int C = model->config.channels;
-    LinearModule lm;
-    memset(&lm, 0, sizeof(lm));
-    if (module == lm_head_module(model)) {
-        lm.weight = model->params.wte;
-        lm.dweight = model->grads.wte;
-        lm.IC = C;
-        lm.OC = model->config.padded_vocab_size;
-        return lm;
-    }
-    int l = module / LINEARS_PER_BLOCK, kind = module % LINEARS_PER_BLOCK;
-    ParameterTensors* p = &model->params;
-    ParameterTensors* g = &model->grads;
-    switch (kind) {
-    case LINEAR_QKV:
-        lm = (LinearModule){p->qkvw + (size_t)l * 3 * C * C, p->qkvb + (size_t)l * 3 * C, g->qkvw + (size_t)l * 3 * C * C,
-                            g->qkvb + (size_t)l * 3 * C, C, 3 * C};
-        break;
-    case LINEAR_ATTPROJ:
-        lm = (LinearModule){p->attprojw + (size_t)l * C * C, p->attprojb + (size_t)l * C, g->attprojw + (size_t)l * C * C,
-                            g->attprojb + (size_t)l * C, C, C};
-        break;
-    case LINEAR_FC:
-        lm = (LinearModule){p->fcw + (size_t)l * 4 * C * C, p->fcb + (size_t)l * 4 * C, g->fcw + (size_t)l * 4 * C * C,
-                            g->fcb + (size_t)l * 4 * C, C, 4 * C};
-        break;
-    default:
-        lm = (LinearModule){p->fcprojw + (size_t)l * C * 4 * C, p->fcprojb + (size_t)l * C,
-                            g->fcprojw + (size_t)l * C * 4 * C, g->fcprojb + (size_t)l * C, 4 * C, C};
-        break;
-    }
+    LinearLayout ll = linear_layout(&model->config, module);
+    LinearModule lm = {model->params_memory + ll.weight_offset, ll.has_bias ? model->params_memory + ll.bias_offset : NULL,
+                       model->grads_memory + ll.weight_offset, ll.has_bias ? model->grads_memory + ll.bias_offset : NULL,
+                       ll.IC, ll.OC};
     return lm;
 }
 

@@ -158,29 +158,10 @@ typedef struct {
 } LinearX;
 
 static LinearX linear_x(GPT2GPU* model, int module) {
-    int C = model->config.channels;
-    LinearX lx;
-    memset(&lx, 0, sizeof(lx));
-    if (module == lm_head(model)) {
-        lx.weight = model->params.wte;
-        lx.dweight = model->grads.wte;
-        lx.IC = C;
-        lx.OC = model->config.padded_vocab_size;
-        return lx;
-    }
-    int l = module / LINEARS_PER_BLOCK, kind = module % LINEARS_PER_BLOCK;
-    ParameterTensorsX* p = &model->params;
-    ParameterTensors* g = &model->grads;
-    size_t lc = (size_t)l * C;
-    if (kind == LINEAR_QKV) {
-        lx = (LinearX){p->qkvw + lc * 3 * C, p->qkvb + lc * 3, g->qkvw + lc * 3 * C, g->qkvb + lc * 3, C, 3 * C};
-    } else if (kind == LINEAR_ATTPROJ) {
-        lx = (LinearX){p->attprojw + lc * C, p->attprojb + lc, g->attprojw + lc * C, g->attprojb + lc, C, C};
-    } else if (kind == LINEAR_FC) {
-        lx = (LinearX){p->fcw + lc * 4 * C, p->fcb + lc * 4, g->fcw + lc * 4 * C, g->fcb + lc * 4, C, 4 * C};
-    } else {
-        lx = (LinearX){p->fcprojw + lc * 4 * C, p->fcprojb + lc, g->fcprojw + lc * 4 * C, g->fcprojb + lc, 4 * C, C};
-    }
+    LinearLayout ll = linear_layout(&model->config, module);
+    LinearX lx = {model->params_memory + ll.weight_offset, ll.has_bias ? model->params_memory + ll.bias_offset : NULL,
+                  model->grads_memory + ll.weight_offset, ll.has_bias ? model->grads_memory + ll.bias_offset : NULL,
+                  ll.IC, ll.OC};
     return lx;
 }
 

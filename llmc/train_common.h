@@ -69,6 +69,41 @@ static inline int linear_is_fp8(const LinearPrecision* p, int module) {
     return l >= p->fp8_bf16_first_last && l < p->num_layers - p->fp8_bf16_first_last;
 }
 
+// Where a linear module's tensors sit in the flat parameter buffer (ParameterTensors' order), the same for the
+// parameters and their gradients, on the CPU and on the GPU: element offsets of its weight (OC, IC) and bias (OC),
+// and its shape. The LM head's weight is wte (tied embedding) and it has no bias (has_bias 0).
+typedef struct {
+    size_t weight_offset, bias_offset;
+    int has_bias, IC, OC;
+} LinearLayout;
+
+static LinearLayout linear_layout(const GPT2Config* config, int module) {
+    size_t sizes[NUM_PARAMETER_TENSORS], offsets[NUM_PARAMETER_TENSORS], offset = 0;
+    fill_in_parameter_sizes(sizes, config);
+    for (int t = 0; t < NUM_PARAMETER_TENSORS; t++) {
+        offsets[t] = offset;
+        offset += sizes[t];
+    }
+    int C = config->channels, L = config->num_layers;
+    LinearLayout ll;
+    memset(&ll, 0, sizeof(ll));
+    if (module == LINEARS_PER_BLOCK * L) {  // the LM head: wte is tensor 0
+        ll.IC = C;
+        ll.OC = config->padded_vocab_size;
+        return ll;
+    }
+    // per kind: the weight's tensor index (the bias is the next tensor), input and output widths
+    static const int weight_tensor[LINEARS_PER_BLOCK] = {4, 6, 10, 12};  // qkvw, attprojw, fcw, fcprojw
+    static const int in_width[LINEARS_PER_BLOCK] = {1, 1, 1, 4}, out_width[LINEARS_PER_BLOCK] = {3, 1, 4, 1};
+    int l = module / LINEARS_PER_BLOCK, kind = module % LINEARS_PER_BLOCK, t = weight_tensor[kind];
+    ll.IC = in_width[kind] * C;
+    ll.OC = out_width[kind] * C;
+    ll.weight_offset = offsets[t] + (size_t)l * ll.OC * ll.IC;
+    ll.bias_offset = offsets[t + 1] + (size_t)l * ll.OC;
+    ll.has_bias = 1;
+    return ll;
+}
+
 // ----------------------------------------------------------------------------
 // model files
 
