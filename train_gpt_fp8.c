@@ -916,21 +916,9 @@ static void gpt2_load_checkpoint(GPT2* model, const char* dir, int step, uint64_
 
 static void write_fp8_diagnostics(GPT2* model, FILE* f, int step) {
     if (model->precision != PRECISION_FP8 || !f) { return; }
-    Fp8Meta* meta = &model->fp8;
-    for (int module = 0; module < num_linear_modules(model); module++) {
-        if (!module_is_fp8(model, module)) { continue; }
-        for (int s = 0; s < FP8_SLOTS_PER_MODULE; s++) {
-            int forward = s < FP8_FWD_SLOTS, k = forward ? s : s - FP8_FWD_SLOTS;
-            int slot = forward ? fp8_meta_fwd_slot(meta, module, k) : fp8_meta_bwd_slot(meta, module, k);
-            Fp8QuantStats* st = &model->fp8_stats[slot];
-            if (st->count == 0 && model->fp8_last_amax[slot] == 0.0f) { continue; }  // unused slot
-            fp8_diag_write_line(f, step, module, model->config.num_layers, forward, k, fp8_meta_slot_format(meta, slot),
-                                model->fp8_last_amax[slot], meta->scale[slot], meta->scale_inv[slot], st->count,
-                                st->saturated, st->flushed);
-            memset(st, 0, sizeof(*st));
-        }
-    }
-    fflush(f);
+    LinearPrecision lp = gpt2_linear_precision(model);
+    fp8_diag_write_block(f, step, &model->fp8, &lp, model->fp8_last_amax, model->fp8_stats);
+    memset(model->fp8_stats, 0, (size_t)model->fp8.num_slots * sizeof(Fp8QuantStats));
 }
 
 // ----------------------------------------------------------------------------

@@ -623,24 +623,15 @@ static void upload_batch(GPT2GPU* model, const DataLoader* loader) { gpt2_set_ba
 static void write_fp8_diagnostics(GPT2GPU* model, FILE* f, int step) {
     Fp8Meta* meta = &model->fp8_host;
     int S = meta->num_slots;
-    unsigned long long* stats = (unsigned long long*)calloc_or_die((size_t)S * 3, 8, "FP8 stats");
+    // the device counters are (count, saturated, flushed) triples of 64-bit integers: Fp8QuantStats' layout
+    static_assert(sizeof(Fp8QuantStats) == 3 * sizeof(unsigned long long), "Fp8QuantStats is three 64-bit counts");
+    Fp8QuantStats* stats = (Fp8QuantStats*)calloc_or_die((size_t)S, sizeof(Fp8QuantStats), "FP8 stats");
     cudaCheck(cudaStreamSynchronize(model->stream));
-    cudaCheck(cudaMemcpy(stats, model->fp8_stats_device, (size_t)S * 3 * 8, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(stats, model->fp8_stats_device, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
     cudaCheck(cudaMemcpy(meta->scale, slot_scale(model, 0), (size_t)S * 2 * 4, cudaMemcpyDeviceToHost));  // + scale_inv
-    cudaCheck(cudaMemset(model->fp8_stats_device, 0, (size_t)S * 3 * 8));
-    for (int module = 0; module < num_modules(model); module++) {
-        if (!module_fp8(model, module)) { continue; }
-        for (int s = 0; s < FP8_SLOTS_PER_MODULE; s++) {
-            int forward = s < FP8_FWD_SLOTS, k = forward ? s : s - FP8_FWD_SLOTS;
-            int slot = forward ? fp8_meta_fwd_slot(meta, module, k) : fp8_meta_bwd_slot(meta, module, k);
-            const unsigned long long* st = stats + (size_t)slot * 3;
-            if (st[0] == 0 && model->fp8_last_amax[slot] == 0.0f) { continue; }  // unused slot
-            fp8_diag_write_line(f, step, module, model->config.num_layers, forward, k, fp8_meta_slot_format(meta, slot),
-                                model->fp8_last_amax[slot], meta->scale[slot], meta->scale_inv[slot], (long long)st[0],
-                                (long long)st[1], (long long)st[2]);
-        }
-    }
-    fflush(f);
+    cudaCheck(cudaMemset(model->fp8_stats_device, 0, (size_t)S * sizeof(Fp8QuantStats)));
+    LinearPrecision lp = gpu_linear_precision(model);
+    fp8_diag_write_block(f, step, meta, &lp, model->fp8_last_amax, stats);
     free(stats);
 }
 

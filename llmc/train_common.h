@@ -468,18 +468,30 @@ static void fp8_diag_write_header(FILE* f) {
     fprintf(f, "step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\tscale\tscale_inv\tsaturated_frac\tflushed_frac\n");
 }
 
-// One slot's line: the amax the last update saw, the scale now, and the fractions of the `count` elements quantized
-// since the previous line that were clipped (saturated) or lost to underflow (flushed).
-static void fp8_diag_write_line(FILE* f, int step, int module, int num_layers, int forward, int k, Fp8Format format,
-                                float amax, float scale, float scale_inv, long long count, long long saturated,
-                                long long flushed) {
+// One block of lines, one per used slot of every FP8 module: the amax the last update saw (last_amax, per slot), the
+// scale now, and the fractions of the elements quantized since the previous block (stats, per slot) that were
+// clipped (saturated) or lost to underflow (flushed). The caller resets stats.
+static void fp8_diag_write_block(FILE* f, int step, const Fp8Meta* meta, const LinearPrecision* lp,
+                                 const float* last_amax, const Fp8QuantStats* stats) {
     static const char* fwd[FP8_FWD_SLOTS] = {"input", "weight", "output"};
     static const char* bwd[FP8_BWD_SLOTS] = {"grad_output", "grad_input"};
-    int is_head = module == LINEARS_PER_BLOCK * num_layers;
-    fprintf(f, "%d\t%d\t%d\t%s\t%s\t%s\t%.6e\t%.6e\t%.6e\t%.6e\t%.6e\n", step, module,
-            is_head ? -1 : module / LINEARS_PER_BLOCK, is_head ? "lm_head" : linear_names[module % LINEARS_PER_BLOCK],
-            forward ? fwd[k] : bwd[k], fp8_format_name(format), amax, scale, scale_inv,
-            count ? (double)saturated / count : 0.0, count ? (double)flushed / count : 0.0);
+    for (int module = 0; module < meta->num_modules; module++) {
+        if (!linear_is_fp8(lp, module)) { continue; }
+        int is_head = module == LINEARS_PER_BLOCK * lp->num_layers;
+        for (int s = 0; s < FP8_SLOTS_PER_MODULE; s++) {
+            int forward = s < FP8_FWD_SLOTS, k = forward ? s : s - FP8_FWD_SLOTS;
+            int slot = forward ? fp8_meta_fwd_slot(meta, module, k) : fp8_meta_bwd_slot(meta, module, k);
+            const Fp8QuantStats* st = &stats[slot];
+            if (st->count == 0 && last_amax[slot] == 0.0f) { continue; }  // unused slot
+            fprintf(f, "%d\t%d\t%d\t%s\t%s\t%s\t%.6e\t%.6e\t%.6e\t%.6e\t%.6e\n", step, module,
+                    is_head ? -1 : module / LINEARS_PER_BLOCK,
+                    is_head ? "lm_head" : linear_names[module % LINEARS_PER_BLOCK], forward ? fwd[k] : bwd[k],
+                    fp8_format_name(fp8_meta_slot_format(meta, slot)), last_amax[slot], meta->scale[slot],
+                    meta->scale_inv[slot], st->count ? (double)st->saturated / st->count : 0.0,
+                    st->count ? (double)st->flushed / st->count : 0.0);
+        }
+    }
+    fflush(f);
 }
 
 // ----------------------------------------------------------------------------
