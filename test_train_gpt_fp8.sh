@@ -18,7 +18,7 @@ if [ ! -f "$DATA/tiny_shakespeare_train.bin" ] && ! ./dev/data/prepare_tinyshake
     finish train
 fi
 DATA_FLAGS="-i $DATA/tiny_shakespeare_train.bin -j $DATA/tiny_shakespeare_val.bin -tk $DATA/tokenizer.bin"
-TINY="$DATA_FLAGS -L 2 -C 64 -NH 4 -b 8 -t 64 -s 0 -r 1337"
+TINY="$DATA_FLAGS -L 2 -C 64 -NH 4 -b 8 -t 64 -s 0 -seed 1337"
 
 last_val() { grep -E '^s:[0-9]+ tel:' "$1" | tail -n 1 | sed -E 's/.*tel:([0-9.]+).*/\1/'; }
 
@@ -241,6 +241,7 @@ expect_error flag_total_batch "must be a positive multiple" $TINY -d 1000
 expect_error flag_seq_len "longer than the model" $TINY -maxT 32
 expect_error flag_init_method "invalid value 'udp' for -pi" $TINY -pi udp
 expect_error flag_zero_stage "invalid value '2' for -z" $TINY -z 2
+expect_error flag_recompute_old_seed "(the seed is -seed)" $TINY -r 1337
 expect_error cpu_multi_process "the CPU reference trainer runs one process" $TINY -pn 2
 expect_error resume_without_dir "-y 1 needs -o" $DATA_FLAGS -y 1
 finish train

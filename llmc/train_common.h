@@ -150,6 +150,7 @@ typedef struct {
     int warmup_steps, max_steps;
     int val_every, val_max_steps, sample_every, gen_tokens, checkpoint_every, resume;
     int seed;
+    int recompute;  // -r, llm.c's: 0 keep every activation, 1 recompute GELU in the backward, 2 LayerNorm too (GPU)
     Precision precision;
     int precision_set;
     const char* fp8_flag;  // -fp8 value, resolved after parsing
@@ -171,7 +172,8 @@ static void print_usage(void) {
         "batch     -b micro-batch B -t sequence T -d total batch in tokens (gradient accumulation, default B*T)\n"
         "optimizer -l lr -u warmup steps -q final lr fraction (cosine) -c weight decay -gc grad clip -x max steps (-1: an epoch)\n"
         "eval      -v val every -m val batches -s sample every (0: never) -g tokens to sample\n"
-        "state     -n checkpoint every (0: only at the end if -o) -y 1 resume from the latest checkpoint in -o  -r seed\n"
+        "state     -n checkpoint every (0: only at the end if -o) -y 1 resume from the latest checkpoint in -o  -seed N\n"
+        "memory    -r 0|1|2 recompute in the backward: 0 none, 1 GELU, 2 GELU and LayerNorm (GPU; the CPU keeps all)\n"
         "precision -precision fp32|bf16|fp8 (default fp8)  -fp8 off|e4m3|hybrid|e5m2\n"
         "fp8       -fp8_amax_history_len N -fp8_amax_compute_algo max|most_recent -fp8_margin N -fp8_interval N\n"
         "          -fp8_fprop 0|1 -fp8_dgrad 0|1 -fp8_wgrad 0|1 (0: that GEMM in BF16) -fp8_reduce_amax 0|1\n"
@@ -262,7 +264,14 @@ static void parse_args(TrainArgs* a, int argc, char** argv) {
         else if (strcmp(flag, "-g") == 0) { a->gen_tokens = parse_int_flag(flag, v, 1, 1 << 20); }
         else if (strcmp(flag, "-n") == 0) { a->checkpoint_every = parse_int_flag(flag, v, 0, 1 << 30); }
         else if (strcmp(flag, "-y") == 0) { a->resume = parse_int_flag(flag, v, 0, 1); }
-        else if (strcmp(flag, "-r") == 0) { a->seed = parse_int_flag(flag, v, 0, 2147483647); }
+        else if (strcmp(flag, "-seed") == 0) { a->seed = parse_int_flag(flag, v, 0, 2147483647); }
+        else if (strcmp(flag, "-r") == 0) {  // llm.c's meaning; the seed was -r before it had one, hence the hint
+            long r;
+            if (parse_int_in_range(v, 0, 2, flag, &r, err, sizeof(err))) {
+                die("invalid value '%s' for -r (recompute): expected 0, 1 or 2 (the seed is -seed)", v);
+            }
+            a->recompute = (int)r;
+        }
         else if (strcmp(flag, "-precision") == 0) {
             if (strcmp(v, "fp32") == 0) { a->precision = PRECISION_FP32; }
             else if (strcmp(v, "bf16") == 0) { a->precision = PRECISION_BF16; }

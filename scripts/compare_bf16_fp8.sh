@@ -42,7 +42,7 @@ mkdir -p "$out"
 for precision in bf16 fp8; do
     echo "compare_bf16_fp8: training $precision for $steps steps -> $out/$precision (log: $out/$precision.out)"
     if ! "$trainer" -i "$data/tiny_shakespeare_train.bin" -j "$data/tiny_shakespeare_val.bin" -tk "$data/tokenizer.bin" \
-        "${model[@]}" -x "$steps" -s 0 -r "$seed" -precision "$precision" -o "$out/$precision" ${extra[@]+"${extra[@]}"} \
+        "${model[@]}" -x "$steps" -s 0 -seed "$seed" -precision "$precision" -o "$out/$precision" ${extra[@]+"${extra[@]}"} \
         >"$out/$precision.out" 2>&1; then
         echo "compare_bf16_fp8: error: the $precision run failed: $(tail -n 1 "$out/$precision.out")" >&2
         exit 1

@@ -319,7 +319,7 @@ main() {
     local precision stats
     for precision in bf16 fp8; do
         run_step "train_$precision" 180 ./train_gpt_fp8 "${data_flags[@]}" -e d12 -b 8 -t 1024 -v 50 -m 20 -l 6e-4 -u 50 \
-            -q 0.1 -x "$train_steps" -s 0 -r 1337 -precision "$precision" -o "$LOGDIR/train_$precision" \
+            -q 0.1 -x "$train_steps" -s 0 -seed 1337 -precision "$precision" -o "$LOGDIR/train_$precision" \
             ${extra[@]+"${extra[@]}"}
         read -r -a stats <<<"$(progress_stats "$LOGDIR/train_$precision.log" "$skip")"
         add_step_row "train_$precision" "val $(last_val_loss "$LOGDIR/train_$precision.log"), train $(last_train_loss "$LOGDIR/train_$precision.log"), ${stats[0]} ms/step"
@@ -343,7 +343,7 @@ main() {
         case $depth in d12) limit=90 ;; d24) limit=120 ;; *) limit=180 ;; esac
         for precision in bf16 fp8; do
             run_step "bench_${depth}_$precision" "$limit" ./train_gpt_fp8 "${data_flags[@]}" -e "$depth" -b "$bench_b" \
-                -t 1024 -x "$bench_steps" -v 0 -s 0 -r 1337 -precision "$precision" ${extra[@]+"${extra[@]}"}
+                -t 1024 -x "$bench_steps" -v 0 -s 0 -seed 1337 -precision "$precision" ${extra[@]+"${extra[@]}"}
             local key
             key=$(bench_key "$LOGDIR/bench_${depth}_$precision.log" "$skip")
             if [ "$precision" = fp8 ]; then
@@ -358,7 +358,7 @@ main() {
 
     # NCCL: one rank through a communicator must give the bits of the plain run (main.log compared byte for byte);
     # with several GPUs, N ranks at the same global batch must follow one rank within float-sum noise
-    local nccl_flags=("${data_flags[@]}" -e d12 -b 8 -t 1024 -x 20 -v 10 -m 4 -s 0 -r 1337 -precision fp8)
+    local nccl_flags=("${data_flags[@]}" -e d12 -b 8 -t 1024 -x 20 -v 10 -m 4 -s 0 -seed 1337 -precision fp8)
     run_step nccl_plain 90 ./train_gpt_fp8 "${nccl_flags[@]}" -o "$LOGDIR/nccl_plain"
     run_step nccl_1rank 90 ./train_gpt_fp8 "${nccl_flags[@]}" -o "$LOGDIR/nccl_1rank" -pn 1 -pr 0 -pi fs -pf "$LOGDIR"
     if [ "$STEP_RC" -eq 0 ] && cmp -s "$LOGDIR/nccl_plain/main.log" "$LOGDIR/nccl_1rank/main.log"; then
