@@ -69,6 +69,15 @@ static inline int linear_is_fp8(const LinearPrecision* p, int module) {
     return l >= p->fp8_bf16_first_last && l < p->num_layers - p->fp8_bf16_first_last;
 }
 
+// Which of an FP8 module's three GEMMs run in FP8: all of them, less those override_linear_precision sends to BF16.
+enum { LINEAR_GEMM_FPROP = 0, LINEAR_GEMM_DGRAD = 1, LINEAR_GEMM_WGRAD = 2 };
+static inline int linear_gemm_is_fp8(const LinearPrecision* p, int module, int gemm) {
+    if (!linear_is_fp8(p, module)) { return 0; }
+    int bf16 = gemm == LINEAR_GEMM_FPROP ? p->recipe->override_fprop
+               : gemm == LINEAR_GEMM_DGRAD ? p->recipe->override_dgrad : p->recipe->override_wgrad;
+    return !bf16;
+}
+
 // Where a linear module's tensors sit in the flat parameter buffer (ParameterTensors' order), the same for the
 // parameters and their gradients, on the CPU and on the GPU: element offsets of its weight (OC, IC) and bias (OC),
 // and its shape. The LM head's weight is wte (tied embedding) and it has no bias (has_bias 0).
@@ -137,6 +146,10 @@ static float* read_model_file(const char* path, GPT2Config* config, size_t* num_
 // ----------------------------------------------------------------------------
 // command line
 
+// The GPU trainer's attention: cuDNN's fused flash attention (llmc/cudnn_attention.cpp) or the plain CUDA/cuBLAS one
+// (llmc/attention.cuh), which keeps the (B, NH, T, T) matrix of every layer.
+enum { ATTENTION_DEFAULT = -1, ATTENTION_PLAIN = 0, ATTENTION_CUDNN = 1 };
+
 typedef struct {
     const char* train_pattern;
     const char* val_pattern;
@@ -151,6 +164,8 @@ typedef struct {
     int val_every, val_max_steps, sample_every, gen_tokens, checkpoint_every, resume;
     int seed;
     int recompute;  // -r, llm.c's: 0 keep every activation, 1 recompute GELU in the backward, 2 LayerNorm too (GPU)
+    int attention;  // -attn (GPU): ATTENTION_CUDNN, ATTENTION_PLAIN, or ATTENTION_DEFAULT (cuDNN when built with it)
+    int estimate_only;  // -estimate 1 (GPU): print the memory estimate and the largest -b that fits, then exit
     Precision precision;
     int precision_set;
     const char* fp8_flag;  // -fp8 value, resolved after parsing
@@ -174,6 +189,8 @@ static void print_usage(void) {
         "eval      -v val every -m val batches -s sample every (0: never) -g tokens to sample\n"
         "state     -n checkpoint every (0: only at the end if -o) -y 1 resume from the latest checkpoint in -o  -seed N\n"
         "memory    -r 0|1|2 recompute in the backward: 0 none, 1 GELU, 2 GELU and LayerNorm (GPU; the CPU keeps all)\n"
+        "          -estimate 1: print the GPU memory estimate and the largest -b that fits, then exit (GPU)\n"
+        "attention -attn cudnn|plain (GPU; default cudnn when built with it: flash attention, no (B, NH, T, T) matrices)\n"
         "precision -precision fp32|bf16|fp8 (default fp8)  -fp8 off|e4m3|hybrid|e5m2\n"
         "fp8       -fp8_amax_history_len N -fp8_amax_compute_algo max|most_recent -fp8_margin N -fp8_interval N\n"
         "          -fp8_fprop 0|1 -fp8_dgrad 0|1 -fp8_wgrad 0|1 (0: that GEMM in BF16) -fp8_reduce_amax 0|1\n"
@@ -231,6 +248,7 @@ static void parse_args(TrainArgs* a, int argc, char** argv) {
     a->process_rank = -1;
     a->gpus_per_node = -1;
     a->zero_stage = 1;
+    a->attention = ATTENTION_DEFAULT;
     delayed_scaling_default(&a->recipe);
     for (int i = 1; i < argc; i++) {
         const char* flag = argv[i];
@@ -272,6 +290,12 @@ static void parse_args(TrainArgs* a, int argc, char** argv) {
             }
             a->recompute = (int)r;
         }
+        else if (strcmp(flag, "-attn") == 0) {
+            if (strcmp(v, "cudnn") == 0) { a->attention = ATTENTION_CUDNN; }
+            else if (strcmp(v, "plain") == 0) { a->attention = ATTENTION_PLAIN; }
+            else { die("invalid value '%s' for -attn: expected cudnn or plain", v); }
+        }
+        else if (strcmp(flag, "-estimate") == 0) { a->estimate_only = parse_int_flag(flag, v, 0, 1); }
         else if (strcmp(flag, "-precision") == 0) {
             if (strcmp(v, "fp32") == 0) { a->precision = PRECISION_FP32; }
             else if (strcmp(v, "bf16") == 0) { a->precision = PRECISION_BF16; }

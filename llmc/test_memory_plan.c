@@ -1,0 +1,235 @@
+/*
+llmc/test_memory_plan.c — CPU tests of the GPU trainer's memory plan (llmc/memory_plan.h), the estimate it prints and
+checks before allocating anything: every buffer's size against sums written out here by hand, what recompute, the
+attention and the FP8 options change, whether GPT-2 1.5B (d48) at T=1024 fits one 80 GB GPU, and the refusal line.
+
+"Fits an 80 GB GPU": an H100 80GB reports 81559 MiB; the CUDA context, cuBLAS, cuDNN and NCCL take some hundreds of
+MiB before the trainer asks for its buffers, so the tests give the plan 79 GiB free, of which it keeps
+GPU_MEMORY_HEADROOM_BYTES for the libraries. cuDNN's workspace is known only on a GPU (its graphs report it); the tests
+assume 1 GiB, what its deterministic backward on Hopper takes at d48, B=16, T=1024 by the frontend's own formula: the
+bf16 dP workspace (B*NH*T*T*2 bytes = 800 MiB) and the fp32 dQ accumulator (B*NH*T*HS*4 = 100 MiB).
+*/
+#pragma GCC diagnostic ignored "-Wunused-function"  // train_common.h's helpers for the trainers' main()
+#include "memory_plan.h"
+
+#include "testing.h"
+
+static const size_t MiB = (size_t)1 << 20, GiB = (size_t)1 << 30;
+static const size_t FREE_ON_80GB = (size_t)79 << 30;
+static const size_t ASSUMED_CUDNN_WORKSPACE = (size_t)1 << 30;
+static const size_t GEMM_WORKSPACE = (size_t)32 << 20;  // fp8/gemm.cuh's GEMM_WORKSPACE_BYTES
+
+typedef struct {
+    GpuMemoryInputs in;
+    DelayedScaling recipe;  // in.linear.recipe points here
+    Fp8Meta meta;
+} Setup;
+
+// dNN preset (or L/C/NH given), GPT-2's vocabulary, maxT 1024, one process, default FP8 recipe
+static void setup(Setup* s, const char* depth, int B, int T, Precision precision, int recompute, int attention) {
+    memset(s, 0, sizeof(*s));
+    GPT2Config* c = &s->in.config;
+    if (gpt2_depth_preset(depth, &c->num_layers, &c->channels, &c->num_heads) != 0) {
+        die("test: unknown depth %s", depth);
+    }
+    c->max_seq_len = 1024;
+    c->vocab_size = 50257;
+    c->padded_vocab_size = padded_vocab(c->vocab_size);
+    s->in.B = B;
+    s->in.T = T;
+    delayed_scaling_default(&s->recipe);
+    LinearPrecision lp = {precision, &s->recipe, 0, 0, c->num_layers};
+    s->in.linear = lp;
+    s->in.recompute = recompute;
+    s->in.attention = attention;
+    size_t sizes[NUM_PARAMETER_TENSORS], P = 0;
+    fill_in_parameter_sizes(sizes, c);
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { P += sizes[i]; }
+    s->in.shard = zero_shard(P, 1, 0, 1);
+    s->in.gemm_workspace_bytes = GEMM_WORKSPACE;
+    s->in.attention_workspace_bytes = attention == ATTENTION_CUDNN ? ASSUMED_CUDNN_WORKSPACE : 0;
+    s->in.column_sum_rows = 64;
+    s->in.norm_blocks = 264;
+}
+
+// the FP8 state's size as the trainer gets it: from fp8_meta_init
+static void setup_fp8_meta(Setup* s) {
+    char err[256];
+    int modules = LINEARS_PER_BLOCK * s->in.config.num_layers + 1;
+    if (fp8_meta_init(&s->meta, modules, &s->recipe, err, sizeof(err))) { die("test: %s", err); }
+    s->in.fp8_meta_floats = s->meta.num_floats;
+    s->in.fp8_slots = s->meta.num_slots;
+    fp8_meta_free(&s->meta);
+}
+
+static size_t plan_total(const GpuMemoryInputs* in) {
+    GpuMemoryPlan plan;
+    gpu_memory_plan(&plan, in);
+    return gpu_memory_total(&plan);
+}
+
+// Every group of a d12 plan against the sums written out by hand from the model's shapes.
+static void test_groups_by_hand(void) {
+    Setup s;
+    setup(&s, "d12", 8, 1024, PRECISION_FP8, 0, ATTENTION_CUDNN);
+    setup_fp8_meta(&s);
+    GpuMemoryPlan plan;
+    gpu_memory_plan(&plan, &s.in);
+    size_t L = 12, C = 768, NH = 12, Vp = 50304, BT = 8 * 1024, BTC = BT * C, P = s.in.shard.padded;
+    CHECK(P == 124475904, "d12 has %zu parameters (GPT-2 124M with Vp 50304: 124475904)", P);
+    CHECK(gpu_memory_group_bytes(&plan, MEMORY_PARAMETERS) == 2 * P, "parameters: bf16");
+    CHECK(gpu_memory_group_bytes(&plan, MEMORY_GRADIENTS) == 4 * P, "gradients: fp32");
+    CHECK(gpu_memory_group_bytes(&plan, MEMORY_OPTIMIZER) == 12 * P, "optimizer: master, m, v in fp32");
+    // per layer: ln1 C, qkv 3C, atty C, residual2 C, ln2 C, fch 4C, fch_gelu 4C, residual3 C = 16C bf16, and four
+    // (B, T) fp32 LayerNorm statistics; once: encoded, lnf, proj_out (B, T, C), lnf's two statistics, logits, losses
+    size_t activations = L * (16 * BTC * 2 + 4 * BT * 4) + 3 * BTC * 2 + 2 * BT * 4 + BT * Vp * 2 + BT * 4;
+    CHECK(gpu_memory_group_bytes(&plan, MEMORY_ACTIVATIONS) == activations, "activations %zu, by hand %zu",
+          gpu_memory_group_bytes(&plan, MEMORY_ACTIVATIONS), activations);
+    // cuDNN: the (B, NH, T) statistics per layer (8*12*1024 floats, already a multiple of 64), and its own workspace
+    // since 1 GiB is larger than cuBLASLt's 32 MiB
+    CHECK(gpu_memory_group_bytes(&plan, MEMORY_ATTENTION) == L * 8 * NH * 1024 * 4 + ASSUMED_CUDNN_WORKSPACE,
+          "attention %zu", gpu_memory_group_bytes(&plan, MEMORY_ATTENTION));
+    // FP8: the weights of every block's four linears (12 C^2 per layer) twice (W and W^T), the LM head in BF16; cast
+    // scratch x, x_t, dy, dy_t of 4C columns each (fcproj's input, fc's output); the scaling state; the counters
+    size_t fp8 = 2 * L * 12 * C * C + 4 * BT * 4 * C + s.in.fp8_meta_floats * 4 + (size_t)s.in.fp8_slots * 3 * 8;
+    CHECK(gpu_memory_group_bytes(&plan, MEMORY_FP8) == fp8, "fp8 %zu, by hand %zu", gpu_memory_group_bytes(&plan, MEMORY_FP8),
+          fp8);
+    CHECK(s.in.fp8_meta_floats == (size_t)(1024 + 2) * 5 * (4 * 12 + 1), "FP8 state: (history + 2) * 5 slots * modules");
+    // workspaces: inputs, targets, bucket positions and tokens (B*T int32 each), bucket starts (B*T + 1), column partials
+    // (B*T / 64 chunks of 4C fp32), dresidual, dbtc, dbtc2 (C), dbt4c (4C), dqkv (3C) bf16, two single floats, the
+    // norm's 264 partials, cuBLASLt's 32 MiB
+    size_t workspaces = 4 * BT * 4 + (BT + 1) * 4 + BT / 64 * 4 * C * 4 + (3 + 4 + 3) * BTC * 2 + 2 * 4 + 264 * 4 +
+                        GEMM_WORKSPACE;
+    CHECK(gpu_memory_group_bytes(&plan, MEMORY_WORKSPACES) == workspaces, "workspaces %zu, by hand %zu",
+          gpu_memory_group_bytes(&plan, MEMORY_WORKSPACES), workspaces);
+    size_t groups = 0;
+    for (int g = 0; g < MEMORY_GROUPS; g++) { groups += gpu_memory_group_bytes(&plan, (MemoryGroup)g); }
+    CHECK(groups == gpu_memory_total(&plan), "the groups add up to the total");
+}
+
+// -r 1 keeps one layer's GELU output instead of L; -r 2 also one layer's ln1 and ln2. Nothing else moves.
+static void test_recompute_saves_what_it_recomputes(void) {
+    Setup s;
+    setup(&s, "d24", 16, 1024, PRECISION_BF16, 0, ATTENTION_CUDNN);
+    size_t BTC = (size_t)16 * 1024 * 1024, L = 24;
+    size_t r0 = plan_total(&s.in);
+    s.in.recompute = 1;
+    size_t r1 = plan_total(&s.in);
+    s.in.recompute = 2;
+    size_t r2 = plan_total(&s.in);
+    CHECK(r0 - r1 == (L - 1) * BTC * 4 * 2, "-r 1 saves %zu bytes, expected (L-1) (B,T,4C) bf16", r0 - r1);
+    CHECK(r1 - r2 == 2 * (L - 1) * BTC * 2, "-r 2 saves %zu more, expected (L-1) times ln1 and ln2", r1 - r2);
+}
+
+// Plain attention keeps (L, B, NH, T, T) and its scratch; cuDNN the (L, B, NH, T) statistics; a cuDNN workspace no
+// larger than cuBLASLt's shares it and costs nothing.
+static void test_attention_kinds(void) {
+    Setup s;
+    setup(&s, "d12", 4, 1000, PRECISION_BF16, 0, ATTENTION_PLAIN);
+    GpuMemoryPlan plan;
+    gpu_memory_plan(&plan, &s.in);
+    size_t L = 12, B = 4, NH = 12, T = 1000, BTC = B * T * 768;
+    CHECK(plan.bytes[GPU_ATT] == L * B * NH * T * T * 2 && plan.bytes[GPU_ATTENTION_STATS] == 0,
+          "plain: attention matrices per layer, no statistics");
+    CHECK(gpu_memory_group_bytes(&plan, MEMORY_ATTENTION) == L * B * NH * T * T * 2 + B * NH * T * T * 2 + 7 * BTC * 2,
+          "plain: + preatt and q, k, v, y, dq, dk, dv scratch");
+    s.in.attention = ATTENTION_CUDNN;
+    s.in.attention_workspace_bytes = 4 * MiB;
+    gpu_memory_plan(&plan, &s.in);
+    // 4*12*1000 = 48000 floats per layer, rounded up to 48000 (a multiple of 64)
+    CHECK(plan.bytes[GPU_ATT] == 0 && plan.bytes[GPU_ATTENTION_STATS] == L * 48000 * 4, "cuDNN: statistics only");
+    CHECK(plan.bytes[GPU_ATTENTION_WORKSPACE] == 0, "a 4 MiB cuDNN workspace shares cuBLASLt's 32 MiB");
+    CHECK(attention_stats_layer_floats(1, 25, 1023) == 25600, "25575 floats per layer round up to 25600 (256-byte aligned)");
+}
+
+// Issue 11 item 5: the FP8 cast scratch is as wide as the widest FP8 GEMM that uses it, not max(4C, Vp) always.
+static void test_fp8_scratch_sized_for_its_users(void) {
+    Setup s;
+    setup(&s, "d12", 64, 1024, PRECISION_FP8, 0, ATTENTION_CUDNN);
+    setup_fp8_meta(&s);
+    size_t BT = 64 * 1024, C = 768, Vp = 50304;
+    GpuMemoryPlan plan;
+    gpu_memory_plan(&plan, &s.in);
+    size_t scratch = plan.bytes[GPU_X_FP8] + plan.bytes[GPU_X_T_FP8] + plan.bytes[GPU_DY_FP8] + plan.bytes[GPU_DY_T_FP8];
+    CHECK(scratch == 4 * BT * 4 * C, "LM head in BF16: four (B*T, 4C) buffers, %zu bytes", scratch);
+    printf("  d12 B=64: FP8 cast scratch %.2f GiB, was %.2f GiB sized B*T*max(4C, Vp)\n", (double)scratch / GiB,
+           (double)(4 * BT * Vp) / GiB);
+    s.in.linear.fp8_lm_head = 1;
+    setup_fp8_meta(&s);
+    gpu_memory_plan(&plan, &s.in);
+    CHECK(plan.bytes[GPU_DY_FP8] == BT * Vp && plan.bytes[GPU_DY_T_FP8] == BT * Vp && plan.bytes[GPU_X_FP8] == BT * 4 * C,
+          "LM head in FP8: its output gradient is Vp wide, its input still C");
+    CHECK(plan.bytes[GPU_WEIGHT_FP8] == 12 * 12 * C * C + Vp * C, "and its weight has an FP8 copy");
+    s.in.linear.fp8_lm_head = 0;
+    s.recipe.override_wgrad = 1;  // every wgrad in BF16: no input transpose
+    gpu_memory_plan(&plan, &s.in);
+    CHECK(plan.bytes[GPU_X_T_FP8] == 0 && plan.bytes[GPU_X_FP8] == BT * 4 * C, "wgrad in BF16: no x^T scratch");
+    s.recipe.override_wgrad = 0;
+    s.recipe.override_fprop = s.recipe.override_dgrad = 1;  // only wgrad in FP8: x still records the input's amax
+    gpu_memory_plan(&plan, &s.in);
+    CHECK(plan.bytes[GPU_X_FP8] == BT * 4 * C && plan.bytes[GPU_WEIGHT_FP8] == 0, "only wgrad in FP8: no FP8 weights");
+    Setup b;
+    setup(&b, "d12", 64, 1024, PRECISION_BF16, 0, ATTENTION_CUDNN);
+    gpu_memory_plan(&plan, &b.in);
+    CHECK(gpu_memory_group_bytes(&plan, MEMORY_FP8) == 0, "BF16: no FP8 buffers");
+}
+
+// Issue 12: GPT-2 1.5B (d48) at B=16, T=1024 fits one 80 GB GPU by the estimate, BF16 and FP8, with cuDNN attention
+// and -r 2 (and without recompute too); B=64 does not, and the largest -b that keeps -d 65536 is 16 in FP8.
+static void test_d48_fits_80gb(void) {
+    const char* names[2] = {"bf16", "fp8"};
+    for (int p = 0; p < 2; p++) {
+        for (int r = 0; r <= 2; r += 2) {
+            Setup s;
+            setup(&s, "d48", 16, 1024, p ? PRECISION_FP8 : PRECISION_BF16, r, ATTENTION_CUDNN);
+            if (p) { setup_fp8_meta(&s); }
+            size_t total = plan_total(&s.in);
+            printf("  d48 B=16 T=1024 %s -r %d: %.2f GiB\n", names[p], r, (double)total / GiB);
+            CHECK(gpu_memory_fits(&s.in, FREE_ON_80GB), "d48 B=16 %s -r %d needs %.2f GiB", names[p], r,
+                  (double)total / GiB);
+        }
+    }
+    Setup s;
+    setup(&s, "d48", 64, 1024, PRECISION_FP8, 2, ATTENTION_CUDNN);
+    setup_fp8_meta(&s);
+    size_t total = plan_total(&s.in);
+    printf("  d48 B=64 T=1024 fp8 -r 2: %.2f GiB\n", (double)total / GiB);
+    CHECK(total > 120 * GiB && !gpu_memory_fits(&s.in, FREE_ON_80GB), "B=64 needs %.2f GiB: more than one 80 GB GPU",
+          (double)total / GiB);
+    CHECK(gpu_memory_largest_batch(&s.in, FREE_ON_80GB, 64 * 1024, 1) == 16, "largest B for -d 65536: %d",
+          gpu_memory_largest_batch(&s.in, FREE_ON_80GB, 64 * 1024, 1));
+    // plain attention at B=16 keeps 48 layers of (16, 25, 1024, 1024) bf16 matrices: 75 GiB alone
+    Setup plain;
+    setup(&plain, "d48", 16, 1024, PRECISION_BF16, 2, ATTENTION_PLAIN);
+    CHECK(!gpu_memory_fits(&plain.in, FREE_ON_80GB), "plain attention at d48 B=16 does not fit");
+}
+
+// The refusal says what it needs, what is free, and what to change.
+static void test_refusal_line(void) {
+    Setup s;
+    setup(&s, "d48", 64, 1024, PRECISION_FP8, 0, ATTENTION_CUDNN);
+    setup_fp8_meta(&s);
+    char line[1024];
+    gpu_memory_refusal(line, sizeof(line), &s.in, FREE_ON_80GB, 64 * 1024, 1, 1);
+    printf("  %s\n", line);
+    CHECK(strstr(line, "not enough GPU memory") && strstr(line, "79.00 GiB are free") &&
+              strstr(line, "-b 16 (-d 65536 stays: 4 accumulation steps)"),
+          "refusal: %s", line);
+    CHECK(strchr(line, '\n') == NULL, "one line");
+    Setup plain;
+    setup(&plain, "d24", 16, 1024, PRECISION_BF16, 0, ATTENTION_PLAIN);
+    gpu_memory_refusal(line, sizeof(line), &plain.in, 40 * GiB, 16 * 1024, 1, 1);
+    CHECK(strstr(line, "-attn cudnn") != NULL, "plain attention that does not fit suggests cuDNN: %s", line);
+    gpu_memory_refusal(line, sizeof(line), &s.in, 20 * GiB, 64 * 1024, 1, 1);
+    CHECK(strstr(line, "even -b 1 does not fit") != NULL, "when nothing fits, it says so: %s", line);
+}
+
+int main(void) {
+    RUN_TEST(test_groups_by_hand);
+    RUN_TEST(test_recompute_saves_what_it_recomputes);
+    RUN_TEST(test_attention_kinds);
+    RUN_TEST(test_fp8_scratch_sized_for_its_users);
+    RUN_TEST(test_d48_fits_80gb);
+    RUN_TEST(test_refusal_line);
+    return test_summary("memory-plan");
+}
