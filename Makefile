@@ -3,14 +3,16 @@
 #   make train                    prepare tinyshakespeare, train BF16 and FP8 on it, plot the comparison
 #                                 (the CUDA trainer where a GPU is, else the CPU one with a small model)
 #   make test                     build everything (the CUDA programs too, when nvcc is here) and run every CPU test
-#   make deps                     install the Python packages the tests and plots use (requirements.txt)
+#   make deps                     install the Python packages the tests and plots use (requirements.txt), and the
+#                                 cuDNN frontend's headers into deps/cudnn_frontend/include (for cuDNN attention)
 #   make train_gpt_fp8 test_gpt_fp8   the CUDA trainer and its GPU test
 #   make info                     what was detected (compilers, CUDA arch, cuDNN, NCCL)
 #   make clean
 #
 # Variables: CUDA_ARCH (default 90: Hopper; 89 for Ada), CUDA_HOME, CUDNN_HOME, NCCL_HOME (folders with include/ and
 # lib/; the Python packages nvidia-cudnn-cu13 / nvidia-nccl-cu13 are found by themselves), NO_OMP=1,
-# NO_MULTI_GPU=1 (build the CUDA trainer without NCCL), NO_USE_MPI=1 (without MPI: ids through -pi fs|tcp).
+# NO_MULTI_GPU=1 (build the CUDA trainer without NCCL), NO_USE_MPI=1 (without MPI: ids through -pi fs|tcp),
+# NO_CUDNN=1 (without cuDNN attention: -attn plain only), CUDNN_FRONTEND_PATH (the frontend's include/ folder).
 
 CC ?= gcc
 # -ffp-contract=off: the CPU reference must round every float operation exactly as written, never fuse a*b+c into an
@@ -68,6 +70,38 @@ ifneq ($(NO_MULTI_GPU),1)
 endif
 comma := ,
 
+# cuDNN attention (llmc/cudnn_attention.cpp): cuDNN's headers and library, and the cuDNN frontend's headers (C++,
+# header-only): CUDNN_FRONTEND_PATH, else deps/cudnn_frontend/include (make deps puts them there, a folder that can
+# travel to a GPU machine without a network), else the installed Python package nvidia-cudnn-frontend. All three
+# found and NO_CUDNN unset: the CUDA programs are built with it (ENABLE_CUDNN) and run it by default (-attn cudnn).
+ifndef CUDNN_FRONTEND_PATH
+  ifneq ($(wildcard deps/cudnn_frontend/include/cudnn_frontend.h),)
+    CUDNN_FRONTEND_PATH := deps/cudnn_frontend/include
+  else
+    CUDNN_FRONTEND_PATH := $(shell $(PYTHON) -c "import importlib.util as u, os; s = u.find_spec('cudnn'); d = os.path.join(os.path.dirname(os.path.dirname(s.origin)), 'include') if s and s.origin else ''; print(d if d and os.path.isfile(os.path.join(d, 'cudnn_frontend.h')) else '')" 2>/dev/null)
+  endif
+endif
+CUDNN_LIBRARY := $(firstword $(wildcard $(foreach d,lib lib64 lib/x86_64-linux-gnu,$(CUDNN_HOME)/$(d)/libcudnn.so*)))
+CUDNN_FLAGS :=
+CUDNN_LDLIBS :=
+CUDNN_OBJECT :=
+ifeq ($(NO_CUDNN),1)
+  CUDNN_STATUS := ✗ cuDNN attention off (NO_CUDNN=1): -attn plain only
+else ifeq ($(NVCC),)
+  CUDNN_STATUS := ✗ cuDNN attention off: no nvcc
+else ifeq ($(and $(CUDNN_HOME),$(CUDNN_LIBRARY)),)
+  CUDNN_STATUS := ✗ cuDNN not found (no cudnn_graph.h with a libcudnn beside it: set CUDNN_HOME or pip install nvidia-cudnn-cu13): -attn plain only
+else ifeq ($(wildcard $(CUDNN_FRONTEND_PATH)/cudnn_frontend.h),)
+  CUDNN_STATUS := ✗ cuDNN frontend headers not found (make deps, or CUDNN_FRONTEND_PATH=.../include): -attn plain only
+else
+  CUDNN_STATUS := ✓ cuDNN found, will run with flash-attention (cuDNN $(CUDNN_LIBRARY), frontend $(CUDNN_FRONTEND_PATH))
+  CUDNN_OBJECT := llmc/cudnn_attention.o
+  CUDNN_FLAGS := -DENABLE_CUDNN
+  # the frontend also calls NVRTC (its runtime-compiled engines), which the CUDA toolkit ships
+  CUDNN_LDLIBS := $(CUDNN_OBJECT) $(call lib_dirs,$(CUDNN_HOME)) $(call lib_flag,$(CUDNN_HOME),cudnn,9) \
+                  $(call lib_dirs,$(CUDA_HOME)) -lnvrtc -lstdc++
+endif
+
 ifeq ($(NVCC),)
   $(info note: nvcc not found: the CUDA programs and the nvcc-compiled tests are skipped (make info says more))
 endif
@@ -81,12 +115,13 @@ FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/meta.h
 LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h \
                 llmc/train_common.h llmc/zero.h
 CPU_PROGRAMS := train_gpt_fp8_cpu
-CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process
+CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process llmc/test_memory_plan
 CPU_TOOLS := fp8/fp8_codec
 CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host llmc/test_kernels_host)
 # Standalone GPU kernel checks and benchmarks (llm.c's dev/cuda): built with everything, run on a GPU by hand or by
 # the GPU check; without a GPU each says so in one line and exits 1.
-DEV_CUDA := dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes
+DEV_CUDA := dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes \
+            $(if $(CUDNN_OBJECT),dev/cuda/attention_cudnn)
 CUDA_HEADERS := fp8/quantize.cuh fp8/update.cuh fp8/gemm.cuh llmc/cuda_utils.cuh
 
 -include dev/data/data.mk
@@ -112,6 +147,10 @@ test_data_parallel: test_data_parallel.c train_gpt_fp8.c test_tiny_model.h $(FP8
 llmc/test_multi_process: llmc/test_multi_process.c llmc/multi_process.h llmc/testing.h
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
+# the GPU trainer's memory plan (the estimate it prints before allocating), on the CPU
+llmc/test_memory_plan: llmc/test_memory_plan.c llmc/memory_plan.h $(LLMC_HEADERS) $(FP8_HEADERS) llmc/testing.h
+	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
+
 fp8/fp8_codec: fp8/fp8_codec.c fp8/fp8.h
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
@@ -126,6 +165,18 @@ llmc/test_kernels_host: llmc/test_kernels_host.cu llmc/kernels.cuh llmc/rand.h l
 dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/rand.h llmc/gpt2.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
+# cuDNN attention: the one C++ unit, compiled by the host compiler (the frontend is plain C++17). The frontend's and
+# CUDA's headers are -isystem: our code is built with every warning as an error, theirs is not ours to fix.
+CXX ?= g++
+CXXFLAGS ?= -O2 -std=c++17 -Wall -Wextra -Werror
+llmc/cudnn_attention.o: llmc/cudnn_attention.cpp llmc/cudnn_attention.h llmc/cuda_utils.cuh
+	$(CXX) $(CXXFLAGS) -isystem $(CUDNN_FRONTEND_PATH) -isystem $(CUDNN_HOME)/include -isystem $(CUDA_HOME)/include -c $< -o $@
+
+dev/cuda/attention_cudnn: dev/cuda/attention_cudnn.cu llmc/attention.cuh llmc/kernels.cuh llmc/cuda_utils.cuh \
+                          llmc/cudnn_attention.h llmc/rand.h $(CUDNN_OBJECT) | check-nvcc
+	@test -n "$(CUDNN_OBJECT)" || { echo "$@ needs cuDNN attention: $(CUDNN_STATUS)"; exit 1; }
+	$(NVCC) $(NVCC_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(CUDNN_LDLIBS)
+
 # Every test line: a command whose output ends with "<suite>: N passed, M failed". scripts/run_tests.sh runs them all,
 # even after a failure, and prints the total.
 TEST_COMMANDS := ./fp8/test_fp8 \
@@ -135,6 +186,7 @@ TEST_COMMANDS := ./fp8/test_fp8 \
                  ./test_gpt_fp8_cpu \
                  ./test_data_parallel \
                  ./llmc/test_multi_process \
+                 ./llmc/test_memory_plan \
                  ./test_train_gpt_fp8.sh \
                  ./scripts/test_plot_losses.sh \
                  ./scripts/test_run_scripts.sh \
@@ -150,22 +202,26 @@ data: dev/data/tokenizer
 train: all
 	@./scripts/compare_bf16_fp8.sh
 
+# The frontend's pin in requirements.txt is installed on its own, headers only (scripts/install_cudnn_frontend.sh):
+# its Python package would pull in CUTLASS's DSL and more, which nothing here uses.
 deps:
 	@$(PYTHON) -c "import ml_dtypes, numpy, matplotlib" 2>/dev/null && echo "deps: Python packages already present" \
-	  || $(PYTHON) -m pip install --quiet -r requirements.txt
+	  || { grep -v '^nvidia-cudnn-frontend' requirements.txt >.deps_requirements.txt && \
+	       $(PYTHON) -m pip install --quiet -r .deps_requirements.txt; rc=$$?; rm -f .deps_requirements.txt; exit $$rc; }
+	@PYTHON=$(PYTHON) ./scripts/install_cudnn_frontend.sh
 
 check-nvcc:
 	@test -n "$(NVCC)" || { echo "nvcc not found: install the CUDA toolkit or set NVCC=/path/to/nvcc"; exit 1; }
 
 GPU_TRAINER_HEADERS := $(CUDA_HEADERS) $(FP8_HEADERS) $(LLMC_HEADERS) llmc/kernels.cuh llmc/attention.cuh \
-                       llmc/multi_gpu.cuh llmc/multi_process.h
+                       llmc/multi_gpu.cuh llmc/multi_process.h llmc/memory_plan.h llmc/cudnn_attention.h
 
-train_gpt_fp8: train_gpt_fp8.cu $(GPU_TRAINER_HEADERS) | check-nvcc
-	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(MULTI_GPU_LDLIBS)
+train_gpt_fp8: train_gpt_fp8.cu $(GPU_TRAINER_HEADERS) $(CUDNN_OBJECT) | check-nvcc
+	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(MULTI_GPU_LDLIBS) $(CUDNN_LDLIBS)
 
 # the GPU test compiles both trainers into one program and compares them
-test_gpt_fp8: test_gpt_fp8.cu train_gpt_fp8.cu train_gpt_fp8.c $(GPU_TRAINER_HEADERS) llmc/testing.h | check-nvcc
-	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(MULTI_GPU_LDLIBS)
+test_gpt_fp8: test_gpt_fp8.cu train_gpt_fp8.cu train_gpt_fp8.c $(GPU_TRAINER_HEADERS) llmc/testing.h $(CUDNN_OBJECT) | check-nvcc
+	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(MULTI_GPU_LDLIBS) $(CUDNN_LDLIBS)
 
 info:
 	@echo "CC          $(CC)"
@@ -174,8 +230,10 @@ info:
 	@echo "CUDA_HOME   $(CUDA_HOME)"
 	@echo "CUDNN_HOME  $(or $(CUDNN_HOME),not found: no cudnn_graph.h; set CUDNN_HOME or pip install nvidia-cudnn-cu13)"
 	@echo "NCCL_HOME   $(or $(NCCL_HOME),not found: no nccl.h; set NCCL_HOME or pip install nvidia-nccl-cu13)"
+	@echo "cuDNN attn  $(CUDNN_STATUS)"
 	@echo "multi-GPU   $(if $(findstring MULTI_GPU,$(MULTI_GPU_FLAGS)),NCCL ($(NCCL_LIBRARY))$(if $(findstring USE_MPI,$(MULTI_GPU_FLAGS)), + MPI ($(MPICC)), (no MPI: ids via -pi fs|tcp)),off: $(if $(filter 1,$(NO_MULTI_GPU)),NO_MULTI_GPU=1,no nccl.h with a libnccl beside it))"
 	@echo "CUDA programs: $(CUDA_PROGRAMS) $(DEV_CUDA) (built with make when nvcc is found)"
 
 clean:
-	rm -f $(CPU_PROGRAMS) $(CPU_TESTS) $(CPU_TOOLS) $(DEV_CUDA) $(CUDA_HOST_TESTS) train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN)
+	rm -f $(CPU_PROGRAMS) $(CPU_TESTS) $(CPU_TOOLS) $(DEV_CUDA) $(CUDA_HOST_TESTS) train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN) \
+	      llmc/cudnn_attention.o dev/cuda/attention_cudnn

@@ -1,0 +1,261 @@
+/*
+llmc/cudnn_attention.cpp — causal self-attention through cuDNN's fused flash attention: the project's one C++
+translation unit, because the cuDNN frontend (header-only, PyPI nvidia-cudnn-frontend, version pinned in
+requirements.txt) is C++. It exposes the C functions of llmc/cudnn_attention.h and nothing else.
+
+Layouts, in elements (bf16 unless noted), as cuDNN's SDPA sees them: every tensor is 4-D (B, NH, T, HS) with strides,
+so q, k, v are views into our qkv activation (B, T, 3, NH, HS) and need no permute:
+    q  (B, NH, T, HS)  strides (T * 3C, HS, 3C, 1)  at qkv + 0        k at qkv + C, v at qkv + 2C; dq, dk, dv alike in dqkv
+    o  (B, NH, T, HS)  strides (T * C,  HS, C,  1)  = out (B, T, NH, HS) = (B, T, C); dout alike
+    stats (B, NH, T, 1) fp32, packed: strides (NH * T, T, 1, 1)   the log-sum-exp of each row of scaled scores
+Causal = the diagonal band's right bound 0, aligned top-left (key j <= query i); scale 1/sqrt(HS) as a fused scalar.
+The backward runs cuDNN's deterministic algorithm: the trainer's backward has no float atomics anywhere, so a run
+gives the same bits every time (checkpoint resume and the recompute test rely on it).
+
+Errors: every cuDNN status, frontend status and CUDA status is checked and printed with file, line and the library's
+message, then the process exits; the frontend can also throw (e.g. when no SDPA implementation supports a shape),
+which each C entry point catches and reports the same way.
+*/
+#include "cudnn_attention.h"
+
+#include <cudnn.h>
+#include <cudnn_frontend.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <array>
+#include <exception>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "cuda_utils.cuh"
+
+namespace fe = cudnn_frontend;
+
+static void cudnn_check_impl(cudnnStatus_t status, const char* file, int line) {
+    if (status != CUDNN_STATUS_SUCCESS) {
+        char detail[1024];
+        cudnnGetLastErrorString(detail, sizeof(detail));
+        fprintf(stderr, "error: cuDNN at %s:%d: %s (%s)\n", file, line, cudnnGetErrorString(status), detail);
+        exit(1);
+    }
+}
+#define cudnnCheck(call) cudnn_check_impl((call), __FILE__, __LINE__)
+
+static void frontend_check_impl(fe::error_t status, const char* file, int line) {
+    if (status.is_bad()) {
+        fprintf(stderr, "error: cuDNN frontend at %s:%d: %s (frontend error code %d)\n", file, line,
+                status.get_message().c_str(), static_cast<int>(status.get_code()));
+        exit(1);
+    }
+}
+#define frontendCheck(call) frontend_check_impl((call), __FILE__, __LINE__)
+
+static void frontend_threw(const char* where, const std::exception& e) {
+    fprintf(stderr, "error: cuDNN frontend in %s: %s\n", where, e.what());
+    exit(1);
+}
+
+// The tensors' ids in a graph's variant pack (the pointers handed to execute).
+enum { UID_Q = 1, UID_K, UID_V, UID_O, UID_STATS, UID_DO, UID_DQ, UID_DK, UID_DV };
+
+enum { GRAPH_FORWARD_TRAINING = 0, GRAPH_FORWARD_INFERENCE = 1, GRAPH_BACKWARD = 2 };
+
+typedef std::array<int, 5> GraphKey;  // kind, B, T, NH, HS
+
+struct BuiltGraph {
+    std::shared_ptr<fe::graph::Graph> graph;
+    int64_t workspace_bytes;
+};
+
+struct CudnnAttention {
+    cudnnHandle_t handle;
+    void* workspace;
+    size_t workspace_bytes;
+    std::map<GraphKey, BuiltGraph> graphs;
+};
+
+// Shapes and strides of a (B, NH, T, HS) view into a buffer whose consecutive positions t are row_stride elements
+// apart: 3C for q, k, v (and their gradients) inside qkv, C for the output and its gradient.
+static std::vector<int64_t> bnth_dims(int B, int T, int NH, int HS) { return {B, NH, T, HS}; }
+static std::vector<int64_t> bnth_strides(int T, int HS, int64_t row_stride) {
+    return {(int64_t)T * row_stride, HS, row_stride, 1};
+}
+
+static std::shared_ptr<fe::graph::Tensor_attributes> bnth_input(fe::graph::Graph& graph, const char* name, int64_t uid,
+                                                                int B, int T, int NH, int HS, int64_t row_stride) {
+    return graph.tensor(fe::graph::Tensor_attributes()
+                            .set_name(name)
+                            .set_uid(uid)
+                            .set_dim(bnth_dims(B, T, NH, HS))
+                            .set_stride(bnth_strides(T, HS, row_stride)));
+}
+
+static void bnth_output(const std::shared_ptr<fe::graph::Tensor_attributes>& tensor, int64_t uid, int B, int T, int NH,
+                        int HS, int64_t row_stride) {
+    tensor->set_output(true).set_uid(uid).set_dim(bnth_dims(B, T, NH, HS)).set_stride(bnth_strides(T, HS, row_stride));
+}
+
+// The softmax statistics (B, NH, T, 1) fp32, packed (cuDNN before 9.26 reads nothing else in the backward).
+static std::vector<int64_t> stats_dims(int B, int T, int NH) { return {B, NH, T, 1}; }
+static std::vector<int64_t> stats_strides(int T, int NH) { return {(int64_t)NH * T, T, 1, 1}; }
+
+static BuiltGraph build_graph(CudnnAttention* attention, int kind, int B, int T, int NH, int HS) {
+    auto graph = std::make_shared<fe::graph::Graph>();
+    graph->set_io_data_type(fe::DataType_t::BFLOAT16)
+        .set_intermediate_data_type(fe::DataType_t::FLOAT)
+        .set_compute_data_type(fe::DataType_t::FLOAT);
+    int64_t C = (int64_t)NH * HS, qkv_row = 3 * C;
+    float scale = 1.0f / sqrtf((float)HS);
+    auto q = bnth_input(*graph, "q", UID_Q, B, T, NH, HS, qkv_row);
+    auto k = bnth_input(*graph, "k", UID_K, B, T, NH, HS, qkv_row);
+    auto v = bnth_input(*graph, "v", UID_V, B, T, NH, HS, qkv_row);
+    if (kind != GRAPH_BACKWARD) {
+        int with_stats = kind == GRAPH_FORWARD_TRAINING;
+        auto options = fe::graph::SDPA_attributes()
+                           .set_name("attention_forward")
+                           .set_generate_stats(with_stats)
+                           .set_attn_scale(scale)
+                           .set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT)
+                           .set_diagonal_band_right_bound(0);
+        auto outputs = graph->sdpa(q, k, v, options);  // {O, Stats}; Stats is null without statistics
+        bnth_output(outputs[0], UID_O, B, T, NH, HS, C);
+        if (with_stats) {
+            outputs[1]->set_output(true)
+                .set_uid(UID_STATS)
+                .set_data_type(fe::DataType_t::FLOAT)
+                .set_dim(stats_dims(B, T, NH))
+                .set_stride(stats_strides(T, NH));
+        }
+    } else {
+        auto o = bnth_input(*graph, "o", UID_O, B, T, NH, HS, C);
+        auto dout = bnth_input(*graph, "dout", UID_DO, B, T, NH, HS, C);
+        auto stats = graph->tensor(fe::graph::Tensor_attributes()
+                                       .set_name("stats")
+                                       .set_uid(UID_STATS)
+                                       .set_data_type(fe::DataType_t::FLOAT)
+                                       .set_dim(stats_dims(B, T, NH))
+                                       .set_stride(stats_strides(T, NH)));
+        auto options = fe::graph::SDPA_backward_attributes()
+                           .set_name("attention_backward")
+                           .set_attn_scale(scale)
+                           .set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT)
+                           .set_diagonal_band_right_bound(0)
+                           .set_deterministic_algorithm(true);
+        auto grads = graph->sdpa_backward(q, k, v, o, dout, stats, options);  // {dQ, dK, dV}
+        bnth_output(grads[0], UID_DQ, B, T, NH, HS, qkv_row);
+        bnth_output(grads[1], UID_DK, B, T, NH, HS, qkv_row);
+        bnth_output(grads[2], UID_DV, B, T, NH, HS, qkv_row);
+    }
+    frontendCheck(graph->validate());
+    frontendCheck(graph->build_operation_graph(attention->handle));
+    frontendCheck(graph->create_execution_plans({fe::HeurMode_t::A}));
+    frontendCheck(graph->check_support());
+    frontendCheck(graph->build_plans());
+    BuiltGraph built = {graph, 0};
+    frontendCheck(graph->get_workspace_size(built.workspace_bytes));
+    return built;
+}
+
+static void check_shape(int B, int T, int C, int NH) {
+    if (B < 1 || T < 1 || NH < 1 || C % NH != 0 || (C / NH) % 8 != 0) {
+        fprintf(stderr, "error: cuDNN attention needs B, T >= 1 and a head size C/NH that is a multiple of 8 (B %d, T %d, "
+                "C %d, NH %d); -attn plain runs any shape\n", B, T, C, NH);
+        exit(1);
+    }
+}
+
+// The graph of this kind and shape, built on first use.
+static const BuiltGraph& graph_for(CudnnAttention* attention, int kind, int B, int T, int C, int NH) {
+    check_shape(B, T, C, NH);
+    GraphKey key = {kind, B, T, NH, C / NH};
+    auto found = attention->graphs.find(key);
+    if (found != attention->graphs.end()) { return found->second; }
+    return attention->graphs.emplace(key, build_graph(attention, kind, B, T, NH, C / NH)).first->second;
+}
+
+static void execute(CudnnAttention* attention, const BuiltGraph& built, std::unordered_map<int64_t, void*>& pointers,
+                    cudaStream_t stream) {
+    if ((size_t)built.workspace_bytes > attention->workspace_bytes) {
+        fprintf(stderr, "error: cuDNN attention needs a workspace of %lld bytes, it was given %zu "
+                "(cudnn_attention_prepare returns the size for cudnn_attention_set_workspace)\n",
+                (long long)built.workspace_bytes, attention->workspace_bytes);
+        exit(1);
+    }
+    cudnnCheck(cudnnSetStream(attention->handle, stream));
+    frontendCheck(built.graph->execute(attention->handle, pointers, attention->workspace));
+    cudaCheck(cudaGetLastError());
+}
+
+static void* device_pointer(const __nv_bfloat16* p) { return const_cast<__nv_bfloat16*>(p); }
+
+extern "C" CudnnAttention* cudnn_attention_create(void) {
+    CudnnAttention* attention = new CudnnAttention();
+    attention->workspace = NULL;
+    attention->workspace_bytes = 0;
+    cudnnCheck(cudnnCreate(&attention->handle));
+    return attention;
+}
+
+extern "C" void cudnn_attention_destroy(CudnnAttention* attention) {
+    if (!attention) { return; }
+    try {
+        attention->graphs.clear();
+    } catch (const std::exception& e) {
+        frontend_threw("cudnn_attention_destroy", e);
+    }
+    cudnnCheck(cudnnDestroy(attention->handle));
+    delete attention;
+}
+
+extern "C" size_t cudnn_attention_prepare(CudnnAttention* attention, int B, int T, int C, int NH) {
+    try {
+        size_t largest = 0;
+        for (int kind : {GRAPH_FORWARD_TRAINING, GRAPH_FORWARD_INFERENCE, GRAPH_BACKWARD}) {
+            size_t bytes = (size_t)graph_for(attention, kind, B, T, C, NH).workspace_bytes;
+            if (bytes > largest) { largest = bytes; }
+        }
+        return largest;
+    } catch (const std::exception& e) {
+        frontend_threw("cudnn_attention_prepare", e);
+    }
+    return 0;
+}
+
+extern "C" void cudnn_attention_set_workspace(CudnnAttention* attention, void* workspace, size_t bytes) {
+    attention->workspace = workspace;
+    attention->workspace_bytes = bytes;
+}
+
+extern "C" void attention_forward_cudnn(CudnnAttention* attention, __nv_bfloat16* out, float* stats,
+                                        const __nv_bfloat16* qkv, int B, int T, int C, int NH, cudaStream_t stream) {
+    try {
+        int kind = stats ? GRAPH_FORWARD_TRAINING : GRAPH_FORWARD_INFERENCE;
+        const BuiltGraph& built = graph_for(attention, kind, B, T, C, NH);
+        std::unordered_map<int64_t, void*> pointers = {
+            {UID_Q, device_pointer(qkv)}, {UID_K, device_pointer(qkv + C)}, {UID_V, device_pointer(qkv + 2 * C)},
+            {UID_O, out}};
+        if (stats) { pointers[UID_STATS] = stats; }
+        execute(attention, built, pointers, stream);
+    } catch (const std::exception& e) {
+        frontend_threw("attention_forward_cudnn", e);
+    }
+}
+
+extern "C" void attention_backward_cudnn(CudnnAttention* attention, __nv_bfloat16* dqkv, const __nv_bfloat16* dout,
+                                         const __nv_bfloat16* qkv, const __nv_bfloat16* out, const float* stats, int B,
+                                         int T, int C, int NH, cudaStream_t stream) {
+    try {
+        const BuiltGraph& built = graph_for(attention, GRAPH_BACKWARD, B, T, C, NH);
+        std::unordered_map<int64_t, void*> pointers = {
+            {UID_Q, device_pointer(qkv)},  {UID_K, device_pointer(qkv + C)}, {UID_V, device_pointer(qkv + 2 * C)},
+            {UID_O, device_pointer(out)},  {UID_DO, device_pointer(dout)},   {UID_STATS, const_cast<float*>(stats)},
+            {UID_DQ, dqkv},                {UID_DK, dqkv + C},               {UID_DV, dqkv + 2 * C}};
+        execute(attention, built, pointers, stream);
+    } catch (const std::exception& e) {
+        frontend_threw("attention_backward_cudnn", e);
+    }
+}
