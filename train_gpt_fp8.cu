@@ -12,12 +12,17 @@ Data flow of one FP8 linear layer (module), forward and backward, as in Transfor
             dX = gemm(W^T fp8, dY fp8)        dW += gemm(X^T fp8, dY^T fp8) (fp32)
   per step  update every slot (one launch) -> AdamW on fp32 masters -> W bf16 --cast+transpose(new scale)--> W, W^T fp8
 The BF16 path runs the same GEMMs on bf16 operands. LayerNorm, attention, GELU, residuals and the loss are bf16
-kernels (llmc/kernels.cuh, llmc/attention.cuh); parameter gradients, master weights and AdamW moments are fp32.
+kernels (llmc/kernels.cuh); parameter gradients, master weights and AdamW moments are fp32.
+Attention (-attn): cuDNN's fused flash attention (llmc/cudnn_attention.cpp, the default when built with cuDNN), which
+keeps only the softmax statistics (B, NH, T) per layer, or the plain CUDA/cuBLAS one (llmc/attention.cuh), which keeps
+the (B, NH, T, T) matrix per layer. Recompute (-r, llm.c's): 1 recomputes GELU in the backward instead of keeping its
+output per layer, 2 LayerNorm too (from the residual and the saved mean/rstd); the results are bit-identical.
+Memory: every device buffer is planned first (llmc/memory_plan.h); the plan is printed, checked against the GPU's
+free memory (one line saying what to change when it does not fit), then allocated as planned.
 
 Several GPUs: NCCL data parallelism with ZeRO-1 and one amax all-reduce per step (llmc/multi_gpu.cuh). The backward
 is deterministic (no float atomics), so the same data gives the same bits, run after run and across a resume.
-Not in this version yet (see README, Status): cuDNN attention (the plain CUDA/cuBLAS attention runs instead), fusing
-the casts into LayerNorm/GELU.
+Not in this version yet (see README, Status): fusing the casts into LayerNorm/GELU.
 */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -32,8 +37,10 @@ the casts into LayerNorm/GELU.
 #include "fp8/quantize.cuh"
 #include "fp8/update.cuh"
 #include "llmc/attention.cuh"
+#include "llmc/cudnn_attention.h"
 #include "llmc/dataloader.h"
 #include "llmc/kernels.cuh"
+#include "llmc/memory_plan.h"
 #include "llmc/multi_gpu.cuh"
 #include "llmc/schedule.h"
 #include "llmc/tokenizer.h"
@@ -61,20 +68,23 @@ static void point_parameters_bf16(ParameterTensorsX* p, floatX* memory, const si
     }
 }
 
+// Sizes in llmc/memory_plan.h. With -r 2, ln1 and ln2 hold one layer (stride 0 between layers: the backward
+// recomputes each layer's before it uses it); with -r 1 or 2, so does fch_gelu.
 typedef struct {
     floatX* encoded;    // (B, T, C)
-    floatX* ln1;        // (L, B, T, C)
+    floatX* ln1;        // (L, B, T, C), -r 2: (B, T, C)
     float* ln1_mean;    // (L, B, T)
     float* ln1_rstd;    // (L, B, T)
     floatX* qkv;        // (L, B, T, 3C)
     floatX* atty;       // (L, B, T, C)
-    floatX* att;        // (L, B, NH, T, T)
+    floatX* att;        // plain attention: (L, B, NH, T, T)
+    float* attention_stats;  // cuDNN attention: (L, stats_layer_floats) fp32, the softmax statistics (B, NH, T)
     floatX* residual2;  // (L, B, T, C)
-    floatX* ln2;        // (L, B, T, C)
+    floatX* ln2;        // (L, B, T, C), -r 2: (B, T, C)
     float* ln2_mean;    // (L, B, T)
     float* ln2_rstd;    // (L, B, T)
     floatX* fch;        // (L, B, T, 4C)
-    floatX* fch_gelu;   // (L, B, T, 4C)
+    floatX* fch_gelu;   // (L, B, T, 4C), -r 1 or 2: (B, T, 4C)
     floatX* residual3;  // (L, B, T, C)
     floatX* lnf;        // (B, T, C)
     float* lnf_mean;    // (B, T)
@@ -107,8 +117,17 @@ typedef struct {
     float* column_partials;  // (B*T / COLUMN_SUM_ROWS, 4C) per-chunk column sums of the bias / LayerNorm gradients
     // backward scratch
     floatX *dresidual, *dbtc, *dbtc2, *dbt4c, *dqkv;  // (B,T,C) x3, (B,T,4C), (B,T,3C)
-    floatX *dq, *dk, *dv;                              // (B, NH, T, HS) each
-    AttentionScratch attention;
+    floatX *dq, *dk, *dv;                              // plain attention: (B, NH, T, HS) each
+    AttentionScratch attention;                        // plain attention's scratch
+    // attention and recompute
+    int attention_kind;                    // ATTENTION_CUDNN | ATTENTION_PLAIN
+    CudnnAttention* cudnn_attention;       // cuDNN's handle and graphs (NULL with plain attention)
+    size_t attention_workspace_bytes;      // the largest workspace its graphs need
+    size_t stats_layer_floats;             // floats between two layers' softmax statistics
+    int recompute;                         // -r 0|1|2
+    // the device memory: what it depends on, and every buffer's size (llmc/memory_plan.h)
+    GpuMemoryInputs memory_inputs;
+    GpuMemoryPlan memory;
     float* norm_squared;  // (1)
     float* norm_partials; // (NORM_BLOCKS) per-block sums of squares: summed in a fixed order, so the norm is deterministic
     // precision
@@ -143,13 +162,13 @@ static LinearPrecision gpu_linear_precision(const GPT2GPU* m) {
     LinearPrecision p = {m->precision, &m->recipe, m->fp8_bf16_first_last, m->fp8_lm_head, m->config.num_layers};
     return p;
 }
-static int module_fp8(const GPT2GPU* m, int module) {
+static int gemm_fp8(const GPT2GPU* m, int module, int gemm) {
     LinearPrecision p = gpu_linear_precision(m);
-    return linear_is_fp8(&p, module);
+    return linear_gemm_is_fp8(&p, module, gemm);
 }
-static int fprop_fp8(const GPT2GPU* m, int module) { return module_fp8(m, module) && !m->recipe.override_fprop; }
-static int dgrad_fp8(const GPT2GPU* m, int module) { return module_fp8(m, module) && !m->recipe.override_dgrad; }
-static int wgrad_fp8(const GPT2GPU* m, int module) { return module_fp8(m, module) && !m->recipe.override_wgrad; }
+static int fprop_fp8(const GPT2GPU* m, int module) { return gemm_fp8(m, module, LINEAR_GEMM_FPROP); }
+static int dgrad_fp8(const GPT2GPU* m, int module) { return gemm_fp8(m, module, LINEAR_GEMM_DGRAD); }
+static int wgrad_fp8(const GPT2GPU* m, int module) { return gemm_fp8(m, module, LINEAR_GEMM_WGRAD); }
 
 typedef struct {
     floatX *weight, *bias;
@@ -198,8 +217,24 @@ static void gpt2_cast_weights_fp8(GPT2GPU* model, int record) {
     }
 }
 
-static void gpt2_gpu_allocate(GPT2GPU* model, const GPT2Config* config, const TrainArgs* args, int B, int T,
-                              int num_processes, int process_rank, int zero_stage) {
+// The attention a run uses: -attn's, or by default cuDNN's when this program was built with it. Asking for cuDNN
+// in a build without it is one line (make info says why it was left out).
+static int gpu_attention_kind(int requested) {
+#ifdef ENABLE_CUDNN
+    return requested == ATTENTION_DEFAULT ? ATTENTION_CUDNN : requested;
+#else
+    if (requested == ATTENTION_CUDNN) {
+        die("-attn cudnn: this train_gpt_fp8 was built without cuDNN (make info says why; make deps installs the cuDNN "
+            "frontend's headers); -attn plain runs without it");
+    }
+    return ATTENTION_PLAIN;
+#endif
+}
+
+// Everything before the big device buffers: the model's shape and options, the streams and library handles, cuDNN's
+// attention graphs (their workspace is part of the plan), the FP8 metadata's host layout, and the memory plan.
+static void gpt2_gpu_init(GPT2GPU* model, const GPT2Config* config, const TrainArgs* args, int B, int T,
+                          int num_processes, int process_rank, int zero_stage) {
     memset(model, 0, sizeof(*model));
     model->config = *config;
     model->B = B;
@@ -211,89 +246,15 @@ static void gpt2_gpu_allocate(GPT2GPU* model, const GPT2Config* config, const Tr
     model->fp8_bf16_first_last = args->fp8_bf16_first_last;
     model->fp8_lm_head = args->fp8_lm_head;
     model->fp8_record = 1;
-    int C = config->channels, NH = config->num_heads, L = config->num_layers, Vp = config->padded_vocab_size;
-    size_t BT = (size_t)B * T, BTC = BT * C;
+    model->recompute = args->recompute;
+    model->attention_kind = gpu_attention_kind(args->attention);
     fill_in_parameter_sizes(model->param_sizes, config);
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { model->num_parameters += model->param_sizes[i]; }
     model->shard = zero_shard(model->num_parameters, num_processes, process_rank, zero_stage);
-    size_t padded = model->shard.padded, shard_size = model->shard.shard_size;
-    model->master = (float*)device_alloc(shard_size * 4);
-    model->params_memory = (floatX*)device_alloc(padded * 2);
-    model->grads_memory = (float*)device_alloc(padded * 4);
-    model->m_memory = (float*)device_alloc(shard_size * 4);
-    model->v_memory = (float*)device_alloc(shard_size * 4);
-    point_parameters_bf16(&model->params, model->params_memory, model->param_sizes);
-    point_parameters(&model->grads, model->grads_memory, model->param_sizes);
-    ActivationsGPU* a = &model->acts;
-    a->encoded = (floatX*)device_alloc(BTC * 2);
-    a->ln1 = (floatX*)device_alloc(L * BTC * 2);
-    a->ln1_mean = (float*)device_alloc(L * BT * 4);
-    a->ln1_rstd = (float*)device_alloc(L * BT * 4);
-    a->qkv = (floatX*)device_alloc(L * BTC * 3 * 2);
-    a->atty = (floatX*)device_alloc(L * BTC * 2);
-    a->att = (floatX*)device_alloc((size_t)L * B * NH * T * T * 2);
-    a->residual2 = (floatX*)device_alloc(L * BTC * 2);
-    a->ln2 = (floatX*)device_alloc(L * BTC * 2);
-    a->ln2_mean = (float*)device_alloc(L * BT * 4);
-    a->ln2_rstd = (float*)device_alloc(L * BT * 4);
-    a->fch = (floatX*)device_alloc(L * BTC * 4 * 2);
-    a->fch_gelu = (floatX*)device_alloc(L * BTC * 4 * 2);
-    a->residual3 = (floatX*)device_alloc(L * BTC * 2);
-    a->lnf = (floatX*)device_alloc(BTC * 2);
-    a->lnf_mean = (float*)device_alloc(BT * 4);
-    a->lnf_rstd = (float*)device_alloc(BT * 4);
-    a->logits = (floatX*)device_alloc(BT * Vp * 2);
-    a->losses = (float*)device_alloc(BT * 4);
-    a->proj_out = (floatX*)device_alloc(BTC * 2);
-    model->inputs = (int*)device_alloc(BT * 4);
-    model->targets = (int*)device_alloc(BT * 4);
-    model->bucket_positions = (int*)device_alloc(BT * 4);
-    model->bucket_start = (int*)device_alloc((BT + 1) * 4);
-    model->bucket_token = (int*)device_alloc(BT * 4);
-    model->host_positions = (int*)calloc_or_die(BT, 4, "token buckets");
-    model->host_bucket_start = (int*)calloc_or_die(BT + 1, 4, "token buckets");
-    model->host_bucket_token = (int*)calloc_or_die(BT, 4, "token buckets");
-    model->host_token_count = (int*)calloc_or_die((size_t)config->vocab_size, 4, "token counts");
-    model->column_partials = (float*)device_alloc((size_t)blocks_for(BT, COLUMN_SUM_ROWS) * 4 * C * 4);
-    model->dresidual = (floatX*)device_alloc(BTC * 2);
-    model->dbtc = (floatX*)device_alloc(BTC * 2);
-    model->dbtc2 = (floatX*)device_alloc(BTC * 2);
-    model->dbt4c = (floatX*)device_alloc(BTC * 4 * 2);
-    model->dqkv = (floatX*)device_alloc(BTC * 3 * 2);
-    model->dq = (floatX*)device_alloc(BTC * 2);
-    model->dk = (floatX*)device_alloc(BTC * 2);
-    model->dv = (floatX*)device_alloc(BTC * 2);
-    model->attention.q = (floatX*)device_alloc(BTC * 2);
-    model->attention.k = (floatX*)device_alloc(BTC * 2);
-    model->attention.v = (floatX*)device_alloc(BTC * 2);
-    model->attention.y = (floatX*)device_alloc(BTC * 2);
-    model->attention.preatt = (floatX*)device_alloc((size_t)B * NH * T * T * 2);
-    model->norm_squared = (float*)device_alloc(4);
-    model->norm_partials = (float*)device_alloc(NORM_BLOCKS * 4);
-    model->amax_discard = (float*)device_alloc(4);
     if (model->precision == PRECISION_FP8) {
         char err[256];
         if (fp8_meta_init(&model->fp8_host, num_modules(model), &model->recipe, err, sizeof(err))) { die("%s", err); }
-        model->fp8_device = (float*)device_alloc(model->fp8_host.num_floats * 4);
-        model->fp8_stats_device = (unsigned long long*)device_alloc((size_t)model->fp8_host.num_slots * 3 * 8);
         model->fp8_last_amax = (float*)calloc_or_die((size_t)model->fp8_host.num_slots, 4, "FP8 amaxes");
-        cudaCheck(cudaMemcpy(model->fp8_device, model->fp8_host.memory, model->fp8_host.num_floats * 4, cudaMemcpyHostToDevice));
-        model->weight_fp8_offset = (size_t*)calloc_or_die((size_t)num_modules(model), sizeof(size_t), "offsets");
-        size_t total = 0;
-        for (int module = 0; module < num_modules(model); module++) {
-            model->weight_fp8_offset[module] = total;
-            if (fprop_fp8(model, module) || dgrad_fp8(model, module)) {
-                LinearX lx = linear_x(model, module);
-                total += (size_t)lx.OC * lx.IC;
-            }
-        }
-        model->weight_fp8 = (uint8_t*)device_alloc(total);
-        model->weight_t_fp8 = (uint8_t*)device_alloc(total);
-        size_t widest = (size_t)(4 * C > Vp ? 4 * C : Vp);
-        model->x_fp8 = (uint8_t*)device_alloc(BT * widest);
-        model->x_t_fp8 = (uint8_t*)device_alloc(BT * widest);
-        model->dy_fp8 = (uint8_t*)device_alloc(BT * widest);
-        model->dy_t_fp8 = (uint8_t*)device_alloc(BT * widest);
     }
     gemm_context_init(&model->gemm);
     cublasCheck(cublasCreate(&model->cublas));
@@ -302,7 +263,125 @@ static void gpt2_gpu_allocate(GPT2GPU* model, const GPT2Config* config, const Tr
     cudaCheck(cudaEventCreateWithFlags(&model->grads_ready, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&model->grads_reduced, cudaEventDisableTiming));
     cudaCheck(cudaDeviceGetAttribute(&model->num_sms, cudaDevAttrMultiProcessorCount, 0));
+    model->stats_layer_floats = attention_stats_layer_floats(B, config->num_heads, T);
+#ifdef ENABLE_CUDNN
+    if (model->attention_kind == ATTENTION_CUDNN) {
+        model->cudnn_attention = cudnn_attention_create();
+        model->attention_workspace_bytes = cudnn_attention_prepare(model->cudnn_attention, B, T, config->channels,
+                                                                   config->num_heads);
+    }
+#endif
+    GpuMemoryInputs* in = &model->memory_inputs;
+    in->config = *config;
+    in->B = B;
+    in->T = T;
+    in->linear = gpu_linear_precision(model);
+    in->recompute = model->recompute;
+    in->attention = model->attention_kind;
+    in->shard = model->shard;
+    in->fp8_meta_floats = model->precision == PRECISION_FP8 ? model->fp8_host.num_floats : 0;
+    in->fp8_slots = model->precision == PRECISION_FP8 ? model->fp8_host.num_slots : 0;
+    in->gemm_workspace_bytes = GEMM_WORKSPACE_BYTES;
+    in->attention_workspace_bytes = model->attention_workspace_bytes;
+    in->column_sum_rows = COLUMN_SUM_ROWS;
+    in->norm_blocks = NORM_BLOCKS;
+    gpu_memory_plan(&model->memory, in);
 }
+
+// Allocates every device buffer of the memory plan (zeroed; a buffer of size 0 is not allocated and its pointer stays
+// NULL: nothing in this configuration uses it), and the host scratch that goes with them.
+static void gpt2_gpu_allocate_buffers(GPT2GPU* model) {
+    size_t BT = (size_t)model->B * model->T;
+    void* buffer[NUM_GPU_BUFFERS];
+    for (int i = 0; i < NUM_GPU_BUFFERS; i++) {
+        // cuBLASLt's workspace is counted in the plan but gemm_context_init allocated it
+        buffer[i] = i == GPU_GEMM_WORKSPACE || model->memory.bytes[i] == 0 ? NULL : device_alloc(model->memory.bytes[i]);
+    }
+    model->params_memory = (floatX*)buffer[GPU_PARAMS];
+    model->grads_memory = (float*)buffer[GPU_GRADS];
+    model->master = (float*)buffer[GPU_MASTER];
+    model->m_memory = (float*)buffer[GPU_ADAM_M];
+    model->v_memory = (float*)buffer[GPU_ADAM_V];
+    point_parameters_bf16(&model->params, model->params_memory, model->param_sizes);
+    point_parameters(&model->grads, model->grads_memory, model->param_sizes);
+    ActivationsGPU* a = &model->acts;
+    a->encoded = (floatX*)buffer[GPU_ENCODED];
+    a->ln1 = (floatX*)buffer[GPU_LN1];
+    a->ln1_mean = (float*)buffer[GPU_LN1_MEAN];
+    a->ln1_rstd = (float*)buffer[GPU_LN1_RSTD];
+    a->qkv = (floatX*)buffer[GPU_QKV];
+    a->atty = (floatX*)buffer[GPU_ATTY];
+    a->residual2 = (floatX*)buffer[GPU_RESIDUAL2];
+    a->ln2 = (floatX*)buffer[GPU_LN2];
+    a->ln2_mean = (float*)buffer[GPU_LN2_MEAN];
+    a->ln2_rstd = (float*)buffer[GPU_LN2_RSTD];
+    a->fch = (floatX*)buffer[GPU_FCH];
+    a->fch_gelu = (floatX*)buffer[GPU_FCH_GELU];
+    a->residual3 = (floatX*)buffer[GPU_RESIDUAL3];
+    a->lnf = (floatX*)buffer[GPU_LNF];
+    a->lnf_mean = (float*)buffer[GPU_LNF_MEAN];
+    a->lnf_rstd = (float*)buffer[GPU_LNF_RSTD];
+    a->logits = (floatX*)buffer[GPU_LOGITS];
+    a->losses = (float*)buffer[GPU_LOSSES];
+    a->proj_out = (floatX*)buffer[GPU_PROJ_OUT];
+    a->att = (floatX*)buffer[GPU_ATT];
+    a->attention_stats = (float*)buffer[GPU_ATTENTION_STATS];
+    model->attention.q = (floatX*)buffer[GPU_ATTENTION_Q];
+    model->attention.k = (floatX*)buffer[GPU_ATTENTION_K];
+    model->attention.v = (floatX*)buffer[GPU_ATTENTION_V];
+    model->attention.y = (floatX*)buffer[GPU_ATTENTION_Y];
+    model->attention.preatt = (floatX*)buffer[GPU_ATTENTION_PREATT];
+    model->dq = (floatX*)buffer[GPU_ATTENTION_DQ];
+    model->dk = (floatX*)buffer[GPU_ATTENTION_DK];
+    model->dv = (floatX*)buffer[GPU_ATTENTION_DV];
+    model->inputs = (int*)buffer[GPU_INPUTS];
+    model->targets = (int*)buffer[GPU_TARGETS];
+    model->bucket_positions = (int*)buffer[GPU_BUCKET_POSITIONS];
+    model->bucket_start = (int*)buffer[GPU_BUCKET_START];
+    model->bucket_token = (int*)buffer[GPU_BUCKET_TOKEN];
+    model->column_partials = (float*)buffer[GPU_COLUMN_PARTIALS];
+    model->dresidual = (floatX*)buffer[GPU_DRESIDUAL];
+    model->dbtc = (floatX*)buffer[GPU_DBTC];
+    model->dbtc2 = (floatX*)buffer[GPU_DBTC2];
+    model->dbt4c = (floatX*)buffer[GPU_DBT4C];
+    model->dqkv = (floatX*)buffer[GPU_DQKV];
+    model->norm_squared = (float*)buffer[GPU_NORM_SQUARED];
+    model->norm_partials = (float*)buffer[GPU_NORM_PARTIALS];
+    model->amax_discard = (float*)buffer[GPU_AMAX_DISCARD];
+    model->host_positions = (int*)calloc_or_die(BT, 4, "token buckets");
+    model->host_bucket_start = (int*)calloc_or_die(BT + 1, 4, "token buckets");
+    model->host_bucket_token = (int*)calloc_or_die(BT, 4, "token buckets");
+    model->host_token_count = (int*)calloc_or_die((size_t)model->config.vocab_size, 4, "token counts");
+    if (model->precision == PRECISION_FP8) {
+        model->fp8_device = (float*)buffer[GPU_FP8_META];
+        model->fp8_stats_device = (unsigned long long*)buffer[GPU_FP8_STATS];
+        cudaCheck(cudaMemcpy(model->fp8_device, model->fp8_host.memory, model->fp8_host.num_floats * 4, cudaMemcpyHostToDevice));
+        model->weight_fp8_offset = (size_t*)calloc_or_die((size_t)num_modules(model), sizeof(size_t), "offsets");
+        LinearPrecision lp = gpu_linear_precision(model);
+        fp8_weight_layout(&model->config, &lp, model->weight_fp8_offset);
+        model->weight_fp8 = (uint8_t*)buffer[GPU_WEIGHT_FP8];
+        model->weight_t_fp8 = (uint8_t*)buffer[GPU_WEIGHT_T_FP8];
+        model->x_fp8 = (uint8_t*)buffer[GPU_X_FP8];
+        model->x_t_fp8 = (uint8_t*)buffer[GPU_X_T_FP8];
+        model->dy_fp8 = (uint8_t*)buffer[GPU_DY_FP8];
+        model->dy_t_fp8 = (uint8_t*)buffer[GPU_DY_T_FP8];
+    }
+#ifdef ENABLE_CUDNN
+    if (model->cudnn_attention) {  // cuBLASLt's workspace when it is large enough (one stream runs both), else its own
+        void* workspace = buffer[GPU_ATTENTION_WORKSPACE] ? buffer[GPU_ATTENTION_WORKSPACE] : model->gemm.workspace;
+        size_t bytes = buffer[GPU_ATTENTION_WORKSPACE] ? model->memory.bytes[GPU_ATTENTION_WORKSPACE] : GEMM_WORKSPACE_BYTES;
+        cudnn_attention_set_workspace(model->cudnn_attention, workspace, bytes);
+    }
+#endif
+}
+
+#ifdef TESTING  // the tests set up a model in one call; main() prints and checks the plan in between
+static void gpt2_gpu_allocate(GPT2GPU* model, const GPT2Config* config, const TrainArgs* args, int B, int T,
+                              int num_processes, int process_rank, int zero_stage) {
+    gpt2_gpu_init(model, config, args, B, T, num_processes, process_rank, zero_stage);
+    gpt2_gpu_allocate_buffers(model);
+}
+#endif
 
 // out (B*T, OC) = inp (B*T, IC) @ W^T + b, in the module's precision
 static void linear_forward(GPT2GPU* model, int module, floatX* out, const floatX* inp) {
@@ -374,9 +453,52 @@ static void linear_backward(GPT2GPU* model, int module, floatX* dinp, const floa
     }
 }
 
+// Layer l's attention: out (B, T, C) from qkv (B, T, 3C), keeping what the backward needs when `training` (cuDNN:
+// the softmax statistics; plain: the attention matrix, always).
+static void attention_forward_layer(GPT2GPU* model, int l, floatX* out, const floatX* qkv, int training) {
+    int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads;
+    if (model->attention_kind == ATTENTION_PLAIN) {
+        attention_forward(model->cublas, out, model->acts.att + (size_t)l * B * NH * T * T, qkv, &model->attention, B, T,
+                          C, NH, model->stream);
+        return;
+    }
+#ifdef ENABLE_CUDNN
+    float* stats = training ? model->acts.attention_stats + (size_t)l * model->stats_layer_floats : NULL;
+    attention_forward_cudnn(model->cudnn_attention, out, stats, qkv, B, T, C, NH, model->stream);
+#else
+    (void)training;
+    die("cuDNN attention in a build without cuDNN");
+#endif
+}
+
+// Layer l's attention backward: dqkv (B, T, 3C) written from dout (B, T, C) and what the forward kept.
+static void attention_backward_layer(GPT2GPU* model, int l, floatX* dqkv, const floatX* dout) {
+    int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads;
+    size_t BTC = (size_t)B * T * C;
+    const floatX* qkv = model->acts.qkv + (size_t)l * BTC * 3;
+    if (model->attention_kind == ATTENTION_PLAIN) {
+        attention_backward(model->cublas, dqkv, dout, qkv, model->acts.att + (size_t)l * B * NH * T * T,
+                           &model->attention, model->dq, model->dk, model->dv, B, T, C, NH, model->stream);
+        return;
+    }
+#ifdef ENABLE_CUDNN
+    attention_backward_cudnn(model->cudnn_attention, dqkv, dout, qkv, model->acts.atty + (size_t)l * BTC,
+                             model->acts.attention_stats + (size_t)l * model->stats_layer_floats, B, T, C, NH,
+                             model->stream);
+#else
+    (void)qkv;
+    die("cuDNN attention in a build without cuDNN");
+#endif
+}
+
+// Elements between two layers' slices of ln1/ln2 and of fch_gelu: 0 where the recompute keeps one layer's (-r 2 for
+// LayerNorm, -r 1 or 2 for GELU), so every layer writes, and the backward recomputes, the same buffer.
+static size_t ln_layer_stride(const GPT2GPU* m) { return m->recompute >= 2 ? 0 : (size_t)m->B * m->T * m->config.channels; }
+static size_t gelu_layer_stride(const GPT2GPU* m) { return m->recompute >= 1 ? 0 : (size_t)m->B * m->T * 4 * m->config.channels; }
+
 // Forward on model->inputs/targets (already on the device); returns the mean loss. `training`: write dlogits.
 static float gpt2_forward(GPT2GPU* model, int training, float dloss) {
-    int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads, L = model->config.num_layers;
+    int B = model->B, T = model->T, C = model->config.channels, L = model->config.num_layers;
     int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
     size_t BT = (size_t)B * T, BTC = BT * C;
     ActivationsGPU* a = &model->acts;
@@ -386,20 +508,20 @@ static float gpt2_forward(GPT2GPU* model, int training, float dloss) {
     cudaCheck(cudaGetLastError());
     for (int l = 0; l < L; l++) {
         const floatX* residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BTC;
-        floatX* ln1 = a->ln1 + l * BTC;
+        floatX* ln1 = a->ln1 + l * ln_layer_stride(model);
         floatX* qkv = a->qkv + l * BTC * 3;
         floatX* atty = a->atty + l * BTC;
         floatX* residual2 = a->residual2 + l * BTC;
-        floatX* ln2 = a->ln2 + l * BTC;
+        floatX* ln2 = a->ln2 + l * ln_layer_stride(model);
         floatX* fch = a->fch + l * BTC * 4;
-        floatX* fch_gelu = a->fch_gelu + l * BTC * 4;
+        floatX* fch_gelu = a->fch_gelu + l * gelu_layer_stride(model);
         floatX* residual3 = a->residual3 + l * BTC;
         int module = l * LINEARS_PER_BLOCK;
         layernorm_forward_kernel<<<BT, 256, 0, s>>>(ln1, a->ln1_mean + l * BT, a->ln1_rstd + l * BT, residual,
                                                     p->ln1w + l * C, p->ln1b + l * C, C);
         cudaCheck(cudaGetLastError());
         linear_forward(model, module + LINEAR_QKV, qkv, ln1);
-        attention_forward(model->cublas, atty, a->att + (size_t)l * B * NH * T * T, qkv, &model->attention, B, T, C, NH, s);
+        attention_forward_layer(model, l, atty, qkv, training);
         linear_forward(model, module + LINEAR_ATTPROJ, a->proj_out, atty);
         residual_forward_kernel<<<blocks_for(BTC, 256), 256, 0, s>>>(residual2, residual, a->proj_out, BTC);
         layernorm_forward_kernel<<<BT, 256, 0, s>>>(ln2, a->ln2_mean + l * BT, a->ln2_rstd + l * BT, residual2,
@@ -464,9 +586,56 @@ static void gpt2_reduce_gradients_async(GPT2GPU* model, int l) {
     multi_gpu_group_end(mg);
 }
 
+// A LayerNorm as the backward sees it: its input (the residual stream), its output (for the next linear's wgrad),
+// its parameters and their gradients, and the mean and rstd its forward saved.
+typedef struct {
+    const floatX* inp;  // (B, T, C)
+    floatX* out;        // (B, T, C)
+    const floatX *weight, *bias;
+    float *dweight, *dbias;
+    const float *mean, *rstd;  // (B, T)
+} LayerNormX;
+
+// Block l's LayerNorm `which` (1: before the attention, 2: before the MLP).
+static LayerNormX layernorm_x(GPT2GPU* model, int l, int which) {
+    int C = model->config.channels;
+    size_t BT = (size_t)model->B * model->T, BTC = BT * C;
+    ActivationsGPU* a = &model->acts;
+    ParameterTensorsX* p = &model->params;
+    ParameterTensors* g = &model->grads;
+    LayerNormX ln;
+    if (which == 1) {
+        LayerNormX ln1 = {l == 0 ? a->encoded : a->residual3 + (l - 1) * BTC, a->ln1 + l * ln_layer_stride(model),
+                          p->ln1w + l * C, p->ln1b + l * C, g->ln1w + l * C, g->ln1b + l * C, a->ln1_mean + l * BT,
+                          a->ln1_rstd + l * BT};
+        ln = ln1;
+    } else {
+        LayerNormX ln2 = {a->residual2 + l * BTC, a->ln2 + l * ln_layer_stride(model), p->ln2w + l * C, p->ln2b + l * C,
+                          g->ln2w + l * C, g->ln2b + l * C, a->ln2_mean + l * BT, a->ln2_rstd + l * BT};
+        ln = ln2;
+    }
+    return ln;
+}
+
+// -r 2: the LayerNorm's output again, from its input and saved statistics (the forward's bytes: layernorm_output).
+static void layernorm_recompute(GPT2GPU* model, const LayerNormX* ln) {
+    if (model->recompute < 2) { return; }
+    layernorm_recompute_kernel<<<model->B * model->T, 256, 0, model->stream>>>(ln->out, ln->inp, ln->weight, ln->bias,
+                                                                               ln->mean, ln->rstd, model->config.channels);
+    cudaCheck(cudaGetLastError());
+}
+
+// dresidual += the LayerNorm's input gradient from dout (B, T, C); its weight and bias gradients accumulate.
+static void layernorm_backward_all(GPT2GPU* model, const LayerNormX* ln, const floatX* dout) {
+    layernorm_backward_kernel<<<model->B * model->T, 256, 0, model->stream>>>(model->dresidual, dout, ln->inp, ln->weight,
+                                                                              ln->mean, ln->rstd, model->config.channels);
+    cudaCheck(cudaGetLastError());
+    layernorm_param_backward(model, ln->dweight, ln->dbias, dout, ln->inp, ln->mean, ln->rstd);
+}
+
 // Backward of the last training forward (its logits already hold dlogits); parameter gradients accumulate.
 static void gpt2_backward(GPT2GPU* model) {
-    int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads, L = model->config.num_layers;
+    int B = model->B, T = model->T, C = model->config.channels, L = model->config.num_layers;
     size_t BT = (size_t)B * T, BTC = BT * C;
     ActivationsGPU* a = &model->acts;
     ParameterTensorsX* p = &model->params;
@@ -475,37 +644,34 @@ static void gpt2_backward(GPT2GPU* model) {
     // LM head: dlnf -> dbtc; then the final LayerNorm into dresidual (the gradient of the last residual stream)
     linear_backward(model, lm_head(model), model->dbtc, a->logits, a->lnf);
     cudaCheck(cudaMemsetAsync(model->dresidual, 0, BTC * 2, s));
-    const floatX* last = a->residual3 + (L - 1) * BTC;
-    layernorm_backward_kernel<<<BT, 256, 0, s>>>(model->dresidual, model->dbtc, last, p->lnfw, a->lnf_mean, a->lnf_rstd, C);
-    layernorm_param_backward(model, g->lnfw, g->lnfb, model->dbtc, last, a->lnf_mean, a->lnf_rstd);
-    cudaCheck(cudaGetLastError());
+    LayerNormX lnf = {a->residual3 + (L - 1) * BTC, a->lnf, p->lnfw, p->lnfb, g->lnfw, g->lnfb, a->lnf_mean, a->lnf_rstd};
+    layernorm_backward_all(model, &lnf, model->dbtc);
     for (int l = L - 1; l >= 0; l--) {
-        const floatX* residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BTC;
         int module = l * LINEARS_PER_BLOCK;
+        LayerNormX ln1 = layernorm_x(model, l, 1), ln2 = layernorm_x(model, l, 2);
+        // what the recompute did not keep comes back from the same kernels on the same inputs, so the same bytes;
+        // the FP8 casts of it below are wgrad's transposes, which never record an amax (the forward recorded it once)
+        floatX* fch_gelu = a->fch_gelu + l * gelu_layer_stride(model);
+        if (model->recompute >= 1) {
+            gelu_forward_kernel<<<blocks_for(BTC * 4, 256), 256, 0, s>>>(fch_gelu, a->fch + l * BTC * 4, BTC * 4);
+            cudaCheck(cudaGetLastError());
+        }
         // dresidual holds d(residual3); residual3 = residual2 + fcproj: both get it. fcproj's input gradient:
-        linear_backward(model, module + LINEAR_FCPROJ, model->dbt4c, model->dresidual, a->fch_gelu + l * BTC * 4);
+        linear_backward(model, module + LINEAR_FCPROJ, model->dbt4c, model->dresidual, fch_gelu);
         gelu_backward_kernel<<<blocks_for(BTC * 4, 256), 256, 0, s>>>(model->dbt4c, a->fch + l * BTC * 4, model->dbt4c,
                                                                       BTC * 4);
         cudaCheck(cudaGetLastError());
-        linear_backward(model, module + LINEAR_FC, model->dbtc, model->dbt4c, a->ln2 + l * BTC);
+        layernorm_recompute(model, &ln2);
+        linear_backward(model, module + LINEAR_FC, model->dbtc, model->dbt4c, ln2.out);
         // d(residual2) = d(residual3) + LayerNorm2 backward, accumulated in place in dresidual
-        layernorm_backward_kernel<<<BT, 256, 0, s>>>(model->dresidual, model->dbtc, a->residual2 + l * BTC,
-                                                     p->ln2w + l * C, a->ln2_mean + l * BT, a->ln2_rstd + l * BT, C);
-        layernorm_param_backward(model, g->ln2w + l * C, g->ln2b + l * C, model->dbtc, a->residual2 + l * BTC,
-                                 a->ln2_mean + l * BT, a->ln2_rstd + l * BT);
-        cudaCheck(cudaGetLastError());
+        layernorm_backward_all(model, &ln2, model->dbtc);
         // residual2 = residual + attproj: attproj's output gradient is d(residual2)
         linear_backward(model, module + LINEAR_ATTPROJ, model->dbtc2, model->dresidual, a->atty + l * BTC);
-        attention_backward(model->cublas, model->dqkv, model->dbtc2, a->qkv + l * BTC * 3,
-                           a->att + (size_t)l * B * NH * T * T, &model->attention, model->dq, model->dk, model->dv, B, T,
-                           C, NH, s);
-        linear_backward(model, module + LINEAR_QKV, model->dbtc, model->dqkv, a->ln1 + l * BTC);
-        layernorm_backward_kernel<<<BT, 256, 0, s>>>(model->dresidual, model->dbtc, residual, p->ln1w + l * C,
-                                                     a->ln1_mean + l * BT, a->ln1_rstd + l * BT, C);
-        layernorm_param_backward(model, g->ln1w + l * C, g->ln1b + l * C, model->dbtc, residual, a->ln1_mean + l * BT,
-                                 a->ln1_rstd + l * BT);
+        attention_backward_layer(model, l, model->dqkv, model->dbtc2);
+        layernorm_recompute(model, &ln1);
+        linear_backward(model, module + LINEAR_QKV, model->dbtc, model->dqkv, ln1.out);
+        layernorm_backward_all(model, &ln1, model->dbtc);
         if (model->reduce_in_backward) { gpt2_reduce_gradients_async(model, l); }  // block l's gradients are final
-        cudaCheck(cudaGetLastError());
     }
     encoder_backward_wpe_kernel<<<blocks_for((size_t)T * C, 256), 256, 0, s>>>(g->wpe, model->dresidual, B, T, C);
     dim3 wte_grid(blocks_for(C, 256), model->num_buckets < 65535 ? model->num_buckets : 65535);
@@ -673,6 +839,7 @@ int main(int argc, char** argv) {
                               args.fs_path, args.server_ip, err, sizeof(err))) {
         die("%s", err);
     }
+    args.attention = gpu_attention_kind(args.attention);  // before the GPU: a build without cuDNN says so at once
     require_cuda_device("train_gpt_fp8");
     MultiGpu mg;
     multi_gpu_init(&mg, &pg, args.zero_stage);
@@ -690,9 +857,39 @@ int main(int argc, char** argv) {
     if (args.precision == PRECISION_FP8 && (config.channels % 64 != 0 || (B * T) % 64 != 0)) {
         die("fp8 on the GPU needs C and B*T to be multiples of 64 (C %d, B*T %d)", config.channels, B * T);
     }
+    if (args.attention == ATTENTION_CUDNN && (config.channels / config.num_heads) % 8 != 0) {
+        die("cuDNN attention needs a head size C/NH that is a multiple of 8 (C %d, NH %d: %d); -attn plain runs any shape",
+            config.channels, config.num_heads, config.channels / config.num_heads);
+    }
 
     GPT2GPU model;
-    gpt2_gpu_allocate(&model, &config, &args, B, T, mg.num_processes, mg.process_rank, mg.zero_stage);
+    gpt2_gpu_init(&model, &config, &args, B, T, mg.num_processes, mg.process_rank, mg.zero_stage);
+    {  // the memory plan before a byte of it is allocated: printed, and refused in one line when it does not fit
+        size_t free_bytes, total_bytes;
+        cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
+        gpu_memory_print(stdout, &model.memory, &model.memory_inputs, free_bytes);
+#ifdef ENABLE_CUDNN
+        int cudnn_built = 1;
+#else
+        int cudnn_built = 0;
+#endif
+        if (args.estimate_only) {
+            int largest = gpu_memory_largest_batch(&model.memory_inputs, free_bytes, total_batch, mg.num_processes);
+            printf("largest micro-batch that fits: B=%d (at T %d, -r %d, -attn %s, %s; -d %d)\n", largest, T,
+                   args.recompute, args.attention == ATTENTION_CUDNN ? "cudnn" : "plain", precision_name(args.precision),
+                   total_batch);
+            run_free(&run);
+            multi_gpu_free(&mg);
+            return 0;
+        }
+        if (!gpu_memory_fits(&model.memory_inputs, free_bytes)) {
+            char refusal[1024];
+            gpu_memory_refusal(refusal, sizeof(refusal), &model.memory_inputs, free_bytes, total_batch, mg.num_processes,
+                               cudnn_built);
+            die("%s", refusal);
+        }
+    }
+    gpt2_gpu_allocate_buffers(&model);
     // every collective relies on these being equal on all ranks: check once, fail with one line rather than hang
     multi_gpu_check_same(&mg, (long long)model.num_parameters, "the parameter count");
     multi_gpu_check_same(&mg, model.precision == PRECISION_FP8 ? model.fp8_host.num_slots : 0, "the number of FP8 slots");
@@ -750,7 +947,10 @@ int main(int argc, char** argv) {
            model.num_parameters);
     printf("| batch                 | B %d, T %d per rank, total %d tokens, %d accumulation steps, %d steps\n", B, T,
            total_batch, grad_accum_steps, train_steps);
-    printf("| precision             | %s (attention: plain CUDA/cuBLAS)\n", precision_name(args.precision));
+    printf("| precision             | %s\n", precision_name(args.precision));
+    printf("| attention             | %s, recompute -r %d\n",
+           args.attention == ATTENTION_CUDNN ? "cuDNN flash attention (-attn cudnn)" : "plain CUDA/cuBLAS (-attn plain)",
+           args.recompute);
     if (args.precision == PRECISION_FP8) {
         printf("| fp8 recipe            | ");
         delayed_scaling_print(&args.recipe, stdout);
@@ -873,7 +1073,8 @@ int main(int argc, char** argv) {
     if (diag_log) { fclose(diag_log); }
     // every buffer is allocated before step 0, so the most in use after any step is the run's peak (cuBLASLt's
     // workspace included; other processes on the same GPU would be counted too)
-    printf("peak memory %.2f GiB (rank %d)\n", peak_memory / (1 << 30), mg.process_rank);
+    printf("peak memory %.2f GiB (rank %d; the estimate was %.2f GiB of our buffers)\n", peak_memory / (1 << 30),
+           mg.process_rank, bytes_to_gib(gpu_memory_total(&model.memory)));
     run_free(&run);
     free(host_params);
     free(host_m);

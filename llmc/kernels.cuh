@@ -129,6 +129,14 @@ static int encoder_buckets(const int* tokens, int n, int V, int* positions, int*
 // ----------------------------------------------------------------------------
 // LayerNorm: one block per row
 
+// One element of LayerNorm's output from its row's mean and rstd. The forward and -r 2's recompute in the backward
+// both use it, every rounding explicit (no FMA contraction, the CPU reference's order), so the recomputed bytes are
+// the forward's.
+__device__ __forceinline__ floatX layernorm_output(floatX x, float mean, float rstd, floatX weight, floatX bias) {
+    float norm = __fmul_rn(__fsub_rn(__bfloat162float(x), mean), rstd);
+    return __float2bfloat16_rn(__fadd_rn(__fmul_rn(norm, __bfloat162float(weight)), __bfloat162float(bias)));
+}
+
 __global__ void layernorm_forward_kernel(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
                                          const floatX* bias, int C) {
     size_t row = blockIdx.x;
@@ -142,13 +150,21 @@ __global__ void layernorm_forward_kernel(floatX* out, float* mean, float* rstd, 
         var += d * d;
     }
     float s = rsqrtf(block_sum(var) / C + 1e-5f);
-    for (int i = threadIdx.x; i < C; i += blockDim.x) {
-        float n = (__bfloat162float(x[i]) - m) * s;
-        out[row * C + i] = __float2bfloat16_rn(n * __bfloat162float(weight[i]) + __bfloat162float(bias[i]));
-    }
+    for (int i = threadIdx.x; i < C; i += blockDim.x) { out[row * C + i] = layernorm_output(x[i], m, s, weight[i], bias[i]); }
     if (threadIdx.x == 0) {
         mean[row] = m;
         rstd[row] = s;
+    }
+}
+
+// -r 2: out (B*T, C) = LayerNorm's output again, in the backward, from its input and the mean and rstd the forward
+// saved (no reductions: the same values the forward normalized with); one block per row.
+__global__ void layernorm_recompute_kernel(floatX* out, const floatX* inp, const floatX* weight, const floatX* bias,
+                                           const float* mean, const float* rstd, int C) {
+    size_t row = blockIdx.x;
+    float m = mean[row], s = rstd[row];
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        out[row * C + i] = layernorm_output(inp[row * C + i], m, s, weight[i], bias[i]);
     }
 }
 
