@@ -8,6 +8,11 @@ both compiled into this program (TESTING leaves their main() out), on a tiny mod
         within 1e-2 relative of the CPU run and the losses track it;
   checkpoints: a CPU checkpoint continues on the GPU with the CPU's loss; GPU save -> load -> continue gives
         bit-identical losses.
+  cuDNN attention (built with cuDNN): the trainer's loss and every gradient against the CPU at a medium shape
+        (L 2, C 768, NH 12, T 256, V 1024); recompute (-r 1, -r 2): loss, gradients and recorded amaxes bit-identical
+        to -r 0, in BF16 and FP8, with plain and with cuDNN attention.
+The tests above the cuDNN ones run the plain attention (-attn plain), so that they check the rest of the trainer
+whatever cuDNN does.
 The per-kernel checks (cast bytes, update rule bit-exact on random histories, GEMMs) are dev/cuda/fp8_quantize,
 fp8_update and fp8_gemm. STATUS: written and compiled without a GPU; not yet run.
 
@@ -26,25 +31,33 @@ static MultiGpu one_process;
 
 enum { TB = 2, TT = 32, TV = 200 };  // B*T = 64: the FP8 cast tiles and GEMM shapes need multiples of 64 and 16
 
-static GPT2Config test_config(void) {
+static GPT2Config config_of(int L, int C, int NH, int V, int maxT) {
     GPT2Config c;
-    c.num_layers = 2;
-    c.channels = 64;
-    c.num_heads = 4;
-    c.vocab_size = TV;
-    c.padded_vocab_size = padded_vocab(TV);
-    c.max_seq_len = TT;
+    c.num_layers = L;
+    c.channels = C;
+    c.num_heads = NH;
+    c.vocab_size = V;
+    c.padded_vocab_size = padded_vocab(V);
+    c.max_seq_len = maxT;
     return c;
 }
 
-static TrainArgs test_args(const char* precision) {
+static GPT2Config test_config(void) { return config_of(2, 64, 4, TV, TT); }
+
+// `attention`: "plain" or "cudnn"; `recompute`: -r's value
+static TrainArgs test_args_with(const char* precision, const char* attention, const char* recompute) {
     char prog[] = "test", flag[] = "-precision", value[16], hl_flag[] = "-fp8_amax_history_len", hl_value[] = "16";
+    char attn_flag[] = "-attn", attn_value[16], r_flag[] = "-r", r_value[4];
     snprintf(value, sizeof(value), "%s", precision);
-    char* argv[] = {prog, flag, value, hl_flag, hl_value};
+    snprintf(attn_value, sizeof(attn_value), "%s", attention);
+    snprintf(r_value, sizeof(r_value), "%s", recompute);
+    char* argv[] = {prog, flag, value, hl_flag, hl_value, attn_flag, attn_value, r_flag, r_value};
     TrainArgs a;
-    parse_args(&a, 5, argv);
+    parse_args(&a, 9, argv);
     return a;
 }
+
+static TrainArgs test_args(const char* precision) { return test_args_with(precision, "plain", "0"); }
 
 // A CPU model and a GPU model with identical weights (GPT-2 init from `seed`).
 static void make_pair(GPT2* cpu, GPT2GPU* gpu, const char* precision, uint64_t seed) {
@@ -99,6 +112,10 @@ static double relative_l2(const float* a, const float* b, size_t n) {
     return ref > 0.0 ? sqrt(diff / ref) : sqrt(diff);
 }
 
+static const char* parameter_names[NUM_PARAMETER_TENSORS] = {"wte",  "wpe",  "ln1w",    "ln1b",    "qkvw", "qkvb",
+                                                             "attprojw", "attprojb", "ln2w", "ln2b", "fcw",  "fcb",
+                                                             "fcprojw",  "fcprojb",  "lnfw", "lnfb"};
+
 static void test_bf16_forward_backward(void) {
     GPT2 cpu;
     GPT2GPU gpu;
@@ -126,13 +143,10 @@ static void test_bf16_forward_backward(void) {
     gpt2_forward(&cpu, inputs, targets, TB, TT);
     gpt2_backward(&cpu, 1.0f);
     float* grads = download_floats(gpu.grads_memory, gpu.num_parameters);
-    static const char* names[NUM_PARAMETER_TENSORS] = {"wte",  "wpe",  "ln1w",    "ln1b",    "qkvw", "qkvb",
-                                                       "attprojw", "attprojb", "ln2w", "ln2b", "fcw",  "fcb",
-                                                       "fcprojw",  "fcprojb",  "lnfw", "lnfb"};
     size_t offset = 0;
     for (int t = 0; t < NUM_PARAMETER_TENSORS; t++) {
         double err = relative_l2(grads + offset, cpu.grads_memory + offset, cpu.param_sizes[t]);
-        CHECK(err < 5e-2, "gradient of %s: relative L2 error %.3g (tolerance 5e-2)", names[t], err);
+        CHECK(err < 5e-2, "gradient of %s: relative L2 error %.3g (tolerance 5e-2)", parameter_names[t], err);
         offset += cpu.param_sizes[t];
     }
     free(logits);
@@ -496,6 +510,148 @@ static void test_checkpoints(void) {
     gpt2_free(&cpu);
 }
 
+// ----------------------------------------------------------------------------
+// cuDNN attention and recompute
+
+// Random tokens in [0, V) for a (B, T) batch, inputs and targets.
+static void random_batch(int* inputs, int* targets, int n, int V, Rng* rng) {
+    for (int i = 0; i < n; i++) {
+        inputs[i] = (int)(rng_next_u64(rng) % (uint64_t)V);
+        targets[i] = (int)(rng_next_u64(rng) % (uint64_t)V);
+    }
+}
+
+// A GPU model of `config` with the given options and weights (P fp32, ParameterTensors' order), FP8 weights cast.
+static void gpu_model(GPT2GPU* gpu, const GPT2Config* config, const TrainArgs* args, int B, int T, const float* params) {
+    gpt2_gpu_allocate(gpu, config, args, B, T, 1, 0, 0);
+    gpt2_upload_params(gpu, params);
+    if (gpu->precision == PRECISION_FP8) { gpt2_cast_weights_fp8(gpu, 1); }
+    cudaCheck(cudaDeviceSynchronize());
+}
+
+// The medium shape: loops over C > 256, V > 512 and T > 256 blocks meet the CPU, and cuDNN's kernels see real tiles
+enum { MB = 2, MT = 256, MV = 1024 };
+
+
+#ifdef ENABLE_CUDNN
+// The trainer with cuDNN attention against the CPU reference (BF16): the loss, and every parameter tensor's gradient
+// after one forward and backward, with the tolerances of test_bf16_forward_backward (bf16 storage compounded over
+// two blocks; cuDNN keeps the scores in fp32 where the plain attention rounds them to bf16, so it is no further off).
+static void test_cudnn_attention_against_cpu(void) {
+    GPT2Config config = config_of(2, 768, 12, MV, MT);
+    TrainArgs args = test_args_with("bf16", "cudnn", "0");
+    GPT2 cpu;
+    ModelOptions opt;
+    memset(&opt, 0, sizeof(opt));
+    opt.config = config;
+    opt.precision = args.precision;
+    opt.recipe = args.recipe;
+    gpt2_allocate(&cpu, &opt, MB, MT);
+    Rng rng;
+    rng_seed(&rng, 21);
+    gpt2_init_parameters(&cpu.params, cpu.param_sizes, &config, &rng);
+    GPT2GPU gpu;
+    gpu_model(&gpu, &config, &args, MB, MT, cpu.params_memory);
+    CHECK(gpu.attention_kind == ATTENTION_CUDNN && gpu.acts.att == NULL && gpu.acts.attention_stats != NULL,
+          "the model runs cuDNN attention and keeps no attention matrices");
+    static int inputs[MB * MT], targets[MB * MT];
+    random_batch(inputs, targets, MB * MT, MV, &rng);
+    gpt2_set_batch(&gpu, inputs, targets);
+    float eval_loss = gpt2_forward(&gpu, 0, 0.0f);  // the graph without statistics
+    cudaCheck(cudaMemset(gpu.grads_memory, 0, gpu.num_parameters * 4));
+    float gpu_loss = gpt2_forward(&gpu, 1, 1.0f / (MB * MT));
+    gpt2_backward(&gpu);
+    cudaCheck(cudaDeviceSynchronize());
+    gpt2_zero_grad(&cpu);
+    gpt2_forward(&cpu, inputs, targets, MB, MT);
+    gpt2_backward(&cpu, 1.0f);
+    // the graph without statistics may run another kernel: the same attention up to bf16 rounding of its outputs
+    CHECK(fabsf(eval_loss - gpu_loss) <= 1e-3f * gpu_loss, "evaluation forward loss %.7f, training forward %.7f",
+          eval_loss, gpu_loss);
+    CHECK(fabsf(gpu_loss - cpu.mean_loss) < 1e-2f * cpu.mean_loss, "loss gpu %.6f cpu %.6f (tolerance 1%%)", gpu_loss,
+          cpu.mean_loss);
+    float* grads = download_floats(gpu.grads_memory, gpu.num_parameters);
+    size_t offset = 0;
+    for (int t = 0; t < NUM_PARAMETER_TENSORS; t++) {
+        double err = relative_l2(grads + offset, cpu.grads_memory + offset, cpu.param_sizes[t]);
+        CHECK(err < 5e-2, "gradient of %s: relative L2 error %.3g (tolerance 5e-2)", parameter_names[t], err);
+        offset += cpu.param_sizes[t];
+    }
+    free(grads);
+    gpt2_free(&cpu);
+}
+#endif
+
+// -r 1 and -r 2 recompute GELU and LayerNorm in the backward from what the forward kept: the loss, every gradient and
+// every amax the step records must be the bits of -r 0 (the FP8 casts of the recomputed inputs must not record
+// again). For each attention this build has, BF16 and FP8, on a small shape cuDNN supports (head size 64).
+static void test_recompute_bit_identical(void) {
+    GPT2Config config = config_of(2, 256, 4, 200, 64);
+    const int B = 2, T = 64;  // B*T = 128: a multiple of 64 for the FP8 casts
+    GPT2 cpu;  // only for the initial weights
+    ModelOptions opt;
+    memset(&opt, 0, sizeof(opt));
+    opt.config = config;
+    opt.precision = PRECISION_BF16;
+    delayed_scaling_default(&opt.recipe);
+    gpt2_allocate(&cpu, &opt, B, T);
+    Rng rng;
+    rng_seed(&rng, 31);
+    gpt2_init_parameters(&cpu.params, cpu.param_sizes, &config, &rng);
+    int inputs[2 * 64], targets[2 * 64];
+    random_batch(inputs, targets, B * T, config.vocab_size, &rng);
+#ifdef ENABLE_CUDNN
+    const char* attentions[2] = {"plain", "cudnn"};
+    int num_attentions = 2;
+#else
+    const char* attentions[1] = {"plain"};
+    int num_attentions = 1;
+#endif
+    const char* precisions[2] = {"bf16", "fp8"};
+    for (int a = 0; a < num_attentions; a++) {
+        for (int p = 0; p < 2; p++) {
+            float losses[3];
+            float* grads[3];
+            float* row0[3] = {NULL, NULL, NULL};
+            size_t P = 0;
+            int slots = 0;
+            for (int r = 0; r < 3; r++) {
+                char recompute[4];
+                snprintf(recompute, sizeof(recompute), "%d", r);
+                TrainArgs args = test_args_with(precisions[p], attentions[a], recompute);
+                GPT2GPU gpu;
+                gpu_model(&gpu, &config, &args, B, T, cpu.params_memory);
+                gpt2_set_batch(&gpu, inputs, targets);
+                cudaCheck(cudaMemset(gpu.grads_memory, 0, gpu.num_parameters * 4));
+                losses[r] = gpt2_forward(&gpu, 1, 1.0f / (B * T));
+                gpt2_backward(&gpu);
+                cudaCheck(cudaDeviceSynchronize());
+                P = gpu.num_parameters;
+                grads[r] = download_floats(gpu.grads_memory, P);
+                if (gpu.precision == PRECISION_FP8) {
+                    slots = gpu.fp8_host.num_slots;
+                    row0[r] = download_floats(gpu.fp8_device, (size_t)slots);
+                }
+            }
+            for (int r = 1; r < 3; r++) {
+                CHECK(memcmp(&losses[r], &losses[0], sizeof(float)) == 0, "%s %s -r %d: loss %.7f, -r 0 %.7f",
+                      attentions[a], precisions[p], r, losses[r], losses[0]);
+                CHECK(memcmp(grads[r], grads[0], P * sizeof(float)) == 0, "%s %s -r %d: gradients bit-identical to -r 0",
+                      attentions[a], precisions[p], r);
+                if (row0[0]) {
+                    CHECK(memcmp(row0[r], row0[0], (size_t)slots * sizeof(float)) == 0,
+                          "%s %s -r %d: the recorded amaxes bit-identical to -r 0", attentions[a], precisions[p], r);
+                }
+            }
+            for (int r = 0; r < 3; r++) {
+                free(grads[r]);
+                free(row0[r]);
+            }
+        }
+    }
+    gpt2_free(&cpu);
+}
+
 int main(void) {
     require_cuda_device("test_gpt_fp8");
     ProcessGroupConfig pg;
@@ -509,5 +665,9 @@ int main(void) {
     RUN_TEST(test_zero1_two_ranks_on_one_gpu);
     RUN_TEST(test_next_token_probs);
     RUN_TEST(test_checkpoints);
+    RUN_TEST(test_recompute_bit_identical);
+#ifdef ENABLE_CUDNN
+    RUN_TEST(test_cudnn_attention_against_cpu);
+#endif
     return test_summary("gpt-gpu");
 }
