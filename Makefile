@@ -74,13 +74,17 @@ comma := ,
 # header-only): CUDNN_FRONTEND_PATH, else deps/cudnn_frontend/include (make deps puts them there, a folder that can
 # travel to a GPU machine without a network), else the installed Python package nvidia-cudnn-frontend. All three
 # found and NO_CUDNN unset: the CUDA programs are built with it (ENABLE_CUDNN) and run it by default (-attn cudnn).
+# `make deps test` (CI) reads this before deps has run: a deps goal on the command line counts as the headers being in
+# deps/ (it puts them there, and llmc/cudnn_attention.o waits for it), so a fresh clone builds with cuDNN in one call.
+DEPS_GOAL := $(filter deps,$(MAKECMDGOALS))
 ifndef CUDNN_FRONTEND_PATH
-  ifneq ($(wildcard deps/cudnn_frontend/include/cudnn_frontend.h),)
+  ifneq ($(or $(wildcard deps/cudnn_frontend/include/cudnn_frontend.h),$(DEPS_GOAL)),)
     CUDNN_FRONTEND_PATH := deps/cudnn_frontend/include
   else
     CUDNN_FRONTEND_PATH := $(shell $(PYTHON) -c "import importlib.util as u, os; s = u.find_spec('cudnn'); d = os.path.join(os.path.dirname(os.path.dirname(s.origin)), 'include') if s and s.origin else ''; print(d if d and os.path.isfile(os.path.join(d, 'cudnn_frontend.h')) else '')" 2>/dev/null)
   endif
 endif
+CUDNN_FRONTEND_FOUND := $(or $(wildcard $(CUDNN_FRONTEND_PATH)/cudnn_frontend.h),$(and $(DEPS_GOAL),$(filter deps/cudnn_frontend/include,$(CUDNN_FRONTEND_PATH))))
 CUDNN_LIBRARY := $(firstword $(wildcard $(foreach d,lib lib64 lib/x86_64-linux-gnu,$(CUDNN_HOME)/$(d)/libcudnn.so*)))
 CUDNN_FLAGS :=
 CUDNN_LDLIBS :=
@@ -91,7 +95,7 @@ else ifeq ($(NVCC),)
   CUDNN_STATUS := ✗ cuDNN attention off: no nvcc
 else ifeq ($(and $(CUDNN_HOME),$(CUDNN_LIBRARY)),)
   CUDNN_STATUS := ✗ cuDNN not found (no cudnn_graph.h with a libcudnn beside it: set CUDNN_HOME or pip install nvidia-cudnn-cu13): -attn plain only
-else ifeq ($(wildcard $(CUDNN_FRONTEND_PATH)/cudnn_frontend.h),)
+else ifeq ($(CUDNN_FRONTEND_FOUND),)
   CUDNN_STATUS := ✗ cuDNN frontend headers not found (make deps, or CUDNN_FRONTEND_PATH=.../include): -attn plain only
 else
   CUDNN_STATUS := ✓ cuDNN found, will run with flash-attention (cuDNN $(CUDNN_LIBRARY), frontend $(CUDNN_FRONTEND_PATH))
@@ -169,7 +173,7 @@ dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/rand.h llmc/gpt2.h
 # CUDA's headers are -isystem: our code is built with every warning as an error, theirs is not ours to fix.
 CXX ?= g++
 CXXFLAGS ?= -O2 -std=c++17 -Wall -Wextra -Werror
-llmc/cudnn_attention.o: llmc/cudnn_attention.cpp llmc/cudnn_attention.h llmc/cuda_utils.cuh
+llmc/cudnn_attention.o: llmc/cudnn_attention.cpp llmc/cudnn_attention.h llmc/cuda_utils.cuh | $(DEPS_GOAL)
 	$(CXX) $(CXXFLAGS) -isystem $(CUDNN_FRONTEND_PATH) -isystem $(CUDNN_HOME)/include -isystem $(CUDA_HOME)/include -c $< -o $@
 
 dev/cuda/attention_cudnn: dev/cuda/attention_cudnn.cu llmc/attention.cuh llmc/kernels.cuh llmc/cuda_utils.cuh \

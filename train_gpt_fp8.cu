@@ -868,13 +868,15 @@ int main(int argc, char** argv) {
         size_t free_bytes, total_bytes;
         cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
         gpu_memory_print(stdout, &model.memory, &model.memory_inputs, free_bytes);
+        // cuBLASLt's workspace is in the plan but already allocated (gemm_context_init): not free any more
+        size_t available = free_bytes + model.memory.bytes[GPU_GEMM_WORKSPACE];
 #ifdef ENABLE_CUDNN
         int cudnn_built = 1;
 #else
         int cudnn_built = 0;
 #endif
         if (args.estimate_only) {
-            int largest = gpu_memory_largest_batch(&model.memory_inputs, free_bytes, total_batch, mg.num_processes);
+            int largest = gpu_memory_largest_batch(&model.memory_inputs, available, total_batch, mg.num_processes);
             printf("largest micro-batch that fits: B=%d (at T %d, -r %d, -attn %s, %s; -d %d)\n", largest, T,
                    args.recompute, args.attention == ATTENTION_CUDNN ? "cudnn" : "plain", precision_name(args.precision),
                    total_batch);
@@ -882,9 +884,9 @@ int main(int argc, char** argv) {
             multi_gpu_free(&mg);
             return 0;
         }
-        if (!gpu_memory_fits(&model.memory_inputs, free_bytes)) {
+        if (!gpu_memory_fits(&model.memory_inputs, available)) {
             char refusal[1024];
-            gpu_memory_refusal(refusal, sizeof(refusal), &model.memory_inputs, free_bytes, total_batch, mg.num_processes,
+            gpu_memory_refusal(refusal, sizeof(refusal), &model.memory_inputs, available, total_batch, mg.num_processes,
                                cudnn_built);
             die("%s", refusal);
         }
