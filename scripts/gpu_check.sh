@@ -4,7 +4,8 @@
 #
 #   gpu            nvidia-smi: GPU name, driver
 #   build          make info; make -j all
-#   fp8_quantize, fp8_update, fp8_gemm   the dev/cuda checks (CPU reference vs GPU, then timings)
+#   fp8_quantize, fp8_update, fp8_gemm, attention_cudnn   the dev/cuda checks (CPU reference vs GPU, then timings;
+#                  attention_cudnn: cuDNN's flash attention against the CPU and the plain attention, built with cuDNN)
 #   quantize_bandwidth                   no run of its own: fp8_quantize's cast bandwidth vs a device-to-device copy
 #   test_gpt_fp8   the CUDA trainer against the CPU reference
 #   data           make data (tinyshakespeare into data/tinyshakespeare/; INPUT=path/input.txt to use a local copy)
@@ -12,6 +13,9 @@
 #                  runs them, at B 8), and the PNG of both curves (LOGDIR/bf16_vs_fp8.png)
 #   bench_<depth>_<precision>     d12, d24, d48 in BF16 and FP8, BENCH_STEPS steps each: mean ms and tok/s of the steps
 #                  after the first 5, MFU and peak memory when the trainer prints them (else n/a)
+#   fit_d48        the trainer's memory estimate (-estimate 1): the largest micro-batch of d48 at T 1024 that fits this
+#                  GPU in BF16 and in FP8; bench_d48_* run the smaller of the two, with gradient accumulation to
+#                  D48_TOTAL_TOKENS (default 32768) tokens per step in both
 #   nccl_plain, nccl_1rank   20 FP8 steps of d12 without and with a 1-rank NCCL communicator: bit-identical logs
 #   nccl_<N>ranks  with N >= 2 GPUs: N ranks (scripts/run_gpt_fp8_1node.sh) at the same global batch as one rank
 #   gemm_shapes    ./dev/cuda/gemm_shapes -e d12: BF16 vs FP8 TFLOP/s of every GEMM of a step
@@ -110,6 +114,13 @@ gemm_shapes_key() {
     line=$(grep -E '^step total' "$1" 2>/dev/null | tail -n 1)
     if [ -z "$line" ]; then echo "no step total line"; return; fi
     echo "$line" | sed -nE 's/.*\| BF16 [0-9.]+ ms \(([0-9.]+) TFLOP\/s\) \| FP8 [0-9.]+ ms \(([0-9.]+) TFLOP\/s\) ([0-9.]+x) \| .* ms ([0-9.]+x).*/BF16 \1, FP8 \2 TFLOP\/s: \3 (LM head BF16: \4)/p'
+}
+
+# fit_batch LOG: the smallest B of the trainer's "largest micro-batch that fits: B=N" lines (BF16's and FP8's), or
+# nothing when there is none or one says 0 (nothing fits)
+fit_batch() {
+    { grep -oE '^largest micro-batch that fits: B=[0-9]+' "$1" 2>/dev/null || true; } | grep -oE '[0-9]+$' |
+        sort -n | head -n 1 | grep -vx 0 || true
 }
 
 # plot_gap LOG: plot_losses.py's "fp8 vs bf16: final val X vs Y (+Z%)"
@@ -286,13 +297,13 @@ main() {
     run_step build 360 bash -c "make info && make -j$(nproc) all dev/cuda/gemm_shapes"
     local missing="" program
     for program in train_gpt_fp8 test_gpt_fp8 dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm \
-        dev/cuda/gemm_shapes; do
+        dev/cuda/gemm_shapes dev/cuda/attention_cudnn; do
         [ -x "$program" ] || missing="$missing $program"
     done
     add_step_row build "${missing:+not built:}${missing:-every CUDA program built}"
 
     local p
-    for p in fp8_quantize fp8_update fp8_gemm; do
+    for p in fp8_quantize fp8_update fp8_gemm attention_cudnn; do
         run_step "$p" 120 "./dev/cuda/$p"
         add_step_row "$p" "$(suite_result "$LOGDIR/$p.log")"
         if [ "$p" = fp8_quantize ]; then
@@ -338,11 +349,22 @@ main() {
         add_step_row plot "fp8 vs bf16 $(plot_gap "$LOGDIR/plot.log")"
     fi
 
-    local depth limit bf16_ms fp8_ms speedup
+    # d48: the largest micro-batch that fits by the trainer's estimate, the same in BF16 and FP8 (the smaller of the
+    # two), gradient accumulation making up the same total batch
+    local d48_total=${D48_TOTAL_TOKENS:-32768} d48_b
+    run_step fit_d48 120 bash -c 'for p in bf16 fp8; do "$@" -precision $p || exit; done' fit ./train_gpt_fp8 \
+        "${data_flags[@]}" -e d48 -t 1024 -b $((d48_total / 1024)) -d "$d48_total" -v 0 -s 0 -estimate 1 \
+        ${extra[@]+"${extra[@]}"}
+    d48_b=$(fit_batch "$LOGDIR/fit_d48.log")
+    add_step_row fit_d48 "${d48_b:+B $d48_b of -d $d48_total tokens fits BF16 and FP8 by the estimate}${d48_b:-no estimate: B $bench_b}"
+    d48_b=${d48_b:-$bench_b}
+    local depth limit bf16_ms fp8_ms speedup batch_flags
     for depth in d12 d24 d48; do
         case $depth in d12) limit=90 ;; d24) limit=120 ;; *) limit=180 ;; esac
+        batch_flags=(-b "$bench_b")
+        [ "$depth" = d48 ] && batch_flags=(-b "$d48_b" -d "$d48_total")
         for precision in bf16 fp8; do
-            run_step "bench_${depth}_$precision" "$limit" ./train_gpt_fp8 "${data_flags[@]}" -e "$depth" -b "$bench_b" \
+            run_step "bench_${depth}_$precision" "$limit" ./train_gpt_fp8 "${data_flags[@]}" -e "$depth" "${batch_flags[@]}" \
                 -t 1024 -x "$bench_steps" -v 0 -s 0 -seed 1337 -precision "$precision" ${extra[@]+"${extra[@]}"}
             local key
             key=$(bench_key "$LOGDIR/bench_${depth}_$precision.log" "$skip")

@@ -107,6 +107,15 @@ qkv.fprop          8192   2304    768 |  500.1 TFLOP/s |  900.2 TFLOP/s | 1.80x
 step total (12 blocks x 4 linears + LM head, fprop+dgrad+wgrad): 1.23 TFLOP | BF16 2.46 ms (500.0 TFLOP/s) | FP8 1.54 ms (800.0 TFLOP/s) 1.60x | FP8 with LM head in BF16 (trainer default) 1.80 ms 1.37x
 EOF
 expect gemm_shapes_key "BF16 500.0, FP8 800.0 TFLOP/s: 1.60x (LM head BF16: 1.37x)" "$(gemm_shapes_key "$tmp/gemm.log")"
+cat >"$tmp/fit.log" <<'EOF'
+|   activations         |    23.05 GiB  stored for the backward, logits (B 32, T 1024, -r 0)
+largest micro-batch that fits: B=32 (at T 1024, -r 0, -attn cudnn, bf16; -d 32768)
+largest micro-batch that fits: B=16 (at T 1024, -r 0, -attn cudnn, fp8; -d 32768)
+EOF
+expect fit_batch_smaller "16" "$(fit_batch "$tmp/fit.log")"
+printf 'largest micro-batch that fits: B=0 (at T 1024)\nlargest micro-batch that fits: B=8 (at T 1024)\n' >"$tmp/fit0.log"
+expect fit_batch_none_fits "" "$(fit_batch "$tmp/fit0.log")"
+expect fit_batch_no_lines "" "$(fit_batch "$tmp/suite.log")"
 printf 'fp8 vs bf16: final val 4.6123 vs 4.6000 (+0.27%%)\n' >"$tmp/plot.log"
 expect plot_gap "final val 4.6123 vs 4.6000 (+0.27%)" "$(plot_gap "$tmp/plot.log")"
 
