@@ -242,6 +242,8 @@ expect_error flag_seq_len "longer than the model" $TINY -maxT 32
 expect_error flag_init_method "invalid value 'udp' for -pi" $TINY -pi udp
 expect_error flag_zero_stage "invalid value '2' for -z" $TINY -z 2
 expect_error flag_recompute_old_seed "(the seed is -seed)" $TINY -r 1337
+expect_error flag_attention "invalid value 'flash' for -attn: expected cudnn or plain" $TINY -attn flash
+expect_error flag_estimate "-estimate" $TINY -estimate 2
 expect_error cpu_multi_process "the CPU reference trainer runs one process" $TINY -pn 2
 expect_error resume_without_dir "-y 1 needs -o" $DATA_FLAGS -y 1
 finish train
