@@ -116,6 +116,18 @@ static const char* parameter_names[NUM_PARAMETER_TENSORS] = {"wte",  "wpe",  "ln
                                                              "attprojw", "attprojb", "ln2w", "ln2b", "fcw",  "fcb",
                                                              "fcprojw",  "fcprojb",  "lnfw", "lnfb"};
 
+// Every parameter tensor's gradient on the GPU against the CPU's: relative L2 error below `tolerance`.
+static void check_gradients(const GPT2GPU* gpu, const GPT2* cpu, double tolerance) {
+    float* grads = download_floats(gpu->grads_memory, gpu->num_parameters);
+    size_t offset = 0;
+    for (int t = 0; t < NUM_PARAMETER_TENSORS; t++) {
+        double err = relative_l2(grads + offset, cpu->grads_memory + offset, cpu->param_sizes[t]);
+        CHECK(err < tolerance, "gradient of %s: relative L2 error %.3g (tolerance %.3g)", parameter_names[t], err, tolerance);
+        offset += cpu->param_sizes[t];
+    }
+    free(grads);
+}
+
 static void test_bf16_forward_backward(void) {
     GPT2 cpu;
     GPT2GPU gpu;
@@ -142,15 +154,8 @@ static void test_bf16_forward_backward(void) {
     gpt2_zero_grad(&cpu);
     gpt2_forward(&cpu, inputs, targets, TB, TT);
     gpt2_backward(&cpu, 1.0f);
-    float* grads = download_floats(gpu.grads_memory, gpu.num_parameters);
-    size_t offset = 0;
-    for (int t = 0; t < NUM_PARAMETER_TENSORS; t++) {
-        double err = relative_l2(grads + offset, cpu.grads_memory + offset, cpu.param_sizes[t]);
-        CHECK(err < 5e-2, "gradient of %s: relative L2 error %.3g (tolerance 5e-2)", parameter_names[t], err);
-        offset += cpu.param_sizes[t];
-    }
+    check_gradients(&gpu, &cpu, 5e-2);
     free(logits);
-    free(grads);
     gpt2_free(&cpu);
 }
 
@@ -570,14 +575,7 @@ static void test_cudnn_attention_against_cpu(void) {
           eval_loss, gpu_loss);
     CHECK(fabsf(gpu_loss - cpu.mean_loss) < 1e-2f * cpu.mean_loss, "loss gpu %.6f cpu %.6f (tolerance 1%%)", gpu_loss,
           cpu.mean_loss);
-    float* grads = download_floats(gpu.grads_memory, gpu.num_parameters);
-    size_t offset = 0;
-    for (int t = 0; t < NUM_PARAMETER_TENSORS; t++) {
-        double err = relative_l2(grads + offset, cpu.grads_memory + offset, cpu.param_sizes[t]);
-        CHECK(err < 5e-2, "gradient of %s: relative L2 error %.3g (tolerance 5e-2)", parameter_names[t], err);
-        offset += cpu.param_sizes[t];
-    }
-    free(grads);
+    check_gradients(&gpu, &cpu, 5e-2);
     gpt2_free(&cpu);
 }
 #endif
