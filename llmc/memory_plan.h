@@ -297,7 +297,7 @@ static inline int gpu_memory_largest_batch(const GpuMemoryInputs* in, size_t ava
 static inline void gpu_memory_print(FILE* f, const GpuMemoryPlan* plan, const GpuMemoryInputs* in, size_t free_bytes) {
     static const char* what[MEMORY_GROUPS] = {
         "bf16 weights", "fp32", "fp32 masters, AdamW m and v", "stored for the backward, logits",
-        "", "weights and transposes, cast scratch, scaling state", "backward scratch, batch, cuBLASLt/cuDNN"};
+        "", "weights and transposes, cast scratch, scaling state", "backward scratch, batch, cuBLASLt workspace"};
     fprintf(f, "| memory estimate       | %.2f GiB on this GPU (%.2f GiB free, %.2f GiB kept for the libraries)\n",
             bytes_to_gib(gpu_memory_total(plan)), bytes_to_gib(free_bytes), bytes_to_gib(GPU_MEMORY_HEADROOM_BYTES));
     for (int g = 0; g < MEMORY_GROUPS; g++) {
