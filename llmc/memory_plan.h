@@ -279,14 +279,16 @@ static inline int gpu_memory_fits(const GpuMemoryInputs* in, size_t available) {
 }
 
 // The largest micro-batch B' <= in->B that fits `available` and still divides the total batch (total_batch tokens
-// a multiple of B' * T * num_processes, so -d stays and gradient accumulation makes up the difference); 0 if none.
-// cuDNN's workspace is kept at the size measured for in->B, an upper bound for the smaller batches.
+// a multiple of B' * T * num_processes, so -d stays and gradient accumulation makes up the difference), with B' * T a
+// multiple of 64 in FP8 (the casts' tiles); 0 if none. cuDNN's workspace is kept at the size measured for in->B, an
+// upper bound for the smaller batches.
 static inline int gpu_memory_largest_batch(const GpuMemoryInputs* in, size_t available, long long total_batch,
                                            int num_processes) {
     GpuMemoryInputs trial = *in;
     for (int b = in->B; b >= 1; b--) {
         long long tokens = (long long)b * in->T * num_processes;
         if (total_batch % tokens != 0) { continue; }
+        if (in->linear.precision == PRECISION_FP8 && ((long long)b * in->T) % 64 != 0) { continue; }
         trial.B = b;
         if (gpu_memory_fits(&trial, available)) { return b; }
     }

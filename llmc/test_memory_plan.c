@@ -198,6 +198,13 @@ static void test_d48_fits_80gb(void) {
           (double)total / GiB);
     CHECK(gpu_memory_largest_batch(&s.in, FREE_ON_80GB, 64 * 1024, 1) == 16, "largest B for -d 65536: %d",
           gpu_memory_largest_batch(&s.in, FREE_ON_80GB, 64 * 1024, 1));
+    // in FP8 a candidate B must also keep B*T a multiple of 64: at T 100 and -d 2400 (B 24 and its divisors), none does
+    Setup odd;
+    setup(&odd, "d12", 24, 100, PRECISION_FP8, 0, ATTENTION_CUDNN);
+    setup_fp8_meta(&odd);
+    CHECK(gpu_memory_largest_batch(&odd.in, FREE_ON_80GB, 2400, 1) == 0, "FP8 at T 100: no B of 24's divisors");
+    odd.in.linear.precision = PRECISION_BF16;
+    CHECK(gpu_memory_largest_batch(&odd.in, FREE_ON_80GB, 2400, 1) == 24, "BF16 at T 100: B 24 itself");
     // plain attention at B=16 keeps 48 layers of (16, 25, 1024, 1024) bf16 matrices: 75 GiB alone
     Setup plain;
     setup(&plain, "d48", 16, 1024, PRECISION_BF16, 2, ATTENTION_PLAIN);
