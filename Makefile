@@ -34,7 +34,8 @@ CUDA_ARCH ?= 90
 CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))),/usr/local/cuda)
 NVCC_FLAGS ?= -O3 -std=c++17 --generate-code arch=compute_$(CUDA_ARCH),code=[compute_$(CUDA_ARCH),sm_$(CUDA_ARCH)] \
               -Xcompiler -Wall,-Wextra,-Werror,-Wno-format-truncation,$(OMP_FLAGS) -Werror all-warnings
-NVCC_LDLIBS ?= -lcublasLt -lcublas $(if $(OMP_FLAGS),-lgomp) -lm
+# cuBLAS(Lt) from CUDA_HOME's lib64, found there at run time too (rpath), not whichever libcublas the loader meets first
+NVCC_LDLIBS ?= $(if $(wildcard $(CUDA_HOME)/lib64),-L$(CUDA_HOME)/lib64 -Xlinker -rpath=$(CUDA_HOME)/lib64) -lcublasLt -lcublas $(if $(OMP_FLAGS),-lgomp) -lm
 
 # A Python package folder (nvidia-cudnn-cu13 / nvidia-nccl-cu13 put include/ and lib/ there), or nothing.
 python_pkg_dir = $(shell $(PYTHON) -c "import importlib.util as u, os; s = u.find_spec('$(1)'); print(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')" 2>/dev/null)
@@ -45,6 +46,8 @@ NCCL_HOME ?= $(call first_with,nccl.h,$(CUDA_HOME) /usr/local /usr $(call python
 # -l for a library folder that may hold only the versioned file (the pip packages ship libnccl.so.2, no libnccl.so)
 lib_flag = $(if $(wildcard $(1)/lib$(2).so $(1)/lib64/lib$(2).so),-l$(2),$(if $(wildcard $(1)/lib/lib$(2).so.$(3)),-l:lib$(2).so.$(3),-l$(2)))
 lib_dirs = $(foreach d,lib lib64,$(if $(wildcard $(1)/$(d)),-L$(1)/$(d) -Xlinker -rpath=$(1)/$(d)))
+
+comma := ,
 
 # Multi-GPU: NCCL when found (make NO_MULTI_GPU=1 to leave it out), MPI when mpicc is found (NO_USE_MPI=1).
 MULTI_GPU_FLAGS :=
@@ -68,7 +71,6 @@ ifneq ($(NO_MULTI_GPU),1)
     endif
   endif
 endif
-comma := ,
 
 # cuDNN attention (llmc/cudnn_attention.cpp): cuDNN's headers and library, and the cuDNN frontend's headers (C++,
 # header-only): CUDNN_FRONTEND_PATH, else deps/cudnn_frontend/include (make deps puts them there, a folder that can
@@ -199,9 +201,10 @@ TEST_COMMANDS := ./fp8/test_fp8 \
 test: all
 	@./scripts/run_tests.sh $(TEST_COMMANDS)
 
-# The default dataset (tinyshakespeare, our own BPE tokenizer) in data/tinyshakespeare/.
+# The default dataset (tinyshakespeare, our own BPE tokenizer) in data/tinyshakespeare/; INPUT=path/input.txt uses a
+# local copy of the text instead of looking for one (see dev/data/prepare_tinyshakespeare.sh).
 data: dev/data/tokenizer
-	@./dev/data/prepare_tinyshakespeare.sh
+	@./dev/data/prepare_tinyshakespeare.sh $(if $(INPUT),"$(INPUT)")
 
 train: all
 	@./scripts/compare_bf16_fp8.sh

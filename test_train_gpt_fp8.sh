@@ -246,4 +246,12 @@ expect_error flag_attention "invalid value 'flash' for -attn: expected cudnn or 
 expect_error flag_estimate "-estimate" $TINY -estimate 2
 expect_error cpu_multi_process "the CPU reference trainer runs one process" $TINY -pn 2
 expect_error resume_without_dir "-y 1 needs -o" $DATA_FLAGS -y 1
+# -h names this program (the CUDA trainer shares the flags) and says which -fp8 format is CPU-only
+help=$($TRAINER -h 2>&1)
+if [ "$?" -eq 0 ] && printf '%s\n' "$help" | head -n 1 | grep -q "^usage: train_gpt_fp8_cpu " &&
+    printf '%s' "$help" | grep -q "e5m2: CPU trainer only"; then
+    pass help_names_program
+else
+    fail help_names_program "$(printf '%s\n' "$help" | head -n 1)"
+fi
 finish train

@@ -736,13 +736,16 @@ static void gpt2_download_state(GPT2GPU* model, MultiGpu* mg, float* params, flo
 
 // params (P): every rank gets all bf16 weights and keeps the fp32 masters of its shard
 static void gpt2_upload_params(GPT2GPU* model, const float* params) {
-    cudaCheck(cudaMemcpy(model->grads_memory, params, model->num_parameters * 4, cudaMemcpyHostToDevice));
-    float_to_bf16_kernel<<<blocks_for(model->num_parameters, 512), 512>>>(model->params_memory, model->grads_memory,
-                                                                         model->num_parameters);
+    // all on the model's stream, in order (the fp32 values pass through the gradient buffer, free between steps)
+    cudaStream_t s = model->stream;
+    cudaCheck(cudaMemcpyAsync(model->grads_memory, params, model->num_parameters * 4, cudaMemcpyHostToDevice, s));
+    float_to_bf16_kernel<<<blocks_for(model->num_parameters, 512), 512, 0, s>>>(model->params_memory, model->grads_memory,
+                                                                               model->num_parameters);
     cudaCheck(cudaGetLastError());
-    cudaCheck(cudaMemcpy(model->master, model->grads_memory + model->shard.offset, model->shard.count * 4,
-                         cudaMemcpyDeviceToDevice));
-    cudaCheck(cudaMemset(model->grads_memory, 0, model->shard.padded * 4));
+    cudaCheck(cudaMemcpyAsync(model->master, model->grads_memory + model->shard.offset, model->shard.count * 4,
+                              cudaMemcpyDeviceToDevice, s));
+    cudaCheck(cudaMemsetAsync(model->grads_memory, 0, model->shard.padded * 4, s));
+    cudaCheck(cudaStreamSynchronize(s));
 }
 
 static StateHeader gpu_state_header(const GPT2GPU* model, int step, const DataLoader* loader) {
@@ -834,6 +837,12 @@ int main(int argc, char** argv) {
     parse_args(&args, argc, argv);
     char err[512];
     if (args.precision == PRECISION_FP32) { die("-precision fp32 is the CPU reference's mode; the GPU trainer runs bf16 or fp8"); }
+    // E5M2 forward tensors would make E5M2 x E5M2 GEMMs, which cuBLASLt does not run on Hopper: refused here, before
+    // any GPU is looked for, so the answer is the same on every machine
+    if (args.precision == PRECISION_FP8 && args.recipe.fp8_format == FP8_RECIPE_E5M2) {
+        die("-fp8 e5m2 is CPU-only (cuBLASLt has no E5M2 x E5M2 GEMM on Hopper): use -fp8 hybrid or e4m3 here, or "
+            "train_gpt_fp8_cpu");
+    }
     ProcessGroupConfig pg;
     if (process_group_resolve(&pg, args.num_processes, args.process_rank, args.gpus_per_node, args.init_method,
                               args.fs_path, args.server_ip, err, sizeof(err))) {

@@ -10,6 +10,7 @@ GPU it says so in one line and exits non-zero, and the GPUs' peak BF16 throughpu
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,13 +32,35 @@ static inline void cublas_check_impl(cublasStatus_t status, const char* file, in
 }
 #define cublasCheck(call) cublas_check_impl((call), __FILE__, __LINE__)
 
-// Exits with one line when there is no usable CUDA device; returns the device's SM count otherwise.
+// Whether this machine shows an NVIDIA GPU to the operating system at all (a device node or the driver's list): tells
+// "there is no GPU" from "there is one but the CUDA runtime cannot use it" when the runtime fails.
+static inline int nvidia_device_visible(void) {
+    const char* patterns[2] = {"/dev/nvidia[0-9]*", "/proc/driver/nvidia/gpus/*"};
+    int visible = 0;
+    for (int i = 0; i < 2 && !visible; i++) {
+        glob_t found;
+        memset(&found, 0, sizeof(found));
+        visible = glob(patterns[i], 0, NULL, &found) == 0 && found.gl_pathc > 0;
+        globfree(&found);
+    }
+    return visible;
+}
+
+// Exits with one line when there is no usable CUDA device; returns the device's SM count otherwise. Without a GPU the
+// runtime's own reason ("CUDA driver version is insufficient for CUDA runtime version" when no driver is installed)
+// would mislead, so the line says "no CUDA device found"; the runtime's reason is given only when a device is there
+// but fails.
 static inline int require_cuda_device(const char* program) {
     int count = 0;
     cudaError_t status = cudaGetDeviceCount(&count);
-    if (status != cudaSuccess || count == 0) {
-        fprintf(stderr, "%s: no CUDA device found (%s)\n", program,
-                status != cudaSuccess ? cudaGetErrorString(status) : "0 devices");
+    if (status == cudaSuccess && count == 0) { status = cudaErrorNoDevice; }
+    if (status != cudaSuccess) {
+        if (status == cudaErrorNoDevice || !nvidia_device_visible()) {
+            fprintf(stderr, "%s: no CUDA device found\n", program);
+        } else {
+            fprintf(stderr, "%s: a CUDA device is present but unusable: %s (%s)\n", program, cudaGetErrorString(status),
+                    cudaGetErrorName(status));
+        }
         exit(1);
     }
     int sms = 0;

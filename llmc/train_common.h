@@ -179,9 +179,11 @@ typedef struct {
     int debug_kill_step;  // or SIGKILL ourselves at the start of this step's training (after its checkpoint)
 } TrainArgs;
 
-static void print_usage(void) {
+// `program`: the name the trainer was started as (train_gpt_fp8 or train_gpt_fp8_cpu), so -h names the right one
+static void print_usage(const char* program) {
+    const char* slash = strrchr(program, '/');
+    printf("usage: %s [flags]   (llm.c-style: every flag takes a value)\n", slash ? slash + 1 : program);
     printf(
-        "usage: train_gpt_fp8_cpu [flags]   (llm.c-style: every flag takes a value)\n"
         "data      -i train shards (glob) -j val shards (glob) -tk tokenizer.bin -o output dir (logs, checkpoints)\n"
         "model     -e d12|d24|d36|d48|model.bin  or free sizes -L layers -C channels -NH heads [-V vocab] [-maxT len]\n"
         "batch     -b micro-batch B -t sequence T -d total batch in tokens (gradient accumulation, default B*T)\n"
@@ -191,7 +193,7 @@ static void print_usage(void) {
         "memory    -r 0|1|2 recompute in the backward: 0 none, 1 GELU, 2 GELU and LayerNorm (GPU; the CPU keeps all)\n"
         "          -estimate 1: print the GPU memory estimate and the largest -b that fits, then exit (GPU)\n"
         "attention -attn cudnn|plain (GPU; default cudnn when built with it: flash attention, no (B, NH, T, T) matrices)\n"
-        "precision -precision fp32|bf16|fp8 (default fp8)  -fp8 off|e4m3|hybrid|e5m2\n"
+        "precision -precision fp32|bf16|fp8 (default fp8)  -fp8 off|e4m3|hybrid|e5m2 (e5m2: CPU trainer only)\n"
         "fp8       -fp8_amax_history_len N -fp8_amax_compute_algo max|most_recent -fp8_margin N -fp8_interval N\n"
         "          -fp8_fprop 0|1 -fp8_dgrad 0|1 -fp8_wgrad 0|1 (0: that GEMM in BF16) -fp8_reduce_amax 0|1\n"
         "          -fp8_bf16_first_last N (first and last N blocks in BF16) -fp8_lm_head 0|1 -fp8_diag_every K\n"
@@ -252,7 +254,7 @@ static void parse_args(TrainArgs* a, int argc, char** argv) {
     delayed_scaling_default(&a->recipe);
     for (int i = 1; i < argc; i++) {
         const char* flag = argv[i];
-        if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) { print_usage(); exit(0); }
+        if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) { print_usage(argv[0]); exit(0); }
         if (flag[0] != '-') { die("unexpected argument '%s' (flags look like -b 4; -h lists them)", flag); }
         if (i + 1 >= argc) { die("flag %s needs a value (-h lists the flags)", flag); }
         const char* v = argv[++i];

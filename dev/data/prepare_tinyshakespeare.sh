@@ -2,9 +2,11 @@
 # dev/data/prepare_tinyshakespeare.sh [path/to/input.txt] — prepares the default dataset in data/tinyshakespeare/:
 # our BPE tokenizer trained on it (tokenizer.bin + tokenizer.merges) and llm.c shards tiny_shakespeare_val.bin (first
 # 10% of the text) and tiny_shakespeare_train.bin (the rest).
-# The text comes from the argument if given, else ../shared/data/tinyshakespeare/input.txt beside the repository, else
-# the public copy in karpathy/char-rnn (curl or wget). It says which one it used. VOCAB_SIZE (default 1024) sets the
-# vocabulary. Quick and idempotent: files already made from the same input and vocabulary are kept.
+# The text comes from, in order: the argument (`make data INPUT=path/input.txt`); ../shared/data/tinyshakespeare/
+# input.txt beside the repository; data/tinyshakespeare/input.txt in the repository (git-ignored: the place to put a
+# copy on a machine without network, such as the GPU machine); else the public copy in karpathy/char-rnn (curl or
+# wget), saved there. It says which one it used. VOCAB_SIZE (default 1024) sets the vocabulary. Quick and idempotent:
+# files already made from the same input and vocabulary are kept.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 out="$repo/data/tinyshakespeare"
@@ -14,26 +16,29 @@ mkdir -p "$out"
 
 if [ $# -ge 1 ]; then
     input=$1
-    [ -f "$input" ] || { echo "prepare_tinyshakespeare: error: $input does not exist" >&2; exit 1; }
+    [ -f "$input" ] || { echo "prepare_tinyshakespeare: error: $input does not exist (INPUT= / the argument must name the text file)" >&2; exit 1; }
     echo "prepare_tinyshakespeare: using $input (given)"
 elif [ -f "$repo/../shared/data/tinyshakespeare/input.txt" ]; then
     input="$repo/../shared/data/tinyshakespeare/input.txt"
     echo "prepare_tinyshakespeare: using $input (local copy)"
 else
     input="$out/input.txt"
-    if [ ! -s "$input" ]; then
+    if [ -s "$input" ]; then
+        echo "prepare_tinyshakespeare: using $input (local copy in the repository)"
+    else
+        no_network="pass a local copy: make data INPUT=path/to/input.txt (or put it at $input)"
         echo "prepare_tinyshakespeare: downloading $url"
         if command -v curl >/dev/null; then
-            curl -fsSL "$url" -o "$input.tmp" || { rm -f "$input.tmp"; echo "prepare_tinyshakespeare: error: download failed (no network?); pass a local input.txt" >&2; exit 1; }
+            curl -fsSL "$url" -o "$input.tmp" || { rm -f "$input.tmp"; echo "prepare_tinyshakespeare: error: download failed (no network?); $no_network" >&2; exit 1; }
         elif command -v wget >/dev/null; then
-            wget -q "$url" -O "$input.tmp" || { rm -f "$input.tmp"; echo "prepare_tinyshakespeare: error: download failed (no network?); pass a local input.txt" >&2; exit 1; }
+            wget -q "$url" -O "$input.tmp" || { rm -f "$input.tmp"; echo "prepare_tinyshakespeare: error: download failed (no network?); $no_network" >&2; exit 1; }
         else
-            echo "prepare_tinyshakespeare: error: neither curl nor wget is installed; pass a local input.txt" >&2
+            echo "prepare_tinyshakespeare: error: neither curl nor wget is installed; $no_network" >&2
             exit 1
         fi
         mv "$input.tmp" "$input"
+        echo "prepare_tinyshakespeare: using $input (downloaded)"
     fi
-    echo "prepare_tinyshakespeare: using $input (downloaded)"
 fi
 
 tool="$repo/dev/data/tokenizer"
