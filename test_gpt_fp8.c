@@ -7,7 +7,8 @@ style, so every static function is reachable):
   - FP8 mode over several steps with gradient accumulation: the histories and scales equal what an independent
     model of the update rule gives from the recorded amaxes, and the FP8 weight copies are the new weights cast
     with the new scales;
-  - the bf16 mode keeps every stored activation a bf16 value.
+  - the bf16 mode keeps every stored activation a bf16 value;
+  - the parallel weight initialisation gives the serial loop's bits for any thread count.
 The training, resume and bad-input tests that run the trainer binary are in test_train_gpt_fp8.sh.
 */
 #define TESTING
@@ -397,6 +398,71 @@ static void test_dataloader_ranks_wrap_resume(void) {
     rmdir(dir);
 }
 
+// FNV-1a over the bytes of n floats: a short name for a whole parameter buffer in failure messages
+static uint64_t float_digest(const float* x, size_t n) {
+    const unsigned char* bytes = (const unsigned char*)x;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n * sizeof(float); i++) { h = (h ^ bytes[i]) * 1099511628211ull; }
+    return h;
+}
+
+// The parallel initialisation (gpt2_fill_normal under OpenMP) gives, for any thread count, the bits of the serial loop
+// the trainers used before it, and leaves the generator where that loop left it. The reference below is that loop,
+// one rng_normal after another; the model (5.5M parameters, V not a multiple of 128) is big enough that every thread
+// gets many elements of every tensor.
+static void test_parallel_init_matches_serial(void) {
+    GPT2Config config = {256, 5000, padded_vocab(5000), 2, 6, 384};  // maxT, V, Vp, L, NH, C
+    size_t sizes[NUM_PARAMETER_TENSORS], n = 0;
+    fill_in_parameter_sizes(sizes, &config);
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { n += sizes[i]; }
+    float* serial = (float*)calloc_or_die(n, sizeof(float), "serial init");
+    ParameterTensors p;
+    point_parameters(&p, serial, sizes);
+    Rng want;
+    rng_seed(&want, 1337);
+    float residual_std = 0.02f / sqrtf(2.0f * (float)config.num_layers);
+    size_t C = (size_t)config.channels;
+    for (size_t i = 0; i < (size_t)config.vocab_size * C; i++) { p.wte[i] = 0.02f * rng_normal(&want); }
+    for (size_t i = 0; i < sizes[1]; i++) { p.wpe[i] = 0.02f * rng_normal(&want); }
+    for (size_t i = 0; i < sizes[2]; i++) { p.ln1w[i] = 1.0f; p.ln2w[i] = 1.0f; }
+    for (size_t i = 0; i < sizes[4]; i++) { p.qkvw[i] = 0.02f * rng_normal(&want); }
+    for (size_t i = 0; i < sizes[6]; i++) { p.attprojw[i] = residual_std * rng_normal(&want); }
+    for (size_t i = 0; i < sizes[10]; i++) { p.fcw[i] = 0.02f * rng_normal(&want); }
+    for (size_t i = 0; i < sizes[12]; i++) { p.fcprojw[i] = residual_std * rng_normal(&want); }
+    for (size_t i = 0; i < C; i++) { p.lnfw[i] = 1.0f; }
+    uint64_t want_digest = float_digest(serial, n);
+    int thread_counts[3] = {1, 2, 3};
+    for (int k = 0; k < 3; k++) {
+#ifdef _OPENMP
+        omp_set_num_threads(thread_counts[k]);
+#endif
+        float* parallel = (float*)calloc_or_die(n, sizeof(float), "parallel init");
+        ParameterTensors q;
+        point_parameters(&q, parallel, sizes);
+        Rng rng;
+        rng_seed(&rng, 1337);
+        gpt2_init_parameters(&q, sizes, &config, &rng);
+        uint64_t got_digest = float_digest(parallel, n);
+        CHECK(memcmp(parallel, serial, n * sizeof(float)) == 0 && got_digest == want_digest,
+              "%d threads: %zu parameters, digest %016llx, serial loop %016llx", thread_counts[k], n,
+              (unsigned long long)got_digest, (unsigned long long)want_digest);
+        CHECK(rng.state == want.state, "%d threads: generator state after init %llu, serial %llu", thread_counts[k],
+              (unsigned long long)rng.state, (unsigned long long)want.state);
+        free(parallel);
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(omp_get_num_procs());
+#endif
+    // and rng_skip(k) is k draws
+    Rng a, b;
+    rng_seed(&a, 99);
+    rng_seed(&b, 99);
+    for (int i = 0; i < 1000; i++) { rng_next_u64(&a); }
+    rng_skip(&b, 1000);
+    CHECK(rng_next_u64(&a) == rng_next_u64(&b), "rng_skip(1000) equals 1000 draws");
+    free(serial);
+}
+
 int main(void) {
     RUN_TEST(test_gradient_check_fp32);
     RUN_TEST(test_fp8_recorded_amaxes_and_values);
@@ -404,5 +470,6 @@ int main(void) {
     RUN_TEST(test_bf16_storage_and_modes_differ);
     RUN_TEST(test_fp8_overrides_first_last_and_lm_head);
     RUN_TEST(test_dataloader_ranks_wrap_resume);
+    RUN_TEST(test_parallel_init_matches_serial);
     return test_summary("gpt-cpu");
 }

@@ -104,20 +104,36 @@ static inline int gpt2_depth_preset(const char* name, int* num_layers, int* chan
     return -1;
 }
 
+// out[i] = std * (the i-th normal of the stream at *rng), i < n, then *rng advanced past them: the values of a serial
+// loop of rng_normal, drawn in parallel (each normal takes draws 2i and 2i+1, and draw k depends on k alone, see
+// rand.h). Every element is written by one thread from its own copy of the state, so threads change nothing.
+static inline void gpt2_fill_normal(float* out, size_t n, float std, Rng* rng) {
+    const uint64_t start = rng->state;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        Rng at_i = {start};
+        rng_skip(&at_i, 2 * (uint64_t)i);
+        out[i] = std * rng_normal(&at_i);
+    }
+    rng_skip(rng, 2 * (uint64_t)n);
+}
+
 // llm.c's (and GPT-2's) initialisation: matmul weights and embeddings N(0, 0.02), the two projections that write
 // into the residual stream N(0, 0.02/sqrt(2L)) so its variance does not grow with depth, biases 0, LayerNorm
-// weights 1. Padded vocabulary rows stay 0 (they are never a target and their logits are never used).
+// weights 1. Padded vocabulary rows stay 0 (they are never a target and their logits are never used). The normals are
+// one stream in this order (wte, wpe, qkvw, attprojw, fcw, fcprojw), drawn in parallel: the same bits for a seed
+// whatever the thread count (test_gpt_fp8_cpu compares it with a serial loop).
 static inline void gpt2_init_parameters(ParameterTensors* params, const size_t* param_sizes,
                                         const GPT2Config* config, Rng* rng) {
     float residual_std = 0.02f / sqrtf(2.0f * (float)config->num_layers);
     size_t C = (size_t)config->channels;
-    for (size_t i = 0; i < (size_t)config->vocab_size * C; i++) { params->wte[i] = 0.02f * rng_normal(rng); }
-    for (size_t i = 0; i < param_sizes[1]; i++) { params->wpe[i] = 0.02f * rng_normal(rng); }
+    gpt2_fill_normal(params->wte, (size_t)config->vocab_size * C, 0.02f, rng);
+    gpt2_fill_normal(params->wpe, param_sizes[1], 0.02f, rng);
     for (size_t i = 0; i < param_sizes[2]; i++) { params->ln1w[i] = 1.0f; params->ln2w[i] = 1.0f; }
-    for (size_t i = 0; i < param_sizes[4]; i++) { params->qkvw[i] = 0.02f * rng_normal(rng); }
-    for (size_t i = 0; i < param_sizes[6]; i++) { params->attprojw[i] = residual_std * rng_normal(rng); }
-    for (size_t i = 0; i < param_sizes[10]; i++) { params->fcw[i] = 0.02f * rng_normal(rng); }
-    for (size_t i = 0; i < param_sizes[12]; i++) { params->fcprojw[i] = residual_std * rng_normal(rng); }
+    gpt2_fill_normal(params->qkvw, param_sizes[4], 0.02f, rng);
+    gpt2_fill_normal(params->attprojw, param_sizes[6], residual_std, rng);
+    gpt2_fill_normal(params->fcw, param_sizes[10], 0.02f, rng);
+    gpt2_fill_normal(params->fcprojw, param_sizes[12], residual_std, rng);
     for (size_t i = 0; i < C; i++) { params->lnfw[i] = 1.0f; }
     // biases, LayerNorm biases and padded rows were zeroed by the caller's calloc
 }
