@@ -7,7 +7,8 @@ style, so every static function is reachable):
   - FP8 mode over several steps with gradient accumulation: the histories and scales equal what an independent
     model of the update rule gives from the recorded amaxes, and the FP8 weight copies are the new weights cast
     with the new scales;
-  - the bf16 mode keeps every stored activation a bf16 value;
+  - the bf16 mode keeps every stored activation a bf16 value, and in bf16 and fp8 modes every layer reads bf16-rounded
+    parameters (the GPU's bf16 copy);
   - the parallel weight initialisation gives the serial loop's bits for any thread count.
 The training, resume and bad-input tests that run the trainer binary are in test_train_gpt_fp8.sh.
 */
@@ -398,6 +399,44 @@ static void test_dataloader_ranks_wrap_resume(void) {
     rmdir(dir);
 }
 
+// In bf16 and fp8 modes every layer reads bf16-rounded parameters, as the GPU reads its bf16 copy: a model whose fp32
+// masters are arbitrary floats computes exactly (bit for bit: logits, loss, every gradient, every recorded amax) what
+// a model whose masters were rounded to bf16 beforehand computes. Any parameter read from the masters directly
+// (an embedding, a bias, a LayerNorm weight, the weight an FP8 copy is cast from) would break the equality.
+static void test_layers_read_bf16_parameters(void) {
+    for (int p = PRECISION_BF16; p <= PRECISION_FP8; p++) {
+        ModelOptions opt = tiny_options((Precision)p);
+        opt.fp8_lm_head = 1;  // the tied embedding through FP8 too
+        GPT2 exact, rounded;
+        int inputs[TEST_B * TEST_T], targets[TEST_B * TEST_T];
+        tiny_model_one_step(&exact, &opt, 31, inputs, targets);
+        gpt2_allocate(&rounded, &opt, TEST_B, TEST_T);
+        size_t P = exact.num_parameters, off_grid = 0;
+        for (size_t i = 0; i < P; i++) {
+            rounded.params_memory[i] = bf16_round(exact.params_memory[i]);
+            off_grid += rounded.params_memory[i] != exact.params_memory[i];
+        }
+        gpt2_cast_weights_fp8(&rounded, 1);
+        gpt2_zero_grad(&rounded);
+        gpt2_forward(&rounded, inputs, targets, TEST_B, TEST_T);
+        gpt2_backward(&rounded, 1.0f);
+        size_t n_logits = (size_t)TEST_B * TEST_T * opt.config.padded_vocab_size;
+        CHECK(off_grid > P / 2, "%s: the test's masters are mostly not bf16 values (%zu of %zu)",
+              precision_name((Precision)p), off_grid, P);
+        CHECK(memcmp(exact.acts.logits, rounded.acts.logits, n_logits * sizeof(float)) == 0 &&
+                  exact.mean_loss == rounded.mean_loss,
+              "%s: logits and loss depend only on the bf16-rounded parameters", precision_name((Precision)p));
+        CHECK(memcmp(exact.grads_memory, rounded.grads_memory, P * sizeof(float)) == 0,
+              "%s: every gradient depends only on the bf16-rounded parameters", precision_name((Precision)p));
+        if (p == PRECISION_FP8) {
+            CHECK(memcmp(exact.fp8.memory, rounded.fp8.memory, exact.fp8.num_floats * sizeof(float)) == 0,
+                  "fp8: recorded amaxes (weights cast from the bf16 copy) are the same");
+        }
+        gpt2_free(&exact);
+        gpt2_free(&rounded);
+    }
+}
+
 // FNV-1a over the bytes of n floats: a short name for a whole parameter buffer in failure messages
 static uint64_t float_digest(const float* x, size_t n) {
     const unsigned char* bytes = (const unsigned char*)x;
@@ -470,6 +509,7 @@ int main(void) {
     RUN_TEST(test_bf16_storage_and_modes_differ);
     RUN_TEST(test_fp8_overrides_first_last_and_lm_head);
     RUN_TEST(test_dataloader_ranks_wrap_resume);
+    RUN_TEST(test_layers_read_bf16_parameters);
     RUN_TEST(test_parallel_init_matches_serial);
     return test_summary("gpt-cpu");
 }

@@ -6,10 +6,11 @@ and the trainer CI can run, so it really trains.
 Precision modes (-precision):
   fp32  the pure reference.
   bf16  what the GPU's BF16 path computes: every tensor the GPU would store in bf16 (activations, their gradients,
-        GEMM outputs) is rounded to bf16 (RNE) after the op that makes it, and GEMM weights are rounded to bf16, so
-        every GEMM operand is a bf16 value; accumulation, master weights, AdamW and parameter gradients are fp32.
+        GEMM outputs) is rounded to bf16 (RNE) after the op that makes it, and every layer reads bf16-rounded
+        parameters (weights, biases, LayerNorm parameters, embeddings: the GPU's bf16 copy of the masters), so every
+        operand is a bf16 value; accumulation, master weights, AdamW and parameter gradients are fp32.
   fp8   bf16 plus the four linear layers of every block (qkv, attention projection, fc, fc projection) through FP8:
-        input and weight quantized to E4M3 for fprop, grad_output to E5M2 for dgrad and wgrad (HYBRID), each with its
+        input and (bf16) weight quantized to E4M3 for fprop, grad_output to E5M2 for dgrad and wgrad (HYBRID), each with its
         module's slot scale; GEMMs accumulate in fp32 on the dequantized values, exactly the numbers a Hopper FP8 GEMM
         multiplies. Attention, LayerNorm, GELU, residuals, softmax/loss and the LM head stay on the bf16 path
         (-fp8_lm_head 1 puts the LM head through FP8 too).
@@ -413,10 +414,15 @@ static void point_activations(ActivationTensors* acts, float* memory, const size
 typedef struct {
     GPT2Config config;
     // parameters, their gradients and AdamW moments: one buffer each, laid out as ParameterTensors
-    ParameterTensors params;
+    ParameterTensors params;  // the fp32 master weights: what AdamW updates and checkpoints store
     size_t param_sizes[NUM_PARAMETER_TENSORS];
     float* params_memory;
     size_t num_parameters;
+    // what every layer reads (weights, biases, LayerNorm parameters, embeddings; the FP8 weights are cast from it):
+    // in bf16 and fp8 modes a bf16-rounded copy of the masters, the GPU's bf16 parameter copy, refreshed whenever the
+    // masters change (gpt2_cast_weights_fp8); in fp32 mode the masters themselves
+    ParameterTensors compute_params;
+    float* compute_params_memory;
     ParameterTensors grads;
     float* grads_memory;
     int num_processes, process_rank;  // data-parallel ranks (1, 0 in one process; several only in the tests)
@@ -448,14 +454,14 @@ typedef struct {
     // GEMM operand scratch: the FP8 bytes, and operands rounded or dequantized
     uint8_t* scratch_fp8;
     float* scratch_inp;
-    float* scratch_weight;
     float* scratch_dout;
 } GPT2;
 
 static int num_linear_modules(const GPT2* model) { return LINEARS_PER_BLOCK * model->config.num_layers + 1; }
 static int lm_head_module(const GPT2* model) { return LINEARS_PER_BLOCK * model->config.num_layers; }
 
-// Shape and tensors of a linear module: out (B, T, OC) = inp (B, T, IC) @ weight (OC, IC)^T + bias.
+// Shape and tensors of a linear module: out (B, T, OC) = inp (B, T, IC) @ weight (OC, IC)^T + bias. weight and bias
+// are the values the layer computes with (compute_params), dweight and dbias the fp32 gradients.
 typedef struct {
     float *weight, *bias, *dweight, *dbias;
     int IC, OC;
@@ -463,7 +469,8 @@ typedef struct {
 
 static LinearModule linear_module(GPT2* model, int module) {
     LinearLayout ll = linear_layout(&model->config, module);
-    LinearModule lm = {model->params_memory + ll.weight_offset, ll.has_bias ? model->params_memory + ll.bias_offset : NULL,
+    LinearModule lm = {model->compute_params_memory + ll.weight_offset,
+                       ll.has_bias ? model->compute_params_memory + ll.bias_offset : NULL,
                        model->grads_memory + ll.weight_offset, ll.has_bias ? model->grads_memory + ll.bias_offset : NULL,
                        ll.IC, ll.OC};
     return lm;
@@ -492,10 +499,14 @@ static void round_to_storage(const GPT2* model, float* x, size_t n) {
     for (size_t i = 0; i < n; i++) { x[i] = bf16_round(x[i]); }
 }
 
-static const float* bf16_copy(float* dst, const float* src, size_t n) {
+// The masters changed (init, load, update, all-gather): in bf16 and fp8 modes round every parameter to bf16 into
+// compute_params, as the GPU's AdamW and upload write its bf16 copy. fp32 mode reads the masters directly.
+static void gpt2_refresh_compute_params(GPT2* model) {
+    if (model->precision == PRECISION_FP32) { return; }
+    const float* master = model->params_memory;
+    float* rounded = model->compute_params_memory;
 #pragma omp parallel for
-    for (size_t i = 0; i < n; i++) { dst[i] = bf16_round(src[i]); }
-    return dst;
+    for (size_t i = 0; i < model->num_parameters; i++) { rounded[i] = bf16_round(master[i]); }
 }
 
 // Quantize x with the slot's scale (recording its amax when the model records and `record` says so) and return
@@ -511,10 +522,13 @@ static const float* fp8_operand(GPT2* model, float* dst, const float* x, size_t 
     return dst;
 }
 
-// Cast every FP8 module's weight with its current scale into weight_fp8; `record`: max-reduce its amax into row 0.
+// After the masters change: refresh the bf16 parameters the layers read (bf16 and fp8 modes), then cast every FP8
+// module's (bf16) weight with its current scale into weight_fp8; `record`: max-reduce its amax into row 0.
 // Called before step 0 (scale 1.0) and after every optimizer update (new scales); on resume without recording,
-// since the checkpoint's row 0 already holds these weights' amax.
+// since the checkpoint's row 0 already holds these weights' amax. (The GPU refreshes its bf16 copy in AdamW and the
+// all-gather, before its own gpt2_cast_weights_fp8: the same point of the step.)
 static void gpt2_cast_weights_fp8(GPT2* model, int record) {
+    gpt2_refresh_compute_params(model);
     if (model->precision != PRECISION_FP8) { return; }
     int saved = model->fp8_record;
     model->fp8_record = 1;
@@ -531,9 +545,9 @@ static void gpt2_cast_weights_fp8(GPT2* model, int record) {
 // out (B, T, OC) = inp (B, T, IC) @ W^T + b through the module's precision.
 void linear_forward(GPT2* model, int module, float* out, const float* inp, int B, int T) {
     LinearModule lm = linear_module(model, module);
-    size_t n_inp = (size_t)B * T * lm.IC, n_w = (size_t)lm.OC * lm.IC;
-    const float* x = inp;  // in bf16/fp8 modes activations are already bf16 values
-    const float* w = lm.weight;
+    size_t n_inp = (size_t)B * T * lm.IC;
+    const float* x = inp;       // in bf16/fp8 modes activations are already bf16 values,
+    const float* w = lm.weight;  // and so are the weights and the bias (compute_params)
     if (fprop_is_fp8(model, module)) {
         x = fp8_operand(model, model->scratch_inp, inp, n_inp, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT), 1);
         w = model->weight_fp8 + model->weight_fp8_offset[module];
@@ -541,7 +555,6 @@ void linear_forward(GPT2* model, int module, float* out, const float* inp, int B
         if (input_slot_used(model, module)) {  // fprop overridden to BF16, wgrad in FP8: the cast still happens
             fp8_operand(model, model->scratch_inp, inp, n_inp, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT), 1);
         }
-        if (model->precision != PRECISION_FP32) { w = bf16_copy(model->scratch_weight, lm.weight, n_w); }
     }
     matmul_forward(out, x, w, lm.bias, B, T, lm.IC, lm.OC);
     round_to_storage(model, out, (size_t)B * T * lm.OC);
@@ -550,7 +563,7 @@ void linear_forward(GPT2* model, int module, float* out, const float* inp, int B
 // dinp (B, T, IC) += dout @ W (dgrad), dW += dout^T @ inp (wgrad), db += sum(dout), each GEMM in its precision.
 void linear_backward(GPT2* model, int module, float* dinp, const float* dout, const float* inp, int B, int T) {
     LinearModule lm = linear_module(model, module);
-    size_t n_out = (size_t)B * T * lm.OC, n_inp = (size_t)B * T * lm.IC, n_w = (size_t)lm.OC * lm.IC;
+    size_t n_out = (size_t)B * T * lm.OC, n_inp = (size_t)B * T * lm.IC;
     // the bias gradient comes from the high-precision grad_output (TE computes it in the cast kernel)
     if (lm.dbias) { matmul_backward(NULL, NULL, lm.dbias, dout, NULL, NULL, B, T, lm.IC, lm.OC); }
     const float* dout_fp8 = NULL;
@@ -564,8 +577,6 @@ void linear_backward(GPT2* model, int module, float* dinp, const float* dout, co
     if (dgrad_is_fp8(model, module)) {
         w = model->weight_fp8 + model->weight_fp8_offset[module];
         dy = dout_fp8;
-    } else if (model->precision != PRECISION_FP32) {
-        w = bf16_copy(model->scratch_weight, lm.weight, n_w);
     }
     matmul_backward(dinp, NULL, NULL, dy, NULL, w, B, T, lm.IC, lm.OC);
     // wgrad: FP8 reuses the forward's cast of the input (same scale, so re-casting gives the same bytes; recording
@@ -603,6 +614,9 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
     model->num_parameters = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { model->num_parameters += model->param_sizes[i]; }
     model->params_memory = (float*)calloc_or_die(model->num_parameters, sizeof(float), "parameters");
+    model->compute_params_memory = model->precision == PRECISION_FP32
+                                 ? model->params_memory
+                                 : (float*)calloc_or_die(model->num_parameters, sizeof(float), "bf16 parameters");
     model->grads_memory = (float*)calloc_or_die(model->num_parameters, sizeof(float), "gradients");
     model->num_processes = opt->num_processes > 1 ? opt->num_processes : 1;
     model->process_rank = model->num_processes > 1 ? opt->process_rank : 0;
@@ -610,6 +624,7 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
     model->m_memory = (float*)calloc_or_die(model->opt_shard.count, sizeof(float), "AdamW m");
     model->v_memory = (float*)calloc_or_die(model->opt_shard.count, sizeof(float), "AdamW v");
     point_parameters(&model->params, model->params_memory, model->param_sizes);
+    point_parameters(&model->compute_params, model->compute_params_memory, model->param_sizes);
     point_parameters(&model->grads, model->grads_memory, model->param_sizes);
     fill_in_activation_sizes(model->act_sizes, &model->config, B, T);
     model->num_activations = 0;
@@ -623,7 +638,6 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
     size_t widest_weight = Vp * C > 4 * C * C ? Vp * C : 4 * C * C;
     model->scratch_fp8 = (uint8_t*)calloc_or_die(BT * widest > widest_weight ? BT * widest : widest_weight, 1, "FP8 scratch");
     model->scratch_inp = (float*)calloc_or_die(BT * 4 * C, sizeof(float), "operand scratch");
-    model->scratch_weight = (float*)calloc_or_die(widest_weight, sizeof(float), "weight scratch");
     model->scratch_dout = (float*)calloc_or_die(BT * widest, sizeof(float), "gradient scratch");
     if (model->precision == PRECISION_FP8) {
         char err[256];
@@ -645,6 +659,7 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
 }
 
 static void gpt2_free(GPT2* model) {
+    if (model->compute_params_memory != model->params_memory) { free(model->compute_params_memory); }
     free(model->params_memory);
     free(model->grads_memory);
     free(model->m_memory);
@@ -653,7 +668,6 @@ static void gpt2_free(GPT2* model) {
     free(model->grads_acts_memory);
     free(model->scratch_fp8);
     free(model->scratch_inp);
-    free(model->scratch_weight);
     free(model->scratch_dout);
     if (model->precision == PRECISION_FP8) {
         fp8_meta_free(&model->fp8);
@@ -677,7 +691,7 @@ void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int
     }
     model->inputs = inputs;
     model->targets = targets;
-    ParameterTensors p = model->params;
+    ParameterTensors p = model->compute_params;
     ActivationTensors a = model->acts;
     size_t BTC = (size_t)B * T * C;
     encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C);
@@ -743,7 +757,7 @@ void gpt2_backward(GPT2* model, float loss_scale) {
     int C = model->config.channels, NH = model->config.num_heads, L = model->config.num_layers;
     int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
     memset(model->grads_acts_memory, 0, model->num_activations * sizeof(float));
-    ParameterTensors p = model->params, g = model->grads;
+    ParameterTensors p = model->compute_params, g = model->grads;
     ActivationTensors a = model->acts, d = model->grads_acts;
     size_t BTC = (size_t)B * T * C;
     float dloss = loss_scale / (float)(B * T);  // d(mean loss)/d(loss_bt)
