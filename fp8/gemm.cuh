@@ -13,14 +13,23 @@ For FP8 the operands' scale_inv device pointers go to cuBLASLt as the A and B sc
 inside the GEMM and nothing is dequantized. Fast accumulation (FP8 partial sums kept at lower precision) is for
 fprop only, as in Transformer Engine: gradients accumulate over the whole batch and need the full fp32 path.
 
-The algorithm cuBLASLt's heuristic picks is cached per problem (shape, types, flags), so a training step asks the
-heuristic only on its first pass. 32 MiB workspace, the size cuBLASLt's Hopper kernels ask for.
+Plans: the first call of a problem builds its descriptors (the matmul descriptor with its transposes, fast
+accumulation and epilogue; the three matrix layouts) and asks the heuristic for an algorithm, once; later calls reuse
+all of it and only set the pointers that change (scale_inv, bias). The key is the problem (shape, types, flags) AND
+the alignment of every pointer: cuBLASLt's heuristic assumes 256-byte-aligned A, B, C, D unless told otherwise, and
+an algorithm picked for a 256-byte-aligned layer-0 pointer may not run on a later layer's pointer at 16 bytes, so
+each pointer's alignment (up to 256) goes into the preferences (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES) and into
+the key. cuBLASLt has no such preference for the bias; its alignment is in the key all the same, so a plan is never
+replayed on a bias less aligned than the one it was found for. FP8 operands must be 16-byte aligned (checked, one
+line). When no algorithm fits, the error names the shapes, types, transposes, alignments and epilogue.
+32 MiB workspace, the size cuBLASLt's Hopper kernels ask for.
 */
 #ifndef GPTFP8_GEMM_CUH
 #define GPTFP8_GEMM_CUH
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,15 +37,19 @@ heuristic only on its first pass. 32 MiB workspace, the size cuBLASLt's Hopper k
 
 #define GEMM_WORKSPACE_BYTES (32u << 20)
 #define GEMM_MAX_PLANS 256
+#define GEMM_FP8_ALIGNMENT 16  // bytes: what cuBLASLt's FP8 kernels require of A and B
 
 typedef struct {
-    int rows, out_cols, k;
-    cudaDataType_t weight_type, inp_type, out_type;
+    int m, n, k;  // cuBLASLt's column-major terms: D (m, n) = op(A) (m, k) @ op(B) (k, n)
+    cudaDataType_t a_type, b_type, out_type;
     int has_bias, accumulate, fast_accum, trans_a, trans_b;
+    uint32_t a_align, b_align, out_align, bias_align;  // bytes, powers of two up to 256 (bias: 0 without one)
 } GemmKey;
 
 typedef struct {
     GemmKey key;
+    cublasLtMatmulDesc_t desc;  // transposes, fast accumulation, epilogue set once; scale and bias pointers per call
+    cublasLtMatrixLayout_t a_layout, b_layout, d_layout;
     cublasLtMatmulAlgo_t algo;
 } GemmPlan;
 
@@ -53,115 +66,210 @@ static inline void gemm_context_init(GemmContext* ctx) {
     cudaCheck(cudaMalloc(&ctx->workspace, GEMM_WORKSPACE_BYTES));
 }
 
+static inline void gemm_plan_destroy(GemmPlan* plan) {
+    cublasCheck(cublasLtMatrixLayoutDestroy(plan->a_layout));
+    cublasCheck(cublasLtMatrixLayoutDestroy(plan->b_layout));
+    cublasCheck(cublasLtMatrixLayoutDestroy(plan->d_layout));
+    cublasCheck(cublasLtMatmulDescDestroy(plan->desc));
+}
+
 static inline void gemm_context_free(GemmContext* ctx) {
+    for (int i = 0; i < ctx->num_plans; i++) { gemm_plan_destroy(&ctx->plans[i]); }
+    ctx->num_plans = 0;
     cublasCheck(cublasLtDestroy(ctx->handle));
     cudaCheck(cudaFree(ctx->workspace));
 }
 
 static inline int gemm_type_is_fp8(cudaDataType_t t) { return t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2; }
 
+static inline const char* gemm_type_name(cudaDataType_t t) {
+    switch (t) {
+        case CUDA_R_8F_E4M3: return "e4m3";
+        case CUDA_R_8F_E5M2: return "e5m2";
+        case CUDA_R_16BF: return "bf16";
+        case CUDA_R_16F: return "fp16";
+        case CUDA_R_32F: return "fp32";
+        default: return "other";
+    }
+}
+
+// The alignment of a device pointer in bytes: the largest power of two dividing its address, at most 256 (what
+// cuBLASLt assumes by default); 256 for NULL.
+static inline uint32_t gemm_pointer_alignment(const void* p) {
+    uintptr_t address = (uintptr_t)p;
+    if (address == 0) { return 256; }
+    uintptr_t lowest_bit = address & (~address + 1);
+    return lowest_bit >= 256 ? 256u : (uint32_t)lowest_bit;
+}
+
+// One line describing a GEMM problem, for error messages: the shapes in both terms, types, transposes, alignments,
+// epilogue and flags.
+static inline void gemm_describe(char* out, size_t len, const GemmKey* key) {
+    snprintf(out, len,
+             "D (%d x %d, %s, align %u) = op(A) @ op(B), k %d [row-major: out (%d, %d)]; A %s %s (align %u), "
+             "B %s %s (align %u); epilogue %s (bias align %u); %s; fast accumulation %s",
+             key->m, key->n, gemm_type_name(key->out_type), key->out_align, key->k, key->n, key->m,
+             gemm_type_name(key->a_type), key->trans_a ? "transposed" : "not transposed", key->a_align,
+             gemm_type_name(key->b_type), key->trans_b ? "transposed" : "not transposed", key->b_align,
+             key->has_bias ? "bias (bf16)" : "none", key->bias_align, key->accumulate ? "D += (beta 1)" : "D = (beta 0)",
+             key->fast_accum ? "on" : "off");
+}
+
+// The plan key of a call (see the top): the problem and the alignment of each pointer.
+static inline GemmKey gemm_key(const void* out, cudaDataType_t out_type, const void* a, cudaDataType_t a_type, int trans_a,
+                               const void* b, cudaDataType_t b_type, int trans_b, const void* bias, int m, int n, int k,
+                               int accumulate, int fast_accum) {
+    GemmKey key;
+    memset(&key, 0, sizeof(key));  // the key is compared with memcmp: no stray padding bytes
+    key.m = m;
+    key.n = n;
+    key.k = k;
+    key.a_type = a_type;
+    key.b_type = b_type;
+    key.out_type = out_type;
+    key.has_bias = bias != NULL;
+    key.accumulate = accumulate != 0;
+    key.fast_accum = (gemm_type_is_fp8(a_type) || gemm_type_is_fp8(b_type)) && fast_accum;
+    key.trans_a = trans_a != 0;
+    key.trans_b = trans_b != 0;
+    key.a_align = gemm_pointer_alignment(a);
+    key.b_align = gemm_pointer_alignment(b);
+    key.out_align = gemm_pointer_alignment(out);
+    key.bias_align = bias ? gemm_pointer_alignment(bias) : 0;
+    return key;
+}
+
+// What cuBLASLt's FP8 GEMMs require on Hopper and the trainer could get wrong: the TN layout, dimensions that are
+// multiples of 16, 16-byte-aligned operands. Returns 0, or -1 with one line (what is wrong: the problem) in err.
+static inline int gemm_problem_check(const GemmKey* key, char* err, size_t errlen) {
+    if (!gemm_type_is_fp8(key->a_type) && !gemm_type_is_fp8(key->b_type)) { return 0; }
+    const char* wrong = NULL;
+    if (!key->trans_a || key->trans_b) {
+        wrong = "Hopper FP8 GEMMs take only the TN layout (A transposed, B not)";
+    } else if (key->k % 16 != 0 || key->m % 16 != 0 || key->n % 16 != 0) {
+        wrong = "FP8 GEMMs need m, n and k to be multiples of 16";
+    } else if (key->a_align < GEMM_FP8_ALIGNMENT || key->b_align < GEMM_FP8_ALIGNMENT) {
+        wrong = "FP8 operands must be 16-byte aligned";
+    }
+    if (!wrong) { return 0; }
+    char problem[512];
+    gemm_describe(problem, sizeof(problem), key);
+    snprintf(err, errlen, "%s: %s", wrong, problem);
+    return -1;
+}
+
+// Builds a plan's descriptors for `key` and asks the heuristic for its algorithm; exits with the problem described
+// when cuBLASLt has none.
+static inline void gemm_plan_build(GemmContext* ctx, GemmPlan* plan, const GemmKey* key) {
+    memset(plan, 0, sizeof(*plan));
+    plan->key = *key;
+    cublasCheck(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t op_a = key->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = key->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
+    cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
+    if (gemm_type_is_fp8(key->a_type) || gemm_type_is_fp8(key->b_type)) {
+        int8_t fast = key->fast_accum ? 1 : 0;
+        cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+    }
+    if (key->has_bias) {
+        cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+        cudaDataType_t bias_type = CUDA_R_16BF;
+        cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+        cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                   sizeof(bias_type)));
+    }
+    // A is stored (k, m) when transposed, else (m, k); B (n, k) when transposed, else (k, n); D (m, n)
+    if (key->trans_a) {
+        cublasCheck(cublasLtMatrixLayoutCreate(&plan->a_layout, key->a_type, key->k, key->m, key->k));
+    } else {
+        cublasCheck(cublasLtMatrixLayoutCreate(&plan->a_layout, key->a_type, key->m, key->k, key->m));
+    }
+    if (key->trans_b) {
+        cublasCheck(cublasLtMatrixLayoutCreate(&plan->b_layout, key->b_type, key->n, key->k, key->n));
+    } else {
+        cublasCheck(cublasLtMatrixLayoutCreate(&plan->b_layout, key->b_type, key->k, key->n, key->k));
+    }
+    cublasCheck(cublasLtMatrixLayoutCreate(&plan->d_layout, key->out_type, key->m, key->n, key->m));
+
+    cublasLtMatmulPreference_t preference;
+    cublasCheck(cublasLtMatmulPreferenceCreate(&preference));
+    size_t workspace = GEMM_WORKSPACE_BYTES;
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                                     sizeof(workspace)));
+    const struct { cublasLtMatmulPreferenceAttributes_t attribute; uint32_t bytes; } alignments[4] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key->a_align},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key->b_align},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key->out_align},  // C is D (beta reads the output in place)
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key->out_align}};
+    for (int i = 0; i < 4; i++) {
+        cublasCheck(cublasLtMatmulPreferenceSetAttribute(preference, alignments[i].attribute, &alignments[i].bytes,
+                                                         sizeof(alignments[i].bytes)));
+    }
+    cublasLtMatmulHeuristicResult_t heuristic;
+    int found = 0;
+    // no algorithm is answered with CUBLAS_STATUS_NOT_SUPPORTED (or 0 results): both are reported with the problem
+    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(ctx->handle, plan->desc, plan->a_layout, plan->b_layout,
+                                                           plan->d_layout, plan->d_layout, preference, 1, &heuristic,
+                                                           &found);
+    cublasCheck(cublasLtMatmulPreferenceDestroy(preference));
+    if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+        char problem[512];
+        gemm_describe(problem, sizeof(problem), key);
+        fprintf(stderr, "error: cuBLASLt has no algorithm for %s (heuristic: %s)\n", problem,
+                status != CUBLAS_STATUS_SUCCESS ? cublasGetStatusName(status) : "0 results");
+        exit(1);
+    }
+    plan->algo = heuristic.algo;
+}
+
 // The general form, in cuBLASLt's column-major terms: D (m, n) = op(A) (m, k) @ op(B) (k, n) (+ bias (m)) (+ D).
 // A is stored (k, m) when trans_a, else (m, k); B is stored (n, k) when trans_b, else (k, n) (column-major, so a
-// row-major (r, c) array is a column-major (c, r) one). FP8 operands need trans_a = 1, trans_b = 0 on Hopper and
-// their scale_inv device pointers; bias is bf16 or NULL.
+// row-major (r, c) array is a column-major (c, r) one). FP8 operands need trans_a = 1, trans_b = 0 on Hopper, 16-byte
+// alignment and their scale_inv device pointers; bias is bf16 or NULL.
 static inline void gemm_lt(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* a, cudaDataType_t a_type,
                            const float* a_scale_inv, int trans_a, const void* b, cudaDataType_t b_type,
                            const float* b_scale_inv, int trans_b, const void* bias, int m, int n, int k, int accumulate,
                            int fast_accum, cudaStream_t stream) {
-    const void* weight = a;
-    const void* inp = b;
-    cudaDataType_t weight_type = a_type, inp_type = b_type;
-    const float* weight_scale_inv = a_scale_inv;
-    const float* inp_scale_inv = b_scale_inv;
-    int out_cols = m, rows = n;
-    int fp8 = gemm_type_is_fp8(weight_type) || gemm_type_is_fp8(inp_type);
-    if (fp8 && (!trans_a || trans_b)) {
-        fprintf(stderr, "error: Hopper FP8 GEMMs take only the TN layout (trans_a %d, trans_b %d)\n", trans_a, trans_b);
+    int fp8 = gemm_type_is_fp8(a_type) || gemm_type_is_fp8(b_type);
+    GemmKey key = gemm_key(out, out_type, a, a_type, trans_a, b, b_type, trans_b, bias, m, n, k, accumulate, fast_accum);
+    char problem[640];
+    if (gemm_problem_check(&key, problem, sizeof(problem))) {
+        fprintf(stderr, "error: %s\n", problem);
         exit(1);
     }
-    if (fp8 && (k % 16 != 0 || out_cols % 16 != 0 || rows % 16 != 0)) {
-        fprintf(stderr, "error: FP8 GEMM needs dimensions that are multiples of 16 (rows %d, out_cols %d, k %d)\n", rows,
-                out_cols, k);
-        exit(1);
-    }
-    cublasLtMatmulDesc_t desc;
-    cublasCheck(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
-    cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
-    if (fp8) {
-        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &weight_scale_inv,
-                                                   sizeof(weight_scale_inv)));
-        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &inp_scale_inv,
-                                                   sizeof(inp_scale_inv)));
-        int8_t fast = fast_accum ? 1 : 0;
-        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
-    }
-    if (bias) {
-        cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-        cudaDataType_t bias_type = CUDA_R_16BF;
-        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
-        cublasCheck(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-    }
-    cublasLtMatrixLayout_t a_layout, b_layout, d_layout;
-    if (trans_a) {
-        cublasCheck(cublasLtMatrixLayoutCreate(&a_layout, weight_type, k, out_cols, k));
-    } else {
-        cublasCheck(cublasLtMatrixLayoutCreate(&a_layout, weight_type, out_cols, k, out_cols));
-    }
-    if (trans_b) {
-        cublasCheck(cublasLtMatrixLayoutCreate(&b_layout, inp_type, rows, k, rows));
-    } else {
-        cublasCheck(cublasLtMatrixLayoutCreate(&b_layout, inp_type, k, rows, k));
-    }
-    cublasCheck(cublasLtMatrixLayoutCreate(&d_layout, out_type, out_cols, rows, out_cols));
-
-    GemmKey key;
-    memset(&key, 0, sizeof(key));
-    key.rows = rows;
-    key.out_cols = out_cols;
-    key.k = k;
-    key.weight_type = weight_type;
-    key.inp_type = inp_type;
-    key.out_type = out_type;
-    key.has_bias = bias != NULL;
-    key.accumulate = accumulate;
-    key.fast_accum = fp8 && fast_accum;
-    key.trans_a = trans_a;
-    key.trans_b = trans_b;
     GemmPlan* plan = NULL;
     for (int i = 0; i < ctx->num_plans; i++) {
         if (memcmp(&ctx->plans[i].key, &key, sizeof(key)) == 0) { plan = &ctx->plans[i]; break; }
     }
     if (!plan) {
-        cublasLtMatmulPreference_t preference;
-        cublasCheck(cublasLtMatmulPreferenceCreate(&preference));
-        size_t workspace = GEMM_WORKSPACE_BYTES;
-        cublasCheck(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                         &workspace, sizeof(workspace)));
-        cublasLtMatmulHeuristicResult_t heuristic;
-        int found = 0;
-        cublasCheck(cublasLtMatmulAlgoGetHeuristic(ctx->handle, desc, a_layout, b_layout, d_layout, d_layout,
-                                                   preference, 1, &heuristic, &found));
-        cublasCheck(cublasLtMatmulPreferenceDestroy(preference));
-        if (found == 0) {
-            fprintf(stderr, "error: cuBLASLt has no algorithm for rows %d out_cols %d k %d (types %d x %d -> %d)\n",
-                    rows, out_cols, k, (int)weight_type, (int)inp_type, (int)out_type);
-            exit(1);
+        if (ctx->num_plans == GEMM_MAX_PLANS) {  // more problems than a training step has: start over
+            for (int i = 0; i < ctx->num_plans; i++) { gemm_plan_destroy(&ctx->plans[i]); }
+            ctx->num_plans = 0;
         }
-        if (ctx->num_plans == GEMM_MAX_PLANS) { ctx->num_plans = 0; }  // more shapes than expected: start over
-        plan = &ctx->plans[ctx->num_plans++];
-        plan->key = key;
-        plan->algo = heuristic.algo;
+        plan = &ctx->plans[ctx->num_plans];
+        gemm_plan_build(ctx, plan, &key);
+        ctx->num_plans++;
+    }
+    // the pointers that change from call to call; cuBLASLt reads the descriptor when the call is made
+    if (fp8) {
+        cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale_inv,
+                                                   sizeof(a_scale_inv)));
+        cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale_inv,
+                                                   sizeof(b_scale_inv)));
+    }
+    if (bias) {
+        cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
     }
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-    cublasCheck(cublasLtMatmul(ctx->handle, desc, &alpha, weight, a_layout, inp, b_layout, &beta, out, d_layout, out,
-                               d_layout, &plan->algo, ctx->workspace, GEMM_WORKSPACE_BYTES, stream));
-    cublasCheck(cublasLtMatrixLayoutDestroy(a_layout));
-    cublasCheck(cublasLtMatrixLayoutDestroy(b_layout));
-    cublasCheck(cublasLtMatrixLayoutDestroy(d_layout));
-    cublasCheck(cublasLtMatmulDescDestroy(desc));
+    cublasStatus_t status = cublasLtMatmul(ctx->handle, plan->desc, &alpha, a, plan->a_layout, b, plan->b_layout, &beta,
+                                           out, plan->d_layout, out, plan->d_layout, &plan->algo, ctx->workspace,
+                                           GEMM_WORKSPACE_BYTES, stream);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+        gemm_describe(problem, sizeof(problem), &key);
+        fprintf(stderr, "error: cuBLASLt matmul failed: %s (%s) for %s\n", cublasGetStatusName(status),
+                cublasGetStatusString(status), problem);
+        exit(1);
+    }
 }
 
 // The trainers' row-major form: out (rows, out_cols) = inp (rows, k) @ weight (out_cols, k)^T (+ bias) (+ out), the

@@ -1,7 +1,28 @@
 /*
-dev/cuda/fp8_gemm.cu — the cuBLASLt GEMMs of fp8/gemm.cuh on their own: the three FP8 GEMMs of a linear layer
-(fprop E4M3 x E4M3 with fast accumulation, dgrad and wgrad E4M3 x E5M2, wgrad accumulating into fp32) against a CPU
-double-precision product of the dequantized operands, then TFLOP/s of BF16 and FP8 at the d12 shapes (B*T = 64*1024).
+dev/cuda/fp8_gemm.cu — the cuBLASLt GEMMs of fp8/gemm.cuh on their own, every form the trainer issues, against a CPU
+product in double of the very operands the GPU gets (FP8 bytes dequantized, bf16 values widened):
+  FP8 (TN, scale_inv pointers):  fprop E4M3 x E4M3 with fast accumulation and the bf16 bias epilogue, at a small k and
+                                 at the fc projection's k = 3072; dgrad E4M3 x E5M2; wgrad E4M3 x E5M2 accumulating
+                                 into fp32
+  BF16:                          fprop TN with the bias epilogue; dgrad NN (dX = dY @ W); wgrad NT (dW += dY^T @ X)
+                                 accumulating into fp32
+  plans:                         the same problem at 256-byte-aligned and at 16-byte-aligned pointers gets two plans
+                                 (the alignment is part of the key), and both are right
+then TFLOP/s of BF16 and FP8 at the d12 shapes (B*T = 64*1024).
+
+Tolerance, per output element, from sum |a_i * b_i| (the magnitude the sum passes through, not the result, which
+cancellation can make small):
+  FP8: Hopper's FP8 tensor cores add the k products of one instruction (k = 32 for 8-bit types) exactly, then align
+  the sum to the accumulator, which keeps about 14 bits (truncating, so up to 2^-13 of the partial sum per
+  instruction). Without fast accumulation cuBLASLt promotes the partial sum into fp32 every few instructions (4 or
+  fewer, i.e. k = 128), so at most 4 such errors sit in a partial sum before it becomes exact fp32: error <= 4 * 2^-13 *
+  sum|a*b| = 2^-11 * sum|a*b|. With fast accumulation (fprop) the partial sum is never promoted: one error per
+  instruction, k / 32 of them, error <= max(4, k / 32) * 2^-13 * sum|a*b|. These bounds are loose (errors of random
+  sign mostly cancel); a correct GEMM stays well inside them and a wrong layout or scale misses by orders of
+  magnitude.
+  BF16: products of two bf16 values are exact in fp32 and the accumulation is fp32: k * 2^-24 * sum|a*b|.
+  Output: a bf16 result is rounded once more (half an ulp: 2^-9 |result|; we allow 2^-8), an fp32 accumulation
+  (D += ...) adds one fp32 rounding of |D|.
 
 Build: make dev/cuda/fp8_gemm     Run: ./dev/cuda/fp8_gemm    (prints one line and exits 1 without a GPU)
 */
@@ -16,85 +37,133 @@ Build: make dev/cuda/fp8_gemm     Run: ./dev/cuda/fp8_gemm    (prints one line a
 
 static int failures = 0, checks = 0;
 
-static cudaDataType_t cuda_type(Fp8Format f) { return f == FP8_E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
-
-// rows x k FP8 bytes of random values quantized with `scale`
-static uint8_t* random_fp8(size_t n, Fp8Format f, float scale, Rng* rng) {
-    float* x = (float*)malloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) { x[i] = (rng_uniform(rng) * 2.0f - 1.0f) * 3.0f; }
-    uint8_t* q = (uint8_t*)malloc(n);
-    float amax = 0.0f;
-    fp8_quantize(q, x, n, f, scale, &amax, NULL);
-    free(x);
-    return q;
+static void report(int ok, const char* what) {
+    checks++;
+    failures += !ok;
+    printf("%s %s\n", ok ? "PASS" : "FAIL", what);
 }
 
-static void* to_device(const void* host, size_t bytes) {
-    void* d;
-    cudaCheck(cudaMalloc(&d, bytes));
-    cudaCheck(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
-    return d;
+
+static size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : t == CUDA_R_16BF ? 2 : 1; }
+
+// element i of a host array of type t, as a float
+static float element(const void* x, cudaDataType_t t, size_t i) {
+    switch (t) {
+        case CUDA_R_8F_E4M3: return fp8_to_float(((const uint8_t*)x)[i], FP8_E4M3);
+        case CUDA_R_8F_E5M2: return fp8_to_float(((const uint8_t*)x)[i], FP8_E5M2);
+        case CUDA_R_16BF: return bf16_to_float(((const uint16_t*)x)[i]);
+        default: return ((const float*)x)[i];
+    }
 }
 
-// out (rows, out_cols) = inp (rows, k) @ weight (out_cols, k)^T on FP8 operands; compares with the CPU.
-static void check_gemm(const char* name, int rows, int out_cols, int k, Fp8Format wf, Fp8Format xf, int fast_accum,
-                       int fp32_accumulate, GemmContext* ctx, Rng* rng) {
-    float w_scale = 64.0f, x_scale = wf == xf ? 32.0f : 4096.0f;
-    uint8_t* w = random_fp8((size_t)out_cols * k, wf, w_scale, rng);
-    uint8_t* x = random_fp8((size_t)rows * k, xf, x_scale, rng);
-    float w_scale_inv = 1.0f / w_scale, x_scale_inv = 1.0f / x_scale;
-    size_t n_out = (size_t)rows * out_cols;
-    double* want = (double*)calloc(n_out, sizeof(double));
-    for (int r = 0; r < rows; r++) {
-        for (int o = 0; o < out_cols; o++) {
-            double acc = 0.0;
-            for (int i = 0; i < k; i++) {
-                acc += (double)fp8_to_float(x[(size_t)r * k + i], xf) * fp8_to_float(w[(size_t)o * k + i], wf);
-            }
-            want[(size_t)r * out_cols + o] = acc * w_scale_inv * x_scale_inv + (fp32_accumulate ? 0.5 : 0.0);
+// n random values in [-amplitude, amplitude) stored as type t (FP8: quantized with `scale`, as a cast would)
+static void* random_operand(size_t n, cudaDataType_t t, float amplitude, float scale, Rng* rng) {
+    void* out = malloc(n * type_bytes(t));
+    for (size_t i = 0; i < n; i++) {
+        float v = (rng_uniform(rng) * 2.0f - 1.0f) * amplitude;
+        if (t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2) {
+            ((uint8_t*)out)[i] = fp8_from_float(v * scale, t == CUDA_R_8F_E4M3 ? FP8_E4M3 : FP8_E5M2);
+        } else if (t == CUDA_R_16BF) {
+            ((uint16_t*)out)[i] = bf16_from_float(v);
+        } else {
+            ((float*)out)[i] = v;
         }
     }
-    void* d_w = to_device(w, (size_t)out_cols * k);
-    void* d_x = to_device(x, (size_t)rows * k);
-    float* d_w_si = (float*)to_device(&w_scale_inv, 4);
-    float* d_x_si = (float*)to_device(&x_scale_inv, 4);
-    void* d_out;
-    size_t out_bytes = n_out * (fp32_accumulate ? 4 : 2);
-    cudaCheck(cudaMalloc(&d_out, out_bytes));
-    if (fp32_accumulate) {  // start from 0.5 everywhere to see the accumulation
-        float* half = (float*)malloc(out_bytes);
-        for (size_t i = 0; i < n_out; i++) { half[i] = 0.5f; }
-        cudaCheck(cudaMemcpy(d_out, half, out_bytes, cudaMemcpyHostToDevice));
-        free(half);
+    return out;
+}
+
+static void* to_device(const void* host, size_t bytes, size_t offset) {
+    char* d;
+    cudaCheck(cudaMalloc(&d, bytes + offset));
+    cudaCheck(cudaMemcpy(d + offset, host, bytes, cudaMemcpyHostToDevice));
+    return d + offset;
+}
+
+typedef struct {
+    const char* name;
+    cudaDataType_t a_type, b_type, out_type;
+    int trans_a, trans_b;
+    int m, n, k;  // cuBLASLt's column-major terms (see gemm_lt)
+    int bias, accumulate, fast_accum;
+} GemmCase;
+
+// One call of gemm_lt against the CPU. offset: bytes added to every device pointer (0: cudaMalloc's 256-byte
+// alignment; 16: what a later layer's slice of a buffer may have).
+static void check_case(const GemmCase* c, size_t offset, GemmContext* ctx, Rng* rng) {
+    int fp8 = gemm_type_is_fp8(c->a_type);
+    float a_scale = 64.0f, b_scale = c->b_type == CUDA_R_8F_E5M2 ? 4096.0f : 32.0f;
+    float a_scale_inv = fp8 ? 1.0f / a_scale : 1.0f, b_scale_inv = fp8 ? 1.0f / b_scale : 1.0f;
+    size_t n_a = (size_t)c->m * c->k, n_b = (size_t)c->k * c->n, n_out = (size_t)c->m * c->n;
+    void* a = random_operand(n_a, c->a_type, 3.0f, a_scale, rng);
+    void* b = random_operand(n_b, c->b_type, c->b_type == CUDA_R_8F_E5M2 ? 0.01f : 3.0f, b_scale, rng);
+    void* bias = c->bias ? random_operand((size_t)c->m, CUDA_R_16BF, 1.0f, 1.0f, rng) : NULL;
+    void* out0 = random_operand(n_out, c->out_type, 2.0f, 1.0f, rng);  // D before the call (read if accumulate)
+    // the reference, in cuBLASLt's terms: D (m, n) = op(A) (m, k) @ op(B) (k, n) [+ bias (m)] [+ D]
+    double* want = (double*)malloc(n_out * sizeof(double));
+    double* magnitude = (double*)malloc(n_out * sizeof(double));  // sum |a * b| per element
+    for (int col = 0; col < c->n; col++) {
+        for (int row = 0; row < c->m; row++) {
+            double acc = 0.0, mag = 0.0;
+            for (int i = 0; i < c->k; i++) {
+                size_t ai = c->trans_a ? (size_t)row * c->k + i : (size_t)i * c->m + row;  // A (k, m) or (m, k)
+                size_t bi = c->trans_b ? (size_t)i * c->n + col : (size_t)col * c->k + i;  // B (n, k) or (k, n)
+                double p = (double)element(a, c->a_type, ai) * element(b, c->b_type, bi);
+                acc += p;
+                mag += fabs(p);
+            }
+            double s = (double)a_scale_inv * b_scale_inv;
+            size_t d = (size_t)col * c->m + row;
+            want[d] = acc * s + (c->bias ? element(bias, CUDA_R_16BF, (size_t)row) : 0.0) +
+                      (c->accumulate ? element(out0, c->out_type, d) : 0.0);
+            magnitude[d] = mag * s;
+        }
     }
-    gemm_tn(ctx, d_out, fp32_accumulate ? CUDA_R_32F : CUDA_R_16BF, d_w, cuda_type(wf), d_w_si, d_x, cuda_type(xf), d_x_si,
-            NULL, rows, out_cols, k, fp32_accumulate, fast_accum, 0);
+    size_t out_bytes = n_out * type_bytes(c->out_type);
+    void* d_a = to_device(a, n_a * type_bytes(c->a_type), offset);
+    void* d_b = to_device(b, n_b * type_bytes(c->b_type), offset);
+    void* d_bias = c->bias ? to_device(bias, (size_t)c->m * 2, offset) : NULL;
+    void* d_out = to_device(out0, out_bytes, offset);
+    float* d_a_si = (float*)to_device(&a_scale_inv, 4, 0);
+    float* d_b_si = (float*)to_device(&b_scale_inv, 4, 0);
+    gemm_lt(ctx, d_out, c->out_type, d_a, c->a_type, fp8 ? d_a_si : NULL, c->trans_a, d_b, c->b_type, fp8 ? d_b_si : NULL,
+            c->trans_b, d_bias, c->m, c->n, c->k, c->accumulate, c->fast_accum, 0);
     cudaCheck(cudaDeviceSynchronize());
     void* got = malloc(out_bytes);
     cudaCheck(cudaMemcpy(got, d_out, out_bytes, cudaMemcpyDeviceToHost));
-    double max_err = 0.0, max_ref = 0.0;
-    for (size_t i = 0; i < n_out; i++) {
-        double g = fp32_accumulate ? ((float*)got)[i] : bf16_to_float(((uint16_t*)got)[i]);
-        double e = fabs(g - want[i]);
-        max_err = e > max_err ? e : max_err;
-        max_ref = fabs(want[i]) > max_ref ? fabs(want[i]) : max_ref;
+    double accumulation_bound = fp8 ? (c->fast_accum ? fmax(4.0, c->k / 32.0) : 4.0) * ldexp(1.0, -13)
+                                    : c->k * ldexp(1.0, -24);
+    double worst = 0.0;  // the largest error / tolerance
+    size_t worst_at = 0;
+    for (size_t d = 0; d < n_out; d++) {
+        double g = element(got, c->out_type, d), e = fabs(g - want[d]);
+        double tol = accumulation_bound * magnitude[d] +
+                     (c->out_type == CUDA_R_16BF ? ldexp(fabs(want[d]), -8) : ldexp(fabs(want[d]), -22)) +
+                     (c->accumulate ? ldexp(fabs(element(out0, c->out_type, d)), -22) : 0.0) + 1e-30;
+        if (e / tol > worst || isnan(g)) {
+            worst = isnan(g) ? INFINITY : e / tol;
+            worst_at = d;
+        }
     }
-    // bf16 output: half an ulp (2^-9 relative) of the largest value; fp32 output: accumulation order only
-    double tol = (fp32_accumulate ? 1e-5 : 4e-3) * max_ref;
-    int ok = max_err <= tol;
-    checks++;
-    failures += !ok;
-    printf("%s %s (%d x %d x %d, %s x %s%s): max error %.3g (tolerance %.3g)\n", ok ? "PASS" : "FAIL", name, rows,
-           out_cols, k, fp8_format_name(wf), fp8_format_name(xf), fast_accum ? ", fast accum" : "", max_err, tol);
-    free(w);
-    free(x);
+    char what[320];
+    snprintf(what, sizeof(what), "%s (m %d n %d k %d, %s x %s -> %s, %s%s%s%s, pointers +%zu B): worst error %.3g of "
+             "its tolerance (element %zu: got %.6g, want %.6g)", c->name, c->m, c->n, c->k, gemm_type_name(c->a_type),
+             gemm_type_name(c->b_type), gemm_type_name(c->out_type), c->trans_a ? "T" : "N", c->trans_b ? "T" : "N",
+             c->bias ? ", bias" : "", c->fast_accum && fp8 ? ", fast accum" : "", offset, worst, worst_at,
+             element(got, c->out_type, worst_at), want[worst_at]);
+    report(worst <= 1.0, what);
+    free(a);
+    free(b);
+    free(bias);
+    free(out0);
     free(want);
+    free(magnitude);
     free(got);
-    cudaCheck(cudaFree(d_w));
-    cudaCheck(cudaFree(d_x));
-    cudaCheck(cudaFree(d_w_si));
-    cudaCheck(cudaFree(d_x_si));
-    cudaCheck(cudaFree(d_out));
+    cudaCheck(cudaFree((char*)d_a - offset));
+    cudaCheck(cudaFree((char*)d_b - offset));
+    if (d_bias) { cudaCheck(cudaFree((char*)d_bias - offset)); }
+    cudaCheck(cudaFree((char*)d_out - offset));
+    cudaCheck(cudaFree(d_a_si));
+    cudaCheck(cudaFree(d_b_si));
 }
 
 int main(void) {
@@ -103,9 +172,27 @@ int main(void) {
     gemm_context_init(&ctx);
     Rng rng;
     rng_seed(&rng, 7);
-    check_gemm("fprop", 256, 192, 128, FP8_E4M3, FP8_E4M3, 1, 0, &ctx, &rng);
-    check_gemm("dgrad", 256, 128, 192, FP8_E4M3, FP8_E5M2, 0, 0, &ctx, &rng);
-    check_gemm("wgrad", 192, 128, 256, FP8_E4M3, FP8_E5M2, 0, 1, &ctx, &rng);
+    // the trainer's calls (train_gpt_fp8.cu, linear_forward / linear_backward), in cuBLASLt's terms: out_cols = m,
+    // rows = n; here rows 256, IC 128, OC 192 (and IC 3072 for the fc projection's fprop)
+    const GemmCase cases[] = {
+        {"fp8 fprop", CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF, 1, 0, 192, 256, 128, 1, 0, 1},
+        {"fp8 fprop fcproj k", CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF, 1, 0, 768, 128, 3072, 1, 0, 1},
+        {"fp8 dgrad", CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, CUDA_R_16BF, 1, 0, 128, 256, 192, 0, 0, 0},
+        {"fp8 wgrad", CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, CUDA_R_32F, 1, 0, 128, 192, 256, 0, 1, 0},
+        {"bf16 fprop", CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, 1, 0, 192, 256, 128, 1, 0, 0},
+        {"bf16 dgrad (NN)", CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, 0, 0, 128, 256, 192, 0, 0, 0},
+        {"bf16 wgrad (NT)", CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, 0, 1, 128, 192, 256, 0, 1, 0},
+    };
+    int num_cases = (int)(sizeof(cases) / sizeof(cases[0]));
+    for (int i = 0; i < num_cases; i++) { check_case(&cases[i], 0, &ctx, &rng); }
+    // the same problems at 16-byte-aligned pointers: new plans (alignment is in the key), still right
+    int plans_before = ctx.num_plans;
+    check_case(&cases[0], 16, &ctx, &rng);
+    check_case(&cases[4], 16, &ctx, &rng);
+    char what[160];
+    snprintf(what, sizeof(what), "16-byte-aligned pointers got plans of their own (%d plans before, %d after)",
+             plans_before, ctx.num_plans);
+    report(ctx.num_plans == plans_before + 2, what);
 
     // throughput at the d12 shapes, B*T = 65536
     struct { const char* name; int out_cols, k; } shapes[4] = {{"qkv", 2304, 768}, {"attproj", 768, 768}, {"fc", 3072, 768},
@@ -118,7 +205,7 @@ int main(void) {
     cudaCheck(cudaMemset(d_a, 0x38, (size_t)3072 * 3072 * 2));
     cudaCheck(cudaMemset(d_b, 0x38, (size_t)rows * 3072 * 2));
     float one = 1.0f;
-    float* d_one = (float*)to_device(&one, 4);
+    float* d_one = (float*)to_device(&one, 4, 0);
     cudaEvent_t start, stop;
     cudaCheck(cudaEventCreate(&start));
     cudaCheck(cudaEventCreate(&stop));
