@@ -1,8 +1,10 @@
 /*
 dev/cuda/fp8_quantize.cu — the FP8 cast kernels (fp8/quantize.cuh) on their own: every output byte and the amax
 against the CPU reference (fp8_quantize_bf16 in fp8/meta.h, bit-exact), for E4M3 and E5M2, with scales that make
-values saturate and flush, a NaN case, and the transposed copy; then the achieved bandwidth at the trainer's shapes
-against a measured device-to-device copy (the target is >= 80% of it).
+values saturate and flush, a NaN case, and the transposed copy; the plain cast also at a size whose grid-stride loop
+runs its unrolled trips and its remainder; the launchers' refusal of misaligned pointers and of grids too tall; then
+the achieved bandwidth at the trainer's shapes, each line next to a device-to-device cudaMemcpy of the same bf16
+tensor measured the same way (bytes read + written per second; the target is >= 80% of the copy).
 
 Build: make dev/cuda/fp8_quantize     Run: ./dev/cuda/fp8_quantize    (prints one line and exits 1 without a GPU)
 */
@@ -93,6 +95,73 @@ static void check_shape(int rows, int cols, Fp8Format format, float scale, int w
     cudaCheck(cudaFree(d_amax));
 }
 
+// The plain cast alone on n elements (n a multiple of 8 but not of the grid's stride: the kernel's unrolled trips and
+// its remainder both run), bytes and amax against the CPU.
+static void check_cast_only(size_t n, Fp8Format format, float scale, int sms, Rng* rng) {
+    uint16_t* x = random_bf16(n, rng);
+    uint8_t* want = (uint8_t*)malloc(n);
+    float want_amax = 0.0f;
+    fp8_quantize_bf16(want, x, n, format, scale, &want_amax, NULL);
+    __nv_bfloat16* d_x;
+    uint8_t* d_out;
+    float *d_scale, *d_amax;
+    cudaCheck(cudaMalloc(&d_x, n * 2));
+    cudaCheck(cudaMalloc(&d_out, n));
+    cudaCheck(cudaMalloc(&d_scale, 4));
+    cudaCheck(cudaMalloc(&d_amax, 4));
+    cudaCheck(cudaMemcpy(d_x, x, n * 2, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d_scale, &scale, 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemset(d_amax, 0, 4));
+    cudaCheck(cudaMemset(d_out, 0xAA, n));  // a byte the cast must overwrite everywhere
+    cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, format, sms, 0));
+    uint8_t* got = (uint8_t*)malloc(n);
+    float got_amax;
+    cudaCheck(cudaMemcpy(got, d_out, n, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(&got_amax, d_amax, 4, cudaMemcpyDeviceToHost));
+    size_t stride = (size_t)sms * FP8_CAST_BLOCKS_PER_SM * FP8_CAST_BLOCK_SIZE;
+    char what[160];
+    snprintf(what, sizeof(what), "cast %s, %zu elements (%.2f grid strides of vectors): bytes and amax bit-exact",
+             fp8_format_name(format), n, (double)(n / 8) / (double)stride);
+    report(memcmp(got, want, n) == 0 && fp8_float_bits(got_amax) == fp8_float_bits(want_amax), what);
+    free(x);
+    free(want);
+    free(got);
+    cudaCheck(cudaFree(d_x));
+    cudaCheck(cudaFree(d_out));
+    cudaCheck(cudaFree(d_scale));
+    cudaCheck(cudaFree(d_amax));
+}
+
+// The launchers refuse what their kernels cannot do, with cudaErrorInvalidValue (and one line on stderr each).
+static void check_launch_preconditions(int sms) {
+    __nv_bfloat16* d_x;
+    uint8_t *d_out, *d_out_t;
+    float* d_f;
+    cudaCheck(cudaMalloc(&d_x, 1 << 20));
+    cudaCheck(cudaMalloc(&d_out, 1 << 20));
+    cudaCheck(cudaMalloc(&d_out_t, 1 << 20));
+    cudaCheck(cudaMalloc(&d_f, 16));
+    int refused = 0;
+    refused += fp8_cast_amax(d_out, d_x + 1, 1024, d_f, d_f + 1, FP8_E4M3, sms, 0) == cudaErrorInvalidValue;
+    refused += fp8_cast_amax(d_out + 4, d_x, 1024, d_f, d_f + 1, FP8_E4M3, sms, 0) == cudaErrorInvalidValue;
+    refused += fp8_cast_amax(d_out, d_x, 1020, d_f, d_f + 1, FP8_E4M3, sms, 0) == cudaErrorInvalidValue;
+    refused += fp8_cast_transpose_amax(d_out, d_out_t, d_x + 4, 64, 64, d_f, d_f + 1, FP8_E4M3, 0) == cudaErrorInvalidValue;
+    refused += fp8_cast_transpose_amax(d_out, d_out_t + 2, d_x, 64, 64, d_f, d_f + 1, FP8_E4M3, 0) == cudaErrorInvalidValue;
+    refused += fp8_cast_transpose_amax(d_out, d_out_t, d_x, 96, 64, d_f, d_f + 1, FP8_E4M3, 0) == cudaErrorInvalidValue;
+    // gridDim.y: 65536 tile rows is one too many (refused before any memory is touched)
+    refused += fp8_cast_transpose_amax(d_out, d_out_t, d_x, 65536 * FP8_TRANSPOSE_TILE, 64, d_f, d_f + 1, FP8_E4M3, 0) ==
+               cudaErrorInvalidValue;
+    cudaCheck(cudaGetLastError());  // nothing was launched, so nothing is pending
+    char what[120];
+    snprintf(what, sizeof(what), "launchers refuse misaligned pointers, sizes off the tile and too many tile rows (%d of 7)",
+             refused);
+    report(refused == 7, what);
+    cudaCheck(cudaFree(d_x));
+    cudaCheck(cudaFree(d_out));
+    cudaCheck(cudaFree(d_out_t));
+    cudaCheck(cudaFree(d_f));
+}
+
 static float time_ms(cudaEvent_t start, cudaEvent_t stop) {
     float ms;
     cudaCheck(cudaEventSynchronize(stop));
@@ -108,6 +177,9 @@ int main(void) {
     check_shape(256, 768, FP8_E5M2, 57344.0f / 8.0f, 0, &rng);
     check_shape(192, 3072, FP8_E4M3, 1.0f, 0, &rng);
     check_shape(128, 64, FP8_E5M2, 4096.0f, 1, &rng);
+    check_cast_only((size_t)8 * (3 * (size_t)sms * FP8_CAST_BLOCKS_PER_SM * FP8_CAST_BLOCK_SIZE + 1237), FP8_E4M3, 64.0f,
+                    sms, &rng);
+    check_launch_preconditions(sms);
 
     // bandwidth at B*T = 64*1024 rows and C = 768 columns (the ln1 / atty / ln2 casts of d12), and 4C for the GELU
     cudaEvent_t start, stop;
@@ -126,10 +198,17 @@ int main(void) {
         cudaCheck(cudaMalloc(&d_copy, n * 2));
         cudaCheck(cudaMalloc(&d_scale, 4));
         cudaCheck(cudaMalloc(&d_amax, 4));
-        cudaCheck(cudaMemset(d_x, 0x3F, n * 2));
-        float one = 1.0f;
-        cudaCheck(cudaMemcpy(d_scale, &one, 4, cudaMemcpyHostToDevice));
+        uint16_t* x = random_bf16(n, &rng);  // real values: the converts do the work they do in training
+        cudaCheck(cudaMemcpy(d_x, x, n * 2, cudaMemcpyHostToDevice));
+        free(x);
+        float scale = 64.0f;
+        cudaCheck(cudaMemcpy(d_scale, &scale, 4, cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemset(d_amax, 0, 4));
         const int reps = 20;
+        // one untimed run of each first (module load, clocks up)
+        cudaCheck(cudaMemcpyAsync(d_copy, d_x, n * 2, cudaMemcpyDeviceToDevice));
+        cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, FP8_E4M3, sms, 0));
+        cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, FP8_E4M3, 0));
         cudaCheck(cudaEventRecord(start));
         for (int r = 0; r < reps; r++) { cudaCheck(cudaMemcpyAsync(d_copy, d_x, n * 2, cudaMemcpyDeviceToDevice)); }
         cudaCheck(cudaEventRecord(stop));
