@@ -1,10 +1,20 @@
 /*
 fp8/update.cuh — the end-of-step delayed-scaling update on the GPU: ONE kernel launch updates every slot of every
-module, forward and backward together, with exactly the rule of fp8/meta.h (it calls the same fp8_update_slot).
+module, forward and backward together, with the rule of fp8/meta.h (fp8_update_slot), bit for bit.
 
-One thread per slot (column of the (amax_history_len, S) history matrix). A thread walks its column row by row; at
-every row the threads of a warp read 32 neighbouring floats, so the walk is coalesced. The histories and scales never
-leave the GPU; the host only passes the recipe's numbers.
+Layout of the work: a block owns FP8_UPDATE_SLOTS_PER_BLOCK neighbouring slots (columns of the (amax_history_len, S)
+history matrix; threadIdx.x, so a warp reads 32 neighbouring floats of a row, coalesced) and ALL their rows, split
+over FP8_UPDATE_ROW_THREADS threads (threadIdx.y). The history roll ("row r takes row r + 1") is done in passes going
+up the rows: in a pass every thread loads FP8_UPDATE_ROWS_PER_THREAD rows of its column (independent loads, all in
+flight at once), the block synchronizes, then every thread stores them one row lower. A pass reads the first row of
+the next pass's range before that pass overwrites it, and the synchronizations order the passes, so the in-place
+shift is race-free; with the block owning whole columns no other block touches them. History 1024 is 4 passes, each
+one memory round trip, where one thread per slot walking its column would be a chain of ~1024 dependent
+load/store pairs. The window amax is the max of the values the passes load (rows 1..len-1) and row 0, reduced over
+the block's rows in shared memory: a max over a set, so in any order the same bits as the CPU's serial merge (the
+merge is fp8_amax_merge, a max of bit patterns). The skip rule, the scale formula and the merge are meta.h's own
+functions; dev/cuda/fp8_update checks the whole kernel bit for bit against fp8_meta_update on random histories (0,
+tiny, inf and NaN amaxes), histories 1 to 1024, both algorithms, margins and intervals.
 
 The amax_compute_algo and scaling_factor_compute_algo callbacks are host functions; a recipe with either runs the
 host rule (fp8_meta_update) on a copy instead, see fp8_meta_update_needs_host.
@@ -16,16 +26,60 @@ host rule (fp8_meta_update) on a copy instead, see fp8_meta_update_needs_host.
 
 #include "meta.h"
 
+#define FP8_UPDATE_SLOTS_PER_BLOCK 32
+#define FP8_UPDATE_ROW_THREADS 32
+#define FP8_UPDATE_ROWS_PER_THREAD 8
+
 // amax_history (amax_history_len, num_slots), scale (num_slots), scale_inv (num_slots): fp8/meta.h's buffer on the
 // device. Slots [0, num_forward_slots) use forward_max (E4M3: 448), the rest backward_max (E5M2: 57344).
-__global__ void fp8_update_kernel(float* amax_history, float* scale, float* scale_inv, int num_slots,
-                                  int num_forward_slots, int amax_history_len, float forward_max, float backward_max,
-                                  int margin, int most_recent, int update_scale) {
-    int slot = blockIdx.x * blockDim.x + threadIdx.x;
-    if (slot >= num_slots) { return; }
-    float fp8_max_value = slot < num_forward_slots ? forward_max : backward_max;
-    fp8_update_slot(amax_history + slot, amax_history_len, num_slots, &scale[slot], &scale_inv[slot], fp8_max_value,
-                    margin, most_recent, update_scale);
+// Block (FP8_UPDATE_SLOTS_PER_BLOCK, FP8_UPDATE_ROW_THREADS), one block per FP8_UPDATE_SLOTS_PER_BLOCK slots.
+__global__ void __launch_bounds__(FP8_UPDATE_SLOTS_PER_BLOCK * FP8_UPDATE_ROW_THREADS)
+    fp8_update_kernel(float* amax_history, float* scale, float* scale_inv, int num_slots, int num_forward_slots,
+                      int amax_history_len, float forward_max, float backward_max, int margin, int most_recent,
+                      int update_scale) {
+    __shared__ float column_max[FP8_UPDATE_ROW_THREADS][FP8_UPDATE_SLOTS_PER_BLOCK];
+    const int slot = blockIdx.x * FP8_UPDATE_SLOTS_PER_BLOCK + threadIdx.x, len = amax_history_len;
+    float* column = amax_history + slot;
+    const float newest = slot < num_slots ? column[0] : 0.0f;  // row 0: this step's amax
+    // fp8_update_slot's first rule: a slot whose row 0 is 0 was not used this step (no roll, scale kept)
+    const bool active = slot < num_slots && newest != 0.0f;
+    float thread_max = 0.0f;  // the merge's identity (amaxes are >= 0 or NaN)
+    // roll by -1, rows 0..len-2 take rows 1..len-1: passes up the rows (the pass count is the same for every thread,
+    // so every thread reaches every __syncthreads)
+    const int rows_per_pass = FP8_UPDATE_ROW_THREADS * FP8_UPDATE_ROWS_PER_THREAD;
+    for (int base = 0; base < len - 1; base += rows_per_pass) {
+        float moved[FP8_UPDATE_ROWS_PER_THREAD];
+#pragma unroll
+        for (int i = 0; i < FP8_UPDATE_ROWS_PER_THREAD; i++) {
+            int row = base + i * FP8_UPDATE_ROW_THREADS + threadIdx.y;  // the row written; row + 1 is read
+            moved[i] = active && row < len - 1 ? column[(size_t)(row + 1) * num_slots] : 0.0f;
+            thread_max = fp8_amax_merge(thread_max, moved[i]);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < FP8_UPDATE_ROWS_PER_THREAD; i++) {
+            int row = base + i * FP8_UPDATE_ROW_THREADS + threadIdx.y;
+            if (active && row < len - 1) { column[(size_t)row * num_slots] = moved[i]; }
+        }
+        __syncthreads();
+    }
+    column_max[threadIdx.y][threadIdx.x] = thread_max;
+    __syncthreads();
+    if (threadIdx.y != 0 || !active) { return; }
+    if (update_scale) {  // the window before the roll: row 0 and every older row (or row 0 alone: most_recent)
+        float amax = newest;
+        if (!most_recent) {
+            for (int y = 0; y < FP8_UPDATE_ROW_THREADS; y++) { amax = fp8_amax_merge(amax, column_max[y][threadIdx.x]); }
+        }
+        float fp8_max_value = slot < num_forward_slots ? forward_max : backward_max;
+        float new_scale = fp8_compute_scale(amax, scale[slot], fp8_max_value, margin);
+        scale[slot] = new_scale;
+        scale_inv[slot] = 1.0f / new_scale;
+    }
+    // the end of fp8_history_roll: the finished step's amax becomes the newest row, row 0 opens fresh (len 1: both
+    // are row 0, which ends 0, as on the CPU)
+    column[(size_t)(len - 1) * num_slots] = newest;
+    column[0] = 0.0f;
 }
 
 // Whether this recipe needs the host path (a C callback replaces part of the rule).
@@ -37,13 +91,13 @@ static inline int fp8_meta_update_needs_host(const DelayedScaling* recipe) {
 // num_modules, amax_history_len). `step` is the optimizer step that just finished (for the recipe's interval).
 static inline cudaError_t fp8_meta_update_launch(float* device_memory, const Fp8Meta* meta,
                                                  const DelayedScaling* recipe, int step, cudaStream_t stream) {
-    const int block_size = 256;
     int num_slots = meta->num_slots;
-    int grid = (num_slots + block_size - 1) / block_size;
+    int grid = (num_slots + FP8_UPDATE_SLOTS_PER_BLOCK - 1) / FP8_UPDATE_SLOTS_PER_BLOCK;
+    dim3 block(FP8_UPDATE_SLOTS_PER_BLOCK, FP8_UPDATE_ROW_THREADS);
     float* amax_history = device_memory;
     float* scale = device_memory + (size_t)meta->amax_history_len * num_slots;
     float* scale_inv = scale + num_slots;
-    fp8_update_kernel<<<grid, block_size, 0, stream>>>(
+    fp8_update_kernel<<<grid, block, 0, stream>>>(
         amax_history, scale, scale_inv, num_slots, FP8_FWD_SLOTS * meta->num_modules, meta->amax_history_len,
         fp8_max(meta->forward_format), fp8_max(meta->backward_format), recipe->margin,
         recipe->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT, fp8_is_scale_update_step(step, recipe->interval));

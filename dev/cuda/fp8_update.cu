@@ -1,8 +1,10 @@
 /*
 dev/cuda/fp8_update.cu — the end-of-step delayed-scaling update (fp8/update.cuh) on its own: checks the kernel bit for
 bit against the CPU rule (fp8_meta_update in fp8/meta.h) on random histories with 0, tiny, inf and NaN amaxes, for
-both algorithms, several margins and intervals, then times one launch at the model sizes (d12: 49 modules, d48: 193,
-amax_history_len 1024).
+both algorithms, several margins and intervals, histories of 1 row, a few rows, fewer and more rows than one of the
+kernel's passes covers, and 1024; then times one launch at the model sizes (d12: 49 modules, d48: 193,
+amax_history_len 1024) on histories full of real amaxes, with row 0 refilled before every timed launch (the kernel
+zeroes it, and a slot whose row 0 is 0 is skipped: timing launches after the first would time an empty kernel).
 
 Build: make dev/cuda/fp8_update     Run: ./dev/cuda/fp8_update    (prints one line and exits 1 without a GPU)
 */
@@ -71,9 +73,10 @@ static size_t compare_run(int modules, int history_len, AmaxComputeAlgo algo, in
 
 int main(void) {
     require_cuda_device("fp8_update");
-    int failures = 0;
-    int lens[3] = {1, 16, 1024};
-    for (int li = 0; li < 3; li++) {
+    int failures = 0, checks = 0;
+    enum { NUM_LENS = 6 };
+    int lens[NUM_LENS] = {1, 3, 16, 255, 300, 1024};  // one pass covers 256 rows (32 row threads x 8)
+    for (int li = 0; li < NUM_LENS; li++) {
         for (int algo = 0; algo < 2; algo++) {
             for (int margin = 0; margin < 3; margin += 2) {
                 int interval = 1 + margin;
@@ -81,10 +84,13 @@ int main(void) {
                 printf("%s len %4d %-11s margin %d interval %d: %s\n", bad ? "FAIL" : "PASS", lens[li],
                        amax_compute_algo_name((AmaxComputeAlgo)algo), margin, interval, bad ? "differs from the CPU rule" : "bit-exact");
                 failures += bad != 0;
+                checks++;
             }
         }
     }
-    // timing: one launch for d12 and d48 sized metadata, history 1024
+    // timing: one launch for d12 and d48 sized metadata, history 1024, every row a real amax; before each timed
+    // launch row 0 is refilled (an untimed device copy), so every launch does the whole work: every slot rolls its
+    // 1024 rows and recomputes its scale from them
     int sizes[2] = {49, 193};
     for (int i = 0; i < 2; i++) {
         DelayedScaling recipe;
@@ -92,23 +98,55 @@ int main(void) {
         Fp8Meta meta;
         char err[256];
         if (fp8_meta_init(&meta, sizes[i], &recipe, err, sizeof(err))) { fprintf(stderr, "%s\n", err); return 1; }
-        float* device;
+        Rng rng;
+        rng_seed(&rng, 77 + i);
+        size_t history = (size_t)meta.amax_history_len * meta.num_slots;
+        for (size_t k = 0; k < history; k++) {
+            meta.amax_history[k] = ldexpf(0.5f + rng_uniform(&rng), (int)(rng_next_u64(&rng) % 40) - 20);
+        }
+        float *device, *row0;
         cudaCheck(cudaMalloc(&device, meta.num_floats * sizeof(float)));
-        cudaCheck(cudaMemset(device, 0, meta.num_floats * sizeof(float)));
-        cudaEvent_t start, stop;
-        cudaCheck(cudaEventCreate(&start));
-        cudaCheck(cudaEventCreate(&stop));
-        const int reps = 100;
-        cudaCheck(cudaEventRecord(start));
-        for (int r = 0; r < reps; r++) { cudaCheck(fp8_meta_update_launch(device, &meta, &recipe, r, 0)); }
-        cudaCheck(cudaEventRecord(stop));
-        cudaCheck(cudaEventSynchronize(stop));
-        float ms;
-        cudaCheck(cudaEventElapsedTime(&ms, start, stop));
-        printf("update of %d modules (%d slots, history 1024): %.2f us per launch\n", sizes[i], meta.num_slots, 1000 * ms / reps);
+        cudaCheck(cudaMalloc(&row0, meta.num_slots * sizeof(float)));
+        cudaCheck(cudaMemcpy(device, meta.memory, meta.num_floats * sizeof(float), cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemcpy(row0, meta.amax_history, meta.num_slots * sizeof(float), cudaMemcpyHostToDevice));
+        enum { REPS = 100 };
+        cudaEvent_t start[REPS], stop[REPS];
+        for (int r = 0; r < REPS; r++) {
+            cudaCheck(cudaEventCreate(&start[r]));
+            cudaCheck(cudaEventCreate(&stop[r]));
+        }
+        cudaCheck(fp8_meta_update_launch(device, &meta, &recipe, 0, 0));  // warm-up
+        for (int r = 0; r < REPS; r++) {
+            cudaCheck(cudaMemcpyAsync(device, row0, meta.num_slots * sizeof(float), cudaMemcpyDeviceToDevice, 0));
+            cudaCheck(cudaEventRecord(start[r]));
+            cudaCheck(fp8_meta_update_launch(device, &meta, &recipe, r, 0));
+            cudaCheck(cudaEventRecord(stop[r]));
+        }
+        cudaCheck(cudaDeviceSynchronize());
+        float total_ms = 0.0f;
+        for (int r = 0; r < REPS; r++) {
+            float ms;
+            cudaCheck(cudaEventElapsedTime(&ms, start[r], stop[r]));
+            total_ms += ms;
+            cudaCheck(cudaEventDestroy(start[r]));
+            cudaCheck(cudaEventDestroy(stop[r]));
+        }
+        // the last launch saw a full row 0: after it, row 0 is all zero and the newest row holds what row 0 held
+        float* back = (float*)malloc(meta.num_floats * sizeof(float));
+        cudaCheck(cudaMemcpy(back, device, meta.num_floats * sizeof(float), cudaMemcpyDeviceToHost));
+        int rolled = 1;
+        for (int s = 0; s < meta.num_slots; s++) {
+            rolled &= back[s] == 0.0f && back[history - meta.num_slots + s] == meta.amax_history[s];
+        }
+        checks++;
+        failures += !rolled;
+        printf("%s update of %d modules (%d slots, history %d, every slot active): %.2f us per launch\n",
+               rolled ? "PASS" : "FAIL", sizes[i], meta.num_slots, meta.amax_history_len, 1000 * total_ms / REPS);
+        free(back);
         cudaCheck(cudaFree(device));
+        cudaCheck(cudaFree(row0));
         fp8_meta_free(&meta);
     }
-    printf("fp8_update: %d passed, %d failed\n", 12 - failures, failures);
+    printf("fp8_update: %d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }
