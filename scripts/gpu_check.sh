@@ -1,40 +1,53 @@
 #!/usr/bin/env bash
-# scripts/gpu_check.sh [--append-results] LOGDIR [-- extra trainer flags] — everything a GPU machine should check, in
-# one command that needs nothing but the CUDA toolkit (the Makefile finds cuDNN and NCCL itself):
+# scripts/gpu_check.sh [--only STAGE,...] [--input input.txt] [--append-results] [--dry-run] LOGDIR [-- trainer flags]
+# — everything a GPU machine should check, in stages, in one command that needs nothing but the CUDA toolkit (the
+# Makefile finds cuDNN and NCCL itself) and no network:
 #
-#   gpu            nvidia-smi: GPU name, driver
-#   build          make info; make -j all
-#   fp8_quantize, fp8_update, fp8_gemm, attention_cudnn   the dev/cuda checks (CPU reference vs GPU, then timings;
-#                  attention_cudnn: cuDNN's flash attention against the CPU and the plain attention, built with cuDNN)
-#   quantize_bandwidth                   no run of its own: fp8_quantize's cast bandwidth vs a device-to-device copy
-#   test_gpt_fp8   the CUDA trainer against the CPU reference
-#   data           make data (tinyshakespeare into data/tinyshakespeare/; INPUT=path/input.txt to use a local copy)
-#   train_bf16, train_fp8, plot   d12 on tinyshakespeare, same seed, TRAIN_STEPS steps (as scripts/compare_bf16_fp8.sh
-#                  runs them, at B 8), and the PNG of both curves (LOGDIR/bf16_vs_fp8.png)
-#   bench_<depth>_<precision>     d12, d24, d48 in BF16 and FP8, BENCH_STEPS steps each: mean ms and tok/s of the steps
-#                  after the first 5, MFU and peak memory when the trainer prints them (else n/a)
-#   fit_d48        the trainer's memory estimate (-estimate 1): the largest micro-batch of d48 at T 1024 that fits this
-#                  GPU in BF16 and in FP8; bench_d48_* run the smaller of the two, with gradient accumulation to
-#                  D48_TOTAL_TOKENS (default 32768) tokens per step in both
-#   nccl_plain, nccl_1rank   20 FP8 steps of d12 without and with a 1-rank NCCL communicator: bit-identical logs
-#   nccl_<N>ranks  with N >= 2 GPUs: N ranks (scripts/run_gpt_fp8_1node.sh) at the same global batch as one rank
-#   gemm_shapes    ./dev/cuda/gemm_shapes -e d12: BF16 vs FP8 TFLOP/s of every GEMM of a step
-#   memcheck, racecheck   compute-sanitizer on ./test_gpt_fp8, last: they are the slowest and least predictable, so
-#                  the time budget cuts them rather than the numbers above
+#   build     make info; make -k -j all (every target is tried; the table names the ones that failed). Always runs:
+#             with `build` selected it builds everything, otherwise only the programs the selected stages run
+#   dev       dev/cuda/fp8_quantize (+ quantize_bandwidth: its cast vs a device-to-device copy), fp8_update, fp8_gemm,
+#             attention_cudnn (cuDNN's flash attention against the CPU and the plain attention; built with cuDNN): the
+#             CPU reference vs the GPU, then timings
+#   test      ./test_gpt_fp8: the CUDA trainer against the CPU reference
+#   train     data, then d12 on tinyshakespeare in BF16 and FP8, same seed, TRAIN_STEPS steps (as
+#             scripts/compare_bf16_fp8.sh runs them, at B 8; with FP8 diagnostics, in the archive), and the plot
+#             LOGDIR/bf16_vs_fp8.png
+#   bench     d12, d24, d48 in BF16 and FP8, BENCH_STEPS steps each: mean ms and tok/s after the first 5 steps, MFU and
+#             peak memory (timing runs: no -o, -fp8_diag_every 0). d48 first asks the trainer's memory estimate
+#             (fit_d48: -estimate 1) for the largest micro-batch of d48 at T 1024 that fits this GPU in BF16 and in FP8,
+#             and runs both at the smaller of the two, with gradient accumulation to D48_TOTAL_TOKENS (default 32768)
+#   gemm      ./dev/cuda/gemm_shapes -e d12: BF16 vs FP8 TFLOP/s of every GEMM of a step
+#   nccl      20 FP8 steps of d12 without and with a 1-rank NCCL communicator (bit-identical logs); with N >= 2 GPUs, N
+#             ranks at the same global batch as one rank
+#   sanitize  compute-sanitizer memcheck and racecheck on ./test_gpt_fp8 (slow; not run unless named in --only)
+# Default: every stage but sanitize. --only picks stages, e.g. a first short call `--only build,dev,test,train` with
+# TRAIN_STEPS=20 and a later one `--only bench,gemm,nccl`.
 #
-# Every step's full output goes to LOGDIR/<step>.log (its first line is the command); a failing step is recorded and
-# the next one runs. Every step has a timeout, and the whole run a budget (GPU_CHECK_BUDGET seconds, default 540, so
-# it ends within 9 minutes on an H100): a step gets at most what is left, and one that cannot start in time is SKIPPED.
-# Last it prints one table (step | result | key number) under a header (date, GPU, driver, commit, command line), and
-# saves both to LOGDIR/summary.txt; --append-results also appends them to RESULTS.md. Exit status: 0 when no step
-# FAILED or timed out, 1 otherwise (and 1 at once, before building anything, when no GPU answers), 2 on bad arguments.
+# The corpus, without network: the prepared shards in data/tinyshakespeare/ when they are there (carry that folder to
+# a GPU machine), else the text given by --input or INPUT=, else what dev/data/prepare_tinyshakespeare.sh finds
+# (../shared beside the repository, then data/tinyshakespeare/input.txt, the git-ignored place for a local copy;
+# see data/README.md), else it says how to pass one.
+#
+# What comes back, in LOGDIR (3 files, so the whole of it fits a GPU machine's 8 files of 16 MiB): summary.txt (the
+# table under a header: date, GPU, driver, commit, command line), gpu_check_logs.tar.gz (every step's full output,
+# its first line the command, the training runs' main.log and fp8_diag.tsv; at most 16 MiB, the longest logs cut in
+# the middle if need be) and bf16_vs_fp8.png. Both the table and the archive are rewritten after every step, so a
+# run stopped from outside still leaves them. Checkpoints the runs write are deleted as soon as each run ends.
+# Every step has a timeout, and the whole run a budget (GPU_CHECK_BUDGET seconds, default 540, so it ends within 9
+# minutes): a step gets at most what is left; a step that cannot start in time, or that the budget cuts short, is
+# SKIPPED (budget), which is not a failure. Exit status: 0 when no step FAILED or hit its own timeout, 1 otherwise (and
+# 1 at once, before building anything, when no GPU answers), 2 on bad arguments. --dry-run writes each step's command
+# into its log and the table without running it. --append-results also appends the table to RESULTS.md.
 # Environment: GPU_CHECK_BUDGET, TRAIN_STEPS (200), BENCH_STEPS (30), BENCH_B (8), INPUT, GPU_CHECK_RESULTS (the file
-# --append-results appends to, default RESULTS.md in the repository root).
+# --append-results appends to, default RESULTS.md in the repository root), GPU_CHECK_ARCHIVE_MAX_BYTES (16 MiB).
 #
-# Sourcing this file (as scripts/test_gpu_check.sh does) defines the log parsers below and runs nothing.
+# Sourcing this file (as scripts/test_gpu_check.sh does) defines the functions below and runs nothing.
 set -u
 
-GPU_CHECK_USAGE="usage: scripts/gpu_check.sh [--append-results] LOGDIR [-- extra trainer flags]"
+GPU_CHECK_USAGE="usage: scripts/gpu_check.sh [--only STAGE,...] [--input input.txt] [--append-results] [--dry-run] LOGDIR [-- extra trainer flags]"
+GPU_CHECK_STAGES="build dev test train bench gemm nccl sanitize"
+GPU_CHECK_DEFAULT_STAGES="build dev test train bench gemm nccl"
+GPU_CHECK_ARCHIVE=gpu_check_logs.tar.gz
 
 # ---------------------------------------------------------------------------------------------------------------------
 # log parsers (no GPU needed; tested by scripts/test_gpu_check.sh)
@@ -137,6 +150,12 @@ bench_key() {
     echo "${stats[0]} ms/step, ${stats[1]} tok/s (${stats[2]} steps), mfu $(mfu_mean "$1" "$2"), peak mem $(peak_memory "$1")"
 }
 
+# failed_targets LOG: the targets `make -k` could not make, from its "make: *** [Makefile:12: target] Error 1" lines
+# (also the older "make: *** [target] Error 1"), in order, each once, space-separated; empty when none failed
+failed_targets() {
+    sed -nE 's/.*\*\*\* \[([^]]*)\] Error.*/\1/p' "$1" 2>/dev/null | sed -E 's/^.*: //' | awk '!seen[$0]++' | paste -sd ' ' -
+}
+
 # ---------------------------------------------------------------------------------------------------------------------
 # the table
 
@@ -149,11 +168,12 @@ ROW_STEP=()
 ROW_RESULT=()
 ROW_KEY=()
 add_row() { ROW_STEP+=("$1"); ROW_RESULT+=("$2"); ROW_KEY+=("$3"); }
-# add_step_row NAME KEY: a row for the step run_step just ran; a failed or timed-out one also shows its last line
+# add_step_row NAME KEY: a row for the step run_step just ran; one that failed, timed out or was cut by the budget
+# also shows its log's last line
 add_step_row() {
     local key=$2 last
     if [ "$STEP_RC" -gt 0 ]; then
-        last=$(last_line "$LOGDIR/$1.log" | tr '|' '/')
+        last=$(last_line "$WORK/$1.log" | tr '|' '/')
         case $key in
             *" passed, "*" failed"*) ;;  # a test's own summary says enough
             n/a* | no* | "val n/a, train n/a"*) key="last: $last" ;;
@@ -182,26 +202,33 @@ print_table() {
 # ---------------------------------------------------------------------------------------------------------------------
 # running steps
 
-# run_step NAME TIMEOUT COMMAND...: runs COMMAND with its output in LOGDIR/NAME.log under min(TIMEOUT, budget left),
-# keeping 15 s of the budget for timeout's 10 s grace before SIGKILL and the table;
-# sets STEP_RC and STEP_RESULT (OK / FAILED / TIMEOUT / SKIPPED, with the seconds taken). Never stops the script.
+# run_step NAME TIMEOUT COMMAND...: runs COMMAND with its output in WORK/NAME.log under min(TIMEOUT, budget left),
+# keeping 25 s of the budget for timeout's 10 s grace before SIGKILL, the archive and the table. Sets STEP_RC (-1 not
+# run, else the exit status) and STEP_RESULT: OK, FAILED, TIMEOUT (its own limit), SKIPPED (budget) when it could not
+# start (less than STEP_MIN_SECONDS, default 20, left) or the budget cut it short (neither is a failure), SKIPPED (not
+# built), or DRY RUN (DRY_RUN=1: the command is written, not run). Never stops the script.
 run_step() {
     local name=$1 limit=$2
     shift 2
-    local log="$LOGDIR/$name.log" left=$((DEADLINE - SECONDS - 15))
+    local log="$WORK/$name.log" left=$((DEADLINE - SECONDS - 25)) cut_by_budget=0
     STEP_RC=-1
-    if [ "$left" -lt 20 ]; then
-        STEP_RESULT="SKIPPED (time budget spent)"
+    if [ "${DRY_RUN:-0}" = 1 ]; then
+        { printf '$'; printf ' %q' "$@"; printf '\n'; } >"$log"
+        STEP_RESULT="DRY RUN"
+        return
+    fi
+    if [ "$left" -lt "${STEP_MIN_SECONDS:-20}" ]; then
+        STEP_RESULT="SKIPPED (budget)"
         echo "gpu_check: $name: skipped, the time budget is spent" >"$log"
         return
     fi
     if [[ $1 == ./* ]] && [ ! -x "$1" ]; then
-        STEP_RESULT="SKIPPED ($1 not built)"
+        STEP_RESULT="SKIPPED (${1#./} not built)"
         echo "gpu_check: $name: skipped, $1 was not built (see build.log)" >"$log"
         return
     fi
-    [ "$limit" -gt "$left" ] && limit=$left
-    echo "gpu_check: $name (limit ${limit}s, log $log)" >&2
+    if [ "$limit" -gt "$left" ]; then limit=$left; cut_by_budget=1; fi
+    echo "gpu_check: $name (limit ${limit}s, log $name.log in $GPU_CHECK_ARCHIVE)" >&2
     local start=$SECONDS
     { printf '$'; printf ' %q' "$@"; printf '\n\n'; } >"$log"
     timeout -k 10 "$limit" "$@" >>"$log" 2>&1 </dev/null
@@ -210,13 +237,87 @@ run_step() {
     if [ "$STEP_RC" -eq 0 ]; then
         STEP_RESULT="OK (${took}s)"
     elif [ "$STEP_RC" -eq 124 ] || [ "$STEP_RC" -eq 137 ]; then
-        STEP_RESULT="TIMEOUT (${limit}s)"
-        ANY_FAILED=1
+        if [ "$cut_by_budget" -eq 1 ]; then
+            STEP_RESULT="SKIPPED (budget: cut after ${limit}s)"
+        else
+            STEP_RESULT="TIMEOUT (${limit}s)"
+            ANY_FAILED=1
+        fi
     else
         STEP_RESULT="FAILED (rc $STEP_RC, ${took}s)"
         ANY_FAILED=1
     fi
     printf '\n[gpu_check: %s, exit status %s]\n' "$STEP_RESULT" "$STEP_RC" >>"$log"
+}
+
+# remove_checkpoints DIR: the model, state and DONE files (and any half-written .tmp) a training run left in DIR; its
+# logs stay
+remove_checkpoints() {
+    rm -f "$1"/model_*.bin "$1"/model_*.bin.tmp "$1"/state_*.bin "$1"/state_*.bin.tmp "$1"/DONE_* 2>/dev/null
+    return 0
+}
+
+# shrink_log FILE KEEP: a log longer than 2 * KEEP bytes keeps its first and last KEEP bytes around a note
+shrink_log() {
+    local size
+    size=$(stat -c %s "$1" 2>/dev/null || echo 0)
+    [ "$size" -le $(($2 * 2)) ] && return 0
+    { head -c "$2" "$1"; printf '\n[gpu_check: %s bytes cut from the middle of this log to fit the archive]\n' \
+        $((size - 2 * $2)); tail -c "$2" "$1"; } >"$1.cut" && mv "$1.cut" "$1"
+}
+
+# archive_logs WORK OUT_FILE: WORK's files (logs, training logs, pictures) as one .tar.gz of at most
+# GPU_CHECK_ARCHIVE_MAX_BYTES (16 MiB): when over, the files above 1 MiB (then 64 KiB) are cut in the middle and the
+# archive made again. Written to a temporary name first, so OUT_FILE is always a whole archive.
+archive_logs() {
+    local work=$1 out=$2 max=${GPU_CHECK_ARCHIVE_MAX_BYTES:-16777216} keep f
+    for keep in 0 524288 32768; do
+        if [ "$keep" -gt 0 ]; then
+            while IFS= read -r -d '' f; do shrink_log "$f" "$keep"; done < <(find "$work" -type f -size +$((keep * 2 / 1024))k -print0)
+        fi
+        tar -czf "$out.tmp" -C "$work" . 2>/dev/null || { rm -f "$out.tmp"; return 1; }
+        if [ "$(stat -c %s "$out.tmp")" -le "$max" ]; then mv "$out.tmp" "$out"; return 0; fi
+    done
+    mv "$out.tmp" "$out"  # still over: keep it, the caller's table says so
+    return 1
+}
+
+# corpus_source DATA_DIR INPUT: where the training text comes from, without network: "prepared" when DATA_DIR holds
+# the shards and tokenizer, "input PATH" when INPUT names a file, else "script" (prepare_tinyshakespeare.sh looks for
+# a local copy and says how to pass one when it finds none)
+corpus_source() {
+    if [ -s "$1/tiny_shakespeare_train.bin" ] && [ -s "$1/tiny_shakespeare_val.bin" ] && [ -s "$1/tokenizer.bin" ]; then
+        echo prepared
+    elif [ -n "$2" ]; then
+        echo "input $2"
+    else
+        echo script
+    fi
+}
+
+# quote_words WORD...: the words as one shell line, quoting only those that need it (printf %q would escape commas)
+quote_words() {
+    local word line=""
+    for word in "$@"; do
+        if [[ $word =~ ^[A-Za-z0-9_./,=:+@%-]+$ ]]; then line="$line $word"; else line="$line $(printf '%q' "$word")"; fi
+    done
+    echo "${line# }"
+}
+
+# stage_selected NAME: whether --only (or the default) picked stage NAME
+stage_selected() { [[ " $STAGES " == *" $1 "* ]]; }
+
+# parse_stages LIST: "a,b" -> "a b", every name a stage; prints the list, or an error on stderr and returns 1
+parse_stages() {
+    local list=${1//,/ } name
+    [ -n "${list// /}" ] || { echo "gpu_check: error: --only needs at least one stage ($GPU_CHECK_STAGES)" >&2; return 1; }
+    for name in $list; do
+        if [[ " $GPU_CHECK_STAGES " != *" $name "* ]]; then
+            echo "gpu_check: error: unknown stage '$name' (stages: $GPU_CHECK_STAGES; $GPU_CHECK_USAGE)" >&2
+            return 1
+        fi
+    done
+    echo "$list"
 }
 
 find_sanitizer() {
@@ -228,173 +329,197 @@ find_sanitizer() {
     done
 }
 
-main() {
-    local command_line append=0 logdir="" extra=()
-    command_line=$(printf '%q ' "$0" "$@")
-    command_line=${command_line% }
-    while [ $# -gt 0 ]; do
-        case $1 in
-            --append-results) append=1; shift ;;
-            -h | --help) echo "$GPU_CHECK_USAGE"; exit 0 ;;
-            --) shift; extra=("$@"); break ;;
-            -*) echo "gpu_check: error: unknown option $1 ($GPU_CHECK_USAGE)" >&2; exit 2 ;;
-            *)
-                if [ -n "$logdir" ]; then echo "gpu_check: error: unexpected argument $1 ($GPU_CHECK_USAGE)" >&2; exit 2; fi
-                logdir=$1
-                shift
-                ;;
-        esac
-    done
-    if [ -z "$logdir" ]; then echo "gpu_check: error: missing LOGDIR ($GPU_CHECK_USAGE)" >&2; exit 2; fi
-    mkdir -p "$logdir" || { echo "gpu_check: error: cannot create $logdir" >&2; exit 2; }
-    LOGDIR=$(cd "$logdir" && pwd)
-    local repo
-    repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-    local results="$repo/RESULTS.md"
-    if [ -n "${GPU_CHECK_RESULTS:-}" ]; then
-        case $GPU_CHECK_RESULTS in /*) results=$GPU_CHECK_RESULTS ;; *) results="$PWD/$GPU_CHECK_RESULTS" ;; esac
-    fi
-    cd "$repo" || exit 2
-    DEADLINE=$((SECONDS + ${GPU_CHECK_BUDGET:-540}))
-    ANY_FAILED=0
-    local train_steps=${TRAIN_STEPS:-200} bench_steps=${BENCH_STEPS:-30} bench_b=${BENCH_B:-8} skip=5
+# write_summary: the header and the table so far into LOGDIR/summary.txt, and the logs into the archive (after every
+# step, so a run stopped from outside still leaves both)
+write_summary() {
+    local seconds=$SECONDS
+    printf '# GPU check, %s (%ss so far)\nGPU: %s, driver %s, %s | commit %s\ncommand: %s\nstages: %s\n\n%s\n' "$STARTED" \
+        "$seconds" "$GPU_NAME" "$GPU_DRIVER" "$GPU_MEMORY" "$COMMIT" "$COMMAND_LINE" "$STAGES" "$(print_table)" \
+        >"$LOGDIR/summary.txt"
+    archive_logs "$WORK" "$LOGDIR/$GPU_CHECK_ARCHIVE" || ARCHIVE_OVER=1
+}
 
-    # no GPU: say so and stop before building anything
-    local gpu_query
-    if ! command -v nvidia-smi >/dev/null 2>&1; then
-        echo "gpu_check: error: no GPU: nvidia-smi is not installed; nothing was built or run" >&2
-        exit 1
-    fi
-    if ! gpu_query=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1) ||
-        [ -z "$gpu_query" ]; then
-        echo "gpu_check: error: no GPU: nvidia-smi failed ($(printf '%s' "$gpu_query" | head -n 1)); nothing was built or run" >&2
-        exit 1
-    fi
-    local gpu_name gpu_driver gpu_memory
-    gpu_name=$(echo "$gpu_query" | head -n 1 | cut -d, -f1 | sed 's/^ *//; s/ *$//')
-    gpu_driver=$(echo "$gpu_query" | head -n 1 | cut -d, -f2 | sed 's/^ *//; s/ *$//')
-    gpu_memory=$(echo "$gpu_query" | head -n 1 | cut -d, -f3 | sed 's/^ *//; s/ *$//')
-    local commit
-    commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-    if [ "$commit" != unknown ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-        commit="$commit (+ uncommitted changes)"
-    fi
-    local started
-    started=$(date -u '+%Y-%m-%d %H:%M UTC')
+# row STEP KEY: the row of the step just run, then the summary and archive brought up to date
+row() { add_step_row "$1" "$2"; write_summary; }
 
-    # a CUDA toolkit installed but not on PATH: the Makefile finds nvcc (and with it CUDA_HOME) through PATH only
-    if ! command -v nvcc >/dev/null 2>&1; then
-        local d
-        for d in "${CUDA_HOME:-}" /usr/local/cuda; do
-            if [ -n "$d" ] && [ -x "$d/bin/nvcc" ]; then PATH="$d/bin:$PATH"; break; fi
-        done
+# ---------------------------------------------------------------------------------------------------------------------
+# the stages
+
+# the programs each stage runs (the build of a run without the build stage makes only these)
+stage_programs() {
+    case $1 in
+        dev) echo "dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm$(cudnn_programs)" ;;
+        test | sanitize) echo "test_gpt_fp8" ;;
+        train) echo "train_gpt_fp8 dev/data/tokenizer" ;;
+        bench | nccl) echo "train_gpt_fp8" ;;
+        gemm) echo "dev/cuda/gemm_shapes" ;;
+    esac
+}
+
+# " dev/cuda/attention_cudnn" where the Makefile builds with cuDNN (make info says so), else nothing
+cudnn_programs() {
+    if make -s info 2>/dev/null | grep -q 'cuDNN found'; then echo " dev/cuda/attention_cudnn"; fi
+}
+
+stage_build() {
+    local targets="all dev/cuda/gemm_shapes" stage program missing="" failed
+    if ! stage_selected build; then
+        targets=""
+        for stage in $STAGES; do targets="$targets $(stage_programs "$stage")"; done
+        targets=$(echo "$targets" | tr ' ' '\n' | awk 'NF && !seen[$0]++' | paste -sd ' ' -)
     fi
-
-    run_step gpu 30 nvidia-smi
-    add_step_row gpu "$gpu_name, driver $gpu_driver, $gpu_memory"
-
-    # gemm_shapes by name too: its pattern rule builds it even where the Makefile's DEV_CUDA does not list it
-    run_step build 360 bash -c "make info && make -j$(nproc) all dev/cuda/gemm_shapes"
-    local missing="" program
-    for program in train_gpt_fp8 test_gpt_fp8 dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm \
-        dev/cuda/gemm_shapes dev/cuda/attention_cudnn; do
+    [ -z "$targets" ] && return
+    # -k: one target that fails to build does not stop the others; gemm_shapes by name too (its pattern rule builds it
+    # even where the Makefile's DEV_CUDA does not list it)
+    run_step build 420 bash -c "make info && make -k -j$(nproc) $targets"
+    for program in $targets; do
+        case $program in all) continue ;; esac
         [ -x "$program" ] || missing="$missing $program"
     done
-    add_step_row build "${missing:+not built:}${missing:-every CUDA program built}"
-
-    local p
-    for p in fp8_quantize fp8_update fp8_gemm attention_cudnn; do
-        run_step "$p" 120 "./dev/cuda/$p"
-        add_step_row "$p" "$(suite_result "$LOGDIR/$p.log")"
-        if [ "$p" = fp8_quantize ]; then
-            add_row quantize_bandwidth "(in fp8_quantize)" "$(quantize_bandwidth "$LOGDIR/fp8_quantize.log")"
-        fi
-    done
-
-    run_step test_gpt_fp8 180 ./test_gpt_fp8
-    add_step_row test_gpt_fp8 "$(suite_result "$LOGDIR/test_gpt_fp8.log")"
-
-    local data=data/tinyshakespeare
-    if [ -n "${INPUT:-}" ]; then
-        run_step data 180 ./dev/data/prepare_tinyshakespeare.sh "$INPUT"
-    else
-        run_step data 180 make data
+    if stage_selected build; then
+        for program in train_gpt_fp8 test_gpt_fp8 dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm \
+            dev/cuda/gemm_shapes$(cudnn_programs); do
+            [ -x "$program" ] || missing="$missing $program"
+        done
     fi
-    local train_tokens val_tokens
+    failed=$(failed_targets "$WORK/build.log")
+    local key
+    if [ -n "$failed" ]; then
+        key="failed to build: $failed"
+    elif [ -n "$missing" ]; then
+        key="not built:$missing"
+    elif stage_selected build; then
+        key="every target built"
+    else
+        key="built what the stages run: $targets"
+    fi
+    row build "$key"
+}
+
+stage_dev() {
+    local p
+    for p in fp8_quantize fp8_update fp8_gemm $(cudnn_programs | sed 's|dev/cuda/||'); do
+        run_step "$p" 120 "./dev/cuda/$p"
+        add_step_row "$p" "$(suite_result "$WORK/$p.log")"
+        if [ "$p" = fp8_quantize ]; then
+            add_row quantize_bandwidth "(in fp8_quantize)" "$(quantize_bandwidth "$WORK/fp8_quantize.log")"
+        fi
+        write_summary
+    done
+}
+
+stage_test() {
+    run_step test_gpt_fp8 240 ./test_gpt_fp8
+    row test_gpt_fp8 "$(suite_result "$WORK/test_gpt_fp8.log")"
+}
+
+stage_train() {
+    local data=data/tinyshakespeare source train_tokens val_tokens
+    source=$(corpus_source "$data" "$INPUT_TEXT")
+    case $source in
+        prepared) ;;  # nothing to run: the shards were carried over or made by an earlier run
+        input*) run_step data 180 ./dev/data/prepare_tinyshakespeare.sh "${source#input }" ;;
+        *) run_step data 180 ./dev/data/prepare_tinyshakespeare.sh ;;
+    esac
     train_tokens=$(od -An -t d4 -j 8 -N 4 "$data/tiny_shakespeare_train.bin" 2>/dev/null | tr -d ' ')
     val_tokens=$(od -An -t d4 -j 8 -N 4 "$data/tiny_shakespeare_val.bin" 2>/dev/null | tr -d ' ')
-    add_step_row data "train ${train_tokens:-?} tokens, val ${val_tokens:-?} tokens"
-
-    # the data flags of scripts/compare_bf16_fp8.sh: our tokenizer sets the vocabulary of the d12 preset
-    local data_flags=(-i "$data/tiny_shakespeare_train.bin" -j "$data/tiny_shakespeare_val.bin" -tk "$data/tokenizer.bin")
-    local precision stats
+    if [ "$source" = prepared ]; then
+        add_row data "OK (prepared)" "train ${train_tokens:-?} tokens, val ${val_tokens:-?} tokens, already in $data"
+        write_summary
+    else
+        row data "train ${train_tokens:-?} tokens, val ${val_tokens:-?} tokens"
+    fi
+    local precision stats run_dir
     for precision in bf16 fp8; do
-        run_step "train_$precision" 180 ./train_gpt_fp8 "${data_flags[@]}" -e d12 -b 8 -t 1024 -v 50 -m 20 -l 6e-4 -u 50 \
-            -q 0.1 -x "$train_steps" -s 0 -seed 1337 -precision "$precision" -o "$LOGDIR/train_$precision" \
-            ${extra[@]+"${extra[@]}"}
-        read -r -a stats <<<"$(progress_stats "$LOGDIR/train_$precision.log" "$skip")"
-        add_step_row "train_$precision" "val $(last_val_loss "$LOGDIR/train_$precision.log"), train $(last_train_loss "$LOGDIR/train_$precision.log"), ${stats[0]} ms/step"
+        run_dir="$WORK/train_$precision"
+        run_step "train_$precision" 240 ./train_gpt_fp8 "${DATA_FLAGS[@]}" -e d12 -b 8 -t 1024 -v 50 -m 20 -l 6e-4 \
+            -u 50 -q 0.1 -x "$TRAIN_STEPS" -s 0 -seed 1337 -precision "$precision" -o "$run_dir" \
+            ${EXTRA[@]+"${EXTRA[@]}"}
+        remove_checkpoints "$run_dir"
+        read -r -a stats <<<"$(progress_stats "$WORK/train_$precision.log" "$SKIP")"
+        row "train_$precision" "val $(last_val_loss "$WORK/train_$precision.log"), train $(last_train_loss "$WORK/train_$precision.log"), ${stats[0]} ms/step"
     done
-
+    if [ "${DRY_RUN:-0}" = 1 ]; then return; fi
     if ! python3 -c "import matplotlib" >/dev/null 2>&1; then
-        echo "gpu_check: plot: skipped, matplotlib is not importable (make deps)" >"$LOGDIR/plot.log"
+        echo "gpu_check: plot: skipped, matplotlib is not importable (make deps)" >"$WORK/plot.log"
         add_row plot "SKIPPED (no matplotlib: make deps)" "-"
-    elif [ ! -s "$LOGDIR/train_bf16/main.log" ] || [ ! -s "$LOGDIR/train_fp8/main.log" ]; then
-        echo "gpu_check: plot: skipped, a training run wrote no main.log" >"$LOGDIR/plot.log"
+    elif [ ! -s "$WORK/train_bf16/main.log" ] || [ ! -s "$WORK/train_fp8/main.log" ]; then
+        echo "gpu_check: plot: skipped, a training run wrote no main.log" >"$WORK/plot.log"
         add_row plot "SKIPPED (no main.log)" "-"
     else
-        run_step plot 60 python3 scripts/plot_losses.py --out "$LOGDIR/bf16_vs_fp8.png" --label bf16 \
-            "$LOGDIR/train_bf16/main.log" --label fp8 "$LOGDIR/train_fp8/main.log" \
-            --title "BF16 vs FP8 (delayed scaling): d12 -b 8 -t 1024, $train_steps steps, train_gpt_fp8"
-        add_step_row plot "fp8 vs bf16 $(plot_gap "$LOGDIR/plot.log")"
+        STEP_MIN_SECONDS=5 run_step plot 60 python3 scripts/plot_losses.py --out "$WORK/bf16_vs_fp8.png" --label bf16 \
+            "$WORK/train_bf16/main.log" --label fp8 "$WORK/train_fp8/main.log" \
+            --title "BF16 vs FP8 (delayed scaling): d12 -b 8 -t 1024, $TRAIN_STEPS steps, train_gpt_fp8"
+        [ -s "$WORK/bf16_vs_fp8.png" ] && cp "$WORK/bf16_vs_fp8.png" "$LOGDIR/bf16_vs_fp8.png"
+        add_step_row plot "fp8 vs bf16 $(plot_gap "$WORK/plot.log")"
     fi
+    write_summary
+}
 
+stage_bench() {
+    local depth limit precision key bf16_ms fp8_ms speedup batch_flags
     # d48: the largest micro-batch that fits by the trainer's estimate, the same in BF16 and FP8 (the smaller of the
     # two), gradient accumulation making up the same total batch
     local d48_total=${D48_TOTAL_TOKENS:-32768} d48_b
     run_step fit_d48 120 bash -c 'for p in bf16 fp8; do "$@" -precision $p || exit; done' fit ./train_gpt_fp8 \
-        "${data_flags[@]}" -e d48 -t 1024 -b $((d48_total / 1024)) -d "$d48_total" -v 0 -s 0 -estimate 1 \
-        ${extra[@]+"${extra[@]}"}
-    d48_b=$(fit_batch "$LOGDIR/fit_d48.log")
-    add_step_row fit_d48 "${d48_b:+B $d48_b of -d $d48_total tokens fits BF16 and FP8 by the estimate}${d48_b:-no estimate: B $bench_b}"
-    d48_b=${d48_b:-$bench_b}
-    local depth limit bf16_ms fp8_ms speedup batch_flags
+        "${DATA_FLAGS[@]}" -e d48 -t 1024 -b $((d48_total / 1024)) -d "$d48_total" -v 0 -s 0 -estimate 1 \
+        ${EXTRA[@]+"${EXTRA[@]}"}
+    d48_b=$(fit_batch "$WORK/fit_d48.log")
+    row fit_d48 "${d48_b:+B $d48_b of -d $d48_total tokens fits BF16 and FP8 by the estimate}${d48_b:-no estimate: B $BENCH_B}"
+    d48_b=${d48_b:-$BENCH_B}
     for depth in d12 d24 d48; do
         case $depth in d12) limit=90 ;; d24) limit=120 ;; *) limit=180 ;; esac
-        batch_flags=(-b "$bench_b")
+        batch_flags=(-b "$BENCH_B")
         [ "$depth" = d48 ] && batch_flags=(-b "$d48_b" -d "$d48_total")
         for precision in bf16 fp8; do
-            run_step "bench_${depth}_$precision" "$limit" ./train_gpt_fp8 "${data_flags[@]}" -e "$depth" "${batch_flags[@]}" \
-                -t 1024 -x "$bench_steps" -v 0 -s 0 -seed 1337 -precision "$precision" ${extra[@]+"${extra[@]}"}
-            local key
-            key=$(bench_key "$LOGDIR/bench_${depth}_$precision.log" "$skip")
+            # a timing run: no -o (no logs, no checkpoints), no FP8 diagnostics
+            run_step "bench_${depth}_$precision" "$limit" ./train_gpt_fp8 "${DATA_FLAGS[@]}" -e "$depth" "${batch_flags[@]}" \
+                -t 1024 -x "$BENCH_STEPS" -v 0 -s 0 -seed 1337 -precision "$precision" -fp8_diag_every 0 \
+                ${EXTRA[@]+"${EXTRA[@]}"}
+            key=$(bench_key "$WORK/bench_${depth}_$precision.log" "$SKIP")
             if [ "$precision" = fp8 ]; then
-                bf16_ms=$(progress_stats "$LOGDIR/bench_${depth}_bf16.log" "$skip" | awk '{ print $1 }')
-                fp8_ms=$(progress_stats "$LOGDIR/bench_${depth}_fp8.log" "$skip" | awk '{ print $1 }')
+                bf16_ms=$(progress_stats "$WORK/bench_${depth}_bf16.log" "$SKIP" | awk '{ print $1 }')
+                fp8_ms=$(progress_stats "$WORK/bench_${depth}_fp8.log" "$SKIP" | awk '{ print $1 }')
                 speedup=$(awk -v a="$bf16_ms" -v b="$fp8_ms" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) { printf "%.2fx", a / b } else { print "n/a" } }')
                 key="$key, $speedup vs bf16"
             fi
-            add_step_row "bench_${depth}_$precision" "$key"
+            row "bench_${depth}_$precision" "$key"
         done
     done
+}
 
-    # NCCL: one rank through a communicator must give the bits of the plain run (main.log compared byte for byte);
-    # with several GPUs, N ranks at the same global batch must follow one rank within float-sum noise
-    local nccl_flags=("${data_flags[@]}" -e d12 -b 8 -t 1024 -x 20 -v 10 -m 4 -s 0 -seed 1337 -precision fp8)
-    run_step nccl_plain 90 ./train_gpt_fp8 "${nccl_flags[@]}" -o "$LOGDIR/nccl_plain"
-    run_step nccl_1rank 90 ./train_gpt_fp8 "${nccl_flags[@]}" -o "$LOGDIR/nccl_1rank" -pn 1 -pr 0 -pi fs -pf "$LOGDIR"
-    if [ "$STEP_RC" -eq 0 ] && cmp -s "$LOGDIR/nccl_plain/main.log" "$LOGDIR/nccl_1rank/main.log"; then
+stage_gemm() {
+    run_step gemm_shapes 120 ./dev/cuda/gemm_shapes -e d12
+    row gemm_shapes "$(gemm_shapes_key "$WORK/gemm_shapes.log")"
+}
+
+# NCCL: one rank through a communicator must give the bits of the plain run (main.log compared byte for byte); with
+# several GPUs, N ranks at the same global batch must follow one rank within float-sum noise
+stage_nccl() {
+    local nccl_flags=("${DATA_FLAGS[@]}" -e d12 -b 8 -t 1024 -x 20 -v 10 -m 4 -s 0 -seed 1337 -precision fp8
+        -fp8_diag_every 0)
+    run_step nccl_plain 90 ./train_gpt_fp8 "${nccl_flags[@]}" -o "$WORK/nccl_plain"
+    remove_checkpoints "$WORK/nccl_plain"
+    row nccl_plain "$(last_val_loss "$WORK/nccl_plain.log") val loss"
+    mkdir -p "$WORK/nccl_id"
+    run_step nccl_1rank 90 ./train_gpt_fp8 "${nccl_flags[@]}" -o "$WORK/nccl_1rank" -pn 1 -pr 0 -pi fs -pf "$WORK/nccl_id"
+    remove_checkpoints "$WORK/nccl_1rank"
+    if [ "${DRY_RUN:-0}" = 1 ]; then
+        add_step_row nccl_1rank "-"
+    elif [ "$STEP_RC" -eq 0 ] && cmp -s "$WORK/nccl_plain/main.log" "$WORK/nccl_1rank/main.log"; then
         add_step_row nccl_1rank "main.log bit-identical to the run without NCCL"
     else
         [ "$STEP_RC" -eq 0 ] && { STEP_RESULT="FAILED (logs differ)"; STEP_RC=1; ANY_FAILED=1; }
         add_step_row nccl_1rank "main.log differs from the run without NCCL (diff nccl_plain/main.log nccl_1rank/main.log)"
     fi
+    write_summary
     local ngpus
     ngpus=$(nvidia-smi -L 2>/dev/null | wc -l)
     if [ "$ngpus" -ge 2 ]; then
         run_step "nccl_${ngpus}ranks" 120 env NO_MPIRUN=1 scripts/run_gpt_fp8_1node.sh "$ngpus" -- \
-            "${nccl_flags[@]}" -b $((8 / ngpus > 0 ? 8 / ngpus : 1)) -d 8192 -o "$LOGDIR/nccl_${ngpus}ranks"
-        add_step_row "nccl_${ngpus}ranks" "$(python3 - "$LOGDIR/nccl_plain/main.log" "$LOGDIR/nccl_${ngpus}ranks/main.log" <<'PY'
+            "${nccl_flags[@]}" -b $((8 / ngpus > 0 ? 8 / ngpus : 1)) -d 8192 -o "$WORK/nccl_${ngpus}ranks"
+        remove_checkpoints "$WORK/nccl_${ngpus}ranks"
+        row "nccl_${ngpus}ranks" "$(python3 - "$WORK/nccl_plain/main.log" "$WORK/nccl_${ngpus}ranks/main.log" <<'PY'
 import sys
 def losses(path):
     try:
@@ -411,35 +536,137 @@ PY
 )"
     else
         add_row nccl_multi "SKIPPED (1 GPU)" "-"
+        write_summary
     fi
+}
 
-    run_step gemm_shapes 120 ./dev/cuda/gemm_shapes -e d12
-    add_step_row gemm_shapes "$(gemm_shapes_key "$LOGDIR/gemm_shapes.log")"
-
+stage_sanitize() {
     local sanitizer tool
     sanitizer=$(find_sanitizer)
     for tool in memcheck racecheck; do
         if [ -z "$sanitizer" ]; then
-            echo "gpu_check: $tool: skipped, compute-sanitizer is neither on PATH nor in \$CUDA_HOME/bin" >"$LOGDIR/$tool.log"
+            echo "gpu_check: $tool: skipped, compute-sanitizer is neither on PATH nor in \$CUDA_HOME/bin" >"$WORK/$tool.log"
             add_row "$tool" "SKIPPED (no compute-sanitizer)" "-"
+            write_summary
             continue
         fi
-        # test_gpt_fp8 has no quick mode; it runs as is (its tiny model keeps the sanitized run short)
         run_step "$tool" 300 "$sanitizer" --tool "$tool" ./test_gpt_fp8
-        add_step_row "$tool" "$(sanitizer_errors "$LOGDIR/$tool.log")"
+        row "$tool" "$(sanitizer_errors "$WORK/$tool.log")"
+    done
+}
+
+main() {
+    local append=0 logdir="" stages_arg=""
+    EXTRA=()
+    INPUT_TEXT=${INPUT:-}
+    DRY_RUN=0
+    COMMAND_LINE=$(quote_words "$0" "$@")
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --append-results) append=1; shift ;;
+            --dry-run) DRY_RUN=1; shift ;;
+            --only | --input)
+                if [ $# -lt 2 ]; then echo "gpu_check: error: $1 needs a value ($GPU_CHECK_USAGE)" >&2; exit 2; fi
+                if [ "$1" = --only ]; then stages_arg=$2; else INPUT_TEXT=$2; fi
+                shift 2
+                ;;
+            --only=*) stages_arg=${1#--only=}; shift ;;
+            -h | --help) echo "$GPU_CHECK_USAGE"; echo "stages: $GPU_CHECK_STAGES (default: $GPU_CHECK_DEFAULT_STAGES)"; exit 0 ;;
+            --) shift; EXTRA=("$@"); break ;;
+            -*) echo "gpu_check: error: unknown option $1 ($GPU_CHECK_USAGE)" >&2; exit 2 ;;
+            *)
+                if [ -n "$logdir" ]; then echo "gpu_check: error: unexpected argument $1 ($GPU_CHECK_USAGE)" >&2; exit 2; fi
+                logdir=$1
+                shift
+                ;;
+        esac
+    done
+    if [ -z "$logdir" ]; then echo "gpu_check: error: missing LOGDIR ($GPU_CHECK_USAGE)" >&2; exit 2; fi
+    STAGES=$GPU_CHECK_DEFAULT_STAGES
+    if [ -n "$stages_arg" ]; then STAGES=$(parse_stages "$stages_arg") || exit 2; fi
+    if [ -n "$INPUT_TEXT" ] && [ ! -f "$INPUT_TEXT" ]; then
+        echo "gpu_check: error: the corpus $INPUT_TEXT (--input / INPUT=) does not exist ($GPU_CHECK_USAGE)" >&2
+        exit 2
+    fi
+    [ -n "$INPUT_TEXT" ] && INPUT_TEXT=$(cd "$(dirname "$INPUT_TEXT")" && pwd)/$(basename "$INPUT_TEXT")
+    mkdir -p "$logdir" || { echo "gpu_check: error: cannot create $logdir" >&2; exit 2; }
+    LOGDIR=$(cd "$logdir" && pwd)
+    local repo
+    repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    local results="$repo/RESULTS.md"
+    if [ -n "${GPU_CHECK_RESULTS:-}" ]; then
+        case $GPU_CHECK_RESULTS in /*) results=$GPU_CHECK_RESULTS ;; *) results="$PWD/$GPU_CHECK_RESULTS" ;; esac
+    fi
+    cd "$repo" || exit 2
+    DEADLINE=$((SECONDS + ${GPU_CHECK_BUDGET:-540}))
+    ANY_FAILED=0
+    ARCHIVE_OVER=0
+    TRAIN_STEPS=${TRAIN_STEPS:-200}
+    BENCH_STEPS=${BENCH_STEPS:-30}
+    BENCH_B=${BENCH_B:-8}
+    SKIP=5
+
+    # no GPU: say so and stop before building anything
+    local gpu_query
+    if ! command -v nvidia-smi >/dev/null 2>&1; then
+        echo "gpu_check: error: no GPU: nvidia-smi is not installed; nothing was built or run" >&2
+        exit 1
+    fi
+    if ! gpu_query=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1) ||
+        [ -z "$gpu_query" ]; then
+        echo "gpu_check: error: no GPU: nvidia-smi failed ($(printf '%s' "$gpu_query" | head -n 1)); nothing was built or run" >&2
+        exit 1
+    fi
+    GPU_NAME=$(echo "$gpu_query" | head -n 1 | cut -d, -f1 | sed 's/^ *//; s/ *$//')
+    GPU_DRIVER=$(echo "$gpu_query" | head -n 1 | cut -d, -f2 | sed 's/^ *//; s/ *$//')
+    GPU_MEMORY=$(echo "$gpu_query" | head -n 1 | cut -d, -f3 | sed 's/^ *//; s/ *$//')
+    COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+    if [ "$COMMIT" != unknown ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+        COMMIT="$COMMIT (+ uncommitted changes)"
+    fi
+    STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
+    # step logs and run outputs live outside LOGDIR, which gets only the table, the archive and the plot
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX") || { echo "gpu_check: error: no temporary folder" >&2; exit 2; }
+    trap 'rm -rf "$WORK"' EXIT
+    rm -f "$LOGDIR/summary.txt" "$LOGDIR/$GPU_CHECK_ARCHIVE" "$LOGDIR/bf16_vs_fp8.png"
+
+    # a CUDA toolkit installed but not on PATH: the Makefile finds nvcc (and with it CUDA_HOME) through PATH only
+    if ! command -v nvcc >/dev/null 2>&1; then
+        local d
+        for d in "${CUDA_HOME:-}" /usr/local/cuda; do
+            if [ -n "$d" ] && [ -x "$d/bin/nvcc" ]; then PATH="$d/bin:$PATH"; break; fi
+        done
+    fi
+
+    # the data flags of scripts/compare_bf16_fp8.sh: our tokenizer sets the vocabulary of the d12 preset
+    local data=data/tinyshakespeare
+    DATA_FLAGS=(-i "$data/tiny_shakespeare_train.bin" -j "$data/tiny_shakespeare_val.bin" -tk "$data/tokenizer.bin")
+
+    STEP_MIN_SECONDS=5 run_step gpu 30 nvidia-smi
+    row gpu "$GPU_NAME, driver $GPU_DRIVER, $GPU_MEMORY"
+    stage_build
+    local stage
+    for stage in dev test train bench gemm nccl sanitize; do
+        stage_selected "$stage" && "stage_$stage"
     done
 
+    write_summary
     local header table
-    header=$(printf '# GPU check, %s (%ss)\nGPU: %s, driver %s, %s | commit %s\ncommand: %s\nlogs: %s' "$started" \
-        "$SECONDS" "$gpu_name" "$gpu_driver" "$gpu_memory" "$commit" "$command_line" "$LOGDIR")
+    header=$(printf '# GPU check, %s (%ss)\nGPU: %s, driver %s, %s | commit %s\ncommand: %s\nstages: %s\nlogs: %s/%s' \
+        "$STARTED" "$SECONDS" "$GPU_NAME" "$GPU_DRIVER" "$GPU_MEMORY" "$COMMIT" "$COMMAND_LINE" "$STAGES" "$LOGDIR" \
+        "$GPU_CHECK_ARCHIVE")
     table=$(print_table)
     printf '%s\n\n%s\n' "$header" "$table" | tee "$LOGDIR/summary.txt"
+    if [ "$ARCHIVE_OVER" -eq 1 ]; then
+        echo "gpu_check: warning: $LOGDIR/$GPU_CHECK_ARCHIVE is over ${GPU_CHECK_ARCHIVE_MAX_BYTES:-16777216} bytes even with every log cut" >&2
+    fi
     if [ "$append" -eq 1 ]; then
         {
-            printf '\n## %s — GPU check on %s\n\n' "${started%% *}" "$gpu_name"
-            printf -- '- Machine: %s (%s), driver %s. Commit: %s. %s seconds.\n' "$gpu_name" "$gpu_memory" "$gpu_driver" \
-                "$commit" "$SECONDS"
-            printf -- '- Command: %s (the log of each step in %s/<step>.log, not in the repository)\n\n' "\`$command_line\`" "$LOGDIR"
+            printf '\n## %s — GPU check on %s\n\n' "${STARTED%% *}" "$GPU_NAME"
+            printf -- '- Machine: %s (%s), driver %s. Commit: %s. %s seconds. Stages: %s.\n' "$GPU_NAME" "$GPU_MEMORY" \
+                "$GPU_DRIVER" "$COMMIT" "$SECONDS" "$STAGES"
+            printf -- '- Command: %s (the log of each step in %s, not in the repository)\n\n' "\`$COMMAND_LINE\`" \
+                "$GPU_CHECK_ARCHIVE"
             printf '%s\n' "$table"
         } >>"$results"
         echo "gpu_check: appended to $results"

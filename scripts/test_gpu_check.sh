@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # scripts/test_gpu_check.sh — tests scripts/gpu_check.sh without a GPU: its syntax; a one-line error and exit 2 on bad
-# arguments; with a fake nvidia-smi that fails, that it says there is no GPU and stops before building (a fake make
-# records any call); its log parsers on fixed sample logs (exact numbers); its step runner (OK, FAILED, TIMEOUT,
-# SKIPPED); and, with a fake nvidia-smi that answers and no time budget, the summary table, summary.txt and the
-# --append-results section. Prints "gpu-check: N passed, M failed" last.
+# arguments (unknown stage in --only, a missing --input file); with a fake nvidia-smi that fails, that it says there is
+# no GPU and stops before building (a fake make records any call); its log parsers on fixed sample logs (exact numbers,
+# make -k's failed targets); its step runner (OK, FAILED, TIMEOUT, SKIPPED (budget) before a start and when the budget
+# cuts a step, SKIPPED (not built)); checkpoint removal; the corpus choice without network (prepared shards, --input,
+# the data script, whose failed download says how to pass a local file); the archive (whole, at most its size cap,
+# long logs cut in the middle); with --dry-run and a fake GPU, which steps each --only runs and their command lines
+# (timing runs without -o and with -fp8_diag_every 0, sanitizers only when asked); and, with no time budget, the
+# summary table, summary.txt, the archive and the --append-results section. Prints "gpu-check: N passed, M failed".
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . scripts/test_lib.sh
@@ -27,6 +31,9 @@ expect_usage_error() {
 expect_usage_error no_logdir
 expect_usage_error unknown_option --bogus "$tmp/logs"
 expect_usage_error two_logdirs "$tmp/a" "$tmp/b"
+expect_usage_error unknown_stage --only build,bogus "$tmp/logs"
+expect_usage_error only_without_value --only
+expect_usage_error missing_input --input "$tmp/no_such_input.txt" "$tmp/logs"
 if grep -q "missing LOGDIR" <(bash "$script" 2>&1); then pass no_logdir_says_so; else fail no_logdir_says_so "no 'missing LOGDIR'"; fi
 
 # no GPU: nvidia-smi fails; make must never run
@@ -101,6 +108,16 @@ PASS cast E4M3 256x768 scale 224: bytes and amax bit-exact
 fp8_quantize: 8 passed, 0 failed
 EOF
 expect quantize_bandwidth "cast >= 81%, cast+T >= 72% of copy (copy >= 2900 GB/s)" "$(quantize_bandwidth "$tmp/quant.log")"
+cat >"$tmp/make.log" <<'EOF'
+nvcc ... -o train_gpt_fp8
+train_gpt_fp8.cu(12): error: identifier "x" is undefined
+make: *** [Makefile:171: train_gpt_fp8] Error 1
+make: *** [dev/cuda/fp8_gemm] Error 2
+make: *** [Makefile:171: train_gpt_fp8] Error 1
+make: Target 'all' not remade because of errors.
+EOF
+expect failed_targets "train_gpt_fp8 dev/cuda/fp8_gemm" "$(failed_targets "$tmp/make.log")"
+expect failed_targets_none "" "$(failed_targets "$tmp/quant.log")"
 expect quantize_bandwidth_none "no bandwidth lines" "$(quantize_bandwidth "$tmp/suite.log")"
 cat >"$tmp/gemm.log" <<'EOF'
 qkv.fprop          8192   2304    768 |  500.1 TFLOP/s |  900.2 TFLOP/s | 1.80x
@@ -128,9 +145,9 @@ expect table "$(printf '%s\n' '| step  | result             | key number  |' '| 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # the step runner (its progress lines on stderr are dropped)
-# shellcheck disable=SC2034 # LOGDIR, ANY_FAILED, DEADLINE: globals of the sourced run_step
-LOGDIR="$tmp/steps"
-mkdir -p "$LOGDIR"
+# shellcheck disable=SC2034 # WORK, ANY_FAILED, DEADLINE: globals of the sourced run_step
+WORK="$tmp/steps"
+mkdir -p "$WORK"
 ANY_FAILED=0
 DEADLINE=$((SECONDS + 100))
 run_step ok 10 true 2>/dev/null
@@ -140,46 +157,154 @@ run_step bad 10 bash -c 'echo "it broke"; exit 3' 2>/dev/null
 expect step_failed "FAILED (rc 3) 1" "$(printf '%s' "$STEP_RESULT" | sed -E 's/, [0-9]+s\)/)/') $ANY_FAILED"
 add_step_row bad "n/a"
 expect step_failed_key "last: it broke" "${ROW_KEY[${#ROW_KEY[@]} - 1]}"
-if head -n 1 "$LOGDIR/bad.log" | grep -q '^\$ bash -c' && grep -q "^it broke" "$LOGDIR/bad.log"; then
+if head -n 1 "$WORK/bad.log" | grep -q '^\$ bash -c' && grep -q "^it broke" "$WORK/bad.log"; then
     pass step_log_has_command_and_output
 else
-    fail step_log_has_command_and_output "$(cat "$LOGDIR/bad.log")"
+    fail step_log_has_command_and_output "$(cat "$WORK/bad.log")"
 fi
+ANY_FAILED=0
 run_step slow 1 sleep 20 2>/dev/null
-expect step_timeout "TIMEOUT (1s)" "$STEP_RESULT"
+expect step_timeout "TIMEOUT (1s) 1" "$STEP_RESULT $ANY_FAILED"
 run_step missing 10 ./no_such_program 2>/dev/null
-expect step_not_built "SKIPPED (./no_such_program not built)" "$STEP_RESULT"
+expect step_not_built "SKIPPED (no_such_program not built)" "$STEP_RESULT"
+# the budget: a step that cannot start, and one it cuts short, are SKIPPED (budget), not failures
+ANY_FAILED=0
 DEADLINE=$((SECONDS + 10))
 run_step late 10 true 2>/dev/null
-expect step_budget "SKIPPED (time budget spent)" "$STEP_RESULT"
+expect step_budget_no_start "SKIPPED (budget) 0" "$STEP_RESULT $ANY_FAILED"
+DEADLINE=$((SECONDS + 25 + 2))
+STEP_MIN_SECONDS=1 run_step cut 60 sleep 30 2>/dev/null
+expect step_budget_cut "SKIPPED (budget: cut after 2s) 0" "$(printf '%s' "$STEP_RESULT" | sed -E 's/after [12]s/after 2s/') $ANY_FAILED"
+DEADLINE=$((SECONDS + 100))
+
+# checkpoints go, logs stay
+mkdir -p "$tmp/run"
+touch "$tmp/run/model_00000020.bin" "$tmp/run/state_00000020_00000.bin" "$tmp/run/DONE_00000020" \
+    "$tmp/run/model_00000010.bin.tmp" "$tmp/run/main.log" "$tmp/run/fp8_diag.tsv"
+remove_checkpoints "$tmp/run"
+expect remove_checkpoints "fp8_diag.tsv main.log" "$(ls "$tmp/run" | paste -sd ' ' -)"
+
+# the corpus, without network
+mkdir -p "$tmp/prepared" "$tmp/empty"
+for f in tiny_shakespeare_train.bin tiny_shakespeare_val.bin tokenizer.bin; do echo x >"$tmp/prepared/$f"; done
+expect corpus_prepared prepared "$(corpus_source "$tmp/prepared" "$tmp/input.txt")"
+expect corpus_input "input $tmp/input.txt" "$(corpus_source "$tmp/empty" "$tmp/input.txt")"
+expect corpus_script script "$(corpus_source "$tmp/empty" "")"
+# the data script in a repository with no ../shared, no local copy and no network (curl fails): one error line that
+# says how to pass a local file
+mkdir -p "$tmp/repo/dev/data" "$tmp/nonet_bin"
+cp dev/data/prepare_tinyshakespeare.sh "$tmp/repo/dev/data/"
+printf '#!/bin/sh\nexit 6\n' >"$tmp/nonet_bin/curl"
+chmod +x "$tmp/nonet_bin/curl"
+err=$(PATH="$tmp/nonet_bin:$PATH" bash "$tmp/repo/dev/data/prepare_tinyshakespeare.sh" 2>&1 >/dev/null)
+rc=$?
+if [ "$rc" -ne 0 ] && printf '%s' "$err" | grep -q "make data INPUT=" && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ]; then
+    pass no_network_says_how
+else
+    fail no_network_says_how "rc $rc: $err"
+fi
+
+# the archive: whole, under its cap, the longest logs cut in the middle when needed
+mkdir -p "$tmp/work/train_fp8"
+head -c 3000000 /dev/urandom | base64 -w 100 >"$tmp/work/big.log"  # ~4 MB that compresses to ~3 MB
+echo "s:1 trl:7.0" >"$tmp/work/train_fp8/main.log"
+mkdir -p "$tmp/archive_out"
+GPU_CHECK_ARCHIVE_MAX_BYTES=1500000 archive_logs "$tmp/work" "$tmp/archive_out/logs.tar.gz"
+archive_rc=$?
+size=$(stat -c %s "$tmp/archive_out/logs.tar.gz" 2>/dev/null || echo 0)
+if [ "$archive_rc" -eq 0 ] && [ "$size" -gt 0 ] && [ "$size" -le 1500000 ] &&
+    tar -xzOf "$tmp/archive_out/logs.tar.gz" ./big.log | grep -q "cut from the middle of this log" &&
+    [ "$(tar -xzOf "$tmp/archive_out/logs.tar.gz" ./train_fp8/main.log)" = "s:1 trl:7.0" ] && [ ! -e "$tmp/archive_out/logs.tar.gz.tmp" ]; then
+    pass archive_under_cap
+else
+    fail archive_under_cap "rc $archive_rc, $size bytes"
+fi
 
 # ---------------------------------------------------------------------------------------------------------------------
-# the whole run with a GPU that answers but no time budget: every step SKIPPED, the table, summary.txt, RESULTS section
+# a fake GPU that answers
 mkdir -p "$tmp/gpu_bin"
 cat >"$tmp/gpu_bin/nvidia-smi" <<'EOF'
 #!/bin/sh
 case "$*" in
     *query-gpu*) echo "NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB" ;;
+    -L) echo "GPU 0: NVIDIA H100 80GB HBM3" ;;
     *) echo "a fake nvidia-smi" ;;
 esac
 EOF
 cp "$tmp/nogpu_bin/make" "$tmp/gpu_bin/make"
 chmod +x "$tmp/gpu_bin/nvidia-smi"
+
+# --dry-run: which steps each --only runs, and with what command lines (nothing is run)
+dry() { PATH="$tmp/gpu_bin:$PATH" bash "$script" --dry-run "$@" 2>&1; }
+out=$(dry --only train,bench "$tmp/dry1")
+rc=$?
+archive="$tmp/dry1/gpu_check_logs.tar.gz"
+bench_cmd=$(tar -xzOf "$archive" ./bench_d48_fp8.log 2>/dev/null | head -n 1)
+train_cmd=$(tar -xzOf "$archive" ./train_fp8.log 2>/dev/null | head -n 1)
+if [ "$rc" -eq 0 ] && printf '%s\n' "$out" | grep -qE '^\| train_fp8 +\| DRY RUN' &&
+    printf '%s\n' "$out" | grep -qE '^\| bench_d48_fp8 +\| DRY RUN' &&
+    ! printf '%s\n' "$out" | grep -qE '^\| (fp8_gemm|test_gpt_fp8|nccl_plain|memcheck|gemm_shapes) ' &&
+    printf '%s\n' "$out" | grep -qE '^\| build +\| DRY RUN +\| built what the stages run: train_gpt_fp8 dev/data/tokenizer' &&
+    printf '%s\n' "$out" | grep -q '^command: .*gpu_check.sh --dry-run --only train,bench '; then
+    pass only_train_bench_rows
+else
+    fail only_train_bench_rows "rc $rc: $out"
+fi
+if [[ $bench_cmd == *" -fp8_diag_every 0"* ]] && [[ $bench_cmd != *" -o "* ]] && [[ $bench_cmd == *" -e d48 "* ]]; then
+    pass timing_runs_no_diagnostics_no_output
+else
+    fail timing_runs_no_diagnostics_no_output "$bench_cmd"
+fi
+if [[ $train_cmd == *" -o "* ]] && [[ $train_cmd == *" -precision fp8"* ]] && [[ $train_cmd == *" -x 200 "* ]]; then
+    pass train_run_keeps_its_logs
+else
+    fail train_run_keeps_its_logs "$train_cmd"
+fi
+out=$(TRAIN_STEPS=20 dry --only train "$tmp/dry2" -- -fp8_margin 1)
+train_cmd=$(tar -xzOf "$tmp/dry2/gpu_check_logs.tar.gz" ./train_bf16.log 2>/dev/null | head -n 1)
+if [[ $train_cmd == *" -x 20 "* ]] && [[ $train_cmd == *" -fp8_margin 1" ]]; then
+    pass train_steps_and_extra_flags
+else
+    fail train_steps_and_extra_flags "$train_cmd"
+fi
+out=$(dry "$tmp/dry3")
+if printf '%s\n' "$out" | grep -qE '^\| fp8_update +\|' && printf '%s\n' "$out" | grep -qE '^\| nccl_1rank +\|' &&
+    printf '%s\n' "$out" | grep -qE '^\| build +\| DRY RUN' && ! printf '%s\n' "$out" | grep -qE '^\| (memcheck|racecheck) '; then
+    pass default_stages_without_sanitize
+else
+    fail default_stages_without_sanitize "$out"
+fi
+out=$(dry --only sanitize "$tmp/dry4")
+if printf '%s\n' "$out" | grep -qE '^\| memcheck +\|' && printf '%s\n' "$out" | grep -qE '^\| racecheck +\|' &&
+    printf '%s\n' "$out" | grep -qE 'built what the stages run: test_gpt_fp8'; then
+    pass sanitize_when_asked
+else
+    fail sanitize_when_asked "$out"
+fi
+if [ "$(ls "$tmp/dry3" | wc -l)" -le 8 ] && [ -s "$tmp/dry3/summary.txt" ] && [ -s "$tmp/dry3/gpu_check_logs.tar.gz" ]; then
+    pass logdir_holds_few_files
+else
+    fail logdir_holds_few_files "$(ls "$tmp/dry3")"
+fi
+
+# the whole run with no time budget: every step SKIPPED (budget), the table, summary.txt, the archive, RESULTS section
 out=$(PATH="$tmp/gpu_bin:$PATH" GPU_CHECK_BUDGET=0 GPU_CHECK_RESULTS="$tmp/RESULTS.md" bash "$script" --append-results \
     "$tmp/run_logs" 2>&1)
 rc=$?
 expect run_exit_status 0 "$rc"
 if printf '%s\n' "$out" | grep -q "^GPU: NVIDIA H100 80GB HBM3, driver 550.54.15" &&
-    printf '%s\n' "$out" | grep -qE '^\| build +\| SKIPPED \(time budget spent\)' &&
-    printf '%s\n' "$out" | grep -qE '^\| bench_d48_fp8 +\|' && printf '%s\n' "$out" | grep -qE '^command: .*gpu_check.sh --append-results'; then
+    printf '%s\n' "$out" | grep -qE '^\| build +\| SKIPPED \(budget\)' &&
+    printf '%s\n' "$out" | grep -qE '^\| bench_d48_fp8 +\| SKIPPED \(budget\)' &&
+    printf '%s\n' "$out" | grep -qE '^command: .*gpu_check.sh --append-results'; then
     pass run_table
 else
     fail run_table "$out"
 fi
-if [ -f "$tmp/run_logs/summary.txt" ] && grep -qE '^\| racecheck +\|' "$tmp/run_logs/summary.txt"; then
-    pass run_summary_file
+if [ -f "$tmp/run_logs/summary.txt" ] && grep -qE '^\| nccl_1rank +\|' "$tmp/run_logs/summary.txt" &&
+    tar -tzf "$tmp/run_logs/gpu_check_logs.tar.gz" | grep -q '^./bench_d12_bf16.log$'; then
+    pass run_summary_and_archive
 else
-    fail run_summary_file "no summary.txt with the table"
+    fail run_summary_and_archive "no summary.txt with the table, or no archive with the step logs"
 fi
 if grep -q "^## .* — GPU check on NVIDIA H100 80GB HBM3" "$tmp/RESULTS.md" 2>/dev/null &&
     [ "$(grep -c '^| ' "$tmp/RESULTS.md")" -eq "$(grep -c '^| ' "$tmp/run_logs/summary.txt")" ]; then
