@@ -158,9 +158,25 @@ static inline int gemm_problem_check(const GemmKey* key, char* err, size_t errle
     return -1;
 }
 
-// Builds a plan's descriptors for `key` and asks the heuristic for its algorithm; exits with the problem described
-// when cuBLASLt has none.
-static inline void gemm_plan_build(GemmContext* ctx, GemmPlan* plan, const GemmKey* key) {
+// The pointers that change from call to call, set on a plan's descriptor before each call (cuBLASLt reads the
+// descriptor when the call is made): the FP8 operands' scale_inv and the bias.
+static inline void gemm_plan_set_pointers(GemmPlan* plan, const float* a_scale_inv, const float* b_scale_inv,
+                                          const void* bias) {
+    if (gemm_type_is_fp8(plan->key.a_type) || gemm_type_is_fp8(plan->key.b_type)) {
+        cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale_inv,
+                                                   sizeof(a_scale_inv)));
+        cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale_inv,
+                                                   sizeof(b_scale_inv)));
+    }
+    if (plan->key.has_bias) {
+        cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+    }
+}
+
+// Builds a plan's descriptors for `key` and asks the heuristic for its algorithm (with this call's pointers set, as
+// the heuristic may look at them); exits with the problem described when cuBLASLt has none.
+static inline void gemm_plan_build(GemmContext* ctx, GemmPlan* plan, const GemmKey* key, const float* a_scale_inv,
+                                   const float* b_scale_inv, const void* bias) {
     memset(plan, 0, sizeof(*plan));
     plan->key = *key;
     cublasCheck(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -190,6 +206,7 @@ static inline void gemm_plan_build(GemmContext* ctx, GemmPlan* plan, const GemmK
         cublasCheck(cublasLtMatrixLayoutCreate(&plan->b_layout, key->b_type, key->k, key->n, key->k));
     }
     cublasCheck(cublasLtMatrixLayoutCreate(&plan->d_layout, key->out_type, key->m, key->n, key->m));
+    gemm_plan_set_pointers(plan, a_scale_inv, b_scale_inv, bias);
 
     cublasLtMatmulPreference_t preference;
     cublasCheck(cublasLtMatmulPreferenceCreate(&preference));
@@ -230,7 +247,6 @@ static inline void gemm_lt(GemmContext* ctx, void* out, cudaDataType_t out_type,
                            const float* a_scale_inv, int trans_a, const void* b, cudaDataType_t b_type,
                            const float* b_scale_inv, int trans_b, const void* bias, int m, int n, int k, int accumulate,
                            int fast_accum, cudaStream_t stream) {
-    int fp8 = gemm_type_is_fp8(a_type) || gemm_type_is_fp8(b_type);
     GemmKey key = gemm_key(out, out_type, a, a_type, trans_a, b, b_type, trans_b, bias, m, n, k, accumulate, fast_accum);
     char problem[640];
     if (gemm_problem_check(&key, problem, sizeof(problem))) {
@@ -247,18 +263,10 @@ static inline void gemm_lt(GemmContext* ctx, void* out, cudaDataType_t out_type,
             ctx->num_plans = 0;
         }
         plan = &ctx->plans[ctx->num_plans];
-        gemm_plan_build(ctx, plan, &key);
+        gemm_plan_build(ctx, plan, &key, a_scale_inv, b_scale_inv, bias);
         ctx->num_plans++;
-    }
-    // the pointers that change from call to call; cuBLASLt reads the descriptor when the call is made
-    if (fp8) {
-        cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale_inv,
-                                                   sizeof(a_scale_inv)));
-        cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale_inv,
-                                                   sizeof(b_scale_inv)));
-    }
-    if (bias) {
-        cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+    } else {
+        gemm_plan_set_pointers(plan, a_scale_inv, b_scale_inv, bias);
     }
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     cublasStatus_t status = cublasLtMatmul(ctx->handle, plan->desc, &alpha, a, plan->a_layout, b, plan->b_layout, &beta,
