@@ -45,8 +45,6 @@ static GPT2Config config_of(int L, int C, int NH, int V, int maxT) {
     return c;
 }
 
-static GPT2Config test_config(void) { return config_of(2, 64, 4, TV, TT); }
-
 // `attention`: "plain" or "cudnn"; `recompute`: -r's value
 static TrainArgs test_args_with(const char* precision, const char* attention, const char* recompute) {
     char prog[] = "test", flag[] = "-precision", value[16], hl_flag[] = "-fp8_amax_history_len", hl_value[] = "16";
@@ -62,24 +60,50 @@ static TrainArgs test_args_with(const char* precision, const char* attention, co
 
 static TrainArgs test_args(const char* precision) { return test_args_with(precision, "plain", "0"); }
 
-// A CPU model and a GPU model with identical weights (GPT-2 init from `seed`).
-static void make_pair(GPT2* cpu, GPT2GPU* gpu, const char* precision, uint64_t seed) {
-    GPT2Config config = test_config();
+// A test model and its batch: B, T; L layers, C channels, NH heads, V vocabulary (maxT = T).
+typedef struct {
+    int B, T, L, C, NH, V;
+} TestShape;
+
+static const TestShape tiny_shape = {TB, TT, 2, 64, 4, TV};
+static const TestShape medium_shape = {1, 384, 2, 768, 12, 1024};
+
+static GPT2Config shape_config(const TestShape* shape) {
+    return config_of(shape->L, shape->C, shape->NH, shape->V, shape->T);
+}
+
+// Random tokens in [0, V) for a (B, T) batch, inputs and targets.
+static void random_batch(int* inputs, int* targets, int n, int V, Rng* rng) {
+    for (int i = 0; i < n; i++) {
+        inputs[i] = (int)(rng_next_u64(rng) % (uint64_t)V);
+        targets[i] = (int)(rng_next_u64(rng) % (uint64_t)V);
+    }
+}
+
+// A CPU model and a GPU model of `shape` with identical weights (GPT-2 init from `seed`).
+static void make_shaped_pair(GPT2* cpu, GPT2GPU* gpu, const char* precision, uint64_t seed, const TestShape* shape) {
+    GPT2Config config = shape_config(shape);
     TrainArgs args = test_args(precision);
     ModelOptions opt;
     memset(&opt, 0, sizeof(opt));
     opt.config = config;
     opt.precision = args.precision;
     opt.recipe = args.recipe;
-    gpt2_allocate(cpu, &opt, TB, TT);
+    gpt2_allocate(cpu, &opt, shape->B, shape->T);
     Rng rng;
     rng_seed(&rng, seed);
     gpt2_init_parameters(&cpu->params, cpu->param_sizes, &config, &rng);
-    gpt2_gpu_allocate(gpu, &config, &args, TB, TT, 1, 0, 0);
+    gpt2_gpu_allocate(gpu, &config, &args, shape->B, shape->T, 1, 0, 0);
     gpt2_upload_params(gpu, cpu->params_memory);
     gpt2_cast_weights_fp8(cpu, 1);
     if (gpu->precision == PRECISION_FP8) { gpt2_cast_weights_fp8(gpu, 1); }
     cudaCheck(cudaDeviceSynchronize());
+}
+
+static GPT2Config test_config(void) { return shape_config(&tiny_shape); }
+
+static void make_pair(GPT2* cpu, GPT2GPU* gpu, const char* precision, uint64_t seed) {
+    make_shaped_pair(cpu, gpu, precision, seed, &tiny_shape);
 }
 
 static void set_batch(GPT2GPU* gpu, int* inputs, int* targets, Rng* rng) {
@@ -542,44 +566,6 @@ static void test_checkpoints(void) {
 // the medium configuration: the tiny model above never runs the kernels' loops past one pass (C <= 256 threads of a
 // LayerNorm block, V <= 512 threads of the classifier, T <= 256 threads of the causal softmax, C <= 256 columns of
 // one encoder-backward block). L 2, C 768, NH 12 (head size 64), T 384, B 1 (B*T = 384, a multiple of 64), V 1024.
-
-typedef struct {
-    int B, T, L, C, NH, V;
-} TestShape;
-
-static const TestShape medium_shape = {1, 384, 2, 768, 12, 1024};
-
-static GPT2Config shape_config(const TestShape* shape) {
-    return config_of(shape->L, shape->C, shape->NH, shape->V, shape->T);
-}
-
-// Random tokens in [0, V) for a (B, T) batch, inputs and targets.
-static void random_batch(int* inputs, int* targets, int n, int V, Rng* rng) {
-    for (int i = 0; i < n; i++) {
-        inputs[i] = (int)(rng_next_u64(rng) % (uint64_t)V);
-        targets[i] = (int)(rng_next_u64(rng) % (uint64_t)V);
-    }
-}
-
-// make_pair at another shape: a CPU and a GPU model with the same GPT-2 init from `seed`
-static void make_shaped_pair(GPT2* cpu, GPT2GPU* gpu, const char* precision, uint64_t seed, const TestShape* shape) {
-    GPT2Config config = shape_config(shape);
-    TrainArgs args = test_args(precision);
-    ModelOptions opt;
-    memset(&opt, 0, sizeof(opt));
-    opt.config = config;
-    opt.precision = args.precision;
-    opt.recipe = args.recipe;
-    gpt2_allocate(cpu, &opt, shape->B, shape->T);
-    Rng rng;
-    rng_seed(&rng, seed);
-    gpt2_init_parameters(&cpu->params, cpu->param_sizes, &config, &rng);
-    gpt2_gpu_allocate(gpu, &config, &args, shape->B, shape->T, 1, 0, 0);
-    gpt2_upload_params(gpu, cpu->params_memory);
-    gpt2_cast_weights_fp8(cpu, 1);
-    if (gpu->precision == PRECISION_FP8) { gpt2_cast_weights_fp8(gpu, 1); }
-    cudaCheck(cudaDeviceSynchronize());
-}
 
 static void shaped_batch(GPT2GPU* gpu, int* inputs, int* targets, const TestShape* shape, Rng* rng) {
     random_batch(inputs, targets, shape->B * shape->T, shape->V, rng);
