@@ -7,7 +7,8 @@ cvt.rn.satfinite; we compare fp8_from_float with it (__NV_SATFINITE) over every 
 and its rounding bit is never below bit 19 of a float's significand (subnormals included), so the low 12 bits only
 act as the sticky bit and this set covers every rounding case. Also checks __nv_cvt_fp8_to_halfraw decoding of all
 256 codes, and that the fp8 headers and update.cuh's kernel compile as device code (compiled, not launched). Also
-gemm.cuh's host side: plan keys with pointer alignments, and the FP8 problem checks with their messages.
+gemm.cuh's host side: plan keys with pointer alignments, and the FP8 problem checks with their messages; and
+quantize.cuh's launchers refusing bad sizes, grids and alignments before any CUDA call.
 */
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -84,6 +85,29 @@ static void test_gemm_key_and_checks(void) {
           "the description names shapes, types, transposes and accumulation: %s", err);
 }
 
+// quantize.cuh's launchers refuse, before any CUDA call, what their kernels cannot do (so no GPU is needed to see it):
+// sizes off the vector or the tile, too many tile rows for gridDim.y, misaligned vector loads and stores.
+static void test_quantize_launch_preconditions(void) {
+    uint8_t* out = (uint8_t*)0x7f0000000000;  // never dereferenced: every call below is refused first
+    uint8_t* out_t = (uint8_t*)0x7f0000100000;
+    const __nv_bfloat16* inp = (const __nv_bfloat16*)0x7f0000200000;
+    float* amax = (float*)0x7f0000300000;
+    const float* scale = (const float*)0x7f0000300010;
+    fprintf(stderr, "(the launchers' refusals below are expected)\n");
+    CHECK(fp8_cast_amax(out, inp + 1, 1024, scale, amax, FP8_E4M3, 132, 0) == cudaErrorInvalidValue, "input at 2 bytes");
+    CHECK(fp8_cast_amax(out + 4, inp, 1024, scale, amax, FP8_E4M3, 132, 0) == cudaErrorInvalidValue, "output at 4 bytes");
+    CHECK(fp8_cast_amax(out, inp, 1020, scale, amax, FP8_E4M3, 132, 0) == cudaErrorInvalidValue, "n not a multiple of 8");
+    CHECK(fp8_cast_transpose_amax(out, out_t, inp + 4, 64, 64, scale, amax, FP8_E4M3, 0) == cudaErrorInvalidValue,
+          "transpose input at 8 bytes");
+    CHECK(fp8_cast_transpose_amax(out, out_t + 2, inp, 64, 64, scale, amax, FP8_E4M3, 0) == cudaErrorInvalidValue,
+          "transposed output at 2 bytes");
+    CHECK(fp8_cast_transpose_amax(out, out_t, inp, 96, 64, scale, amax, FP8_E4M3, 0) == cudaErrorInvalidValue,
+          "rows off the tile");
+    CHECK(fp8_cast_transpose_amax(out, out_t, inp, 65536 * FP8_TRANSPOSE_TILE, 64, scale, amax, FP8_E4M3, 0) ==
+              cudaErrorInvalidValue,
+          "65536 tile rows: gridDim.y is at most 65535");
+}
+
 static void test_encode_against_cuda_fp8(void) {
     const uint32_t lows[6] = {0x000, 0x001, 0x7FF, 0x800, 0x801, 0xFFF};
     for (int fi = 0; fi < 2; fi++) {
@@ -137,6 +161,7 @@ static void test_bf16_against_cuda(void) {
 int main(void) {
     RUN_TEST(test_update_launcher_host_path_choice);
     RUN_TEST(test_gemm_key_and_checks);
+    RUN_TEST(test_quantize_launch_preconditions);
     RUN_TEST(test_encode_against_cuda_fp8);
     RUN_TEST(test_decode_against_cuda_fp8);
     RUN_TEST(test_bf16_against_cuda);
