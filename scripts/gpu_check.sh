@@ -356,9 +356,17 @@ stage_programs() {
     esac
 }
 
-# " dev/cuda/attention_cudnn" where the Makefile builds with cuDNN (make info says so), else nothing
+# " dev/cuda/attention_cudnn" where the Makefile builds with cuDNN (make info says so), else nothing; asked once, and
+# not at all in a dry run or when the budget leaves no step to run (nothing is built then)
 cudnn_programs() {
-    if make -s info 2>/dev/null | grep -q 'cuDNN found'; then echo " dev/cuda/attention_cudnn"; fi
+    if [ -z "${CUDNN_PROGRAMS+set}" ]; then
+        CUDNN_PROGRAMS=""
+        if [ "${DRY_RUN:-0}" != 1 ] && [ $((DEADLINE - SECONDS - 25)) -ge "${STEP_MIN_SECONDS:-20}" ] &&
+            make -s info 2>/dev/null | grep -q 'cuDNN found'; then
+            CUDNN_PROGRAMS=" dev/cuda/attention_cudnn"
+        fi
+    fi
+    echo "$CUDNN_PROGRAMS"
 }
 
 stage_build() {
@@ -644,6 +652,7 @@ main() {
 
     STEP_MIN_SECONDS=5 run_step gpu 30 nvidia-smi
     row gpu "$GPU_NAME, driver $GPU_DRIVER, $GPU_MEMORY"
+    cudnn_programs >/dev/null  # ask make info once, here: the stages read it in subshells
     stage_build
     local stage
     for stage in dev test train bench gemm nccl sanitize; do
