@@ -117,7 +117,7 @@ CUDA_PROGRAMS := train_gpt_fp8 test_gpt_fp8
 # ---------------------------------------------------------------------------------------------------------------------
 # CPU programs and tests
 
-FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/meta.h
+FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/meta.h fp8/current.h
 LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h \
                 llmc/train_common.h llmc/zero.h
 CPU_PROGRAMS := train_gpt_fp8_cpu

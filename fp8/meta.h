@@ -177,10 +177,17 @@ static inline void fp8_meta_reduce_amax(Fp8Meta* meta, const DelayedScaling* rec
     }
 }
 
+// Whether the end-of-step pass recomputes scales: delayed scaling on its update steps (`interval`); never with
+// current scaling, whose casts set their own scales (fp8/current.h): there the pass only opens a fresh row 0 (a roll
+// of a one-row history zeroes it).
+FP8_HD int fp8_end_of_step_updates_scales(int current_scaling, int step, int interval) {
+    return !current_scaling && fp8_is_scale_update_step(step, interval);
+}
+
 // The end-of-step update of every slot of every module (the CPU twin of fp8/update.cuh's one launch).
 // `step` is the optimizer step that just finished, for `interval`.
 static inline void fp8_meta_update(Fp8Meta* meta, const DelayedScaling* recipe, int step) {
-    int update_scale = fp8_is_scale_update_step(step, recipe->interval);
+    int update_scale = fp8_end_of_step_updates_scales(recipe->scaling == FP8_SCALING_CURRENT, step, recipe->interval);
     int most_recent = recipe->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT;
     int builtin = recipe->amax_compute_algo != AMAX_COMPUTE_CALLBACK && recipe->scaling_factor_compute_fn == NULL;
     for (int slot = 0; slot < meta->num_slots; slot++) {
@@ -205,6 +212,19 @@ static inline void fp8_meta_update(Fp8Meta* meta, const DelayedScaling* recipe, 
             meta->scale_inv[slot] = 1.0f / new_scale;
         }
         fp8_history_roll(column, meta->amax_history_len, meta->num_slots);
+    }
+}
+
+// Per slot, the amax a delayed-scaling update at this point computes the scale from (over the window, row 0
+// included, or row 0 alone, or the user's callback): what the diagnostics call the window amax. Call it before the
+// update, which rolls the oldest row out. window_amax (num_slots).
+static inline void fp8_meta_window_amax(const Fp8Meta* meta, const DelayedScaling* recipe, float* window_amax) {
+    int most_recent = recipe->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT;
+    for (int slot = 0; slot < meta->num_slots; slot++) {
+        const float* column = meta->amax_history + slot;
+        window_amax[slot] = recipe->amax_compute_algo == AMAX_COMPUTE_CALLBACK
+                          ? recipe->amax_compute_fn(column, meta->amax_history_len, meta->num_slots, recipe->callback_user)
+                          : fp8_history_window_amax(column, meta->amax_history_len, meta->num_slots, most_recent);
     }
 }
 

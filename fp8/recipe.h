@@ -1,5 +1,6 @@
 /*
-fp8/recipe.h — Transformer Engine's DelayedScaling recipe as a C struct: options, defaults, parsing, validation, print.
+fp8/recipe.h — Transformer Engine's DelayedScaling recipe as a C struct: options, defaults, parsing, validation, print;
+and, in the same struct, TE's Float8CurrentScaling (scaling = current), which shares its formats and overrides.
 
 Same names and defaults as transformer_engine.common.recipe.DelayedScaling:
   margin                    int >= 0, default 0     scale = (fp8_max / amax) / 2^margin
@@ -10,6 +11,18 @@ Same names and defaults as transformer_engine.common.recipe.DelayedScaling:
   scaling_factor_compute    optional C callback replacing the scale formula
   override_linear_precision (fprop, dgrad, wgrad): run that GEMM in BF16 instead of FP8, default (0, 0, 0)
   reduce_amax               all-reduce(MAX) the step's amaxes across ranks before the update, default 1
+plus
+  scaling                   delayed (the above) | current (Float8CurrentScaling), default delayed
+
+Current scaling (fp8/current.h): each tensor's scale comes from its own amax, computed just before its cast, with the
+delayed formula and special cases (scale = fp8_max / amax / 2^margin; amax 0, inf or NaN keeps the slot's previous
+scale; FLT_MAX on overflow). No history, no end-of-step scale update. What applies: fp8_format (HYBRID as above),
+override_linear_precision, and margin (TE's Float8CurrentScaling has none; ours defaults to 0, which is TE's). What
+does not: amax_history_len is 1 (row 0 still collects the step's amax, for the diagnostics), interval 1, no
+amax_compute_algo or callbacks, reduce_amax 0 (each rank scales its own tensors; the weights, identical on every rank
+after the all-gather, get identical scales anyway). float8_current_scaling_apply sets exactly that; the trainers
+refuse the delayed-only flags next to -fp8_recipe current (parse_fp8_scaling_recipe reads its value; the trainers
+apply it after every other flag, so the order of flags does not matter).
 
 `interval` (TE documents it but never implemented it; we do): amaxes are recorded and the histories roll at the end of
 EVERY step; only the scale recomputation is gated. At the end of optimizer step s (0-based) the scales are recomputed
@@ -32,6 +45,8 @@ Host only: parsing uses the C library, and the callbacks are host function point
 
 typedef enum { FP8_RECIPE_E4M3 = 0, FP8_RECIPE_HYBRID = 1, FP8_RECIPE_E5M2 = 2 } Fp8RecipeFormat;
 typedef enum { AMAX_COMPUTE_MAX = 0, AMAX_COMPUTE_MOST_RECENT = 1, AMAX_COMPUTE_CALLBACK = 2 } AmaxComputeAlgo;
+// Which TE recipe computes the scales (the value is what checkpoints store in state header [34]).
+typedef enum { FP8_SCALING_DELAYED = 0, FP8_SCALING_CURRENT = 1 } Fp8ScalingRecipe;
 
 #define FP8_MARGIN_MAX 64
 #define FP8_INTERVAL_MAX 1000000
@@ -57,6 +72,7 @@ typedef struct DelayedScaling {
     void* callback_user;                                 // passed to both callbacks
     int override_fprop, override_dgrad, override_wgrad;  // 1: that GEMM runs in BF16 (override_linear_precision)
     int reduce_amax;
+    Fp8ScalingRecipe scaling;  // delayed (TE's DelayedScaling) or current (TE's Float8CurrentScaling)
 } DelayedScaling;
 
 static inline void delayed_scaling_default(DelayedScaling* recipe) {
@@ -67,6 +83,19 @@ static inline void delayed_scaling_default(DelayedScaling* recipe) {
     recipe->amax_history_len = 1024;
     recipe->amax_compute_algo = AMAX_COMPUTE_MAX;
     recipe->reduce_amax = 1;
+    recipe->scaling = FP8_SCALING_DELAYED;
+}
+
+// Turn a recipe into Float8CurrentScaling, keeping its format, margin and overrides: one history row (the step's
+// amax, for diagnostics), no interval, no amax algorithm, no amax reduction (see the header comment).
+static inline void float8_current_scaling_apply(DelayedScaling* recipe) {
+    recipe->scaling = FP8_SCALING_CURRENT;
+    recipe->amax_history_len = 1;
+    recipe->interval = 1;
+    recipe->amax_compute_algo = AMAX_COMPUTE_MAX;
+    recipe->amax_compute_fn = NULL;
+    recipe->scaling_factor_compute_fn = NULL;
+    recipe->reduce_amax = 0;
 }
 
 // HYBRID: E4M3 forward (inputs, weights, outputs), E5M2 backward (grad_output, grad_input).
@@ -82,6 +111,9 @@ static inline const char* fp8_recipe_format_name(Fp8RecipeFormat f) {
 }
 static inline const char* amax_compute_algo_name(AmaxComputeAlgo a) {
     return a == AMAX_COMPUTE_MAX ? "max" : a == AMAX_COMPUTE_MOST_RECENT ? "most_recent" : "callback";
+}
+static inline const char* fp8_scaling_recipe_name(Fp8ScalingRecipe r) {
+    return r == FP8_SCALING_CURRENT ? "current" : "delayed";
 }
 
 // ----------------------------------------------------------------------------
@@ -121,6 +153,14 @@ static inline int parse_amax_compute_algo(const char* text, const char* flag, Am
     if (text && strcmp(text, "max") == 0) { *out = AMAX_COMPUTE_MAX; return 0; }
     if (text && strcmp(text, "most_recent") == 0) { *out = AMAX_COMPUTE_MOST_RECENT; return 0; }
     snprintf(err, errlen, "invalid value '%s' for %s: expected one of max, most_recent", text ? text : "(null)", flag);
+    return -1;
+}
+
+static inline int parse_fp8_scaling_recipe(const char* text, const char* flag, Fp8ScalingRecipe* out, char* err,
+                                           size_t errlen) {
+    if (text && strcmp(text, "delayed") == 0) { *out = FP8_SCALING_DELAYED; return 0; }
+    if (text && strcmp(text, "current") == 0) { *out = FP8_SCALING_CURRENT; return 0; }
+    snprintf(err, errlen, "invalid value '%s' for %s: expected one of delayed, current", text ? text : "(null)", flag);
     return -1;
 }
 
@@ -193,11 +233,32 @@ static inline int delayed_scaling_validate(const DelayedScaling* recipe, char* e
             return -1;
         }
     }
+    if (recipe->scaling != FP8_SCALING_DELAYED && recipe->scaling != FP8_SCALING_CURRENT) {
+        snprintf(err, errlen, "fp8 recipe: unknown scaling recipe %d", (int)recipe->scaling);
+        return -1;
+    }
+    if (recipe->scaling == FP8_SCALING_CURRENT &&
+        (recipe->amax_history_len != 1 || recipe->interval != 1 || recipe->amax_compute_algo != AMAX_COMPUTE_MAX ||
+         recipe->scaling_factor_compute_fn != NULL || recipe->reduce_amax != 0)) {
+        snprintf(err, errlen, "fp8 recipe: current scaling has no amax history, interval, amax algorithm, scale callback "
+                 "or amax reduction (float8_current_scaling_apply)");
+        return -1;
+    }
     return 0;
 }
 
 // One line, the resolved recipe in TE's vocabulary, for the trainers' startup banner.
 static inline void delayed_scaling_print(const DelayedScaling* recipe, FILE* out) {
+    if (recipe->scaling == FP8_SCALING_CURRENT) {
+        fprintf(out,
+                "Float8CurrentScaling(fp8_format=%s [fwd %s, bwd %s], margin=%d, override_linear_precision=(fprop=%s, "
+                "dgrad=%s, wgrad=%s))\n",
+                fp8_recipe_format_name(recipe->fp8_format), fp8_format_name(delayed_scaling_forward_format(recipe)),
+                fp8_format_name(delayed_scaling_backward_format(recipe)), recipe->margin,
+                recipe->override_fprop ? "bf16" : "fp8", recipe->override_dgrad ? "bf16" : "fp8",
+                recipe->override_wgrad ? "bf16" : "fp8");
+        return;
+    }
     fprintf(out,
             "DelayedScaling(margin=%d, interval=%d, fp8_format=%s [fwd %s, bwd %s], amax_history_len=%d, "
             "amax_compute_algo=%s, scaling_factor_compute_algo=%s, override_linear_precision=(fprop=%s, dgrad=%s, "

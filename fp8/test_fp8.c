@@ -1,6 +1,7 @@
 /*
 fp8/test_fp8.c — CPU tests of the FP8 core: the E4M3/E5M2 codec down to the last bit, bf16 rounding, the recipe's
-parsing and validation, the delayed-scaling update rule, and the quantize/dequantize references.
+parsing and validation, the delayed-scaling update rule, the quantize/dequantize references, and current scaling
+(fp8/current.h: the scale from the cast tensor's own amax, with the zero/inf/NaN/overflow rules).
 
 The codec is checked against references written differently from fp8.h: decoding by the textbook formula with ldexp,
 encoding by searching all 128 non-negative codes for the nearest value (ties to the even code), so a shared mistake
@@ -14,6 +15,7 @@ in bit tricks cannot hide. The update rule is checked against a naive model that
 #include <string.h>
 
 #include "../llmc/testing.h"
+#include "current.h"
 #include "meta.h"
 
 // ----------------------------------------------------------------------------
@@ -779,6 +781,137 @@ static void test_quantize_dequantize(void) {
     free(xb);
 }
 
+// ----------------------------------------------------------------------------
+// current scaling (fp8/current.h)
+
+// -fp8_recipe's parsing and what current scaling keeps of a recipe: format, margin, overrides; no history.
+static void test_recipe_current_scaling(void) {
+    char err[256];
+    Fp8ScalingRecipe scaling = FP8_SCALING_DELAYED;
+    CHECK(parse_fp8_scaling_recipe("current", "-fp8_recipe", &scaling, err, sizeof(err)) == 0 &&
+              scaling == FP8_SCALING_CURRENT, "current");
+    CHECK(parse_fp8_scaling_recipe("delayed", "-fp8_recipe", &scaling, err, sizeof(err)) == 0 &&
+              scaling == FP8_SCALING_DELAYED, "delayed");
+    CHECK(parse_fp8_scaling_recipe("Current", "-fp8_recipe", &scaling, err, sizeof(err)) == -1 &&
+              strstr(err, "'Current' for -fp8_recipe: expected one of delayed, current") && scaling == FP8_SCALING_DELAYED,
+          "rejected with a message naming the flag: %s", err);
+    DelayedScaling r;
+    delayed_scaling_default(&r);
+    CHECK(r.scaling == FP8_SCALING_DELAYED, "delayed by default");
+    r.margin = 2;
+    r.fp8_format = FP8_RECIPE_E4M3;
+    r.override_wgrad = 1;
+    float8_current_scaling_apply(&r);
+    CHECK(r.scaling == FP8_SCALING_CURRENT && r.amax_history_len == 1 && r.interval == 1 && r.reduce_amax == 0 &&
+              r.margin == 2 && r.fp8_format == FP8_RECIPE_E4M3 && r.override_wgrad == 1,
+          "current scaling: one history row, no interval or reduction; format, margin and overrides kept");
+    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == 0, "valid: %s", err);
+    char line[1024];
+    FILE* mem = fmemopen(line, sizeof(line), "w");
+    delayed_scaling_print(&r, mem);
+    fclose(mem);
+    CHECK(strstr(line, "Float8CurrentScaling(fp8_format=E4M3 [fwd E4M3, bwd E4M3], margin=2") &&
+              strstr(line, "wgrad=bf16") && !strstr(line, "amax_history_len"),
+          "banner: %s", line);
+    DelayedScaling bad = r;
+    bad.amax_history_len = 16;
+    CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "current scaling"), "history refused");
+    bad = r;
+    bad.reduce_amax = 1;
+    CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1, "amax reduction refused");
+    bad = r;
+    bad.scaling = (Fp8ScalingRecipe)2;
+    CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "unknown scaling"), "unknown recipe");
+    // the end-of-step pass of current scaling leaves every scale alone and only clears row 0
+    Fp8Meta meta;
+    CHECK(fp8_meta_init(&meta, 2, &r, err, sizeof(err)) == 0 && meta.amax_history_len == 1, "%s", err);
+    for (int s = 0; s < meta.num_slots; s++) {
+        meta.amax_history[s] = 0.5f + s;
+        meta.scale[s] = 3.0f + s;
+        meta.scale_inv[s] = 1.0f / (3.0f + s);
+    }
+    for (int step = 0; step < 3; step++) { fp8_meta_update(&meta, &r, step); }
+    for (int s = 0; s < meta.num_slots; s++) {
+        CHECK(meta.amax_history[s] == 0.0f && meta.scale[s] == 3.0f + s && meta.scale_inv[s] == 1.0f / (3.0f + s),
+              "slot %d: row 0 cleared, scale kept", s);
+    }
+    fp8_meta_free(&meta);
+}
+
+// A current-scaling cast takes its scale from exactly the amax of the tensor it casts (not from row 0, not from an
+// earlier tensor), with fp8_compute_scale's special cases, and casts exactly as fp8_quantize does with that scale.
+static void test_quantize_current_scaling(void) {
+    enum { N = 4096 };
+    float* x = malloc(N * sizeof(float));
+    uint16_t* xb = malloc(N * sizeof(uint16_t));
+    uint8_t* q = malloc(N);
+    uint8_t* want = malloc(N);
+    for (int fi = 0; fi < 2; fi++) {
+        Fp8Format f = formats[fi];
+        for (int margin = 0; margin <= 3; margin += 3) {
+            float max_abs = 0.0f;
+            int at_max = 0;
+            for (int i = 0; i < N; i++) {
+                x[i] = bf16_round((rng_uniform() * 2 - 1) * ldexpf(1.0f, (int)(rng_u32() % 20) - 12));
+                max_abs = fabsf(x[i]) > max_abs ? fabsf(x[i]) : max_abs;
+            }
+            for (int i = 0; i < N; i++) { at_max += fabsf(x[i]) == max_abs; }
+            float scale = 5.0f, scale_inv = 0.2f;  // the slot's previous scale: must not matter
+            float row0 = 1e6f;                     // an earlier, larger tensor of this step: must not matter either
+            Fp8QuantStats stats = {0, 0, 0};
+            float amax = fp8_quantize_current(q, x, N, f, margin, &scale, &scale_inv, &row0, &stats);
+            float want_scale = (fp8_max(f) / max_abs) / ldexpf(1.0f, margin);
+            CHECK(amax == max_abs && scale == want_scale && scale_inv == 1.0f / want_scale,
+                  "%s margin %d: amax %g scale %g, want %g and %g", fp8_format_name(f), margin, amax, scale, max_abs,
+                  want_scale);
+            CHECK(row0 == 1e6f, "the tensor's amax is merged into row 0, which does not feed the scale");
+            float discarded = 0.0f;
+            fp8_quantize(want, x, N, f, want_scale, &discarded, NULL);
+            CHECK(memcmp(q, want, N) == 0, "%s margin %d: bytes = fp8_quantize with the tensor's own scale",
+                  fp8_format_name(f), margin);
+            // nothing saturates but, at most, the elements at the amax itself, by a float rounding of x * scale
+            CHECK(stats.count == N && stats.saturated <= at_max && (margin > 0 ? stats.saturated == 0 : 1),
+                  "%s margin %d: %lld saturated (%d elements at the amax)", fp8_format_name(f), margin,
+                  stats.saturated, at_max);
+            // the bf16 twin (what the GPU computes) on the same values: same bytes, scale, amax
+            for (int i = 0; i < N; i++) { xb[i] = bf16_from_float(x[i]); }
+            float scale_b = 5.0f, scale_inv_b = 0.2f, row0_b = 0.0f;
+            float amax_b = fp8_quantize_current_bf16(want, xb, N, f, margin, &scale_b, &scale_inv_b, &row0_b, NULL);
+            CHECK(memcmp(q, want, N) == 0 && scale_b == scale && scale_inv_b == scale_inv && amax_b == amax &&
+                      row0_b == amax, "%s margin %d: bf16 storage gives the same cast", fp8_format_name(f), margin);
+        }
+    }
+    // special amaxes: zeros, an inf, a NaN keep the slot's previous scale; a tiny amax gives FLT_MAX
+    for (int i = 0; i < N; i++) { x[i] = 0.0f; }
+    float scale = 2.5f, scale_inv = 0.4f, row0 = 0.0f;
+    float amax = fp8_quantize_current(q, x, N, FP8_E4M3, 0, &scale, &scale_inv, &row0, NULL);
+    int nonzero = 0;
+    for (int i = 0; i < N; i++) { nonzero += q[i] != 0; }
+    CHECK(amax == 0.0f && scale == 2.5f && scale_inv == 1.0f / 2.5f && nonzero == 0 && row0 == 0.0f,
+          "all zeros: previous scale kept (%g), zero bytes", scale);
+    x[7] = 1.5f;
+    x[99] = -INFINITY;
+    scale = 2.5f;
+    amax = fp8_quantize_current(q, x, N, FP8_E5M2, 0, &scale, &scale_inv, &row0, NULL);
+    CHECK(isinf(amax) && scale == 2.5f && q[99] == (0x80 | 0x7B) && q[7] == fp8_from_float(1.5f * 2.5f, FP8_E5M2),
+          "an inf: previous scale kept, the inf saturates to -max");
+    x[99] = NAN;
+    scale = 2.5f;
+    amax = fp8_quantize_current(q, x, N, FP8_E4M3, 0, &scale, &scale_inv, &row0, NULL);
+    CHECK(isnan(amax) && scale == 2.5f && isnan(row0), "a NaN: previous scale kept, the NaN reaches row 0");
+    x[99] = 0.0f;
+    x[7] = ldexpf(1.0f, -140);  // a denormal: 448 / 2^-140 overflows float
+    scale = 2.5f;
+    row0 = 0.0f;
+    amax = fp8_quantize_current(q, x, N, FP8_E4M3, 0, &scale, &scale_inv, &row0, NULL);
+    CHECK(amax == ldexpf(1.0f, -140) && scale == FLT_MAX && scale_inv == 1.0f / FLT_MAX && scale_inv > 0.0f,
+          "tiny amax: FLT_MAX, got %g", scale);
+    free(x);
+    free(xb);
+    free(q);
+    free(want);
+}
+
 int main(void) {
     ref_init();
     RUN_TEST(test_decode_all_codes);
@@ -798,5 +931,7 @@ int main(void) {
     RUN_TEST(test_update_many_modules_one_call);
     RUN_TEST(test_reduce_amax_hook);
     RUN_TEST(test_quantize_dequantize);
+    RUN_TEST(test_recipe_current_scaling);
+    RUN_TEST(test_quantize_current_scaling);
     return test_summary("fp8");
 }

@@ -17,7 +17,8 @@ functions; dev/cuda/fp8_update checks the whole kernel bit for bit against fp8_m
 tiny, inf and NaN amaxes), histories 1 to 1024, both algorithms, margins and intervals.
 
 The amax_compute_algo and scaling_factor_compute_algo callbacks are host functions; a recipe with either runs the
-host rule (fp8_meta_update) on a copy instead, see fp8_meta_update_needs_host.
+host rule (fp8_meta_update) on a copy instead, see fp8_meta_update_needs_host. With current scaling the same launch
+only clears row 0 (update_scale 0 and a one-row history): the casts set the scales (fp8/quantize.cuh).
 */
 #ifndef GPTFP8_UPDATE_CUH
 #define GPTFP8_UPDATE_CUH
@@ -100,7 +101,8 @@ static inline cudaError_t fp8_meta_update_launch(float* device_memory, const Fp8
     fp8_update_kernel<<<grid, block, 0, stream>>>(
         amax_history, scale, scale_inv, num_slots, FP8_FWD_SLOTS * meta->num_modules, meta->amax_history_len,
         fp8_max(meta->forward_format), fp8_max(meta->backward_format), recipe->margin,
-        recipe->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT, fp8_is_scale_update_step(step, recipe->interval));
+        recipe->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT,
+        fp8_end_of_step_updates_scales(recipe->scaling == FP8_SCALING_CURRENT, step, recipe->interval));
     return cudaGetLastError();
 }
 
