@@ -126,7 +126,7 @@ CPU_TOOLS := fp8/fp8_codec
 CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host llmc/test_kernels_host)
 # Standalone GPU kernel checks and benchmarks (llm.c's dev/cuda): built with everything, run on a GPU by hand or by
 # the GPU check; without a GPU each says so in one line and exits 1.
-DEV_CUDA := dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes \
+DEV_CUDA := dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes dev/cuda/fp8_current_scaling \
             $(if $(CUDNN_OBJECT),dev/cuda/attention_cudnn)
 CUDA_HEADERS := fp8/quantize.cuh fp8/update.cuh fp8/gemm.cuh llmc/cuda_utils.cuh
 
@@ -168,7 +168,7 @@ fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(CUDA_HEADERS) $(FP8_HEADERS)
 llmc/test_kernels_host: llmc/test_kernels_host.cu llmc/kernels.cuh llmc/rand.h llmc/testing.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
-dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/rand.h llmc/gpt2.h | check-nvcc
+dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/rand.h llmc/gpt2.h llmc/testing.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
 # cuDNN attention: the one C++ unit, compiled by the host compiler (the frontend is plain C++17). The frontend's and

@@ -1,6 +1,8 @@
 /*
 fp8/quantize.cuh — the GPU casts to FP8 with delayed scaling: one pass over a bf16 tensor writes its FP8 copy (and,
 where a Hopper GEMM needs it, its transposed FP8 copy) and max-reduces the tensor's amax into its slot's row 0.
+With current scaling (TE's Float8CurrentScaling, fp8/current.h) one more pass comes first: the tensor's amax, and
+in the same launch the scale from it, which the very same cast kernels then read (see fp8_amax_scale below).
 
 Why one pass: delayed scaling exists so that a cast reads its input once (the scale comes from earlier steps), and
 Hopper's FP8 GEMMs accept only the TN layout, so dgrad and wgrad need transposed FP8 operands: making the transpose
@@ -12,7 +14,8 @@ fp32 multiply, as on the CPU. The amax is max |x| of the unscaled input as float
 shuffles, then one atomicMax on the unsigned bits, which orders non-negative floats by value and puts NaN above inf,
 exactly the NaN-propagating max fp8/meta.h defines.
 
-CPU twins: fp8_quantize / fp8_quantize_bf16 in fp8/meta.h (the transposed copy is the same bytes, transposed).
+CPU twins: fp8_quantize / fp8_quantize_bf16 in fp8/meta.h (the transposed copy is the same bytes, transposed);
+fp8_quantize_current_bf16 in fp8/current.h for an amax pass followed by a cast.
 */
 #ifndef GPTFP8_QUANTIZE_CUH
 #define GPTFP8_QUANTIZE_CUH
@@ -23,6 +26,7 @@ CPU twins: fp8_quantize / fp8_quantize_bf16 in fp8/meta.h (the transposed copy i
 #include <stdint.h>
 #include <stdio.h>
 
+#include "current.h"
 #include "fp8.h"
 
 // |x| as float bits: what the amax reductions compare (sign bit cleared; NaN stays above +inf)
@@ -50,18 +54,26 @@ __device__ __forceinline__ uint2 fp8_cast8(uint4 packed, float s, Fp8Format form
     return out;
 }
 
-// Block-wide max of unsigned values, then one atomicMax into *amax_bits. blockDim.x must be a multiple of 32.
-__device__ __forceinline__ void fp8_block_amax_to_global(unsigned int thread_max, unsigned int* amax_bits) {
+// Block-wide max of unsigned values, valid in thread 0. blockDim.x must be a multiple of 32. Two calls in one kernel
+// need a __syncthreads() between them (they share the per-warp cells).
+__device__ __forceinline__ unsigned int fp8_block_max(unsigned int thread_max) {
     __shared__ unsigned int warp_max[32];
     unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     thread_max = __reduce_max_sync(0xFFFFFFFFu, thread_max);
     if (lane == 0) { warp_max[warp] = thread_max; }
     __syncthreads();
+    unsigned int v = 0u;
     if (warp == 0) {
-        unsigned int v = lane < blockDim.x / 32 ? warp_max[lane] : 0u;
+        v = lane < blockDim.x / 32 ? warp_max[lane] : 0u;
         v = __reduce_max_sync(0xFFFFFFFFu, v);
-        if (lane == 0 && v != 0u) { atomicMax(amax_bits, v); }
     }
+    return v;
+}
+
+// Block-wide max of unsigned values, then one atomicMax into *amax_bits. blockDim.x must be a multiple of 32.
+__device__ __forceinline__ void fp8_block_amax_to_global(unsigned int thread_max, unsigned int* amax_bits) {
+    unsigned int v = fp8_block_max(thread_max);
+    if (threadIdx.x == 0 && v != 0u) { atomicMax(amax_bits, v); }
 }
 
 // ----------------------------------------------------------------------------
@@ -166,6 +178,69 @@ __global__ void fp8_range_stats_kernel(unsigned long long* stats, const __nv_bfl
 }
 
 // ----------------------------------------------------------------------------
+// current scaling: the amax pass, with the scale computed from it in the same launch
+//
+// A current-scaling cast is two launches on one stream: fp8_amax_scale_kernel, then the delayed-scaling cast kernel
+// above (fp8_cast_amax_kernel or fp8_cast_transpose_amax_kernel) with the scale cell this one wrote. Why this split:
+// the cast kernels stay exactly the ones checked for delayed scaling, and each of their blocks reads one float as its
+// scale instead of reducing the amax again. The scale computation rides on the amax pass in its last block: every
+// block max-reduces its grid-stride share of |x| into its own partial, counts itself done (threadfence, then an
+// atomic ticket), and the block that draws the last ticket reduces the partials, computes the scale with
+// fp8_current_scale (the CPU's code) and resets the ticket counter for the next cast. No atomics on floats, no
+// zeroing launch. The row 0 merge and the diagnostics stay with the cast kernel, as for delayed scaling.
+
+// Where a current-scaling cast's scale comes from and goes. In training the three outputs are the slot's own cells
+// (previous_scale == scale); an evaluation cast writes scratch cells so the training state stays as it was.
+typedef struct {
+    const float* previous_scale;  // the slot's scale before this cast: kept when the amax is 0, inf or NaN
+    float* scale;                 // this cast's scale (what the cast kernel then reads)
+    float* scale_inv;             // 1 / scale (what the GEMM reads)
+    float* tensor_amax;           // this tensor's amax, what the scale came from (diagnostics)
+    int margin;
+} Fp8CurrentScale;
+
+// Scratch the amax pass needs: one partial per block and the ticket counter (0 between casts; cudaMemset it once).
+// One workspace serves one stream's casts, one after the other.
+#define FP8_AMAX_MAX_BLOCKS 1024
+typedef struct {
+    unsigned int* partials;     // (FP8_AMAX_MAX_BLOCKS) per-block max |x| as float bits
+    unsigned int* blocks_done;  // (1) ticket counter
+} Fp8AmaxWorkspace;
+
+// amax of inp (n) bf16, n a multiple of 8, then the scale from it into `target`. fp8_max_value: of the cast's format.
+__global__ void fp8_amax_scale_kernel(const __nv_bfloat16* inp, size_t n, Fp8CurrentScale target, float fp8_max_value,
+                                      Fp8AmaxWorkspace workspace) {
+    __shared__ bool is_last_block;
+    unsigned int thread_max = 0u;
+    size_t vectors = n / 8;
+    for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += (size_t)gridDim.x * blockDim.x) {
+        uint4 packed = reinterpret_cast<const uint4*>(inp)[v];
+        const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(&packed);
+        for (int i = 0; i < 8; i++) { thread_max = max(thread_max, fp8_magnitude_bits(__bfloat162float(x[i]))); }
+    }
+    unsigned int block_max = fp8_block_max(thread_max);
+    if (threadIdx.x == 0) {
+        workspace.partials[blockIdx.x] = block_max;
+        __threadfence();  // the partial is visible to every block before this block's ticket is
+        is_last_block = atomicAdd(workspace.blocks_done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!is_last_block) { return; }
+    // the last block: every partial is written; __ldcg reads them from L2, past this SM's L1
+    unsigned int partial_max = 0u;
+    for (unsigned int b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
+        partial_max = max(partial_max, __ldcg(&workspace.partials[b]));
+    }
+    unsigned int amax_bits = fp8_block_max(partial_max);
+    if (threadIdx.x == 0) {
+        float amax = __uint_as_float(amax_bits);
+        fp8_current_scale(amax, *target.previous_scale, fp8_max_value, target.margin, target.scale, target.scale_inv);
+        *target.tensor_amax = amax;
+        *workspace.blocks_done = 0u;  // ready for the next cast
+    }
+}
+
+// ----------------------------------------------------------------------------
 // launchers (asynchronous on `stream`; they return the launch error, the caller checks it). What a kernel assumes of
 // its arguments (sizes, grid limits, the alignment of its vector loads and stores) is checked here first: a violation
 // prints one line saying which, and returns cudaErrorInvalidValue, instead of a misaligned-address fault later.
@@ -220,6 +295,20 @@ static inline cudaError_t fp8_cast_transpose_amax(uint8_t* out, uint8_t* out_t, 
     }
     dim3 grid(cols / FP8_TRANSPOSE_TILE, rows / FP8_TRANSPOSE_TILE);
     fp8_cast_transpose_amax_kernel<<<grid, 256, 0, stream>>>(out, out_t, inp, rows, cols, scale, amax, format);
+    return cudaGetLastError();
+}
+
+// Current scaling's first pass: the scale of inp (n) bf16 (n a multiple of 8) from its amax, into target. Then cast
+// with fp8_cast_amax or fp8_cast_transpose_amax reading target.scale.
+static inline cudaError_t fp8_amax_scale(const __nv_bfloat16* inp, size_t n, Fp8Format format, Fp8CurrentScale target,
+                                         Fp8AmaxWorkspace workspace, int num_sms, cudaStream_t stream) {
+    if (n % 8 != 0) { return cudaErrorInvalidValue; }
+    const int block_size = 256;
+    size_t blocks_needed = (n / 8 + block_size - 1) / block_size;
+    size_t max_blocks = (size_t)num_sms * 4 < FP8_AMAX_MAX_BLOCKS ? (size_t)num_sms * 4 : FP8_AMAX_MAX_BLOCKS;
+    int grid = (int)(blocks_needed < max_blocks ? blocks_needed : max_blocks);
+    if (grid < 1) { grid = 1; }
+    fp8_amax_scale_kernel<<<grid, block_size, 0, stream>>>(inp, n, target, fp8_max(format), workspace);
     return cudaGetLastError();
 }
 

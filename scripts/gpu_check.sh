@@ -6,6 +6,7 @@
 #   build     make info; make -k -j all (every target is tried; the table names the ones that failed). Always runs:
 #             with `build` selected it builds everything, otherwise only the programs the selected stages run
 #   dev       dev/cuda/fp8_quantize (+ quantize_bandwidth: its cast vs a device-to-device copy), fp8_update, fp8_gemm,
+#             fp8_current_scaling (the current-scaling amax pass and cast, bit-exact against fp8/current.h),
 #             attention_cudnn (cuDNN's flash attention against the CPU and the plain attention; built with cuDNN): the
 #             CPU reference vs the GPU, then timings
 #   test      ./test_gpt_fp8: the CUDA trainer against the CPU reference
@@ -348,7 +349,7 @@ row() { add_step_row "$1" "$2"; write_summary; }
 # the programs each stage runs (the build of a run without the build stage makes only these)
 stage_programs() {
     case $1 in
-        dev) echo "dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm$(cudnn_programs)" ;;
+        dev) echo "dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/fp8_current_scaling$(cudnn_programs)" ;;
         test | sanitize) echo "test_gpt_fp8" ;;
         train) echo "train_gpt_fp8 dev/data/tokenizer" ;;
         bench | nccl) echo "train_gpt_fp8" ;;
@@ -386,7 +387,7 @@ stage_build() {
     done
     if stage_selected build; then
         for program in train_gpt_fp8 test_gpt_fp8 dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm \
-            dev/cuda/gemm_shapes$(cudnn_programs); do
+            dev/cuda/gemm_shapes dev/cuda/fp8_current_scaling$(cudnn_programs); do
             [ -x "$program" ] || missing="$missing $program"
         done
     fi
@@ -406,7 +407,7 @@ stage_build() {
 
 stage_dev() {
     local p
-    for p in fp8_quantize fp8_update fp8_gemm $(cudnn_programs | sed 's|dev/cuda/||'); do
+    for p in fp8_quantize fp8_update fp8_gemm fp8_current_scaling $(cudnn_programs | sed 's|dev/cuda/||'); do
         run_step "$p" 120 "./dev/cuda/$p"
         add_step_row "$p" "$(suite_result "$WORK/$p.log")"
         if [ "$p" = fp8_quantize ]; then
