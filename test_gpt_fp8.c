@@ -7,6 +7,8 @@ style, so every static function is reachable):
   - FP8 mode over several steps with gradient accumulation: the histories and scales equal what an independent
     model of the update rule gives from the recorded amaxes, and the FP8 weight copies are the new weights cast
     with the new scales;
+  - current scaling: each cast's scale from exactly its own tensor's amax, the GEMM through those scales, row 0 over
+    the micro-steps, evaluation leaving the FP8 state alone, the end of step only clearing row 0;
   - the bf16 mode keeps every stored activation a bf16 value, and in bf16 and fp8 modes every layer reads bf16-rounded
     parameters (the GPU's bf16 copy);
   - the parallel weight initialisation gives the serial loop's bits for any thread count.
@@ -107,6 +109,32 @@ static float max_abs(const float* x, size_t n) {
     return m;
 }
 
+// The qkv GEMM of layer 1 recomputed directly through fp8/ (E4M3 input and weight with the given scales) against the
+// model's stored qkv output: the number of outputs that differ.
+static int qkv_layer1_mismatches(GPT2* model, float in_scale, float w_scale) {
+    int B = TEST_B, T = TEST_T;
+    size_t BTC = (size_t)B * T * model->config.channels;
+    LinearModule lm = linear_module(model, 4 + LINEAR_QKV);
+    size_t n_in = (size_t)B * T * lm.IC, n_w = (size_t)lm.OC * lm.IC;
+    uint8_t* q = malloc(n_in > n_w ? n_in : n_w);
+    float* x = malloc(n_in * sizeof(float));
+    float* w = malloc(n_w * sizeof(float));
+    float* out = malloc((size_t)B * T * lm.OC * sizeof(float));
+    float amax = 0.0f;
+    fp8_quantize(q, model->acts.ln1 + BTC, n_in, FP8_E4M3, in_scale, &amax, NULL);
+    fp8_dequantize(x, q, n_in, FP8_E4M3, 1.0f / in_scale);
+    fp8_quantize(q, lm.weight, n_w, FP8_E4M3, w_scale, &amax, NULL);
+    fp8_dequantize(w, q, n_w, FP8_E4M3, 1.0f / w_scale);
+    matmul_forward(out, x, w, lm.bias, B, T, lm.IC, lm.OC);
+    int mismatches = 0;
+    for (size_t i = 0; i < (size_t)B * T * lm.OC; i++) { mismatches += bf16_round(out[i]) != model->acts.qkv[BTC * 3 + i]; }
+    free(q);
+    free(x);
+    free(w);
+    free(out);
+    return mismatches;
+}
+
 static void test_fp8_recorded_amaxes_and_values(void) {
     ModelOptions opt = tiny_options(PRECISION_FP8);
     GPT2 model;
@@ -142,35 +170,108 @@ static void test_fp8_recorded_amaxes_and_values(void) {
     int head = lm_head_module(&model);
     for (int k = 0; k < 3; k++) { CHECK(meta->amax_history[fp8_meta_fwd_slot(meta, head, k)] == 0.0f, "LM head stays BF16"); }
     // the qkv GEMM of layer 1 recomputed directly through fp8/: E4M3 input and weight with scale 1.0
-    {
-        int module = 4 + LINEAR_QKV;
-        LinearModule lm = linear_module(&model, module);
-        size_t n_in = (size_t)B * T * lm.IC, n_w = (size_t)lm.OC * lm.IC;
-        uint8_t* q = malloc(n_in > n_w ? n_in : n_w);
-        float* x = malloc(n_in * sizeof(float));
-        float* w = malloc(n_w * sizeof(float));
-        float* out = malloc((size_t)B * T * lm.OC * sizeof(float));
-        float amax = 0.0f;
-        fp8_quantize(q, model.acts.ln1 + BTC, n_in, FP8_E4M3, 1.0f, &amax, NULL);
-        fp8_dequantize(x, q, n_in, FP8_E4M3, 1.0f);
-        fp8_quantize(q, lm.weight, n_w, FP8_E4M3, 1.0f, &amax, NULL);
-        fp8_dequantize(w, q, n_w, FP8_E4M3, 1.0f);
-        matmul_forward(out, x, w, lm.bias, B, T, lm.IC, lm.OC);
-        int mismatches = 0;
-        for (size_t i = 0; i < (size_t)B * T * lm.OC; i++) {
-            if (bf16_round(out[i]) != model.acts.qkv[BTC * 3 + i]) { mismatches++; }
-        }
-        CHECK(mismatches == 0, "qkv output of layer 1 differs from the direct FP8 recomputation in %d places", mismatches);
-        // and the values really are FP8 grid points: the weights GEMMs see are E4M3 values
-        const float* wq = model.weight_fp8 + model.weight_fp8_offset[module];
-        int off_grid = 0;
-        for (size_t i = 0; i < n_w; i++) { off_grid += fp8_round(wq[i], FP8_E4M3) != wq[i]; }
-        CHECK(off_grid == 0, "%d cached FP8 weights are not E4M3 values", off_grid);
-        free(q);
-        free(x);
-        free(w);
-        free(out);
+    int mismatches = qkv_layer1_mismatches(&model, 1.0f, 1.0f);
+    CHECK(mismatches == 0, "qkv output of layer 1 differs from the direct FP8 recomputation in %d places", mismatches);
+    // and the values really are FP8 grid points: the weights GEMMs see are E4M3 values
+    LinearModule qkv = linear_module(&model, 4 + LINEAR_QKV);
+    const float* wq = model.weight_fp8 + model.weight_fp8_offset[4 + LINEAR_QKV];
+    int off_grid = 0;
+    for (size_t i = 0; i < (size_t)qkv.OC * qkv.IC; i++) { off_grid += fp8_round(wq[i], FP8_E4M3) != wq[i]; }
+    CHECK(off_grid == 0, "%d cached FP8 weights are not E4M3 values", off_grid);
+    gpt2_free(&model);
+}
+
+// Current scaling in the model (fp8/current.h): every operand's scale is fp8_max / max|x| of exactly the tensor it
+// cast (inputs and grad_outputs: this micro-step's; weights: after the cast), the GEMM output equals a direct
+// recomputation with those scales, row 0 collects the max over the step's casts, evaluation changes no FP8 state,
+// and the end of step only clears row 0.
+static void test_fp8_current_scaling(void) {
+    ModelOptions opt = tiny_options(PRECISION_FP8);
+    float8_current_scaling_apply(&opt.recipe);
+    GPT2 model;
+    enum { B = TEST_B, T = TEST_T, MODULES = 8 };
+    int C = opt.config.channels;
+    size_t BTC = (size_t)B * T * C;
+    gpt2_allocate(&model, &opt, B, T);
+    Fp8Meta* meta = &model.fp8;
+    CHECK(meta->amax_history_len == 1, "one history row");
+    Rng rng;
+    rng_seed(&rng, 31);
+    init_for_test(&model, &rng);
+    gpt2_cast_weights_fp8(&model, 1);
+    for (int m = 0; m < MODULES; m++) {
+        LinearModule lm = linear_module(&model, m);
+        int ws = fp8_meta_fwd_slot(meta, m, FP8_FWD_WEIGHT);
+        float w_amax = max_abs(lm.weight, (size_t)lm.OC * lm.IC);
+        CHECK(meta->scale[ws] == 448.0f / w_amax && meta->scale_inv[ws] == 1.0f / meta->scale[ws] &&
+                  model.fp8_window_amax[ws] == w_amax && meta->amax_history[ws] == w_amax,
+              "module %d weight: scale %g want 448 / %g", m, meta->scale[ws], w_amax);
     }
+    int inputs[B * T], targets[B * T];
+    float first_amax[MODULES][2];
+    gpt2_zero_grad(&model);
+    for (int micro = 0; micro < 2; micro++) {
+        random_tokens(inputs, B * T, opt.config.vocab_size, &rng);
+        random_tokens(targets, B * T, opt.config.vocab_size, &rng);
+        gpt2_forward(&model, inputs, targets, B, T);
+        gpt2_backward(&model, 0.5f);
+        for (int m = 0; m < MODULES; m++) {
+            int l = m / 4, kind = m % 4;
+            LinearModule lm = linear_module(&model, m);
+            const float* inputs_of[4] = {model.acts.ln1 + l * BTC, model.acts.atty + l * BTC, model.acts.ln2 + l * BTC,
+                                         model.acts.fch_gelu + l * BTC * 4};
+            const float* douts_of[4] = {model.grads_acts.qkv + l * BTC * 3, model.grads_acts.attproj + l * BTC,
+                                        model.grads_acts.fch + l * BTC * 4, model.grads_acts.fcproj + l * BTC};
+            float amax[2] = {max_abs(inputs_of[kind], (size_t)B * T * lm.IC), max_abs(douts_of[kind], (size_t)B * T * lm.OC)};
+            int slots[2] = {fp8_meta_fwd_slot(meta, m, FP8_FWD_INPUT), fp8_meta_bwd_slot(meta, m, FP8_BWD_GRAD_OUTPUT)};
+            float fmax[2] = {448.0f, 57344.0f};
+            for (int k = 0; k < 2; k++) {
+                int s = slots[k];
+                CHECK(meta->scale[s] == fmax[k] / amax[k] && meta->scale_inv[s] == 1.0f / meta->scale[s] &&
+                          model.fp8_window_amax[s] == amax[k],
+                      "micro %d module %d %s: scale %g, want %g / %g", micro, m, k ? "grad_output" : "input",
+                      meta->scale[s], fmax[k], amax[k]);
+                if (micro == 0) { first_amax[m][k] = amax[k]; }
+                float row0_want = micro == 0 || amax[k] > first_amax[m][k] ? amax[k] : first_amax[m][k];
+                CHECK(meta->amax_history[s] == row0_want, "micro %d module %d: row 0 is the max over the casts", micro, m);
+            }
+        }
+    }
+    int in_slot = fp8_meta_fwd_slot(meta, 4 + LINEAR_QKV, FP8_FWD_INPUT);
+    int w_slot = fp8_meta_fwd_slot(meta, 4 + LINEAR_QKV, FP8_FWD_WEIGHT);
+    int mismatches = qkv_layer1_mismatches(&model, meta->scale[in_slot], meta->scale[w_slot]);
+    CHECK(mismatches == 0, "qkv of layer 1 differs from the direct FP8 recomputation with the current scales in %d places",
+          mismatches);
+    // evaluation: another batch without recording leaves every FP8 number as it was, and its logits are those of
+    // the same forward while recording (each cast computes the same scale from the same tensor)
+    float* state = malloc(meta->num_floats * sizeof(float));
+    float* window = malloc((size_t)meta->num_slots * sizeof(float));
+    size_t n_logits = (size_t)B * T * opt.config.padded_vocab_size;
+    float* logits = malloc(n_logits * sizeof(float));
+    memcpy(state, meta->memory, meta->num_floats * sizeof(float));
+    memcpy(window, model.fp8_window_amax, (size_t)meta->num_slots * sizeof(float));
+    random_tokens(inputs, B * T, opt.config.vocab_size, &rng);
+    model.fp8_record = 0;
+    gpt2_forward(&model, inputs, NULL, B, T);
+    memcpy(logits, model.acts.logits, n_logits * sizeof(float));
+    CHECK(memcmp(state, meta->memory, meta->num_floats * sizeof(float)) == 0 &&
+              memcmp(window, model.fp8_window_amax, (size_t)meta->num_slots * sizeof(float)) == 0,
+          "evaluation changed the FP8 state");
+    model.fp8_record = 1;
+    gpt2_forward(&model, inputs, NULL, B, T);
+    CHECK(memcmp(logits, model.acts.logits, n_logits * sizeof(float)) == 0, "evaluation logits = recording logits");
+    // the end of step: row 0 cleared (its values go to the diagnostics), scales untouched
+    memcpy(state, meta->memory, meta->num_floats * sizeof(float));
+    gpt2_fp8_end_of_step(&model, 0);
+    CHECK(memcmp(model.fp8_last_amax, state, (size_t)meta->num_slots * sizeof(float)) == 0, "last amax = row 0");
+    CHECK(memcmp(meta->scale, state + meta->num_slots, 2 * (size_t)meta->num_slots * sizeof(float)) == 0,
+          "scales and scale_inv unchanged");
+    int nonzero = 0;
+    for (int s = 0; s < meta->num_slots; s++) { nonzero += meta->amax_history[s] != 0.0f; }
+    CHECK(nonzero == 0, "%d row-0 cells not cleared", nonzero);
+    free(state);
+    free(window);
+    free(logits);
     gpt2_free(&model);
 }
 
@@ -506,6 +607,7 @@ int main(void) {
     RUN_TEST(test_gradient_check_fp32);
     RUN_TEST(test_fp8_recorded_amaxes_and_values);
     RUN_TEST(test_fp8_histories_over_steps);
+    RUN_TEST(test_fp8_current_scaling);
     RUN_TEST(test_bf16_storage_and_modes_differ);
     RUN_TEST(test_fp8_overrides_first_last_and_lm_head);
     RUN_TEST(test_dataloader_ranks_wrap_resume);

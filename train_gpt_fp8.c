@@ -23,6 +23,10 @@ When FP8 quantization happens (Transformer Engine's order):
     row 0, and that FP8 copy is used by every micro-step of the next step. Before step 0 the initial weights are cast
     with scale 1.0 (TE's first forward).
   Evaluation and sampling use the current scales but record nothing, so they never change the training state.
+  With -fp8_recipe current (TE's Float8CurrentScaling, fp8/current.h) every cast that records instead computes its
+  tensor's amax first and casts with the scale from that amax, stored in the slot; the end of step only clears row 0.
+  Evaluation casts compute their own scales too, but leave the slots alone; the backward's re-cast of an input for
+  wgrad reuses the scale of its forward cast (same tensor, same scale, same bytes).
   A step whose loss or gradient norm is not finite is skipped: no weight update, and the amaxes it recorded for
   inputs and gradients are dropped (row 0 of those slots reset), so the FP8 state stays finite.
 
@@ -45,6 +49,7 @@ bias, B, T, C) and so on. Shapes: B batch, T time, C channels, NH heads, V vocab
 #include <omp.h>
 #endif
 
+#include "fp8/current.h"
 #include "fp8/meta.h"
 #include "llmc/checkpoint.h"
 #include "llmc/dataloader.h"
@@ -451,6 +456,8 @@ typedef struct {
     size_t* weight_fp8_offset;
     Fp8QuantStats* fp8_stats; // per slot, since the last diagnostics line
     float* fp8_last_amax;     // per slot: row 0 as the last update saw it (this step's amax)
+    float* fp8_window_amax;   // per slot: the amax its scale came from (delayed: the window at the last end of step;
+                              // current: its last recorded cast), for the diagnostics
     // GEMM operand scratch: the FP8 bytes, and operands rounded or dequantized
     uint8_t* scratch_fp8;
     float* scratch_inp;
@@ -511,14 +518,29 @@ static void gpt2_refresh_compute_params(GPT2* model) {
 
 // Quantize x with the slot's scale (recording its amax when the model records and `record` says so) and return
 // the dequantized values, fp8(x * scale) * scale_inv, in dst: exactly the operand an FP8 GEMM multiplies.
+// `record` 0 marks a re-cast of a tensor already cast with the slot's scale (wgrad's input, resumed weights).
+// Current scaling: a new cast (`record` 1) takes its scale from x's own amax (fp8/current.h) and, when the model
+// records, leaves it in the slot; an evaluation cast keeps its scale to itself.
 static const float* fp8_operand(GPT2* model, float* dst, const float* x, size_t n, int slot, int record) {
     Fp8Meta* meta = &model->fp8;
     Fp8Format format = fp8_meta_slot_format(meta, slot);
+    int recording = record && model->fp8_record;
     float discarded_amax = 0.0f;
-    float* amax = (record && model->fp8_record) ? fp8_meta_amax_row0(meta, slot) : &discarded_amax;
-    Fp8QuantStats* stats = (record && model->fp8_record) ? &model->fp8_stats[slot] : NULL;
-    fp8_quantize(model->scratch_fp8, x, n, format, meta->scale[slot], amax, stats);
-    fp8_dequantize(dst, model->scratch_fp8, n, format, meta->scale_inv[slot]);
+    float* amax = recording ? fp8_meta_amax_row0(meta, slot) : &discarded_amax;
+    Fp8QuantStats* stats = recording ? &model->fp8_stats[slot] : NULL;
+    float scale = meta->scale[slot], scale_inv = meta->scale_inv[slot];
+    if (record && model->recipe.scaling == FP8_SCALING_CURRENT) {
+        float tensor_amax = fp8_quantize_current(model->scratch_fp8, x, n, format, model->recipe.margin, &scale,
+                                                 &scale_inv, amax, stats);
+        if (recording) {
+            meta->scale[slot] = scale;
+            meta->scale_inv[slot] = scale_inv;
+            model->fp8_window_amax[slot] = tensor_amax;
+        }
+    } else {
+        fp8_quantize(model->scratch_fp8, x, n, format, scale, amax, stats);
+    }
+    fp8_dequantize(dst, model->scratch_fp8, n, format, scale_inv);
     return dst;
 }
 
@@ -655,6 +677,7 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
         model->weight_fp8 = (float*)calloc_or_die(total, sizeof(float), "FP8 weights");
         model->fp8_stats = (Fp8QuantStats*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(Fp8QuantStats), "FP8 stats");
         model->fp8_last_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(float), "FP8 amaxes");
+        model->fp8_window_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(float), "FP8 amaxes");
     }
 }
 
@@ -675,6 +698,7 @@ static void gpt2_free(GPT2* model) {
         free(model->weight_fp8_offset);
         free(model->fp8_stats);
         free(model->fp8_last_amax);
+        free(model->fp8_window_amax);
     }
 }
 
@@ -806,11 +830,12 @@ void gpt2_backward(GPT2* model, float loss_scale) {
 // end of step: FP8 update, gradient norm, AdamW
 
 // The FP8 end-of-step: all-reduce hook, then the update rule for every slot (fp8/meta.h). `step` is the optimizer
-// step that just finished.
+// step that just finished. (Current scaling: no reduction, and the update only clears row 0.)
 void gpt2_fp8_end_of_step(GPT2* model, int step) {
     if (model->precision != PRECISION_FP8) { return; }
     fp8_meta_reduce_amax(&model->fp8, &model->recipe);
     memcpy(model->fp8_last_amax, model->fp8.amax_history, (size_t)model->fp8.num_slots * sizeof(float));
+    if (model->recipe.scaling == FP8_SCALING_DELAYED) { fp8_meta_window_amax(&model->fp8, &model->recipe, model->fp8_window_amax); }
     fp8_meta_update(&model->fp8, &model->recipe, step);
 }
 
@@ -931,7 +956,7 @@ static void gpt2_load_checkpoint(GPT2* model, const char* dir, int step, uint64_
 static void write_fp8_diagnostics(GPT2* model, FILE* f, int step) {
     if (model->precision != PRECISION_FP8 || !f) { return; }
     LinearPrecision lp = gpt2_linear_precision(model);
-    fp8_diag_write_block(f, step, &model->fp8, &lp, model->fp8_last_amax, model->fp8_stats);
+    fp8_diag_write_block(f, step, &model->fp8, &lp, model->fp8_last_amax, model->fp8_window_amax, model->fp8_stats);
     memset(model->fp8_stats, 0, (size_t)model->fp8.num_slots * sizeof(Fp8QuantStats));
 }
 

@@ -11,6 +11,9 @@ Data flow of one FP8 linear layer (module), forward and backward, as in Transfor
             X  bf16 --cast+transpose(scale[input], no record: same bytes as the forward's)--> X^T fp8
             dX = gemm(W^T fp8, dY fp8)        dW += gemm(X^T fp8, dY^T fp8) (fp32)
   per step  update every slot (one launch) -> AdamW on fp32 masters -> W bf16 --cast+transpose(new scale)--> W, W^T fp8
+With -fp8_recipe current every cast that records is preceded by an amax pass that leaves the tensor's own scale in
+its slot (fp8_amax_scale in fp8/quantize.cuh), and the cast and GEMM read it there; the end-of-step launch only
+clears row 0; evaluation casts write their scales to scratch cells (fp8_eval_scales), so they change nothing.
 The BF16 path runs the same GEMMs on bf16 operands. LayerNorm, attention, GELU, residuals and the loss are bf16
 kernels (llmc/kernels.cuh); parameter gradients, master weights and AdamW moments are fp32.
 Attention (-attn): cuDNN's fused flash attention (llmc/cudnn_attention.cpp, the default when built with cuDNN), which
@@ -141,6 +144,12 @@ typedef struct {
     int fp8_collect_stats;     // count clipped / flushed elements of every recorded cast (for fp8_diag.tsv)
     unsigned long long* fp8_stats_device;  // (num_slots, 3): elements, saturated, flushed since the last diag line
     float* fp8_last_amax;      // (num_slots) host: row 0 as the last update saw it
+    float* fp8_window_amax_host;  // (num_slots) host: the amax each scale came from, for the diagnostics (delayed:
+                                  // computed from the history before the update; current: from fp8_window_amax)
+    // current scaling only
+    float* fp8_window_amax;    // (num_slots) device: the amax of each slot's last recorded cast (what its scale is from)
+    float* fp8_eval_scales;    // (2, num_slots) device: scale, scale_inv of casts that do not record (evaluation)
+    Fp8AmaxWorkspace amax_workspace;  // the amax pass's per-block partials and ticket counter
     uint8_t *weight_fp8, *weight_t_fp8;  // per module at weight_fp8_offset: W (OC, IC) and W^T (IC, OC)
     size_t* weight_fp8_offset;
     uint8_t *x_fp8, *x_t_fp8, *dy_fp8, *dy_t_fp8;  // (B*T*widest) scratch
@@ -189,6 +198,25 @@ static float* slot_scale(GPT2GPU* m, int slot) { return m->fp8_device + (size_t)
 static float* slot_scale_inv(GPT2GPU* m, int slot) { return slot_scale(m, slot) + m->fp8_host.num_slots; }
 static float* slot_amax(GPT2GPU* m, int slot, int record) { return record && m->fp8_record ? m->fp8_device + slot : m->amax_discard; }
 
+// The scale cell a new cast of `slot` uses: the slot's, except for a current-scaling cast that does not record
+// (evaluation, sampling), whose scale goes to scratch so the training state stays as it was. Its scale_inv is
+// num_slots floats further on, in either place.
+static float* cast_scale(GPT2GPU* m, int slot) {
+    if (m->recipe.scaling == FP8_SCALING_CURRENT && !m->fp8_record) { return m->fp8_eval_scales + slot; }
+    return slot_scale(m, slot);
+}
+static float* cast_scale_inv(GPT2GPU* m, int slot) { return cast_scale(m, slot) + m->fp8_host.num_slots; }
+
+// Current scaling, before a new cast of inp (n) bf16 into `slot`: the amax pass, which leaves the tensor's own scale
+// in cast_scale(slot) (from the slot's previous one when the amax is 0, inf or NaN). Delayed scaling: nothing to do.
+static void current_scale_before_cast(GPT2GPU* m, int slot, const floatX* inp, size_t n) {
+    if (m->recipe.scaling != FP8_SCALING_CURRENT) { return; }
+    Fp8CurrentScale target = {slot_scale(m, slot), cast_scale(m, slot), cast_scale_inv(m, slot),
+                              m->fp8_record ? m->fp8_window_amax + slot : m->amax_discard, m->recipe.margin};
+    cudaCheck(fp8_amax_scale(inp, n, fp8_meta_slot_format(&m->fp8_host, slot), target, m->amax_workspace, m->num_sms,
+                             m->stream));
+}
+
 // Diagnostics beside a recorded cast of inp (n) bf16 into `slot` (only while the diagnostics file is written).
 static void record_range_stats(GPT2GPU* m, int slot, const floatX* inp, size_t n, int record) {
     if (!m->fp8_collect_stats || !record) { return; }
@@ -203,13 +231,16 @@ static void* device_alloc(size_t bytes) {
     return p;
 }
 
-// Cast every FP8 module's bf16 weight (and its transpose) with its current scale; `record`: amax into row 0.
+// Cast every FP8 module's bf16 weight (and its transpose) with its current scale; `record`: amax into row 0 (and,
+// with current scaling, the scale from the weight's own amax first; without, a re-cast with the stored scale).
+// Training state: called while the model records.
 static void gpt2_cast_weights_fp8(GPT2GPU* model, int record) {
     for (int module = 0; module < num_modules(model); module++) {
         if (!fprop_fp8(model, module) && !dgrad_fp8(model, module)) { continue; }
         LinearX lx = linear_x(model, module);
         int slot = fp8_meta_fwd_slot(&model->fp8_host, module, FP8_FWD_WEIGHT);
         size_t off = model->weight_fp8_offset[module];
+        if (record) { current_scale_before_cast(model, slot, lx.weight, (size_t)lx.OC * lx.IC); }
         cudaCheck(fp8_cast_transpose_amax(model->weight_fp8 + off, model->weight_t_fp8 + off, lx.weight, lx.OC, lx.IC,
                                           slot_scale(model, slot), record ? model->fp8_device + slot : model->amax_discard,
                                           model->fp8_host.forward_format, model->stream));
@@ -255,6 +286,7 @@ static void gpt2_gpu_init(GPT2GPU* model, const GPT2Config* config, const TrainA
         char err[256];
         if (fp8_meta_init(&model->fp8_host, num_modules(model), &model->recipe, err, sizeof(err))) { die("%s", err); }
         model->fp8_last_amax = (float*)calloc_or_die((size_t)model->fp8_host.num_slots, 4, "FP8 amaxes");
+        model->fp8_window_amax_host = (float*)calloc_or_die((size_t)model->fp8_host.num_slots, 4, "FP8 amaxes");
     }
     gemm_context_init(&model->gemm);
     cublasCheck(cublasCreate(&model->cublas));
@@ -365,6 +397,10 @@ static void gpt2_gpu_allocate_buffers(GPT2GPU* model) {
         model->x_t_fp8 = (uint8_t*)buffer[GPU_X_T_FP8];
         model->dy_fp8 = (uint8_t*)buffer[GPU_DY_FP8];
         model->dy_t_fp8 = (uint8_t*)buffer[GPU_DY_T_FP8];
+        model->fp8_window_amax = (float*)buffer[GPU_FP8_WINDOW_AMAX];  // these four: current scaling only
+        model->fp8_eval_scales = (float*)buffer[GPU_FP8_EVAL_SCALES];
+        model->amax_workspace.partials = (unsigned int*)buffer[GPU_AMAX_PARTIALS];
+        model->amax_workspace.blocks_done = (unsigned int*)buffer[GPU_AMAX_TICKETS];  // zeroed: no cast under way
     }
 #ifdef ENABLE_CUDNN
     if (model->cudnn_attention) {  // cuBLASLt's workspace when it is large enough (one stream runs both), else its own
@@ -390,19 +426,21 @@ static void linear_forward(GPT2GPU* model, int module, floatX* out, const floatX
     if (fprop_fp8(model, module)) {
         Fp8Meta* meta = &model->fp8_host;
         int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT), w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
-        cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lx.IC, slot_scale(model, in_slot),
+        current_scale_before_cast(model, in_slot, inp, (size_t)rows * lx.IC);
+        cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lx.IC, cast_scale(model, in_slot),
                                 slot_amax(model, in_slot, 1), meta->forward_format, model->num_sms, model->stream));
         record_range_stats(model, in_slot, inp, (size_t)rows * lx.IC, model->fp8_record);
         gemm_tn(&model->gemm, out, CUDA_R_16BF, model->weight_fp8 + model->weight_fp8_offset[module],
                 fp8_cuda_type(meta->forward_format), slot_scale_inv(model, w_slot), model->x_fp8,
-                fp8_cuda_type(meta->forward_format), slot_scale_inv(model, in_slot), lx.bias, rows, lx.OC, lx.IC, 0, 1,
+                fp8_cuda_type(meta->forward_format), cast_scale_inv(model, in_slot), lx.bias, rows, lx.OC, lx.IC, 0, 1,
                 model->stream);
         return;
     }
     if (wgrad_fp8(model, module)) {  // fprop overridden to BF16, wgrad in FP8: the input's amax is still recorded
         Fp8Meta* meta = &model->fp8_host;
         int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
-        cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lx.IC, slot_scale(model, in_slot),
+        current_scale_before_cast(model, in_slot, inp, (size_t)rows * lx.IC);
+        cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lx.IC, cast_scale(model, in_slot),
                                 slot_amax(model, in_slot, 1), meta->forward_format, model->num_sms, model->stream));
         record_range_stats(model, in_slot, inp, (size_t)rows * lx.IC, model->fp8_record);
     }
@@ -428,25 +466,27 @@ static void linear_backward(GPT2GPU* model, int module, floatX* dinp, const floa
         g_slot = fp8_meta_bwd_slot(meta, module, FP8_BWD_GRAD_OUTPUT);
         in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
         w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
-        cudaCheck(fp8_cast_transpose_amax(model->dy_fp8, model->dy_t_fp8, dout, rows, lx.OC, slot_scale(model, g_slot),
+        current_scale_before_cast(model, g_slot, dout, (size_t)rows * lx.OC);
+        cudaCheck(fp8_cast_transpose_amax(model->dy_fp8, model->dy_t_fp8, dout, rows, lx.OC, cast_scale(model, g_slot),
                                           slot_amax(model, g_slot, 1), meta->backward_format, model->stream));
         record_range_stats(model, g_slot, dout, (size_t)rows * lx.OC, model->fp8_record);
     }
     if (dgrad_fp8(model, module)) {
         gemm_tn(&model->gemm, dinp, CUDA_R_16BF, model->weight_t_fp8 + model->weight_fp8_offset[module],
                 fp8_cuda_type(meta->forward_format), slot_scale_inv(model, w_slot), model->dy_fp8,
-                fp8_cuda_type(meta->backward_format), slot_scale_inv(model, g_slot), NULL, rows, lx.IC, lx.OC, 0, 0,
+                fp8_cuda_type(meta->backward_format), cast_scale_inv(model, g_slot), NULL, rows, lx.IC, lx.OC, 0, 0,
                 model->stream);
     } else {  // dX (rows, IC): column-major m = IC, n = rows, k = OC; A = W (IC x OC, op N), B = dY (OC x rows, op N)
         gemm_lt(&model->gemm, dinp, CUDA_R_16BF, lx.weight, CUDA_R_16BF, NULL, 0, dout, CUDA_R_16BF, NULL, 0, NULL, lx.IC,
                 rows, lx.OC, 0, 0, model->stream);
     }
-    if (wgrad_fp8(model, module)) {  // the input's transpose, cast with the forward's scale (same bytes, no record)
+    if (wgrad_fp8(model, module)) {  // the input's transpose, cast with the forward's scale (same bytes, no record;
+                                     // with current scaling too: the slot holds the forward cast's scale)
         cudaCheck(fp8_cast_transpose_amax(NULL, model->x_t_fp8, inp, rows, lx.IC, slot_scale(model, in_slot),
                                           model->amax_discard, meta->forward_format, model->stream));
         gemm_tn(&model->gemm, lx.dweight, CUDA_R_32F, model->x_t_fp8, fp8_cuda_type(meta->forward_format),
                 slot_scale_inv(model, in_slot), model->dy_t_fp8, fp8_cuda_type(meta->backward_format),
-                slot_scale_inv(model, g_slot), NULL, lx.OC, lx.IC, rows, 1, 0, model->stream);
+                cast_scale_inv(model, g_slot), NULL, lx.OC, lx.IC, rows, 1, 0, model->stream);
     } else {  // dW (OC, IC): column-major m = IC, n = OC, k = rows; A = X (IC x rows, op N), B = dY (op T)
         gemm_lt(&model->gemm, lx.dweight, CUDA_R_32F, inp, CUDA_R_16BF, NULL, 0, dout, CUDA_R_16BF, NULL, 1, NULL, lx.IC,
                 lx.OC, rows, 1, 0, model->stream);
@@ -799,8 +839,11 @@ static void write_fp8_diagnostics(GPT2GPU* model, FILE* f, int step) {
     cudaCheck(cudaMemcpy(stats, model->fp8_stats_device, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
     cudaCheck(cudaMemcpy(meta->scale, slot_scale(model, 0), (size_t)S * 2 * 4, cudaMemcpyDeviceToHost));  // + scale_inv
     cudaCheck(cudaMemset(model->fp8_stats_device, 0, (size_t)S * sizeof(Fp8QuantStats)));
+    if (model->recipe.scaling == FP8_SCALING_CURRENT) {
+        cudaCheck(cudaMemcpy(model->fp8_window_amax_host, model->fp8_window_amax, (size_t)S * 4, cudaMemcpyDeviceToHost));
+    }
     LinearPrecision lp = gpu_linear_precision(model);
-    fp8_diag_write_block(f, step, meta, &lp, model->fp8_last_amax, stats);
+    fp8_diag_write_block(f, step, meta, &lp, model->fp8_last_amax, model->fp8_window_amax_host, stats);
     free(stats);
 }
 
@@ -1059,6 +1102,15 @@ int main(int argc, char** argv) {
                 if (diag_log) {  // row 0 as this update sees it: the step's amaxes, for the diagnostics
                     cudaCheck(cudaMemcpyAsync(model.fp8_last_amax, model.fp8_device, model.fp8_host.num_slots * 4,
                                               cudaMemcpyDeviceToHost, model.stream));
+                }
+                if (diag_log && (step + 1) % args.fp8_diag_every == 0 && model.recipe.scaling == FP8_SCALING_DELAYED) {
+                    // the window each new scale comes from, before the update rolls its oldest row out
+                    Fp8Meta* meta = &model.fp8_host;
+                    cudaCheck(cudaMemcpyAsync(meta->amax_history, model.fp8_device,
+                                              (size_t)meta->amax_history_len * meta->num_slots * 4,
+                                              cudaMemcpyDeviceToHost, model.stream));
+                    cudaCheck(cudaStreamSynchronize(model.stream));
+                    fp8_meta_window_amax(meta, &model.recipe, model.fp8_window_amax_host);
                 }
                 cudaCheck(fp8_meta_update_launch(model.fp8_device, &model.fp8_host, &model.recipe, step, model.stream));
             }

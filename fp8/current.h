@@ -23,6 +23,10 @@ ulp, and the diagnostics count it as saturated), at the price of a second read o
 
 #include "meta.h"
 
+// The GPU's amax pass (fp8/quantize.cuh) runs at most this many blocks; each leaves one partial max in a workspace
+// the trainer's memory plan (llmc/memory_plan.h) sizes from this number.
+#define FP8_AMAX_MAX_BLOCKS 1024
+
 // max |x| of x (n), NaN-propagating: the bit patterns of magnitudes order like their values, with NaN above +inf.
 static inline float fp8_amax(const float* x, size_t n) {
     uint32_t amax_bits = 0u;

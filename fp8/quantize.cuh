@@ -199,9 +199,8 @@ typedef struct {
     int margin;
 } Fp8CurrentScale;
 
-// Scratch the amax pass needs: one partial per block and the ticket counter (0 between casts; cudaMemset it once).
-// One workspace serves one stream's casts, one after the other.
-#define FP8_AMAX_MAX_BLOCKS 1024
+// Scratch the amax pass needs: one partial per block (at most FP8_AMAX_MAX_BLOCKS, fp8/current.h) and the ticket
+// counter (0 between casts; cudaMemset it once). One workspace serves one stream's casts, one after the other.
 typedef struct {
     unsigned int* partials;     // (FP8_AMAX_MAX_BLOCKS) per-block max |x| as float bits
     unsigned int* blocks_done;  // (1) ticket counter

@@ -16,6 +16,7 @@ State file, version 2 (all little-endian), one per rank:
     [26..27] train loader shard index (int64)  [28..29] train loader position in tokens (int64)
     [30..31] opt_offset, [32..33] opt_count (int64): the rank's optimizer shard (llmc/zero.h); 0 and num_parameters
     in a single process or without ZeRO
+    [34] FP8 scaling recipe (0 delayed, 1 current; files from before it have 0 there, which is what they used)
   float m[opt_count], float v[opt_count]              AdamW moments of parameters [opt_offset, opt_offset + opt_count)
   float fp8_meta[(amax_history_len + 2) * 5M]        fp8/meta.h's buffer as-is: amax_history, scale, scale_inv
   uint32 checksum[2]                                  FNV-1a over every 32-bit word before it (low, high half)
@@ -214,6 +215,7 @@ static inline int state_file_write(const char* path, const StateHeader* h, const
     put_i64(&header[28], h->shard_position);
     put_i64(&header[30], h->opt_offset);
     put_i64(&header[32], h->opt_count);
+    header[34] = (int32_t)h->recipe.scaling;
     AtomicFile af;
     if (atomic_open(&af, path, err, errlen)) { return -1; }
     atomic_write(&af, header, sizeof(header));
@@ -271,6 +273,7 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
     h->shard_position = get_i64(&header[28]);
     h->opt_offset = get_i64(&header[30]);
     h->opt_count = get_i64(&header[32]);
+    h->recipe.scaling = (Fp8ScalingRecipe)header[34];
     char recipe_err[256];
     if (h->num_parameters <= 0 || h->opt_offset < 0 || h->opt_count < 0 ||
         h->opt_offset + h->opt_count > h->num_parameters || h->process_rank < 0 ||

@@ -21,6 +21,7 @@ What changes the activations (B*T rows of C = channels, L layers; bf16 = 2 bytes
 #include <stdio.h>
 #include <string.h>
 
+#include "../fp8/current.h"
 #include "gpt2.h"
 #include "train_common.h"
 #include "zero.h"
@@ -89,6 +90,10 @@ typedef enum {
     GPU_X_T_FP8,       // (widest input of an FP8 wgrad, B*T)
     GPU_DY_FP8,        // (B*T, widest output of a module whose dgrad or wgrad is FP8)
     GPU_DY_T_FP8,      // its transpose
+    GPU_FP8_WINDOW_AMAX,  // current scaling: (num_slots) fp32, the amax of each slot's last recorded cast
+    GPU_FP8_EVAL_SCALES,  // current scaling: (2, num_slots) fp32, scale and scale_inv of evaluation casts
+    GPU_AMAX_PARTIALS,    // current scaling: (FP8_AMAX_MAX_BLOCKS) uint32, the amax pass's per-block maxima
+    GPU_AMAX_TICKETS,     // current scaling: (1) uint32, the amax pass's ticket counter
     // workspaces: the batch, the backward's scratch, the deterministic reductions, cuBLASLt's workspace
     GPU_INPUTS,            // (B, T) int32
     GPU_TARGETS,           // (B, T) int32
@@ -118,8 +123,9 @@ static const MemoryGroup gpu_buffer_group[] = {
     // att .. attention workspace
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
-    // fp8
+    // fp8 (meta .. dy_t, then current scaling's four)
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
+    MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     // inputs .. gemm workspace
     MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES,
     MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES,
@@ -242,6 +248,12 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
         b[GPU_X_FP8] = BT * w.x;
         b[GPU_X_T_FP8] = BT * w.x_t;
         b[GPU_DY_FP8] = b[GPU_DY_T_FP8] = BT * w.dy;
+        if (in->linear.recipe && in->linear.recipe->scaling == FP8_SCALING_CURRENT) {
+            b[GPU_FP8_WINDOW_AMAX] = (size_t)in->fp8_slots * fp32;
+            b[GPU_FP8_EVAL_SCALES] = 2 * (size_t)in->fp8_slots * fp32;
+            b[GPU_AMAX_PARTIALS] = FP8_AMAX_MAX_BLOCKS * sizeof(unsigned int);
+            b[GPU_AMAX_TICKETS] = sizeof(unsigned int);
+        }
     }
 
     b[GPU_INPUTS] = b[GPU_TARGETS] = b[GPU_BUCKET_POSITIONS] = b[GPU_BUCKET_TOKEN] = BT * i32;

@@ -170,6 +170,8 @@ typedef struct {
     int precision_set;
     const char* fp8_flag;  // -fp8 value, resolved after parsing
     DelayedScaling recipe;
+    Fp8ScalingRecipe fp8_scaling;       // -fp8_recipe, applied to `recipe` after parsing
+    const char* fp8_delayed_only_flag;  // the last flag given that only delayed scaling has (history, algo, ...)
     int fp8_bf16_first_last, fp8_lm_head, fp8_diag_every;
     // data parallelism (CUDA trainer): -1 / NULL when not given; llmc/multi_process.h resolves them with the launcher's
     int num_processes, process_rank, gpus_per_node;
@@ -194,8 +196,10 @@ static void print_usage(const char* program) {
         "          -estimate 1: print the GPU memory estimate and the largest -b that fits, then exit (GPU)\n"
         "attention -attn cudnn|plain (GPU; default cudnn when built with it: flash attention, no (B, NH, T, T) matrices)\n"
         "precision -precision fp32|bf16|fp8 (default fp8)  -fp8 off|e4m3|hybrid|e5m2 (e5m2: CPU trainer only)\n"
-        "fp8       -fp8_amax_history_len N -fp8_amax_compute_algo max|most_recent -fp8_margin N -fp8_interval N\n"
-        "          -fp8_fprop 0|1 -fp8_dgrad 0|1 -fp8_wgrad 0|1 (0: that GEMM in BF16) -fp8_reduce_amax 0|1\n"
+        "fp8       -fp8_recipe delayed|current (default delayed; current: each tensor scaled by its own amax)\n"
+        "          -fp8_margin N -fp8_fprop 0|1 -fp8_dgrad 0|1 -fp8_wgrad 0|1 (0: that GEMM in BF16)\n"
+        "          delayed only: -fp8_amax_history_len N -fp8_amax_compute_algo max|most_recent -fp8_interval N\n"
+        "          -fp8_reduce_amax 0|1\n"
         "          -fp8_bf16_first_last N (first and last N blocks in BF16) -fp8_lm_head 0|1 -fp8_diag_every K\n"
         "multi-GPU -pn processes -pr rank -pg GPUs per node (mpirun and srun set these) -pi mpi|fs|tcp (NCCL id\n"
         "          exchange) -pf shared folder (fs) -ps rank 0's IPv4 address (tcp) -z 0|1 ZeRO stage (default 1)\n");
@@ -316,9 +320,16 @@ static void parse_args(TrainArgs* a, int argc, char** argv) {
             if (strcmp(key, "bf16_first_last") == 0) { a->fp8_bf16_first_last = parse_int_flag(flag, v, 0, 1024); }
             else if (strcmp(key, "lm_head") == 0) { a->fp8_lm_head = parse_int_flag(flag, v, 0, 1); }
             else if (strcmp(key, "diag_every") == 0) { a->fp8_diag_every = parse_int_flag(flag, v, 0, 1 << 30); }
+            else if (strcmp(key, "recipe") == 0) {
+                if (parse_fp8_scaling_recipe(v, flag, &a->fp8_scaling, err, sizeof(err))) { die("%s", err); }
+            }
             else if (delayed_scaling_set(&a->recipe, key, v, flag, err, sizeof(err))) {
                 if (strncmp(err, "unknown", 7) == 0) { die("unknown flag %s (-h lists the flags)", flag); }
                 die("%s", err);
+            }
+            if (strcmp(key, "amax_history_len") == 0 || strcmp(key, "amax_compute_algo") == 0 ||
+                strcmp(key, "interval") == 0 || strcmp(key, "reduce_amax") == 0) {
+                a->fp8_delayed_only_flag = flag;
             }
         }
         else if (strcmp(flag, "-pn") == 0) { a->num_processes = parse_int_flag(flag, v, 1, 1 << 16); }
@@ -350,6 +361,13 @@ static void parse_args(TrainArgs* a, int argc, char** argv) {
             a->precision = PRECISION_FP8;
             if (delayed_scaling_set(&a->recipe, "fp8_format", a->fp8_flag, "-fp8", err, sizeof(err))) { die("%s", err); }
         }
+    }
+    // current scaling has no history, so the flags that shape one make no sense with it: refused, not ignored
+    if (a->fp8_scaling == FP8_SCALING_CURRENT) {
+        if (a->fp8_delayed_only_flag) {
+            die("%s applies to delayed scaling only (-fp8_recipe current keeps no amax history)", a->fp8_delayed_only_flag);
+        }
+        float8_current_scaling_apply(&a->recipe);
     }
     if (a->resume && !a->output_dir) { die("-y 1 needs -o: the folder to resume from"); }
 }
@@ -500,14 +518,17 @@ static void report_step(StepTimer* timer, FILE* main_log, int step, int start_st
 // the FP8 diagnostics file (fp8_diag.tsv), the same columns from both trainers
 
 static void fp8_diag_write_header(FILE* f) {
-    fprintf(f, "step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\tscale\tscale_inv\tsaturated_frac\tflushed_frac\n");
+    fprintf(f, "step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\twindow_amax\tscale\tscale_inv\tsaturated_frac\t"
+               "flushed_frac\n");
 }
 
-// One block of lines, one per used slot of every FP8 module: the amax the last update saw (last_amax, per slot), the
-// scale now, and the fractions of the elements quantized since the previous block (stats, per slot) that were
-// clipped (saturated) or lost to underflow (flushed). The caller resets stats.
+// One block of lines, one per used slot of every FP8 module: the amax the last update saw (last_amax, per slot: the
+// step's amax), the amax the scale came from (window_amax, per slot: delayed scaling's window max at the end of the
+// step, row 0 included; current scaling's last cast's own amax), the scale now, and the fractions of the elements
+// quantized since the previous block (stats, per slot) that were clipped (saturated) or lost to underflow (flushed).
+// The caller resets stats.
 static void fp8_diag_write_block(FILE* f, int step, const Fp8Meta* meta, const LinearPrecision* lp,
-                                 const float* last_amax, const Fp8QuantStats* stats) {
+                                 const float* last_amax, const float* window_amax, const Fp8QuantStats* stats) {
     static const char* fwd[FP8_FWD_SLOTS] = {"input", "weight", "output"};
     static const char* bwd[FP8_BWD_SLOTS] = {"grad_output", "grad_input"};
     for (int module = 0; module < meta->num_modules; module++) {
@@ -518,10 +539,10 @@ static void fp8_diag_write_block(FILE* f, int step, const Fp8Meta* meta, const L
             int slot = forward ? fp8_meta_fwd_slot(meta, module, k) : fp8_meta_bwd_slot(meta, module, k);
             const Fp8QuantStats* st = &stats[slot];
             if (st->count == 0 && last_amax[slot] == 0.0f) { continue; }  // unused slot
-            fprintf(f, "%d\t%d\t%d\t%s\t%s\t%s\t%.6e\t%.6e\t%.6e\t%.6e\t%.6e\n", step, module,
+            fprintf(f, "%d\t%d\t%d\t%s\t%s\t%s\t%.6e\t%.6e\t%.6e\t%.6e\t%.6e\t%.6e\n", step, module,
                     is_head ? -1 : module / LINEARS_PER_BLOCK,
                     is_head ? "lm_head" : linear_names[module % LINEARS_PER_BLOCK], forward ? fwd[k] : bwd[k],
-                    fp8_format_name(fp8_meta_slot_format(meta, slot)), last_amax[slot], meta->scale[slot],
+                    fp8_format_name(fp8_meta_slot_format(meta, slot)), last_amax[slot], window_amax[slot], meta->scale[slot],
                     meta->scale_inv[slot], st->count ? (double)st->saturated / st->count : 0.0,
                     st->count ? (double)st->flushed / st->count : 0.0);
         }
@@ -637,6 +658,10 @@ static void checkpoint_load(const char* dir, int step, const GPT2Config* config,
     if (file.precision != h->precision) {
         die("%s: checkpoint was trained with -precision %s, this run uses %s", path,
             precision_name((Precision)file.precision), precision_name((Precision)h->precision));
+    }
+    if (h->fp8_modules && file.recipe.scaling != h->recipe.scaling) {
+        die("%s: checkpoint was trained with -fp8_recipe %s, this run uses %s", path,
+            fp8_scaling_recipe_name(file.recipe.scaling), fp8_scaling_recipe_name(h->recipe.scaling));
     }
     if (file.fp8_modules != h->fp8_modules ||
         (h->fp8_modules && (file.recipe.amax_history_len != h->recipe.amax_history_len ||
