@@ -195,6 +195,7 @@ TEST_COMMANDS := ./fp8/test_fp8 \
                  ./llmc/test_memory_plan \
                  ./test_train_gpt_fp8.sh \
                  ./scripts/test_plot_losses.sh \
+                 ./scripts/test_plot_fp8_diag.sh \
                  ./scripts/test_run_scripts.sh \
                  ./scripts/test_gpu_check.sh
 
