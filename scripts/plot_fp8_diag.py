@@ -101,9 +101,9 @@ def short_log_formatter():
     return Short(labelOnlyBase=False, minor_thresholds=(1.5, 0.6))
 
 
-def grid_figure(plt, data, steps, draw, title, ylabel, yscale):
+def grid_figure(plt, data, steps, draw, title, ylabel, yscale, styles=()):
     """one panel per (tensor row, GEMM column) present in the data; draw(ax, per_layer, color_of) fills a panel.
-    yscale: "log" or None (linear from 0)"""
+    yscale: "log" or None (linear from 0). styles: extra legend entries (Line2D) saying what each line style is."""
     gemms = [g for g in GEMM_ORDER if any(k[0] == g for k in data)]
     tensors = [t for t in TENSOR_ORDER if any(k[1] == t for k in data)]
     layers = sorted({layer for per_layer in data.values() for layer in per_layer})
@@ -142,9 +142,9 @@ def grid_figure(plt, data, steps, draw, title, ylabel, yscale):
             if i == len(tensors) - 1:
                 ax.set_xlabel("step")
     handles = [plt.Line2D([], [], color=color_of(layer), linewidth=2, label=layer_name(layer)) for layer in layers]
-    fig.legend(handles=handles, loc="center right", title="colour", fontsize=9)
+    fig.legend(handles=handles + list(styles), loc="center right", fontsize=9)
     fig.suptitle(title, fontsize=12)
-    fig.tight_layout(rect=(0, 0, 1 - 1.4 / (3.6 * len(gemms) + 1.6), 0.97))
+    fig.tight_layout(rect=(0, 0.02, 1 - 1.9 / (3.6 * len(gemms) + 1.6), 0.97))  # room for a footnote
     return fig
 
 
@@ -177,18 +177,27 @@ def main():
         plt.close(fig)
         written.append(path)
 
+    few = len(steps) <= 40  # few diagnostics lines: mark every point, so that even a single one shows
+
     def draw_amax(ax, per_layer, color_of):
         for layer, cols in sorted(per_layer.items()):
-            ax.plot(steps, cols["amax"], color=color_of(layer), linewidth=1.4)
-            ax.plot(steps, cols["window_amax"], color=color_of(layer), linewidth=1.2, linestyle="--")
+            ax.plot(steps, cols["amax"], color=color_of(layer), linewidth=1.4, marker="o" if few else None,
+                    markersize=3)
+            ax.plot(steps, cols["window_amax"], color=color_of(layer), linewidth=1.2, linestyle="--",
+                    marker="x" if few else None, markersize=4)
 
+    styles = [plt.Line2D([], [], color="grey", linewidth=1.4, marker="o" if few else None, markersize=3,
+                         label="step amax"),
+              plt.Line2D([], [], color="grey", linewidth=1.2, linestyle="--", marker="x" if few else None,
+                         markersize=4, label="window amax")]
     fig = grid_figure(plt, data, steps, draw_amax,
-                      f"{run}amax of the step (solid) and amax the scale came from (dashed)", "amax", "log")
+                      f"{run}amax of the step (solid) and amax the scale came from (dashed)", "amax", "log", styles)
     save(fig, "amax")
 
     def draw_scale(ax, per_layer, color_of):
         for layer, cols in sorted(per_layer.items()):
-            ax.plot(steps, cols["scale"], color=color_of(layer), linewidth=1.4)
+            ax.plot(steps, cols["scale"], color=color_of(layer), linewidth=1.4, marker="o" if few else None,
+                    markersize=3)
 
     fig = grid_figure(plt, data, steps, draw_scale,
                       f"{run}scale (FP8 value = x * scale; scale = fp8_max / amax / 2^margin)", "scale", "log")
@@ -207,6 +216,9 @@ def main():
     fig = grid_figure(plt, data, steps, draw_fraction("saturated_frac"),
                       f"{run}saturated: % of the elements cast since the previous line clipped to ±fp8_max "
                       f"(no dot: none)", "% saturated", "log")
+    fig.text(0.01, 0.005, "With current scaling x·scale of the largest element can round one float ulp above fp8_max "
+             "and is counted here, though the clip changes nothing: the lowest row of dots, one or two elements.",
+             fontsize=8, color="dimgrey")
     save(fig, "saturated")
     fig = grid_figure(plt, data, steps, draw_fraction("flushed_frac"),
                       f"{run}flushed: % of the elements cast since the previous line that were non-zero and became 0 "
