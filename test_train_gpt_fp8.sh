@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_train_gpt_fp8.sh — tests of the CPU trainer binary (train_gpt_fp8_cpu) end to end, on the default dataset:
-#   - a tiny model trains in fp32, bf16 and fp8: each final val loss below a stated threshold, FP8 within 3% of BF16;
-#   - resume: N steps straight vs N/2, SIGKILL, resume with -y 1: identical logs, model, state and FP8 diagnostics,
-#     byte for byte;
+#   - a tiny model trains in fp32, bf16, fp8 (delayed scaling) and fp8 with -fp8_recipe current: each final val loss
+#     below a stated threshold, both FP8 recipes within 3% of BF16;
+#   - resume, for both FP8 recipes: N steps straight vs N/2, SIGKILL, resume with -y 1: identical logs, model, state
+#     and FP8 diagnostics, byte for byte;
 #   - a NaN gradient: the step is skipped with a warning and the FP8 state stays finite;
 #   - every bad input: a one-line error naming the problem, a non-zero exit, and no checkpoint overwritten.
 # Prints PASS/FAIL per case and "train: N passed, M failed" last.
@@ -28,8 +29,10 @@ STEPS=${TEST_TRAIN_STEPS:-300}
 # ln(1024) = 6.93 at the start; a unigram model (token frequencies alone) scores 5.81 on the val split and a bigram
 # model 4.15, so a val loss below 5.3 means the model learned to use context. (Measured: about 5.0 after 300 steps.)
 THRESHOLD=5.3
-for p in fp32 bf16 fp8; do
-    if $TRAINER $TINY -precision $p -x "$STEPS" -v 50 -m 8 -l 4e-3 -u 20 -q 0.1 -o "$TMP/train_$p" >"$TMP/train_$p.out" 2>&1; then
+for p in fp32 bf16 fp8 fp8_current; do
+    precision_flags="-precision ${p%_current}"
+    [ "$p" = fp8_current ] && precision_flags="-precision fp8 -fp8_recipe current"
+    if $TRAINER $TINY $precision_flags -x "$STEPS" -v 50 -m 8 -l 4e-3 -u 20 -q 0.1 -o "$TMP/train_$p" >"$TMP/train_$p.out" 2>&1; then
         v=$(last_val "$TMP/train_$p/main.log")
         echo "  $p: final val loss $v after $STEPS steps"
         if awk -v v="$v" -v t="$THRESHOLD" 'BEGIN { exit !(v != "" && v < t) }'; then
@@ -42,42 +45,59 @@ for p in fp32 bf16 fp8; do
     fi
 done
 vb=$(last_val "$TMP/train_bf16/main.log" 2>/dev/null)
-vf=$(last_val "$TMP/train_fp8/main.log" 2>/dev/null)
-if [ -n "$vb" ] && [ -n "$vf" ] && awk -v b="$vb" -v f="$vf" 'BEGIN { g = (f - b) / b; if (g < 0) g = -g; exit !(g <= 0.03) }'; then
-    pass "fp8_within_3pct_of_bf16 (fp8 $vf, bf16 $vb)"
+for p in fp8 fp8_current; do
+    vf=$(last_val "$TMP/train_$p/main.log" 2>/dev/null)
+    if [ -n "$vb" ] && [ -n "$vf" ] && awk -v b="$vb" -v f="$vf" 'BEGIN { g = (f - b) / b; if (g < 0) g = -g; exit !(g <= 0.03) }'; then
+        pass "${p}_within_3pct_of_bf16 ($p $vf, bf16 $vb)"
+    else
+        fail "${p}_within_3pct_of_bf16" "$p '$vf' vs bf16 '$vb'"
+    fi
+    # the diagnostics: E4M3 input and E5M2 grad_output rows; the window amax column is positive wherever the amax is
+    # (delayed: the window holds this step's amax; current: the amax of the last cast of a used slot)
+    if [ -s "$TMP/train_$p/fp8_diag.tsv" ] && head -n 1 "$TMP/train_$p/fp8_diag.tsv" | grep -q "amax	window_amax	scale" &&
+        awk -F'\t' 'NR > 1 && $5 == "grad_output" && $6 == "E5M2" { g++ } NR > 1 && $5 == "input" && $6 == "E4M3" { i++ }
+                    NR > 1 && $7 > 0 && !($8 > 0) { bad++ } END { exit !(g > 0 && i > 0 && bad == 0) }' "$TMP/train_$p/fp8_diag.tsv"; then
+        pass "${p}_diagnostics_file"
+    else
+        fail "${p}_diagnostics_file" "missing, without E4M3 input / E5M2 grad_output rows, or a window amax of 0"
+    fi
+done
+# current scaling: every slot's scale is fp8_max / window_amax (the amax of the cast it came from), to print precision
+if awk -F'\t' 'NR > 1 { fmax = $6 == "E4M3" ? 448 : 57344; r = $9 * $8 / fmax; if (r < 0.99999 || r > 1.00001) bad++ }
+               END { exit !(NR > 1 && bad == 0) }' "$TMP/train_fp8_current/fp8_diag.tsv" 2>/dev/null; then
+    pass "current_scale_is_fp8_max_over_its_amax"
 else
-    fail "fp8_within_3pct_of_bf16" "fp8 '$vf' vs bf16 '$vb'"
+    fail "current_scale_is_fp8_max_over_its_amax" "scale * window_amax != fp8_max in $TMP/train_fp8_current/fp8_diag.tsv"
 fi
-if [ -s "$TMP/train_fp8/fp8_diag.tsv" ] && head -n 1 "$TMP/train_fp8/fp8_diag.tsv" | grep -q "saturated_frac" &&
-    awk -F'\t' 'NR > 1 && $5 == "grad_output" && $6 == "E5M2" { g++ } NR > 1 && $5 == "input" && $6 == "E4M3" { i++ }
-                END { exit !(g > 0 && i > 0) }' "$TMP/train_fp8/fp8_diag.tsv"; then
-    pass "fp8_diagnostics_file"
-else
-    fail "fp8_diagnostics_file" "missing or without E4M3 input / E5M2 grad_output rows"
-fi
-if grep -q "DelayedScaling(margin=0, interval=1, fp8_format=HYBRID" "$TMP/train_fp8.out"; then
+if grep -q "DelayedScaling(margin=0, interval=1, fp8_format=HYBRID" "$TMP/train_fp8.out" &&
+    grep -q "Float8CurrentScaling(fp8_format=HYBRID \[fwd E4M3, bwd E5M2\], margin=0" "$TMP/train_fp8_current.out"; then
     pass "banner_prints_recipe"
 else
     fail "banner_prints_recipe" "no resolved recipe in the banner"
 fi
 
 # ---------------------------------------------------------------------------------------------------------------------
-# resume: straight vs killed + resumed, byte for byte
-RESUME="$TINY -precision fp8 -fp8_amax_history_len 16 -x 20 -n 10 -v 10 -m 2 -l 1e-3 -fp8_diag_every 5"
-$TRAINER $RESUME -o "$TMP/straight" >"$TMP/straight.out" 2>&1
-{ $TRAINER $RESUME -o "$TMP/resumed" -debug_kill_step 10 >"$TMP/killed.out" 2>&1; } 2>/dev/null  # it SIGKILLs itself
-killed_rc=$?
-$TRAINER $RESUME -o "$TMP/resumed" -y 1 >"$TMP/resumed.out" 2>&1
-resumed_rc=$?
-if [ "$killed_rc" -ne 0 ] && [ "$resumed_rc" -eq 0 ] && grep -q "resumed from" "$TMP/resumed.out" &&
-    cmp -s "$TMP/straight/main.log" "$TMP/resumed/main.log" &&
-    cmp -s "$TMP/straight/model_00000020.bin" "$TMP/resumed/model_00000020.bin" &&
-    cmp -s "$TMP/straight/state_00000020_00000.bin" "$TMP/resumed/state_00000020_00000.bin" &&
-    cmp -s "$TMP/straight/fp8_diag.tsv" "$TMP/resumed/fp8_diag.tsv"; then
-    pass "resume_bit_identical"
-else
-    fail "resume_bit_identical" "killed rc $killed_rc, resumed rc $resumed_rc; logs/model/state/diag differ: $(diff "$TMP/straight/main.log" "$TMP/resumed/main.log" | head -n 4 | tr '\n' ' ')"
-fi
+# resume: straight vs killed + resumed, byte for byte, for delayed and current scaling
+resume_case() {  # name, trainer flags...
+    local name=$1 killed_rc resumed_rc
+    shift
+    local flags="$TINY -precision fp8 $* -x 20 -n 10 -v 10 -m 2 -l 1e-3 -fp8_diag_every 5"
+    $TRAINER $flags -o "$TMP/straight_$name" >"$TMP/straight_$name.out" 2>&1
+    { $TRAINER $flags -o "$TMP/resumed_$name" -debug_kill_step 10 >"$TMP/killed_$name.out" 2>&1; } 2>/dev/null  # SIGKILLs itself
+    killed_rc=$?
+    $TRAINER $flags -o "$TMP/resumed_$name" -y 1 >"$TMP/resumed_$name.out" 2>&1
+    resumed_rc=$?
+    local a="$TMP/straight_$name" b="$TMP/resumed_$name"
+    if [ "$killed_rc" -ne 0 ] && [ "$resumed_rc" -eq 0 ] && grep -q "resumed from" "$b.out" &&
+        cmp -s "$a/main.log" "$b/main.log" && cmp -s "$a/model_00000020.bin" "$b/model_00000020.bin" &&
+        cmp -s "$a/state_00000020_00000.bin" "$b/state_00000020_00000.bin" && cmp -s "$a/fp8_diag.tsv" "$b/fp8_diag.tsv"; then
+        pass "resume_bit_identical_$name"
+    else
+        fail "resume_bit_identical_$name" "killed rc $killed_rc, resumed rc $resumed_rc; logs/model/state/diag differ: $(diff "$a/main.log" "$b/main.log" | head -n 4 | tr '\n' ' ')"
+    fi
+}
+resume_case delayed -fp8_amax_history_len 16
+resume_case current -fp8_recipe current
 
 # ---------------------------------------------------------------------------------------------------------------------
 # llm.c's GPT-2 files: a version-1 tokenizer (50257 tokens, eot 50256 implied) and GPT-2-tokenized shards train
@@ -221,6 +241,8 @@ cp -r "$TMP/ckpt" "$TMP/ranks"
 printf '\x02' | dd of="$TMP/ranks/state_00000002_00000.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
 expect_error state_other_rank_count "written by 2 processes, this run has 1" $TINY -precision fp8 -x 4 -v 0 -y 1 -o "$TMP/ranks"
 expect_error state_precision_mismatch "trained with -precision fp8" $TINY -precision bf16 -x 4 -v 0 -y 1 -o "$TMP/ckpt"
+expect_error state_recipe_mismatch "trained with -fp8_recipe delayed, this run uses current" $TINY -precision fp8 \
+    -fp8_recipe current -x 4 -v 0 -y 1 -o "$TMP/ckpt"
 # flags
 expect_error flag_non_numeric "invalid value 'abc' for -b" $TINY -b abc
 expect_error flag_range "must be in \[1, " $TINY -b 0
@@ -236,6 +258,10 @@ expect_error flag_history_len "-fp8_amax_history_len" $TINY -fp8_amax_history_le
 expect_error flag_interval "-fp8_interval" $TINY -fp8_interval x
 expect_error flag_override "-fp8_fprop" $TINY -fp8_fprop 2
 expect_error flag_unknown_fp8 "unknown flag -fp8_nonsense" $TINY -fp8_nonsense 1
+expect_error flag_recipe "invalid value 'dynamic' for -fp8_recipe: expected one of delayed, current" $TINY -fp8_recipe dynamic
+expect_error flag_current_history "-fp8_amax_history_len applies to delayed scaling only" $TINY -fp8_recipe current \
+    -fp8_amax_history_len 16
+expect_error flag_current_interval "-fp8_interval applies to delayed scaling only" $TINY -fp8_interval 2 -fp8_recipe current
 expect_error flag_first_last "leaves no FP8 block" $TINY -fp8_bf16_first_last 2
 expect_error flag_total_batch "must be a positive multiple" $TINY -d 1000
 expect_error flag_seq_len "longer than the model" $TINY -maxT 32
