@@ -1,7 +1,7 @@
 /*
 llmc/test_memory_plan.c — CPU tests of the GPU trainer's memory plan (llmc/memory_plan.h), the estimate it prints and
 checks before allocating anything: every buffer's size against sums written out here by hand, what recompute, the
-attention and the FP8 options change, whether GPT-2 1.5B (d48) at T=1024 fits one 80 GB GPU, and the refusal line.
+attention and the FP8 options (current scaling's buffers among them) change, whether GPT-2 1.5B (d48) at T=1024 fits one 80 GB GPU, and the refusal line.
 
 "Fits an 80 GB GPU": an H100 80GB reports 81559 MiB; the CUDA context, cuBLAS, cuDNN and NCCL take some hundreds of
 MiB before the trainer asks for its buffers, so the tests give the plan 79 GiB free, of which it keeps
@@ -174,6 +174,28 @@ static void test_fp8_scratch_sized_for_its_users(void) {
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_FP8) == 0, "BF16: no FP8 buffers");
 }
 
+// Current scaling adds its few small buffers (each slot's last amax, evaluation scales, the amax pass's workspace),
+// and its one-row history makes the FP8 metadata smaller than delayed scaling's 1024 rows.
+static void test_fp8_current_scaling_buffers(void) {
+    Setup s;
+    setup(&s, "d12", 8, 1024, PRECISION_FP8, 0, ATTENTION_CUDNN);
+    setup_fp8_meta(&s);
+    GpuMemoryPlan delayed, current;
+    gpu_memory_plan(&delayed, &s.in);
+    CHECK(delayed.bytes[GPU_FP8_WINDOW_AMAX] == 0 && delayed.bytes[GPU_FP8_EVAL_SCALES] == 0 &&
+              delayed.bytes[GPU_AMAX_PARTIALS] == 0 && delayed.bytes[GPU_AMAX_TICKETS] == 0,
+          "delayed scaling: none of current scaling's buffers");
+    float8_current_scaling_apply(&s.recipe);
+    setup_fp8_meta(&s);
+    gpu_memory_plan(&current, &s.in);
+    size_t S = 5 * (4 * 12 + 1);
+    CHECK(current.bytes[GPU_FP8_WINDOW_AMAX] == S * 4 && current.bytes[GPU_FP8_EVAL_SCALES] == 2 * S * 4 &&
+              current.bytes[GPU_AMAX_PARTIALS] == FP8_AMAX_MAX_BLOCKS * 4 && current.bytes[GPU_AMAX_TICKETS] == 4,
+          "current scaling: %zu slots' amax and evaluation scales, the amax workspace", S);
+    CHECK(current.bytes[GPU_FP8_META] == (1 + 2) * S * 4 && delayed.bytes[GPU_FP8_META] == (1024 + 2) * S * 4,
+          "FP8 metadata: one history row instead of 1024");
+}
+
 // Issue 12: GPT-2 1.5B (d48) at B=16, T=1024 fits one 80 GB GPU by the estimate, BF16 and FP8, with cuDNN attention
 // and -r 2 (and without recompute too); B=64 does not, and the largest -b that keeps -d 65536 is 16 in FP8.
 static void test_d48_fits_80gb(void) {
@@ -236,6 +258,7 @@ int main(void) {
     RUN_TEST(test_recompute_saves_what_it_recomputes);
     RUN_TEST(test_attention_kinds);
     RUN_TEST(test_fp8_scratch_sized_for_its_users);
+    RUN_TEST(test_fp8_current_scaling_buffers);
     RUN_TEST(test_d48_fits_80gb);
     RUN_TEST(test_refusal_line);
     return test_summary("memory-plan");
