@@ -2,12 +2,23 @@
 """scripts/plot_losses.py — draws the loss curves of two or more runs from their llm.c-format main.log files into one
 PNG, with the relative gap of every run to the first (the baseline), and prints the final losses and gaps.
 
-    plot_losses.py --out compare.png --label bf16 log_bf16/main.log --label fp8 log_fp8/main.log [--title "..."]
+    plot_losses.py --out compare.png --label bf16 log_bf16/main.log --label fp8 log_fp8/main.log
+                   [--title "..."] [--warmup N] [--smooth N] [--spike PCT] [--gap-tsv gap.tsv]
+
+Top panel: each run's train loss raw (thin) and smoothed (thick: a centered running mean over --smooth steps), its
+val loss (dots), and spikes marked with x: steps whose raw loss is more than --spike percent above the running median
+of --smooth steps. Spikes are left out of every smoothed curve.
+Bottom panel: the gap (run - baseline) / baseline in percent. Train: the gap step by step (both runs saw the same
+batches, so their noise largely cancels), leaving out steps where either run spikes, then averaged over --smooth
+steps; a spike in the baseline therefore does not read as the other run being better, and the steps it covers are
+shaded. Val: the gap at each evaluation. Above 0 the run's loss is higher than the baseline's: it is worse. A dotted
+line marks the end of warmup. --gap-tsv writes the numbers behind the bottom panel.
 
 Log lines read: `s:<step> trl:<loss> ...` (train loss after <step> steps) and `s:<step> tel:<loss>` (val loss);
 everything else is ignored. Labels pair with logs in order; a missing label is the log's folder name.
 """
 import argparse
+import math
 import os
 import re
 import sys
@@ -35,13 +46,44 @@ def read_log(path):
     return sorted(train.items()), sorted(val.items())
 
 
-def ema(values, decay=0.9):
-    """Exponential moving average, bias-corrected so the first points are not pulled toward 0."""
-    out, avg = [], 0.0
-    for i, v in enumerate(values, 1):
-        avg = decay * avg + (1 - decay) * v
-        out.append(avg / (1 - decay**i))
+def running_median(values, window):
+    """Centered running median over `window` points (fewer at the ends): a spike shorter than half the window does
+    not move it, so it is the reference spikes are measured against."""
+    half = window // 2
+    out = []
+    for i in range(len(values)):
+        part = sorted(v for v in values[max(0, i - half) : i + half + 1] if math.isfinite(v))
+        if not part:
+            out.append(float("nan"))
+        elif len(part) % 2:
+            out.append(part[len(part) // 2])
+        else:
+            out.append(0.5 * (part[len(part) // 2 - 1] + part[len(part) // 2]))
     return out
+
+
+def running_mean(series, steps, window):
+    """Centered running mean over `window` steps of a {step: value} series with holes (left-out steps), at `steps`."""
+    half = window // 2
+    ordered = sorted(series)
+    out = {}
+    lo = hi = 0
+    total, count = 0.0, 0
+    for st in steps:  # a sliding window over the sorted keys
+        while hi < len(ordered) and ordered[hi] <= st + half:
+            total += series[ordered[hi]]
+            count += 1
+            hi += 1
+        while lo < hi and ordered[lo] < st - half:
+            total -= series[ordered[lo]]
+            count -= 1
+            lo += 1
+        out[st] = total / count if count else float("nan")
+    return out
+
+
+def relative_gap_percent(value, base):
+    return (value - base) / base * 100 if base and math.isfinite(base) and math.isfinite(value) else float("nan")
 
 
 def main():
@@ -49,12 +91,23 @@ def main():
     parser.add_argument("--out", required=True, help="PNG to write")
     parser.add_argument("--label", action="append", default=[], help="label of the next log (in order)")
     parser.add_argument("--title", default="train and val loss")
+    parser.add_argument("--warmup", type=int, default=0, help="warmup steps of the runs: marked with a dotted line")
+    parser.add_argument("--smooth", type=int, default=21, help="steps in the running mean and median (default 21)")
+    parser.add_argument("--spike", type=float, default=10.0,
+                        help="mark steps whose loss is this many percent above the running median (default 10)")
+    parser.add_argument("--gap-tsv", help="write step and every run's train/val gap to the baseline here")
     parser.add_argument("logs", nargs="+", help="main.log files; the first is the baseline")
     args = parser.parse_intermixed_args()
     if args.label and len(args.label) != len(args.logs):
         die(f"{len(args.label)} labels for {len(args.logs)} logs: give one --label per log, or none")
     if len(args.logs) < 2:
         die("need at least two logs to compare")
+    if args.warmup < 0:
+        die(f"--warmup {args.warmup}: must be 0 or more")
+    if args.smooth < 1:
+        die(f"--smooth {args.smooth}: must be 1 or more")
+    if not args.spike > 0:
+        die(f"--spike {args.spike}: must be above 0")
     labels = args.label or [os.path.basename(os.path.dirname(os.path.abspath(p))) for p in args.logs]
     runs = [read_log(p) for p in args.logs]
     try:
@@ -65,53 +118,114 @@ def main():
     except ImportError:
         die("matplotlib is not importable: run `make deps`")
 
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 8), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    base_label = labels[0]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 8.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    smoothed = []
+    raw, spikes = [], []  # per run: {step: loss} without non-finite values; the set of spike steps
     for i, ((train, val), label) in enumerate(zip(runs, labels)):
         c = colors[i % len(colors)]
         steps, losses = zip(*train)
-        s = ema(losses)
-        smoothed.append(dict(zip(steps, s)))
-        top.plot(steps, losses, color=c, alpha=0.25, linewidth=0.8)
-        top.plot(steps, s, color=c, linewidth=1.6, label=f"{label} train (EMA 0.9)")
+        median = running_median(list(losses), args.smooth)
+        spike_steps = [st for st, lo, m in zip(steps, losses, median)
+                       if math.isfinite(lo) and math.isfinite(m) and lo > m * (1 + args.spike / 100)]
+        raw.append({st: lo for st, lo in train if math.isfinite(lo)})
+        spikes.append(set(spike_steps))
+        kept = {st: lo for st, lo in raw[i].items() if st not in spikes[i]}
+        smooth = running_mean(kept, steps, args.smooth)
+        # raw: thin and half transparent, in the run's color, with its own legend entry so the runs can be told apart
+        top.plot(steps, losses, color=c, alpha=0.5, linewidth=0.8, label=f"{label} train, raw")
+        top.plot(steps, [smooth[st] for st in steps], color=c, linewidth=2.0,
+                 label=f"{label} train, mean of {args.smooth} steps")
         if val:
             vs, vl = zip(*val)
-            top.plot(vs, vl, color=c, marker="o", markersize=4, linestyle="--", linewidth=1.2, label=f"{label} val")
+            top.plot(vs, vl, color=c, marker="o", markersize=4, linestyle="--", linewidth=1.0, label=f"{label} val")
+        if spike_steps:
+            top.plot(spike_steps, [raw[i][st] for st in spike_steps], linestyle="none", marker="x", markersize=8,
+                     markeredgewidth=2, color=c, label=f"{label} spike (> {args.spike:g}% above its median)")
     top.set_ylabel("loss")
     top.set_title(args.title)
     top.grid(alpha=0.3)
-    top.legend()
 
-    base_train, base_val = smoothed[0], dict(runs[0][1])
+    base_val = dict(runs[0][1])
     bottom.axhline(0.0, color="black", linewidth=0.8)
-    print(f"{'run':<12} {'final train':>12} {'final val':>10}  gap of final val vs {labels[0]}")
+    gap_columns = []  # (name, {step: gap})
+    val_gaps = []  # (color, label, {step: gap}), drawn once the panel's range is known
+    print(f"{'run':<12} {'final train':>12} {'final val':>10}  gap of final val vs {base_label} (> 0: worse)")
     for i, ((train, val), label) in enumerate(zip(runs, labels)):
         final_val = val[-1][1] if val else float("nan")
         line = f"{label:<12} {train[-1][1]:>12.4f} {final_val:>10.4f}"
         if i > 0:
             c = colors[i % len(colors)]
-            common = sorted(set(base_train) & set(smoothed[i]))
+            common = sorted(set(raw[0]) & set(raw[i]))
+            step_gap = {st: relative_gap_percent(raw[i][st], raw[0][st]) for st in common
+                        if st not in spikes[0] and st not in spikes[i]}
+            train_gap = running_mean({st: g for st, g in step_gap.items() if math.isfinite(g)}, common, args.smooth)
             if common:
-                bottom.plot(common, [(smoothed[i][s] - base_train[s]) / base_train[s] * 100 for s in common], color=c,
-                            linewidth=1.4, label=f"{label} vs {labels[0]}, train (EMA)")
-            vcommon = sorted(set(base_val) & set(dict(val)))
-            if vcommon:
-                vd = dict(val)
-                bottom.plot(vcommon, [(vd[s] - base_val[s]) / base_val[s] * 100 for s in vcommon], color=c, marker="o",
-                            markersize=4, linestyle="--", label=f"{label} vs {labels[0]}, val")
+                bottom.plot(common, [train_gap[st] for st in common], color=c, linewidth=1.8,
+                            label=f"{label} vs {base_label}, train (mean over {args.smooth} steps, spikes left out)")
+            vd = dict(val)
+            val_gap = {st: relative_gap_percent(vd[st], base_val[st]) for st in sorted(set(base_val) & set(vd))}
+            gap_columns += [(f"{label}_train_gap_pct", train_gap), (f"{label}_val_gap_pct", val_gap)]
+            val_gaps.append((c, label, val_gap))
             if val and runs[0][1]:
                 base_final = runs[0][1][-1][1]
-                gap = (final_val - base_final) / base_final * 100
-                line += f"  {gap:+.2f}%\n{label} vs {labels[0]}: final val {final_val:.4f} vs {base_final:.4f} ({gap:+.2f}%)"
+                gap = relative_gap_percent(final_val, base_final)
+                verdict = "worse than" if gap > 0 else "better than" if gap < 0 else "as good as"
+                line += (f"  {gap:+.2f}%\n{label} vs {base_label}: final val {final_val:.4f} vs {base_final:.4f} "
+                         f"({gap:+.2f}%): {label} is {verdict} {base_label}")
         print(line)
+    for label, spike_set in zip(labels, spikes):
+        if spike_set:
+            spike_steps = sorted(spike_set)
+            shown = ", ".join(str(st) for st in spike_steps[:10]) + (", ..." if len(spike_steps) > 10 else "")
+            print(f"spikes in {label} (train loss > {args.spike:g}% above its running median): steps {shown}")
+    # The panel's range follows the smoothed train gaps (and 0): a val gap beyond it is drawn at the border with its
+    # value written beside it, so one bad evaluation does not flatten the curves that matter.
+    train_values = [g for name, col in gap_columns if name.endswith("_train_gap_pct") for g in col.values()
+                    if math.isfinite(g)] + [0.0]
+    low, high = min(train_values), max(train_values)
+    pad = max(0.5 * (high - low), 0.5)
+    low, high = low - pad, high + pad
+    bottom.set_ylim(low, high)
+    for c, label, val_gap in val_gaps:
+        if not val_gap:
+            continue
+        vsteps = list(val_gap)
+        clipped = [min(max(g, low), high) if math.isfinite(g) else float("nan") for g in val_gap.values()]
+        bottom.plot(vsteps, clipped, color=c, marker="o", markersize=4, linestyle="--", linewidth=1.0,
+                    label=f"{label} vs {base_label}, val")
+        for st, g, y in zip(vsteps, val_gap.values(), clipped):
+            if math.isfinite(g) and g != y:
+                bottom.annotate(f"{g:+.1f}%", (st, y), textcoords="offset points", xytext=(4, -10 if g > high else 4),
+                                fontsize=8, color=c)
+    # a spike in the baseline moves every raw gap the other way: shade it so a dip is not read as "better"
+    for n, st in enumerate(sorted(spikes[0])):
+        bottom.axvspan(st - 0.5, st + 0.5, color="gray", alpha=0.3,
+                       label=f"spike in {base_label} (the baseline)" if n == 0 else None)
+    if args.warmup > 0:
+        for ax in (top, bottom):
+            ax.axvline(args.warmup, color="gray", linestyle=":", linewidth=1.5,
+                       label=f"end of warmup (step {args.warmup})" if ax is top else None)
+    bottom.text(0.01, 0.97, f"above 0: loss higher than {base_label}'s (worse)", transform=bottom.transAxes,
+                va="top", fontsize=9, color="dimgray")
+    bottom.text(0.01, 0.03, f"below 0: lower than {base_label}'s (better)", transform=bottom.transAxes,
+                va="bottom", fontsize=9, color="dimgray")
     bottom.set_xlabel("step")
-    bottom.set_ylabel(f"relative gap to {labels[0]} (%)")
+    bottom.set_ylabel(f"gap to {base_label} (%)")
     bottom.grid(alpha=0.3)
-    bottom.legend()
+    top.legend(fontsize=8, ncol=2)
+    bottom.legend(fontsize=8, loc="best")
     fig.tight_layout()
     fig.savefig(args.out, dpi=110)
     print(f"plot: {args.out}")
+    if args.gap_tsv:
+        all_steps = sorted(set().union(*(set(col) for _, col in gap_columns)))
+        with open(args.gap_tsv, "w") as f:
+            f.write("\t".join(["step"] + [name for name, _ in gap_columns]) + "\n")
+            for st in all_steps:
+                cells = [f"{col[st]:.4f}" if st in col and math.isfinite(col[st]) else "" for _, col in gap_columns]
+                f.write("\t".join([str(st)] + cells) + "\n")
+        print(f"gap numbers: {args.gap_tsv}")
 
 
 if __name__ == "__main__":
