@@ -5,7 +5,8 @@
 #   - resume, for both FP8 recipes: N steps straight vs N/2, SIGKILL, resume with -y 1: identical logs, model, state
 #     and FP8 diagnostics, byte for byte;
 #   - a NaN gradient: the step is skipped with a warning and the FP8 state stays finite;
-#   - every bad input: a one-line error naming the problem, a non-zero exit, and no checkpoint overwritten.
+#   - every bad input: a one-line error naming the problem, a non-zero exit, and no checkpoint overwritten;
+#   - -h names the program and shows every flag the parser knows, with defaults.
 # Prints PASS/FAIL per case and "train: N passed, M failed" last.
 set -u
 cd "$(dirname "$0")"
@@ -165,6 +166,25 @@ if [ "$nan_rc" -eq 0 ] && grep -q "step 4: loss .* not finite; step skipped" "$T
     pass "nan_gradient_step_skipped"
 else
     fail "nan_gradient_step_skipped" "rc $nan_rc/$nan_resume_rc: $(grep -i -m 2 'warning\|error' "$TMP/nan.out" "$TMP/nan_resume.out" | tr '\n' ' ')"
+fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# -h: the usage line names the program, exit 0, and every flag the parser knows is listed, with its default
+help=$($TRAINER -h 2>&1)
+help_rc=$?
+missing=""
+for flag in $(grep -oE 'strcmp\(flag, "-[a-zA-Z_]+"\)' llmc/train_common.h | sed -E 's/.*"(-[a-zA-Z_]+)".*/\1/' |
+              grep -v -e '^-debug_' -e '^-h$' -e '^--help$') \
+            $(grep -oE 'strcmp\(key, "[a-z_0-9]+"\)' llmc/train_common.h fp8/recipe.h | sed -E 's/.*"([a-z_0-9]+)".*/-fp8_\1/' |
+              grep -v -e '^-fp8_fp8_format$'); do
+    printf '%s\n' "$help" | grep -q -- "^  $flag[ |]" || missing="$missing $flag"
+done
+if [ "$help_rc" -eq 0 ] && printf '%s\n' "$help" | head -n 1 | grep -q "^usage: train_gpt_fp8_cpu " && [ -z "$missing" ] &&
+    printf '%s\n' "$help" | grep -qE '^  -fp8_amax_history_len N +.* 1024$' &&
+    printf '%s\n' "$help" | grep -qE '^  -seed N +.* 1337$' && printf '%s\n' "$help" | grep -qE '^  -b N +.* 4$'; then
+    pass "help_lists_flags_with_defaults"
+else
+    fail "help_lists_flags_with_defaults" "rc $help_rc, missing:$missing; first line: $(printf '%s\n' "$help" | head -n 1)"
 fi
 
 # ---------------------------------------------------------------------------------------------------------------------

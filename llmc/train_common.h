@@ -181,49 +181,8 @@ typedef struct {
     int debug_kill_step;  // or SIGKILL ourselves at the start of this step's training (after its checkpoint)
 } TrainArgs;
 
-// `program`: the name the trainer was started as (train_gpt_fp8 or train_gpt_fp8_cpu), so -h names the right one
-static void print_usage(const char* program) {
-    const char* slash = strrchr(program, '/');
-    printf("usage: %s [flags]   (llm.c-style: every flag takes a value)\n", slash ? slash + 1 : program);
-    printf(
-        "data      -i train shards (glob) -j val shards (glob) -tk tokenizer.bin -o output dir (logs, checkpoints)\n"
-        "model     -e d12|d24|d36|d48|model.bin  or free sizes -L layers -C channels -NH heads [-V vocab] [-maxT len]\n"
-        "batch     -b micro-batch B -t sequence T -d total batch in tokens (gradient accumulation, default B*T)\n"
-        "optimizer -l lr -u warmup steps -q final lr fraction (cosine) -c weight decay -gc grad clip -x max steps (-1: an epoch)\n"
-        "eval      -v val every -m val batches -s sample every (0: never) -g tokens to sample\n"
-        "state     -n checkpoint every (0: only at the end if -o) -y 1 resume from the latest checkpoint in -o  -seed N\n"
-        "memory    -r 0|1|2 recompute in the backward: 0 none, 1 GELU, 2 GELU and LayerNorm (GPU; the CPU keeps all)\n"
-        "          -estimate 1: print the GPU memory estimate and the largest -b that fits, then exit (GPU)\n"
-        "attention -attn cudnn|plain (GPU; default cudnn when built with it: flash attention, no (B, NH, T, T) matrices)\n"
-        "precision -precision fp32|bf16|fp8 (default fp8)  -fp8 off|e4m3|hybrid|e5m2 (e5m2: CPU trainer only)\n"
-        "fp8       -fp8_recipe delayed|current (default delayed; current: each tensor scaled by its own amax)\n"
-        "          -fp8_margin N -fp8_fprop 0|1 -fp8_dgrad 0|1 -fp8_wgrad 0|1 (0: that GEMM in BF16)\n"
-        "          delayed only: -fp8_amax_history_len N -fp8_amax_compute_algo max|most_recent -fp8_interval N\n"
-        "          -fp8_reduce_amax 0|1\n"
-        "          -fp8_bf16_first_last N (first and last N blocks in BF16) -fp8_lm_head 0|1 -fp8_diag_every K\n"
-        "multi-GPU -pn processes -pr rank -pg GPUs per node (mpirun and srun set these) -pi mpi|fs|tcp (NCCL id\n"
-        "          exchange) -pf shared folder (fs) -ps rank 0's IPv4 address (tcp) -z 0|1 ZeRO stage (default 1)\n");
-}
-
-static int parse_int_flag(const char* flag, const char* value, long lo, long hi) {
-    char err[256];
-    long v;
-    if (parse_int_in_range(value, lo, hi, flag, &v, err, sizeof(err))) { die("%s", err); }
-    return (int)v;
-}
-
-static float parse_float_flag(const char* flag, const char* value, float lo, float hi) {
-    char* end = NULL;
-    errno = 0;
-    float v = value && *value ? strtof(value, &end) : 0.0f;
-    if (!value || !*value || errno == ERANGE || end == value || *end != '\0' || !isfinite(v)) {
-        die("invalid value '%s' for %s: expected a number in [%g, %g]", value ? value : "", flag, lo, hi);
-    }
-    if (v < lo || v > hi) { die("invalid value '%s' for %s: must be in [%g, %g]", value, flag, lo, hi); }
-    return v;
-}
-
-static void parse_args(TrainArgs* a, int argc, char** argv) {
+// Every flag's default, in one place: parse_args starts from these and -h prints them.
+static void train_args_default(TrainArgs* a) {
     memset(a, 0, sizeof(*a));
     a->train_pattern = "data/tinyshakespeare/tiny_shakespeare_train.bin";
     a->val_pattern = "data/tinyshakespeare/tiny_shakespeare_val.bin";
@@ -256,6 +215,115 @@ static void parse_args(TrainArgs* a, int argc, char** argv) {
     a->zero_stage = 1;
     a->attention = ATTENTION_DEFAULT;
     delayed_scaling_default(&a->recipe);
+}
+
+// One line of -h: the flag, what it does, its default.
+static void usage_flag(const char* flag, const char* meaning, const char* default_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void usage_flag(const char* flag, const char* meaning, const char* default_fmt, ...) {
+    char value[256];
+    va_list args;
+    va_start(args, default_fmt);
+    vsnprintf(value, sizeof(value), default_fmt, args);
+    va_end(args);
+    printf("  %-26s %-50s %s\n", flag, meaning, value);
+}
+
+// program: the name the trainer was run as (argv[0]), so each trainer's -h names itself.
+static void print_usage(const char* program) {
+    TrainArgs d;
+    train_args_default(&d);
+    const DelayedScaling* r = &d.recipe;
+    const char* slash = strrchr(program, '/');
+    printf("usage: %s [flags]   (llm.c-style: every flag takes a value)\n", slash ? slash + 1 : program);
+    printf("  %-26s %-50s %s\n", "flag", "what", "default");
+    printf("data\n");
+    usage_flag("-i FILES", "train shards (a glob)", "%s", d.train_pattern);
+    usage_flag("-j FILES", "val shards (a glob)", "%s", d.val_pattern);
+    usage_flag("-tk FILE", "tokenizer (for sampling)", "tokenizer.bin beside the train shards, if there");
+    usage_flag("-o DIR", "output: main.log, fp8_diag.tsv, checkpoints", "none (no logs, no checkpoints)");
+    printf("model\n");
+    usage_flag("-e d12|d24|d36|d48|FILE", "a GPT-2 preset, or start from a model file", "none: -L -C -NH below");
+    usage_flag("-L N", "layers", "%d", d.num_layers);
+    usage_flag("-C N", "channels", "%d", d.channels);
+    usage_flag("-NH N", "attention heads", "%d", d.num_heads);
+    usage_flag("-V N", "vocabulary size", "the tokenizer's");
+    usage_flag("-maxT N", "maximum sequence length", "-t (a preset: 1024)");
+    printf("batch\n");
+    usage_flag("-b N", "micro-batch B", "%d", d.B);
+    usage_flag("-t N", "sequence length T", "%d", d.T);
+    usage_flag("-d N", "total batch in tokens (gradient accumulation)", "%d: B*T", d.total_batch_size);
+    printf("optimizer (AdamW, cosine schedule)\n");
+    usage_flag("-l LR", "learning rate", "%g", d.learning_rate);
+    usage_flag("-u N", "warmup steps", "%d", d.warmup_steps);
+    usage_flag("-q F", "final lr as a fraction of -l", "%g (constant lr after warmup)", d.final_lr_fraction);
+    usage_flag("-c F", "weight decay", "%g", d.weight_decay);
+    usage_flag("-gc F", "gradient clip (global norm)", "%g", d.grad_clip);
+    usage_flag("-x N", "steps (0: no training, evaluate and sample -e)", "%d: one epoch", d.max_steps);
+    printf("evaluation and sampling\n");
+    usage_flag("-v N", "val loss every N steps (0: never)", "%d", d.val_every);
+    usage_flag("-m N", "val batches", "%d", d.val_max_steps);
+    usage_flag("-s N", "sample every N steps (0: never)", "%d", d.sample_every);
+    usage_flag("-g N", "tokens per sample", "%d", d.gen_tokens);
+    usage_flag("-seed N", "seed of the initial weights and the samples", "%d", d.seed);
+    printf("checkpoints (in -o)\n");
+    usage_flag("-n N", "checkpoint every N steps (0: only at the end)", "%d", d.checkpoint_every);
+    usage_flag("-y 0|1", "resume from the newest complete checkpoint", "%d", d.resume);
+    printf("memory and attention (GPU)\n");
+    usage_flag("-r 0|1|2", "recompute in the backward: 1 GELU, 2 +LayerNorm", "%d (GPU only; the CPU keeps all)",
+               d.recompute);
+    usage_flag("-estimate 0|1", "1: print the memory estimate, the largest -b, exit", "%d", d.estimate_only);
+    usage_flag("-attn cudnn|plain", "cuDNN flash attention or the plain one", "cudnn when built with it");
+    printf("precision\n");
+    usage_flag("-precision fp32|bf16|fp8", "fp32 reference, BF16 baseline, FP8 linears", "%s", precision_name(d.precision));
+    usage_flag("-fp8 off|e4m3|hybrid|e5m2", "Megatron's switch: off = bf16, else fp8 in it", "%s (E4M3 fwd, E5M2 bwd)",
+               fp8_recipe_format_name(r->fp8_format));
+    printf("  %-26s %s\n", "", "(e5m2: CPU trainer only; cuBLASLt has no E5M2 x E5M2 GEMM on Hopper)");
+    usage_flag("-fp8_recipe delayed|current", "TE's DelayedScaling, or Float8CurrentScaling", "%s",
+               fp8_scaling_recipe_name(r->scaling));
+    usage_flag("-fp8_margin N", "scale = fp8_max / amax / 2^margin", "%d", r->margin);
+    usage_flag("-fp8_fprop 0|1", "1: run the forward GEMMs in FP8, 0: in BF16", "%d", !r->override_fprop);
+    usage_flag("-fp8_dgrad 0|1", "the same for the input-gradient GEMMs", "%d", !r->override_dgrad);
+    usage_flag("-fp8_wgrad 0|1", "the same for the weight-gradient GEMMs", "%d", !r->override_wgrad);
+    usage_flag("-fp8_bf16_first_last N", "the first and last N blocks stay BF16", "%d", d.fp8_bf16_first_last);
+    usage_flag("-fp8_lm_head 0|1", "the LM head through FP8 too", "%d", d.fp8_lm_head);
+    usage_flag("-fp8_diag_every K", "FP8 diagnostics into fp8_diag.tsv every K steps", "%d", d.fp8_diag_every);
+    printf("fp8, delayed scaling only\n");
+    usage_flag("-fp8_amax_history_len N", "amax history rows per slot", "%d", r->amax_history_len);
+    usage_flag("-fp8_amax_compute_algo A", "max | most_recent over the history", "%s",
+               amax_compute_algo_name(r->amax_compute_algo));
+    usage_flag("-fp8_interval N", "recompute scales every N steps", "%d", r->interval);
+    usage_flag("-fp8_reduce_amax 0|1", "all-reduce(MAX) amaxes over ranks", "%d", r->reduce_amax);
+    printf("several GPUs (CUDA trainer; mpirun and srun set -pn -pr -pg)\n");
+    usage_flag("-pn N", "processes", "1, or the launcher's");
+    usage_flag("-pr N", "this process's rank", "0, or the launcher's");
+    usage_flag("-pg N", "GPUs per node (GPU = rank modulo N)", "unset: GPU = local rank");
+    usage_flag("-pi mpi|fs|tcp", "how ranks exchange the NCCL id", "mpi under mpirun; by hand: needed");
+    usage_flag("-pf DIR", "shared folder for -pi fs", "none (needed with fs)");
+    usage_flag("-ps IP", "rank 0's IPv4 address for -pi tcp", "none (port 12345 or $GPTFP8_PORT)");
+    usage_flag("-z 0|1", "ZeRO stage", "%d", d.zero_stage);
+}
+
+static int parse_int_flag(const char* flag, const char* value, long lo, long hi) {
+    char err[256];
+    long v;
+    if (parse_int_in_range(value, lo, hi, flag, &v, err, sizeof(err))) { die("%s", err); }
+    return (int)v;
+}
+
+static float parse_float_flag(const char* flag, const char* value, float lo, float hi) {
+    char* end = NULL;
+    errno = 0;
+    float v = value && *value ? strtof(value, &end) : 0.0f;
+    if (!value || !*value || errno == ERANGE || end == value || *end != '\0' || !isfinite(v)) {
+        die("invalid value '%s' for %s: expected a number in [%g, %g]", value ? value : "", flag, lo, hi);
+    }
+    if (v < lo || v > hi) { die("invalid value '%s' for %s: must be in [%g, %g]", value, flag, lo, hi); }
+    return v;
+}
+
+static void parse_args(TrainArgs* a, int argc, char** argv) {
+    train_args_default(a);
     for (int i = 1; i < argc; i++) {
         const char* flag = argv[i];
         if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) { print_usage(argv[0]); exit(0); }
