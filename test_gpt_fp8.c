@@ -12,6 +12,7 @@ style, so every static function is reachable):
   - the bf16 mode keeps every stored activation a bf16 value, and in bf16 and fp8 modes every layer reads bf16-rounded
     parameters (the GPU's bf16 copy);
   - the parallel weight initialisation gives the serial loop's bits for any thread count.
+  - the start-up box's rows are all the box's width.
 The training, resume and bad-input tests that run the trainer binary are in test_train_gpt_fp8.sh.
 */
 #define TESTING
@@ -603,6 +604,60 @@ static void test_parallel_init_matches_serial(void) {
     free(serial);
 }
 
+// Reads what a test wrote into a temporary file back as one string (caller frees).
+static char* read_back(FILE* f) {
+    long n = ftell(f);
+    rewind(f);
+    char* text = (char*)calloc((size_t)n + 1, 1);
+    if (text && fread(text, 1, (size_t)n, f) != (size_t)n) { text[0] = '\0'; }
+    return text;
+}
+
+static void test_box_rows_fit(void) {
+    const int width = 2 + BOX_KEY_WIDTH + 3 + BOX_VALUE_WIDTH + 2;  // "| key | value |"
+    char long_path[300], words[400];
+    memset(long_path, 'p', sizeof(long_path) - 1);  // no space to break at: cut mid-word
+    long_path[sizeof(long_path) - 1] = '\0';
+    snprintf(words, sizeof(words), "%s", "DelayedScaling(margin=0, interval=1, fp8_format=HYBRID [fwd E4M3, bwd E5M2], "
+             "amax_history_len=1024, amax_compute_algo=max, scaling_factor_compute_algo=default, "
+             "override_linear_precision=(fprop=fp8, dgrad=fp8, wgrad=fp8), reduce_amax=True)");
+    const char* values[] = {"short", words, long_path, ""};
+    const int want_rows[] = {1, 5, 5, 1};  // the recipe breaks at spaces; 299 characters of p: 72 * 4 + 11
+    for (int i = 0; i < 4; i++) {
+        FILE* f = tmpfile();
+        box_row(f, "a key", "%s", values[i]);
+        char* got = read_back(f);
+        // every row exactly `width` wide with both borders; the values' non-space characters all there, in order
+        int rows = 0, bad = 0;
+        char joined[1024] = "", want_joined[1024] = "";
+        for (char* line = strtok(got, "\n"); line; line = strtok(NULL, "\n")) {
+            rows++;
+            if ((int)strlen(line) != width || strncmp(line, "| ", 2) != 0 || strcmp(line + width - 2, " |") != 0 ||
+                line[2 + BOX_KEY_WIDTH + 1] != '|') {
+                bad++;
+                fprintf(stderr, "  row %d of value %d: '%s'\n", rows, i, line);
+            }
+            for (char* c = line + 2 + BOX_KEY_WIDTH + 3; c < line + width - 2; c++) {
+                if (*c != ' ') { strncat(joined, c, 1); }
+            }
+        }
+        for (const char* c = values[i]; *c; c++) {
+            if (*c != ' ') { strncat(want_joined, c, 1); }
+        }
+        CHECK(bad == 0 && rows == want_rows[i], "value %d: %d rows (want %d), %d not %d wide", i, rows, want_rows[i],
+              bad, width);
+        CHECK(strcmp(joined, want_joined) == 0, "value %d: the rows hold '%s'", i, joined);
+        free(got);
+        fclose(f);
+    }
+    FILE* f = tmpfile();
+    box_rule(f);
+    char* rule = read_back(f);
+    CHECK(rule && (int)strlen(rule) == width + 1 && rule[0] == '+' && rule[width - 1] == '+', "rule '%s'", rule);
+    free(rule);
+    fclose(f);
+}
+
 int main(void) {
     RUN_TEST(test_gradient_check_fp32);
     RUN_TEST(test_fp8_recorded_amaxes_and_values);
@@ -613,5 +668,6 @@ int main(void) {
     RUN_TEST(test_dataloader_ranks_wrap_resume);
     RUN_TEST(test_layers_read_bf16_parameters);
     RUN_TEST(test_parallel_init_matches_serial);
+    RUN_TEST(test_box_rows_fit);
     return test_summary("gpt-cpu");
 }

@@ -6,7 +6,8 @@
 #     and FP8 diagnostics, byte for byte;
 #   - a NaN gradient: the step is skipped with a warning and the FP8 state stays finite;
 #   - every bad input: a one-line error naming the problem, a non-zero exit, and no checkpoint overwritten;
-#   - -h names the program and shows every flag the parser knows, with defaults.
+#   - the start-up box's rows all one width; -h names the program and shows every flag the parser knows, with
+#     defaults.
 # Prints PASS/FAIL per case and "train: N passed, M failed" last.
 set -u
 cd "$(dirname "$0")"
@@ -166,6 +167,18 @@ if [ "$nan_rc" -eq 0 ] && grep -q "step 4: loss .* not finite; step skipped" "$T
     pass "nan_gradient_step_skipped"
 else
     fail "nan_gradient_step_skipped" "rc $nan_rc/$nan_resume_rc: $(grep -i -m 2 'warning\|error' "$TMP/nan.out" "$TMP/nan_resume.out" | tr '\n' ' ')"
+fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the start-up box: every row as wide as its rules, even with a long output path and the FP8 recipe
+long_dir="$TMP/a_rather_long_output_folder_name_that_would_not_fit_in_the_box/and_a_subfolder_too"
+mkdir -p "$long_dir"
+$TRAINER $TINY -precision fp8 -x 1 -v 0 -o "$long_dir" >"$TMP/box.out" 2>&1
+if awk 'NR == 1 { w = length($0) } /^[+|]/ { rows++; if (length($0) != w || $0 !~ /[+|]$/) bad++ }
+        END { exit !(rows >= 10 && bad == 0 && w == 100) }' "$TMP/box.out"; then
+    pass "box_rows_fit"
+else
+    fail "box_rows_fit" "$(grep '^[+|]' "$TMP/box.out" | awk '{ print length($0) }' | sort -u | tr '\n' ' ')"
 fi
 
 # ---------------------------------------------------------------------------------------------------------------------

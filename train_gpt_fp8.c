@@ -1030,28 +1030,12 @@ int main(int argc, char** argv) {
     }
     gpt2_cast_weights_fp8(&model, start_step == 0);
 
-    // banner
-    printf("+-----------------------+----------------------------------------------------+\n");
-    printf("| train data            | %-50s |\n", args.train_pattern);
-    printf("| val data              | %-50s |\n", have_val ? args.val_pattern : "(none: -v 0)");
-    printf("| output dir            | %-50s |\n", args.output_dir ? args.output_dir : "(none: no logs or checkpoints)");
-    printf("| model                 | L %d, C %d, NH %d, V %d (Vp %d), maxT %d, %zu params\n", cfg->num_layers,
-           cfg->channels, cfg->num_heads, cfg->vocab_size, cfg->padded_vocab_size, cfg->max_seq_len, model.num_parameters);
-    printf("| batch                 | B %d, T %d, total %d tokens, %d accumulation steps\n", B, T, total_batch, grad_accum_steps);
-    printf("| optimizer             | AdamW lr %.2e, warmup %d, final fraction %.3f, wd %.3f, clip %.2f, %d steps\n",
-           args.learning_rate, args.warmup_steps, args.final_lr_fraction, args.weight_decay, args.grad_clip, train_steps);
-    printf("| precision             | %s", precision_name(args.precision));
-    if (args.precision == PRECISION_FP8) {
-        printf(" (bf16 blocks at each end: %d, LM head: %s)\n| fp8 recipe            | ", args.fp8_bf16_first_last,
-               args.fp8_lm_head ? "fp8" : "bf16");
-        delayed_scaling_print(&args.recipe, stdout);
-    } else {
-        printf("\n");
-    }
+    box_rule(stdout);
+    box_run_rows(stdout, &args, &run, model.num_parameters, 1);
 #ifdef _OPENMP
-    printf("| threads               | %d (OpenMP)\n", omp_get_max_threads());
+    box_row(stdout, "threads", "%d (OpenMP)", omp_get_max_threads());
 #endif
-    printf("+-----------------------+----------------------------------------------------+\n");
+    box_rule(stdout);
 
     FILE* main_log = args.output_dir ? open_log(args.output_dir, "main.log", start_step > 0) : NULL;
     FILE* diag_log = NULL;

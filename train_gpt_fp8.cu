@@ -993,25 +993,15 @@ int main(int argc, char** argv) {
 
     cudaDeviceProp prop;
     cudaCheck(cudaGetDeviceProperties(&prop, pg.local_rank));
-    printf("| device                | %s, %d SMs\n", prop.name, prop.multiProcessorCount);
-    printf("| processes             | %d (%s%s%s), ZeRO stage %d\n", mg.num_processes, pg.launcher,
-           mg.use_nccl ? ", NCCL id via " : "", mg.use_nccl ? pg.init_method : "", mg.zero_stage);
-    printf("| model                 | L %d, C %d, NH %d, V %d (Vp %d), maxT %d, %zu params\n", config.num_layers,
-           config.channels, config.num_heads, config.vocab_size, config.padded_vocab_size, config.max_seq_len,
-           model.num_parameters);
-    printf("| batch                 | B %d, T %d per rank, total %d tokens, %d accumulation steps, %d steps\n", B, T,
-           total_batch, grad_accum_steps, train_steps);
-    printf("| precision             | %s\n", precision_name(args.precision));
-    printf("| attention             | %s, recompute -r %d\n",
-           args.attention == ATTENTION_CUDNN ? "cuDNN flash attention (-attn cudnn)" : "plain CUDA/cuBLAS (-attn plain)",
-           args.recompute);
-    if (args.precision == PRECISION_FP8) {
-        printf("| fp8 recipe            | ");
-        delayed_scaling_print(&args.recipe, stdout);
-        printf("| fp8 GEMMs             | per block: %s, %s, %s, %s; LM head %s\n", linear_names[0], linear_names[1],
-               linear_names[2], linear_names[3], args.fp8_lm_head ? "fp8" : "bf16");
-    }
-
+    box_rule(stdout);
+    box_row(stdout, "device", "%s, %d SMs", prop.name, prop.multiProcessorCount);
+    box_row(stdout, "processes", "%d (%s%s%s), ZeRO stage %d", mg.num_processes, pg.launcher,
+            mg.use_nccl ? ", NCCL id via " : "", mg.use_nccl ? pg.init_method : "", mg.zero_stage);
+    box_run_rows(stdout, &args, &run, model.num_parameters, mg.num_processes);
+    box_row(stdout, "attention", "%s, recompute -r %d",
+            args.attention == ATTENTION_CUDNN ? "cuDNN flash attention (-attn cudnn)" : "plain CUDA/cuBLAS (-attn plain)",
+            args.recompute);
+    box_rule(stdout);
 
     // MFU: 6 FLOPs per parameter per token (forward + backward) plus attention's 12 * L * C * T (llm.c's estimate)
     double flops_per_step = (6.0 * (double)model.num_parameters + 12.0 * config.num_layers * config.channels * T) *

@@ -556,6 +556,76 @@ static void run_free(RunSetup* run) {
     free(run->loaded_params);
 }
 
+// ----------------------------------------------------------------------------
+// the start-up configuration box, drawn the same way by both trainers
+
+// Rows "| key | value |" of one width: a value longer than its column wraps onto continuation rows (at the last space
+// that fits, else mid-word), so no row spills past the right border.
+enum { BOX_KEY_WIDTH = 21, BOX_VALUE_WIDTH = 72 };
+
+static void box_rule(FILE* out) {
+    fputc('+', out);
+    for (int i = 0; i < BOX_KEY_WIDTH + 2; i++) { fputc('-', out); }
+    fputc('+', out);
+    for (int i = 0; i < BOX_VALUE_WIDTH + 2; i++) { fputc('-', out); }
+    fputs("+\n", out);
+}
+
+static void box_row(FILE* out, const char* key, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+static void box_row(FILE* out, const char* key, const char* fmt, ...) {
+    char value[4096];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(value, sizeof(value), fmt, args);
+    va_end(args);
+    const char* rest = value;
+    do {
+        size_t take = strlen(rest);
+        if (take > BOX_VALUE_WIDTH) {  // break before the last space that keeps the row within the column
+            take = BOX_VALUE_WIDTH;
+            for (size_t i = BOX_VALUE_WIDTH; i > 0; i--) {
+                if (rest[i] == ' ') { take = i; break; }
+            }
+        }
+        fprintf(out, "| %-*.*s | %-*.*s |\n", BOX_KEY_WIDTH, BOX_KEY_WIDTH, key, BOX_VALUE_WIDTH, (int)take, rest);
+        key = "";
+        rest += take;
+        while (*rest == ' ') { rest++; }
+    } while (*rest);
+}
+
+// The rows both trainers show: data, output, model, batch, optimizer, precision and the FP8 recipe. Each trainer
+// draws the rules and adds its own rows (threads; device, processes, attention).
+static void box_run_rows(FILE* out, const TrainArgs* args, const RunSetup* run, size_t num_parameters,
+                         int num_processes) {
+    const GPT2Config* c = &run->config;
+    box_row(out, "train data", "%s", args->train_pattern);
+    box_row(out, "val data", "%s", run->have_val ? args->val_pattern : "(none: -v 0)");
+    box_row(out, "output dir", "%s", args->output_dir ? args->output_dir : "(none: no logs or checkpoints)");
+    box_row(out, "model", "L %d, C %d, NH %d, V %d (Vp %d), maxT %d, %zu params", c->num_layers, c->channels,
+            c->num_heads, c->vocab_size, c->padded_vocab_size, c->max_seq_len, num_parameters);
+    box_row(out, "batch", "B %d, T %d%s, total %d tokens, %d accumulation steps", run->B, run->T,
+            num_processes > 1 ? " per rank" : "", run->total_batch, run->grad_accum_steps);
+    box_row(out, "optimizer", "AdamW lr %.2e, warmup %d, final fraction %.3f, wd %.3f, clip %.2f, %d steps",
+            args->learning_rate, args->warmup_steps, args->final_lr_fraction, args->weight_decay, args->grad_clip,
+            run->train_steps);
+    if (args->precision != PRECISION_FP8) {
+        box_row(out, "precision", "%s", precision_name(args->precision));
+        return;
+    }
+    int first = args->fp8_bf16_first_last, last = c->num_layers - 1 - args->fp8_bf16_first_last;
+    box_row(out, "precision", "fp8 in blocks %d..%d (%s, %s, %s, %s), the LM head in %s", first, last, linear_names[0],
+            linear_names[1], linear_names[2], linear_names[3], args->fp8_lm_head ? "fp8" : "bf16");
+    char recipe[1024] = "";
+    FILE* text = fmemopen(recipe, sizeof(recipe), "w");  // delayed_scaling_print writes to a FILE
+    if (text) {
+        delayed_scaling_print(&args->recipe, text);
+        fclose(text);
+    }
+    recipe[strcspn(recipe, "\n")] = '\0';
+    box_row(out, "fp8 recipe", "%s", recipe);
+}
+
 // The per-step progress line on stdout and the llm.c train line in main.log. `seconds`: this step's time; the ETA
 // averages the steps after the first of this process (which pays for warm-up). mfu_percent < 0: not shown.
 typedef struct {
