@@ -12,7 +12,8 @@ style, so every static function is reachable):
   - the bf16 mode keeps every stored activation a bf16 value, and in bf16 and fp8 modes every layer reads bf16-rounded
     parameters (the GPU's bf16 copy);
   - the parallel weight initialisation gives the serial loop's bits for any thread count.
-  - the start-up box's rows are all the box's width.
+  - the host helpers both trainers print with: sampled text with control bytes and broken UTF-8 escaped, a sample
+    longer than the model's window (the window slides), the start-up box's rows all the box's width.
 The training, resume and bad-input tests that run the trainer binary are in test_train_gpt_fp8.sh.
 */
 #define TESTING
@@ -613,6 +614,70 @@ static char* read_back(FILE* f) {
     return text;
 }
 
+static void test_token_pieces_printed_as_text(void) {
+    static const struct { const char* piece; const char* printed; } cases[] = {
+        {"plain text", "plain text"},
+        {"line\nand\ttab", "line\nand\ttab"},              // newline and tab stay
+        {"a\x0e" "b\x01\x1b[0m\r", "a\\x0eb\\x01\\x1b[0m\\x0d"},  // control bytes, an escape sequence, CR
+        {"del\x7f", "del\\x7f"},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82"},  // whole UTF-8
+        {"\xc3", "\\xc3"},                       // a UTF-8 lead byte whose continuation is in the next token
+        {"\xa9x", "\\xa9x"},                     // a continuation byte without its lead
+        {"\xff\xfe", "\\xff\\xfe"},              // never UTF-8
+        {"\xc0\xaf", "\\xc0\\xaf"},              // overlong '/'
+        {"\xed\xa0\x80", "\\xed\\xa0\\x80"},     // a surrogate
+        {"\xe2\x82", "\\xe2\\x82"},              // a cut 3-byte sequence
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        FILE* f = tmpfile();
+        print_token_piece(f, cases[i].piece);
+        char* got = read_back(f);
+        CHECK(got && strcmp(got, cases[i].printed) == 0, "case %zu: printed '%s', want '%s'", i, got, cases[i].printed);
+        free(got);
+        fclose(f);
+    }
+}
+
+// A fake model for the sampling loop: the next token is always (the last known token + 1) mod V, and every call's
+// window is checked against the tokens generated so far.
+typedef struct {
+    int T, V, calls, bad_windows;
+    int history[64];  // every token so far, the start token first
+} CountingModel;
+
+static void counting_next_token_probs(void* m, const int* tokens, int t, float* probs) {
+    CountingModel* model = (CountingModel*)m;
+    int known = model->calls + 1;  // the start token and one per call before this one
+    int expected_t = known < model->T ? known : model->T;
+    if (t != expected_t) { model->bad_windows++; }
+    for (int i = 0; i < expected_t; i++) {  // the window: the last expected_t tokens, in order
+        if (tokens[i] != model->history[known - expected_t + i]) { model->bad_windows++; }
+    }
+    int next = (tokens[t - 1] + 1) % model->V;
+    for (int v = 0; v < model->V; v++) { probs[v] = v == next ? 1.0f : 0.0f; }
+    model->history[known] = next;
+    model->calls++;
+}
+
+static void test_sample_longer_than_window(void) {
+    enum { V = 8, T = 4, GEN = 11 };
+    static char* pieces[V] = {"a", "b", "c", "d", "e", "f", "g", "\x0e"};
+    Tokenizer tokenizer = {V, 7, pieces};  // eot is token 7, printed escaped when sampled
+    CountingModel model = {T, V, 0, 0, {7}};
+    Rng rng;
+    rng_seed(&rng, 1);
+    FILE* f = tmpfile();
+    sample_text_with(f, &model, counting_next_token_probs, T, V, &tokenizer, GEN, &rng);
+    char* got = read_back(f);
+    // 11 tokens after the start token 7: 0, 1, ..., 6, 7, 0, 1, 2
+    const char* want = "generating:\n---\nabcdefg\\x0eabc\n---\n";
+    CHECK(model.calls == GEN, "%d calls of the model for %d tokens", model.calls, GEN);
+    CHECK(model.bad_windows == 0, "%d wrong windows or positions", model.bad_windows);
+    CHECK(got && strcmp(got, want) == 0, "printed '%s', want '%s'", got, want);
+    free(got);
+    fclose(f);
+}
+
 static void test_box_rows_fit(void) {
     const int width = 2 + BOX_KEY_WIDTH + 3 + BOX_VALUE_WIDTH + 2;  // "| key | value |"
     char long_path[300], words[400];
@@ -668,6 +733,8 @@ int main(void) {
     RUN_TEST(test_dataloader_ranks_wrap_resume);
     RUN_TEST(test_layers_read_bf16_parameters);
     RUN_TEST(test_parallel_init_matches_serial);
+    RUN_TEST(test_token_pieces_printed_as_text);
+    RUN_TEST(test_sample_longer_than_window);
     RUN_TEST(test_box_rows_fit);
     return test_summary("gpt-cpu");
 }

@@ -6,8 +6,9 @@
 #     and FP8 diagnostics, byte for byte;
 #   - a NaN gradient: the step is skipped with a warning and the FP8 state stays finite;
 #   - every bad input: a one-line error naming the problem, a non-zero exit, and no checkpoint overwritten;
-#   - the start-up box's rows all one width; -h names the program and shows every flag the parser knows, with
-#     defaults.
+#   - sampling from a checkpoint (-e model.bin -x 0 -g N): a val loss and a sample that is plain text; -y 1 with a
+#     checkpoint at or past -x: one line, exit 0, nothing written; the start-up box's rows all one width; -h names
+#     the program and shows every flag the parser knows, with defaults.
 # Prints PASS/FAIL per case and "train: N passed, M failed" last.
 set -u
 cd "$(dirname "$0")"
@@ -170,6 +171,34 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------------------------------
+# sampling from a checkpoint: -e model.bin -x 0 evaluates and samples, trains nothing, writes nothing; the sample is
+# text (valid UTF-8, no control bytes other than newline and tab: those are printed as \xHH)
+$TRAINER $DATA_FLAGS -e "$TMP/train_fp8/model_$(printf %08d "$STEPS").bin" -x 0 -g 200 -v 1 -m 2 -seed 7 >"$TMP/sample.out" 2>&1
+sample_rc=$?
+awk '/^generating:$/ { getline; on = 1; next } on && /^---$/ { on = 0 } on' "$TMP/sample.out" >"$TMP/sample.txt"
+if [ "$sample_rc" -eq 0 ] && grep -q "^val loss" "$TMP/sample.out" && grep -q "^generating:" "$TMP/sample.out" &&
+    ! grep -q "^step" "$TMP/sample.out" && [ "$(wc -c <"$TMP/sample.txt")" -gt 100 ] &&
+    python3 -c "import sys; t = open(sys.argv[1], 'rb').read().decode('utf-8'); sys.exit(any(ord(c) < 32 and c not in '\n\t' or ord(c) == 127 for c in t))" "$TMP/sample.txt"; then
+    pass "sample_from_checkpoint ($(wc -c <"$TMP/sample.txt") bytes of text)"
+else
+    fail "sample_from_checkpoint" "rc $sample_rc: $(tail -n 3 "$TMP/sample.out" | cat -v | tr '\n' ' ')"
+fi
+
+# -y 1 when the newest checkpoint is at -x (or past it): one line saying so, exit 0, no file written or changed
+$TRAINER $TINY -precision fp8 -x 2 -v 0 -o "$TMP/done" >/dev/null 2>&1
+done_sum=$(cd "$TMP/done" && ls -l --time-style=+%s.%N && cat ./* | md5sum)
+for x in 2 1; do
+    done_out=$($TRAINER $TINY -precision fp8 -x $x -v 0 -y 1 -o "$TMP/done" 2>&1)
+    done_rc=$?
+    if [ "$done_rc" -eq 0 ] && [ "$(printf '%s\n' "$done_out" | wc -l)" -eq 1 ] &&
+        printf '%s' "$done_out" | grep -q "^resume: the newest checkpoint in $TMP/done is at step 2, .* -x $x: nothing to train" &&
+        [ "$(cd "$TMP/done" && ls -l --time-style=+%s.%N && cat ./* | md5sum)" = "$done_sum" ]; then
+        pass "resume_at_or_past_end_x$x"
+    else
+        fail "resume_at_or_past_end_x$x" "rc $done_rc: $done_out"
+    fi
+done
+
 # the start-up box: every row as wide as its rules, even with a long output path and the FP8 recipe
 long_dir="$TMP/a_rather_long_output_folder_name_that_would_not_fit_in_the_box/and_a_subfolder_too"
 mkdir -p "$long_dir"
@@ -181,7 +210,6 @@ else
     fail "box_rows_fit" "$(grep '^[+|]' "$TMP/box.out" | awk '{ print length($0) }' | sort -u | tr '\n' ' ')"
 fi
 
-# ---------------------------------------------------------------------------------------------------------------------
 # -h: the usage line names the program, exit 0, and every flag the parser knows is listed, with its default
 help=$($TRAINER -h 2>&1)
 help_rc=$?

@@ -974,7 +974,7 @@ static void cpu_next_token_probs(void* m, const int* tokens, int t, float* probs
 static void sample_text(GPT2* model, const Tokenizer* tokenizer, int gen_tokens, Rng* rng) {
     int saved = model->fp8_record;
     model->fp8_record = 0;
-    sample_text_with(model, cpu_next_token_probs, model->seq_len, model->config.vocab_size, tokenizer, gen_tokens, rng);
+    sample_text_with(stdout, model, cpu_next_token_probs, model->seq_len, model->config.vocab_size, tokenizer, gen_tokens, rng);
     model->fp8_record = saved;
 }
 
@@ -1018,6 +1018,11 @@ int main(int argc, char** argv) {
     int start_step = 0;
     if (args.resume) {
         long long latest = latest_checkpoint_step(args.output_dir);
+        if (resume_is_complete(&args, latest, train_steps)) {
+            run_free(&run);
+            gpt2_free(&model);
+            return 0;
+        }
         if (latest < 0) {
             printf("resume: no complete checkpoint (DONE_*) in %s, starting from scratch\n", args.output_dir);
         } else {
@@ -1066,9 +1071,7 @@ int main(int argc, char** argv) {
                 printf("val loss %f\n", val_loss);
                 if (main_log) { fprintf(main_log, "s:%d tel:%.4f\n", step, val_loss); fflush(main_log); }
             }
-            if (run.have_tokenizer && args.sample_every > 0 && step > 0 && (step % args.sample_every == 0 || last_step)) {
-                sample_text(&model, &run.tokenizer, args.gen_tokens, &sample_rng);
-            }
+            if (sample_due(&args, &run, step)) { sample_text(&model, &run.tokenizer, args.gen_tokens, &sample_rng); }
             if (args.output_dir && step > 0 &&
                 ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || last_step)) {
                 gpt2_save_checkpoint(&model, args.output_dir, step, sample_rng.state, train_loader);

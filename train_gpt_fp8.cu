@@ -870,7 +870,7 @@ static void gpu_next_token_probs(void* m, const int* tokens, int t, float* probs
 static void sample_text(GPT2GPU* model, const Tokenizer* tokenizer, int gen_tokens, Rng* rng) {
     int saved = model->fp8_record;
     model->fp8_record = 0;
-    sample_text_with(model, gpu_next_token_probs, model->T, model->config.vocab_size, tokenizer, gen_tokens, rng);
+    sample_text_with(stdout, model, gpu_next_token_probs, model->T, model->config.vocab_size, tokenizer, gen_tokens, rng);
     model->fp8_record = saved;
 }
 
@@ -967,6 +967,14 @@ int main(int argc, char** argv) {
     if (args.resume) {
         long long latest = latest_checkpoint_step(args.output_dir);
         multi_gpu_check_same(&mg, latest, "the newest complete checkpoint in -o (is it a folder all ranks share?)");
+        if (resume_is_complete(&args, latest, train_steps)) {  // the same answer on every rank
+            run_free(&run);
+            free(host_params);
+            free(host_m);
+            free(host_v);
+            multi_gpu_free(&mg);
+            return 0;
+        }
         if (latest >= 0) {
             StateHeader h = gpu_state_header(&model, (int)latest, NULL);
             checkpoint_load(args.output_dir, (int)latest, &config, host_params, host_m, host_v, &h,
@@ -1033,8 +1041,7 @@ int main(int argc, char** argv) {
                 printf("val loss %f\n", val_loss);
                 if (main_log) { fprintf(main_log, "s:%d tel:%.4f\n", step, val_loss); fflush(main_log); }
             }
-            if (rank0 && run.have_tokenizer && args.sample_every > 0 && step > 0 &&
-                (step % args.sample_every == 0 || last_step)) {
+            if (rank0 && sample_due(&args, &run, step)) {
                 sample_text(&model, &run.tokenizer, args.gen_tokens, &sample_rng);
             }
             if (args.output_dir && step > 0 && ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || last_step)) {

@@ -694,32 +694,95 @@ static void fp8_diag_write_block(FILE* f, int step, const Fp8Meta* meta, const L
 // probs (V) = the model's distribution of the token after position t - 1 of tokens (1, T)
 typedef void (*NextTokenProbs)(void* model, const int* tokens, int t, float* probs);
 
-// Generates up to gen_tokens tokens (at most the model's window T) after an end-of-text token and prints them as
-// they come. Evaluation mode: the trainer turns amax recording off around this. Draws one uniform number per token.
-static void sample_text_with(void* model, NextTokenProbs next_token_probs, int T, int V, const Tokenizer* tokenizer,
-                             int gen_tokens, Rng* rng) {
-    int* tokens = (int*)calloc_or_die((size_t)T, sizeof(int), "sample tokens");
-    float* probs = (float*)calloc_or_die((size_t)V, sizeof(float), "sample probabilities");
+// The length of the valid UTF-8 sequence at s (2 to 4 bytes, no overlong forms, surrogates or code points past
+// U+10FFFF), or 0 when s does not start one. s is NUL-terminated, so a cut-off sequence stops at a byte that is not
+// a continuation byte.
+static int utf8_sequence_length(const unsigned char* s) {
+    int n;
+    unsigned char lo = 0x80, hi = 0xbf;  // the range of the second byte
+    if (s[0] >= 0xc2 && s[0] <= 0xdf) { n = 2; }
+    else if (s[0] >= 0xe0 && s[0] <= 0xef) { n = 3; if (s[0] == 0xe0) { lo = 0xa0; } if (s[0] == 0xed) { hi = 0x9f; } }
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4) { n = 4; if (s[0] == 0xf0) { lo = 0x90; } if (s[0] == 0xf4) { hi = 0x8f; } }
+    else { return 0; }
+    if (s[1] < lo || s[1] > hi) { return 0; }
+    for (int i = 2; i < n; i++) {
+        if (s[i] < 0x80 || s[i] > 0xbf) { return 0; }
+    }
+    return n;
+}
+
+// Prints a decoded token so that logs stay text (valid UTF-8 without control characters): newline, tab, printable
+// ASCII and whole UTF-8 sequences as they are; every other byte (control bytes, DEL, a byte of a UTF-8 character cut
+// across tokens, a byte that is not UTF-8 at all) as \xHH.
+static void print_token_piece(FILE* out, const char* piece) {
+    const unsigned char* c = (const unsigned char*)piece;
+    while (*c) {
+        int n = *c >= 0x80 ? utf8_sequence_length(c) : 0;
+        if (n > 0) {
+            fwrite(c, 1, (size_t)n, out);
+            c += n;
+            continue;
+        }
+        if (*c >= 0x80 || (*c < 0x20 && *c != '\n' && *c != '\t') || *c == 0x7f) { fprintf(out, "\\x%02x", *c); }
+        else { fputc(*c, out); }
+        c++;
+    }
+}
+
+// Generates gen_tokens tokens after an end-of-text token and prints them to `out` as they come. The model sees a
+// window of T tokens (its sequence length): once the window is full it slides by one token per new token, so a sample
+// may be longer than T. Evaluation mode: the trainer turns amax recording off around this. One uniform number per token.
+static void sample_text_with(FILE* out, void* model, NextTokenProbs next_token_probs, int T, int V,
+                             const Tokenizer* tokenizer, int gen_tokens, Rng* rng) {
+    int* tokens = (int*)calloc_or_die((size_t)T, sizeof(int), "sample tokens");  // (T) the window
+    float* probs = (float*)calloc_or_die((size_t)V, sizeof(float), "sample probabilities");  // (V)
     int eot = tokenizer->eot_token >= 0 && tokenizer->eot_token < V ? tokenizer->eot_token : 0;
     for (int i = 0; i < T; i++) { tokens[i] = eot; }
-    printf("generating:\n---\n");
-    int n = gen_tokens < T ? gen_tokens : T;
-    for (int t = 1; t < n; t++) {
-        next_token_probs(model, tokens, t, probs);
+    fprintf(out, "generating:\n---\n");
+    int filled = 1;  // tokens[0, filled) are known: the model predicts the token after them
+    for (int i = 0; i < gen_tokens; i++) {
+        next_token_probs(model, tokens, filled, probs);
         float coin = rng_uniform(rng), cdf = 0.0f;
         int next = V - 1;
-        for (int i = 0; i < V; i++) {
-            cdf += probs[i];
-            if (coin < cdf) { next = i; break; }
+        for (int v = 0; v < V; v++) {
+            cdf += probs[v];
+            if (coin < cdf) { next = v; break; }
         }
-        tokens[t] = next;
+        if (filled < T) {
+            tokens[filled++] = next;
+        } else {  // the window is full: drop its oldest token
+            memmove(tokens, tokens + 1, (size_t)(T - 1) * sizeof(int));
+            tokens[T - 1] = next;
+        }
         const char* piece = tokenizer_decode(tokenizer, (uint32_t)next);
-        if (piece) { printf("%s", piece); }
-        fflush(stdout);
+        if (piece) { print_token_piece(out, piece); }
+        fflush(out);
     }
-    printf("\n---\n");
+    fprintf(out, "\n---\n");
     free(probs);
     free(tokens);
+}
+
+// Whether the trainer samples at the start of `step`: every -s steps and at the end of training; with -x 0 (no
+// training: evaluate and sample a model given with -e) once, at step 0. Needs a tokenizer; -x 0 without one says so.
+static int sample_due(const TrainArgs* args, const RunSetup* run, int step) {
+    if (args->sample_every <= 0) { return 0; }
+    int due = run->train_steps == 0 || (step > 0 && (step % args->sample_every == 0 || step == run->train_steps));
+    if (due && !run->have_tokenizer) {
+        if (run->train_steps == 0) { printf("sample: none, no tokenizer (give -tk tokenizer.bin)\n"); }
+        return 0;
+    }
+    return due;
+}
+
+// -y 1 found a checkpoint (the newest complete one is at step `latest`, -1 when none) at or past -x: nothing is left
+// to train. One line, and the caller exits 0 before loading or writing anything: the run asked for is complete, so
+// re-submitting a finished job succeeds.
+static int resume_is_complete(const TrainArgs* args, long long latest, int train_steps) {
+    if (!args->resume || latest < 0 || latest < train_steps) { return 0; }
+    printf("resume: the newest checkpoint in %s is at step %lld, %s -x %d: nothing to train (raise -x to go on)\n",
+           args->output_dir, latest, latest == train_steps ? "the end of" : "past", train_steps);
+    return 1;
 }
 
 // ----------------------------------------------------------------------------
