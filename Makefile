@@ -1,18 +1,15 @@
-# Makefile — builds and tests gptfp8.
+# Makefile — builds and tests gptfp8. `make help` lists the targets and variables; `make info` what was detected.
 #
-#   make train                    prepare tinyshakespeare, train BF16 and FP8 on it, plot the comparison
-#                                 (the CUDA trainer where a GPU is, else the CPU one with a small model)
+#   make                          the programs a user runs: the CPU trainer and the tools (the CUDA trainer too where
+#                                 nvcc is found and a GPU answers)
+#   make train                    prepare tinyshakespeare, train BF16 and FP8 on it, plot the comparison (the CUDA
+#                                 trainer where a GPU answers, else the CPU one with a small model); builds only that
 #   make test                     build everything (the CUDA programs too, when nvcc is here) and run every CPU test
 #   make deps                     install the Python packages the tests and plots use (requirements.txt), and the
 #                                 cuDNN frontend's headers into deps/cudnn_frontend/include (for cuDNN attention)
-#   make train_gpt_fp8 test_gpt_fp8   the CUDA trainer and its GPU test
-#   make info                     what was detected (compilers, CUDA arch, cuDNN, NCCL)
-#   make clean
+#   make cuda                     the CUDA trainer, its GPU test and the dev/cuda checks (needs nvcc, not a GPU)
 #
-# Variables: CUDA_ARCH (default 90: Hopper; 89 for Ada), CUDA_HOME, CUDNN_HOME, NCCL_HOME (folders with include/ and
-# lib/; the Python packages nvidia-cudnn-cu13 / nvidia-nccl-cu13 are found by themselves), NO_OMP=1,
-# NO_MULTI_GPU=1 (build the CUDA trainer without NCCL), NO_USE_MPI=1 (without MPI: ids through -pi fs|tcp),
-# NO_CUDNN=1 (without cuDNN attention: -attn plain only), CUDNN_FRONTEND_PATH (the frontend's include/ folder).
+# Variables: see `make help`.
 
 CC ?= gcc
 # -ffp-contract=off: the CPU reference must round every float operation exactly as written, never fuse a*b+c into an
@@ -114,6 +111,16 @@ endif
 
 CUDA_PROGRAMS := train_gpt_fp8 test_gpt_fp8
 
+# Does a GPU answer? scripts/has_gpu.sh asks nvidia-smi (it runs no CUDA) and prints "GPU 0: ..." or "no GPU: why".
+# It decides what `make` and `make train` build and which trainer `make train` runs; GPU=0|1 on the command line
+# overrides it.
+GPU_ANSWER := $(shell ./scripts/has_gpu.sh 2>&1)
+ifeq ($(origin GPU),undefined)
+  GPU := $(if $(filter GPU,$(firstword $(GPU_ANSWER))),1,0)
+endif
+# the trainer `make train` runs: the CUDA one only where it can be built and run
+TRAINER ?= $(if $(and $(NVCC),$(filter 1,$(GPU))),train_gpt_fp8,train_gpt_fp8_cpu)
+
 # ---------------------------------------------------------------------------------------------------------------------
 # CPU programs and tests
 
@@ -132,8 +139,18 @@ CUDA_HEADERS := fp8/quantize.cuh fp8/update.cuh fp8/gemm.cuh llmc/cuda_utils.cuh
 
 -include dev/data/data.mk
 
-.PHONY: all test deps info clean check-nvcc train data
-all: $(CPU_PROGRAMS) $(CPU_TOOLS) $(CPU_TESTS) $(DATA_PROGRAMS) $(CUDA_HOST_TESTS) $(if $(NVCC),$(DEV_CUDA) $(CUDA_PROGRAMS))
+# A plain `make` builds what a user runs (the data tools come from dev/data/data.mk, included above, hence the
+# explicit default goal); `make test` adds the test programs and, where nvcc is, every CUDA program.
+RUN_PROGRAMS := $(CPU_PROGRAMS) $(DATA_PROGRAMS) $(CPU_TOOLS) $(filter train_gpt_fp8,$(TRAINER))
+TEST_PROGRAMS := $(CPU_TESTS) $(CUDA_HOST_TESTS) $(if $(NVCC),$(DEV_CUDA) $(CUDA_PROGRAMS))
+# built by `make test` but run only on a GPU (scripts/gpu_check.sh); the test summary names them
+GPU_ONLY_PROGRAMS := $(if $(NVCC),$(CUDA_PROGRAMS) $(DEV_CUDA))
+
+.DEFAULT_GOAL := all
+.PHONY: all test deps info help clean check-nvcc train data cuda
+all: $(RUN_PROGRAMS)
+
+cuda: $(CUDA_PROGRAMS) $(DEV_CUDA)
 
 fp8/test_fp8: fp8/test_fp8.c $(FP8_HEADERS) llmc/testing.h
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
@@ -199,16 +216,17 @@ TEST_COMMANDS := ./fp8/test_fp8 \
                  ./scripts/test_run_scripts.sh \
                  ./scripts/test_gpu_check.sh
 
-test: all
-	@./scripts/run_tests.sh $(TEST_COMMANDS)
+test: $(RUN_PROGRAMS) $(TEST_PROGRAMS)
+	@./scripts/run_tests.sh --built-not-run "$(GPU_ONLY_PROGRAMS)" --gpu $(GPU) $(TEST_COMMANDS)
 
 # The default dataset (tinyshakespeare, our own BPE tokenizer) in data/tinyshakespeare/; INPUT=path/input.txt uses a
 # local copy of the text instead of looking for one (see dev/data/prepare_tinyshakespeare.sh).
 data: dev/data/tokenizer
 	@./dev/data/prepare_tinyshakespeare.sh $(if $(INPUT),"$(INPUT)")
 
-train: all
-	@./scripts/compare_bf16_fp8.sh
+# only what it runs: the tokenizer and one trainer (the script asks has_gpu.sh too, and takes TRAINER from here)
+train: $(DATA_PROGRAMS) $(TRAINER)
+	@TRAINER=./$(TRAINER) ./scripts/compare_bf16_fp8.sh
 
 # The frontend's pin in requirements.txt is installed on its own, headers only (scripts/install_cudnn_frontend.sh):
 # its Python package would pull in CUTLASS's DSL and more, which nothing here uses.
@@ -240,7 +258,39 @@ info:
 	@echo "NCCL_HOME   $(or $(NCCL_HOME),not found: no nccl.h; set NCCL_HOME or pip install nvidia-nccl-cu13)"
 	@echo "cuDNN attn  $(CUDNN_STATUS)"
 	@echo "multi-GPU   $(if $(findstring MULTI_GPU,$(MULTI_GPU_FLAGS)),NCCL ($(NCCL_LIBRARY))$(if $(findstring USE_MPI,$(MULTI_GPU_FLAGS)), + MPI ($(MPICC)), (no MPI: ids via -pi fs|tcp)),off: $(if $(filter 1,$(NO_MULTI_GPU)),NO_MULTI_GPU=1,no nccl.h with a libnccl beside it))"
-	@echo "CUDA programs: $(CUDA_PROGRAMS) $(DEV_CUDA) (built with make when nvcc is found)"
+	@echo "GPU         $(if $(filter command line,$(origin GPU)),GPU=$(GPU) given (detected: $(GPU_ANSWER)),$(GPU_ANSWER))"
+	@echo "make        builds $(RUN_PROGRAMS)"
+	@echo "make train  runs $(TRAINER) ($(if $(filter train_gpt_fp8,$(TRAINER)),a GPU answers and nvcc is here,$(if $(filter 1,$(GPU)),nvcc not found,no GPU answers))); builds only it and $(DATA_PROGRAMS)"
+	@echo "make test   also builds the tests$(if $(NVCC), and every CUDA program); runs the CPU tests$(if $(GPU_ONLY_PROGRAMS),; builds but does not run $(GPU_ONLY_PROGRAMS) (scripts/gpu_check.sh runs them on a GPU))"
+	@echo "make cuda   builds $(CUDA_PROGRAMS) $(DEV_CUDA)$(if $(NVCC),, (needs nvcc: not found))"
+
+help:
+	@echo "gptfp8: BF16 and FP8 (delayed scaling) GPT training in C/CUDA. Targets:"
+	@echo "  make                 build what you run: $(RUN_PROGRAMS)"
+	@echo "  make train           prepare tinyshakespeare, train BF16 and FP8 (same data and seed), plot both into OUT"
+	@echo "                       (trainer here: $(TRAINER); knobs STEPS OUT SEED INPUT TRAINER below)"
+	@echo "  make deps            pip install requirements.txt (ml_dtypes, numpy, matplotlib: tests and plots) and"
+	@echo "                       the cuDNN frontend's headers into deps/ (cuDNN attention)"
+	@echo "  make data            prepare data/tinyshakespeare (INPUT=path/to/input.txt, else ../shared, else a download)"
+	@echo "  make test            build everything and run every CPU test; the last line is 'N passed, M failed'"
+	@echo "  make cuda            the CUDA trainer, its GPU test, the dev/cuda checks (needs nvcc; runs on a GPU)"
+	@echo "  make info            what was found: compilers, GPU, cuDNN, NCCL, and what make / make train use"
+	@echo "  make clean           remove what make built (not data/ or logs)"
+	@echo "  make PROGRAM         one program, e.g. train_gpt_fp8_cpu, train_gpt_fp8, test_gpt_fp8, dev/cuda/fp8_gemm"
+	@echo "Variables (make VAR=value ...):"
+	@echo "  STEPS=N              make train: steps per run (default: the script's, by trainer; see README)"
+	@echo "  OUT=DIR              make train: output folder (default log_compare)"
+	@echo "  SEED=N               make train: seed of every run (default 1337)"
+	@echo "  INPUT=FILE           make data / make train: a local tinyshakespeare input.txt (no network needed)"
+	@echo "  TRAINER=NAME         make train: train_gpt_fp8 or train_gpt_fp8_cpu (now: $(TRAINER))"
+	@echo "  GPU=0|1              override the GPU detection (scripts/has_gpu.sh, nvidia-smi; now: $(GPU))"
+	@echo "  CUDA_ARCH=90|89      Hopper (default) or Ada"
+	@echo "  CUDA_HOME, CUDNN_HOME, NCCL_HOME   folders with include/ and lib/ (found by themselves when standard)"
+	@echo "  NO_OMP=1             build the CPU code without OpenMP"
+	@echo "  NO_MULTI_GPU=1       the CUDA trainer without NCCL; NO_USE_MPI=1 without MPI (ids via -pi fs|tcp)"
+	@echo "  NO_CUDNN=1           the CUDA trainer without cuDNN attention (-attn plain only)"
+	@echo "  CUDNN_FRONTEND_PATH  the cuDNN frontend's include/ folder (default: what make deps put in deps/)"
+	@echo "  CC, NVCC, PYTHON     the compilers and the Python to use"
 
 clean:
 	rm -f $(CPU_PROGRAMS) $(CPU_TESTS) $(CPU_TOOLS) $(DEV_CUDA) $(CUDA_HOST_TESTS) train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN) \

@@ -2,7 +2,18 @@
 # scripts/run_tests.sh — runs every test command given as an argument (each one a shell command line), even after one
 # fails, and adds up the "<suite>: N passed, M failed" lines they print into one closing "N passed, M failed" line.
 # A command that exits non-zero without reporting a failure counts as one failure, so a crash cannot pass.
+#   --built-not-run "PROGRAMS" --gpu 0|1   (first, both optional): the GPU programs that were built but that these
+#   tests do not run; the summary names them, and says whether that is because no GPU answers.
 set -u
+built_not_run=
+have_gpu=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --built-not-run) built_not_run=$2; gpu_note=1; shift 2 ;;
+        --gpu) have_gpu=$2; shift 2 ;;
+        *) break ;;
+    esac
+done
 total_passed=0
 total_failed=0
 for cmd in "$@"; do
@@ -26,5 +37,15 @@ for cmd in "$@"; do
     total_passed=$((total_passed + passed))
     total_failed=$((total_failed + failed))
 done
+if [ -n "${gpu_note:-}" ]; then
+    programs=$(echo $built_not_run)  # one line, single spaces
+    if [ -z "$programs" ]; then
+        echo "GPU programs: none built (nvcc not found)"
+    elif [ "$have_gpu" = 1 ]; then
+        echo "GPU programs built but not run by these tests: $programs (scripts/gpu_check.sh runs them)"
+    else
+        echo "GPU programs built but not run on a GPU (none answers here): $programs"
+    fi
+fi
 echo "$total_passed passed, $total_failed failed"
 [ "$total_failed" -eq 0 ]

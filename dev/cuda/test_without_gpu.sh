@@ -33,7 +33,7 @@ else
     fail train_gpt_fp8_help_names_it "$(printf '%s\n' "$out" | head -n 1)"
 fi
 
-if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+if ./scripts/has_gpu.sh >/dev/null; then
     echo "a GPU is present: the GPU programs run for real there (GPU check), nothing to test here"
     pass gpu_present
     finish gpu-programs
