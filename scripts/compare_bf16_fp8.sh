@@ -1,16 +1,43 @@
 #!/usr/bin/env bash
 # scripts/compare_bf16_fp8.sh [-- extra trainer flags] — trains the same model on the same data and seed in BF16, in
-# FP8 with delayed scaling and in FP8 with current scaling (-fp8_recipe current), then draws the three loss curves and
-# the gaps to BF16 into one PNG and prints the final losses and the gaps; and draws each FP8 run's diagnostics
-# (fp8_diag.tsv: amaxes, scales, saturation, flushing) with scripts/plot_fp8_diag.py into OUT/fp8_{delayed,current}_*.png.
+# FP8 with delayed scaling and in FP8 with current scaling (-fp8_recipe current), one run after the other with each
+# run's progress shown live, then draws the three loss curves and their gaps to BF16 into one PNG, prints the final
+# losses and the gaps, and draws each FP8 run's diagnostics (fp8_diag.tsv: amaxes, scales, saturation, flushing) with
+# scripts/plot_fp8_diag.py into OUT/fp8_{delayed,current}_*.png. `make train` runs it.
 #
-# Trainer: the CUDA one (./train_gpt_fp8, d12, B 16, T 1024) when it is built and a GPU answers, else the CPU
-# reference (./train_gpt_fp8_cpu) with a small model that trains in a few minutes. Both write the same main.log.
-# Environment: STEPS (run length), OUT (output folder, default log_compare), SEED (default 1337), INPUT (a local
-# tinyshakespeare input.txt for the data preparation).
+# Environment (the knobs; `make train STEPS=100 OUT=mine` passes them on):
+#   STEPS     steps per run (default CPU_STEPS or GPU_STEPS below, by trainer)
+#   OUT       output folder (default log_compare): OUT/<run>/main.log (llm.c's log), OUT/<run>.out (everything the
+#             trainer printed), OUT/bf16_vs_fp8.png and OUT/gap.tsv (the plot and the numbers behind its gap panel),
+#             OUT/fp8_delayed_*.png and OUT/fp8_current_*.png (the diagnostics pictures)
+#   SEED      seed of every run (default 1337)
+#   INPUT     a local tinyshakespeare input.txt for the data preparation (else ../shared's, else a download)
+#   TRAINER   ./train_gpt_fp8 (CUDA) or ./train_gpt_fp8_cpu; default: the CUDA one when it is built and a GPU answers
+#             (scripts/has_gpu.sh), else the CPU one
+#   PROGRESS  bar (one updating line per run; the default on a terminal) or lines (a step line every STEPS/20 steps,
+#             plus every val loss and warning; the default when the output is not a terminal)
+# Flags after -- go to every run and win over the defaults (a later flag wins), e.g. -- -l 1e-3.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The defaults, in one place. The CPU ones are sized so that `make deps train` from a fresh clone (data, build, three
+# runs, plot) ends within 5 minutes on 2 cores (README: "What each command does"): for a fixed time a 2-layer, 64-wide
+# model taking many small steps gets further than a bigger one taking few (val 4.64 after 600 steps, where a 4-layer,
+# 128-wide one reaches 5.13 after 150 steps in more time). The GPU ones train GPT-2 small (d12).
+CPU_MODEL=(-L 2 -C 64 -NH 4 -b 8 -t 64 -v 50 -m 8 -l 4e-3 -u 20 -q 0.1)
+CPU_STEPS=600
+GPU_MODEL=(-e d12 -b 16 -t 1024 -v 50 -m 20 -l 6e-4 -u 50 -q 0.1)
+GPU_STEPS=400
+# The runs, in order: a name (its folder), its label in the plot and its flags. The first is the baseline of the
+# plot's gaps; the FP8 runs' diagnostics are drawn too (DIAG_RUNS: run name and the prefix of its pictures).
+RUN_NAMES=(bf16 fp8 fp8_current)
+RUN_LABELS=("bf16" "fp8 delayed" "fp8 current")
+RUN_FLAGS=("-precision bf16" "-precision fp8" "-precision fp8 -fp8_recipe current")
+DIAG_RUNS=("fp8 fp8_delayed" "fp8_current fp8_current")
+# ---------------------------------------------------------------------------------------------------------------------
+
 extra=()
 if [ $# -gt 0 ]; then
     [ "$1" = "--" ] || { echo "compare_bf16_fp8: error: extra trainer flags go after --" >&2; exit 1; }
@@ -19,20 +46,40 @@ if [ $# -gt 0 ]; then
 fi
 out=${OUT:-log_compare}
 seed=${SEED:-1337}
+progress=${PROGRESS:-}
+if [ -z "$progress" ]; then
+    if [ -t 1 ]; then progress=bar; else progress=lines; fi
+fi
+[ "$progress" = bar ] || [ "$progress" = lines ] || {
+    echo "compare_bf16_fp8: error: PROGRESS=$progress: expected bar or lines" >&2
+    exit 1
+}
 
-if [ -x ./train_gpt_fp8 ] && nvidia-smi -L >/dev/null 2>&1; then
-    trainer=./train_gpt_fp8
-    steps=${STEPS:-400}
-    model=(-e d12 -b 16 -t 1024 -v 50 -m 20 -l 6e-4 -u 50 -q 0.1)
-    echo "compare_bf16_fp8: CUDA trainer on $(nvidia-smi -L | head -n 1)"
-else
-    trainer=./train_gpt_fp8_cpu
-    steps=${STEPS:-300}
-    model=(-L 4 -C 128 -NH 4 -b 8 -t 64 -v 25 -m 8 -l 2e-3 -u 20 -q 0.1)
-    why="no CUDA trainer built"
-    [ -x ./train_gpt_fp8 ] && why="no GPU answered nvidia-smi"
-    echo "compare_bf16_fp8: CPU reference trainer with a small model ($why)"
-    [ -x "$trainer" ] || make -s train_gpt_fp8_cpu
+gpu=$(./scripts/has_gpu.sh 2>&1) && have_gpu=1 || have_gpu=0
+trainer=${TRAINER:-}
+if [ -z "$trainer" ]; then
+    if [ -x ./train_gpt_fp8 ] && [ "$have_gpu" = 1 ]; then trainer=./train_gpt_fp8; else trainer=./train_gpt_fp8_cpu; fi
+fi
+case $(basename "$trainer") in
+    train_gpt_fp8)
+        model=("${GPU_MODEL[@]}")
+        steps=${STEPS:-$GPU_STEPS}
+        echo "compare_bf16_fp8: CUDA trainer ($gpu)"
+        ;;
+    train_gpt_fp8_cpu)
+        model=("${CPU_MODEL[@]}")
+        steps=${STEPS:-$CPU_STEPS}
+        if [ "$have_gpu" = 1 ]; then why="TRAINER=$trainer"; elif [ -x ./train_gpt_fp8 ]; then why=$gpu; else why="no CUDA trainer built; $gpu"; fi
+        echo "compare_bf16_fp8: CPU reference trainer with a small model ($why)"
+        ;;
+    *)
+        echo "compare_bf16_fp8: error: TRAINER=$trainer: expected ./train_gpt_fp8 or ./train_gpt_fp8_cpu" >&2
+        exit 1
+        ;;
+esac
+if [ ! -x "$trainer" ]; then
+    echo "compare_bf16_fp8: building $trainer"
+    make -s "$(basename "$trainer")"
 fi
 
 data=data/tinyshakespeare
@@ -40,25 +87,77 @@ if [ ! -f "$data/tiny_shakespeare_train.bin" ]; then
     ./dev/data/prepare_tinyshakespeare.sh ${INPUT:+"$INPUT"}
 fi
 
+# the warmup the runs use (the last -u wins), for the plot's marker
+warmup=0
+flags=("${model[@]}" ${extra[@]+"${extra[@]}"})
+for ((i = 0; i + 1 < ${#flags[@]}; i++)); do
+    [ "${flags[i]}" = "-u" ] && warmup=${flags[i + 1]}
+done
+
+# seconds -> "1m05s"
+duration() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# Reads a run's output on stdin and shows its progress: PROGRESS=bar rewrites one line (step/total, loss, last val
+# loss, tok/s, ETA), PROGRESS=lines prints every `every`-th step line; both print val losses (lines) and warnings.
+show_progress() {  # label
+    local label=$1 line step total loss rate eta val="" every=$(((steps + 19) / 20)) width=24 filled bar
+    while IFS= read -r line; do
+        if [[ $line =~ ^step\ +([0-9]+)/([0-9]+)\ \|\ loss\ ([^ ]+)\ .*\|\ ([0-9]+)\ tok/s.*ETA\ ([0-9]+m[0-9]+s) ]]; then
+            step=${BASH_REMATCH[1]} total=${BASH_REMATCH[2]} loss=${BASH_REMATCH[3]} rate=${BASH_REMATCH[4]} eta=${BASH_REMATCH[5]}
+            if [ "$progress" = bar ]; then
+                filled=$((step * width / (total > 0 ? total : 1)))
+                printf -v bar '%*s' "$filled" ''
+                printf '\r  %-6s [%-*s] %5d/%d | loss %.4f%s | %s tok/s | ETA %s\033[K' "$label" "$width" "${bar// /#}" \
+                    "$step" "$total" "$loss" "${val:+ | val $val}" "$rate" "$eta"
+            elif [ $((step % every)) -eq 0 ] || [ "$step" -eq "$total" ] || [ "$step" -eq 1 ]; then
+                echo "  [$label] $line"
+            fi
+        elif [[ $line =~ ^val\ loss\ ([^ ]+) ]]; then
+            val=$(printf '%.4f' "${BASH_REMATCH[1]}")
+            [ "$progress" = lines ] && echo "  [$label] $line"
+        elif [[ $line =~ ^(warning|error) ]]; then
+            [ "$progress" = bar ] && printf '\n'
+            echo "  [$label] $line"
+        fi
+    done
+    [ "$progress" = bar ] && printf '\n'
+    return 0
+}
+
 mkdir -p "$out"
-for precision in bf16 fp8 fp8_current; do  # fp8: delayed scaling (the default recipe)
-    flags=(-precision "${precision%_current}")
-    [ "$precision" = fp8_current ] && flags+=(-fp8_recipe current)
-    echo "compare_bf16_fp8: training $precision for $steps steps -> $out/$precision (log: $out/$precision.out)"
+n=${#RUN_NAMES[@]}
+echo "compare_bf16_fp8: $n runs (${RUN_NAMES[*]}) of $steps steps, seed $seed, into $out/: <run>/main.log, <run>.out"
+plot_args=()
+start_all=$SECONDS
+for ((r = 0; r < n; r++)); do
+    name=${RUN_NAMES[r]}
+    read -r -a run_flags <<<"${RUN_FLAGS[r]}"
+    echo "compare_bf16_fp8: run $((r + 1))/$n: $name (${RUN_FLAGS[r]}), output in $out/$name.out"
+    start=$SECONDS
     if ! "$trainer" -i "$data/tiny_shakespeare_train.bin" -j "$data/tiny_shakespeare_val.bin" -tk "$data/tokenizer.bin" \
-        "${model[@]}" -x "$steps" -s 0 -seed "$seed" "${flags[@]}" -o "$out/$precision" ${extra[@]+"${extra[@]}"} \
-        >"$out/$precision.out" 2>&1; then
-        echo "compare_bf16_fp8: error: the $precision run failed: $(tail -n 1 "$out/$precision.out")" >&2
+        "${model[@]}" -x "$steps" -s 0 -seed "$seed" "${run_flags[@]}" -o "$out/$name" ${extra[@]+"${extra[@]}"} 2>&1 |
+        tee "$out/$name.out" | show_progress "$name"; then
+        echo "compare_bf16_fp8: error: the $name run failed; its last lines ($out/$name.out):" >&2
+        tail -n 3 "$out/$name.out" >&2
         exit 1
     fi
-    grep "^step" "$out/$precision.out" | tail -n 1
-    grep "^val loss" "$out/$precision.out" | tail -n 1
+    final_step=$(grep "^step" "$out/$name.out" | tail -n 1 | sed -E 's/^step +([0-9]+\/[0-9]+) \| loss ([^ ]+) .*/step \1, train loss \2/')
+    final_val=$(grep "^val loss" "$out/$name.out" | tail -n 1 | sed -E 's/^val loss ([^ ]+).*/, val loss \1/')
+    echo "compare_bf16_fp8: $name done in $(duration $((SECONDS - start))): ${final_step}${final_val}"
+    plot_args+=(--label "${RUN_LABELS[r]}" "$out/$name/main.log")
 done
-python3 scripts/plot_losses.py --out "$out/bf16_vs_fp8.png" --label bf16 "$out/bf16/main.log" \
-    --label "fp8 delayed" "$out/fp8/main.log" --label "fp8 current" "$out/fp8_current/main.log" \
-    --title "BF16 vs FP8 (delayed and current scaling): ${model[*]:0:6}, $steps steps, $(basename "$trainer")"
-for recipe in delayed current; do
-    run_dir=$out/fp8; [ "$recipe" = current ] && run_dir=$out/fp8_current
-    python3 scripts/plot_fp8_diag.py "$run_dir/fp8_diag.tsv" --out-dir "$out" --prefix "fp8_$recipe" \
-        --title "FP8 $recipe scaling, ${model[*]:0:6}"
+echo "compare_bf16_fp8: all runs done in $(duration $((SECONDS - start_all)))"
+
+python3 scripts/plot_losses.py --out "$out/bf16_vs_fp8.png" --gap-tsv "$out/gap.tsv" --warmup "$warmup" "${plot_args[@]}" \
+    --title "$(IFS=','; echo "${RUN_LABELS[*]}" | sed 's/,/, /g'): ${model[*]:0:6}, $steps steps, seed $seed, $(basename "$trainer")"
+diag_pictures=""
+for diag in "${DIAG_RUNS[@]}"; do
+    read -r name prefix <<<"$diag"
+    python3 scripts/plot_fp8_diag.py "$out/$name/fp8_diag.tsv" --out-dir "$out" --prefix "$prefix" \
+        --title "FP8 ${prefix#fp8_} scaling, ${model[*]:0:6}"
+    diag_pictures="$diag_pictures $out/${prefix}_*.png"
 done
+echo "compare_bf16_fp8: logs: $(for name in "${RUN_NAMES[@]}"; do printf '%s ' "$out/$name/main.log"; done)"
+echo "compare_bf16_fp8: trainer output: $(for name in "${RUN_NAMES[@]}"; do printf '%s ' "$out/$name.out"; done)"
+echo "compare_bf16_fp8: plot: $out/bf16_vs_fp8.png, its gap numbers: $out/gap.tsv"
+echo "compare_bf16_fp8: FP8 diagnostics pictures:$diag_pictures"
