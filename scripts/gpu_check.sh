@@ -3,8 +3,8 @@
 # — everything a GPU machine should check, in stages, in one command that needs nothing but the CUDA toolkit (the
 # Makefile finds cuDNN and NCCL itself) and no network:
 #
-#   build     make info; make -k -j all (every target is tried; the table names the ones that failed). Always runs:
-#             with `build` selected it builds everything, otherwise only the programs the selected stages run
+#   build     make info; make -k -j all cuda (every target is tried; the table names the ones that failed). Always
+#             runs: with `build` selected it builds everything (`make cuda`: a plain `make` builds only what a user runs), otherwise only the programs the selected stages run
 #   dev       dev/cuda/fp8_quantize (+ quantize_bandwidth: its cast vs a device-to-device copy), fp8_update, fp8_gemm,
 #             fp8_current_scaling (the current-scaling amax pass and cast, bit-exact against fp8/current.h),
 #             attention_cudnn (cuDNN's flash attention against the CPU and the plain attention; built with cuDNN): the
@@ -371,7 +371,7 @@ cudnn_programs() {
 }
 
 stage_build() {
-    local targets="all dev/cuda/gemm_shapes" stage program missing="" failed
+    local targets="all cuda dev/cuda/gemm_shapes" stage program missing="" failed
     if ! stage_selected build; then
         targets=""
         for stage in $STAGES; do targets="$targets $(stage_programs "$stage")"; done
@@ -382,7 +382,7 @@ stage_build() {
     # even where the Makefile's DEV_CUDA does not list it)
     run_step build 420 bash -c "make info && make -k -j$(nproc) $targets"
     for program in $targets; do
-        case $program in all) continue ;; esac
+        case $program in all | cuda) continue ;; esac
         [ -x "$program" ] || missing="$missing $program"
     done
     if stage_selected build; then
