@@ -870,7 +870,8 @@ static void gpu_next_token_probs(void* m, const int* tokens, int t, float* probs
 static void sample_text(GPT2GPU* model, const Tokenizer* tokenizer, int gen_tokens, Rng* rng) {
     int saved = model->fp8_record;
     model->fp8_record = 0;
-    sample_text_with(stdout, model, gpu_next_token_probs, model->T, model->config.vocab_size, tokenizer, gen_tokens, rng);
+    sample_text_with(stdout, model, gpu_next_token_probs, model->T, model->config.vocab_size, tokenizer, gen_tokens,
+                     rng);
     model->fp8_record = saved;
 }
 
