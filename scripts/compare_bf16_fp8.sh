@@ -149,7 +149,7 @@ done
 echo "compare_bf16_fp8: all runs done in $(duration $((SECONDS - start_all)))"
 
 python3 scripts/plot_losses.py --out "$out/bf16_vs_fp8.png" --gap-tsv "$out/gap.tsv" --warmup "$warmup" "${plot_args[@]}" \
-    --title "$(IFS=','; echo "${RUN_LABELS[*]}" | sed 's/,/, /g'): ${model[*]:0:6}, $steps steps, seed $seed, $(basename "$trainer")"
+    --title "$(basename "$trainer") ${model[*]} ${extra[*]+${extra[*]} }-x $steps -seed $seed: $(IFS=','; echo "${RUN_LABELS[*]}" | sed 's/,/, /g')"
 diag_pictures=""
 for diag in "${DIAG_RUNS[@]}"; do
     read -r name prefix <<<"$diag"

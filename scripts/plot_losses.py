@@ -132,16 +132,18 @@ def main():
         spikes.append(set(spike_steps))
         kept = {st: lo for st, lo in raw[i].items() if st not in spikes[i]}
         smooth = running_mean(kept, steps, args.smooth)
-        # raw: thin and half transparent, in the run's color, with its own legend entry so the runs can be told apart
-        top.plot(steps, losses, color=c, alpha=0.5, linewidth=0.8, label=f"{label} train, raw")
-        top.plot(steps, [smooth[st] for st in steps], color=c, linewidth=2.0,
+        # raw: thin and a third opaque, in the run's color, with its own legend entry, and below every smoothed curve;
+        # where runs overlap their colors mix rather than the last one hiding the others
+        top.plot(steps, losses, color=c, alpha=0.35, linewidth=0.7, zorder=1, label=f"{label} train, raw")
+        top.plot(steps, [smooth[st] for st in steps], color=c, linewidth=2.0, zorder=3,
                  label=f"{label} train, mean of {args.smooth} steps")
         if val:
             vs, vl = zip(*val)
-            top.plot(vs, vl, color=c, marker="o", markersize=4, linestyle="--", linewidth=1.0, label=f"{label} val")
+            top.plot(vs, vl, color=c, marker="o", markersize=4, linestyle="--", linewidth=1.0, zorder=4,
+                     label=f"{label} val")
         if spike_steps:
             top.plot(spike_steps, [raw[i][st] for st in spike_steps], linestyle="none", marker="x", markersize=8,
-                     markeredgewidth=2, color=c, label=f"{label} spike (> {args.spike:g}% above its median)")
+                     markeredgewidth=2, color=c, zorder=5, label=f"{label} spike (> {args.spike:g}% above its median)")
     top.set_ylabel("loss")
     top.set_title(args.title)
     top.grid(alpha=0.3)
