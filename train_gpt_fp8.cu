@@ -876,6 +876,15 @@ static void sample_text(GPT2GPU* model, const Tokenizer* tokenizer, int gen_toke
 }
 
 #ifndef TESTING
+// What main holds on the host, freed on its way out (the end of training, or -y 1 finding nothing left to train).
+static void main_free(RunSetup* run, float* host_params, float* host_m, float* host_v, MultiGpu* mg) {
+    run_free(run);
+    free(host_params);
+    free(host_m);
+    free(host_v);
+    multi_gpu_free(mg);
+}
+
 int main(int argc, char** argv) {
     TrainArgs args;
     parse_args(&args, argc, argv);
@@ -969,11 +978,7 @@ int main(int argc, char** argv) {
         long long latest = latest_checkpoint_step(args.output_dir);
         multi_gpu_check_same(&mg, latest, "the newest complete checkpoint in -o (is it a folder all ranks share?)");
         if (resume_is_complete(&args, latest, train_steps)) {  // the same answer on every rank
-            run_free(&run);
-            free(host_params);
-            free(host_m);
-            free(host_v);
-            multi_gpu_free(&mg);
+            main_free(&run, host_params, host_m, host_v, &mg);
             return 0;
         }
         if (latest >= 0) {
@@ -1136,11 +1141,7 @@ int main(int argc, char** argv) {
     // workspace included; other processes on the same GPU would be counted too)
     printf("peak memory %.2f GiB (rank %d; the estimate was %.2f GiB of our buffers)\n", peak_memory / (1 << 30),
            mg.process_rank, bytes_to_gib(gpu_memory_total(&model.memory)));
-    run_free(&run);
-    free(host_params);
-    free(host_m);
-    free(host_v);
-    multi_gpu_free(&mg);
+    main_free(&run, host_params, host_m, host_v, &mg);
     return 0;
 }
 #endif  // TESTING
