@@ -229,12 +229,14 @@ train: $(DATA_PROGRAMS) $(TRAINER)
 	@TRAINER=./$(TRAINER) ./scripts/compare_bf16_fp8.sh
 
 # The frontend's pin in requirements.txt is installed on its own, headers only (scripts/install_cudnn_frontend.sh):
-# its Python package would pull in CUTLASS's DSL and more, which nothing here uses.
+# its Python package would pull in CUTLASS's DSL and more, which nothing here uses. Only where nvcc could build cuDNN
+# attention: a CPU-only machine needs neither the headers nor the network to fetch them.
 deps:
 	@$(PYTHON) -c "import ml_dtypes, numpy, matplotlib" 2>/dev/null && echo "deps: Python packages already present" \
 	  || { grep -v '^nvidia-cudnn-frontend' requirements.txt >.deps_requirements.txt && \
 	       $(PYTHON) -m pip install --quiet -r .deps_requirements.txt; rc=$$?; rm -f .deps_requirements.txt; exit $$rc; }
-	@PYTHON=$(PYTHON) ./scripts/install_cudnn_frontend.sh
+	@$(if $(and $(NVCC),$(if $(filter 1,$(NO_CUDNN)),,1)),PYTHON=$(PYTHON) ./scripts/install_cudnn_frontend.sh,echo \
+	  "deps: no cuDNN frontend headers: nothing here builds cuDNN attention ($(if $(NVCC),NO_CUDNN=1,no nvcc))")
 
 check-nvcc:
 	@test -n "$(NVCC)" || { echo "nvcc not found: install the CUDA toolkit or set NVCC=/path/to/nvcc"; exit 1; }
