@@ -876,15 +876,6 @@ static void sample_text(GPT2GPU* model, const Tokenizer* tokenizer, int gen_toke
 }
 
 #ifndef TESTING
-// What main holds on the host, freed on its way out (the end of training, or -y 1 finding nothing left to train).
-static void main_free(RunSetup* run, float* host_params, float* host_m, float* host_v, MultiGpu* mg) {
-    run_free(run);
-    free(host_params);
-    free(host_m);
-    free(host_v);
-    multi_gpu_free(mg);
-}
-
 int main(int argc, char** argv) {
     TrainArgs args;
     parse_args(&args, argc, argv);
@@ -922,6 +913,17 @@ int main(int argc, char** argv) {
     if (args.attention == ATTENTION_CUDNN && (config.channels / config.num_heads) % 8 != 0) {
         die("cuDNN attention needs a head size C/NH that is a multiple of 8 (C %d, NH %d: %d); -attn plain runs any shape",
             config.channels, config.num_heads, config.channels / config.num_heads);
+    }
+    // -y 1: the checkpoint to resume from, looked for before anything is planned or allocated, so that a run already
+    // at or past -x ends with the one line that says so
+    long long latest = args.resume ? latest_checkpoint_step(args.output_dir) : -1;
+    if (args.resume) {
+        multi_gpu_check_same(&mg, latest, "the newest complete checkpoint in -o (is it a folder all ranks share?)");
+    }
+    if (resume_is_complete(&args, latest, train_steps)) {  // the same answer on every rank
+        run_free(&run);
+        multi_gpu_free(&mg);
+        return 0;
     }
 
     GPT2GPU model;
@@ -975,12 +977,6 @@ int main(int argc, char** argv) {
     Rng sample_rng;  // the CPU trainer's sampling stream, from the same seed
     rng_seed(&sample_rng, (uint64_t)args.seed ^ 0x5EEDull);
     if (args.resume) {
-        long long latest = latest_checkpoint_step(args.output_dir);
-        multi_gpu_check_same(&mg, latest, "the newest complete checkpoint in -o (is it a folder all ranks share?)");
-        if (resume_is_complete(&args, latest, train_steps)) {  // the same answer on every rank
-            main_free(&run, host_params, host_m, host_v, &mg);
-            return 0;
-        }
         if (latest >= 0) {
             StateHeader h = gpu_state_header(&model, (int)latest, NULL);
             checkpoint_load(args.output_dir, (int)latest, &config, host_params, host_m, host_v, &h,
@@ -1141,7 +1137,11 @@ int main(int argc, char** argv) {
     // workspace included; other processes on the same GPU would be counted too)
     printf("peak memory %.2f GiB (rank %d; the estimate was %.2f GiB of our buffers)\n", peak_memory / (1 << 30),
            mg.process_rank, bytes_to_gib(gpu_memory_total(&model.memory)));
-    main_free(&run, host_params, host_m, host_v, &mg);
+    run_free(&run);
+    free(host_params);
+    free(host_m);
+    free(host_v);
+    multi_gpu_free(&mg);
     return 0;
 }
 #endif  // TESTING
