@@ -3,8 +3,9 @@
 # — everything a GPU machine should check, in stages, in one command that needs nothing but the CUDA toolkit (the
 # Makefile finds cuDNN and NCCL itself) and no network:
 #
-#   build     make info; make -k -j all cuda (every target is tried; the table names the ones that failed). Always
-#             runs: with `build` selected it builds everything (`make cuda`: a plain `make` builds only what a user runs), otherwise only the programs the selected stages run
+#   build     make info; make -k -j all cuda (every target is tried; the table names the ones that failed; `cuda`
+#             because a plain `make` builds only what a user runs). Always runs: with `build` selected it builds
+#             everything, otherwise only the programs the selected stages run
 #   dev       dev/cuda/fp8_quantize (+ quantize_bandwidth: its cast vs a device-to-device copy), fp8_update, fp8_gemm,
 #             fp8_current_scaling (the current-scaling amax pass and cast, bit-exact against fp8/current.h),
 #             attention_cudnn (cuDNN's flash attention against the CPU and the plain attention; built with cuDNN): the
