@@ -3,7 +3,7 @@
 fp8_diag.tsv files of runs that wrote a line every step (-fp8_diag_every 1) with one micro-batch per step.
 doc/make_delayed_scaling_figures.sh runs the trainings and then this.
 
-    delayed_scaling_figures.py --out doc/delayed_scaling/headroom.png --step 27 --module "0 qkv" \\
+    delayed_scaling_figures.py --out doc/delayed_scaling/headroom.png --step 24 --module "0 qkv" \\
         --slot "0 qkv grad_output" --slot "1 attproj input" \\
         --run "delayed" log/delayed/fp8_diag.tsv --run "current" log/current/fp8_diag.tsv ...
 
