@@ -266,7 +266,7 @@ make_shard "$TMP/version.bin" 20240520 2 1000 7
 make_shard "$TMP/trunc.bin" 20240520 1 1000 7 100
 make_shard "$TMP/bigtoken.bin" 20240520 1 1000 5000
 make_shard "$TMP/short.bin" 20240520 1 100 7
-BASE="-j $DATA/tiny_shakespeare_val.bin -tk $DATA/tokenizer.bin -L 2 -C 64 -NH 4 -b 8 -t 64 -s 0 -x 2 -v 0 -o $TMP/ckpt"
+BASE="-j $DATA/tiny_shakespeare_val.bin -tk $DATA/tokenizer.bin -L 2 -C 64 -NH 4 -b 8 -t 64 -s 0 -x 2 -v 0 -o $TMP/bad_run"
 expect_error missing_data "no_such" -i "$TMP/no_such_*.bin" $BASE
 expect_error shard_magic "magic" -i "$TMP/magic.bin" $BASE
 expect_error shard_version "version" -i "$TMP/version.bin" $BASE
@@ -324,7 +324,16 @@ expect_error flag_current_history "-fp8_amax_history_len applies to delayed scal
     -fp8_amax_history_len 16
 expect_error flag_current_interval "-fp8_interval applies to delayed scaling only" $TINY -fp8_interval 2 -fp8_recipe current
 expect_error flag_first_last "leaves no FP8 block" $TINY -fp8_bf16_first_last 2
-expect_error flag_total_batch "must be a positive multiple" $TINY -d 1000
+expect_error flag_total_batch "-d 1000 must be a positive multiple of B\*T = 8\*64 = 512" $TINY -d 1000
+expect_error flag_total_batch_range "invalid value '2147483647' for -d: must be in \[-1, 1073741824\]" $TINY -d 2147483647
+# sizes whose products overflow 32 bits (and, for the activations, 64): one line each, computed in 64 bits
+expect_error batch_tokens_overflow "B\*T = 4294967296 tokens per micro-batch, more than 2147483647" $TINY -b 65536 -t 65536 -d 4096
+expect_error batch_tokens_beyond_int "B\*T = 2147549184 tokens per micro-batch, more than 2147483647" $TINY -b 65536 -t 32769
+expect_error batch_tokens_beyond_total "1310720000 tokens per micro-step, more than the largest total batch (1073741824)" $TINY -b 32768 -t 40000
+make_shard "$TMP/long.bin" 20240520 1 1048577 7  # one batch of B 1, T 2^20
+expect_error activations_beyond_64_bits "the activations .* need more than 2^64 bytes" -i "$TMP/long.bin" $BASE -L 1024 -C 2048 -NH 2048 -b 1 -t 1048576
+expect_error activations_out_of_memory "out of memory allocating activations" -i "$TMP/long.bin" $BASE -L 16 -b 1 -t 1048576
+expect_error batch_longer_than_data "has 1048577 tokens, fewer than one batch needs (2097153)" -i "$TMP/long.bin" $BASE -b 2 -t 1048576
 expect_error flag_seq_len "longer than the model" $TINY -maxT 32
 expect_error flag_init_method "invalid value 'udp' for -pi" $TINY -pi udp
 expect_error flag_zero_stage "invalid value '2' for -z" $TINY -z 2

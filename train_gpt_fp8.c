@@ -393,15 +393,20 @@ typedef struct {
     float* losses;     // (B, T)
 } ActivationTensors;
 
-static void fill_in_activation_sizes(size_t* act_sizes, const GPT2Config* config, int B, int T) {
+// B * T fits an int (run_setup checks), so every size but the attention matrices' fits 64 bits (at most
+// L * B * T * 4C = 2^59); those (L, B, NH, T, T) can pass it and saturate at SIZE_MAX (size_mul), as does the total.
+static size_t fill_in_activation_sizes(size_t* act_sizes, const GPT2Config* config, int B, int T) {
     size_t C = config->channels, NH = config->num_heads, L = config->num_layers, Vp = config->padded_vocab_size;
-    size_t BT = (size_t)B * T;
+    size_t BT = (size_t)B * T, att = size_mul(L * (size_t)B, NH * T * (size_t)T);
     size_t sizes[NUM_ACTIVATION_TENSORS] = {BT * C,     L * BT * C,     L * BT,         L * BT,     L * BT * 3 * C,
-                                            L * BT * C, L * B * NH * T * T, L * B * NH * T * T, L * BT * C, L * BT * C,
+                                            L * BT * C, att,            att,            L * BT * C, L * BT * C,
                                             L * BT * C, L * BT,         L * BT,         L * BT * 4 * C, L * BT * 4 * C,
                                             L * BT * C, L * BT * C,     BT * C,         BT,         BT,
                                             BT * Vp,    BT * Vp,        BT};
     memcpy(act_sizes, sizes, sizeof(sizes));
+    size_t total = 0;
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) { total = size_add(total, sizes[i]); }
+    return total;
 }
 
 static void point_activations(ActivationTensors* acts, float* memory, const size_t* act_sizes) {
@@ -632,6 +637,12 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
     model->batch_size = B;
     model->seq_len = T;
     model->fp8_record = 1;
+    // the activations first: their size is the one flags can make impossible, refused before anything is allocated
+    model->num_activations = fill_in_activation_sizes(model->act_sizes, &model->config, B, T);
+    if (size_mul(model->num_activations, 2 * sizeof(float)) == SIZE_MAX) {
+        die("-b %d -t %d: the activations (L %d, NH %d, an (L, B, NH, T, T) attention matrix) need more than 2^64 "
+            "bytes", B, T, opt->config.num_layers, opt->config.num_heads);
+    }
     fill_in_parameter_sizes(model->param_sizes, &model->config);
     model->num_parameters = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { model->num_parameters += model->param_sizes[i]; }
@@ -648,9 +659,6 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
     point_parameters(&model->params, model->params_memory, model->param_sizes);
     point_parameters(&model->compute_params, model->compute_params_memory, model->param_sizes);
     point_parameters(&model->grads, model->grads_memory, model->param_sizes);
-    fill_in_activation_sizes(model->act_sizes, &model->config, B, T);
-    model->num_activations = 0;
-    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) { model->num_activations += model->act_sizes[i]; }
     model->acts_memory = (float*)calloc_or_die(model->num_activations, sizeof(float), "activations");
     model->grads_acts_memory = (float*)calloc_or_die(model->num_activations, sizeof(float), "activation gradients");
     point_activations(&model->acts, model->acts_memory, model->act_sizes);

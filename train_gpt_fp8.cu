@@ -453,7 +453,7 @@ static void linear_backward(GPT2GPU* model, int module, floatX* dinp, const floa
     LinearX lx = linear_x(model, module);
     int rows = model->B * model->T;
     if (lx.dbias) {  // column sums of dout in two deterministic passes
-        int chunks = (int)blocks_for(rows, COLUMN_SUM_ROWS);
+        int chunks = column_sum_chunks(rows);
         dim3 grid(blocks_for(lx.OC, 256), chunks);
         bias_backward_partials_kernel<<<grid, 256, 0, model->stream>>>(model->column_partials, dout, rows, lx.OC);
         column_partials_reduce_kernel<<<blocks_for(lx.OC, 256), 256, 0, model->stream>>>(lx.dbias, model->column_partials,
@@ -541,6 +541,7 @@ static float gpt2_forward(GPT2GPU* model, int training, float dloss) {
     int B = model->B, T = model->T, C = model->config.channels, L = model->config.num_layers;
     int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
     size_t BT = (size_t)B * T, BTC = BT * C;
+    unsigned int row_blocks = blocks_per_row(BT, "LayerNorm and the classifier (one block per token)");
     ActivationsGPU* a = &model->acts;
     ParameterTensorsX* p = &model->params;
     cudaStream_t s = model->stream;
@@ -557,14 +558,14 @@ static float gpt2_forward(GPT2GPU* model, int training, float dloss) {
         floatX* fch_gelu = a->fch_gelu + l * gelu_layer_stride(model);
         floatX* residual3 = a->residual3 + l * BTC;
         int module = l * LINEARS_PER_BLOCK;
-        layernorm_forward_kernel<<<BT, 256, 0, s>>>(ln1, a->ln1_mean + l * BT, a->ln1_rstd + l * BT, residual,
+        layernorm_forward_kernel<<<row_blocks, 256, 0, s>>>(ln1, a->ln1_mean + l * BT, a->ln1_rstd + l * BT, residual,
                                                     p->ln1w + l * C, p->ln1b + l * C, C);
         cudaCheck(cudaGetLastError());
         linear_forward(model, module + LINEAR_QKV, qkv, ln1);
         attention_forward_layer(model, l, atty, qkv, training);
         linear_forward(model, module + LINEAR_ATTPROJ, a->proj_out, atty);
         residual_forward_kernel<<<blocks_for(BTC, 256), 256, 0, s>>>(residual2, residual, a->proj_out, BTC);
-        layernorm_forward_kernel<<<BT, 256, 0, s>>>(ln2, a->ln2_mean + l * BT, a->ln2_rstd + l * BT, residual2,
+        layernorm_forward_kernel<<<row_blocks, 256, 0, s>>>(ln2, a->ln2_mean + l * BT, a->ln2_rstd + l * BT, residual2,
                                                     p->ln2w + l * C, p->ln2b + l * C, C);
         cudaCheck(cudaGetLastError());
         linear_forward(model, module + LINEAR_FC, fch, ln2);
@@ -573,11 +574,11 @@ static float gpt2_forward(GPT2GPU* model, int training, float dloss) {
         residual_forward_kernel<<<blocks_for(BTC, 256), 256, 0, s>>>(residual3, residual2, a->proj_out, BTC);
         cudaCheck(cudaGetLastError());
     }
-    layernorm_forward_kernel<<<BT, 256, 0, s>>>(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (L - 1) * BTC, p->lnfw,
+    layernorm_forward_kernel<<<row_blocks, 256, 0, s>>>(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (L - 1) * BTC, p->lnfw,
                                                 p->lnfb, C);
     cudaCheck(cudaGetLastError());
     linear_forward(model, lm_head(model), a->logits, a->lnf);
-    fused_classifier_kernel<<<BT, 512, 0, s>>>(a->logits, a->losses, model->targets, dloss, V, Vp, training);
+    fused_classifier_kernel<<<row_blocks, 512, 0, s>>>(a->logits, a->losses, model->targets, dloss, V, Vp, training);
     cudaCheck(cudaGetLastError());
     float* losses = (float*)malloc(BT * sizeof(float));
     cudaCheck(cudaMemcpyAsync(losses, a->losses, BT * sizeof(float), cudaMemcpyDeviceToHost, s));
@@ -592,7 +593,7 @@ static float gpt2_forward(GPT2GPU* model, int training, float dloss) {
 // dweight, dbias (C) fp32 += LayerNorm parameter gradients over the B*T rows (two deterministic passes)
 static void layernorm_param_backward(GPT2GPU* model, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
                                      const float* mean, const float* rstd) {
-    int rows = model->B * model->T, C = model->config.channels, chunks = (int)blocks_for(rows, COLUMN_SUM_ROWS);
+    int rows = model->B * model->T, C = model->config.channels, chunks = column_sum_chunks(rows);
     dim3 grid(blocks_for(C, 256), chunks);
     layernorm_param_backward_partials_kernel<<<grid, 256, 0, model->stream>>>(model->column_partials, dout, inp, mean,
                                                                               rstd, rows, C);
@@ -660,15 +661,17 @@ static LayerNormX layernorm_x(GPT2GPU* model, int l, int which) {
 // -r 2: the LayerNorm's output again, from its input and saved statistics (the forward's bytes: layernorm_output).
 static void layernorm_recompute(GPT2GPU* model, const LayerNormX* ln) {
     if (model->recompute < 2) { return; }
-    layernorm_recompute_kernel<<<model->B * model->T, 256, 0, model->stream>>>(ln->out, ln->inp, ln->weight, ln->bias,
-                                                                               ln->mean, ln->rstd, model->config.channels);
+    unsigned int row_blocks = blocks_per_row((size_t)model->B * model->T, "the LayerNorm recompute (one block per token)");
+    layernorm_recompute_kernel<<<row_blocks, 256, 0, model->stream>>>(ln->out, ln->inp, ln->weight, ln->bias, ln->mean,
+                                                                      ln->rstd, model->config.channels);
     cudaCheck(cudaGetLastError());
 }
 
 // dresidual += the LayerNorm's input gradient from dout (B, T, C); its weight and bias gradients accumulate.
 static void layernorm_backward_all(GPT2GPU* model, const LayerNormX* ln, const floatX* dout) {
-    layernorm_backward_kernel<<<model->B * model->T, 256, 0, model->stream>>>(model->dresidual, dout, ln->inp, ln->weight,
-                                                                              ln->mean, ln->rstd, model->config.channels);
+    unsigned int row_blocks = blocks_per_row((size_t)model->B * model->T, "the LayerNorm backward (one block per token)");
+    layernorm_backward_kernel<<<row_blocks, 256, 0, model->stream>>>(model->dresidual, dout, ln->inp, ln->weight, ln->mean,
+                                                                     ln->rstd, model->config.channels);
     cudaCheck(cudaGetLastError());
     layernorm_param_backward(model, ln->dweight, ln->dbias, dout, ln->inp, ln->mean, ln->rstd);
 }
@@ -914,6 +917,14 @@ int main(int argc, char** argv) {
         die("cuDNN attention needs a head size C/NH that is a multiple of 8 (C %d, NH %d: %d); -attn plain runs any shape",
             config.channels, config.num_heads, config.channels / config.num_heads);
     }
+    // the grids this shape launches, checked against CUDA's limits before anything is allocated (run_setup already
+    // keeps B*T within an int): the column sums (B*T / 64 blocks in y), the plain attention's softmax (a block per (b,
+    // head, t)), the widest elementwise launch (B, T, 4C); each exits with one line when it does not fit
+    column_sum_chunks((size_t)B * T);
+    if (args.attention == ATTENTION_PLAIN) {
+        blocks_per_row((size_t)B * config.num_heads * T, "the attention softmax (one block per batch row, head and position)");
+    }
+    blocks_for((size_t)B * T * 4 * config.channels, 256);
     // -y 1: the checkpoint to resume from, looked for before anything is planned or allocated, so that a run already
     // at or past -x ends with the one line that says so
     long long latest = args.resume ? latest_checkpoint_step(args.output_dir) : -1;

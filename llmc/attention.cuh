@@ -119,7 +119,8 @@ static inline void attention_forward(cublasHandle_t handle, floatX* out, floatX*
     // preatt (T, T) = q (T, HS) @ k^T, per (b, h)
     batched_gemm_rowmajor(handle, 0, 1, T, T, HS, s->q, (long long)T * HS, s->k, (long long)T * HS, s->preatt,
                           (long long)T * T, B * NH, 0.0f);
-    causal_softmax_forward_kernel<<<B * NH * T, 256, 0, stream>>>(att, s->preatt, T, 1.0f / sqrtf((float)HS));
+    unsigned int softmax_blocks = blocks_per_row((size_t)B * NH * T, "the attention softmax");
+    causal_softmax_forward_kernel<<<softmax_blocks, 256, 0, stream>>>(att, s->preatt, T, 1.0f / sqrtf((float)HS));
     cudaCheck(cudaGetLastError());
     // y (T, HS) = att (T, T) @ v (T, HS)
     batched_gemm_rowmajor(handle, 0, 0, T, HS, T, att, (long long)T * T, s->v, (long long)T * HS, s->y,
@@ -143,7 +144,8 @@ static inline void attention_backward(cublasHandle_t handle, floatX* dqkv, const
     // datt (T, T) = dy (T, HS) @ v^T ; dv (T, HS) = att^T (T, T) @ dy (T, HS)
     batched_gemm_rowmajor(handle, 0, 1, T, T, HS, s->y, sTH, s->v, sTH, s->preatt, sTT, B * NH, 0.0f);
     batched_gemm_rowmajor(handle, 1, 0, T, HS, T, att, sTT, s->y, sTH, dv, sTH, B * NH, 0.0f);
-    causal_softmax_backward_kernel<<<B * NH * T, 256, 0, stream>>>(s->preatt, att, T, 1.0f / sqrtf((float)HS));
+    unsigned int softmax_blocks = blocks_per_row((size_t)B * NH * T, "the attention softmax");
+    causal_softmax_backward_kernel<<<softmax_blocks, 256, 0, stream>>>(s->preatt, att, T, 1.0f / sqrtf((float)HS));
     cudaCheck(cudaGetLastError());
     // dq (T, HS) = dpreatt (T, T) @ k (T, HS) ; dk (T, HS) = dpreatt^T @ q
     batched_gemm_rowmajor(handle, 0, 0, T, HS, T, s->preatt, sTT, s->k, sTH, dq, sTH, B * NH, 0.0f);

@@ -32,6 +32,19 @@ static inline void cublas_check_impl(cublasStatus_t status, const char* file, in
 }
 #define cublasCheck(call) cublas_check_impl((call), __FILE__, __LINE__)
 
+// Grid dimensions, computed in 64 bits and checked against CUDA's limits (x: 2^31 - 1 blocks, y and z: 65535): a
+// shape too large for a launch exits with one line naming the launch instead of wrapping to a wrong grid.
+#define CUDA_GRID_X_MAX 2147483647ull
+#define CUDA_GRID_YZ_MAX 65535ull
+static inline unsigned int grid_dim_checked(unsigned long long blocks, unsigned long long limit, const char* what) {
+    if (blocks > limit) {
+        fprintf(stderr, "error: %s needs %llu blocks in one grid dimension, more than CUDA's limit of %llu (use a "
+                        "smaller -b or -t)\n", what, blocks, limit);
+        exit(1);
+    }
+    return (unsigned int)blocks;
+}
+
 // Whether this machine shows an NVIDIA GPU to the operating system at all (a device node or the driver's list): tells
 // "there is no GPU" from "there is one but the CUDA runtime cannot use it" when the runtime fails.
 static inline int nvidia_device_visible(void) {

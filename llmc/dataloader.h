@@ -107,21 +107,35 @@ static inline int dataloader_init(DataLoader* loader, const char* pattern, size_
         return -1;
     }
     loader->num_shards = loader->glob_result.gl_pathc;
+    // a stride is num_processes * B * T tokens, plus the one target after it; a shard holds at most 2^31 - 1 tokens,
+    // so a stride that does not fit 64 bits (or a shard) is refused here, before anything is allocated for it
+    size_t BT = 0, stride = 0;
+    if (B == 0 || T == 0 || num_processes < 1 || __builtin_mul_overflow(B, T, &BT) ||
+        __builtin_mul_overflow(BT, (size_t)num_processes, &stride) || stride >= (size_t)INT32_MAX) {
+        snprintf(err, errlen, "a batch of B %zu, T %zu, %d processes does not fit in a data shard (at most %d tokens)",
+                 B, T, num_processes, INT32_MAX);
+        dataloader_free(loader);
+        return -1;
+    }
     loader->shard_tokens = (size_t*)calloc(loader->num_shards, sizeof(size_t));
-    loader->buffer = (uint16_t*)calloc(B * T + 1, sizeof(uint16_t));
-    loader->inputs = (int*)calloc(B * T, sizeof(int));
-    loader->targets = (int*)calloc(B * T, sizeof(int));
-    if (!loader->shard_tokens || !loader->buffer || !loader->inputs || !loader->targets) {
+    if (!loader->shard_tokens) {
         snprintf(err, errlen, "out of memory for the data loader");
         dataloader_free(loader);
         return -1;
     }
-    size_t min_tokens = (size_t)num_processes * B * T + 1;
-    for (size_t i = 0; i < loader->num_shards; i++) {
-        if (shard_check(loader->glob_result.gl_pathv[i], min_tokens, &loader->shard_tokens[i], err, errlen)) {
+    for (size_t i = 0; i < loader->num_shards; i++) {  // every shard is checked before the batch buffers exist
+        if (shard_check(loader->glob_result.gl_pathv[i], stride + 1, &loader->shard_tokens[i], err, errlen)) {
             dataloader_free(loader);
             return -1;
         }
+    }
+    loader->buffer = (uint16_t*)calloc(BT + 1, sizeof(uint16_t));
+    loader->inputs = (int*)calloc(BT, sizeof(int));
+    loader->targets = (int*)calloc(BT, sizeof(int));
+    if (!loader->buffer || !loader->inputs || !loader->targets) {
+        snprintf(err, errlen, "out of memory for the data loader (batches of %zu tokens)", BT);
+        dataloader_free(loader);
+        return -1;
     }
     return 0;
 }

@@ -53,6 +53,12 @@ typedef struct {
 
 static inline int padded_vocab(int vocab_size) { return ((vocab_size + 127) / 128) * 128; }
 
+// Sizes built from flags can pass 64 bits (an attention matrix is L * B * NH * T * T floats: 2^78 at the flags'
+// maxima). These saturate at SIZE_MAX instead of wrapping, so an impossible size is refused (the caller checks for
+// SIZE_MAX, or the allocation fails with a one-line error) and never becomes a small wrapped one.
+static inline size_t size_mul(size_t a, size_t b) { return b != 0 && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
+static inline size_t size_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+
 static inline void fill_in_parameter_sizes(size_t* param_sizes, const GPT2Config* config) {
     size_t Vp = (size_t)config->padded_vocab_size, C = (size_t)config->channels;
     size_t maxT = (size_t)config->max_seq_len, L = (size_t)config->num_layers;

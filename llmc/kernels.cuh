@@ -16,6 +16,8 @@ reduced (LayerNorm, softmax), 16-byte vectors where elementwise.
 #include <stdint.h>
 #include <string.h>
 
+#include "cuda_utils.cuh"
+
 typedef __nv_bfloat16 floatX;
 
 // ----------------------------------------------------------------------------
@@ -199,6 +201,12 @@ __global__ void layernorm_backward_kernel(floatX* dinp, const floatX* dout, cons
 // jitter, at the cost of a (rows / 64, width) scratch buffer.
 #define COLUMN_SUM_ROWS 64
 
+// The chunks of `rows` rows, one block each in grid y (so at most 65535: B*T up to 4194240 per GPU), checked.
+static inline int column_sum_chunks(size_t rows) {
+    unsigned long long chunks = ((unsigned long long)rows + COLUMN_SUM_ROWS - 1) / COLUMN_SUM_ROWS;
+    return (int)grid_dim_checked(chunks, CUDA_GRID_YZ_MAX, "the column sums (B*T / 64 blocks in y)");
+}
+
 // partials (num_chunks, 2C): [chunk, c] = sum over the chunk's rows of norm * dout (for dweight), [chunk, C + c] =
 // sum of dout (for dbias)
 __global__ void layernorm_param_backward_partials_kernel(float* partials, const floatX* dout, const floatX* inp,
@@ -355,6 +363,13 @@ __global__ void float_to_bf16_kernel(floatX* out, const float* inp, size_t n) {
     if (i < n) { out[i] = __float2bfloat16_rn(inp[i]); }
 }
 
-static inline unsigned int blocks_for(size_t n, int block_size) { return (unsigned int)((n + block_size - 1) / block_size); }
+// Blocks of block_size threads that cover n elements (grid x), checked against CUDA's limit.
+static inline unsigned int blocks_for(size_t n, int block_size) {
+    return grid_dim_checked(((unsigned long long)n + block_size - 1) / block_size, CUDA_GRID_X_MAX, "an elementwise launch");
+}
+// One block per row of rows (LayerNorm, softmax, the classifier): grid x, checked.
+static inline unsigned int blocks_per_row(size_t rows, const char* what) {
+    return grid_dim_checked((unsigned long long)rows, CUDA_GRID_X_MAX, what);
+}
 
 #endif  // GPTFP8_KERNELS_CUH

@@ -230,9 +230,10 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
     b[GPU_PROJ_OUT] = BTC * bf16;
 
     if (in->attention == ATTENTION_PLAIN) {
-        b[GPU_ATT] = L * B * NH * T * T * bf16;
+        // (L, B, NH, T, T) is the one size flags can push past 64 bits: it saturates (size_mul), as do the totals
+        b[GPU_ATT] = size_mul(size_mul(L * B, NH), size_mul(T, T * bf16));
         b[GPU_ATTENTION_Q] = b[GPU_ATTENTION_K] = b[GPU_ATTENTION_V] = b[GPU_ATTENTION_Y] = BTC * bf16;
-        b[GPU_ATTENTION_PREATT] = B * NH * T * T * bf16;
+        b[GPU_ATTENTION_PREATT] = size_mul(B * NH, size_mul(T, T * bf16));
         b[GPU_ATTENTION_DQ] = b[GPU_ATTENTION_DK] = b[GPU_ATTENTION_DV] = BTC * bf16;
     } else {
         b[GPU_ATTENTION_STATS] = L * attention_stats_layer_floats(in->B, c->num_heads, in->T) * fp32;
@@ -270,14 +271,14 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
 static inline size_t gpu_memory_group_bytes(const GpuMemoryPlan* plan, MemoryGroup group) {
     size_t total = 0;
     for (int i = 0; i < NUM_GPU_BUFFERS; i++) {
-        if (gpu_buffer_group[i] == group) { total += plan->bytes[i]; }
+        if (gpu_buffer_group[i] == group) { total = size_add(total, plan->bytes[i]); }
     }
     return total;
 }
 
 static inline size_t gpu_memory_total(const GpuMemoryPlan* plan) {
     size_t total = 0;
-    for (int i = 0; i < NUM_GPU_BUFFERS; i++) { total += plan->bytes[i]; }
+    for (int i = 0; i < NUM_GPU_BUFFERS; i++) { total = size_add(total, plan->bytes[i]); }
     return total;
 }
 
@@ -287,7 +288,7 @@ static inline double bytes_to_gib(size_t bytes) { return (double)bytes / (double
 static inline int gpu_memory_fits(const GpuMemoryInputs* in, size_t available) {
     GpuMemoryPlan plan;
     gpu_memory_plan(&plan, in);
-    return gpu_memory_total(&plan) + GPU_MEMORY_HEADROOM_BYTES <= available;
+    return size_add(gpu_memory_total(&plan), GPU_MEMORY_HEADROOM_BYTES) <= available;
 }
 
 // The largest micro-batch B' <= in->B that fits `available` and still divides the total batch (total_batch tokens

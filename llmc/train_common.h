@@ -8,6 +8,7 @@ file, a run's setup (tokenizer, model shape, batch, data), the progress line, an
 #define GPTFP8_TRAIN_COMMON_H
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,7 +39,10 @@ static void die(const char* fmt, ...) {
 
 static void* calloc_or_die(size_t count, size_t size, const char* what) {
     void* p = calloc(count ? count : 1, size);
-    if (!p) { die("out of memory allocating %s (%zu x %zu bytes)", what, count, size); }
+    if (!p) {
+        die("out of memory allocating %s (%zu x %zu bytes = %.3g GiB)", what, count, size,
+            (double)count * (double)size / (1 << 30));
+    }
     return p;
 }
 
@@ -180,6 +184,9 @@ typedef struct {
     int debug_nan_step;   // test hooks: poison a gradient at this step,
     int debug_kill_step;  // or SIGKILL ourselves at the start of this step's training (after its checkpoint)
 } TrainArgs;
+
+#define TOTAL_BATCH_MAX (1 << 30)  // -d, tokens per optimizer step
+#define MAX_STEPS_MAX (1 << 30)    // -x
 
 // Every flag's default, in one place: parse_args starts from these and -h prints them.
 static void train_args_default(TrainArgs* a) {
@@ -343,13 +350,13 @@ static void parse_args(TrainArgs* a, int argc, char** argv) {
         else if (strcmp(flag, "-maxT") == 0) { a->max_seq_len = parse_int_flag(flag, v, 1, 1 << 20); }
         else if (strcmp(flag, "-b") == 0) { a->B = parse_int_flag(flag, v, 1, 1 << 16); }
         else if (strcmp(flag, "-t") == 0) { a->T = parse_int_flag(flag, v, 1, 1 << 20); }
-        else if (strcmp(flag, "-d") == 0) { a->total_batch_size = parse_int_flag(flag, v, -1, 1 << 30); }
+        else if (strcmp(flag, "-d") == 0) { a->total_batch_size = parse_int_flag(flag, v, -1, TOTAL_BATCH_MAX); }
         else if (strcmp(flag, "-l") == 0) { a->learning_rate = parse_float_flag(flag, v, 0.0f, 10.0f); }
         else if (strcmp(flag, "-u") == 0) { a->warmup_steps = parse_int_flag(flag, v, 0, 1 << 30); }
         else if (strcmp(flag, "-q") == 0) { a->final_lr_fraction = parse_float_flag(flag, v, 0.0f, 1.0f); }
         else if (strcmp(flag, "-c") == 0) { a->weight_decay = parse_float_flag(flag, v, 0.0f, 10.0f); }
         else if (strcmp(flag, "-gc") == 0) { a->grad_clip = parse_float_flag(flag, v, 1e-6f, 1e6f); }
-        else if (strcmp(flag, "-x") == 0) { a->max_steps = parse_int_flag(flag, v, -1, 1 << 30); }
+        else if (strcmp(flag, "-x") == 0) { a->max_steps = parse_int_flag(flag, v, -1, MAX_STEPS_MAX); }
         else if (strcmp(flag, "-v") == 0) { a->val_every = parse_int_flag(flag, v, 0, 1 << 30); }
         else if (strcmp(flag, "-m") == 0) { a->val_max_steps = parse_int_flag(flag, v, 1, 1 << 30); }
         else if (strcmp(flag, "-s") == 0) { a->sample_every = parse_int_flag(flag, v, 0, 1 << 30); }
@@ -512,17 +519,25 @@ static void run_setup(TrainArgs* args, RunSetup* run, int process_rank, int num_
     }
     run->B = args->B;
     run->T = args->T;
-    int BT = run->B * run->T, global_BT = BT * num_processes;
+    // every product of sizes in 64 bits: -b and -t alone fit an int, their product need not
+    long long BT = (long long)run->B * run->T, global_BT = BT * num_processes;
     if (run->T > cfg->max_seq_len) { die("-t %d is longer than the model's maximum sequence length %d", run->T, cfg->max_seq_len); }
-    run->total_batch = args->total_batch_size == -1 ? global_BT : args->total_batch_size;
+    if (BT > INT_MAX) {  // token positions of a micro-batch are int indices in both trainers
+        die("-b %d -t %d: B*T = %lld tokens per micro-batch, more than %d", run->B, run->T, BT, INT_MAX);
+    }
+    if (global_BT > TOTAL_BATCH_MAX) {  // -d, the total batch, is at most this, and it is a multiple of B*T*processes
+        die("-b %d -t %d with %d processes: %lld tokens per micro-step, more than the largest total batch (%d)", run->B,
+            run->T, num_processes, global_BT, TOTAL_BATCH_MAX);
+    }
+    run->total_batch = args->total_batch_size == -1 ? (int)global_BT : args->total_batch_size;
     if (run->total_batch <= 0 || run->total_batch % global_BT != 0) {
         if (num_processes > 1) {
-            die("-d %d must be a positive multiple of B*T*processes = %d*%d*%d", run->total_batch, run->B, run->T,
-                num_processes);
+            die("-d %d must be a positive multiple of B*T*processes = %d*%d*%d = %lld", run->total_batch, run->B, run->T,
+                num_processes, global_BT);
         }
-        die("-d %d must be a positive multiple of B*T = %d", run->total_batch, BT);
+        die("-d %d must be a positive multiple of B*T = %d*%d = %lld", run->total_batch, run->B, run->T, BT);
     }
-    run->grad_accum_steps = run->total_batch / global_BT;
+    run->grad_accum_steps = (int)(run->total_batch / global_BT);
     if (2 * args->fp8_bf16_first_last > cfg->num_layers) {
         die("-fp8_bf16_first_last %d leaves no FP8 block in a %d-layer model (at most %d)", args->fp8_bf16_first_last,
             cfg->num_layers, cfg->num_layers / 2);
@@ -539,11 +554,12 @@ static void run_setup(TrainArgs* args, RunSetup* run, int process_rank, int num_
     }
     run->train_steps = args->max_steps;
     if (run->train_steps == -1) {
-        run->train_steps = (int)(dataloader_num_batches(&run->train_loader) / (size_t)run->grad_accum_steps);
-        if (run->train_steps < 1) { run->train_steps = 1; }
+        size_t epoch = dataloader_num_batches(&run->train_loader) / (size_t)run->grad_accum_steps;
+        if (epoch > MAX_STEPS_MAX) { die("-x -1: one epoch of this data is %zu steps, more than %d: give -x", epoch, MAX_STEPS_MAX); }
+        run->train_steps = epoch < 1 ? 1 : (int)epoch;
     }
-    run->val_steps = run->have_val ? (int)dataloader_num_batches(&run->val_loader) : 0;
-    if (run->val_steps > args->val_max_steps) { run->val_steps = args->val_max_steps; }
+    size_t val_batches = run->have_val ? dataloader_num_batches(&run->val_loader) : 0;
+    run->val_steps = val_batches > (size_t)args->val_max_steps ? args->val_max_steps : (int)val_batches;
     if (args->output_dir && mkdir(args->output_dir, 0755) != 0 && errno != EEXIST) {
         die("cannot create output folder %s: %s", args->output_dir, strerror(errno));
     }
