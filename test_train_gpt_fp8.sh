@@ -278,6 +278,13 @@ cp "$DATA/tokenizer.bin" "$TMP/tok_magic.bin"
 printf '\x01\x02\x03\x04' | dd of="$TMP/tok_magic.bin" bs=1 conv=notrunc 2>/dev/null
 expect_error tokenizer_magic "magic" $TINY -tk "$TMP/tok_magic.bin"
 expect_error tokenizer_vocab_mismatch "tokens but the model has a vocabulary of 2000" $TINY -V 2000
+python3 - "$DATA/tokenizer.bin" "$TMP/tok_eot.bin" <<'EOF'
+import struct, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+struct.pack_into("<i", data, 12, 999999)  # header[3]: the eot token
+open(sys.argv[2], "wb").write(data)
+EOF
+expect_error tokenizer_eot_outside_vocab "eot token 999999 is outside its vocabulary" $TINY -tk "$TMP/tok_eot.bin"
 # model files (-e): wrong magic, wrong version, truncated, from the checkpoint written above
 model="$TMP/ckpt/model_00000002.bin"
 cp "$model" "$TMP/model_magic.bin"

@@ -27,6 +27,7 @@ State file, version 2 (all little-endian), one per rank:
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@ State file, version 2 (all little-endian), one per rank:
 #include <unistd.h>
 
 #include "../fp8/recipe.h"
+#include "gpt2.h"
 
 #define STATE_MAGIC 20241122
 #define STATE_VERSION 2
@@ -156,6 +158,57 @@ static inline int model_file_write(const char* path, const int32_t header[256], 
     atomic_write(&af, header, 256 * sizeof(int32_t));
     atomic_write(&af, params, num_parameters * sizeof(float));
     return atomic_commit(&af, err, errlen);
+}
+
+// Reads a model file into a freshly allocated parameter buffer (*params, *num_parameters), validating the header,
+// the exact size and that every parameter is finite. Returns 0, or -1 with a one-line message (nothing allocated).
+static inline int model_file_read(const char* path, GPT2Config* config, float** params, size_t* num_parameters,
+                                  char* err, size_t errlen) {
+    *params = NULL;
+    *num_parameters = 0;
+    FILE* f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open model file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int32_t header[256];
+    if (read_exact(f, header, sizeof(header), path, "the model header", err, errlen) ||
+        model_header_parse(header, path, config, err, errlen)) {
+        fclose(f);
+        return -1;
+    }
+    size_t sizes[NUM_PARAMETER_TENSORS];
+    fill_in_parameter_sizes(sizes, config);
+    size_t n = 0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { n += sizes[i]; }
+    long long expected = (long long)sizeof(header) + (long long)n * 4, actual = file_size_of(path);
+    if (actual != expected) {
+        snprintf(err, errlen, "%s: %s model file (%lld bytes, expected %lld for this header)", path,
+                 actual < expected ? "truncated" : "corrupt", actual, expected);
+        fclose(f);
+        return -1;
+    }
+    float* values = (float*)malloc(n * sizeof(float));
+    if (!values) {
+        snprintf(err, errlen, "%s: out of memory for %zu parameters", path, n);
+        fclose(f);
+        return -1;
+    }
+    int rc = read_exact(f, values, n * sizeof(float), path, "the parameters", err, errlen);
+    fclose(f);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!isfinite(values[i])) {
+            snprintf(err, errlen, "%s: corrupt model file (parameter %zu is not finite)", path, i);
+            rc = -1;
+        }
+    }
+    if (rc) {
+        free(values);
+        return -1;
+    }
+    *params = values;
+    *num_parameters = n;
+    return 0;
 }
 
 // ----------------------------------------------------------------------------

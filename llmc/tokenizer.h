@@ -1,7 +1,8 @@
 /*
 llmc/tokenizer.h — decodes token ids to text for sampling, from a tokenizer file in llm.c's format:
 int32 header[256] = {20240328 magic, version, vocab_size, eot_token (version 2 only)}, then for each token one uint8
-length followed by that many bytes. Version 1 files (GPT-2's, before llm.c stored the eot) mean eot = 50256.
+length followed by that many bytes. Version 1 files (GPT-2's, before llm.c stored the eot) mean eot = 50256. The eot
+must be inside the vocabulary (sampling starts from it).
 Errors come back as -1 with a one-line message; nothing here exits.
 */
 #ifndef GPTFP8_TOKENIZER_H
@@ -57,8 +58,28 @@ static inline int tokenizer_init(Tokenizer* tokenizer, const char* path, char* e
         fclose(f);
         return -1;
     }
+    // each token takes at least 2 bytes (its length and one byte): a vocabulary the file cannot hold is corrupt, and
+    // is refused before a table for it is allocated
+    long long file_bytes = fseek(f, 0, SEEK_END) == 0 ? (long long)ftell(f) : -1;
+    if (file_bytes < 0 || fseek(f, sizeof(header), SEEK_SET) != 0) {
+        snprintf(err, errlen, "cannot read tokenizer %s: %s", path, strerror(errno));
+        fclose(f);
+        return -1;
+    }
+    if (2LL * header[2] > file_bytes - (long long)sizeof(header)) {
+        snprintf(err, errlen, "tokenizer %s is truncated (%lld bytes cannot hold %d tokens)", path, file_bytes, header[2]);
+        fclose(f);
+        return -1;
+    }
+    int eot = header[1] == 1 ? 50256 : header[3];
+    if (eot < 0 || eot >= header[2]) {
+        snprintf(err, errlen, "tokenizer %s is corrupt: its eot token %d is outside its vocabulary of %d%s", path, eot,
+                 header[2], header[1] == 1 ? " (version 1 means GPT-2's eot 50256)" : "");
+        fclose(f);
+        return -1;
+    }
     tokenizer->vocab_size = (uint32_t)header[2];
-    tokenizer->eot_token = header[1] == 1 ? 50256 : header[3];
+    tokenizer->eot_token = eot;
     tokenizer->token_table = (char**)calloc(tokenizer->vocab_size, sizeof(char*));
     if (!tokenizer->token_table) {
         snprintf(err, errlen, "out of memory reading tokenizer %s", path);

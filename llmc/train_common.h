@@ -123,27 +123,8 @@ static LinearLayout linear_layout(const GPT2Config* config, int module) {
 // Reads a model file into a freshly allocated parameter buffer; validates header, exact size and finiteness.
 static float* read_model_file(const char* path, GPT2Config* config, size_t* num_parameters) {
     char err[512];
-    FILE* f = fopen(path, "rb");
-    if (!f) { die("cannot open model file %s: %s", path, strerror(errno)); }
-    int32_t header[256];
-    if (read_exact(f, header, sizeof(header), path, "the model header", err, sizeof(err))) { die("%s", err); }
-    if (model_header_parse(header, path, config, err, sizeof(err))) { die("%s", err); }
-    size_t sizes[NUM_PARAMETER_TENSORS];
-    fill_in_parameter_sizes(sizes, config);
-    size_t n = 0;
-    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { n += sizes[i]; }
-    long long expected = (long long)sizeof(header) + (long long)n * 4, actual = file_size_of(path);
-    if (actual != expected) {
-        die("%s: %s model file (%lld bytes, expected %lld for this header)", path,
-            actual < expected ? "truncated" : "corrupt", actual, expected);
-    }
-    float* params = (float*)calloc_or_die(n, sizeof(float), "parameters");
-    if (read_exact(f, params, n * sizeof(float), path, "the parameters", err, sizeof(err))) { die("%s", err); }
-    fclose(f);
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(params[i])) { die("%s: corrupt model file (parameter %zu is not finite)", path, i); }
-    }
-    *num_parameters = n;
+    float* params;
+    if (model_file_read(path, config, &params, num_parameters, err, sizeof(err))) { die("%s", err); }
     return params;
 }
 
@@ -752,7 +733,7 @@ static void sample_text_with(FILE* out, void* model, NextTokenProbs next_token_p
                              const Tokenizer* tokenizer, int gen_tokens, Rng* rng) {
     int* tokens = (int*)calloc_or_die((size_t)T, sizeof(int), "sample tokens");  // (T) the window
     float* probs = (float*)calloc_or_die((size_t)V, sizeof(float), "sample probabilities");  // (V)
-    int eot = tokenizer->eot_token >= 0 && tokenizer->eot_token < V ? tokenizer->eot_token : 0;
+    int eot = tokenizer->eot_token;  // tokenizer_init checked it against the vocabulary, run_setup the vocabulary against V
     for (int i = 0; i < T; i++) { tokens[i] = eot; }
     fprintf(out, "generating:\n---\n");
     int filled = 1;  // tokens[0, filled) are known: the model predicts the token after them

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # dev/data/test_tokenizer.sh — tests of the BPE tokenizer tool: training speed and determinism, encode -> decode
-# round-trips the corpus byte for byte, llm.c headers on every file, and every bad input answered with one error
-# line, a non-zero exit and no output file left behind. Prints "tokenizer: N passed, M failed" last.
+# round-trips the corpus byte for byte, llm.c headers on every file, and every bad input (an empty input, an eot past
+# the vocabulary included) answered with one error line, a non-zero exit and no output file left behind. Prints
+# "tokenizer: N passed, M failed" last.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 tool="$repo/dev/data/tokenizer"
@@ -107,5 +108,16 @@ expect_error shard_truncated "truncated" "$tmp/dec.txt" decode -k "$tmp/tokenize
 cp "$tmp/ts_val.bin" "$tmp/shard_token.bin"
 printf '\xff\xff' | dd of="$tmp/shard_token.bin" bs=1 seek=1100 conv=notrunc 2>/dev/null
 expect_error token_out_of_vocab "65535 at position 38 is not below the vocabulary size 768" "$tmp/dec.txt" decode -k "$tmp/tokenizer.bin" -i "$tmp/shard_token.bin" -o "$tmp/dec.txt"
+: >"$tmp/empty.txt"
+expect_error encode_empty_input "empty.txt is empty: nothing to encode" "$tmp/empty_val.bin" encode -i "$tmp/empty.txt" -k "$tmp/tokenizer.bin" -o "$tmp/empty"
+expect_error train_empty_input "empty.txt is empty" "$tmp/x/tokenizer.bin" train -i "$tmp/empty.txt" -o "$tmp/x"
+python3 - "$tmp/tokenizer.bin" "$tmp/eot.bin" <<'EOF'
+import struct, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+struct.pack_into("<i", data, 12, 999999)  # header[3]: the eot token, past the vocabulary
+open(sys.argv[2], "wb").write(data)
+EOF
+cp "$tmp/tokenizer.merges" "$tmp/eot.merges"
+expect_error tokenizer_eot_outside_vocab "eot 999999" "$tmp/out_val.bin" encode -i "$corpus" -k "$tmp/eot.bin" -o "$tmp/out"
 
 finish tokenizer

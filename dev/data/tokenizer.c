@@ -160,6 +160,13 @@ static void strmap_init(StrMap* m) {
     m->key_lens = xcalloc(m->cap, sizeof(size_t));
 }
 
+static void strmap_free(StrMap* m) {
+    free(m->slots);
+    free(m->keys);
+    free(m->key_lens);
+    memset(m, 0, sizeof(*m));
+}
+
 // Index of the key, inserting it (the key memory must outlive the map) if new; *is_new tells which.
 static int strmap_get(StrMap* m, const unsigned char* s, size_t n, int* is_new) {
     if (2 * (m->count + 1) > m->cap) {  // grow: rehash the indices
@@ -209,6 +216,12 @@ static void pairmap_init(PairMap* m, size_t cap) {
     m->values = xcalloc(cap, sizeof(int64_t));
 }
 
+static void pairmap_free(PairMap* m) {
+    free(m->keys);
+    free(m->values);
+    memset(m, 0, sizeof(*m));
+}
+
 static int64_t* pairmap_slot(PairMap* m, uint32_t left, uint32_t right, int insert) {
     uint32_t key = ((left << 16) | right) + 1;
     size_t h = ((uint64_t)key * 0x9E3779B97F4A7C15ull >> 20) & (m->cap - 1);
@@ -247,6 +260,16 @@ typedef struct {
     int num_merges;
     int32_t* merges;        // (num_merges, 2)
 } Vocab;
+
+static void vocab_free(Vocab* v) {
+    if (v->bytes) {
+        for (int i = 0; i < v->vocab_size; i++) { free(v->bytes[i]); }
+    }
+    free(v->bytes);
+    free(v->lens);
+    free(v->merges);
+    memset(v, 0, sizeof(*v));
+}
 
 static void vocab_set(Vocab* v, int id, const unsigned char* b, int len) {
     v->bytes[id] = xcalloc((size_t)len + 1, 1);
@@ -424,12 +447,19 @@ static void cmd_train(const char* input, const char* out_dir, int vocab_size) {
             add_pairs(&counts, p, 1);
         }
     }
+    int allocated = v.vocab_size;  // token slots allocated for the requested size; fewer merges may have been learned
     v.vocab_size = 257 + v.num_merges;
     v.eot = v.vocab_size - 1;
     vocab_set(&v, v.eot, (const unsigned char*)EOT_TEXT, (int)strlen(EOT_TEXT));
     write_vocab(&v, out_dir);
     printf("tokenizer: %d merges learned from %zu bytes (%zu distinct pieces); vocabulary %d, eot %d -> %s/tokenizer.bin\n",
            v.num_merges, n, num_pieces, v.vocab_size, v.eot, out_dir);
+    v.vocab_size = allocated;
+    vocab_free(&v);
+    for (size_t k = 0; k < num_pieces; k++) { free(pieces[k].ids); }
+    free(pieces);
+    pairmap_free(&counts);
+    strmap_free(&map);
     free(text);
 }
 
@@ -483,6 +513,14 @@ static const int32_t* encode_piece(Encoder* e, const Vocab* v, const unsigned ch
     return ids;
 }
 
+static void encoder_free(Encoder* e) {
+    for (size_t k = 0; k < e->cache.count; k++) { free(e->cached[k]); }
+    free(e->cached);
+    free(e->cached_len);
+    pairmap_free(&e->ranks);
+    strmap_free(&e->cache);
+}
+
 static void write_shard(const char* path, const uint16_t* tokens, size_t count) {
     if (count > 0x7FFFFFFF) { die("%s would hold %zu tokens, more than a shard header can count", path, count); }
     OutFile o;
@@ -515,6 +553,11 @@ static void cmd_encode(const char* input, const char* tokenizer_path, const char
     read_vocab(&v, tokenizer_path);
     size_t n;
     unsigned char* text = read_file(input, &n);
+    if (n == 0) {  // no tokens to write: each shard would hold the eot alone
+        free(text);
+        vocab_free(&v);
+        die("%s is empty: nothing to encode", input);
+    }
     Encoder e;
     memset(&e, 0, sizeof(e));
     pairmap_init(&e.ranks, 1 << 17);
@@ -535,6 +578,8 @@ static void cmd_encode(const char* input, const char* tokenizer_path, const char
            prefix, val_count, prefix, train_count, (double)n / (double)(val_count + train_count - 2));
     free(tokens);
     free(text);
+    encoder_free(&e);
+    vocab_free(&v);
 }
 
 // ----------------------------------------------------------------------------
@@ -569,6 +614,7 @@ static void cmd_decode(const char* tokenizer_path, const char* shard, const char
     }
     out_commit(&o);
     free(data);
+    vocab_free(&v);
 }
 
 // ----------------------------------------------------------------------------
