@@ -609,9 +609,10 @@ static void test_checkpoints(void) {
     float* m = (float*)malloc(resumed.num_parameters * 4);
     float* v = (float*)malloc(resumed.num_parameters * 4);
     StateHeader h = gpu_state_header(&resumed, 1, NULL);
-    checkpoint_load(dir, 1, &config, params, m, v, &h, &resumed.fp8_host);
+    StateFp8Arrays resumed_fp8 = gpu_state_fp8_arrays(&resumed), gpu_fp8 = gpu_state_fp8_arrays(&gpu);
+    checkpoint_load(dir, 1, &config, params, m, v, &h, &resumed_fp8);
     gpt2_upload_params(&resumed, params);
-    cudaCheck(cudaMemcpy(resumed.fp8_device, resumed.fp8_host.memory, resumed.fp8_host.num_floats * 4, cudaMemcpyHostToDevice));
+    gpt2_upload_fp8_state(&resumed);
     gpt2_cast_weights_fp8(&resumed, 0);
     gpt2_set_batch(&resumed, inputs, targets);
     float gpu_loss = gpt2_forward(&resumed, 0, 0.0f);
@@ -624,15 +625,14 @@ static void test_checkpoints(void) {
         if (pass == 0) {
             gpt2_download_state(&gpu, &one_process, params, m, v);
             StateHeader hs = gpu_state_header(&gpu, 2, NULL);
-            checkpoint_save(dir, 2, &config, params, m, v, &hs, gpu.fp8_host.memory);
+            checkpoint_save(dir, 2, &config, params, m, v, &hs, &gpu_fp8);
         } else {
             StateHeader hl = gpu_state_header(&resumed, 2, NULL);
-            checkpoint_load(dir, 2, &config, params, m, v, &hl, &resumed.fp8_host);
+            checkpoint_load(dir, 2, &config, params, m, v, &hl, &resumed_fp8);
             gpt2_upload_params(&resumed, params);
             cudaCheck(cudaMemcpy(resumed.m_memory, m, resumed.num_parameters * 4, cudaMemcpyHostToDevice));
             cudaCheck(cudaMemcpy(resumed.v_memory, v, resumed.num_parameters * 4, cudaMemcpyHostToDevice));
-            cudaCheck(cudaMemcpy(resumed.fp8_device, resumed.fp8_host.memory, resumed.fp8_host.num_floats * 4,
-                                 cudaMemcpyHostToDevice));
+            gpt2_upload_fp8_state(&resumed);
             gpt2_cast_weights_fp8(&resumed, 0);
         }
         Rng data;

@@ -2,10 +2,12 @@
 # test_train_gpt_fp8.sh — tests of the CPU trainer binary (train_gpt_fp8_cpu) end to end, on the default dataset:
 #   - a tiny model trains in fp32, bf16, fp8 (delayed scaling) and fp8 with -fp8_recipe current: each final val loss
 #     below a stated threshold, both FP8 recipes within 3% of BF16;
-#   - resume, for both FP8 recipes: N steps straight vs N/2, SIGKILL, resume with -y 1: identical logs, model, state
-#     and FP8 diagnostics, byte for byte;
+#   - resume, for both FP8 recipes: a run killed between checkpoints and resumed with -y 1 ends with every file
+#     (logs, FP8 diagnostics, models, states, DONE markers) byte-identical to a run never interrupted; more steps
+#     on resume is accepted;
 #   - a NaN gradient: the step is skipped with a warning and the FP8 state stays finite;
-#   - every bad input: a one-line error naming the problem, a non-zero exit, and no checkpoint overwritten;
+#   - every bad input: a one-line error naming the problem, a non-zero exit, and no checkpoint overwritten: corrupt
+#     files, bad flags, sizes that overflow, and a resume whose settings differ from its checkpoint's;
 #   - sampling from a checkpoint (-e model.bin -x 0 -g N): a val loss and a sample that is plain text; -y 1 with a
 #     checkpoint at or past -x: one line, exit 0, nothing written; the start-up box's rows all one width; -h names
 #     the program and shows every flag the parser knows, with defaults.
@@ -80,27 +82,46 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------------------------------
-# resume: straight vs killed + resumed, byte for byte, for delayed and current scaling
+# resume, for delayed and current scaling: straight vs killed + resumed, every output file byte for byte. The kill
+# comes at the start of step 9: after the checkpoint of step 6 (whose val line is already in main.log), after the
+# diagnostics block of step 8 and the train lines of steps 7..9, on neither a checkpoint nor a diagnostics step; a torn
+# last line (a kill mid-write) is appended too. The resume must cut both logs back to step 6, restore the diagnostics
+# state of steps 5 and 6 from the checkpoint, and end with the same files as the run never interrupted.
 resume_case() {  # name, trainer flags...
-    local name=$1 killed_rc resumed_rc
+    local name=$1 killed_rc resumed_rc killed_state
     shift
-    local flags="$TINY -precision fp8 $* -x 20 -n 10 -v 10 -m 2 -l 1e-3 -fp8_diag_every 5"
-    $TRAINER $flags -o "$TMP/straight_$name" >"$TMP/straight_$name.out" 2>&1
-    { $TRAINER $flags -o "$TMP/resumed_$name" -debug_kill_step 10 >"$TMP/killed_$name.out" 2>&1; } 2>/dev/null  # SIGKILLs itself
-    killed_rc=$?
-    $TRAINER $flags -o "$TMP/resumed_$name" -y 1 >"$TMP/resumed_$name.out" 2>&1
-    resumed_rc=$?
+    local flags="$TINY -precision fp8 $* -x 20 -n 6 -v 6 -m 2 -l 1e-3 -fp8_diag_every 4"
     local a="$TMP/straight_$name" b="$TMP/resumed_$name"
-    if [ "$killed_rc" -ne 0 ] && [ "$resumed_rc" -eq 0 ] && grep -q "resumed from" "$b.out" &&
-        cmp -s "$a/main.log" "$b/main.log" && cmp -s "$a/model_00000020.bin" "$b/model_00000020.bin" &&
-        cmp -s "$a/state_00000020_00000.bin" "$b/state_00000020_00000.bin" && cmp -s "$a/fp8_diag.tsv" "$b/fp8_diag.tsv"; then
-        pass "resume_bit_identical_$name"
+    $TRAINER $flags -o "$a" >"$a.out" 2>&1
+    { $TRAINER $flags -o "$b" -debug_kill_step 9 >"$TMP/killed_$name.out" 2>&1; } 2>/dev/null  # it SIGKILLs itself
+    killed_rc=$?
+    killed_state="latest DONE $(ls "$b" | grep DONE | tail -n 1), last train line $(grep trl "$b/main.log" | tail -n 1 | cut -d' ' -f1), last diag step $(tail -n 1 "$b/fp8_diag.tsv" | cut -f1)"
+    printf 's:1' >>"$b/main.log"
+    $TRAINER $flags -o "$b" -y 1 >"$b.out" 2>&1
+    resumed_rc=$?
+    if [ "$killed_rc" -ne 0 ] && [ "$killed_state" = "latest DONE DONE_00000006, last train line s:9, last diag step 8" ] &&
+        [ "$resumed_rc" -eq 0 ] && grep -q "resumed from .*model_00000006.bin at step 6" "$b.out" &&
+        [ "$(ls "$a")" = "$(ls "$b")" ] && diff -r -q "$a" "$b" >/dev/null; then
+        pass "resume_every_file_byte_identical_$name ($(ls "$a" | wc -l) files)"
     else
-        fail "resume_bit_identical_$name" "killed rc $killed_rc, resumed rc $resumed_rc; logs/model/state/diag differ: $(diff "$a/main.log" "$b/main.log" | head -n 4 | tr '\n' ' ')"
+        fail "resume_every_file_byte_identical_$name" "killed rc $killed_rc ($killed_state), resumed rc $resumed_rc; $(diff -r -q "$a" "$b" | head -n 3 | tr '\n' ' ') $(diff "$a/main.log" "$b/main.log" | head -n 4 | tr '\n' ' ')"
     fi
 }
 resume_case delayed -fp8_amax_history_len 16
 resume_case current -fp8_recipe current
+# more steps is a legitimate change on resume: with the default constant learning rate (-q 1), 4 steps then a resume
+# to 8 equals 8 steps straight, file for file (the evaluation and checkpoint of step 4 fall on -v 4 -n 4 both ways)
+MORE="$TINY -precision fp8 -fp8_amax_history_len 16 -n 4 -v 4 -m 1 -fp8_diag_every 3"
+$TRAINER $MORE -x 8 -o "$TMP/eight" >"$TMP/eight.out" 2>&1
+$TRAINER $MORE -x 4 -o "$TMP/four" >"$TMP/four.out" 2>&1
+$TRAINER $MORE -x 8 -o "$TMP/four" -y 1 >"$TMP/four_more.out" 2>&1
+more_rc=$?
+if [ "$more_rc" -eq 0 ] && grep -q "resumed from .*model_00000004.bin at step 4" "$TMP/four_more.out" &&
+    [ "$(ls "$TMP/eight")" = "$(ls "$TMP/four")" ] && diff -r -q "$TMP/eight" "$TMP/four" >/dev/null; then
+    pass "resume_with_more_steps_equals_straight"
+else
+    fail "resume_with_more_steps_equals_straight" "rc $more_rc: $(diff -r -q "$TMP/eight" "$TMP/four" | head -n 3 | tr '\n' ' ')"
+fi
 
 # ---------------------------------------------------------------------------------------------------------------------
 # llm.c's GPT-2 files: a version-1 tokenizer (50257 tokens, eot 50256 implied) and GPT-2-tokenized shards train
@@ -230,9 +251,9 @@ fi
 
 # ---------------------------------------------------------------------------------------------------------------------
 # bad input: each case must exit non-zero with one error line containing the expected words, and leave the
-# checkpoint folder "$TMP/ckpt" untouched
-$TRAINER $TINY -precision fp8 -x 2 -v 0 -o "$TMP/ckpt" >/dev/null 2>&1
-ckpt_sum=$(cat "$TMP/ckpt"/*.bin | md5sum)
+# checkpoint folder "$TMP/ckpt" untouched, its logs included
+$TRAINER $TINY -precision fp8 -x 2 -v 1 -m 1 -o "$TMP/ckpt" >/dev/null 2>&1
+ckpt_sum=$(cat "$TMP/ckpt"/* | md5sum)
 expect_error() {  # name, expected text, trainer args...
     local name=$1 want=$2
     shift 2
@@ -241,7 +262,7 @@ expect_error() {  # name, expected text, trainer args...
     rc=$?
     lines=$(printf '%s\n' "$out" | grep -c 'error')
     if [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && printf '%s' "$out" | grep -q -- "$want" &&
-        [ "$(cat "$TMP/ckpt"/*.bin | md5sum)" = "$ckpt_sum" ]; then
+        [ "$(cat "$TMP/ckpt"/* | md5sum)" = "$ckpt_sum" ]; then
         pass "bad_input_$name"
     else
         fail "bad_input_$name" "rc $rc, wanted one error line with '$want', got: $out"
@@ -308,9 +329,50 @@ expect_error state_magic "not a state file" $TINY -precision fp8 -x 4 -v 0 -y 1 
 cp -r "$TMP/ckpt" "$TMP/ranks"
 printf '\x02' | dd of="$TMP/ranks/state_00000002_00000.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
 expect_error state_other_rank_count "written by 2 processes, this run has 1" $TINY -precision fp8 -x 4 -v 0 -y 1 -o "$TMP/ranks"
-expect_error state_precision_mismatch "trained with -precision fp8" $TINY -precision bf16 -x 4 -v 0 -y 1 -o "$TMP/ckpt"
-expect_error state_recipe_mismatch "trained with -fp8_recipe delayed, this run uses current" $TINY -precision fp8 \
-    -fp8_recipe current -x 4 -v 0 -y 1 -o "$TMP/ckpt"
+cp -r "$TMP/ckpt" "$TMP/version2"
+printf '\x02' | dd of="$TMP/version2/state_00000002_00000.bin" bs=1 seek=4 conv=notrunc 2>/dev/null
+expect_error state_version_2 "state file version 2 is not supported (expected 3" $TINY -precision fp8 -x 4 -v 0 -y 1 -o "$TMP/version2"
+# found by fuzzing (fuzz/corpus/state/crash-opt-count-size-overflow*): an optimizer shard of 2^62 parameters made the
+# expected file size overflow (undefined behaviour) before the header was refused
+cp -r "$TMP/ckpt" "$TMP/hugeshard"
+cp fuzz/corpus/state/crash-opt-count-size-overflow-v3 "$TMP/hugeshard/state_00000002_00000.bin"
+expect_error state_size_overflow "corrupt state header" $TINY -precision fp8 -x 4 -v 0 -y 1 -o "$TMP/hugeshard"
+# resume refuses a run that differs from its checkpoint in anything the state header records: one line naming the
+# flag, the checkpoint's value and this run's (the checkpoint: fp8 HYBRID, history 1024, B 8, T 64, total 512)
+RESUME_CKPT="$TINY -precision fp8 -x 4 -v 0 -y 1 -o $TMP/ckpt"
+expect_error resume_changed_precision "-precision is fp8 in the checkpoint but bf16 in this run" $RESUME_CKPT -precision bf16
+expect_error resume_changed_fp8_off "-precision is fp8 in the checkpoint but bf16 in this run" $TINY -x 4 -v 0 -y 1 -o "$TMP/ckpt" -fp8 off
+expect_error resume_changed_format "-fp8 is hybrid in the checkpoint but e5m2 in this run" $RESUME_CKPT -fp8 e5m2
+expect_error resume_changed_format_e4m3 "-fp8 is hybrid in the checkpoint but e4m3 in this run" $RESUME_CKPT -fp8 e4m3
+expect_error resume_changed_B "-b is 8 in the checkpoint but 4 in this run" $RESUME_CKPT -b 4
+expect_error resume_changed_T "-t is 64 in the checkpoint but 32 in this run" $RESUME_CKPT -t 32 -maxT 64
+expect_error resume_changed_total_batch "-d is 512 in the checkpoint but 1024 in this run" $RESUME_CKPT -d 1024
+expect_error resume_changed_history_len "-fp8_amax_history_len is 1024 in the checkpoint but 16 in this run" $RESUME_CKPT -fp8_amax_history_len 16
+expect_error resume_changed_algo "-fp8_amax_compute_algo is max in the checkpoint but most_recent in this run" $RESUME_CKPT -fp8_amax_compute_algo most_recent
+expect_error resume_changed_margin "-fp8_margin is 0 in the checkpoint but 1 in this run" $RESUME_CKPT -fp8_margin 1
+expect_error resume_changed_interval "-fp8_interval is 1 in the checkpoint but 2 in this run" $RESUME_CKPT -fp8_interval 2
+expect_error resume_changed_fprop "-fp8_fprop is 1 in the checkpoint but 0 in this run" $RESUME_CKPT -fp8_fprop 0
+expect_error resume_changed_dgrad "-fp8_dgrad is 1 in the checkpoint but 0 in this run" $RESUME_CKPT -fp8_dgrad 0
+expect_error resume_changed_wgrad "-fp8_wgrad is 1 in the checkpoint but 0 in this run" $RESUME_CKPT -fp8_wgrad 0
+expect_error resume_changed_reduce_amax "-fp8_reduce_amax is 1 in the checkpoint but 0 in this run" $RESUME_CKPT -fp8_reduce_amax 0
+expect_error resume_changed_first_last "-fp8_bf16_first_last is 0 in the checkpoint but 1 in this run" $RESUME_CKPT -fp8_bf16_first_last 1
+expect_error resume_changed_lm_head "-fp8_lm_head is 0 in the checkpoint but 1 in this run" $RESUME_CKPT -fp8_lm_head 1
+expect_error resume_changed_recipe "-fp8_recipe is delayed in the checkpoint but current in this run" $RESUME_CKPT -fp8_recipe current
+expect_error resume_changed_model "differs from the run's (L 3" $RESUME_CKPT -L 3
+# what the header does not record may change: steps, learning-rate schedule, optimizer, evaluation, sampling,
+# checkpoints, diagnostics, seed (in a copy of the folder: the run goes on to step 4)
+cp -r "$TMP/ckpt" "$TMP/changed_ok"
+$TRAINER $TINY -precision fp8 -y 1 -o "$TMP/changed_ok" -x 4 -l 1e-3 -u 1 -q 0.5 -c 0.1 -gc 0.5 -v 1 -m 2 -s 2 -g 4 -n 1 \
+    -fp8_diag_every 1 -seed 7 >"$TMP/changed_ok.out" 2>&1
+changed_rc=$?
+if [ "$changed_rc" -eq 0 ] && grep -q "resumed from .*model_00000002.bin at step 2" "$TMP/changed_ok.out" &&
+    [ "$(grep -c ' trl:' "$TMP/changed_ok/main.log")" -eq 4 ] && [ -e "$TMP/changed_ok/DONE_00000003" ] &&
+    [ "$(awk -F'\t' 'NR > 1 { print $1 }' "$TMP/changed_ok/fp8_diag.tsv" | sort -u | tr '\n' ' ')" = "3 4 " ] &&
+    grep -q "^generating:" "$TMP/changed_ok.out"; then
+    pass "resume_accepts_unrecorded_changes"
+else
+    fail "resume_accepts_unrecorded_changes" "rc $changed_rc: $(grep -m 1 error "$TMP/changed_ok.out")"
+fi
 # flags
 expect_error flag_non_numeric "invalid value 'abc' for -b" $TINY -b abc
 expect_error flag_range "must be in \[1, " $TINY -b 0

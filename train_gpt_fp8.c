@@ -447,6 +447,7 @@ typedef struct {
     float* grads_acts_memory;
     size_t num_activations;
     int batch_size, seq_len;
+    int total_batch;     // tokens per optimizer step (-d), recorded in checkpoints; B*T*processes unless main sets it
     const int* inputs;   // (B, T) of the last forward
     const int* targets;  // (B, T) or NULL
     float mean_loss;     // of the last forward with targets
@@ -654,6 +655,7 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
     model->num_processes = opt->num_processes > 1 ? opt->num_processes : 1;
     model->process_rank = model->num_processes > 1 ? opt->process_rank : 0;
     model->opt_shard = zero_shard(model->num_parameters, model->num_processes, model->process_rank, opt->zero_stage);
+    model->total_batch = (int)((long long)B * T * model->num_processes);
     model->m_memory = (float*)calloc_or_die(model->opt_shard.count, sizeof(float), "AdamW m");
     model->v_memory = (float*)calloc_or_die(model->opt_shard.count, sizeof(float), "AdamW v");
     point_parameters(&model->params, model->params_memory, model->param_sizes);
@@ -932,6 +934,7 @@ static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_s
     h.fp8_lm_head = model->fp8_lm_head;
     h.B = model->batch_size;
     h.T = model->seq_len;
+    h.total_batch = model->total_batch;
     h.step = step;
     h.num_parameters = (int64_t)model->num_parameters;
     h.rng_state = rng_state;
@@ -940,10 +943,17 @@ static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_s
     return h;
 }
 
+// The FP8 arrays a state file holds (NULL without FP8): the metadata and the diagnostics state.
+static StateFp8Arrays gpt2_state_fp8_arrays(GPT2* model) {
+    StateFp8Arrays a = {model->fp8.memory, model->fp8_last_amax, model->fp8_stats};
+    return a;
+}
+
 static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_t rng_state, const DataLoader* loader) {
     StateHeader h = gpt2_state_header(model, step, rng_state, loader);
+    StateFp8Arrays fp8 = gpt2_state_fp8_arrays(model);
     checkpoint_save(dir, step, &model->config, model->params_memory, model->m_memory, model->v_memory, &h,
-                    model->fp8.memory);
+                    model->precision == PRECISION_FP8 ? &fp8 : NULL);
 }
 
 // Restores parameters, AdamW moments and the FP8 state of checkpoint `step` in `dir`; returns the RNG state and the
@@ -951,8 +961,9 @@ static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_
 static void gpt2_load_checkpoint(GPT2* model, const char* dir, int step, uint64_t* rng_state, size_t* shard_index,
                                  size_t* shard_position) {
     StateHeader h = gpt2_state_header(model, step, 0, NULL);
+    StateFp8Arrays fp8 = gpt2_state_fp8_arrays(model);
     checkpoint_load(dir, step, &model->config, model->params_memory, model->m_memory, model->v_memory, &h,
-                    model->precision == PRECISION_FP8 ? &model->fp8 : NULL);
+                    model->precision == PRECISION_FP8 ? &fp8 : NULL);
     *rng_state = h.rng_state;
     *shard_index = (size_t)h.shard_index;
     *shard_position = (size_t)h.shard_position;
@@ -1013,6 +1024,7 @@ int main(int argc, char** argv) {
     opt.fp8_lm_head = args.fp8_lm_head;
     GPT2 model;
     gpt2_allocate(&model, &opt, B, T);
+    model.total_batch = total_batch;
     if (run.loaded_params) {
         memcpy(model.params_memory, run.loaded_params, run.loaded_count * sizeof(float));
     } else {
@@ -1051,13 +1063,10 @@ int main(int argc, char** argv) {
 #endif
     box_rule(stdout);
 
-    FILE* main_log = args.output_dir ? open_log(args.output_dir, "main.log", start_step > 0) : NULL;
-    FILE* diag_log = NULL;
-    if (args.output_dir && args.precision == PRECISION_FP8 && args.fp8_diag_every > 0) {
-        diag_log = open_log(args.output_dir, "fp8_diag.tsv", start_step > 0);
-        if (start_step == 0) {
-            fp8_diag_write_header(diag_log);
-        }
+    FILE *main_log = NULL, *diag_log = NULL;
+    if (args.output_dir) {
+        open_run_logs(args.output_dir, start_step, args.precision == PRECISION_FP8 && args.fp8_diag_every > 0,
+                      &main_log, &diag_log);
     }
 
     StepTimer timer = {0.0, 0};

@@ -100,6 +100,7 @@ typedef struct {
 typedef struct {
     GPT2Config config;
     int B, T;
+    int total_batch;  // tokens per optimizer step (-d), recorded in checkpoints; B*T*processes unless main sets it
     int num_processes, process_rank;
     size_t param_sizes[NUM_PARAMETER_TENSORS];
     size_t num_parameters;  // P
@@ -143,6 +144,7 @@ typedef struct {
     float* amax_discard;       // where casts that must not record write their amax
     int fp8_collect_stats;     // count clipped / flushed elements of every recorded cast (for fp8_diag.tsv)
     unsigned long long* fp8_stats_device;  // (num_slots, 3): elements, saturated, flushed since the last diag line
+    Fp8QuantStats* fp8_stats_host;  // (num_slots) their host copy, for checkpoints
     float* fp8_last_amax;      // (num_slots) host: row 0 as the last update saw it
     float* fp8_window_amax_host;  // (num_slots) host: the amax each scale came from, for the diagnostics (delayed:
                                   // computed from the history before the update; current: from fp8_window_amax)
@@ -270,6 +272,7 @@ static void gpt2_gpu_init(GPT2GPU* model, const GPT2Config* config, const TrainA
     model->config = *config;
     model->B = B;
     model->T = T;
+    model->total_batch = (int)((long long)B * T * num_processes);
     model->num_processes = num_processes;
     model->process_rank = process_rank;
     model->precision = args->precision;
@@ -285,6 +288,8 @@ static void gpt2_gpu_init(GPT2GPU* model, const GPT2Config* config, const TrainA
     if (model->precision == PRECISION_FP8) {
         char err[256];
         if (fp8_meta_init(&model->fp8_host, num_modules(model), &model->recipe, err, sizeof(err))) { die("%s", err); }
+        model->fp8_stats_host = (Fp8QuantStats*)calloc_or_die((size_t)model->fp8_host.num_slots, sizeof(Fp8QuantStats),
+                                                              "FP8 stats");
         model->fp8_last_amax = (float*)calloc_or_die((size_t)model->fp8_host.num_slots, 4, "FP8 amaxes");
         model->fp8_window_amax_host = (float*)calloc_or_die((size_t)model->fp8_host.num_slots, 4, "FP8 amaxes");
     }
@@ -774,7 +779,23 @@ static void gpt2_download_state(GPT2GPU* model, MultiGpu* mg, float* params, flo
     cudaCheck(cudaMemcpy(v, model->v_memory, model->shard.count * 4, cudaMemcpyDeviceToHost));
     if (model->precision == PRECISION_FP8) {
         cudaCheck(cudaMemcpy(model->fp8_host.memory, model->fp8_device, model->fp8_host.num_floats * 4, cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(model->fp8_stats_host, model->fp8_stats_device,
+                             (size_t)model->fp8_host.num_slots * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
     }
+}
+
+// The FP8 arrays of this rank's state file, host copies (NULL without FP8): metadata, last amaxes, cast counters
+// since the last diagnostics block. gpt2_download_state fills them; gpt2_upload_fp8_state sends a loaded set back.
+static StateFp8Arrays gpu_state_fp8_arrays(GPT2GPU* model) {
+    StateFp8Arrays a = {model->fp8_host.memory, model->fp8_last_amax, model->fp8_stats_host};
+    return a;
+}
+
+static void gpt2_upload_fp8_state(GPT2GPU* model) {
+    if (model->precision != PRECISION_FP8) { return; }
+    cudaCheck(cudaMemcpy(model->fp8_device, model->fp8_host.memory, model->fp8_host.num_floats * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(model->fp8_stats_device, model->fp8_stats_host,
+                         (size_t)model->fp8_host.num_slots * sizeof(Fp8QuantStats), cudaMemcpyHostToDevice));
 }
 
 // params (P): every rank gets all bf16 weights and keeps the fp32 masters of its shard
@@ -804,6 +825,7 @@ static StateHeader gpu_state_header(const GPT2GPU* model, int step, const DataLo
     h.fp8_lm_head = model->fp8_lm_head;
     h.B = model->B;
     h.T = model->T;
+    h.total_batch = model->total_batch;
     h.step = step;
     h.num_parameters = (int64_t)model->num_parameters;
     h.opt_offset = (int64_t)model->shard.offset;
@@ -967,6 +989,7 @@ int main(int argc, char** argv) {
         }
     }
     gpt2_gpu_allocate_buffers(&model);
+    model.total_batch = total_batch;
     // every collective relies on these being equal on all ranks: check once, fail with one line rather than hang
     multi_gpu_check_same(&mg, (long long)model.num_parameters, "the parameter count");
     multi_gpu_check_same(&mg, model.precision == PRECISION_FP8 ? model.fp8_host.num_slots : 0, "the number of FP8 slots");
@@ -990,8 +1013,9 @@ int main(int argc, char** argv) {
     if (args.resume) {
         if (latest >= 0) {
             StateHeader h = gpu_state_header(&model, (int)latest, NULL);
+            StateFp8Arrays fp8 = gpu_state_fp8_arrays(&model);
             checkpoint_load(args.output_dir, (int)latest, &config, host_params, host_m, host_v, &h,
-                            model.precision == PRECISION_FP8 ? &model.fp8_host : NULL);
+                            model.precision == PRECISION_FP8 ? &fp8 : NULL);
             if (dataloader_resume(train_loader, (size_t)h.shard_index, (size_t)h.shard_position, err, sizeof(err))) {
                 die("%s", err);
             }
@@ -999,10 +1023,7 @@ int main(int argc, char** argv) {
             start_step = (int)latest;
             cudaCheck(cudaMemcpy(model.m_memory, host_m, model.shard.count * 4, cudaMemcpyHostToDevice));
             cudaCheck(cudaMemcpy(model.v_memory, host_v, model.shard.count * 4, cudaMemcpyHostToDevice));
-            if (model.precision == PRECISION_FP8) {
-                cudaCheck(cudaMemcpy(model.fp8_device, model.fp8_host.memory, model.fp8_host.num_floats * 4,
-                                     cudaMemcpyHostToDevice));
-            }
+            gpt2_upload_fp8_state(&model);
             printf("resumed from %s/model_%08lld.bin at step %d\n", args.output_dir, latest, start_step);
         } else {
             printf("resume: no complete checkpoint (DONE_*) in %s, starting from scratch\n", args.output_dir);
@@ -1029,12 +1050,12 @@ int main(int argc, char** argv) {
                             (double)total_batch;
     double peak_flops = gpu_bf16_peak_flops(&prop) * mg.num_processes;
     double peak_memory = 0.0;  // bytes in use on this GPU after a step, at most
-    FILE* main_log = args.output_dir && rank0 ? open_log(args.output_dir, "main.log", start_step > 0) : NULL;
-    FILE* diag_log = NULL;  // rank 0's FP8 diagnostics (amaxes and scales are the same on every rank when reduced)
-    if (rank0 && args.output_dir && args.precision == PRECISION_FP8 && args.fp8_diag_every > 0) {
-        diag_log = open_log(args.output_dir, "fp8_diag.tsv", start_step > 0);
-        if (start_step == 0) { fp8_diag_write_header(diag_log); }
-        model.fp8_collect_stats = 1;
+    // rank 0's logs; its FP8 diagnostics stand for every rank (amaxes and scales are the same when reduced)
+    FILE *main_log = NULL, *diag_log = NULL;
+    if (rank0 && args.output_dir) {
+        open_run_logs(args.output_dir, start_step, args.precision == PRECISION_FP8 && args.fp8_diag_every > 0,
+                      &main_log, &diag_log);
+        model.fp8_collect_stats = diag_log != NULL;
     }
     StepTimer timer = {0.0, 0};
     for (int step = start_step; step <= train_steps; step++) {
@@ -1063,7 +1084,9 @@ int main(int argc, char** argv) {
                 StateHeader h = gpu_state_header(&model, step, train_loader);
                 h.rng_state = sample_rng.state;
                 if (rank0) { checkpoint_save_model(args.output_dir, step, &config, host_params, model.num_parameters); }
-                checkpoint_save_state(args.output_dir, step, host_m, host_v, &h, model.fp8_host.memory);
+                StateFp8Arrays fp8 = gpu_state_fp8_arrays(&model);
+                checkpoint_save_state(args.output_dir, step, host_m, host_v, &h,
+                                      model.precision == PRECISION_FP8 ? &fp8 : NULL);
                 multi_gpu_barrier(&mg);
                 if (rank0) { checkpoint_mark_done(args.output_dir, step); }
                 printf("checkpoint: %s/model_%08d.bin\n", args.output_dir, step);

@@ -6,9 +6,9 @@ A crash at any moment leaves either the old file or the complete new one, never 
 llm.c: model_%08d.bin, state_%08d_%05d.bin (step, rank), and DONE_%08d written last, so a resume only ever picks a
 step whose files were all completed.
 
-State file, version 2 (all little-endian), one per rank:
+State file, version 3 (all little-endian), one per rank:
   int32 header[256]:
-    [0] 20241122 magic  [1] 2 version  [2] num_processes  [3] process_rank  [4] precision (0 fp32, 1 bf16, 2 fp8)
+    [0] 20241122 magic  [1] 3 version  [2] num_processes  [3] process_rank  [4] precision (0 fp32, 1 bf16, 2 fp8)
     [5] number of FP8 modules M (0: no FP8 state)  [6] amax_history_len  [7] margin  [8] interval  [9] fp8_format
     [10] amax_compute_algo  [11..13] override fprop, dgrad, wgrad  [14] reduce_amax  [15] fp8_bf16_first_last
     [16] fp8_lm_head  [17] B  [18] T
@@ -16,10 +16,15 @@ State file, version 2 (all little-endian), one per rank:
     [26..27] train loader shard index (int64)  [28..29] train loader position in tokens (int64)
     [30..31] opt_offset, [32..33] opt_count (int64): the rank's optimizer shard (llmc/zero.h); 0 and num_parameters
     in a single process or without ZeRO
-    [34] FP8 scaling recipe (0 delayed, 1 current; files from before it have 0 there, which is what they used)
+    [34] FP8 scaling recipe (0 delayed, 1 current)
+    [35] total batch in tokens per optimizer step (-d)
   float m[opt_count], float v[opt_count]              AdamW moments of parameters [opt_offset, opt_offset + opt_count)
   float fp8_meta[(amax_history_len + 2) * 5M]        fp8/meta.h's buffer as-is: amax_history, scale, scale_inv
+  float fp8_last_amax[5M]                             per slot, row 0 as the last update saw it (fp8_diag.tsv's amax)
+  int64 fp8_stats[5M][3]                              per slot, elements cast, saturated, flushed since the last
+                                                      fp8_diag.tsv block (so the diagnostics survive a resume)
   uint32 checksum[2]                                  FNV-1a over every 32-bit word before it (low, high half)
+The three FP8 arrays are absent when M = 0. Version 2 (before [35] and the diagnostics arrays) is refused.
 */
 #ifndef GPTFP8_CHECKPOINT_H
 #define GPTFP8_CHECKPOINT_H
@@ -35,11 +40,14 @@ State file, version 2 (all little-endian), one per rank:
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../fp8/recipe.h"
+#include "../fp8/meta.h"
 #include "gpt2.h"
 
 #define STATE_MAGIC 20241122
-#define STATE_VERSION 2
+#define STATE_VERSION 3
+// A state file's parameter count is at most this: far above any model file's (L 1024, C 65536 is 2^45.6), and low
+// enough that every size computed from it fits 64 bits.
+#define STATE_MAX_PARAMETERS (1LL << 48)
 
 // ----------------------------------------------------------------------------
 // a 64-bit FNV-1a over 32-bit words: every record we write is a multiple of 4 bytes, so the checksum does not depend
@@ -219,13 +227,20 @@ typedef struct {
     int fp8_modules;            // M, 0 when the run has no FP8 state
     DelayedScaling recipe;      // the fields that shape or change the FP8 state (callbacks are not stored)
     int fp8_bf16_first_last, fp8_lm_head;
-    int B, T;
+    int B, T, total_batch;
     int64_t step;
     int64_t num_parameters;
     uint64_t rng_state;
     int64_t shard_index, shard_position;
     int64_t opt_offset, opt_count;  // the AdamW moments in this file: parameters [opt_offset, opt_offset + opt_count)
 } StateHeader;
+
+// The FP8 arrays of a state file (all NULL when M = 0): the metadata buffer and the diagnostics state.
+typedef struct {
+    float* meta;             // ((amax_history_len + 2) * 5M) fp8/meta.h's buffer
+    float* last_amax;        // (5M) row 0 as the last update saw it
+    Fp8QuantStats* stats;    // (5M) casts since the last fp8_diag.tsv block
+} StateFp8Arrays;
 
 static inline void put_i64(int32_t* slot, int64_t value) { memcpy(slot, &value, sizeof(value)); }
 static inline int64_t get_i64(const int32_t* slot) {
@@ -234,12 +249,26 @@ static inline int64_t get_i64(const int32_t* slot) {
     return value;
 }
 
+static inline size_t state_fp8_slots(const StateHeader* h) { return (size_t)FP8_SLOTS_PER_MODULE * (size_t)h->fp8_modules; }
 static inline size_t state_fp8_floats(const StateHeader* h) {
-    return h->fp8_modules ? ((size_t)h->recipe.amax_history_len + 2) * 5 * (size_t)h->fp8_modules : 0;
+    return h->fp8_modules ? ((size_t)h->recipe.amax_history_len + 2) * state_fp8_slots(h) : 0;
+}
+
+// The arrays after the header, in file order, with their sizes in bytes (the write, the read and the checksum walk
+// the same list).
+enum { STATE_ARRAYS = 5 };
+static inline void state_file_arrays(const StateHeader* h, void* m, void* v, const StateFp8Arrays* fp8,
+                                     void* arrays[STATE_ARRAYS], size_t bytes[STATE_ARRAYS]) {
+    size_t n = (size_t)h->opt_count, slots = state_fp8_slots(h);
+    arrays[0] = m, bytes[0] = n * sizeof(float);
+    arrays[1] = v, bytes[1] = n * sizeof(float);
+    arrays[2] = fp8 ? fp8->meta : NULL, bytes[2] = state_fp8_floats(h) * sizeof(float);
+    arrays[3] = fp8 ? fp8->last_amax : NULL, bytes[3] = slots * sizeof(float);
+    arrays[4] = fp8 ? fp8->stats : NULL, bytes[4] = slots * sizeof(Fp8QuantStats);
 }
 
 static inline int state_file_write(const char* path, const StateHeader* h, const float* m, const float* v,
-                                   const float* fp8_meta, char* err, size_t errlen) {
+                                   const StateFp8Arrays* fp8, char* err, size_t errlen) {
     int32_t header[256];
     memset(header, 0, sizeof(header));
     header[0] = STATE_MAGIC;
@@ -269,18 +298,21 @@ static inline int state_file_write(const char* path, const StateHeader* h, const
     put_i64(&header[30], h->opt_offset);
     put_i64(&header[32], h->opt_count);
     header[34] = (int32_t)h->recipe.scaling;
+    header[35] = h->total_batch;
+    void* arrays[STATE_ARRAYS];
+    size_t bytes[STATE_ARRAYS];
+    state_file_arrays(h, (void*)m, (void*)v, fp8, arrays, bytes);
     AtomicFile af;
     if (atomic_open(&af, path, err, errlen)) { return -1; }
     atomic_write(&af, header, sizeof(header));
-    atomic_write(&af, m, (size_t)h->opt_count * sizeof(float));
-    atomic_write(&af, v, (size_t)h->opt_count * sizeof(float));
-    atomic_write(&af, fp8_meta, state_fp8_floats(h) * sizeof(float));
+    for (int i = 0; i < STATE_ARRAYS; i++) { atomic_write(&af, arrays[i], bytes[i]); }
     uint32_t checksum[2] = {(uint32_t)af.checksum, (uint32_t)(af.checksum >> 32)};
     atomic_write(&af, checksum, sizeof(checksum));
     return atomic_commit(&af, err, errlen);
 }
 
-// Reads and validates the header only (magic, version, sizes against the file's length).
+// Reads and validates the header only (magic, version, ranges, sizes against the file's length), so the caller can
+// compare it with its run before allocating anything for the arrays.
 static inline int state_file_read_header(const char* path, StateHeader* h, char* err, size_t errlen) {
     FILE* f = fopen(path, "rb");
     if (!f) {
@@ -296,8 +328,9 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
         return -1;
     }
     if (header[1] != STATE_VERSION) {
-        snprintf(err, errlen, "%s: state file version %d is not supported (expected %d)", path, header[1],
-                 STATE_VERSION);
+        snprintf(err, errlen, "%s: state file version %d is not supported (expected %d%s)", path, header[1],
+                 STATE_VERSION, header[1] == 2 ? "; version 2, written before the FP8 diagnostics were checkpointed, "
+                                                 "resumes only with the commit that wrote it" : "");
         return -1;
     }
     memset(h, 0, sizeof(*h));
@@ -327,15 +360,23 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
     h->opt_offset = get_i64(&header[30]);
     h->opt_count = get_i64(&header[32]);
     h->recipe.scaling = (Fp8ScalingRecipe)header[34];
+    h->total_batch = header[35];
     char recipe_err[256];
-    if (h->num_parameters <= 0 || h->opt_offset < 0 || h->opt_count < 0 ||
-        h->opt_offset + h->opt_count > h->num_parameters || h->process_rank < 0 ||
-        h->process_rank >= h->num_processes || h->step < 0 || h->fp8_modules < 0 || h->num_processes < 1 ||
-        (h->fp8_modules && delayed_scaling_validate(&h->recipe, recipe_err, sizeof(recipe_err)))) {
+    // every range before any arithmetic on it: sizes below are then products of bounded numbers (no overflow)
+    if (h->num_parameters <= 0 || h->num_parameters > STATE_MAX_PARAMETERS || h->opt_offset < 0 || h->opt_count < 0 ||
+        h->opt_offset > h->num_parameters || h->opt_count > h->num_parameters - h->opt_offset ||
+        h->process_rank < 0 || h->process_rank >= h->num_processes || h->step < 0 || h->num_processes < 1 ||
+        h->precision < 0 || h->precision > 2 || h->fp8_modules < 0 || h->fp8_modules > (1 << 20) ||
+        (h->fp8_modules && delayed_scaling_validate(&h->recipe, recipe_err, sizeof(recipe_err))) || h->B < 1 ||
+        h->T < 1 || h->total_batch < 1 || h->shard_index < 0 || h->shard_position < 0) {
         snprintf(err, errlen, "%s: corrupt state header", path);
         return -1;
     }
-    long long expected = (long long)sizeof(header) + 2LL * h->opt_count * 4 + (long long)state_fp8_floats(h) * 4 + 8;
+    void* arrays[STATE_ARRAYS];
+    size_t bytes[STATE_ARRAYS];
+    state_file_arrays(h, NULL, NULL, NULL, arrays, bytes);
+    long long expected = (long long)sizeof(header) + 8;
+    for (int i = 0; i < STATE_ARRAYS; i++) { expected += (long long)bytes[i]; }
     long long actual = file_size_of(path);
     if (actual != expected) {
         snprintf(err, errlen, "%s: %s state file (%lld bytes, expected %lld)", path,
@@ -345,9 +386,12 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
     return 0;
 }
 
-// Reads the arrays of a state file whose header state_file_read_header accepted, verifying the checksum.
-static inline int state_file_read_body(const char* path, const StateHeader* h, float* m, float* v, float* fp8_meta,
-                                       char* err, size_t errlen) {
+// Reads the arrays of a state file whose header state_file_read_header accepted into m, v (opt_count each) and,
+// when M > 0, fp8's arrays, verifying the checksum.
+static inline int state_file_read_body(const char* path, const StateHeader* h, float* m, float* v,
+                                       const StateFp8Arrays* fp8, char* err, size_t errlen) {
+    static const char* names[STATE_ARRAYS] = {"the AdamW m", "the AdamW v", "the FP8 metadata",
+                                              "the FP8 diagnostics amaxes", "the FP8 diagnostics counters"};
     FILE* f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errlen, "cannot open state file %s: %s", path, strerror(errno));
@@ -355,20 +399,43 @@ static inline int state_file_read_body(const char* path, const StateHeader* h, f
     }
     int32_t header[256];
     uint32_t stored[2];
-    int rc = read_exact(f, header, sizeof(header), path, "the header", err, errlen) ||
-             read_exact(f, m, (size_t)h->opt_count * sizeof(float), path, "the AdamW m", err, errlen) ||
-             read_exact(f, v, (size_t)h->opt_count * sizeof(float), path, "the AdamW v", err, errlen) ||
-             read_exact(f, fp8_meta, state_fp8_floats(h) * sizeof(float), path, "the FP8 metadata", err, errlen) ||
-             read_exact(f, stored, sizeof(stored), path, "the checksum", err, errlen);
+    void* arrays[STATE_ARRAYS];
+    size_t bytes[STATE_ARRAYS];
+    state_file_arrays(h, m, v, fp8, arrays, bytes);
+    int rc = read_exact(f, header, sizeof(header), path, "the header", err, errlen);
+    for (int i = 0; i < STATE_ARRAYS && !rc; i++) { rc = read_exact(f, arrays[i], bytes[i], path, names[i], err, errlen); }
+    rc = rc || read_exact(f, stored, sizeof(stored), path, "the checksum", err, errlen);
     fclose(f);
     if (rc) { return -1; }
     uint64_t checksum = checksum_words(CHECKSUM_INIT, header, sizeof(header));
-    checksum = checksum_words(checksum, m, (size_t)h->opt_count * sizeof(float));
-    checksum = checksum_words(checksum, v, (size_t)h->opt_count * sizeof(float));
-    checksum = checksum_words(checksum, fp8_meta, state_fp8_floats(h) * sizeof(float));
+    for (int i = 0; i < STATE_ARRAYS; i++) { checksum = checksum_words(checksum, arrays[i], bytes[i]); }
     if ((uint32_t)checksum != stored[0] || (uint32_t)(checksum >> 32) != stored[1]) {
         snprintf(err, errlen, "%s: corrupt state file (checksum mismatch)", path);
         return -1;
+    }
+    return 0;
+}
+
+// The FP8 arrays of a state file that passed its checksum, checked for values no run can write: histories hold 0 or
+// amaxes but never NaN or a negative, scales and scale_inv are positive and finite, the last amaxes are never NaN or
+// negative, and each slot's saturated and flushed counts are within its element count.
+static inline int state_fp8_check(const char* path, const StateHeader* h, const StateFp8Arrays* fp8, char* err,
+                                  size_t errlen) {
+    size_t slots = state_fp8_slots(h), history = (size_t)h->recipe.amax_history_len * slots;
+    for (size_t i = 0; i < state_fp8_floats(h); i++) {
+        float x = fp8->meta[i];
+        if (isnan(x) || x < 0.0f || (i >= history && !(x > 0.0f && isfinite(x)))) {
+            snprintf(err, errlen, "%s: corrupt FP8 state (entry %zu is %g)", path, i, x);
+            return -1;
+        }
+    }
+    for (size_t s = 0; s < slots; s++) {
+        const Fp8QuantStats* st = &fp8->stats[s];
+        if (isnan(fp8->last_amax[s]) || fp8->last_amax[s] < 0.0f || st->count < 0 || st->saturated < 0 ||
+            st->flushed < 0 || st->saturated > st->count || st->flushed > st->count) {
+            snprintf(err, errlen, "%s: corrupt FP8 diagnostics state (slot %zu)", path, s);
+            return -1;
+        }
     }
     return 0;
 }

@@ -448,6 +448,73 @@ static FILE* open_log(const char* dir, const char* name, int append) {
     return f;
 }
 
+// fp8_diag.tsv's first line: its column names (fp8_diag_write_block writes the rows).
+static void fp8_diag_write_header(FILE* f) {
+    fprintf(f, "step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\twindow_amax\tscale\tscale_inv\tsaturated_frac\t"
+               "flushed_frac\n");
+}
+
+// The step a log line belongs to: main.log's "s:N trl:..." and "s:N tel:...", fp8_diag.tsv's "N\t...". Returns 0 for
+// a line without one (fp8_diag.tsv's column names).
+static int log_line_step(const char* line, long long* step) {
+    const char* digits = strncmp(line, "s:", 2) == 0 ? line + 2 : line;
+    char* end = NULL;
+    errno = 0;
+    long long value = strtoll(digits, &end, 10);
+    if (end == digits || errno == ERANGE || (*end != ' ' && *end != '\t')) { return 0; }
+    *step = value;
+    return 1;
+}
+
+// Resuming from the checkpoint of `step`: cuts dir/name back to what the run had written when it saved that
+// checkpoint, so that the resumed run's lines follow as in a run never interrupted. The logs are in step order and
+// everything up to a checkpoint was flushed before it was saved: a main.log line of step N (the train line after step
+// N - 1, the evaluation at the start of step N) and an fp8_diag.tsv block of step N (after step N - 1) were written
+// before the checkpoint of step N. The first line of a later step, or an unfinished last line (a kill mid-write),
+// and everything after it go. A missing file stays missing.
+static void log_trim_to_step(const char* dir, const char* name, long long step) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE* f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT) { return; }
+        die("cannot open %s to resume it: %s", path, strerror(errno));
+    }
+    char* line = NULL;
+    size_t capacity = 0;
+    long long keep = 0;  // bytes of the lines that stay
+    ssize_t length;
+    while ((length = getline(&line, &capacity, f)) > 0) {
+        long long line_step;
+        if (line[length - 1] != '\n' || (log_line_step(line, &line_step) && line_step > step)) { break; }
+        keep += length;
+    }
+    int read_failed = ferror(f);
+    free(line);
+    fclose(f);
+    if (read_failed) { die("cannot read %s to resume it", path); }
+    if (truncate(path, (off_t)keep) != 0) { die("cannot cut %s back to step %lld: %s", path, step, strerror(errno)); }
+}
+
+// The run's logs in dir: main.log, and fp8_diag.tsv when `diagnostics` (NULL otherwise). A run from step 0 starts
+// both empty; a resumed run cuts both back to its checkpoint's step, then appends (fp8_diag.tsv gets its column names
+// when it is new).
+static void open_run_logs(const char* dir, int start_step, int diagnostics, FILE** main_log, FILE** diag_log) {
+    if (start_step > 0) {
+        log_trim_to_step(dir, "main.log", start_step);
+        log_trim_to_step(dir, "fp8_diag.tsv", start_step);
+    }
+    *main_log = open_log(dir, "main.log", start_step > 0);
+    *diag_log = NULL;
+    if (diagnostics) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/fp8_diag.tsv", dir);
+        int is_new = start_step == 0 || file_size_of(path) <= 0;
+        *diag_log = open_log(dir, "fp8_diag.tsv", !is_new);
+        if (is_new) { fp8_diag_write_header(*diag_log); }
+    }
+}
+
 
 // ----------------------------------------------------------------------------
 // a run's setup, shared by both mains: tokenizer, model shape, batch, data loaders, step counts, output folder
@@ -652,10 +719,6 @@ static void report_step(StepTimer* timer, FILE* main_log, int step, int start_st
 // ----------------------------------------------------------------------------
 // the FP8 diagnostics file (fp8_diag.tsv), the same columns from both trainers
 
-static void fp8_diag_write_header(FILE* f) {
-    fprintf(f, "step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\twindow_amax\tscale\tscale_inv\tsaturated_frac\t"
-               "flushed_frac\n");
-}
 
 // One block of lines, one per used slot of every FP8 module: the amax the last update saw (last_amax, per slot: the
 // step's amax), the amax the scale came from (window_amax, per slot: delayed scaling's window max at the end of the
@@ -797,10 +860,10 @@ static void checkpoint_save_model(const char* dir, int step, const GPT2Config* c
 }
 
 static void checkpoint_save_state(const char* dir, int step, const float* m, const float* v, const StateHeader* h,
-                                  const float* fp8_memory) {
+                                  const StateFp8Arrays* fp8) {
     char path[1024], err[512];
     snprintf(path, sizeof(path), "%s/state_%08d_%05d.bin", dir, step, h->process_rank);
-    if (state_file_write(path, h, m, v, fp8_memory, err, sizeof(err))) { die("%s", err); }
+    if (state_file_write(path, h, m, v, fp8, err, sizeof(err))) { die("%s", err); }
 }
 
 static void checkpoint_mark_done(const char* dir, int step) {
@@ -812,9 +875,9 @@ static void checkpoint_mark_done(const char* dir, int step) {
 
 // One process: all three.
 static void checkpoint_save(const char* dir, int step, const GPT2Config* config, const float* params, const float* m,
-                            const float* v, const StateHeader* h, const float* fp8_memory) {
+                            const float* v, const StateHeader* h, const StateFp8Arrays* fp8) {
     checkpoint_save_model(dir, step, config, params, (size_t)h->num_parameters);
-    checkpoint_save_state(dir, step, m, v, h, fp8_memory);
+    checkpoint_save_state(dir, step, m, v, h, fp8);
     checkpoint_mark_done(dir, step);  // DONE last: a resume only trusts a step whose files are all complete
 }
 
@@ -824,23 +887,81 @@ static int same_config(const GPT2Config* a, const GPT2Config* b) {
            a->num_heads == b->num_heads && a->channels == b->channels;
 }
 
-// Loads checkpoint `step` of `dir` into params, m, v and (when FP8) fp8->memory, after checking that it fits the
-// run described by `h` (model, precision, FP8 shape); on return h holds the file's step, RNG and data position.
+// A resume continues the run that wrote the checkpoint: every setting its state header records must be this run's
+// too (the FP8 ones when it trains in FP8). The first that differs is one line: the flag, the checkpoint's value and
+// this run's. What the header does not record may change on resume (steps, learning-rate schedule, evaluation,
+// sampling, checkpoint interval, diagnostics; see the README).
+typedef struct {
+    const char* flag;
+    long long checkpoint, run;
+    const char* const* names;  // value -> name, or NULL: printed as a number
+    int num_names;
+} ResumeSetting;
+
+static void checkpoint_check_same_run(const char* path, const StateHeader* file, const StateHeader* run) {
+    static const char* const precisions[] = {"fp32", "bf16", "fp8"};
+    static const char* const formats[] = {"e4m3", "hybrid", "e5m2"};
+    static const char* const algos[] = {"max", "most_recent", "callback"};
+    static const char* const scalings[] = {"delayed", "current"};
+    const DelayedScaling *f = &file->recipe, *r = &run->recipe;
+    int fp8 = run->precision == PRECISION_FP8;
+    // the override flags in the trainer's sense: -fp8_fprop 1 is that GEMM in FP8 (override 0)
+    ResumeSetting settings[] = {
+        {"-precision", file->precision, run->precision, precisions, 3},
+        {"-b", file->B, run->B, NULL, 0},
+        {"-t", file->T, run->T, NULL, 0},
+        {"-d", file->total_batch, run->total_batch, NULL, 0},
+        {fp8 ? "-fp8_recipe" : NULL, f->scaling, r->scaling, scalings, 2},
+        {fp8 ? "-fp8" : NULL, f->fp8_format, r->fp8_format, formats, 3},
+        {fp8 ? "-fp8_amax_history_len" : NULL, f->amax_history_len, r->amax_history_len, NULL, 0},
+        {fp8 ? "-fp8_amax_compute_algo" : NULL, f->amax_compute_algo, r->amax_compute_algo, algos, 3},
+        {fp8 ? "-fp8_margin" : NULL, f->margin, r->margin, NULL, 0},
+        {fp8 ? "-fp8_interval" : NULL, f->interval, r->interval, NULL, 0},
+        {fp8 ? "-fp8_fprop" : NULL, !f->override_fprop, !r->override_fprop, NULL, 0},
+        {fp8 ? "-fp8_dgrad" : NULL, !f->override_dgrad, !r->override_dgrad, NULL, 0},
+        {fp8 ? "-fp8_wgrad" : NULL, !f->override_wgrad, !r->override_wgrad, NULL, 0},
+        {fp8 ? "-fp8_reduce_amax" : NULL, f->reduce_amax, r->reduce_amax, NULL, 0},
+        {fp8 ? "-fp8_bf16_first_last" : NULL, file->fp8_bf16_first_last, run->fp8_bf16_first_last, NULL, 0},
+        {fp8 ? "-fp8_lm_head" : NULL, file->fp8_lm_head, run->fp8_lm_head, NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+        const ResumeSetting* st = &settings[i];
+        if (!st->flag || st->checkpoint == st->run) { continue; }
+        char was[32], now[32];
+        if (st->names && st->checkpoint >= 0 && st->checkpoint < st->num_names) {
+            snprintf(was, sizeof(was), "%s", st->names[st->checkpoint]);
+        } else {
+            snprintf(was, sizeof(was), "%lld", st->checkpoint);
+        }
+        if (st->names && st->run >= 0 && st->run < st->num_names) {
+            snprintf(now, sizeof(now), "%s", st->names[st->run]);
+        } else {
+            snprintf(now, sizeof(now), "%lld", st->run);
+        }
+        die("%s: cannot resume: %s is %s in the checkpoint but %s in this run (resume with %s %s, or start a new run "
+            "in another -o)", path, st->flag, was, now, st->flag, was);
+    }
+}
+
+// Loads checkpoint `step` of `dir` into params, m, v and (when the run has FP8 state) fp8's arrays, after checking
+// that it was written by this run (model, process layout, every setting of checkpoint_check_same_run); on return h
+// holds the file's step, RNG and data position.
 static void checkpoint_load(const char* dir, int step, const GPT2Config* config, float* params, float* m, float* v,
-                            StateHeader* h, Fp8Meta* fp8) {
+                            StateHeader* h, const StateFp8Arrays* fp8) {
     char path[1024], err[512];
     snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
     GPT2Config file_config;
     size_t n;
     float* file_params = read_model_file(path, &file_config, &n);
-    if (!same_config(&file_config, config)) {
+    int same = same_config(&file_config, config);
+    if (same) { memcpy(params, file_params, n * sizeof(float)); }
+    free(file_params);
+    if (!same) {
         die("%s: checkpoint model (L %d, C %d, NH %d, V %d, maxT %d) differs from the run's (L %d, C %d, NH %d, V %d, maxT %d)",
             path, file_config.num_layers, file_config.channels, file_config.num_heads, file_config.vocab_size,
             file_config.max_seq_len, config->num_layers, config->channels, config->num_heads, config->vocab_size,
             config->max_seq_len);
     }
-    memcpy(params, file_params, n * sizeof(float));
-    free(file_params);
     snprintf(path, sizeof(path), "%s/state_%08d_%05d.bin", dir, step, h->process_rank);
     StateHeader file;
     if (state_file_read_header(path, &file, err, sizeof(err))) { die("%s", err); }
@@ -853,30 +974,12 @@ static void checkpoint_load(const char* dir, int step, const GPT2Config* config,
             "as the run that wrote it)", path, (long long)file.opt_offset, (long long)(file.opt_offset + file.opt_count),
             (long long)h->opt_offset, (long long)(h->opt_offset + h->opt_count));
     }
-    if (file.precision != h->precision) {
-        die("%s: checkpoint was trained with -precision %s, this run uses %s", path,
-            precision_name((Precision)file.precision), precision_name((Precision)h->precision));
+    checkpoint_check_same_run(path, &file, h);
+    if (file.fp8_modules != h->fp8_modules) {  // same model and precision, so only a corrupt file gets here
+        die("%s: corrupt state file (%d FP8 modules, the model has %d)", path, file.fp8_modules, h->fp8_modules);
     }
-    if (h->fp8_modules && file.recipe.scaling != h->recipe.scaling) {
-        die("%s: checkpoint was trained with -fp8_recipe %s, this run uses %s", path,
-            fp8_scaling_recipe_name(file.recipe.scaling), fp8_scaling_recipe_name(h->recipe.scaling));
-    }
-    if (file.fp8_modules != h->fp8_modules ||
-        (h->fp8_modules && (file.recipe.amax_history_len != h->recipe.amax_history_len ||
-                            file.fp8_bf16_first_last != h->fp8_bf16_first_last || file.fp8_lm_head != h->fp8_lm_head))) {
-        die("%s: FP8 state shape differs (modules %d, amax_history_len %d, bf16_first_last %d, lm_head %d in the file)",
-            path, file.fp8_modules, file.recipe.amax_history_len, file.fp8_bf16_first_last, file.fp8_lm_head);
-    }
-    if (state_file_read_body(path, &file, m, v, fp8 ? fp8->memory : NULL, err, sizeof(err))) { die("%s", err); }
-    if (fp8) {  // histories may hold 0 but never NaN; scales and scale_inv must be positive and finite
-        size_t history = (size_t)fp8->amax_history_len * fp8->num_slots;
-        for (size_t i = 0; i < fp8->num_floats; i++) {
-            float x = fp8->memory[i];
-            if (isnan(x) || (i >= history && !(x > 0.0f && isfinite(x)))) {
-                die("%s: corrupt FP8 state (entry %zu is %g)", path, i, x);
-            }
-        }
-    }
+    if (state_file_read_body(path, &file, m, v, fp8, err, sizeof(err))) { die("%s", err); }
+    if (file.fp8_modules && state_fp8_check(path, &file, fp8, err, sizeof(err))) { die("%s", err); }
     h->step = file.step;
     h->rng_state = file.rng_state;
     h->shard_index = file.shard_index;
