@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""fuzz/make_seed_corpus.py — writes the small seed corpus of the fuzz harnesses into fuzz/corpus/<reader>/: for each
+reader a few tiny valid files (so the fuzzer starts from inputs that get past every check) and a few invalid ones
+(wrong magic, version, sizes). Run it again after a format change; crash reproducers found by fuzzing are kept beside
+these seeds by hand (named crash-*) and are never overwritten here."""
+import os
+import struct
+import sys
+
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def put(reader, name, data):
+    os.makedirs(os.path.join(root, reader), exist_ok=True)
+    with open(os.path.join(root, reader, name), "wb") as f:
+        f.write(data)
+
+
+def header(*values):
+    h = list(values) + [0] * (256 - len(values))
+    return struct.pack("<256i", *h)
+
+
+# tokenizer: {20240328, version, vocab, eot}, then per token a length byte and its bytes
+def tokenizer(version, tokens, eot):
+    return header(20240328, version, len(tokens), eot) + b"".join(bytes([len(t)]) + t for t in tokens)
+
+
+tokens = [b"a", b"b", b"ab", b"<|endoftext|>"]
+put("tokenizer", "valid_v2", tokenizer(2, tokens, 3))
+put("tokenizer", "bad_magic", struct.pack("<i", 12345) + tokenizer(2, tokens, 3)[4:])
+put("tokenizer", "bad_version", tokenizer(3, tokens, 3))
+put("tokenizer", "truncated", tokenizer(2, tokens, 3)[:-3])
+put("tokenizer", "trailing_bytes", tokenizer(2, tokens, 3) + b"x")
+put("tokenizer", "zero_length_token", header(20240328, 2, 2, 1) + b"\x01a\x00b")
+
+# shard: {20240520, 1, count}, then count uint16 tokens (the harness reads B*T = 16 + 1 tokens a batch, vocab 512)
+def shard(tokens, magic=20240520, version=1, count=None):
+    return header(magic, version, len(tokens) if count is None else count) + struct.pack(f"<{len(tokens)}H", *tokens)
+
+
+put("shard", "valid_40", shard([(7 * i) % 512 for i in range(40)]))
+put("shard", "valid_17", shard(list(range(17))))
+put("shard", "token_out_of_vocab", shard([1] * 10 + [600] + [1] * 29))
+put("shard", "bad_magic", shard([1] * 40, magic=1))
+put("shard", "bad_version", shard([1] * 40, version=2))
+put("shard", "too_short", shard([1] * 10))
+put("shard", "count_mismatch", shard([1] * 40, count=41))
+
+
+# model: {20240326, 3, maxT, V, L, NH, C, Vp}, then the fp32 parameters in llm.c's order
+def model(maxT, V, L, NH, C, Vp, value=0.5):
+    n = Vp * C + maxT * C + L * (2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + 4 * C * C + 4 * C + 4 * C * C + C) + 2 * C
+    return header(20240326, 3, maxT, V, L, NH, C, Vp) + struct.pack(f"<{n}f", *([value] * n))
+
+
+put("model", "valid_tiny", model(2, 2, 1, 1, 1, 2))
+put("model", "valid_two_layers", model(4, 3, 2, 2, 2, 4))
+put("model", "nan_parameter", model(2, 2, 1, 1, 1, 2, value=float("nan")))
+put("model", "bf16_version", header(20240326, 5, 2, 2, 1, 1, 1, 2))
+put("model", "truncated", model(2, 2, 1, 1, 1, 2)[:-4])
+put("model", "heads_do_not_divide", header(20240326, 3, 2, 2, 1, 2, 3, 2))
+
+
+# state: int32 header[256], float m[n], v[n], fp8[(len + 2) * 5M], then FNV-1a over the 32-bit words before it
+def fnv1a_words(data):
+    h = 0xCBF29CE484222325
+    for (w,) in struct.iter_unpack("<I", data):
+        h = ((h ^ w) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def state(precision, modules, history_len, n, step=3, B=2, T=4, total_batch=8, version=3):
+    h = [0] * 256
+    h[0:19] = [20241122, version, 1, 0, precision, modules, history_len, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0, B, T]
+    h[35] = total_batch
+    body = bytearray(struct.pack("<256i", *h))
+    for index, value in ((20, step), (22, n), (24, 12345), (26, 0), (28, 64), (30, 0), (32, n)):
+        struct.pack_into("<q", body, index * 4, value)
+    slots = 5 * modules
+    body += struct.pack(f"<{2 * n}f", *([0.01] * (2 * n)))
+    if modules:  # metadata (histories 0 but a few amaxes, scales 1), last amaxes, counters (count, saturated, flushed)
+        history = [0.0] * (history_len * slots)
+        history[slots - 1] = 3.5
+        body += struct.pack(f"<{len(history)}f", *history) + struct.pack(f"<{2 * slots}f", *([1.0] * (2 * slots)))
+        body += struct.pack(f"<{slots}f", *([2.0] * slots))
+        body += struct.pack(f"<{3 * slots}q", *([100, 1, 2] * slots))
+    c = fnv1a_words(bytes(body))
+    return bytes(body) + struct.pack("<2I", c & 0xFFFFFFFF, c >> 32)
+
+
+put("state", "valid_bf16", state(1, 0, 1024, 31))
+put("state", "valid_fp8", state(2, 2, 4, 31))
+bad = bytearray(state(2, 2, 4, 31))
+bad[2000 % len(bad)] ^= 0x40
+put("state", "bad_checksum", bytes(bad))
+put("state", "truncated", state(2, 2, 4, 31)[:-8])
+put("state", "version_2", state(1, 0, 1024, 31, version=2))
+print(f"seed corpus written to {root}", file=sys.stderr)
