@@ -8,6 +8,8 @@
 #   make deps                     install the Python packages the tests and plots use (requirements.txt), and the
 #                                 cuDNN frontend's headers into deps/cudnn_frontend/include (for cuDNN attention)
 #   make cuda                     the CUDA trainer, its GPU test and the dev/cuda checks (needs nvcc, not a GPU)
+#   make test SANITIZE=1          the CPU programs with AddressSanitizer + UndefinedBehaviorSanitizer, the CPU suite on them
+#   make fuzz                     libFuzzer on the shard, model, state and tokenizer readers, FUZZ_SECONDS (60) each
 #
 # Variables: see `make help`.
 
@@ -122,6 +124,30 @@ endif
 TRAINER ?= $(if $(and $(NVCC),$(filter 1,$(GPU))),train_gpt_fp8,train_gpt_fp8_cpu)
 
 # ---------------------------------------------------------------------------------------------------------------------
+# sanitizers: make test SANITIZE=1 builds the CPU programs with AddressSanitizer (LeakSanitizer included) and
+# UndefinedBehaviorSanitizer, every report fatal, and runs the CPU suite on them (the nvcc programs and the fuzz smoke
+# are left out). The compiler and flags are stamped into .build-flags and every CPU program depends on it, so switching
+# SANITIZE on or off rebuilds them all: a plain `make test` after a sanitized one is never silently sanitized.
+
+ifeq ($(SANITIZE),1)
+  CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g
+endif
+BUILD_FLAGS := $(CC) $(CFLAGS) $(OMP_FLAGS) $(LDLIBS)
+BUILD_FLAGS_STAMP := .build-flags
+$(shell printf '%s\n' '$(BUILD_FLAGS)' | cmp -s - $(BUILD_FLAGS_STAMP) 2>/dev/null || printf '%s\n' '$(BUILD_FLAGS)' >$(BUILD_FLAGS_STAMP))
+
+# fuzzing: one libFuzzer harness per file reader (fuzz/), built with clang (Debian's clang package has libFuzzer) by
+# make test and make fuzz; without it they are not built and the fuzz smoke test reports that as a failure
+FUZZ_CC ?= $(firstword $(shell command -v clang-14 clang 2>/dev/null))
+# (asked only for the goals that use the answer, so a plain make does not pay for the compiler's trial run)
+FUZZ_CAN_BUILD := $(if $(and $(FUZZ_CC),$(filter test fuzz info fuzz/%,$(MAKECMDGOALS))),$(shell printf 'int LLVMFuzzerTestOneInput(const char* d, unsigned long n) { (void)d; (void)n; return 0; }\n' | $(FUZZ_CC) -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null && echo yes))
+FUZZ_READERS := shard model state tokenizer
+FUZZ_PROGRAMS := $(patsubst %,fuzz/fuzz_%,$(FUZZ_READERS))
+FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 20
+
+# ---------------------------------------------------------------------------------------------------------------------
 # CPU programs and tests
 
 FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/meta.h fp8/current.h
@@ -142,39 +168,43 @@ CUDA_HEADERS := fp8/quantize.cuh fp8/update.cuh fp8/gemm.cuh llmc/cuda_utils.cuh
 # A plain `make` builds what a user runs (the data tools come from dev/data/data.mk, included above, hence the
 # explicit default goal); `make test` adds the test programs and, where nvcc is, every CUDA program.
 RUN_PROGRAMS := $(CPU_PROGRAMS) $(DATA_PROGRAMS) $(CPU_TOOLS) $(filter train_gpt_fp8,$(TRAINER))
-TEST_PROGRAMS := $(CPU_TESTS) $(CUDA_HOST_TESTS) $(if $(NVCC),$(DEV_CUDA) $(CUDA_PROGRAMS))
+TEST_PROGRAMS := $(CPU_TESTS) $(CUDA_HOST_TESTS) $(if $(NVCC),$(DEV_CUDA) $(CUDA_PROGRAMS)) \
+                 $(if $(FUZZ_CAN_BUILD),$(FUZZ_PROGRAMS))
 # built by `make test` but run only on a GPU (scripts/gpu_check.sh); the test summary names them
 GPU_ONLY_PROGRAMS := $(if $(NVCC),$(CUDA_PROGRAMS) $(DEV_CUDA))
 
 .DEFAULT_GOAL := all
-.PHONY: all test deps info help clean check-nvcc train data cuda
+.PHONY: all test deps info help clean check-nvcc train data cuda fuzz
 all: $(RUN_PROGRAMS)
 
 cuda: $(CUDA_PROGRAMS) $(DEV_CUDA)
 
-fp8/test_fp8: fp8/test_fp8.c $(FP8_HEADERS) llmc/testing.h
+fp8/test_fp8: fp8/test_fp8.c $(FP8_HEADERS) llmc/testing.h $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 # The CPU reference trainer (train_gpt_fp8 is the CUDA one) and its unit tests, which include it.
-train_gpt_fp8_cpu: train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS)
+train_gpt_fp8_cpu: train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
-test_gpt_fp8_cpu: test_gpt_fp8.c train_gpt_fp8.c test_tiny_model.h $(FP8_HEADERS) $(LLMC_HEADERS) llmc/testing.h
+test_gpt_fp8_cpu: test_gpt_fp8.c train_gpt_fp8.c test_tiny_model.h $(FP8_HEADERS) $(LLMC_HEADERS) llmc/testing.h \
+                  $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 # data parallelism (ZeRO-1 shards, the amax all-reduce, per-rank checkpoints) on simulated ranks
-test_data_parallel: test_data_parallel.c train_gpt_fp8.c test_tiny_model.h $(FP8_HEADERS) $(LLMC_HEADERS) llmc/testing.h
+test_data_parallel: test_data_parallel.c train_gpt_fp8.c test_tiny_model.h $(FP8_HEADERS) $(LLMC_HEADERS) llmc/testing.h \
+                    $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 # ranks from mpirun/Slurm/flags and the NCCL id exchange through a folder or TCP, with forked processes as ranks
-llmc/test_multi_process: llmc/test_multi_process.c llmc/multi_process.h llmc/testing.h
+llmc/test_multi_process: llmc/test_multi_process.c llmc/multi_process.h llmc/testing.h $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
 # the GPU trainer's memory plan (the estimate it prints before allocating), on the CPU
-llmc/test_memory_plan: llmc/test_memory_plan.c llmc/memory_plan.h $(LLMC_HEADERS) $(FP8_HEADERS) llmc/testing.h
+llmc/test_memory_plan: llmc/test_memory_plan.c llmc/memory_plan.h $(LLMC_HEADERS) $(FP8_HEADERS) llmc/testing.h \
+                       $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
-fp8/fp8_codec: fp8/fp8_codec.c fp8/fp8.h
+fp8/fp8_codec: fp8/fp8_codec.c fp8/fp8.h $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
 # Host-only: compares fp8.h with cuda_fp8.h's conversions and compiles the shared headers as device code.
@@ -200,24 +230,45 @@ dev/cuda/attention_cudnn: dev/cuda/attention_cudnn.cu llmc/attention.cuh llmc/ke
 	@test -n "$(CUDNN_OBJECT)" || { echo "$@ needs cuDNN attention: $(CUDNN_STATUS)"; exit 1; }
 	$(NVCC) $(NVCC_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(CUDNN_LDLIBS)
 
-# Every test line: a command whose output ends with "<suite>: N passed, M failed". scripts/run_tests.sh runs them all,
-# even after a failure, and prints the total.
-TEST_COMMANDS := ./fp8/test_fp8 \
-                 "$(PYTHON) fp8/test_fp8_ml_dtypes.py fp8/fp8_codec" \
-                 $(if $(NVCC),./fp8/test_fp8_cuda_host ./llmc/test_kernels_host ./dev/cuda/test_without_gpu.sh) \
-                 $(DATA_TEST_COMMANDS) \
-                 ./test_gpt_fp8_cpu \
-                 ./test_data_parallel \
-                 ./llmc/test_multi_process \
-                 ./llmc/test_memory_plan \
-                 ./test_train_gpt_fp8.sh \
-                 ./scripts/test_plot_losses.sh \
-                 ./scripts/test_plot_fp8_diag.sh \
-                 ./scripts/test_run_scripts.sh \
-                 ./scripts/test_gpu_check.sh
+# the fuzz harnesses (variables above) and `make fuzz`
+fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_file.h $(FP8_HEADERS) $(LLMC_HEADERS)
+	@test -n "$(FUZZ_CAN_BUILD)" || { echo "no clang with libFuzzer found (apt-get install clang, or FUZZ_CC=...)"; exit 1; }
+	$(FUZZ_CC) $(FUZZ_FLAGS) $< -o $@ -lm
 
+fuzz: $(FUZZ_PROGRAMS)
+	@./fuzz/run_fuzz.sh $(FUZZ_SECONDS) $(FUZZ_READERS)
+
+# Every test line: a command whose output ends with "<suite>: N passed, M failed". scripts/run_tests.sh runs them all,
+# even after a failure, and prints the total. CPU_TEST_COMMANDS are what SANITIZE=1 runs.
+CPU_TEST_COMMANDS := ./fp8/test_fp8 \
+                     "$(PYTHON) fp8/test_fp8_ml_dtypes.py fp8/fp8_codec" \
+                     $(DATA_TEST_COMMANDS) \
+                     ./test_gpt_fp8_cpu \
+                     ./test_data_parallel \
+                     ./llmc/test_multi_process \
+                     ./llmc/test_memory_plan \
+                     ./test_train_gpt_fp8.sh \
+                     ./scripts/test_plot_losses.sh \
+                     ./scripts/test_plot_fp8_diag.sh \
+                     ./scripts/test_run_scripts.sh \
+                     ./scripts/test_gpu_check.sh
+TEST_COMMANDS := $(CPU_TEST_COMMANDS) \
+                 $(if $(NVCC),./fp8/test_fp8_cuda_host ./llmc/test_kernels_host ./dev/cuda/test_without_gpu.sh) \
+                 "./fuzz/run_fuzz.sh $(FUZZ_SMOKE_SECONDS)"
+
+ifeq ($(SANITIZE),1)
+# Reports go to files (expected-error runs included, whose stderr the tests only grep), and the last test line fails
+# when there is any. allocator_may_return_null: the trainer's "out of memory" test asks for 256 TB on purpose.
+SANITIZER_LOG_DIR := $(CURDIR)/sanitizer-reports
+test: $(CPU_PROGRAMS) $(CPU_TOOLS) $(CPU_TESTS) $(DATA_PROGRAMS)
+	@rm -rf $(SANITIZER_LOG_DIR) && mkdir -p $(SANITIZER_LOG_DIR)
+	@ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:log_path=$(SANITIZER_LOG_DIR)/asan \
+	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SANITIZER_LOG_DIR)/ubsan \
+	  ./scripts/run_tests.sh $(CPU_TEST_COMMANDS) "./scripts/check_sanitizer_reports.sh $(SANITIZER_LOG_DIR)"
+else
 test: $(RUN_PROGRAMS) $(TEST_PROGRAMS)
 	@./scripts/run_tests.sh --built-not-run "$(GPU_ONLY_PROGRAMS)" --gpu $(GPU) $(TEST_COMMANDS)
+endif
 
 # The default dataset (tinyshakespeare, our own BPE tokenizer) in data/tinyshakespeare/; INPUT=path/input.txt uses a
 # local copy of the text instead of looking for one (see dev/data/prepare_tinyshakespeare.sh).
@@ -265,6 +316,7 @@ info:
 	@echo "make train  runs $(TRAINER) ($(if $(filter train_gpt_fp8,$(TRAINER)),a GPU answers and nvcc is here,$(if $(filter 1,$(GPU)),nvcc not found,no GPU answers))); builds only it and $(DATA_PROGRAMS)"
 	@echo "make test   also builds the tests$(if $(NVCC), and every CUDA program); runs the CPU tests$(if $(GPU_ONLY_PROGRAMS),; builds but does not run $(GPU_ONLY_PROGRAMS) (scripts/gpu_check.sh runs them on a GPU))"
 	@echo "make cuda   builds $(CUDA_PROGRAMS) $(DEV_CUDA)$(if $(NVCC),, (needs nvcc: not found))"
+	@echo "fuzzing     $(if $(FUZZ_CAN_BUILD),$(FUZZ_CC) with libFuzzer,not available: no clang with libFuzzer (apt-get install clang))"
 
 help:
 	@echo "gptfp8: BF16 and FP8 (delayed scaling) GPT training in C/CUDA. Targets:"
@@ -275,6 +327,8 @@ help:
 	@echo "                       the cuDNN frontend's headers into deps/ (cuDNN attention)"
 	@echo "  make data            prepare data/tinyshakespeare (INPUT=path/to/input.txt, else ../shared, else a download)"
 	@echo "  make test            build everything and run every CPU test; the last line is 'N passed, M failed'"
+	@echo "  make test SANITIZE=1 the CPU programs under ASan + UBSan, the CPU suite on them (reports: sanitizer-reports/)"
+	@echo "  make fuzz            libFuzzer on the shard, model, state and tokenizer readers (needs clang)"
 	@echo "  make cuda            the CUDA trainer, its GPU test, the dev/cuda checks (needs nvcc; runs on a GPU)"
 	@echo "  make info            what was found: compilers, GPU, cuDNN, NCCL, and what make / make train use"
 	@echo "  make clean           remove what make built (not data/ or logs)"
@@ -292,8 +346,11 @@ help:
 	@echo "  NO_MULTI_GPU=1       the CUDA trainer without NCCL; NO_USE_MPI=1 without MPI (ids via -pi fs|tcp)"
 	@echo "  NO_CUDNN=1           the CUDA trainer without cuDNN attention (-attn plain only)"
 	@echo "  CUDNN_FRONTEND_PATH  the cuDNN frontend's include/ folder (default: what make deps put in deps/)"
+	@echo "  FUZZ_SECONDS=N       make fuzz: seconds per reader (default 60); FUZZ_SMOKE_SECONDS: the test's (20)"
+	@echo "  FUZZ_CC=clang        the compiler of the fuzz harnesses (default clang-14 or clang)"
 	@echo "  CC, NVCC, PYTHON     the compilers and the Python to use"
 
 clean:
 	rm -f $(CPU_PROGRAMS) $(CPU_TESTS) $(CPU_TOOLS) $(DEV_CUDA) $(CUDA_HOST_TESTS) train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN) \
-	      llmc/cudnn_attention.o dev/cuda/attention_cudnn
+	      llmc/cudnn_attention.o dev/cuda/attention_cudnn $(FUZZ_PROGRAMS) $(BUILD_FLAGS_STAMP)
+	rm -rf fuzz/work sanitizer-reports

@@ -3,5 +3,5 @@ DATA_PROGRAMS := dev/data/tokenizer
 DATA_TEST_COMMANDS := ./dev/data/test_tokenizer.sh
 DATA_CLEAN := dev/data/tokenizer
 
-dev/data/tokenizer: dev/data/tokenizer.c
+dev/data/tokenizer: dev/data/tokenizer.c $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
