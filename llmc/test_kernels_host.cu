@@ -1,9 +1,12 @@
 /*
 llmc/test_kernels_host.cu — host-side tests of llmc/kernels.cuh that need no GPU (built with nvcc, run in CI): the
 token bucketing that makes the encoder backward deterministic must put every position in exactly one bucket, the
-bucket of its own token, in increasing position order, with buckets in increasing token order.
+bucket of its own token, in increasing position order, with buckets in increasing token order; and the launch grid
+sizes, computed in 64 bits, exact up to CUDA's limits and one error line past them.
 */
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "kernels.cuh"
 #include "rand.h"
@@ -58,7 +61,62 @@ static void test_encoder_buckets(void) {
     check_buckets(one, 1, 1, "a single position");
 }
 
+// Runs launch(n) in a child with stderr captured; returns its exit code and its stderr in out.
+static int run_grid_child(unsigned int (*launch)(size_t), size_t n, char* out, size_t outlen) {
+    int pipefd[2];
+    if (pipe(pipefd) != 0) { return -1; }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(pipefd[0]);
+        dup2(pipefd[1], 2);
+        launch(n);
+        _exit(0);
+    }
+    close(pipefd[1]);
+    size_t got = 0;
+    ssize_t r;
+    while (got < outlen - 1 && (r = read(pipefd[0], out + got, outlen - 1 - got)) > 0) { got += (size_t)r; }
+    out[got] = '\0';
+    close(pipefd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static unsigned int elementwise_grid(size_t n) { return blocks_for(n, 256); }
+static unsigned int row_grid(size_t rows) { return blocks_per_row(rows, "a row launch"); }
+static unsigned int column_sum_grid(size_t rows) { return (unsigned int)column_sum_chunks(rows); }
+
+static void test_grid_limits(void) {
+    // past 32 bits of elements, still exact; the limits themselves fit
+    CHECK(blocks_for((size_t)3 << 32, 1024) == 12582912u, "blocks_for(3 * 2^32, 1024) = %u", blocks_for((size_t)3 << 32, 1024));
+    CHECK(blocks_for((size_t)2147483647 * 256, 256) == 2147483647u, "2^31 - 1 blocks in x are allowed");
+    CHECK(blocks_per_row(2147483647, "rows") == 2147483647u, "2^31 - 1 rows are allowed");
+    CHECK(column_sum_chunks(4194240) == 65535, "4194240 rows are 65535 chunks");
+    CHECK(column_sum_chunks(1) == 1 && column_sum_chunks(64) == 1 && column_sum_chunks(65) == 2, "chunks round up");
+    // one past each limit: exit 1 with one line naming the launch and the limit
+    struct {
+        unsigned int (*launch)(size_t);
+        size_t n;
+        const char* want;
+    } cases[] = {{elementwise_grid, (size_t)2147483648ull * 256, "an elementwise launch needs 2147483648 blocks"},
+                 {elementwise_grid, (size_t)1 << 62, "more than CUDA's limit of 2147483647"},
+                 {row_grid, (size_t)2147483648ull, "a row launch needs 2147483648 blocks"},
+                 {column_sum_grid, 4194241, "needs 65536 blocks in one grid dimension, more than CUDA's limit of 65535"}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char err[512];
+        int rc = run_grid_child(cases[i].launch, cases[i].n, err, sizeof(err));
+        int lines = 0;
+        for (const char* c = err; *c; c++) { lines += *c == '\n'; }
+        CHECK(rc == 1 && lines == 1 && strstr(err, "error: ") == err && strstr(err, cases[i].want),
+              "case %zu: rc %d, %d lines, wanted '%s', got: %s", i, rc, lines, cases[i].want, err);
+    }
+}
+
 int main(void) {
     RUN_TEST(test_encoder_buckets);
+    RUN_TEST(test_grid_limits);
     return test_summary("kernels-host");
 }
