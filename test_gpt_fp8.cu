@@ -600,6 +600,11 @@ static void test_checkpoints(void) {
     gpt2_update(&cpu, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, norm, 1.0f, 1);
     gpt2_cast_weights_fp8(&cpu, 1);
     gpt2_save_checkpoint(&cpu, dir, 1, 0, NULL);
+    int S = cpu.fp8.num_slots;  // the diagnostics state as saved, before the forward below counts more casts
+    Fp8QuantStats* saved_stats = (Fp8QuantStats*)malloc((size_t)S * sizeof(Fp8QuantStats));
+    float* saved_last_amax = (float*)malloc((size_t)S * 4);
+    memcpy(saved_stats, cpu.fp8_stats, (size_t)S * sizeof(Fp8QuantStats));
+    memcpy(saved_last_amax, cpu.fp8_last_amax, (size_t)S * 4);
     gpt2_forward(&cpu, inputs, targets, TB, TT);
     GPT2GPU resumed;
     TrainArgs args = test_args("fp8");
@@ -613,6 +618,15 @@ static void test_checkpoints(void) {
     checkpoint_load(dir, 1, &config, params, m, v, &h, &resumed_fp8);
     gpt2_upload_params(&resumed, params);
     gpt2_upload_fp8_state(&resumed);
+    // the FP8 diagnostics state comes back too: the CPU's cast counters on the device, its last amaxes on the host
+    Fp8QuantStats* device_stats = (Fp8QuantStats*)malloc((size_t)S * sizeof(Fp8QuantStats));
+    cudaCheck(cudaMemcpy(device_stats, resumed.fp8_stats_device, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
+    CHECK(saved_stats[0].count > 0 && memcmp(device_stats, saved_stats, (size_t)S * sizeof(Fp8QuantStats)) == 0 &&
+              memcmp(resumed.fp8_last_amax, saved_last_amax, (size_t)S * 4) == 0,
+          "CPU checkpoint on the GPU: FP8 diagnostics counters and last amaxes restored");
+    free(device_stats);
+    free(saved_stats);
+    free(saved_last_amax);
     gpt2_cast_weights_fp8(&resumed, 0);
     gpt2_set_batch(&resumed, inputs, targets);
     float gpu_loss = gpt2_forward(&resumed, 0, 0.0f);

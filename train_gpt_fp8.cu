@@ -29,6 +29,7 @@ Not in this version yet (see README, Status): fusing the casts into LayerNorm/GE
 */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1093,6 +1094,7 @@ int main(int argc, char** argv) {
             }
         }
         if (last_step) { break; }
+        if (step == args.debug_kill_step) { fflush(stdout); raise(SIGKILL); }  // test hook (the GPU check's resume step)
         cudaEvent_t start, stop;
         cudaCheck(cudaEventCreate(&start));
         cudaCheck(cudaEventCreate(&stop));

@@ -13,7 +13,8 @@
 #   test      ./test_gpt_fp8: the CUDA trainer against the CPU reference
 #   train     data, then d12 on tinyshakespeare in BF16 and FP8, same seed, TRAIN_STEPS steps (as
 #             scripts/compare_bf16_fp8.sh runs them, at B 8; with FP8 diagnostics, in the archive), and the plot
-#             LOGDIR/bf16_vs_fp8.png
+#             LOGDIR/bf16_vs_fp8.png; resume: a small FP8 run killed between checkpoints and resumed with -y 1 ends with
+#             every file byte-identical to an uninterrupted run's
 #   bench     d12, d24, d48 in BF16 and FP8, BENCH_STEPS steps each: mean ms and tok/s after the first 5 steps, MFU and
 #             peak memory (timing runs: no -o, -fp8_diag_every 0). d48 first asks the trainer's memory estimate
 #             (fit_d48: -estimate 1) for the largest micro-batch of d48 at T 1024 that fits this GPU in BF16 and in FP8,
@@ -449,6 +450,28 @@ stage_train() {
         read -r -a stats <<<"$(progress_stats "$WORK/train_$precision.log" "$SKIP")"
         row "train_$precision" "val $(last_val_loss "$WORK/train_$precision.log"), train $(last_train_loss "$WORK/train_$precision.log"), ${stats[0]} ms/step"
     done
+    # resume: a small FP8 run killed at step 9 (after the checkpoint of step 6 and the diagnostics block of step 8, on
+    # neither), then resumed with -y 1: its folder must end byte for byte as the uninterrupted run's (the CPU suite
+    # checks the CPU trainer the same way); both folders are removed after
+    run_step resume 120 bash -c '
+        dir=$1
+        shift
+        rm -rf "$dir" && mkdir -p "$dir" || exit 1
+        ./train_gpt_fp8 "$@" -o "$dir/straight" || exit 1
+        ./train_gpt_fp8 "$@" -o "$dir/resumed" -debug_kill_step 9
+        [ $? -eq 137 ] || { echo "the run to resume was not killed at step 9"; rm -rf "$dir"; exit 1; }
+        ./train_gpt_fp8 "$@" -o "$dir/resumed" -y 1 || { rm -rf "$dir"; exit 1; }
+        if diff -r -q "$dir/straight" "$dir/resumed"; then
+            echo "resume: every file byte-identical ($(ls "$dir/straight" | wc -l) files)"
+            rc=0
+        else
+            echo "resume: files differ from the uninterrupted run"
+            rc=1
+        fi
+        rm -rf "$dir"
+        exit $rc' resume "$WORK/resume" "${DATA_FLAGS[@]}" -L 4 -C 256 -NH 4 -b 8 -t 256 -x 20 -n 6 -v 6 -m 2 -s 0 \
+        -seed 1337 -precision fp8 -fp8_amax_history_len 16 -fp8_diag_every 4 ${EXTRA[@]+"${EXTRA[@]}"}
+    row resume "$(grep -E '^resume: ' "$WORK/resume.log" 2>/dev/null | tail -n 1 | sed 's/^resume: //')"
     if [ "${DRY_RUN:-0}" = 1 ]; then return; fi
     if ! python3 -c "import matplotlib" >/dev/null 2>&1; then
         echo "gpu_check: plot: skipped, matplotlib is not importable (make deps)" >"$WORK/plot.log"

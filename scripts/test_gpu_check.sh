@@ -267,6 +267,14 @@ if [[ $train_cmd == *" -x 20 "* ]] && [[ $train_cmd == *" -fp8_margin 1" ]]; the
 else
     fail train_steps_and_extra_flags "$train_cmd"
 fi
+resume_cmd=$(tar -xzOf "$tmp/dry2/gpu_check_logs.tar.gz" ./resume.log 2>/dev/null | head -n 1)
+if printf '%s\n' "$out" | grep -qE '^\| resume +\| DRY RUN' && [[ $resume_cmd == *"-debug_kill_step 9"* ]] &&
+    [[ $resume_cmd == *" -y 1 "* ]] && [[ $resume_cmd == *" -n 6 -v 6 "* ]] && [[ $resume_cmd == *" -fp8_diag_every 4 "* ]] &&
+    [[ $resume_cmd == *" -fp8_margin 1" ]]; then
+    pass train_stage_resume_step
+else
+    fail train_stage_resume_step "$resume_cmd"
+fi
 out=$(dry "$tmp/dry3")
 if printf '%s\n' "$out" | grep -qE '^\| fp8_update +\|' && printf '%s\n' "$out" | grep -qE '^\| nccl_1rank +\|' &&
     printf '%s\n' "$out" | grep -qE '^\| build +\| DRY RUN' && ! printf '%s\n' "$out" | grep -qE '^\| (memcheck|racecheck) '; then
