@@ -347,30 +347,6 @@ static void test_zero1_steps_match_single_rank(void) {
     sim_group_free(&zero1);
 }
 
-// Runs fn(arg) in a child with stderr captured; returns the child's exit code and its stderr in out.
-static int run_captured(void (*fn)(void*), void* arg, char* out, size_t outlen) {
-    int pipefd[2];
-    if (pipe(pipefd) != 0) { return -1; }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(pipefd[0]);
-        dup2(pipefd[1], 2);
-        fn(arg);
-        _exit(0);
-    }
-    close(pipefd[1]);
-    size_t got = 0;
-    ssize_t n;
-    while ((n = read(pipefd[0], out + got, outlen - 1 - got)) > 0 && got < outlen - 1) { got += (size_t)n; }
-    out[got] = '\0';
-    close(pipefd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 typedef struct {
     const char* dir;
     int num_processes, zero_stage;

@@ -5,8 +5,6 @@ bucket of its own token, in increasing position order, with buckets in increasin
 sizes, computed in 64 bits, exact up to CUDA's limits and one error line past them.
 */
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "kernels.cuh"
 #include "rand.h"
@@ -61,28 +59,14 @@ static void test_encoder_buckets(void) {
     check_buckets(one, 1, 1, "a single position");
 }
 
-// Runs launch(n) in a child with stderr captured; returns its exit code and its stderr in out.
-static int run_grid_child(unsigned int (*launch)(size_t), size_t n, char* out, size_t outlen) {
-    int pipefd[2];
-    if (pipe(pipefd) != 0) { return -1; }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(pipefd[0]);
-        dup2(pipefd[1], 2);
-        launch(n);
-        _exit(0);
-    }
-    close(pipefd[1]);
-    size_t got = 0;
-    ssize_t r;
-    while (got < outlen - 1 && (r = read(pipefd[0], out + got, outlen - 1 - got)) > 0) { got += (size_t)r; }
-    out[got] = '\0';
-    close(pipefd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+// A launch's grid size for n, in a child (run_captured): the ones past CUDA's limits must exit with one line.
+typedef struct {
+    unsigned int (*launch)(size_t);
+    size_t n;
+} GridCase;
+static void grid_case_run(void* arg) {
+    GridCase* c = (GridCase*)arg;
+    c->launch(c->n);
 }
 
 static unsigned int elementwise_grid(size_t n) { return blocks_for(n, 256); }
@@ -97,21 +81,18 @@ static void test_grid_limits(void) {
     CHECK(column_sum_chunks(4194240) == 65535, "4194240 rows are 65535 chunks");
     CHECK(column_sum_chunks(1) == 1 && column_sum_chunks(64) == 1 && column_sum_chunks(65) == 2, "chunks round up");
     // one past each limit: exit 1 with one line naming the launch and the limit
-    struct {
-        unsigned int (*launch)(size_t);
-        size_t n;
-        const char* want;
-    } cases[] = {{elementwise_grid, (size_t)2147483648ull * 256, "an elementwise launch needs 2147483648 blocks"},
-                 {elementwise_grid, (size_t)1 << 62, "more than CUDA's limit of 2147483647"},
-                 {row_grid, (size_t)2147483648ull, "a row launch needs 2147483648 blocks"},
-                 {column_sum_grid, 4194241, "needs 65536 blocks in one grid dimension, more than CUDA's limit of 65535"}};
+    GridCase cases[] = {{elementwise_grid, (size_t)2147483648ull * 256}, {elementwise_grid, (size_t)1 << 62},
+                        {row_grid, (size_t)2147483648ull}, {column_sum_grid, 4194241}};
+    const char* wants[] = {"an elementwise launch needs 2147483648 blocks", "more than CUDA's limit of 2147483647",
+                           "a row launch needs 2147483648 blocks",
+                           "needs 65536 blocks in one grid dimension, more than CUDA's limit of 65535"};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char err[512];
-        int rc = run_grid_child(cases[i].launch, cases[i].n, err, sizeof(err));
+        int rc = run_captured(grid_case_run, &cases[i], err, sizeof(err));
         int lines = 0;
         for (const char* c = err; *c; c++) { lines += *c == '\n'; }
-        CHECK(rc == 1 && lines == 1 && strstr(err, "error: ") == err && strstr(err, cases[i].want),
-              "case %zu: rc %d, %d lines, wanted '%s', got: %s", i, rc, lines, cases[i].want, err);
+        CHECK(rc == 1 && lines == 1 && strstr(err, "error: ") == err && strstr(err, wants[i]),
+              "case %zu: rc %d, %d lines, wanted '%s', got: %s", i, rc, lines, wants[i], err);
     }
 }
 
