@@ -342,22 +342,26 @@ expect_error state_size_overflow "corrupt state header" $TINY -precision fp8 -x 
 RESUME_CKPT="$TINY -precision fp8 -x 4 -v 0 -y 1 -o $TMP/ckpt"
 expect_error resume_changed_precision "-precision is fp8 in the checkpoint but bf16 in this run" $RESUME_CKPT -precision bf16
 expect_error resume_changed_fp8_off "-precision is fp8 in the checkpoint but bf16 in this run" $TINY -x 4 -v 0 -y 1 -o "$TMP/ckpt" -fp8 off
-expect_error resume_changed_format "-fp8 is hybrid in the checkpoint but e5m2 in this run" $RESUME_CKPT -fp8 e5m2
-expect_error resume_changed_format_e4m3 "-fp8 is hybrid in the checkpoint but e4m3 in this run" $RESUME_CKPT -fp8 e4m3
-expect_error resume_changed_B "-b is 8 in the checkpoint but 4 in this run" $RESUME_CKPT -b 4
+while read -r name flag was now; do  # one per recorded setting: the flag, the checkpoint's value and this run's
+    expect_error "resume_changed_$name" "$flag is $was in the checkpoint but $now in this run" $RESUME_CKPT $flag "$now"
+done <<'EOF'
+format -fp8 hybrid e5m2
+format_e4m3 -fp8 hybrid e4m3
+B -b 8 4
+total_batch -d 512 1024
+history_len -fp8_amax_history_len 1024 16
+algo -fp8_amax_compute_algo max most_recent
+margin -fp8_margin 0 1
+interval -fp8_interval 1 2
+fprop -fp8_fprop 1 0
+dgrad -fp8_dgrad 1 0
+wgrad -fp8_wgrad 1 0
+reduce_amax -fp8_reduce_amax 1 0
+first_last -fp8_bf16_first_last 0 1
+lm_head -fp8_lm_head 0 1
+recipe -fp8_recipe delayed current
+EOF
 expect_error resume_changed_T "-t is 64 in the checkpoint but 32 in this run" $RESUME_CKPT -t 32 -maxT 64
-expect_error resume_changed_total_batch "-d is 512 in the checkpoint but 1024 in this run" $RESUME_CKPT -d 1024
-expect_error resume_changed_history_len "-fp8_amax_history_len is 1024 in the checkpoint but 16 in this run" $RESUME_CKPT -fp8_amax_history_len 16
-expect_error resume_changed_algo "-fp8_amax_compute_algo is max in the checkpoint but most_recent in this run" $RESUME_CKPT -fp8_amax_compute_algo most_recent
-expect_error resume_changed_margin "-fp8_margin is 0 in the checkpoint but 1 in this run" $RESUME_CKPT -fp8_margin 1
-expect_error resume_changed_interval "-fp8_interval is 1 in the checkpoint but 2 in this run" $RESUME_CKPT -fp8_interval 2
-expect_error resume_changed_fprop "-fp8_fprop is 1 in the checkpoint but 0 in this run" $RESUME_CKPT -fp8_fprop 0
-expect_error resume_changed_dgrad "-fp8_dgrad is 1 in the checkpoint but 0 in this run" $RESUME_CKPT -fp8_dgrad 0
-expect_error resume_changed_wgrad "-fp8_wgrad is 1 in the checkpoint but 0 in this run" $RESUME_CKPT -fp8_wgrad 0
-expect_error resume_changed_reduce_amax "-fp8_reduce_amax is 1 in the checkpoint but 0 in this run" $RESUME_CKPT -fp8_reduce_amax 0
-expect_error resume_changed_first_last "-fp8_bf16_first_last is 0 in the checkpoint but 1 in this run" $RESUME_CKPT -fp8_bf16_first_last 1
-expect_error resume_changed_lm_head "-fp8_lm_head is 0 in the checkpoint but 1 in this run" $RESUME_CKPT -fp8_lm_head 1
-expect_error resume_changed_recipe "-fp8_recipe is delayed in the checkpoint but current in this run" $RESUME_CKPT -fp8_recipe current
 expect_error resume_changed_model "differs from the run's (L 3" $RESUME_CKPT -L 3
 # what the header does not record may change: steps, learning-rate schedule, optimizer, evaluation, sampling,
 # checkpoints, diagnostics, seed (in a copy of the folder: the run goes on to step 4)
