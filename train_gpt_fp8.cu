@@ -565,14 +565,14 @@ static float gpt2_forward(GPT2GPU* model, int training, float dloss) {
         floatX* residual3 = a->residual3 + l * BTC;
         int module = l * LINEARS_PER_BLOCK;
         layernorm_forward_kernel<<<row_blocks, 256, 0, s>>>(ln1, a->ln1_mean + l * BT, a->ln1_rstd + l * BT, residual,
-                                                    p->ln1w + l * C, p->ln1b + l * C, C);
+                                                            p->ln1w + l * C, p->ln1b + l * C, C);
         cudaCheck(cudaGetLastError());
         linear_forward(model, module + LINEAR_QKV, qkv, ln1);
         attention_forward_layer(model, l, atty, qkv, training);
         linear_forward(model, module + LINEAR_ATTPROJ, a->proj_out, atty);
         residual_forward_kernel<<<blocks_for(BTC, 256), 256, 0, s>>>(residual2, residual, a->proj_out, BTC);
         layernorm_forward_kernel<<<row_blocks, 256, 0, s>>>(ln2, a->ln2_mean + l * BT, a->ln2_rstd + l * BT, residual2,
-                                                    p->ln2w + l * C, p->ln2b + l * C, C);
+                                                            p->ln2w + l * C, p->ln2b + l * C, C);
         cudaCheck(cudaGetLastError());
         linear_forward(model, module + LINEAR_FC, fch, ln2);
         gelu_forward_kernel<<<blocks_for(BTC * 4, 256), 256, 0, s>>>(fch_gelu, fch, BTC * 4);
@@ -581,7 +581,7 @@ static float gpt2_forward(GPT2GPU* model, int training, float dloss) {
         cudaCheck(cudaGetLastError());
     }
     layernorm_forward_kernel<<<row_blocks, 256, 0, s>>>(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (L - 1) * BTC, p->lnfw,
-                                                p->lnfb, C);
+                                                        p->lnfb, C);
     cudaCheck(cudaGetLastError());
     linear_forward(model, lm_head(model), a->logits, a->lnf);
     fused_classifier_kernel<<<row_blocks, 512, 0, s>>>(a->logits, a->losses, model->targets, dloss, V, Vp, training);

@@ -717,8 +717,7 @@ static void report_step(StepTimer* timer, FILE* main_log, int step, int start_st
 }
 
 // ----------------------------------------------------------------------------
-// the FP8 diagnostics file (fp8_diag.tsv), the same columns from both trainers
-
+// the FP8 diagnostics file (fp8_diag.tsv), the same columns from both trainers (the header line: fp8_diag_write_header)
 
 // One block of lines, one per used slot of every FP8 module: the amax the last update saw (last_amax, per slot: the
 // step's amax), the amax the scale came from (window_amax, per slot: delayed scaling's window max at the end of the
