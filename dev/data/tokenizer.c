@@ -366,7 +366,10 @@ static void add_pairs(PairMap* counts, const Piece* p, int64_t sign) {
 static void cmd_train(const char* input, const char* out_dir, int vocab_size) {
     size_t n;
     unsigned char* text = read_file(input, &n);
-    if (n == 0) { die("%s is empty", input); }
+    if (n == 0) {
+        free(text);
+        die("%s is empty", input);
+    }
     StrMap map;
     strmap_init(&map);
     Piece* pieces = NULL;
