@@ -603,8 +603,10 @@ static void test_checkpoints(void) {
     int S = cpu.fp8.num_slots;  // the diagnostics state as saved, before the forward below counts more casts
     Fp8QuantStats* saved_stats = (Fp8QuantStats*)malloc((size_t)S * sizeof(Fp8QuantStats));
     float* saved_last_amax = (float*)malloc((size_t)S * 4);
+    float* saved_window_amax = (float*)malloc((size_t)S * 4);
     memcpy(saved_stats, cpu.fp8_stats, (size_t)S * sizeof(Fp8QuantStats));
     memcpy(saved_last_amax, cpu.fp8_last_amax, (size_t)S * 4);
+    memcpy(saved_window_amax, cpu.fp8_window_amax, (size_t)S * 4);
     gpt2_forward(&cpu, inputs, targets, TB, TT);
     GPT2GPU resumed;
     TrainArgs args = test_args("fp8");
@@ -622,11 +624,13 @@ static void test_checkpoints(void) {
     Fp8QuantStats* device_stats = (Fp8QuantStats*)malloc((size_t)S * sizeof(Fp8QuantStats));
     cudaCheck(cudaMemcpy(device_stats, resumed.fp8_stats_device, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
     CHECK(saved_stats[0].count > 0 && memcmp(device_stats, saved_stats, (size_t)S * sizeof(Fp8QuantStats)) == 0 &&
-              memcmp(resumed.fp8_last_amax, saved_last_amax, (size_t)S * 4) == 0,
-          "CPU checkpoint on the GPU: FP8 diagnostics counters and last amaxes restored");
+              memcmp(resumed.fp8_last_amax, saved_last_amax, (size_t)S * 4) == 0 &&
+              memcmp(resumed.fp8_window_amax_host, saved_window_amax, (size_t)S * 4) == 0,
+          "CPU checkpoint on the GPU: FP8 diagnostics counters, last and window amaxes restored");
     free(device_stats);
     free(saved_stats);
     free(saved_last_amax);
+    free(saved_window_amax);
     gpt2_cast_weights_fp8(&resumed, 0);
     gpt2_set_batch(&resumed, inputs, targets);
     float gpu_loss = gpt2_forward(&resumed, 0, 0.0f);

@@ -109,6 +109,24 @@ resume_case() {  # name, trainer flags...
 }
 resume_case delayed -fp8_amax_history_len 16
 resume_case current -fp8_recipe current
+# the diagnostics state the checkpoint holds shows most when the first step after the resume is skipped (a NaN
+# gradient at step 7, right after the checkpoint of step 6) and a diagnostics block follows it (step 7): that block's
+# amax and window_amax columns are then the checkpoint's, not a fresh step's
+for recipe in "delayed -fp8_amax_history_len 16" "current -fp8_recipe current"; do
+    name=${recipe%% *}
+    flags="$TINY -precision fp8 ${recipe#* } -x 16 -n 6 -v 6 -m 2 -l 1e-3 -fp8_diag_every 7 -debug_nan_step 6"
+    a="$TMP/skip_straight_$name" b="$TMP/skip_resumed_$name"
+    $TRAINER $flags -o "$a" >"$a.out" 2>&1
+    { $TRAINER $flags -o "$b" -debug_kill_step 9 >/dev/null 2>&1; } 2>/dev/null
+    $TRAINER $flags -o "$b" -y 1 >"$b.out" 2>&1
+    if grep -q "step 7: loss .* not finite; step skipped" "$b.out" && grep -q "resumed from .*model_00000006.bin" "$b.out" &&
+        [ "$(awk -F'\t' 'NR > 1 { print $1 }' "$b/fp8_diag.tsv" | sort -un | tr '\n' ' ')" = "7 14 " ] &&
+        [ "$(ls "$a")" = "$(ls "$b")" ] && diff -r -q "$a" "$b" >/dev/null; then
+        pass "resume_then_skipped_step_diagnostics_$name"
+    else
+        fail "resume_then_skipped_step_diagnostics_$name" "$(diff -r -q "$a" "$b" | head -n 2 | tr '\n' ' ') $(diff "$a/fp8_diag.tsv" "$b/fp8_diag.tsv" | head -n 3 | tr '\n' ' ')"
+    fi
+done
 # more steps is a legitimate change on resume: with the default constant learning rate (-q 1), 4 steps then a resume
 # to 8 equals 8 steps straight, file for file (the evaluation and checkpoint of step 4 fall on -v 4 -n 4 both ways)
 MORE="$TINY -precision fp8 -fp8_amax_history_len 16 -n 4 -v 4 -m 1 -fp8_diag_every 3"

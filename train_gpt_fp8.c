@@ -945,7 +945,7 @@ static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_s
 
 // The FP8 arrays a state file holds (NULL without FP8): the metadata and the diagnostics state.
 static StateFp8Arrays gpt2_state_fp8_arrays(GPT2* model) {
-    StateFp8Arrays a = {model->fp8.memory, model->fp8_last_amax, model->fp8_stats};
+    StateFp8Arrays a = {model->fp8.memory, model->fp8_last_amax, model->fp8_window_amax, model->fp8_stats};
     return a;
 }
 

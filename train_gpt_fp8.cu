@@ -782,13 +782,17 @@ static void gpt2_download_state(GPT2GPU* model, MultiGpu* mg, float* params, flo
         cudaCheck(cudaMemcpy(model->fp8_host.memory, model->fp8_device, model->fp8_host.num_floats * 4, cudaMemcpyDeviceToHost));
         cudaCheck(cudaMemcpy(model->fp8_stats_host, model->fp8_stats_device,
                              (size_t)model->fp8_host.num_slots * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
+        if (model->recipe.scaling == FP8_SCALING_CURRENT) {  // current scaling keeps its window amaxes on the device
+            cudaCheck(cudaMemcpy(model->fp8_window_amax_host, model->fp8_window_amax, (size_t)model->fp8_host.num_slots * 4,
+                                 cudaMemcpyDeviceToHost));
+        }
     }
 }
 
-// The FP8 arrays of this rank's state file, host copies (NULL without FP8): metadata, last amaxes, cast counters
-// since the last diagnostics block. gpt2_download_state fills them; gpt2_upload_fp8_state sends a loaded set back.
+// The FP8 arrays of this rank's state file, host copies (NULL without FP8): metadata, last amaxes, window amaxes,
+// cast counters since the last diagnostics block. gpt2_download_state fills them; gpt2_upload_fp8_state sends a loaded set back.
 static StateFp8Arrays gpu_state_fp8_arrays(GPT2GPU* model) {
-    StateFp8Arrays a = {model->fp8_host.memory, model->fp8_last_amax, model->fp8_stats_host};
+    StateFp8Arrays a = {model->fp8_host.memory, model->fp8_last_amax, model->fp8_window_amax_host, model->fp8_stats_host};
     return a;
 }
 
@@ -797,6 +801,10 @@ static void gpt2_upload_fp8_state(GPT2GPU* model) {
     cudaCheck(cudaMemcpy(model->fp8_device, model->fp8_host.memory, model->fp8_host.num_floats * 4, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(model->fp8_stats_device, model->fp8_stats_host,
                          (size_t)model->fp8_host.num_slots * sizeof(Fp8QuantStats), cudaMemcpyHostToDevice));
+    if (model->recipe.scaling == FP8_SCALING_CURRENT) {
+        cudaCheck(cudaMemcpy(model->fp8_window_amax, model->fp8_window_amax_host, (size_t)model->fp8_host.num_slots * 4,
+                             cudaMemcpyHostToDevice));
+    }
 }
 
 // params (P): every rank gets all bf16 weights and keeps the fp32 masters of its shard

@@ -70,20 +70,22 @@ def fnv1a_words(data):
     return h
 
 
-def state(precision, modules, history_len, n, step=3, B=2, T=4, total_batch=8, version=3):
+def state(precision, modules, history_len, n, step=3, B=2, T=4, total_batch=8, version=3, scaling=0):
     h = [0] * 256
     h[0:19] = [20241122, version, 1, 0, precision, modules, history_len, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0, B, T]
+    h[34] = scaling  # 0 delayed, 1 current (which has no amax reduction)
+    h[14] = 0 if scaling else 1
     h[35] = total_batch
     body = bytearray(struct.pack("<256i", *h))
     for index, value in ((20, step), (22, n), (24, 12345), (26, 0), (28, 64), (30, 0), (32, n)):
         struct.pack_into("<q", body, index * 4, value)
     slots = 5 * modules
     body += struct.pack(f"<{2 * n}f", *([0.01] * (2 * n)))
-    if modules:  # metadata (histories 0 but a few amaxes, scales 1), last amaxes, counters (count, saturated, flushed)
+    if modules:  # metadata (histories 0 but a few amaxes, scales 1), last and window amaxes, counters (count, saturated, flushed)
         history = [0.0] * (history_len * slots)
         history[slots - 1] = 3.5
         body += struct.pack(f"<{len(history)}f", *history) + struct.pack(f"<{2 * slots}f", *([1.0] * (2 * slots)))
-        body += struct.pack(f"<{slots}f", *([2.0] * slots))
+        body += struct.pack(f"<{slots}f", *([2.0] * slots)) + struct.pack(f"<{slots}f", *([3.5] * slots))
         body += struct.pack(f"<{3 * slots}q", *([100, 1, 2] * slots))
     c = fnv1a_words(bytes(body))
     return bytes(body) + struct.pack("<2I", c & 0xFFFFFFFF, c >> 32)
@@ -91,6 +93,7 @@ def state(precision, modules, history_len, n, step=3, B=2, T=4, total_batch=8, v
 
 put("state", "valid_bf16", state(1, 0, 1024, 31))
 put("state", "valid_fp8", state(2, 2, 4, 31))
+put("state", "valid_fp8_current", state(2, 2, 1, 31, scaling=1))
 bad = bytearray(state(2, 2, 4, 31))
 bad[2000 % len(bad)] ^= 0x40
 put("state", "bad_checksum", bytes(bad))

@@ -21,10 +21,11 @@ State file, version 3 (all little-endian), one per rank:
   float m[opt_count], float v[opt_count]              AdamW moments of parameters [opt_offset, opt_offset + opt_count)
   float fp8_meta[(amax_history_len + 2) * 5M]        fp8/meta.h's buffer as-is: amax_history, scale, scale_inv
   float fp8_last_amax[5M]                             per slot, row 0 as the last update saw it (fp8_diag.tsv's amax)
+  float fp8_window_amax[5M]                           per slot, the amax its scale came from (fp8_diag.tsv's window_amax)
   int64 fp8_stats[5M][3]                              per slot, elements cast, saturated, flushed since the last
                                                       fp8_diag.tsv block (so the diagnostics survive a resume)
   uint32 checksum[2]                                  FNV-1a over every 32-bit word before it (low, high half)
-The three FP8 arrays are absent when M = 0. Version 2 (before [35] and the diagnostics arrays) is refused.
+The four FP8 arrays are absent when M = 0. Version 2 (before [35] and the diagnostics arrays) is refused.
 */
 #ifndef GPTFP8_CHECKPOINT_H
 #define GPTFP8_CHECKPOINT_H
@@ -239,6 +240,7 @@ typedef struct {
 typedef struct {
     float* meta;             // ((amax_history_len + 2) * 5M) fp8/meta.h's buffer
     float* last_amax;        // (5M) row 0 as the last update saw it
+    float* window_amax;      // (5M) the amax each scale came from
     Fp8QuantStats* stats;    // (5M) casts since the last fp8_diag.tsv block
 } StateFp8Arrays;
 
@@ -256,7 +258,7 @@ static inline size_t state_fp8_floats(const StateHeader* h) {
 
 // The arrays after the header, in file order, with their sizes in bytes (the write, the read and the checksum walk
 // the same list).
-enum { STATE_ARRAYS = 5 };
+enum { STATE_ARRAYS = 6 };
 static inline void state_file_arrays(const StateHeader* h, void* m, void* v, const StateFp8Arrays* fp8,
                                      void* arrays[STATE_ARRAYS], size_t bytes[STATE_ARRAYS]) {
     size_t n = (size_t)h->opt_count, slots = state_fp8_slots(h);
@@ -264,7 +266,8 @@ static inline void state_file_arrays(const StateHeader* h, void* m, void* v, con
     arrays[1] = v, bytes[1] = n * sizeof(float);
     arrays[2] = fp8 ? fp8->meta : NULL, bytes[2] = state_fp8_floats(h) * sizeof(float);
     arrays[3] = fp8 ? fp8->last_amax : NULL, bytes[3] = slots * sizeof(float);
-    arrays[4] = fp8 ? fp8->stats : NULL, bytes[4] = slots * sizeof(Fp8QuantStats);
+    arrays[4] = fp8 ? fp8->window_amax : NULL, bytes[4] = slots * sizeof(float);
+    arrays[5] = fp8 ? fp8->stats : NULL, bytes[5] = slots * sizeof(Fp8QuantStats);
 }
 
 static inline int state_file_write(const char* path, const StateHeader* h, const float* m, const float* v,
@@ -391,7 +394,8 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
 static inline int state_file_read_body(const char* path, const StateHeader* h, float* m, float* v,
                                        const StateFp8Arrays* fp8, char* err, size_t errlen) {
     static const char* names[STATE_ARRAYS] = {"the AdamW m", "the AdamW v", "the FP8 metadata",
-                                              "the FP8 diagnostics amaxes", "the FP8 diagnostics counters"};
+                                              "the FP8 diagnostics amaxes", "the FP8 diagnostics window amaxes",
+                                              "the FP8 diagnostics counters"};
     FILE* f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errlen, "cannot open state file %s: %s", path, strerror(errno));
@@ -417,8 +421,8 @@ static inline int state_file_read_body(const char* path, const StateHeader* h, f
 }
 
 // The FP8 arrays of a state file that passed its checksum, checked for values no run can write: histories hold 0 or
-// amaxes but never NaN or a negative, scales and scale_inv are positive and finite, the last amaxes are never NaN or
-// negative, and each slot's saturated and flushed counts are within its element count.
+// amaxes but never NaN or a negative, scales and scale_inv are positive and finite, and each slot's saturated and
+// flushed counts are within its element count. (The diagnostics amaxes are only printed: any float is taken.)
 static inline int state_fp8_check(const char* path, const StateHeader* h, const StateFp8Arrays* fp8, char* err,
                                   size_t errlen) {
     size_t slots = state_fp8_slots(h), history = (size_t)h->recipe.amax_history_len * slots;
@@ -431,8 +435,8 @@ static inline int state_fp8_check(const char* path, const StateHeader* h, const 
     }
     for (size_t s = 0; s < slots; s++) {
         const Fp8QuantStats* st = &fp8->stats[s];
-        if (isnan(fp8->last_amax[s]) || fp8->last_amax[s] < 0.0f || st->count < 0 || st->saturated < 0 ||
-            st->flushed < 0 || st->saturated > st->count || st->flushed > st->count) {
+        if (st->count < 0 || st->saturated < 0 || st->flushed < 0 || st->saturated > st->count ||
+            st->flushed > st->count) {
             snprintf(err, errlen, "%s: corrupt FP8 diagnostics state (slot %zu)", path, s);
             return -1;
         }
