@@ -152,9 +152,10 @@ FUZZ_SMOKE_SECONDS ?= 20
 
 FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/meta.h fp8/current.h
 LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h \
-                llmc/train_common.h llmc/zero.h
+                llmc/train_common.h llmc/zero.h llmc/gemm_cpu.h
 CPU_PROGRAMS := train_gpt_fp8_cpu
-CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process llmc/test_memory_plan
+CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process llmc/test_memory_plan \
+             llmc/test_gemm_cpu
 CPU_TOOLS := fp8/fp8_codec
 CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host llmc/test_kernels_host)
 # Standalone GPU kernel checks and benchmarks (llm.c's dev/cuda): built with everything, run on a GPU by hand or by
@@ -198,6 +199,10 @@ test_data_parallel: test_data_parallel.c train_gpt_fp8.c test_tiny_model.h $(FP8
 # ranks from mpirun/Slurm/flags and the NCCL id exchange through a folder or TCP, with forked processes as ranks
 llmc/test_multi_process: llmc/test_multi_process.c llmc/multi_process.h llmc/testing.h $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+
+# the CPU GEMM's kernels (every instruction set the CPU has) against the naive loop, bit for bit
+llmc/test_gemm_cpu: llmc/test_gemm_cpu.c llmc/gemm_cpu.h llmc/rand.h llmc/testing.h $(BUILD_FLAGS_STAMP)
+	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 # the GPU trainer's memory plan (the estimate it prints before allocating), on the CPU
 llmc/test_memory_plan: llmc/test_memory_plan.c llmc/memory_plan.h $(LLMC_HEADERS) $(FP8_HEADERS) llmc/testing.h \
@@ -247,6 +252,7 @@ CPU_TEST_COMMANDS := ./fp8/test_fp8 \
                      ./test_data_parallel \
                      ./llmc/test_multi_process \
                      ./llmc/test_memory_plan \
+                     ./llmc/test_gemm_cpu \
                      ./test_train_gpt_fp8.sh \
                      ./scripts/test_plot_losses.sh \
                      ./scripts/test_plot_fp8_diag.sh \

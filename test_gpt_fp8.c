@@ -1,6 +1,8 @@
 /*
 test_gpt_fp8.c — CPU tests of the reference trainer's model code (train_gpt_fp8.c is included with TESTING, llm.c
 style, so every static function is reachable):
+  - the linear layer's GEMMs (matmul_forward / matmul_backward, llmc/gemm_cpu.h) give exactly the bits of the simple
+    loops they replaced, on the trainer's shapes and odd ones;
   - a finite-difference check of every parameter tensor's gradient in fp32 (so every layer's backward);
   - FP8 mode: the amaxes recorded in row 0 equal max|x| of the very tensors each GEMM quantized, the GEMM output
     equals a direct recomputation through fp8/, unused slots stay 0;
@@ -103,6 +105,106 @@ static void test_gradient_check_fp32(void) {
         offset += n;
     }
     gpt2_free(&model);
+}
+
+// ----------------------------------------------------------------------------
+// the linear layer's GEMMs against the simple loops they replaced, bit for bit
+
+// The trainer's matmul_forward / matmul_backward as they were written before llmc/gemm_cpu.h (one output at a time,
+// its sum over c, o or rows in order): the reference for "not a bit changed".
+static void naive_matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int rows, int C,
+                                 int OC) {
+    for (int r = 0; r < rows; r++) {
+        for (int o = 0; o < OC; o++) {
+            float a = bias ? bias[o] : 0.0f;
+            for (int c = 0; c < C; c++) { a += inp[(size_t)r * C + c] * weight[(size_t)o * C + c]; }
+            out[(size_t)r * OC + o] = a;
+        }
+    }
+}
+
+static void naive_matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                                  const float* weight, int rows, int C, int OC) {
+    if (dinp) {
+        for (int r = 0; r < rows; r++) {
+            for (int o = 0; o < OC; o++) {
+                float d = dout[(size_t)r * OC + o];
+                for (int c = 0; c < C; c++) { dinp[(size_t)r * C + c] += weight[(size_t)o * C + c] * d; }
+            }
+        }
+    }
+    for (int o = 0; o < OC; o++) {
+        float db = 0.0f;
+        for (int r = 0; r < rows; r++) {
+            float d = dout[(size_t)r * OC + o];
+            db += d;
+            if (dweight) {
+                for (int c = 0; c < C; c++) { dweight[(size_t)o * C + c] += inp[(size_t)r * C + c] * d; }
+            }
+        }
+        if (dbias) { dbias[o] += db; }
+    }
+}
+
+static void fill_spread(float* x, size_t n, Rng* rng) {  // magnitudes over 2^-10 .. 2^10: order-sensitive sums
+    for (size_t i = 0; i < n; i++) { x[i] = rng_normal(rng) * ldexpf(1.0f, (int)(rng_next_u64(rng) % 21) - 10); }
+}
+
+static int same_bits(const float* x, const float* y, size_t n) { return memcmp(x, y, n * sizeof(float)) == 0; }
+
+static void test_matmul_bit_identical_to_naive_loops(void) {
+    // (B, T, C, OC): the trainer's shapes at small scale, odd sizes, one row, k beyond one GEMM k-block
+    static const int shapes[][4] = {{2, 8, 16, 48},  {2, 8, 64, 37},  {3, 13, 36, 108}, {1, 1, 5, 3},
+                                    {4, 64, 64, 256}, {1, 7, 300, 17}, {5, 3, 17, 300}, {2, 33, 130, 65}};
+    Rng rng;
+    rng_seed(&rng, 777);
+    for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+        int B = shapes[si][0], T = shapes[si][1], C = shapes[si][2], OC = shapes[si][3], rows = B * T;
+        size_t n_in = (size_t)rows * C, n_out = (size_t)rows * OC, n_w = (size_t)OC * C;
+        float* inp = malloc(n_in * sizeof(float));
+        float* weight = malloc(n_w * sizeof(float));
+        float* bias = malloc((size_t)OC * sizeof(float));
+        float* dout = malloc(n_out * sizeof(float));
+        float* start = malloc((n_in + n_w + OC) * sizeof(float));  // gradients accumulate onto these
+        float* want = malloc((n_out + n_in + n_w + OC) * sizeof(float));
+        float* got = malloc((n_out + n_in + n_w + OC) * sizeof(float));
+        fill_spread(inp, n_in, &rng);
+        fill_spread(weight, n_w, &rng);
+        fill_spread(bias, (size_t)OC, &rng);
+        fill_spread(dout, n_out, &rng);
+        fill_spread(start, n_in + n_w + OC, &rng);
+        for (int with_bias = 0; with_bias <= 1; with_bias++) {
+            naive_matmul_forward(want, inp, weight, with_bias ? bias : NULL, rows, C, OC);
+            matmul_forward(got, inp, weight, with_bias ? bias : NULL, B, T, C, OC);
+            CHECK(same_bits(want, got, n_out), "forward B %d T %d C %d OC %d bias %d", B, T, C, OC, with_bias);
+        }
+        // backward: all three gradients together, then each alone (the trainer calls them separately)
+        for (int which = 0; which < 4; which++) {
+            float* w_dinp = want + n_out;
+            float* w_dweight = w_dinp + n_in;
+            float* w_dbias = w_dweight + n_w;
+            float* g_dinp = got + n_out;
+            float* g_dweight = g_dinp + n_in;
+            float* g_dbias = g_dweight + n_w;
+            memcpy(w_dinp, start, (n_in + n_w + OC) * sizeof(float));
+            memcpy(g_dinp, start, (n_in + n_w + OC) * sizeof(float));
+            int do_dinp = which == 0 || which == 1, do_dweight = which == 0 || which == 2, do_dbias = which == 0 || which == 3;
+            naive_matmul_backward(do_dinp ? w_dinp : NULL, do_dweight ? w_dweight : NULL, do_dbias ? w_dbias : NULL, dout,
+                                  inp, weight, rows, C, OC);
+            matmul_backward(do_dinp ? g_dinp : NULL, do_dweight ? g_dweight : NULL, do_dbias ? g_dbias : NULL, dout, inp,
+                            weight, B, T, C, OC);
+            CHECK(same_bits(w_dinp, g_dinp, n_in), "dinp B %d T %d C %d OC %d (case %d)", B, T, C, OC, which);
+            CHECK(same_bits(w_dweight, g_dweight, n_w), "dweight B %d T %d C %d OC %d (case %d)", B, T, C, OC, which);
+            CHECK(same_bits(w_dbias, g_dbias, (size_t)OC), "dbias B %d T %d C %d OC %d (case %d)", B, T, C, OC, which);
+        }
+        free(inp);
+        free(weight);
+        free(bias);
+        free(dout);
+        free(start);
+        free(want);
+        free(got);
+    }
 }
 
 static float max_abs(const float* x, size_t n) {
@@ -724,6 +826,7 @@ static void test_box_rows_fit(void) {
 }
 
 int main(void) {
+    RUN_TEST(test_matmul_bit_identical_to_naive_loops);
     RUN_TEST(test_gradient_check_fp32);
     RUN_TEST(test_fp8_recorded_amaxes_and_values);
     RUN_TEST(test_fp8_histories_over_steps);

@@ -53,6 +53,7 @@ bias, B, T, C) and so on. Shapes: B batch, T time, C channels, NH heads, V vocab
 #include "fp8/meta.h"
 #include "llmc/checkpoint.h"
 #include "llmc/dataloader.h"
+#include "llmc/gemm_cpu.h"
 #include "llmc/gpt2.h"
 #include "llmc/rand.h"
 #include "llmc/schedule.h"
@@ -151,59 +152,44 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int B, int T, int C,
                     int OC) {
-    // out (B, T, OC) = inp (B, T, C) @ weight (OC, C)^T + bias (OC). Each output is summed over c in order by one
-    // thread, so the result does not depend on the thread count. Rows go 4 at a time to reuse each weight row.
-    int rows = B * T;
-#pragma omp parallel for
-    for (int r0 = 0; r0 < rows; r0 += 4) {
-        int nr = rows - r0 < 4 ? rows - r0 : 4;
-        for (int o = 0; o < OC; o++) {
-            const float* w = weight + (size_t)o * C;
-            float acc[4];
-            for (int i = 0; i < nr; i++) { acc[i] = bias ? bias[o] : 0.0f; }
-            for (int i = 0; i < nr; i++) {
-                const float* x = inp + (size_t)(r0 + i) * C;
-                float a = acc[i];
-                for (int c = 0; c < C; c++) { a += x[c] * w[c]; }
-                acc[i] = a;
-            }
-            for (int i = 0; i < nr; i++) { out[(size_t)(r0 + i) * OC + o] = acc[i]; }
-        }
-    }
+    // out (B, T, OC) = inp (B, T, C) @ weight (OC, C)^T + bias (OC): each output starts at its bias (or 0) and adds
+    // its products over c in order (llmc/gemm_cpu.h keeps that order), so the result does not depend on the thread
+    // count or the instruction set.
+    // A = inp (B*T, C), B = weight^T (C, OC), C = out starting at the bias
+    GemmArgs g = {out, (size_t)OC, inp, (size_t)C, 1, weight, 1, (size_t)C, B * T, OC, C, 1, bias};
+    gemm_accumulate(&g);
 }
 
 // dinp (B, T, C) += dout (B, T, OC) @ weight (OC, C)  (dgrad). NULL dinp: skipped.
 // dweight (OC, C) += dout^T @ inp (B, T, C)          (wgrad). NULL dweight: skipped.
 // dbias (OC) += sum over rows of dout.                NULL dbias: skipped.
+// Every output adds its products in order: dinp over o, dweight over rows, and dbias sums its column from 0 over
+// rows before adding it, as the naive loops do.
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int B, int T, int C, int OC) {
     int rows = B * T;
-    if (dinp) {
-#pragma omp parallel for
-        for (int r = 0; r < rows; r++) {
-            const float* dout_r = dout + (size_t)r * OC;
-            float* dx = dinp + (size_t)r * C;
-            for (int o = 0; o < OC; o++) {
-                float d = dout_r[o];
-                const float* w = weight + (size_t)o * C;
-                for (int c = 0; c < C; c++) { dx[c] += w[c] * d; }
-            }
-        }
+    if (dinp) {  // A = dout (rows, OC), B = weight (OC, C)
+        GemmArgs g = {dinp, (size_t)C, dout, (size_t)OC, 1, weight, (size_t)C, 1, rows, C, OC, 0, NULL};
+        gemm_accumulate(&g);
     }
-    if (dweight || dbias) {
-#pragma omp parallel for
-        for (int o = 0; o < OC; o++) {
-            float* dw = dweight ? dweight + (size_t)o * C : NULL;
-            float db = 0.0f;
+    if (dweight) {  // A = dout^T (OC, rows), B = inp (rows, C)
+        GemmArgs g = {dweight, (size_t)C, dout, 1, (size_t)OC, inp, (size_t)C, 1, OC, C, rows, 0, NULL};
+        gemm_accumulate(&g);
+    }
+    if (dbias) {
+        // per output a sum over rows in row order; the outputs are independent, so the SIMD lanes run across them
+        const int chunk = 256;
+#pragma omp parallel for if (OC > chunk)
+        for (int o0 = 0; o0 < OC; o0 += chunk) {
+            int n = OC - o0 < chunk ? OC - o0 : chunk;
+            float db[256];
+            for (int o = 0; o < n; o++) { db[o] = 0.0f; }
             for (int r = 0; r < rows; r++) {
-                float d = dout[(size_t)r * OC + o];
-                db += d;
-                if (dw) {
-                    const float* x = inp + (size_t)r * C;
-                    for (int c = 0; c < C; c++) { dw[c] += x[c] * d; }
-                }
+                const float* dout_r = dout + (size_t)r * OC + o0;
+#pragma omp simd
+                for (int o = 0; o < n; o++) { db[o] += dout_r[o]; }
             }
-            if (dbias) { dbias[o] += db; }
+            for (int o = 0; o < n; o++) { dbias[o0 + o] += db[o]; }
         }
     }
 }

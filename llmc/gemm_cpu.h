@@ -1,0 +1,243 @@
+/*
+llmc/gemm_cpu.h — the CPU reference's matrix multiply, fast and bit-exact: C (M, N) += A (M, K) @ B (K, N), where
+every output is summed over k in order, one product at a time, exactly as the naive loop
+
+    for i, j:  for k = 0 .. K-1:  C[i][j] = C[i][j] + A[i][k] * B[k][j]      (a float multiply, then a float add)
+
+computes it. The three GEMMs of a linear layer (fprop, dgrad, wgrad) are all this one operation with different strides
+(see matmul_forward / matmul_backward in train_gpt_fp8.c), so the trainer's results do not change by a bit when this
+replaces the naive loops, whatever the thread count or the instruction set.
+
+Why it is fast without changing any rounding:
+  - SIMD across outputs j, never across k: each vector lane holds one C[i][j] and adds that output's products in k
+    order. A lane's sequence of roundings is the naive loop's, so the vector width does not matter.
+  - register tiles: a tile of MR rows x (NV * 8) columns of C stays in registers while k runs, so every loaded B
+    vector is used MR times and every broadcast A value NV times.
+  - packing: a panel of B (GEMM_KC values of k x GEMM_NB columns) is copied into a contiguous buffer first, so the
+    tile loop reads it sequentially whatever B's strides are (fprop's B is the weight transposed). Splitting k into
+    blocks of GEMM_KC keeps the order: C is stored as float between blocks, exactly what the naive loop holds.
+  - OpenMP over column panels: one thread owns each output, so no output depends on the thread count.
+  - instruction sets picked at run time (AVX-512, AVX2, else the build's baseline: SSE2, which every x86-64 has):
+    the same C code is compiled once per target and the binary still runs on any x86-64 (elsewhere only the
+    baseline is built). None fuses a*b+c into an FMA, because the Makefile compiles with -ffp-contract=off (AVX-512
+    includes FMA instructions; AVX2 is used without FMA), and llmc/test_gemm_cpu checks every kernel the CPU has.
+*/
+#ifndef GPTFP8_GEMM_CPU_H
+#define GPTFP8_GEMM_CPU_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Full unrolling of the tile loops, so the accumulators become registers. nvcc's front end (the GPU test compiles
+// the CPU trainer too) does not know GCC's pragma; there the loops stay as written and give the same bits.
+#ifdef __CUDACC__
+#define GEMM_UNROLL(n)
+#else
+#define GEMM_PRAGMA(x) _Pragma(#x)
+#define GEMM_UNROLL(n) GEMM_PRAGMA(GCC unroll n)
+#endif
+
+// Eight floats: one AVX register, two SSE registers. GCC's vector extension, so `acc += b * a` is plain C and means
+// exactly eight independent float multiplies and adds.
+typedef float GemmVec __attribute__((vector_size(32)));
+#define GEMM_VEC_FLOATS 8
+
+#define GEMM_KC 256  // k values per packed panel: a tile's slice of the panel (GEMM_KC x tile width) stays in L1
+#define GEMM_NB 64   // columns per panel, the unit of OpenMP work; a multiple of every tile's width (NV * 8) below
+#define GEMM_MAX_MR 8
+#define GEMM_MAX_NV 4
+
+#if defined(__x86_64__) || defined(__i386__)
+#define GEMM_X86 1
+#else
+#define GEMM_X86 0
+#endif
+
+// The instruction sets there is a kernel for, best last. BASELINE is what the build targets (SSE2 on x86-64).
+typedef enum { GEMM_ISA_BASELINE = 0, GEMM_ISA_AVX2 = 1, GEMM_ISA_AVX512 = 2, GEMM_NUM_ISAS = 3 } GemmIsa;
+
+static inline const char* gemm_isa_name(GemmIsa isa) {
+    return isa == GEMM_ISA_AVX512 ? "avx512" : isa == GEMM_ISA_AVX2 ? "avx2" : GEMM_X86 ? "sse2" : "baseline";
+}
+
+static inline int gemm_isa_supported(GemmIsa isa) {
+#if GEMM_X86
+    __builtin_cpu_init();
+    if (isa == GEMM_ISA_AVX512) { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"); }
+    if (isa == GEMM_ISA_AVX2) { return __builtin_cpu_supports("avx2"); }
+#endif
+    return isa == GEMM_ISA_BASELINE;
+}
+
+// The operands of one GEMM: A[i][k] = a[i * a_stride_i + k * a_stride_k], B[k][j] = b[k * b_stride_k + j *
+// b_stride_j], C[i][j] = c[i * ldc + j]. With start_at_bias, C[i][j] starts at bias[j] (0.0f when bias is NULL)
+// instead of its contents: a layer's forward, out = bias + inp @ W^T, with the bias as the first term of each sum.
+typedef struct {
+    float* c;
+    size_t ldc;
+    const float* a;
+    size_t a_stride_i, a_stride_k;
+    const float* b;
+    size_t b_stride_k, b_stride_j;
+    int M, N, K;
+    int start_at_bias;
+    const float* bias;  // (N) or NULL
+} GemmArgs;
+
+// One register tile: c (mr x nv*8, row stride ldc) += A rows (a_rows[i][k * a_stride_k]) @ packed B (kc x nv*8,
+// row stride packed_ld), k in order. MR and NV are constants after inlining, so acc lives in registers. (memcpy is
+// an unaligned vector load or store.)
+static inline __attribute__((always_inline)) void gemm_tile(float* c, size_t ldc, const float* const* a_rows,
+                                                            size_t a_stride_k, const float* packed, size_t packed_ld,
+                                                            int kc, const int MR, const int NV) {
+    GemmVec acc[GEMM_MAX_MR][GEMM_MAX_NV];
+GEMM_UNROLL(8)
+    for (int i = 0; i < MR; i++) {
+GEMM_UNROLL(4)
+        for (int v = 0; v < NV; v++) { memcpy(&acc[i][v], c + i * ldc + v * GEMM_VEC_FLOATS, sizeof(GemmVec)); }
+    }
+    for (int k = 0; k < kc; k++) {
+        GemmVec b[GEMM_MAX_NV];
+GEMM_UNROLL(4)
+        for (int v = 0; v < NV; v++) { memcpy(&b[v], packed + (size_t)k * packed_ld + v * GEMM_VEC_FLOATS, sizeof(GemmVec)); }
+GEMM_UNROLL(8)
+        for (int i = 0; i < MR; i++) {
+            float a = a_rows[i][(size_t)k * a_stride_k];
+GEMM_UNROLL(4)
+            for (int v = 0; v < NV; v++) { acc[i][v] += b[v] * a; }
+        }
+    }
+GEMM_UNROLL(8)
+    for (int i = 0; i < MR; i++) {
+GEMM_UNROLL(4)
+        for (int v = 0; v < NV; v++) { memcpy(c + i * ldc + v * GEMM_VEC_FLOATS, &acc[i][v], sizeof(GemmVec)); }
+    }
+}
+
+// Copy B[k0 .. k0+kc)[j0 .. j0+nb) into packed (kc x width, row stride width), zeros beyond column nb.
+static inline void gemm_pack_b(float* packed, size_t width, const GemmArgs* g, int k0, int kc, int j0, int nb) {
+    if (g->b_stride_j == 1) {  // rows of B are contiguous (dgrad's weight, wgrad's input)
+        for (int k = 0; k < kc; k++) {
+            const float* src = g->b + (size_t)(k0 + k) * g->b_stride_k + j0;
+            float* dst = packed + (size_t)k * width;
+            memcpy(dst, src, (size_t)nb * sizeof(float));
+            for (size_t j = (size_t)nb; j < width; j++) { dst[j] = 0.0f; }
+        }
+    } else {  // columns of B are contiguous (fprop: B is the weight transposed), so read along k
+        for (int j = 0; j < nb; j++) {
+            const float* src = g->b + (size_t)(j0 + j) * g->b_stride_j + (size_t)k0 * g->b_stride_k;
+            for (int k = 0; k < kc; k++) { packed[(size_t)k * width + j] = src[(size_t)k * g->b_stride_k]; }
+        }
+        for (int k = 0; k < kc; k++) {
+            for (size_t j = (size_t)nb; j < width; j++) { packed[(size_t)k * width + j] = 0.0f; }
+        }
+    }
+}
+
+// All of C's columns [j0, j0+nb) (one panel), with tiles of MR x NV*8. Edge tiles (fewer rows or columns) go
+// through a local tile, so the kernel always runs full width; its extra lanes see zeros and are not written back.
+static inline __attribute__((always_inline)) void gemm_panel(const GemmArgs* g, int j0, int nb, float* packed,
+                                                             const int MR, const int NV) {
+    const int NR = NV * GEMM_VEC_FLOATS;
+    size_t width = (size_t)(nb + NR - 1) / NR * NR;
+    if (g->start_at_bias) {
+        for (int i = 0; i < g->M; i++) {
+            float* c = g->c + (size_t)i * g->ldc + j0;
+            for (int j = 0; j < nb; j++) { c[j] = g->bias ? g->bias[j0 + j] : 0.0f; }
+        }
+    }
+    for (int k0 = 0; k0 < g->K; k0 += GEMM_KC) {
+        int kc = g->K - k0 < GEMM_KC ? g->K - k0 : GEMM_KC;
+        gemm_pack_b(packed, width, g, k0, kc, j0, nb);
+        for (int jt = 0; jt < nb; jt += NR) {
+            int ncols = nb - jt < NR ? nb - jt : NR;
+            for (int it = 0; it < g->M; it += MR) {
+                int nrows = g->M - it < MR ? g->M - it : MR;
+                const float* a_rows[GEMM_MAX_MR];
+                for (int i = 0; i < MR; i++) {  // missing rows of an edge tile repeat a real one; never written back
+                    a_rows[i] = g->a + (size_t)(it + (i < nrows ? i : 0)) * g->a_stride_i + (size_t)k0 * g->a_stride_k;
+                }
+                float* c = g->c + (size_t)it * g->ldc + j0 + jt;
+                if (nrows == MR && ncols == NR) {
+                    gemm_tile(c, g->ldc, a_rows, g->a_stride_k, packed + jt, width, kc, MR, NV);
+                } else {
+                    float edge[GEMM_MAX_MR * GEMM_MAX_NV * GEMM_VEC_FLOATS] = {0};
+                    for (int i = 0; i < nrows; i++) { memcpy(edge + i * NR, c + i * g->ldc, (size_t)ncols * sizeof(float)); }
+                    gemm_tile(edge, (size_t)NR, a_rows, g->a_stride_k, packed + jt, width, kc, MR, NV);
+                    for (int i = 0; i < nrows; i++) { memcpy(c + i * g->ldc, edge + i * NR, (size_t)ncols * sizeof(float)); }
+                }
+            }
+        }
+    }
+}
+
+// No FMA contraction in the kernels whatever the command line says: the Makefile's C flags say it already, but the
+// GPU test compiles this file as C++ through nvcc, where GCC's default is to fuse, and AVX-512 has FMA instructions.
+#if defined(__GNUC__) && !defined(__clang__)
+#define GEMM_NO_FMA __attribute__((optimize("fp-contract=off")))
+#else
+#define GEMM_NO_FMA  // clang: -ffp-contract=off from the Makefile
+#endif
+
+// The same panel code compiled for each instruction set, with the tile that fits its registers: SSE2 and AVX2 have
+// 16 vector registers (an 8-float vector takes two SSE registers), AVX-512 has 32.
+typedef void (*GemmPanelFn)(const GemmArgs* g, int j0, int nb, float* packed);
+GEMM_NO_FMA static void gemm_panel_baseline(const GemmArgs* g, int j0, int nb, float* packed) { gemm_panel(g, j0, nb, packed, 2, 2); }
+#if GEMM_X86
+GEMM_NO_FMA __attribute__((target("avx2"))) static void gemm_panel_avx2(const GemmArgs* g, int j0, int nb, float* packed) {
+    gemm_panel(g, j0, nb, packed, 4, 2);
+}
+GEMM_NO_FMA __attribute__((target("avx512f,avx512vl"))) static void gemm_panel_avx512(const GemmArgs* g, int j0,
+                                                                                      int nb, float* packed) {
+    gemm_panel(g, j0, nb, packed, 4, 4);
+}
+static GemmPanelFn gemm_panel_for(GemmIsa isa) {
+    return isa == GEMM_ISA_AVX512 ? gemm_panel_avx512 : isa == GEMM_ISA_AVX2 ? gemm_panel_avx2 : gemm_panel_baseline;
+}
+#else
+static GemmPanelFn gemm_panel_for(GemmIsa isa) {
+    (void)isa;
+    return gemm_panel_baseline;
+}
+#endif
+
+// C (M, N) += A (M, K) @ B (K, N), every output summed over k in order (see the top of this file), with the given
+// instruction set (tests compare them all); gemm_accumulate picks the best the CPU has.
+static inline void gemm_accumulate_isa(GemmIsa isa, const GemmArgs* g) {
+    if (g->M <= 0 || g->N <= 0 || g->K < 0 || (g->K == 0 && !g->start_at_bias)) { return; }
+    GemmPanelFn panel = gemm_panel_for(isa);
+    int num_panels = (g->N + GEMM_NB - 1) / GEMM_NB;
+    int failed = 0;
+    // threads only when there are panels to share (a parallel region costs more than a small GEMM)
+#pragma omp parallel reduction(| : failed) if (num_panels > 1)
+    {
+        float* packed = (float*)malloc((size_t)GEMM_KC * GEMM_NB * sizeof(float));
+        failed = packed == NULL;
+#pragma omp for schedule(static)
+        for (int p = 0; p < num_panels; p++) {
+            int j0 = p * GEMM_NB;
+            if (packed) { panel(g, j0, g->N - j0 < GEMM_NB ? g->N - j0 : GEMM_NB, packed); }
+        }
+        free(packed);
+    }
+    if (failed) {
+        fprintf(stderr, "error: out of memory for a %d x %d GEMM panel\n", GEMM_KC, GEMM_NB);
+        exit(EXIT_FAILURE);
+    }
+}
+
+static inline GemmIsa gemm_best_isa(void) {
+    static int best = -1;  // decided once; every thread computes the same value, so the race is harmless
+    if (best < 0) {
+        best = gemm_isa_supported(GEMM_ISA_AVX512) ? GEMM_ISA_AVX512
+             : gemm_isa_supported(GEMM_ISA_AVX2)   ? GEMM_ISA_AVX2
+                                                   : GEMM_ISA_BASELINE;
+    }
+    return (GemmIsa)best;
+}
+
+static inline void gemm_accumulate(const GemmArgs* g) { gemm_accumulate_isa(gemm_best_isa(), g); }
+
+#endif  // GPTFP8_GEMM_CPU_H
