@@ -65,47 +65,49 @@ FP8_HD int fp8_exponent_bias(Fp8Format f) { return f == FP8_E4M3 ? 7 : 15; }
 FP8_HD uint8_t fp8_max_code(Fp8Format f) { return f == FP8_E4M3 ? 0x7E : 0x7B; }
 FP8_HD const char* fp8_format_name(Fp8Format f) { return f == FP8_E4M3 ? "E4M3" : "E5M2"; }
 
-// Shift a non-negative integer right by `shift` bits, rounding to nearest with ties to even.
+// Shift right by `shift` (1..31) bits, rounding to nearest with ties to even, for value < 2^31: adding half - 1, plus
+// 1 when the kept part is odd, carries into the kept part exactly when the dropped part is above half, or equal to
+// half with an odd kept part. No branch, so loops over it vectorize.
 FP8_HD uint32_t fp8_shift_right_rne(uint32_t value, int shift) {
-    if (shift <= 0) { return value; }
-    if (shift >= 32) { return 0; }  // callers only pass values < 2^31, so these are below one half
-    uint32_t kept = value >> shift;
-    uint32_t dropped = value & ((1u << shift) - 1u);
-    uint32_t half = 1u << (shift - 1);
-    if (dropped > half || (dropped == half && (kept & 1u))) { kept += 1u; }
-    return kept;
+    uint32_t half_minus_one = (1u << (shift - 1)) - 1u;
+    return (value + half_minus_one + ((value >> shift) & 1u)) >> shift;
 }
 
 // ----------------------------------------------------------------------------
 // encode: float -> FP8 byte (RNE, satfinite)
 
+// Both roundings (normal and subnormal range) are computed and one is selected, with no branch, so the CPU's quantize
+// loops vectorize; the GPU uses its own cvt instruction and never runs this in a hot loop.
 FP8_HD uint8_t fp8_from_float(float x, Fp8Format f) {
     uint32_t bits = fp8_float_bits(x);
-    uint8_t sign = (uint8_t)((bits >> 24) & 0x80u);
+    uint32_t sign = (bits >> 24) & 0x80u;
     uint32_t magnitude = bits & 0x7FFFFFFFu;
-    if (magnitude > 0x7F800000u) { return FP8_NAN_CODE; }  // NaN of either sign -> canonical NaN
-
+    uint32_t mantissa = magnitude & 0x7FFFFFu;
     int mbits = fp8_mantissa_bits(f);
     int bias = fp8_exponent_bias(f);
-    int exponent = (int)(magnitude >> 23) - 127;  // unbiased; float subnormals/zero give -127
-    uint32_t code;
-    if (exponent < 1 - bias) {
-        // Below FP8's smallest normal: the FP8 grid is uniform with step 2^(1-bias-mbits). Count how many steps the
-        // value is, rounding RNE. A result of 2^mbits steps is the smallest normal, whose code is exactly 2^mbits
-        // (exponent field 1, mantissa 0), so the carry needs no special case.
-        if (exponent == -127) { return sign; }  // zero or float subnormal: far below half an FP8 step
-        uint32_t significand = (magnitude & 0x7FFFFFu) | 0x800000u;  // value = significand * 2^(exponent-23)
-        int shift = 23 + (1 - bias - mbits) - exponent;                // >= 21: at most 3 integer bits survive
-        code = fp8_shift_right_rne(significand, shift);
-    } else {
-        // Normal range: re-bias the exponent and drop 23-mbits mantissa bits with RNE. Rounding up a full mantissa
-        // carries into the exponent field, which is the right next value.
-        uint32_t rebiased = ((uint32_t)(exponent + bias) << 23) | (magnitude & 0x7FFFFFu);
-        code = fp8_shift_right_rne(rebiased, 23 - mbits);
-    }
+    int exponent = (int)(magnitude >> 23) - 127;  // unbiased; float subnormals/zero give -127, inf/NaN 128
+
+    // Normal range: re-bias the exponent and drop 23-mbits mantissa bits with RNE. Rounding up a full mantissa
+    // carries into the exponent field, which is the right next value. (Below the normal range this is garbage, and
+    // not selected.)
+    uint32_t rebiased = ((uint32_t)(exponent + bias) << 23) | mantissa;
+    uint32_t normal_code = fp8_shift_right_rne(rebiased, 23 - mbits);
+
+    // Below FP8's smallest normal: the FP8 grid is uniform with step 2^(1-bias-mbits), and the code is the number of
+    // steps, rounded to nearest even. A result of 2^mbits steps is the smallest normal, whose code is exactly 2^mbits
+    // (exponent field 1, mantissa 0), so the carry needs no special case. |x| / step is exact (a power-of-two
+    // scaling of a float), and adding 2^23 rounds it to an integer, ties to even, since the floats in [2^23, 2^24)
+    // are the integers: their low mantissa bits are the integer. Float arithmetic rather than a shift by an
+    // exponent-dependent count, so that SSE2 (no per-lane shift counts) vectorizes it too. (Values not selected here
+    // give garbage bits, never undefined behaviour.)
+    float steps = fp8_bits_float(magnitude) * fp8_bits_float((uint32_t)(127 + bias + mbits - 1) << 23);
+    uint32_t subnormal_code = fp8_float_bits(steps + 8388608.0f) - 0x4B000000u;  // 0x4B000000 = 2^23
+
+    uint32_t code = exponent < 1 - bias ? subnormal_code : normal_code;
     uint32_t max_code = fp8_max_code(f);
-    if (code > max_code) { code = max_code; }  // satfinite: beyond max (and +-inf) clip to +-max
-    return (uint8_t)(sign | code);
+    code = code > max_code ? max_code : code;  // satfinite: beyond max (and +-inf) clip to +-max
+    // NaN of either sign -> canonical NaN; magnitudes that round to zero keep their sign
+    return magnitude > 0x7F800000u ? (uint8_t)FP8_NAN_CODE : (uint8_t)(sign | code);
 }
 
 // ----------------------------------------------------------------------------

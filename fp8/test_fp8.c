@@ -912,6 +912,62 @@ static void test_quantize_current_scaling(void) {
     free(want);
 }
 
+// The vectorized, chunked loops (several chunks of 65536 and a tail, on however many threads) give every element's
+// code and the amax and counts exactly as element-by-element references do, across every exponent, inf and NaN;
+// dequantize gives fp8_to_float(code) * scale_inv for all 256 codes, NaN bit patterns included.
+static void test_quantize_chunks_and_dequantize_every_code(void) {
+    size_t n = 3 * 65536 + 1234;
+    float* x = malloc(n * sizeof(float));
+    uint8_t* q = malloc(n);
+    for (size_t i = 0; i < n; i++) { x[i] = fp8_bits_float(rng_u32()); }  // every exponent, subnormals, inf, NaN
+    for (size_t i = 0; i < n; i += 7) { x[i] = (rng_uniform() * 2 - 1) * ldexpf(1.0f, (int)(rng_u32() % 40) - 30); }
+    for (int fi = 0; fi < 2; fi++) {
+        Fp8Format f = formats[fi];
+        float scale = 3.0f;
+        for (int with_nan = 1; with_nan >= 0; with_nan--) {
+            if (with_nan) {  // NaNs in a later chunk and in the tail (the random bits gave some too)
+                x[70001] = NAN;
+                x[n - 1] = -NAN;
+            }
+            uint32_t want_amax = 0;
+            long long want_sat = 0, want_flush = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (!with_nan && isnan(x[i])) { x[i] = 1.0f; }
+                uint32_t m = fp8_float_bits(x[i]) & 0x7FFFFFFFu;
+                want_amax = m > want_amax ? m : want_amax;
+                float scaled = x[i] * scale;
+                want_sat += fabsf(scaled) > fp8_max(f);
+                want_flush += x[i] != 0.0f && (ref_encode(scaled, f) & 0x7F) == 0 && !isnan(scaled);
+            }
+            float amax = 0.0f;
+            Fp8QuantStats stats = {0, 0, 0};
+            fp8_quantize(q, x, n, f, scale, &amax, &stats);
+            size_t wrong = 0;
+            for (size_t i = 0; i < n; i++) {
+                uint8_t want = isnan(x[i] * scale) ? FP8_NAN_CODE : ref_encode(x[i] * scale, f);
+                wrong += q[i] != want;
+            }
+            CHECK(wrong == 0, "%s: %zu of %zu codes differ from the reference", fp8_format_name(f), wrong, n);
+            CHECK(fp8_float_bits(amax) == want_amax, "%s amax bits 0x%08x, want 0x%08x", fp8_format_name(f),
+                  fp8_float_bits(amax), want_amax);
+            CHECK(stats.count == (long long)n && stats.saturated == want_sat && stats.flushed == want_flush,
+                  "%s counts: saturated %lld/%lld, flushed %lld/%lld", fp8_format_name(f), stats.saturated, want_sat,
+                  stats.flushed, want_flush);
+            CHECK(!with_nan || isnan(amax), "a NaN anywhere makes the amax NaN");
+        }
+        uint8_t codes[256];
+        float got[256];
+        for (int c = 0; c < 256; c++) { codes[c] = (uint8_t)c; }
+        fp8_dequantize(got, codes, 256, f, 0.375f);
+        for (int c = 0; c < 256; c++) {
+            float want = fp8_to_float((uint8_t)c, f) * 0.375f;
+            CHECK(memcmp(&got[c], &want, sizeof(float)) == 0, "%s dequantize code 0x%02x", fp8_format_name(f), c);
+        }
+    }
+    free(x);
+    free(q);
+}
+
 int main(void) {
     ref_init();
     RUN_TEST(test_decode_all_codes);
@@ -933,5 +989,6 @@ int main(void) {
     RUN_TEST(test_quantize_dequantize);
     RUN_TEST(test_recipe_current_scaling);
     RUN_TEST(test_quantize_current_scaling);
+    RUN_TEST(test_quantize_chunks_and_dequantize_every_code);
     return test_summary("fp8");
 }
