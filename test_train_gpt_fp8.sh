@@ -5,6 +5,8 @@
 #   - resume, for both FP8 recipes: a run killed between checkpoints and resumed with -y 1 ends with every file
 #     (logs, FP8 diagnostics, models, states, DONE markers) byte-identical to a run never interrupted; more steps
 #     on resume is accepted;
+#   - 1 and 2 OpenMP threads: identical logs, model, state and FP8 diagnostics, byte for byte, in every precision
+#     and both FP8 recipes;
 #   - a NaN gradient: the step is skipped with a warning and the FP8 state stays finite;
 #   - every bad input: a one-line error naming the problem, a non-zero exit, and no checkpoint overwritten: corrupt
 #     files, bad flags, sizes that overflow, and a resume whose settings differ from its checkpoint's;
@@ -140,6 +142,28 @@ if [ "$more_rc" -eq 0 ] && grep -q "resumed from .*model_00000004.bin at step 4"
 else
     fail "resume_with_more_steps_equals_straight" "rc $more_rc: $(diff -r -q "$TMP/eight" "$TMP/four" | head -n 3 | tr '\n' ' ')"
 fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the thread count changes no bit: every output is summed in a fixed order by one thread (the GEMMs of
+# llmc/gemm_cpu.h, the layers, the norms), so 1 and 2 OpenMP threads write the same logs, model, state and FP8
+# diagnostics. Odd sizes (63 rows, C 72, 3 heads) put every GEMM on its edge tiles; -d gives 2 accumulation steps.
+ODD="$DATA_FLAGS -L 2 -C 72 -NH 3 -b 3 -t 21 -d 126 -x 3 -v 3 -m 1 -s 0 -seed 7 -fp8_diag_every 1"
+for p in fp32 bf16 fp8 fp8_current; do
+    flags="-precision ${p%_current}$([ $p = fp8_current ] && echo ' -fp8_recipe current')"
+    OMP_NUM_THREADS=1 $TRAINER $ODD $flags -o "$TMP/threads1_$p" >"$TMP/threads1_$p.out" 2>&1
+    rc1=$?
+    OMP_NUM_THREADS=2 $TRAINER $ODD $flags -o "$TMP/threads2_$p" >"$TMP/threads2_$p.out" 2>&1
+    rc2=$?
+    differ=""
+    for f in main.log model_00000003.bin state_00000003_00000.bin $([ $p != fp32 ] && [ $p != bf16 ] && echo fp8_diag.tsv); do
+        cmp -s "$TMP/threads1_$p/$f" "$TMP/threads2_$p/$f" || differ="$differ $f"
+    done
+    if [ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ -z "$differ" ]; then
+        pass "threads_bit_identical_$p"
+    else
+        fail "threads_bit_identical_$p" "rc $rc1/$rc2, differ:${differ}"
+    fi
+done
 
 # ---------------------------------------------------------------------------------------------------------------------
 # llm.c's GPT-2 files: a version-1 tokenizer (50257 tokens, eot 50256 implied) and GPT-2-tokenized shards train
