@@ -11,8 +11,8 @@ replaces the naive loops, whatever the thread count or the instruction set.
 Why it is fast without changing any rounding:
   - SIMD across outputs j, never across k: each vector lane holds one C[i][j] and adds that output's products in k
     order. A lane's sequence of roundings is the naive loop's, so the vector width does not matter.
-  - register tiles: a tile of MR rows x (NV * 8) columns of C stays in registers while k runs, so every loaded B
-    vector is used MR times and every broadcast A value NV times.
+  - register tiles: a tile of MR rows x NV vectors of C stays in registers while k runs, so every loaded B vector
+    is used MR times and every broadcast A value NV times.
   - packing: a panel of B (GEMM_KC values of k x GEMM_NB columns) is copied into a contiguous buffer first, so the
     tile loop reads it sequentially whatever B's strides are (fprop's B is the weight transposed). Splitting k into
     blocks of GEMM_KC keeps the order: C is stored as float between blocks, exactly what the naive loop holds.
@@ -39,15 +39,18 @@ Why it is fast without changing any rounding:
 #define GEMM_UNROLL(n) GEMM_PRAGMA(GCC unroll n)
 #endif
 
-// Eight floats: one AVX register, two SSE registers. GCC's vector extension, so `acc += b * a` is plain C and means
-// exactly eight independent float multiplies and adds.
-typedef float GemmVec __attribute__((vector_size(32)));
-#define GEMM_VEC_FLOATS 8
+// GCC's vector extension, so `acc += b * a` is plain C and means exactly that many independent float multiplies and
+// adds. Sixteen floats fill an AVX-512 register, eight an AVX one; SSE2 has only 16-byte registers (a wider vector
+// type would live in memory there), so its kernel uses four.
+typedef float GemmVec8 __attribute__((vector_size(32)));
+typedef float GemmVec4 __attribute__((vector_size(16)));
+typedef float GemmVec16 __attribute__((vector_size(64)));
 
-#define GEMM_KC 256  // k values per packed panel: a tile's slice of the panel (GEMM_KC x tile width) stays in L1
-#define GEMM_NB 64   // columns per panel, the unit of OpenMP work; a multiple of every tile's width (NV * 8) below
-#define GEMM_MAX_MR 8
+#define GEMM_KC 128  // k values per packed panel: a tile's slice of it (GEMM_KC x 64 floats at most, 32 KB) stays in L1
+#define GEMM_NB 64   // columns per panel, the unit of OpenMP work; a multiple of every tile's width below
+#define GEMM_MAX_MR 6
 #define GEMM_MAX_NV 4
+#define GEMM_MAX_NR (GEMM_MAX_NV * 16)  // the widest tile, in floats
 
 #if defined(__x86_64__) || defined(__i386__)
 #define GEMM_X86 1
@@ -65,7 +68,7 @@ static inline const char* gemm_isa_name(GemmIsa isa) {
 static inline int gemm_isa_supported(GemmIsa isa) {
 #if GEMM_X86
     __builtin_cpu_init();
-    if (isa == GEMM_ISA_AVX512) { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"); }
+    if (isa == GEMM_ISA_AVX512) { return __builtin_cpu_supports("avx512f"); }
     if (isa == GEMM_ISA_AVX2) { return __builtin_cpu_supports("avx2"); }
 #endif
     return isa == GEMM_ISA_BASELINE;
@@ -86,35 +89,35 @@ typedef struct {
     const float* bias;  // (N) or NULL
 } GemmArgs;
 
-// One register tile: c (mr x nv*8, row stride ldc) += A rows (a_rows[i][k * a_stride_k]) @ packed B (kc x nv*8,
-// row stride packed_ld), k in order. MR and NV are constants after inlining, so acc lives in registers. (memcpy is
-// an unaligned vector load or store.)
-static inline __attribute__((always_inline)) void gemm_tile(float* c, size_t ldc, const float* const* a_rows,
-                                                            size_t a_stride_k, const float* packed, size_t packed_ld,
-                                                            int kc, const int MR, const int NV) {
-    GemmVec acc[GEMM_MAX_MR][GEMM_MAX_NV];
-GEMM_UNROLL(8)
-    for (int i = 0; i < MR; i++) {
-GEMM_UNROLL(4)
-        for (int v = 0; v < NV; v++) { memcpy(&acc[i][v], c + i * ldc + v * GEMM_VEC_FLOATS, sizeof(GemmVec)); }
+// One register tile: c (MR x NV vectors, row stride ldc) += A rows (a_rows[i][k * a_stride_k]) @ packed B (kc x NV
+// vectors, row stride packed_ld), k in order. MR and NV are constants after inlining, so acc lives in registers.
+// (memcpy is an unaligned vector load or store.) Written once, defined for both vector types.
+#define GEMM_DEFINE_TILE(name, Vec)                                                                                   \
+    static inline __attribute__((always_inline)) void name(float* c, size_t ldc, const float* const* a_rows,        \
+                                                           size_t a_stride_k, const float* packed, size_t packed_ld, \
+                                                           int kc, const int MR, const int NV) {                     \
+        const int VF = (int)(sizeof(Vec) / sizeof(float));                                                            \
+        Vec acc[GEMM_MAX_MR][GEMM_MAX_NV];                                                                            \
+        GEMM_UNROLL(8) for (int i = 0; i < MR; i++) {                                                                 \
+            GEMM_UNROLL(4) for (int v = 0; v < NV; v++) { memcpy(&acc[i][v], c + i * ldc + v * VF, sizeof(Vec)); }   \
+        }                                                                                                             \
+        for (int k = 0; k < kc; k++) {                                                                                \
+            Vec b[GEMM_MAX_NV];                                                                                       \
+            GEMM_UNROLL(4) for (int v = 0; v < NV; v++) {                                                             \
+                memcpy(&b[v], packed + (size_t)k * packed_ld + v * VF, sizeof(Vec));                                  \
+            }                                                                                                         \
+            GEMM_UNROLL(8) for (int i = 0; i < MR; i++) {                                                             \
+                float a = a_rows[i][(size_t)k * a_stride_k];                                                          \
+                GEMM_UNROLL(4) for (int v = 0; v < NV; v++) { acc[i][v] += b[v] * a; }                                \
+            }                                                                                                         \
+        }                                                                                                             \
+        GEMM_UNROLL(8) for (int i = 0; i < MR; i++) {                                                                 \
+            GEMM_UNROLL(4) for (int v = 0; v < NV; v++) { memcpy(c + i * ldc + v * VF, &acc[i][v], sizeof(Vec)); }   \
+        }                                                                                                             \
     }
-    for (int k = 0; k < kc; k++) {
-        GemmVec b[GEMM_MAX_NV];
-GEMM_UNROLL(4)
-        for (int v = 0; v < NV; v++) { memcpy(&b[v], packed + (size_t)k * packed_ld + v * GEMM_VEC_FLOATS, sizeof(GemmVec)); }
-GEMM_UNROLL(8)
-        for (int i = 0; i < MR; i++) {
-            float a = a_rows[i][(size_t)k * a_stride_k];
-GEMM_UNROLL(4)
-            for (int v = 0; v < NV; v++) { acc[i][v] += b[v] * a; }
-        }
-    }
-GEMM_UNROLL(8)
-    for (int i = 0; i < MR; i++) {
-GEMM_UNROLL(4)
-        for (int v = 0; v < NV; v++) { memcpy(c + i * ldc + v * GEMM_VEC_FLOATS, &acc[i][v], sizeof(GemmVec)); }
-    }
-}
+GEMM_DEFINE_TILE(gemm_tile_vec8, GemmVec8)
+GEMM_DEFINE_TILE(gemm_tile_vec4, GemmVec4)
+GEMM_DEFINE_TILE(gemm_tile_vec16, GemmVec16)
 
 // Copy B[k0 .. k0+kc)[j0 .. j0+nb) into packed (kc x width, row stride width), zeros beyond column nb.
 static inline void gemm_pack_b(float* packed, size_t width, const GemmArgs* g, int k0, int kc, int j0, int nb) {
@@ -136,11 +139,12 @@ static inline void gemm_pack_b(float* packed, size_t width, const GemmArgs* g, i
     }
 }
 
-// All of C's columns [j0, j0+nb) (one panel), with tiles of MR x NV*8. Edge tiles (fewer rows or columns) go
-// through a local tile, so the kernel always runs full width; its extra lanes see zeros and are not written back.
+// All of C's columns [j0, j0+nb) (one panel), with tiles of MR rows x NV vectors of VF (8 or 4) floats. Edge tiles
+// (fewer rows or columns) go through a local tile, so the kernel always runs full width; its extra lanes see zeros
+// and are not written back.
 static inline __attribute__((always_inline)) void gemm_panel(const GemmArgs* g, int j0, int nb, float* packed,
-                                                             const int MR, const int NV) {
-    const int NR = NV * GEMM_VEC_FLOATS;
+                                                             const int MR, const int NV, const int VF) {
+    const int NR = NV * VF;
     size_t width = (size_t)(nb + NR - 1) / NR * NR;
     if (g->start_at_bias) {
         for (int i = 0; i < g->M; i++) {
@@ -160,12 +164,21 @@ static inline __attribute__((always_inline)) void gemm_panel(const GemmArgs* g, 
                     a_rows[i] = g->a + (size_t)(it + (i < nrows ? i : 0)) * g->a_stride_i + (size_t)k0 * g->a_stride_k;
                 }
                 float* c = g->c + (size_t)it * g->ldc + j0 + jt;
-                if (nrows == MR && ncols == NR) {
-                    gemm_tile(c, g->ldc, a_rows, g->a_stride_k, packed + jt, width, kc, MR, NV);
-                } else {
-                    float edge[GEMM_MAX_MR * GEMM_MAX_NV * GEMM_VEC_FLOATS] = {0};
+                float edge[GEMM_MAX_MR * GEMM_MAX_NR] = {0};
+                int full = nrows == MR && ncols == NR;
+                float* tile = full ? c : edge;
+                size_t ld = full ? g->ldc : (size_t)NR;
+                if (!full) {
                     for (int i = 0; i < nrows; i++) { memcpy(edge + i * NR, c + i * g->ldc, (size_t)ncols * sizeof(float)); }
-                    gemm_tile(edge, (size_t)NR, a_rows, g->a_stride_k, packed + jt, width, kc, MR, NV);
+                }
+                if (VF == 16) {
+                    gemm_tile_vec16(tile, ld, a_rows, g->a_stride_k, packed + jt, width, kc, MR, NV);
+                } else if (VF == 8) {
+                    gemm_tile_vec8(tile, ld, a_rows, g->a_stride_k, packed + jt, width, kc, MR, NV);
+                } else {
+                    gemm_tile_vec4(tile, ld, a_rows, g->a_stride_k, packed + jt, width, kc, MR, NV);
+                }
+                if (!full) {
                     for (int i = 0; i < nrows; i++) { memcpy(c + i * g->ldc, edge + i * NR, (size_t)ncols * sizeof(float)); }
                 }
             }
@@ -181,17 +194,21 @@ static inline __attribute__((always_inline)) void gemm_panel(const GemmArgs* g, 
 #define GEMM_NO_FMA  // clang: -ffp-contract=off from the Makefile
 #endif
 
-// The same panel code compiled for each instruction set, with the tile that fits its registers: SSE2 and AVX2 have
-// 16 vector registers (an 8-float vector takes two SSE registers), AVX-512 has 32.
+// The same panel code compiled for each instruction set, with the tile that fits its registers (measured best of a
+// few on the trainer's shapes): SSE2 and AVX2 have 16 vector registers, for 6 x 2 accumulators, 2 of B, the broadcast
+// A value and a product; AVX-512 has 32, for 6 x 4 accumulators of 16 floats, 4 of B and 2 more. AVX-512 (not
+// avx512vl's 8-float forms) doubles the work per instruction; on CPUs with full-width AVX-512 units, the speed too.
 typedef void (*GemmPanelFn)(const GemmArgs* g, int j0, int nb, float* packed);
-GEMM_NO_FMA static void gemm_panel_baseline(const GemmArgs* g, int j0, int nb, float* packed) { gemm_panel(g, j0, nb, packed, 2, 2); }
+GEMM_NO_FMA static void gemm_panel_baseline(const GemmArgs* g, int j0, int nb, float* packed) {
+    gemm_panel(g, j0, nb, packed, 6, 2, 4);
+}
 #if GEMM_X86
 GEMM_NO_FMA __attribute__((target("avx2"))) static void gemm_panel_avx2(const GemmArgs* g, int j0, int nb, float* packed) {
-    gemm_panel(g, j0, nb, packed, 4, 2);
+    gemm_panel(g, j0, nb, packed, 6, 2, 8);
 }
-GEMM_NO_FMA __attribute__((target("avx512f,avx512vl"))) static void gemm_panel_avx512(const GemmArgs* g, int j0,
+GEMM_NO_FMA __attribute__((target("avx512f"))) static void gemm_panel_avx512(const GemmArgs* g, int j0,
                                                                                       int nb, float* packed) {
-    gemm_panel(g, j0, nb, packed, 4, 4);
+    gemm_panel(g, j0, nb, packed, 6, 4, 16);
 }
 static GemmPanelFn gemm_panel_for(GemmIsa isa) {
     return isa == GEMM_ISA_AVX512 ? gemm_panel_avx512 : isa == GEMM_ISA_AVX2 ? gemm_panel_avx2 : gemm_panel_baseline;

@@ -67,10 +67,10 @@ static GemmArgs make_args(int layout, float* c, const float* a, const float* b, 
 }
 
 static void test_every_kernel_matches_naive_loop(void) {
-    // around the tiles (2, 4, 6 rows; 16, 32 columns), the panel (64 columns) and the k-block (256)
-    static const int sizes_m[] = {1, 2, 3, 5, 8, 13, 33};
+    // around the tiles (6 rows; 8, 16, 64 columns), the panel (64 columns) and the k-block (128)
+    static const int sizes_m[] = {1, 2, 5, 6, 7, 13, 33};
     static const int sizes_n[] = {1, 7, 16, 17, 33, 64, 65, 130};
-    static const int sizes_k[] = {1, 3, 36, 255, 257, 520};
+    static const int sizes_k[] = {1, 3, 36, 128, 129, 300};
     Rng rng;
     rng_seed(&rng, 1234);
     int isas_run = 0, shapes_checked = 0;
