@@ -2,7 +2,7 @@
 test_gpt_fp8.c — CPU tests of the reference trainer's model code (train_gpt_fp8.c is included with TESTING, llm.c
 style, so every static function is reachable):
   - the linear layer's GEMMs (matmul_forward / matmul_backward, llmc/gemm_cpu.h) give exactly the bits of the simple
-    loops they replaced, on the trainer's shapes and odd ones;
+    loops they replaced, on the trainer's shapes and odd ones; GELU (bf16 inputs through lookup tables) too;
   - a finite-difference check of every parameter tensor's gradient in fp32 (so every layer's backward);
   - FP8 mode: the amaxes recorded in row 0 equal max|x| of the very tensors each GEMM quantized, the GEMM output
     equals a direct recomputation through fp8/, unused slots stay 0;
@@ -205,6 +205,53 @@ static void test_matmul_bit_identical_to_naive_loops(void) {
         free(want);
         free(got);
     }
+}
+
+// GELU as it was written before the bf16 lookup tables: the reference for every input, bf16 or not.
+static void naive_gelu(float* out, float* dinp, const float* inp, const float* dout, size_t N) {
+    for (size_t i = 0; i < N; i++) {
+        float x = inp[i];
+        float cube = 0.044715f * x * x * x;
+        out[i] = 0.5f * x * (1.0f + tanhf(GELU_SCALING_FACTOR * (x + cube)));
+        float tanh_arg = GELU_SCALING_FACTOR * (x + cube);
+        float tanh_out = tanhf(tanh_arg);
+        float cosh_out = coshf(tanh_arg);
+        float sech2 = 1.0f / (cosh_out * cosh_out);
+        float grad = 0.5f * (1.0f + tanh_out) + x * 0.5f * sech2 * GELU_SCALING_FACTOR * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] += grad * dout[i];
+    }
+}
+
+// Every bf16 value (through the tables: NaNs, infinities, subnormals included) and random fp32 values (computed
+// directly) give the naive loop's bits, forward and backward.
+static void test_gelu_bit_identical_to_naive_loop(void) {
+    size_t n = 65536 + 20000;
+    float* x = malloc(n * sizeof(float));
+    float* dout = malloc(n * sizeof(float));
+    float* want = malloc(2 * n * sizeof(float));
+    float* got = malloc(2 * n * sizeof(float));
+    Rng rng;
+    rng_seed(&rng, 4242);
+    for (size_t i = 0; i < 65536; i++) { x[i] = bf16_to_float((uint16_t)i); }
+    for (size_t i = 65536; i < n; i++) { x[i] = rng_normal(&rng) * 3.0f; }
+    fill_spread(dout, n, &rng);
+    fill_spread(want + n, n, &rng);  // dinp accumulates onto these
+    memcpy(got + n, want + n, n * sizeof(float));
+    naive_gelu(want, want + n, x, dout, n);
+    gelu_forward(got, x, n);
+    gelu_backward(got + n, x, dout, n);
+    size_t out_diff = 0, dinp_diff = 0, non_bf16 = 0;
+    for (size_t i = 0; i < n; i++) {
+        out_diff += memcmp(&want[i], &got[i], sizeof(float)) != 0;
+        dinp_diff += memcmp(&want[n + i], &got[n + i], sizeof(float)) != 0;
+        non_bf16 += !is_bf16_value(x[i]);
+    }
+    CHECK(out_diff == 0 && dinp_diff == 0, "%zu outputs and %zu input gradients of %zu differ", out_diff, dinp_diff, n);
+    CHECK(non_bf16 > 19000, "the random inputs are mostly not bf16 values (%zu)", non_bf16);
+    free(x);
+    free(dout);
+    free(want);
+    free(got);
 }
 
 static float max_abs(const float* x, size_t n) {
@@ -827,6 +874,7 @@ static void test_box_rows_fit(void) {
 
 int main(void) {
     RUN_TEST(test_matmul_bit_identical_to_naive_loops);
+    RUN_TEST(test_gelu_bit_identical_to_naive_loop);
     RUN_TEST(test_gradient_check_fp32);
     RUN_TEST(test_fp8_recorded_amaxes_and_values);
     RUN_TEST(test_fp8_histories_over_steps);

@@ -281,26 +281,56 @@ void attention_backward(float* dinp, float* dpreatt, float* datt, const float* d
 
 #define GELU_SCALING_FACTOR 0.7978845608028654f  // sqrt(2 / pi)
 
+// GELU (the tanh approximation, as GPT-2) of one value, and its derivative
+static inline float gelu_value(float x) {
+    float cube = 0.044715f * x * x * x;
+    return 0.5f * x * (1.0f + tanhf(GELU_SCALING_FACTOR * (x + cube)));
+}
+
+static inline float gelu_derivative(float x) {
+    float cube = 0.044715f * x * x * x;
+    float tanh_arg = GELU_SCALING_FACTOR * (x + cube);
+    float tanh_out = tanhf(tanh_arg);
+    float cosh_out = coshf(tanh_arg);
+    float sech2 = 1.0f / (cosh_out * cosh_out);
+    return 0.5f * (1.0f + tanh_out) + x * 0.5f * sech2 * GELU_SCALING_FACTOR * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+// In bf16 and fp8 modes every GELU input is a bf16 value (fch is stored in bf16), so its output and derivative are
+// one of 65536 values each: computed once by the functions above, then looked up by the bf16 bits, which gives the
+// same floats without three libm calls (tanhf, coshf) per element. Any other input is computed as it comes.
+static float gelu_value_of_bf16[65536];       // indexed by the top 16 bits of a float whose low 16 bits are 0
+static float gelu_derivative_of_bf16[65536];
+static int gelu_tables_filled = 0;
+
+static void gelu_fill_tables(void) {  // called outside parallel regions, so one thread fills them
+    if (gelu_tables_filled) { return; }
+#pragma omp parallel for
+    for (int bits = 0; bits < 65536; bits++) {
+        float x = bf16_to_float((uint16_t)bits);
+        gelu_value_of_bf16[bits] = gelu_value(x);
+        gelu_derivative_of_bf16[bits] = gelu_derivative(x);
+    }
+    gelu_tables_filled = 1;
+}
+
+static inline int is_bf16_value(float x) { return (fp8_float_bits(x) & 0xFFFFu) == 0; }
+
 void gelu_forward(float* out, const float* inp, size_t N) {
-    // the tanh approximation, as GPT-2
+    gelu_fill_tables();
 #pragma omp parallel for
     for (size_t i = 0; i < N; i++) {
         float x = inp[i];
-        float cube = 0.044715f * x * x * x;
-        out[i] = 0.5f * x * (1.0f + tanhf(GELU_SCALING_FACTOR * (x + cube)));
+        out[i] = is_bf16_value(x) ? gelu_value_of_bf16[fp8_float_bits(x) >> 16] : gelu_value(x);
     }
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
+    gelu_fill_tables();
 #pragma omp parallel for
     for (size_t i = 0; i < N; i++) {
         float x = inp[i];
-        float cube = 0.044715f * x * x * x;
-        float tanh_arg = GELU_SCALING_FACTOR * (x + cube);
-        float tanh_out = tanhf(tanh_arg);
-        float cosh_out = coshf(tanh_arg);
-        float sech2 = 1.0f / (cosh_out * cosh_out);
-        float grad = 0.5f * (1.0f + tanh_out) + x * 0.5f * sech2 * GELU_SCALING_FACTOR * (1.0f + 3.0f * 0.044715f * x * x);
+        float grad = is_bf16_value(x) ? gelu_derivative_of_bf16[fp8_float_bits(x) >> 16] : gelu_derivative(x);
         dinp[i] += grad * dout[i];
     }
 }
