@@ -156,9 +156,9 @@ FUZZ_SMOKE_SECONDS ?= 20
 # ---------------------------------------------------------------------------------------------------------------------
 # CPU programs and tests
 
-FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/meta.h fp8/current.h
+FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/meta.h fp8/current.h llmc/cpu_isa.h
 LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h \
-                llmc/train_common.h llmc/zero.h llmc/gemm_cpu.h
+                llmc/train_common.h llmc/zero.h llmc/cpu_isa.h llmc/gemm_cpu.h
 CPU_PROGRAMS := train_gpt_fp8_cpu
 CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process llmc/test_memory_plan \
              llmc/test_gemm_cpu
@@ -207,7 +207,7 @@ llmc/test_multi_process: llmc/test_multi_process.c llmc/multi_process.h llmc/tes
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
 # the CPU GEMM's kernels (every instruction set the CPU has) against the naive loop, bit for bit
-llmc/test_gemm_cpu: llmc/test_gemm_cpu.c llmc/gemm_cpu.h llmc/rand.h llmc/testing.h $(BUILD_FLAGS_STAMP)
+llmc/test_gemm_cpu: llmc/test_gemm_cpu.c llmc/gemm_cpu.h llmc/cpu_isa.h llmc/rand.h llmc/testing.h $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 # the GPU trainer's memory plan (the estimate it prints before allocating), on the CPU

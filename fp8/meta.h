@@ -30,6 +30,7 @@ the old scale instead of computing one from garbage.
 #include <stdlib.h>
 #include <string.h>
 
+#include "../llmc/cpu_isa.h"
 #include "fp8.h"
 #include "recipe.h"
 
@@ -238,33 +239,80 @@ typedef struct {
     long long flushed;    // x != 0 but quantized to +-0: lost to underflow
 } Fp8QuantStats;
 
-// out[i] = fp8(inp[i] * scale), and max-reduce max|inp| (unscaled, NaN-propagating) into *amax (a slot's row 0).
-// stats may be NULL.
-static inline void fp8_quantize(uint8_t* out, const float* inp, size_t n, Fp8Format format, float scale,
-                                float* amax, Fp8QuantStats* stats) {
+// One chunk of fp8_quantize: codes into out, and the chunk's max |x| (as bits), saturated and flushed counts. Compiled
+// once per instruction set (llmc/cpu_isa.h) and per format (a constant format makes every shift a constant); every
+// select in fp8_from_float is branch-free, so the loop vectorizes, and each element's code is the scalar one.
+typedef struct {
+    uint32_t amax_bits, saturated, flushed;
+} Fp8ChunkStats;
+
+static inline __attribute__((always_inline)) Fp8ChunkStats fp8_quantize_chunk(uint8_t* out, const float* inp,
+                                                                              size_t n, Fp8Format format, float scale) {
     float fp8_max_value = fp8_max(format);
+    uint32_t amax_bits = 0, saturated = 0, flushed = 0;
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        float scaled = x * scale;
+        uint8_t code = fp8_from_float(scaled, format);
+        out[i] = code;
+        uint32_t magnitude_bits = fp8_float_bits(x) & 0x7FFFFFFFu;
+        amax_bits = magnitude_bits > amax_bits ? magnitude_bits : amax_bits;
+        saturated += fabsf(scaled) > fp8_max_value;
+        flushed += x != 0.0f && (code & 0x7Fu) == 0;
+    }
+    Fp8ChunkStats stats = {amax_bits, saturated, flushed};
+    return stats;
+}
+
+// the chunk loop with the format as a constant
+static inline __attribute__((always_inline)) Fp8ChunkStats fp8_quantize_chunk_by_format(uint8_t* out, const float* inp,
+                                                                                        size_t n, Fp8Format format,
+                                                                                        float scale) {
+    return format == FP8_E4M3 ? fp8_quantize_chunk(out, inp, n, FP8_E4M3, scale)
+                              : fp8_quantize_chunk(out, inp, n, FP8_E5M2, scale);
+}
+
+typedef Fp8ChunkStats (*Fp8QuantizeChunkFn)(uint8_t* out, const float* inp, size_t n, Fp8Format format, float scale);
+CPU_NO_FMA static Fp8ChunkStats fp8_quantize_chunk_baseline(uint8_t* out, const float* inp, size_t n,
+                                                            Fp8Format format, float scale) {
+    return fp8_quantize_chunk_by_format(out, inp, n, format, scale);
+}
+#if CPU_ISA_X86
+CPU_NO_FMA CPU_TARGET_AVX2 static Fp8ChunkStats fp8_quantize_chunk_avx2(uint8_t* out, const float* inp, size_t n,
+                                                                        Fp8Format format, float scale) {
+    return fp8_quantize_chunk_by_format(out, inp, n, format, scale);
+}
+CPU_NO_FMA CPU_TARGET_AVX512 static Fp8ChunkStats fp8_quantize_chunk_avx512(uint8_t* out, const float* inp, size_t n,
+                                                                            Fp8Format format, float scale) {
+    return fp8_quantize_chunk_by_format(out, inp, n, format, scale);
+}
+#endif
+
+static inline Fp8QuantizeChunkFn fp8_quantize_chunk_for(CpuIsa isa) {
+#if CPU_ISA_X86
+    if (isa == CPU_ISA_AVX512) { return fp8_quantize_chunk_avx512; }
+    if (isa == CPU_ISA_AVX2) { return fp8_quantize_chunk_avx2; }
+#endif
+    (void)isa;
+    return fp8_quantize_chunk_baseline;
+}
+
+// out[i] = fp8(inp[i] * scale), and max-reduce max|inp| (unscaled, NaN-propagating) into *amax (a slot's row 0).
+// stats may be NULL. isa: which version of the loop (tests run them all); fp8_quantize uses the best.
+static inline void fp8_quantize_isa(CpuIsa isa, uint8_t* out, const float* inp, size_t n, Fp8Format format,
+                                    float scale, float* amax, Fp8QuantStats* stats) {
+    Fp8QuantizeChunkFn quantize_chunk = fp8_quantize_chunk_for(isa);
     uint32_t amax_bits = fp8_float_bits(*amax);  // bit patterns of magnitudes order like their values (NaN on top)
     long long saturated = 0, flushed = 0;
-    // In chunks, so the loop over a chunk counts in 32 bits and vectorizes (every select in it is branch-free); the
-    // max of bit patterns and the counts do not depend on how the chunks are split among threads.
+    // In chunks, which count in 32 bits; the max of bit patterns and the counts do not depend on how the chunks are
+    // split among threads.
     const size_t chunk = 1 << 16;
 #pragma omp parallel for reduction(max : amax_bits) reduction(+ : saturated, flushed) if (n > chunk)
     for (size_t start = 0; start < n; start += chunk) {
-        size_t end = n - start < chunk ? n : start + chunk;
-        uint32_t chunk_amax_bits = 0, chunk_saturated = 0, chunk_flushed = 0;
-        for (size_t i = start; i < end; i++) {
-            float x = inp[i];
-            float scaled = x * scale;
-            uint8_t code = fp8_from_float(scaled, format);
-            out[i] = code;
-            uint32_t magnitude_bits = fp8_float_bits(x) & 0x7FFFFFFFu;
-            chunk_amax_bits = magnitude_bits > chunk_amax_bits ? magnitude_bits : chunk_amax_bits;
-            chunk_saturated += fabsf(scaled) > fp8_max_value;
-            chunk_flushed += x != 0.0f && (code & 0x7Fu) == 0;
-        }
-        if (chunk_amax_bits > amax_bits) { amax_bits = chunk_amax_bits; }
-        saturated += chunk_saturated;
-        flushed += chunk_flushed;
+        Fp8ChunkStats c = quantize_chunk(out + start, inp + start, n - start < chunk ? n - start : chunk, format, scale);
+        if (c.amax_bits > amax_bits) { amax_bits = c.amax_bits; }
+        saturated += c.saturated;
+        flushed += c.flushed;
     }
     *amax = fp8_bits_float(amax_bits);
     if (stats) {
@@ -272,6 +320,11 @@ static inline void fp8_quantize(uint8_t* out, const float* inp, size_t n, Fp8For
         stats->saturated += saturated;
         stats->flushed += flushed;
     }
+}
+
+static inline void fp8_quantize(uint8_t* out, const float* inp, size_t n, Fp8Format format, float scale, float* amax,
+                                Fp8QuantStats* stats) {
+    fp8_quantize_isa(cpu_isa_best(), out, inp, n, format, scale, amax, stats);
 }
 
 // The same from bf16 storage (the GPU's activations are bf16).

@@ -912,8 +912,9 @@ static void test_quantize_current_scaling(void) {
     free(want);
 }
 
-// The vectorized, chunked loops (several chunks of 65536 and a tail, on however many threads) give every element's
-// code and the amax and counts exactly as element-by-element references do, across every exponent, inf and NaN;
+// The vectorized, chunked loops (several chunks of 65536 and a tail, on however many threads, each instruction set the
+// CPU has) give every element's code and the amax and counts exactly as element-by-element references do, across
+// every exponent, inf and NaN;
 // dequantize gives fp8_to_float(code) * scale_inv for all 256 codes, NaN bit patterns included.
 static void test_quantize_chunks_and_dequantize_every_code(void) {
     size_t n = 3 * 65536 + 1234;
@@ -939,21 +940,27 @@ static void test_quantize_chunks_and_dequantize_every_code(void) {
                 want_sat += fabsf(scaled) > fp8_max(f);
                 want_flush += x[i] != 0.0f && (ref_encode(scaled, f) & 0x7F) == 0 && !isnan(scaled);
             }
-            float amax = 0.0f;
-            Fp8QuantStats stats = {0, 0, 0};
-            fp8_quantize(q, x, n, f, scale, &amax, &stats);
-            size_t wrong = 0;
-            for (size_t i = 0; i < n; i++) {
-                uint8_t want = isnan(x[i] * scale) ? FP8_NAN_CODE : ref_encode(x[i] * scale, f);
-                wrong += q[i] != want;
+            for (int isa = 0; isa < CPU_NUM_ISAS; isa++) {  // every version of the loop this CPU can run
+                if (!cpu_isa_supported((CpuIsa)isa)) { continue; }
+                const char* name = cpu_isa_name((CpuIsa)isa);
+                float amax = 0.0f;
+                Fp8QuantStats stats = {0, 0, 0};
+                memset(q, 0xAB, n);
+                fp8_quantize_isa((CpuIsa)isa, q, x, n, f, scale, &amax, &stats);
+                size_t wrong = 0;
+                for (size_t i = 0; i < n; i++) {
+                    uint8_t want = isnan(x[i] * scale) ? FP8_NAN_CODE : ref_encode(x[i] * scale, f);
+                    wrong += q[i] != want;
+                }
+                CHECK(wrong == 0, "%s %s: %zu of %zu codes differ from the reference", name, fp8_format_name(f),
+                      wrong, n);
+                CHECK(fp8_float_bits(amax) == want_amax, "%s %s amax bits 0x%08x, want 0x%08x", name,
+                      fp8_format_name(f), fp8_float_bits(amax), want_amax);
+                CHECK(stats.count == (long long)n && stats.saturated == want_sat && stats.flushed == want_flush,
+                      "%s %s counts: saturated %lld/%lld, flushed %lld/%lld", name, fp8_format_name(f),
+                      stats.saturated, want_sat, stats.flushed, want_flush);
+                CHECK(!with_nan || isnan(amax), "a NaN anywhere makes the amax NaN");
             }
-            CHECK(wrong == 0, "%s: %zu of %zu codes differ from the reference", fp8_format_name(f), wrong, n);
-            CHECK(fp8_float_bits(amax) == want_amax, "%s amax bits 0x%08x, want 0x%08x", fp8_format_name(f),
-                  fp8_float_bits(amax), want_amax);
-            CHECK(stats.count == (long long)n && stats.saturated == want_sat && stats.flushed == want_flush,
-                  "%s counts: saturated %lld/%lld, flushed %lld/%lld", fp8_format_name(f), stats.saturated, want_sat,
-                  stats.flushed, want_flush);
-            CHECK(!with_nan || isnan(amax), "a NaN anywhere makes the amax NaN");
         }
         uint8_t codes[256];
         float got[256];

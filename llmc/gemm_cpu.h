@@ -17,10 +17,9 @@ Why it is fast without changing any rounding:
     tile loop reads it sequentially whatever B's strides are (fprop's B is the weight transposed). Splitting k into
     blocks of GEMM_KC keeps the order: C is stored as float between blocks, exactly what the naive loop holds.
   - OpenMP over column panels: one thread owns each output, so no output depends on the thread count.
-  - instruction sets picked at run time (AVX-512, AVX2, else the build's baseline: SSE2, which every x86-64 has):
-    the same C code is compiled once per target and the binary still runs on any x86-64 (elsewhere only the
-    baseline is built). None fuses a*b+c into an FMA, because the Makefile compiles with -ffp-contract=off (AVX-512
-    includes FMA instructions; AVX2 is used without FMA), and llmc/test_gemm_cpu checks every kernel the CPU has.
+  - instruction sets picked at run time (llmc/cpu_isa.h: AVX-512, AVX2, else the build's baseline, SSE2 on x86-64):
+    the same C code is compiled once per target, none fuses a*b+c into an FMA, and llmc/test_gemm_cpu checks every
+    kernel the CPU has.
 */
 #ifndef GPTFP8_GEMM_CPU_H
 #define GPTFP8_GEMM_CPU_H
@@ -29,6 +28,8 @@ Why it is fast without changing any rounding:
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cpu_isa.h"
 
 // Full unrolling of the tile loops, so the accumulators become registers. nvcc's front end (the GPU test compiles
 // the CPU trainer too) does not know GCC's pragma; there the loops stay as written and give the same bits.
@@ -51,28 +52,6 @@ typedef float GemmVec16 __attribute__((vector_size(64)));
 #define GEMM_MAX_MR 6
 #define GEMM_MAX_NV 4
 #define GEMM_MAX_NR (GEMM_MAX_NV * 16)  // the widest tile, in floats
-
-#if defined(__x86_64__) || defined(__i386__)
-#define GEMM_X86 1
-#else
-#define GEMM_X86 0
-#endif
-
-// The instruction sets there is a kernel for, best last. BASELINE is what the build targets (SSE2 on x86-64).
-typedef enum { GEMM_ISA_BASELINE = 0, GEMM_ISA_AVX2 = 1, GEMM_ISA_AVX512 = 2, GEMM_NUM_ISAS = 3 } GemmIsa;
-
-static inline const char* gemm_isa_name(GemmIsa isa) {
-    return isa == GEMM_ISA_AVX512 ? "avx512" : isa == GEMM_ISA_AVX2 ? "avx2" : GEMM_X86 ? "sse2" : "baseline";
-}
-
-static inline int gemm_isa_supported(GemmIsa isa) {
-#if GEMM_X86
-    __builtin_cpu_init();
-    if (isa == GEMM_ISA_AVX512) { return __builtin_cpu_supports("avx512f"); }
-    if (isa == GEMM_ISA_AVX2) { return __builtin_cpu_supports("avx2"); }
-#endif
-    return isa == GEMM_ISA_BASELINE;
-}
 
 // The operands of one GEMM: A[i][k] = a[i * a_stride_i + k * a_stride_k], B[k][j] = b[k * b_stride_k + j *
 // b_stride_j], C[i][j] = c[i * ldc + j]. With start_at_bias, C[i][j] starts at bias[j] (0.0f when bias is NULL)
@@ -186,35 +165,26 @@ static inline __attribute__((always_inline)) void gemm_panel(const GemmArgs* g, 
     }
 }
 
-// No FMA contraction in the kernels whatever the command line says: the Makefile's C flags say it already, but the
-// GPU test compiles this file as C++ through nvcc, where GCC's default is to fuse, and AVX-512 has FMA instructions.
-#if defined(__GNUC__) && !defined(__clang__)
-#define GEMM_NO_FMA __attribute__((optimize("fp-contract=off")))
-#else
-#define GEMM_NO_FMA  // clang: -ffp-contract=off from the Makefile
-#endif
-
 // The same panel code compiled for each instruction set, with the tile that fits its registers (measured best of a
 // few on the trainer's shapes): SSE2 and AVX2 have 16 vector registers, for 6 x 2 accumulators, 2 of B, the broadcast
 // A value and a product; AVX-512 has 32, for 6 x 4 accumulators of 16 floats, 4 of B and 2 more. AVX-512 (not
 // avx512vl's 8-float forms) doubles the work per instruction; on CPUs with full-width AVX-512 units, the speed too.
 typedef void (*GemmPanelFn)(const GemmArgs* g, int j0, int nb, float* packed);
-GEMM_NO_FMA static void gemm_panel_baseline(const GemmArgs* g, int j0, int nb, float* packed) {
+CPU_NO_FMA static void gemm_panel_baseline(const GemmArgs* g, int j0, int nb, float* packed) {
     gemm_panel(g, j0, nb, packed, 6, 2, 4);
 }
-#if GEMM_X86
-GEMM_NO_FMA __attribute__((target("avx2"))) static void gemm_panel_avx2(const GemmArgs* g, int j0, int nb, float* packed) {
+#if CPU_ISA_X86
+CPU_NO_FMA CPU_TARGET_AVX2 static void gemm_panel_avx2(const GemmArgs* g, int j0, int nb, float* packed) {
     gemm_panel(g, j0, nb, packed, 6, 2, 8);
 }
-GEMM_NO_FMA __attribute__((target("avx512f"))) static void gemm_panel_avx512(const GemmArgs* g, int j0,
-                                                                                      int nb, float* packed) {
+CPU_NO_FMA CPU_TARGET_AVX512 static void gemm_panel_avx512(const GemmArgs* g, int j0, int nb, float* packed) {
     gemm_panel(g, j0, nb, packed, 6, 4, 16);
 }
-static GemmPanelFn gemm_panel_for(GemmIsa isa) {
-    return isa == GEMM_ISA_AVX512 ? gemm_panel_avx512 : isa == GEMM_ISA_AVX2 ? gemm_panel_avx2 : gemm_panel_baseline;
+static GemmPanelFn gemm_panel_for(CpuIsa isa) {
+    return isa == CPU_ISA_AVX512 ? gemm_panel_avx512 : isa == CPU_ISA_AVX2 ? gemm_panel_avx2 : gemm_panel_baseline;
 }
 #else
-static GemmPanelFn gemm_panel_for(GemmIsa isa) {
+static GemmPanelFn gemm_panel_for(CpuIsa isa) {
     (void)isa;
     return gemm_panel_baseline;
 }
@@ -222,7 +192,7 @@ static GemmPanelFn gemm_panel_for(GemmIsa isa) {
 
 // C (M, N) += A (M, K) @ B (K, N), every output summed over k in order (see the top of this file), with the given
 // instruction set (tests compare them all); gemm_accumulate picks the best the CPU has.
-static inline void gemm_accumulate_isa(GemmIsa isa, const GemmArgs* g) {
+static inline void gemm_accumulate_isa(CpuIsa isa, const GemmArgs* g) {
     if (g->M <= 0 || g->N <= 0 || g->K < 0 || (g->K == 0 && !g->start_at_bias)) { return; }
     GemmPanelFn panel = gemm_panel_for(isa);
     int num_panels = (g->N + GEMM_NB - 1) / GEMM_NB;
@@ -245,16 +215,6 @@ static inline void gemm_accumulate_isa(GemmIsa isa, const GemmArgs* g) {
     }
 }
 
-static inline GemmIsa gemm_best_isa(void) {
-    static int best = -1;  // decided once; every thread computes the same value, so the race is harmless
-    if (best < 0) {
-        best = gemm_isa_supported(GEMM_ISA_AVX512) ? GEMM_ISA_AVX512
-             : gemm_isa_supported(GEMM_ISA_AVX2)   ? GEMM_ISA_AVX2
-                                                   : GEMM_ISA_BASELINE;
-    }
-    return (GemmIsa)best;
-}
-
-static inline void gemm_accumulate(const GemmArgs* g) { gemm_accumulate_isa(gemm_best_isa(), g); }
+static inline void gemm_accumulate(const GemmArgs* g) { gemm_accumulate_isa(cpu_isa_best(), g); }
 
 #endif  // GPTFP8_GEMM_CPU_H

@@ -75,9 +75,9 @@ static void test_every_kernel_matches_naive_loop(void) {
     rng_seed(&rng, 1234);
     int isas_run = 0, shapes_checked = 0;
     size_t order_sensitive_outputs = 0, outputs = 0;
-    for (int isa = 0; isa < GEMM_NUM_ISAS; isa++) {
-        if (!gemm_isa_supported((GemmIsa)isa)) {
-            printf("  (%s: not supported by this CPU, not run)\n", gemm_isa_name((GemmIsa)isa));
+    for (int isa = 0; isa < CPU_NUM_ISAS; isa++) {
+        if (!cpu_isa_supported((CpuIsa)isa)) {
+            printf("  (%s: not supported by this CPU, not run)\n", cpu_isa_name((CpuIsa)isa));
             continue;
         }
         isas_run++;
@@ -117,10 +117,10 @@ static void test_every_kernel_matches_naive_loop(void) {
 #endif
                         memcpy(got, c0, nc * sizeof(float));
                         g.c = got;
-                        gemm_accumulate_isa((GemmIsa)isa, &g);
+                        gemm_accumulate_isa((CpuIsa)isa, &g);
                         size_t diff = count_bit_differences(want, got, nc);
                         CHECK(diff == 0, "%s, %s, M %d N %d K %d, %d threads: %zu of %zu outputs differ",
-                              gemm_isa_name((GemmIsa)isa), layout_names[layout], M, N, K, threads, diff, nc);
+                              cpu_isa_name((CpuIsa)isa), layout_names[layout], M, N, K, threads, diff, nc);
                     }
                     shapes_checked++;
                     free(a);
@@ -157,21 +157,21 @@ static void test_non_finite_values(void) {
     a[K + 2] = NAN;
     b[4 * N + 6] = 0.0f;
     b[7] = -INFINITY;
-    for (int isa = 0; isa < GEMM_NUM_ISAS; isa++) {
-        if (!gemm_isa_supported((GemmIsa)isa)) { continue; }
+    for (int isa = 0; isa < CPU_NUM_ISAS; isa++) {
+        if (!cpu_isa_supported((CpuIsa)isa)) { continue; }
         memcpy(want, c, sizeof(c));
         GemmArgs g = make_args(LAYOUT_DGRAD, want, a, b, M, N, K);
         naive_gemm(&g, 0);
         float got[M * N];
         memcpy(got, c, sizeof(c));
         g.c = got;
-        gemm_accumulate_isa((GemmIsa)isa, &g);
+        gemm_accumulate_isa((CpuIsa)isa, &g);
         int nans = 0;
         for (int i = 0; i < M * N; i++) { nans += isnan(want[i]); }
         CHECK(nans > 0, "the data makes some NaN");
         for (int i = 0; i < M * N; i++) {
             CHECK((isnan(want[i]) && isnan(got[i])) || memcmp(&want[i], &got[i], sizeof(float)) == 0,
-                  "%s output %d: %g vs %g", gemm_isa_name((GemmIsa)isa), i, got[i], want[i]);
+                  "%s output %d: %g vs %g", cpu_isa_name((CpuIsa)isa), i, got[i], want[i]);
         }
     }
 }
@@ -185,7 +185,7 @@ static void test_empty_shapes(void) {
 }
 
 int main(void) {
-    printf("best kernel on this CPU: %s\n", gemm_isa_name(gemm_best_isa()));
+    printf("best kernel on this CPU: %s\n", cpu_isa_name(cpu_isa_best()));
     RUN_TEST(test_every_kernel_matches_naive_loop);
     RUN_TEST(test_non_finite_values);
     RUN_TEST(test_empty_shapes);
