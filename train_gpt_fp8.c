@@ -95,7 +95,7 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
                        const float* bias, int B, int T, int C) {
     // out (B, T, C), mean and rstd (B, T) saved for the backward, inp (B, T, C), weight and bias (C)
     const float eps = 1e-5f;
-#pragma omp parallel for
+#pragma omp parallel for if ((size_t)B * T * C > CPU_PARALLEL_MIN_ELEMENTS)
     for (int bt = 0; bt < B * T; bt++) {
         const float* x = inp + (size_t)bt * C;
         float m = 0.0f;
@@ -115,7 +115,7 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int B, int T, int C) {
     // dinp per row in parallel; dweight/dbias summed over rows, in row order, per channel
-#pragma omp parallel for
+#pragma omp parallel for if ((size_t)B * T * C > CPU_PARALLEL_MIN_ELEMENTS)
     for (int bt = 0; bt < B * T; bt++) {
         const float* dout_bt = dout + (size_t)bt * C;
         const float* x = inp + (size_t)bt * C;
@@ -137,7 +137,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
             dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
         }
     }
-#pragma omp parallel for
+#pragma omp parallel for if ((size_t)B * T * C > CPU_PARALLEL_MIN_ELEMENTS)
     for (int i = 0; i < C; i++) {
         float dw = 0.0f, db = 0.0f;
         for (int bt = 0; bt < B * T; bt++) {
@@ -318,7 +318,7 @@ static inline int is_bf16_value(float x) { return (fp8_float_bits(x) & 0xFFFFu) 
 
 void gelu_forward(float* out, const float* inp, size_t N) {
     gelu_fill_tables();
-#pragma omp parallel for
+#pragma omp parallel for if (N > CPU_PARALLEL_MIN_ELEMENTS)
     for (size_t i = 0; i < N; i++) {
         float x = inp[i];
         out[i] = is_bf16_value(x) ? gelu_value_of_bf16[fp8_float_bits(x) >> 16] : gelu_value(x);
@@ -327,7 +327,7 @@ void gelu_forward(float* out, const float* inp, size_t N) {
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
     gelu_fill_tables();
-#pragma omp parallel for
+#pragma omp parallel for if (N > CPU_PARALLEL_MIN_ELEMENTS)
     for (size_t i = 0; i < N; i++) {
         float x = inp[i];
         float grad = is_bf16_value(x) ? gelu_derivative_of_bf16[fp8_float_bits(x) >> 16] : gelu_derivative(x);
@@ -348,7 +348,7 @@ void residual_backward(float* dinp1, float* dinp2, const float* dout, size_t N) 
 
 void softmax_forward(float* probs, const float* logits, int B, int T, int V, int Vp) {
     // probs (B, T, Vp) over the real vocabulary [0, V); padded entries are 0
-#pragma omp parallel for
+#pragma omp parallel for if ((size_t)B * T * V > CPU_PARALLEL_MIN_ELEMENTS)
     for (int bt = 0; bt < B * T; bt++) {
         const float* l = logits + (size_t)bt * Vp;
         float* p = probs + (size_t)bt * Vp;
@@ -370,7 +370,7 @@ void crossentropy_forward(float* losses, const float* probs, const int* targets,
 
 void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const float* probs, const int* targets,
                                    int B, int T, int V, int Vp) {
-#pragma omp parallel for
+#pragma omp parallel for if ((size_t)B * T * V > CPU_PARALLEL_MIN_ELEMENTS)
     for (int bt = 0; bt < B * T; bt++) {
         float* dl = dlogits + (size_t)bt * Vp;
         const float* p = probs + (size_t)bt * Vp;
@@ -524,7 +524,7 @@ static int grad_slot_used(const GPT2* m, int module) { return dgrad_is_fp8(m, mo
 // In bf16 and fp8 modes every stored activation and activation gradient is a bf16 value, as on the GPU.
 static void round_to_storage(const GPT2* model, float* x, size_t n) {
     if (model->precision == PRECISION_FP32) { return; }
-#pragma omp parallel for
+#pragma omp parallel for if (n > CPU_PARALLEL_MIN_ELEMENTS)
     for (size_t i = 0; i < n; i++) { x[i] = bf16_round(x[i]); }
 }
 
@@ -534,7 +534,7 @@ static void gpt2_refresh_compute_params(GPT2* model) {
     if (model->precision == PRECISION_FP32) { return; }
     const float* master = model->params_memory;
     float* rounded = model->compute_params_memory;
-#pragma omp parallel for
+#pragma omp parallel for if (model->num_parameters > CPU_PARALLEL_MIN_ELEMENTS)
     for (size_t i = 0; i < model->num_parameters; i++) { rounded[i] = bf16_round(master[i]); }
 }
 
@@ -559,10 +559,10 @@ static const float* fp8_operand(GPT2* model, float* dst, const float* x, size_t 
             meta->scale_inv[slot] = scale_inv;
             model->fp8_window_amax[slot] = tensor_amax;
         }
+        fp8_dequantize(dst, model->scratch_fp8, n, format, scale_inv);
     } else {
-        fp8_quantize(model->scratch_fp8, x, n, format, scale, amax, stats);
+        fp8_quantize_dequantize(model->scratch_fp8, dst, x, n, format, scale, scale_inv, amax, stats);
     }
-    fp8_dequantize(dst, model->scratch_fp8, n, format, scale_inv);
     return dst;
 }
 
@@ -886,7 +886,7 @@ double gpt2_grad_norm_squared(const GPT2* model) {
     const float* grads = model->grads_memory + model->opt_shard.offset;
     size_t n = model->opt_shard.count, num_chunks = (n + chunk - 1) / chunk;
     double* partial = (double*)calloc_or_die(num_chunks, sizeof(double), "norm partials");
-#pragma omp parallel for
+#pragma omp parallel for if (num_chunks > 1)
     for (size_t c = 0; c < num_chunks; c++) {
         double s = 0.0;
         size_t end = (c + 1) * chunk < n ? (c + 1) * chunk : n;
@@ -915,7 +915,7 @@ void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, flo
         float decay = parameter_tensor_is_2d(tensor) ? weight_decay : 0.0f;
         size_t n = model->param_sizes[tensor], lo, hi;
         if (zero_shard_overlap(shard, offset, n, &lo, &hi)) {
-#pragma omp parallel for
+#pragma omp parallel for if (hi - lo > CPU_PARALLEL_MIN_ELEMENTS)
             for (size_t i = lo; i < hi; i++) {
                 size_t k = i - shard->offset;  // the moments are stored for the shard only
                 float grad = model->grads_memory[i] * clip_scale;

@@ -297,19 +297,36 @@ static inline Fp8QuantizeChunkFn fp8_quantize_chunk_for(CpuIsa isa) {
     return fp8_quantize_chunk_baseline;
 }
 
+// The 256 codes decoded: the very floats fp8_to_float returns, NaN payloads included, so dequantizing is a look-up.
+static inline void fp8_decode_table(float decoded[256], Fp8Format format) {
+    for (int code = 0; code < 256; code++) { decoded[code] = fp8_to_float((uint8_t)code, format); }
+}
+
+// out[i] = decoded[inp[i]] * scale_inv over one chunk (no threads)
+static inline void fp8_dequantize_chunk(float* out, const uint8_t* inp, size_t n, const float* decoded,
+                                        float scale_inv) {
+    for (size_t i = 0; i < n; i++) { out[i] = decoded[inp[i]] * scale_inv; }
+}
+
 // out[i] = fp8(inp[i] * scale), and max-reduce max|inp| (unscaled, NaN-propagating) into *amax (a slot's row 0).
-// stats may be NULL. isa: which version of the loop (tests run them all); fp8_quantize uses the best.
+// stats may be NULL. With dequantized (else NULL), also dequantized[i] = fp8_to_float(out[i]) * scale_inv in the same
+// pass. isa: which version of the loop (tests run them all); the functions below use the best.
 static inline void fp8_quantize_isa(CpuIsa isa, uint8_t* out, const float* inp, size_t n, Fp8Format format,
-                                    float scale, float* amax, Fp8QuantStats* stats) {
+                                    float scale, float* amax, Fp8QuantStats* stats, float* dequantized,
+                                    float scale_inv) {
     Fp8QuantizeChunkFn quantize_chunk = fp8_quantize_chunk_for(isa);
+    float decoded[256];
+    if (dequantized) { fp8_decode_table(decoded, format); }
     uint32_t amax_bits = fp8_float_bits(*amax);  // bit patterns of magnitudes order like their values (NaN on top)
     long long saturated = 0, flushed = 0;
     // In chunks, which count in 32 bits; the max of bit patterns and the counts do not depend on how the chunks are
     // split among threads.
-    const size_t chunk = 1 << 16;
+    const size_t chunk = CPU_PARALLEL_MIN_ELEMENTS;
 #pragma omp parallel for reduction(max : amax_bits) reduction(+ : saturated, flushed) if (n > chunk)
     for (size_t start = 0; start < n; start += chunk) {
-        Fp8ChunkStats c = quantize_chunk(out + start, inp + start, n - start < chunk ? n - start : chunk, format, scale);
+        size_t len = n - start < chunk ? n - start : chunk;
+        Fp8ChunkStats c = quantize_chunk(out + start, inp + start, len, format, scale);
+        if (dequantized) { fp8_dequantize_chunk(dequantized + start, out + start, len, decoded, scale_inv); }
         if (c.amax_bits > amax_bits) { amax_bits = c.amax_bits; }
         saturated += c.saturated;
         flushed += c.flushed;
@@ -324,7 +341,14 @@ static inline void fp8_quantize_isa(CpuIsa isa, uint8_t* out, const float* inp, 
 
 static inline void fp8_quantize(uint8_t* out, const float* inp, size_t n, Fp8Format format, float scale, float* amax,
                                 Fp8QuantStats* stats) {
-    fp8_quantize_isa(cpu_isa_best(), out, inp, n, format, scale, amax, stats);
+    fp8_quantize_isa(cpu_isa_best(), out, inp, n, format, scale, amax, stats, NULL, 1.0f);
+}
+
+// fp8_quantize, then fp8_dequantize of its codes with scale_inv, in one pass: the values an FP8 GEMM multiplies.
+static inline void fp8_quantize_dequantize(uint8_t* out, float* dequantized, const float* inp, size_t n,
+                                           Fp8Format format, float scale, float scale_inv, float* amax,
+                                           Fp8QuantStats* stats) {
+    fp8_quantize_isa(cpu_isa_best(), out, inp, n, format, scale, amax, stats, dequantized, scale_inv);
 }
 
 // The same from bf16 storage (the GPU's activations are bf16).
@@ -339,13 +363,15 @@ static inline void fp8_quantize_bf16(uint8_t* out, const uint16_t* inp, size_t n
     }
 }
 
-// out[i] = fp8_to_float(inp[i]) * scale_inv. There are only 256 codes, so they are decoded once into a table (the
-// very floats fp8_to_float returns, NaN payloads included) and looked up.
+// out[i] = fp8_to_float(inp[i]) * scale_inv
 static inline void fp8_dequantize(float* out, const uint8_t* inp, size_t n, Fp8Format format, float scale_inv) {
     float decoded[256];
-    for (int code = 0; code < 256; code++) { decoded[code] = fp8_to_float((uint8_t)code, format); }
-#pragma omp parallel for if (n > (1 << 16))
-    for (size_t i = 0; i < n; i++) { out[i] = decoded[inp[i]] * scale_inv; }
+    fp8_decode_table(decoded, format);
+    const size_t chunk = CPU_PARALLEL_MIN_ELEMENTS;
+#pragma omp parallel for if (n > chunk)
+    for (size_t start = 0; start < n; start += chunk) {
+        fp8_dequantize_chunk(out + start, inp + start, n - start < chunk ? n - start : chunk, decoded, scale_inv);
+    }
 }
 
 #endif  // GPTFP8_META_H

@@ -1,9 +1,9 @@
 /*
-llmc/cpu_isa.h — which x86 vector instruction set the CPU reference's hot loops run with, picked at run time, so one
+llmc/cpu_isa.h — how the CPU reference's hot loops run: which x86 vector instruction set, picked at run time, so one
 binary runs on any x86-64 (its baseline, SSE2) and uses AVX2 or AVX-512 where the CPU has them. The CPU GEMM
 (llmc/gemm_cpu.h) and the FP8 casts (fp8/meta.h) compile one plain-C body several times, once per target attribute
 below, and call the version this header picks. Every version computes the same floats: no FMA (CPU_NO_FMA), and
-SIMD only across independent results, never across a sum.
+SIMD only across independent results, never across a sum. And from what size an element-wise loop uses threads.
 */
 #ifndef GPTFP8_CPU_ISA_H
 #define GPTFP8_CPU_ISA_H
@@ -29,6 +29,11 @@ typedef enum { CPU_ISA_BASELINE = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2, CPU_N
 #else
 #define CPU_NO_FMA  // clang: -ffp-contract=off from the Makefile
 #endif
+
+// Element-wise loops shorter than this run on one thread: a parallel region costs microseconds on an idle machine
+// and a scheduler time slice on a busy one, more than 65536 simple float operations take. (Results never depend on
+// it: those loops have no reductions across elements, or reduce in a fixed order.)
+#define CPU_PARALLEL_MIN_ELEMENTS ((size_t)1 << 16)
 
 static inline const char* cpu_isa_name(CpuIsa isa) {
     return isa == CPU_ISA_AVX512 ? "avx512" : isa == CPU_ISA_AVX2 ? "avx2" : CPU_ISA_X86 ? "sse2" : "baseline";
