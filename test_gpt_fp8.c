@@ -2,7 +2,8 @@
 test_gpt_fp8.c — CPU tests of the reference trainer's model code (train_gpt_fp8.c is included with TESTING, llm.c
 style, so every static function is reachable):
   - the linear layer's GEMMs (matmul_forward / matmul_backward, llmc/gemm_cpu.h) give exactly the bits of the simple
-    loops they replaced, on the trainer's shapes and odd ones; GELU (bf16 inputs through lookup tables) too;
+    loops they replaced, on the trainer's shapes and odd ones; GELU (bf16 inputs through lookup tables) and
+    attention (transposed heads) too;
   - a finite-difference check of every parameter tensor's gradient in fp32 (so every layer's backward);
   - FP8 mode: the amaxes recorded in row 0 equal max|x| of the very tensors each GEMM quantized, the GEMM output
     equals a direct recomputation through fp8/, unused slots stay 0;
@@ -252,6 +253,120 @@ static void test_gelu_bit_identical_to_naive_loop(void) {
     free(dout);
     free(want);
     free(got);
+}
+
+// Attention as it was written before the transposed-head loops (one dot product at a time): the reference.
+static void naive_attention_forward(float* out, float* preatt, float* att, const float* inp, int B, int T, int C, int NH) {
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            for (int h = 0; h < NH; h++) {
+                const float* q = inp + ((size_t)b * T + t) * 3 * C + h * hs;
+                float* pre = preatt + (((size_t)b * NH + h) * T + t) * T;
+                float* a = att + (((size_t)b * NH + h) * T + t) * T;
+                float maxval = -FLT_MAX;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float* k = inp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+                    float dot = 0.0f;
+                    for (int i = 0; i < hs; i++) { dot += q[i] * k[i]; }
+                    dot *= scale;
+                    pre[t2] = dot;
+                    if (dot > maxval) { maxval = dot; }
+                }
+                float sum = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    float e = expf(pre[t2] - maxval);
+                    a[t2] = e;
+                    sum += e;
+                }
+                float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+                for (int t2 = 0; t2 < T; t2++) { a[t2] = t2 <= t ? a[t2] * inv : 0.0f; }
+                float* o = out + ((size_t)b * T + t) * C + h * hs;
+                for (int i = 0; i < hs; i++) { o[i] = 0.0f; }
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float* v = inp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+                    for (int i = 0; i < hs; i++) { o[i] += a[t2] * v[i]; }
+                }
+            }
+        }
+    }
+}
+
+static void naive_attention_backward(float* dinp, float* dpreatt, float* datt, const float* dout, const float* inp,
+                                     const float* att, int B, int T, int C, int NH) {
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < NH; h++) {
+            for (int t = 0; t < T; t++) {
+                const float* q = inp + ((size_t)b * T + t) * 3 * C + h * hs;
+                float* dq = dinp + ((size_t)b * T + t) * 3 * C + h * hs;
+                const float* a = att + (((size_t)b * NH + h) * T + t) * T;
+                float* da = datt + (((size_t)b * NH + h) * T + t) * T;
+                float* dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
+                const float* dout_t = dout + ((size_t)b * T + t) * C + h * hs;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float* v = inp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+                    float* dv = dinp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+                    float d = 0.0f;
+                    for (int i = 0; i < hs; i++) {
+                        d += v[i] * dout_t[i];
+                        dv[i] += a[t2] * dout_t[i];
+                    }
+                    da[t2] += d;
+                }
+                float dot = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) { dot += a[t2] * da[t2]; }
+                for (int t2 = 0; t2 <= t; t2++) { dpre[t2] += a[t2] * (da[t2] - dot); }
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float* k = inp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+                    float* dk = dinp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+                    float g = dpre[t2] * scale;
+                    for (int i = 0; i < hs; i++) {
+                        dq[i] += k[i] * g;
+                        dk[i] += q[i] * g;
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Forward (out, preatt, att) and backward (dinp, dpreatt, datt, accumulating onto random values) bit for bit.
+static void test_attention_bit_identical_to_naive_loops(void) {
+    static const int shapes[][4] = {{2, 8, 16, 2}, {1, 13, 36, 3}, {3, 21, 72, 3}, {2, 64, 128, 4}};  // B, T, C, NH
+    Rng rng;
+    rng_seed(&rng, 31337);
+    for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+        int B = shapes[si][0], T = shapes[si][1], C = shapes[si][2], NH = shapes[si][3];
+        size_t n_inp = (size_t)B * T * 3 * C, n_out = (size_t)B * T * C, n_att = (size_t)B * NH * T * T;
+        size_t n_all = n_out + 2 * n_att + n_inp + 2 * n_att;  // out, preatt, att | dinp, dpreatt, datt
+        float* inp = malloc(n_inp * sizeof(float));
+        float* dout = malloc(n_out * sizeof(float));
+        float* want = calloc(n_all, sizeof(float));
+        float* got = calloc(n_all, sizeof(float));
+        for (size_t i = 0; i < n_inp; i++) { inp[i] = rng_normal(&rng) * 2.0f; }
+        fill_spread(dout, n_out, &rng);
+        fill_spread(want + n_out + 2 * n_att, n_inp + 2 * n_att, &rng);  // gradients accumulate onto these
+        memcpy(got + n_out + 2 * n_att, want + n_out + 2 * n_att, (n_inp + 2 * n_att) * sizeof(float));
+        float *w_out = want, *w_pre = want + n_out, *w_att = w_pre + n_att, *w_dinp = w_att + n_att;
+        float *w_dpre = w_dinp + n_inp, *w_datt = w_dpre + n_att;
+        float *g_out = got, *g_pre = got + n_out, *g_att = g_pre + n_att, *g_dinp = g_att + n_att;
+        float *g_dpre = g_dinp + n_inp, *g_datt = g_dpre + n_att;
+        naive_attention_forward(w_out, w_pre, w_att, inp, B, T, C, NH);
+        attention_forward(g_out, g_pre, g_att, inp, B, T, C, NH);
+        naive_attention_backward(w_dinp, w_dpre, w_datt, dout, inp, w_att, B, T, C, NH);
+        attention_backward(g_dinp, g_dpre, g_datt, dout, inp, g_att, B, T, C, NH);
+        CHECK(same_bits(w_out, g_out, n_out) && same_bits(w_pre, g_pre, n_att) && same_bits(w_att, g_att, n_att),
+              "forward B %d T %d C %d NH %d", B, T, C, NH);
+        CHECK(same_bits(w_dinp, g_dinp, n_inp) && same_bits(w_dpre, g_dpre, n_att) && same_bits(w_datt, g_datt, n_att),
+              "backward B %d T %d C %d NH %d", B, T, C, NH);
+        free(inp);
+        free(dout);
+        free(want);
+        free(got);
+    }
 }
 
 static float max_abs(const float* x, size_t n) {
@@ -875,6 +990,7 @@ static void test_box_rows_fit(void) {
 int main(void) {
     RUN_TEST(test_matmul_bit_identical_to_naive_loops);
     RUN_TEST(test_gelu_bit_identical_to_naive_loop);
+    RUN_TEST(test_attention_bit_identical_to_naive_loops);
     RUN_TEST(test_gradient_check_fp32);
     RUN_TEST(test_fp8_recorded_amaxes_and_values);
     RUN_TEST(test_fp8_histories_over_steps);

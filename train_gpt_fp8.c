@@ -64,7 +64,7 @@ bias, B, T, C) and so on. Shapes: B batch, T time, C channels, NH heads, V vocab
 // ----------------------------------------------------------------------------
 // the layers, fp32 (precision is handled around them)
 
-void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) {
+CPU_MULTIVERSION void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) {
     // out (B, T, C), inp (B, T), wte (Vp, C), wpe (maxT, C)
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
@@ -76,7 +76,7 @@ void encoder_forward(float* out, const int* inp, const float* wte, const float* 
     }
 }
 
-void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C) {
+CPU_MULTIVERSION void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C) {
     // serial: two positions can share a token, and the order of additions must not depend on threads
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
@@ -91,7 +91,7 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* in
     }
 }
 
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+CPU_MULTIVERSION void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int B, int T, int C) {
     // out (B, T, C), mean and rstd (B, T) saved for the backward, inp (B, T, C), weight and bias (C)
     const float eps = 1e-5f;
@@ -112,7 +112,7 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
     }
 }
 
-void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+CPU_MULTIVERSION void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int B, int T, int C) {
     // dinp per row in parallel; dweight/dbias summed over rows, in row order, per channel
 #pragma omp parallel for if ((size_t)B * T * C > CPU_PARALLEL_MIN_ELEMENTS)
@@ -165,7 +165,7 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 // dbias (OC) += sum over rows of dout.                NULL dbias: skipped.
 // Every output adds its products in order: dinp over o, dweight over rows, and dbias sums its column from 0 over
 // rows before adding it, as the naive loops do.
-void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+CPU_MULTIVERSION void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int B, int T, int C, int OC) {
     int rows = B * T;
     if (dinp) {  // A = dout (rows, OC), B = weight (OC, C)
@@ -194,89 +194,127 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     }
 }
 
-void attention_forward(float* out, float* preatt, float* att, const float* inp, int B, int T, int C, int NH) {
-    // inp (B, T, 3C) holds q, k, v; preatt and att (B, NH, T, T) (causal: only t2 <= t used); out (B, T, C)
-    int hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(3)
-    for (int b = 0; b < B; b++) {
-        for (int t = 0; t < T; t++) {
-            for (int h = 0; h < NH; h++) {
-                const float* q = inp + ((size_t)b * T + t) * 3 * C + h * hs;
-                float* pre = preatt + (((size_t)b * NH + h) * T + t) * T;
-                float* a = att + (((size_t)b * NH + h) * T + t) * T;
-                float maxval = -FLT_MAX;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float* k = inp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
-                    float dot = 0.0f;
-                    for (int i = 0; i < hs; i++) { dot += q[i] * k[i]; }
-                    dot *= scale;
-                    pre[t2] = dot;
-                    if (dot > maxval) { maxval = dot; }
-                }
-                float sum = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    float e = expf(pre[t2] - maxval);
-                    a[t2] = e;
-                    sum += e;
-                }
-                float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
-                for (int t2 = 0; t2 < T; t2++) { a[t2] = t2 <= t ? a[t2] * inv : 0.0f; }
-                float* o = out + ((size_t)b * T + t) * C + h * hs;
-                for (int i = 0; i < hs; i++) { o[i] = 0.0f; }
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float* v = inp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
-                    for (int i = 0; i < hs; i++) { o[i] += a[t2] * v[i]; }
-                }
-            }
-        }
+// One head's keys or values (rows t2 of inp (B, T, 3C) at `offset` + h * hs) transposed into rows_t (hs, T), so that
+// the loops below run across t2, where the results are independent, and keep each sum over i in order.
+static inline void attention_transpose_head(float* rows_t, const float* inp, int b, int h, int T, int C, int hs, int offset) {
+    for (int t2 = 0; t2 < T; t2++) {
+        const float* row = inp + ((size_t)b * T + t2) * 3 * C + offset + h * hs;
+        for (int i = 0; i < hs; i++) { rows_t[(size_t)i * T + t2] = row[i]; }
     }
 }
 
-void attention_backward(float* dinp, float* dpreatt, float* datt, const float* dout, const float* inp,
-                        const float* att, int B, int T, int C, int NH) {
-    // dinp (B, T, 3C): dq of position t gets one writer, but dk/dv of t2 get writes from every t >= t2, so the loop
-    // runs per (b, h) in parallel and over t serially, which keeps the order of additions fixed.
+// dots[t2] = sum over i, in order from 0, of x[i] * rows_t[i][t2], for t2 in [0, n): the dot products of x with n rows
+// side by side (each lane its own sum, so the loop over t2 vectorizes)
+static inline void dots_with_rows(float* dots, const float* x, const float* rows_t, int n, int T, int hs) {
+    for (int t2 = 0; t2 < n; t2++) { dots[t2] = 0.0f; }
+    for (int i = 0; i < hs; i++) {
+        float xi = x[i];
+        const float* row_i = rows_t + (size_t)i * T;
+        for (int t2 = 0; t2 < n; t2++) { dots[t2] += xi * row_i[t2]; }
+    }
+}
+
+CPU_MULTIVERSION void attention_forward(float* out, float* preatt, float* att, const float* inp, int B, int T, int C, int NH) {
+    // inp (B, T, 3C) holds q, k, v; preatt and att (B, NH, T, T) (causal: only t2 <= t used); out (B, T, C).
+    // Per (b, h) in parallel: its keys transposed once, then for each query t the scores against keys 0..t side by
+    // side, each a dot product summed over i in order.
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(2)
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            for (int t = 0; t < T; t++) {
-                const float* q = inp + ((size_t)b * T + t) * 3 * C + h * hs;
-                float* dq = dinp + ((size_t)b * T + t) * 3 * C + h * hs;
-                const float* a = att + (((size_t)b * NH + h) * T + t) * T;
-                float* da = datt + (((size_t)b * NH + h) * T + t) * T;
-                float* dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
-                const float* dout_t = dout + ((size_t)b * T + t) * C + h * hs;
-                // out = sum a[t2] v[t2]
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float* v = inp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
-                    float* dv = dinp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
-                    float d = 0.0f;
-                    for (int i = 0; i < hs; i++) {
-                        d += v[i] * dout_t[i];
-                        dv[i] += a[t2] * dout_t[i];
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        float* key_t = (float*)malloc((size_t)hs * T * sizeof(float));  // (hs, T)
+        failed = key_t == NULL;
+#pragma omp for collapse(2)
+        for (int b = 0; b < B; b++) {
+            for (int h = 0; h < NH; h++) {
+                if (!key_t) { continue; }
+                attention_transpose_head(key_t, inp, b, h, T, C, hs, C);
+                for (int t = 0; t < T; t++) {
+                    const float* q = inp + ((size_t)b * T + t) * 3 * C + h * hs;
+                    float* pre = preatt + (((size_t)b * NH + h) * T + t) * T;
+                    float* a = att + (((size_t)b * NH + h) * T + t) * T;
+                    dots_with_rows(pre, q, key_t, t + 1, T, hs);
+                    float maxval = -FLT_MAX;
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        float dot = pre[t2] * scale;
+                        pre[t2] = dot;
+                        if (dot > maxval) { maxval = dot; }
                     }
-                    da[t2] += d;
-                }
-                // softmax: dpre = a * (da - sum(a * da))
-                float dot = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) { dot += a[t2] * da[t2]; }
-                for (int t2 = 0; t2 <= t; t2++) { dpre[t2] += a[t2] * (da[t2] - dot); }
-                // pre = scale * q.k
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float* k = inp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
-                    float* dk = dinp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
-                    float g = dpre[t2] * scale;
-                    for (int i = 0; i < hs; i++) {
-                        dq[i] += k[i] * g;
-                        dk[i] += q[i] * g;
+                    float sum = 0.0f;
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        float e = expf(pre[t2] - maxval);
+                        a[t2] = e;
+                        sum += e;
+                    }
+                    float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+                    for (int t2 = 0; t2 < T; t2++) { a[t2] = t2 <= t ? a[t2] * inv : 0.0f; }
+                    float* o = out + ((size_t)b * T + t) * C + h * hs;
+                    for (int i = 0; i < hs; i++) { o[i] = 0.0f; }
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        const float* v = inp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+                        for (int i = 0; i < hs; i++) { o[i] += a[t2] * v[i]; }
                     }
                 }
             }
         }
+        free(key_t);
     }
+    if (failed) { die("out of memory for attention scratch (%d x %d floats per thread)", hs, T); }
+}
+
+CPU_MULTIVERSION void attention_backward(float* dinp, float* dpreatt, float* datt, const float* dout, const float* inp,
+                        const float* att, int B, int T, int C, int NH) {
+    // dinp (B, T, 3C): dq of position t gets one writer, but dk/dv of t2 get writes from every t >= t2, so the loop
+    // runs per (b, h) in parallel and over t serially, which keeps the order of additions fixed. The head's values
+    // are transposed once, so the dot products with dout_t run side by side (each summed over i in order).
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        float* value_t = (float*)malloc(((size_t)hs + 1) * T * sizeof(float));  // (hs, T), then T dot products
+        failed = value_t == NULL;
+#pragma omp for collapse(2)
+        for (int b = 0; b < B; b++) {
+            for (int h = 0; h < NH; h++) {
+                if (!value_t) { continue; }
+                float* dots = value_t + (size_t)hs * T;
+                attention_transpose_head(value_t, inp, b, h, T, C, hs, 2 * C);
+                for (int t = 0; t < T; t++) {
+                    const float* q = inp + ((size_t)b * T + t) * 3 * C + h * hs;
+                    float* dq = dinp + ((size_t)b * T + t) * 3 * C + h * hs;
+                    const float* a = att + (((size_t)b * NH + h) * T + t) * T;
+                    float* da = datt + (((size_t)b * NH + h) * T + t) * T;
+                    float* dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
+                    const float* dout_t = dout + ((size_t)b * T + t) * C + h * hs;
+                    // out = sum a[t2] v[t2]
+                    dots_with_rows(dots, dout_t, value_t, t + 1, T, hs);
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        float* dv = dinp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+                        for (int i = 0; i < hs; i++) { dv[i] += a[t2] * dout_t[i]; }
+                        da[t2] += dots[t2];
+                    }
+                    // softmax: dpre = a * (da - sum(a * da))
+                    float dot = 0.0f;
+                    for (int t2 = 0; t2 <= t; t2++) { dot += a[t2] * da[t2]; }
+                    for (int t2 = 0; t2 <= t; t2++) { dpre[t2] += a[t2] * (da[t2] - dot); }
+                    // pre = scale * q.k
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        const float* k = inp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+                        float* dk = dinp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+                        float g = dpre[t2] * scale;
+                        for (int i = 0; i < hs; i++) {
+                            dq[i] += k[i] * g;
+                            dk[i] += q[i] * g;
+                        }
+                    }
+                }
+            }
+        }
+        free(value_t);
+    }
+    if (failed) { die("out of memory for attention scratch (%d x %d floats per thread)", hs + 1, T); }
 }
 
 #define GELU_SCALING_FACTOR 0.7978845608028654f  // sqrt(2 / pi)
@@ -316,7 +354,7 @@ static void gelu_fill_tables(void) {  // called outside parallel regions, so one
 
 static inline int is_bf16_value(float x) { return (fp8_float_bits(x) & 0xFFFFu) == 0; }
 
-void gelu_forward(float* out, const float* inp, size_t N) {
+CPU_MULTIVERSION void gelu_forward(float* out, const float* inp, size_t N) {
     gelu_fill_tables();
 #pragma omp parallel for if (N > CPU_PARALLEL_MIN_ELEMENTS)
     for (size_t i = 0; i < N; i++) {
@@ -325,7 +363,7 @@ void gelu_forward(float* out, const float* inp, size_t N) {
     }
 }
 
-void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
+CPU_MULTIVERSION void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
     gelu_fill_tables();
 #pragma omp parallel for if (N > CPU_PARALLEL_MIN_ELEMENTS)
     for (size_t i = 0; i < N; i++) {
@@ -335,18 +373,18 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
     }
 }
 
-void residual_forward(float* out, const float* inp1, const float* inp2, size_t N) {
+CPU_MULTIVERSION void residual_forward(float* out, const float* inp1, const float* inp2, size_t N) {
     for (size_t i = 0; i < N; i++) { out[i] = inp1[i] + inp2[i]; }
 }
 
-void residual_backward(float* dinp1, float* dinp2, const float* dout, size_t N) {
+CPU_MULTIVERSION void residual_backward(float* dinp1, float* dinp2, const float* dout, size_t N) {
     for (size_t i = 0; i < N; i++) {
         dinp1[i] += dout[i];
         dinp2[i] += dout[i];
     }
 }
 
-void softmax_forward(float* probs, const float* logits, int B, int T, int V, int Vp) {
+CPU_MULTIVERSION void softmax_forward(float* probs, const float* logits, int B, int T, int V, int Vp) {
     // probs (B, T, Vp) over the real vocabulary [0, V); padded entries are 0
 #pragma omp parallel for if ((size_t)B * T * V > CPU_PARALLEL_MIN_ELEMENTS)
     for (int bt = 0; bt < B * T; bt++) {
@@ -368,7 +406,7 @@ void crossentropy_forward(float* losses, const float* probs, const int* targets,
     for (int bt = 0; bt < B * T; bt++) { losses[bt] = -logf(probs[(size_t)bt * Vp + targets[bt]]); }
 }
 
-void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const float* probs, const int* targets,
+CPU_MULTIVERSION void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const float* probs, const int* targets,
                                    int B, int T, int V, int Vp) {
 #pragma omp parallel for if ((size_t)B * T * V > CPU_PARALLEL_MIN_ELEMENTS)
     for (int bt = 0; bt < B * T; bt++) {
@@ -522,7 +560,7 @@ static int input_slot_used(const GPT2* m, int module) { return fprop_is_fp8(m, m
 static int grad_slot_used(const GPT2* m, int module) { return dgrad_is_fp8(m, module) || wgrad_is_fp8(m, module); }
 
 // In bf16 and fp8 modes every stored activation and activation gradient is a bf16 value, as on the GPU.
-static void round_to_storage(const GPT2* model, float* x, size_t n) {
+CPU_MULTIVERSION static void round_to_storage(const GPT2* model, float* x, size_t n) {
     if (model->precision == PRECISION_FP32) { return; }
 #pragma omp parallel for if (n > CPU_PARALLEL_MIN_ELEMENTS)
     for (size_t i = 0; i < n; i++) { x[i] = bf16_round(x[i]); }
@@ -530,7 +568,7 @@ static void round_to_storage(const GPT2* model, float* x, size_t n) {
 
 // The masters changed (init, load, update, all-gather): in bf16 and fp8 modes round every parameter to bf16 into
 // compute_params, as the GPU's AdamW and upload write its bf16 copy. fp32 mode reads the masters directly.
-static void gpt2_refresh_compute_params(GPT2* model) {
+CPU_MULTIVERSION static void gpt2_refresh_compute_params(GPT2* model) {
     if (model->precision == PRECISION_FP32) { return; }
     const float* master = model->params_memory;
     float* rounded = model->compute_params_memory;
@@ -881,7 +919,7 @@ static void gpt2_fp8_drop_step_amaxes(GPT2* model) {
 
 // Sum of squares of the gradients this rank's optimizer owns (all of them in one process): fixed chunks summed in
 // double, then the chunks in order, so the result does not depend on the thread count. Ranks add their sums.
-double gpt2_grad_norm_squared(const GPT2* model) {
+CPU_MULTIVERSION double gpt2_grad_norm_squared(const GPT2* model) {
     const size_t chunk = 1 << 16;
     const float* grads = model->grads_memory + model->opt_shard.offset;
     size_t n = model->opt_shard.count, num_chunks = (n + chunk - 1) / chunk;
@@ -905,7 +943,7 @@ float gpt2_grad_norm(const GPT2* model) { return (float)sqrt(gpt2_grad_norm_squa
 // AdamW (decoupled weight decay on the 2-D tensors only) on fp32 master weights, after clipping the gradients to a
 // global norm of grad_clip. t is the 1-based step for the bias corrections. Only the parameters of this rank's
 // optimizer shard are updated (all of them in one process); with ZeRO-1 the ranks then all-gather the rest.
-void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, float eps, float weight_decay,
+CPU_MULTIVERSION void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, float eps, float weight_decay,
                  float grad_norm, float grad_clip, int t) {
     float clip_scale = grad_norm > grad_clip ? grad_clip / grad_norm : 1.0f;
     float bias1 = 1.0f - powf(beta1, (float)t), bias2 = 1.0f - powf(beta2, (float)t);

@@ -35,6 +35,15 @@ typedef enum { CPU_ISA_BASELINE = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2, CPU_N
 // it: those loops have no reductions across elements, or reduce in a fixed order.)
 #define CPU_PARALLEL_MIN_ELEMENTS ((size_t)1 << 16)
 
+// The element-wise layer functions of the CPU trainer, compiled three times (x86-64, AVX2, AVX-512) by GCC's
+// function multiversioning, the version picked once when the program loads: their loops vectorize across independent
+// results only, so every version gives the same floats.
+#if CPU_ISA_X86 && defined(__GNUC__) && !defined(__clang__)
+#define CPU_MULTIVERSION __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4"))) CPU_NO_FMA
+#else
+#define CPU_MULTIVERSION
+#endif
+
 static inline const char* cpu_isa_name(CpuIsa isa) {
     return isa == CPU_ISA_AVX512 ? "avx512" : isa == CPU_ISA_AVX2 ? "avx2" : CPU_ISA_X86 ? "sse2" : "baseline";
 }
