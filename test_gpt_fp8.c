@@ -2,8 +2,8 @@
 test_gpt_fp8.c — CPU tests of the reference trainer's model code (train_gpt_fp8.c is included with TESTING, llm.c
 style, so every static function is reachable):
   - the linear layer's GEMMs (matmul_forward / matmul_backward, llmc/gemm_cpu.h) give exactly the bits of the simple
-    loops they replaced, on the trainer's shapes and odd ones; GELU (bf16 inputs through lookup tables) and
-    attention (transposed heads) too;
+    loops they replaced, on the trainer's shapes and odd ones; GELU (bf16 inputs through lookup tables), attention
+    (transposed heads) and LayerNorm's backward (channel blocks) too;
   - a finite-difference check of every parameter tensor's gradient in fp32 (so every layer's backward);
   - FP8 mode: the amaxes recorded in row 0 equal max|x| of the very tensors each GEMM quantized, the GEMM output
     equals a direct recomputation through fp8/, unused slots stay 0;
@@ -364,6 +364,76 @@ static void test_attention_bit_identical_to_naive_loops(void) {
               "backward B %d T %d C %d NH %d", B, T, C, NH);
         free(inp);
         free(dout);
+        free(want);
+        free(got);
+    }
+}
+
+// LayerNorm's backward as it was written before the channel blocks: the reference.
+static void naive_layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                                     const float* weight, const float* mean, const float* rstd, int rows, int C) {
+    for (int bt = 0; bt < rows; bt++) {
+        const float* dout_bt = dout + (size_t)bt * C;
+        const float* x = inp + (size_t)bt * C;
+        float* dx = dinp + (size_t)bt * C;
+        float m = mean[bt], s = rstd[bt];
+        float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+        for (int i = 0; i < C; i++) {
+            float norm = (x[i] - m) * s;
+            float dnorm = weight[i] * dout_bt[i];
+            dnorm_mean += dnorm;
+            dnorm_norm_mean += dnorm * norm;
+        }
+        dnorm_mean /= C;
+        dnorm_norm_mean /= C;
+        for (int i = 0; i < C; i++) {
+            float norm = (x[i] - m) * s;
+            float dnorm = weight[i] * dout_bt[i];
+            dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+        }
+    }
+    for (int i = 0; i < C; i++) {
+        float dw = 0.0f, db = 0.0f;
+        for (int bt = 0; bt < rows; bt++) {
+            float norm = (inp[(size_t)bt * C + i] - mean[bt]) * rstd[bt];
+            dw += norm * dout[(size_t)bt * C + i];
+            db += dout[(size_t)bt * C + i];
+        }
+        dweight[i] += dw;
+        dbias[i] += db;
+    }
+}
+
+static void test_layernorm_backward_bit_identical_to_naive_loops(void) {
+    static const int shapes[][3] = {{2, 8, 16}, {3, 21, 300}, {4, 64, 384}, {1, 5, 600}};  // B, T, C
+    Rng rng;
+    rng_seed(&rng, 2718);
+    for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+        int B = shapes[si][0], T = shapes[si][1], C = shapes[si][2], rows = B * T;
+        size_t n = (size_t)rows * C;
+        float* inp = malloc(n * sizeof(float));
+        float* dout = malloc(n * sizeof(float));
+        float* weight = malloc((size_t)C * sizeof(float));
+        float* stats = malloc(2 * (size_t)rows * sizeof(float));  // mean, rstd
+        float* want = malloc((n + 2 * (size_t)C) * sizeof(float));
+        float* got = malloc((n + 2 * (size_t)C) * sizeof(float));
+        fill_spread(inp, n, &rng);
+        fill_spread(dout, n, &rng);
+        fill_spread(weight, (size_t)C, &rng);
+        for (int r = 0; r < rows; r++) {
+            stats[r] = rng_normal(&rng);
+            stats[rows + r] = 1.0f + rng_uniform(&rng);
+        }
+        fill_spread(want, n + 2 * (size_t)C, &rng);  // the gradients accumulate onto these
+        memcpy(got, want, (n + 2 * (size_t)C) * sizeof(float));
+        naive_layernorm_backward(want, want + n, want + n + C, dout, inp, weight, stats, stats + rows, rows, C);
+        layernorm_backward(got, got + n, got + n + C, dout, inp, weight, stats, stats + rows, B, T, C);
+        CHECK(same_bits(want, got, n), "dinp B %d T %d C %d", B, T, C);
+        CHECK(same_bits(want + n, got + n, 2 * (size_t)C), "dweight/dbias B %d T %d C %d", B, T, C);
+        free(inp);
+        free(dout);
+        free(weight);
+        free(stats);
         free(want);
         free(got);
     }
@@ -991,6 +1061,7 @@ int main(void) {
     RUN_TEST(test_matmul_bit_identical_to_naive_loops);
     RUN_TEST(test_gelu_bit_identical_to_naive_loop);
     RUN_TEST(test_attention_bit_identical_to_naive_loops);
+    RUN_TEST(test_layernorm_backward_bit_identical_to_naive_loops);
     RUN_TEST(test_gradient_check_fp32);
     RUN_TEST(test_fp8_recorded_amaxes_and_values);
     RUN_TEST(test_fp8_histories_over_steps);

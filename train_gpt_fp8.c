@@ -114,39 +114,54 @@ CPU_MULTIVERSION void layernorm_forward(float* out, float* mean, float* rstd, co
 
 CPU_MULTIVERSION void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int B, int T, int C) {
-    // dinp per row in parallel; dweight/dbias summed over rows, in row order, per channel
-#pragma omp parallel for if ((size_t)B * T * C > CPU_PARALLEL_MIN_ELEMENTS)
-    for (int bt = 0; bt < B * T; bt++) {
-        const float* dout_bt = dout + (size_t)bt * C;
-        const float* x = inp + (size_t)bt * C;
-        float* dx = dinp + (size_t)bt * C;
-        float m = mean[bt], s = rstd[bt];
-        // dnorm = dout * weight; dx = s * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
-        float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
-        for (int i = 0; i < C; i++) {
-            float norm = (x[i] - m) * s;
-            float dnorm = weight[i] * dout_bt[i];
-            dnorm_mean += dnorm;
-            dnorm_norm_mean += dnorm * norm;
-        }
-        dnorm_mean /= C;
-        dnorm_norm_mean /= C;
-        for (int i = 0; i < C; i++) {
-            float norm = (x[i] - m) * s;
-            float dnorm = weight[i] * dout_bt[i];
-            dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
-        }
-    }
-#pragma omp parallel for if ((size_t)B * T * C > CPU_PARALLEL_MIN_ELEMENTS)
-    for (int i = 0; i < C; i++) {
-        float dw = 0.0f, db = 0.0f;
+    // dinp per row in parallel; dweight/dbias summed over rows, in row order, per channel, for a block of channels at
+    // a time (the SIMD lanes run across channels). The two loops write different tensors, so they share one parallel
+    // region and the threads go on from the first to the second without waiting.
+    const int channel_block = 256;
+#pragma omp parallel if ((size_t)B * T * C > CPU_PARALLEL_MIN_ELEMENTS)
+    {
+#pragma omp for nowait
         for (int bt = 0; bt < B * T; bt++) {
-            float norm = (inp[(size_t)bt * C + i] - mean[bt]) * rstd[bt];
-            dw += norm * dout[(size_t)bt * C + i];
-            db += dout[(size_t)bt * C + i];
+            const float* dout_bt = dout + (size_t)bt * C;
+            const float* x = inp + (size_t)bt * C;
+            float* dx = dinp + (size_t)bt * C;
+            float m = mean[bt], s = rstd[bt];
+            // dnorm = dout * weight; dx = s * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
+            float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+            for (int i = 0; i < C; i++) {
+                float norm = (x[i] - m) * s;
+                float dnorm = weight[i] * dout_bt[i];
+                dnorm_mean += dnorm;
+                dnorm_norm_mean += dnorm * norm;
+            }
+            dnorm_mean /= C;
+            dnorm_norm_mean /= C;
+            for (int i = 0; i < C; i++) {
+                float norm = (x[i] - m) * s;
+                float dnorm = weight[i] * dout_bt[i];
+                dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+            }
         }
-        dweight[i] += dw;
-        dbias[i] += db;
+#pragma omp for
+        for (int i0 = 0; i0 < C; i0 += channel_block) {
+            int n = C - i0 < channel_block ? C - i0 : channel_block;
+            float dw[256], db[256];
+            for (int i = 0; i < n; i++) { dw[i] = db[i] = 0.0f; }
+            for (int bt = 0; bt < B * T; bt++) {
+                const float* x = inp + (size_t)bt * C + i0;
+                const float* dout_bt = dout + (size_t)bt * C + i0;
+                float m = mean[bt], s = rstd[bt];
+                for (int i = 0; i < n; i++) {
+                    float norm = (x[i] - m) * s;
+                    dw[i] += norm * dout_bt[i];
+                    db[i] += dout_bt[i];
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                dweight[i0 + i] += dw[i];
+                dbias[i0 + i] += db[i];
+            }
+        }
     }
 }
 
