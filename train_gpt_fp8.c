@@ -64,7 +64,8 @@ bias, B, T, C) and so on. Shapes: B batch, T time, C channels, NH heads, V vocab
 // ----------------------------------------------------------------------------
 // the layers, fp32 (precision is handled around them)
 
-CPU_MULTIVERSION void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) {
+CPU_MULTIVERSION
+void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) {
     // out (B, T, C), inp (B, T), wte (Vp, C), wpe (maxT, C)
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
@@ -76,7 +77,8 @@ CPU_MULTIVERSION void encoder_forward(float* out, const int* inp, const float* w
     }
 }
 
-CPU_MULTIVERSION void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C) {
+CPU_MULTIVERSION
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C) {
     // serial: two positions can share a token, and the order of additions must not depend on threads
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
@@ -91,7 +93,8 @@ CPU_MULTIVERSION void encoder_backward(float* dwte, float* dwpe, const float* do
     }
 }
 
-CPU_MULTIVERSION void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+CPU_MULTIVERSION
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int B, int T, int C) {
     // out (B, T, C), mean and rstd (B, T) saved for the backward, inp (B, T, C), weight and bias (C)
     const float eps = 1e-5f;
@@ -112,7 +115,8 @@ CPU_MULTIVERSION void layernorm_forward(float* out, float* mean, float* rstd, co
     }
 }
 
-CPU_MULTIVERSION void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+CPU_MULTIVERSION
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int B, int T, int C) {
     // dinp per row in parallel; dweight/dbias summed over rows, in row order, per channel, for a block of channels at
     // a time (the SIMD lanes run across channels). The two loops write different tensors, so they share one parallel
@@ -180,7 +184,8 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 // dbias (OC) += sum over rows of dout.                NULL dbias: skipped.
 // Every output adds its products in order: dinp over o, dweight over rows, and dbias sums its column from 0 over
 // rows before adding it, as the naive loops do.
-CPU_MULTIVERSION void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+CPU_MULTIVERSION
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int B, int T, int C, int OC) {
     int rows = B * T;
     if (dinp) {  // A = dout (rows, OC), B = weight (OC, C)
@@ -229,7 +234,8 @@ static inline void dots_with_rows(float* dots, const float* x, const float* rows
     }
 }
 
-CPU_MULTIVERSION void attention_forward(float* out, float* preatt, float* att, const float* inp, int B, int T, int C, int NH) {
+CPU_MULTIVERSION
+void attention_forward(float* out, float* preatt, float* att, const float* inp, int B, int T, int C, int NH) {
     // inp (B, T, 3C) holds q, k, v; preatt and att (B, NH, T, T) (causal: only t2 <= t used); out (B, T, C).
     // Per (b, h) in parallel: its keys transposed once, then for each query t the scores against keys 0..t side by
     // side, each a dot product summed over i in order.
@@ -278,7 +284,8 @@ CPU_MULTIVERSION void attention_forward(float* out, float* preatt, float* att, c
     if (failed) { die("out of memory for attention scratch (%d x %d floats per thread)", hs, T); }
 }
 
-CPU_MULTIVERSION void attention_backward(float* dinp, float* dpreatt, float* datt, const float* dout, const float* inp,
+CPU_MULTIVERSION
+void attention_backward(float* dinp, float* dpreatt, float* datt, const float* dout, const float* inp,
                         const float* att, int B, int T, int C, int NH) {
     // dinp (B, T, 3C): dq of position t gets one writer, but dk/dv of t2 get writes from every t >= t2, so the loop
     // runs per (b, h) in parallel and over t serially, which keeps the order of additions fixed. The head's values
@@ -369,7 +376,8 @@ static void gelu_fill_tables(void) {  // called outside parallel regions, so one
 
 static inline int is_bf16_value(float x) { return (fp8_float_bits(x) & 0xFFFFu) == 0; }
 
-CPU_MULTIVERSION void gelu_forward(float* out, const float* inp, size_t N) {
+CPU_MULTIVERSION
+void gelu_forward(float* out, const float* inp, size_t N) {
     gelu_fill_tables();
 #pragma omp parallel for if (N > CPU_PARALLEL_MIN_ELEMENTS)
     for (size_t i = 0; i < N; i++) {
@@ -378,7 +386,8 @@ CPU_MULTIVERSION void gelu_forward(float* out, const float* inp, size_t N) {
     }
 }
 
-CPU_MULTIVERSION void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
+CPU_MULTIVERSION
+void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
     gelu_fill_tables();
 #pragma omp parallel for if (N > CPU_PARALLEL_MIN_ELEMENTS)
     for (size_t i = 0; i < N; i++) {
@@ -388,18 +397,21 @@ CPU_MULTIVERSION void gelu_backward(float* dinp, const float* inp, const float* 
     }
 }
 
-CPU_MULTIVERSION void residual_forward(float* out, const float* inp1, const float* inp2, size_t N) {
+CPU_MULTIVERSION
+void residual_forward(float* out, const float* inp1, const float* inp2, size_t N) {
     for (size_t i = 0; i < N; i++) { out[i] = inp1[i] + inp2[i]; }
 }
 
-CPU_MULTIVERSION void residual_backward(float* dinp1, float* dinp2, const float* dout, size_t N) {
+CPU_MULTIVERSION
+void residual_backward(float* dinp1, float* dinp2, const float* dout, size_t N) {
     for (size_t i = 0; i < N; i++) {
         dinp1[i] += dout[i];
         dinp2[i] += dout[i];
     }
 }
 
-CPU_MULTIVERSION void softmax_forward(float* probs, const float* logits, int B, int T, int V, int Vp) {
+CPU_MULTIVERSION
+void softmax_forward(float* probs, const float* logits, int B, int T, int V, int Vp) {
     // probs (B, T, Vp) over the real vocabulary [0, V); padded entries are 0
 #pragma omp parallel for if ((size_t)B * T * V > CPU_PARALLEL_MIN_ELEMENTS)
     for (int bt = 0; bt < B * T; bt++) {
@@ -421,7 +433,8 @@ void crossentropy_forward(float* losses, const float* probs, const int* targets,
     for (int bt = 0; bt < B * T; bt++) { losses[bt] = -logf(probs[(size_t)bt * Vp + targets[bt]]); }
 }
 
-CPU_MULTIVERSION void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const float* probs, const int* targets,
+CPU_MULTIVERSION
+void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const float* probs, const int* targets,
                                    int B, int T, int V, int Vp) {
 #pragma omp parallel for if ((size_t)B * T * V > CPU_PARALLEL_MIN_ELEMENTS)
     for (int bt = 0; bt < B * T; bt++) {
@@ -575,7 +588,8 @@ static int input_slot_used(const GPT2* m, int module) { return fprop_is_fp8(m, m
 static int grad_slot_used(const GPT2* m, int module) { return dgrad_is_fp8(m, module) || wgrad_is_fp8(m, module); }
 
 // In bf16 and fp8 modes every stored activation and activation gradient is a bf16 value, as on the GPU.
-CPU_MULTIVERSION static void round_to_storage(const GPT2* model, float* x, size_t n) {
+CPU_MULTIVERSION
+static void round_to_storage(const GPT2* model, float* x, size_t n) {
     if (model->precision == PRECISION_FP32) { return; }
 #pragma omp parallel for if (n > CPU_PARALLEL_MIN_ELEMENTS)
     for (size_t i = 0; i < n; i++) { x[i] = bf16_round(x[i]); }
@@ -583,7 +597,8 @@ CPU_MULTIVERSION static void round_to_storage(const GPT2* model, float* x, size_
 
 // The masters changed (init, load, update, all-gather): in bf16 and fp8 modes round every parameter to bf16 into
 // compute_params, as the GPU's AdamW and upload write its bf16 copy. fp32 mode reads the masters directly.
-CPU_MULTIVERSION static void gpt2_refresh_compute_params(GPT2* model) {
+CPU_MULTIVERSION
+static void gpt2_refresh_compute_params(GPT2* model) {
     if (model->precision == PRECISION_FP32) { return; }
     const float* master = model->params_memory;
     float* rounded = model->compute_params_memory;
@@ -934,7 +949,8 @@ static void gpt2_fp8_drop_step_amaxes(GPT2* model) {
 
 // Sum of squares of the gradients this rank's optimizer owns (all of them in one process): fixed chunks summed in
 // double, then the chunks in order, so the result does not depend on the thread count. Ranks add their sums.
-CPU_MULTIVERSION double gpt2_grad_norm_squared(const GPT2* model) {
+CPU_MULTIVERSION
+double gpt2_grad_norm_squared(const GPT2* model) {
     const size_t chunk = 1 << 16;
     const float* grads = model->grads_memory + model->opt_shard.offset;
     size_t n = model->opt_shard.count, num_chunks = (n + chunk - 1) / chunk;
@@ -958,7 +974,8 @@ float gpt2_grad_norm(const GPT2* model) { return (float)sqrt(gpt2_grad_norm_squa
 // AdamW (decoupled weight decay on the 2-D tensors only) on fp32 master weights, after clipping the gradients to a
 // global norm of grad_clip. t is the 1-based step for the bias corrections. Only the parameters of this rank's
 // optimizer shard are updated (all of them in one process); with ZeRO-1 the ranks then all-gather the rest.
-CPU_MULTIVERSION void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, float eps, float weight_decay,
+CPU_MULTIVERSION
+void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, float eps, float weight_decay,
                  float grad_norm, float grad_clip, int t) {
     float clip_scale = grad_norm > grad_clip ? grad_clip / grad_norm : 1.0f;
     float bias1 = 1.0f - powf(beta1, (float)t), bias2 = 1.0f - powf(beta2, (float)t);
