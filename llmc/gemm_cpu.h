@@ -70,7 +70,7 @@ typedef struct {
 
 // One register tile: c (MR x NV vectors, row stride ldc) += A rows (a_rows[i][k * a_stride_k]) @ packed B (kc x NV
 // vectors, row stride packed_ld), k in order. MR and NV are constants after inlining, so acc lives in registers.
-// (memcpy is an unaligned vector load or store.) Written once, defined for both vector types.
+// (memcpy is an unaligned vector load or store.) Written once, defined for each vector type.
 #define GEMM_DEFINE_TILE(name, Vec)                                                                                   \
     static inline __attribute__((always_inline)) void name(float* c, size_t ldc, const float* const* a_rows,        \
                                                            size_t a_stride_k, const float* packed, size_t packed_ld, \
