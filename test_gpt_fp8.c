@@ -369,28 +369,14 @@ static void test_attention_bit_identical_to_naive_loops(void) {
     }
 }
 
-// LayerNorm's backward as it was written before the channel blocks: the reference.
+// LayerNorm's backward as it was written before the channel blocks: the reference. Each row's input gradient is
+// the trainer's own (layernorm_backward_input_row, unchanged); the parameter gradients are the plain loops, one channel
+// at a time, rows in order.
 static void naive_layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                                      const float* weight, const float* mean, const float* rstd, int rows, int C) {
     for (int bt = 0; bt < rows; bt++) {
-        const float* dout_bt = dout + (size_t)bt * C;
-        const float* x = inp + (size_t)bt * C;
-        float* dx = dinp + (size_t)bt * C;
-        float m = mean[bt], s = rstd[bt];
-        float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
-        for (int i = 0; i < C; i++) {
-            float norm = (x[i] - m) * s;
-            float dnorm = weight[i] * dout_bt[i];
-            dnorm_mean += dnorm;
-            dnorm_norm_mean += dnorm * norm;
-        }
-        dnorm_mean /= C;
-        dnorm_norm_mean /= C;
-        for (int i = 0; i < C; i++) {
-            float norm = (x[i] - m) * s;
-            float dnorm = weight[i] * dout_bt[i];
-            dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
-        }
+        layernorm_backward_input_row(dinp + (size_t)bt * C, dout + (size_t)bt * C, inp + (size_t)bt * C, weight,
+                                     mean[bt], rstd[bt], C);
     }
     for (int i = 0; i < C; i++) {
         float dw = 0.0f, db = 0.0f;

@@ -115,6 +115,28 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
     }
 }
 
+// One row's input gradient: dnorm = dout * weight; dx += s * (dnorm - mean(dnorm) - norm * mean(dnorm * norm)), the
+// two means summed over channels in order. (The test's reference for layernorm_backward shares it: only the parameter
+// gradients below changed their loop structure.)
+static inline __attribute__((always_inline)) void layernorm_backward_input_row(float* dx, const float* dout_bt,
+                                                                               const float* x, const float* weight,
+                                                                               float m, float s, int C) {
+    float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+    for (int i = 0; i < C; i++) {
+        float norm = (x[i] - m) * s;
+        float dnorm = weight[i] * dout_bt[i];
+        dnorm_mean += dnorm;
+        dnorm_norm_mean += dnorm * norm;
+    }
+    dnorm_mean /= C;
+    dnorm_norm_mean /= C;
+    for (int i = 0; i < C; i++) {
+        float norm = (x[i] - m) * s;
+        float dnorm = weight[i] * dout_bt[i];
+        dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+    }
+}
+
 CPU_MULTIVERSION
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int B, int T, int C) {
@@ -126,25 +148,8 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
     {
 #pragma omp for nowait
         for (int bt = 0; bt < B * T; bt++) {
-            const float* dout_bt = dout + (size_t)bt * C;
-            const float* x = inp + (size_t)bt * C;
-            float* dx = dinp + (size_t)bt * C;
-            float m = mean[bt], s = rstd[bt];
-            // dnorm = dout * weight; dx = s * (dnorm - mean(dnorm) - norm * mean(dnorm * norm))
-            float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
-            for (int i = 0; i < C; i++) {
-                float norm = (x[i] - m) * s;
-                float dnorm = weight[i] * dout_bt[i];
-                dnorm_mean += dnorm;
-                dnorm_norm_mean += dnorm * norm;
-            }
-            dnorm_mean /= C;
-            dnorm_norm_mean /= C;
-            for (int i = 0; i < C; i++) {
-                float norm = (x[i] - m) * s;
-                float dnorm = weight[i] * dout_bt[i];
-                dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
-            }
+            layernorm_backward_input_row(dinp + (size_t)bt * C, dout + (size_t)bt * C, inp + (size_t)bt * C, weight,
+                                         mean[bt], rstd[bt], C);
         }
 #pragma omp for
         for (int i0 = 0; i0 < C; i0 += channel_block) {
