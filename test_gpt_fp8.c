@@ -255,7 +255,8 @@ static void test_gelu_bit_identical_to_naive_loop(void) {
     free(got);
 }
 
-// Attention as it was written before the transposed-head loops (one dot product at a time): the reference.
+// Attention as it was written before the transposed-head loops (one dot product at a time): the reference. The
+// softmax and the weighted values, which did not change, are the trainer's attention_softmax_values_row.
 static void naive_attention_forward(float* out, float* preatt, float* att, const float* inp, int B, int T, int C, int NH) {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
@@ -274,25 +275,14 @@ static void naive_attention_forward(float* out, float* preatt, float* att, const
                     pre[t2] = dot;
                     if (dot > maxval) { maxval = dot; }
                 }
-                float sum = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    float e = expf(pre[t2] - maxval);
-                    a[t2] = e;
-                    sum += e;
-                }
-                float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
-                for (int t2 = 0; t2 < T; t2++) { a[t2] = t2 <= t ? a[t2] * inv : 0.0f; }
-                float* o = out + ((size_t)b * T + t) * C + h * hs;
-                for (int i = 0; i < hs; i++) { o[i] = 0.0f; }
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float* v = inp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
-                    for (int i = 0; i < hs; i++) { o[i] += a[t2] * v[i]; }
-                }
+                attention_softmax_values_row(out + ((size_t)b * T + t) * C + h * hs, a, pre, maxval, inp, b, t, h, T,
+                                             C, hs);
             }
         }
     }
 }
 
+// (the softmax and score part of each query's backward, unchanged, is the trainer's attention_backward_scores_row)
 static void naive_attention_backward(float* dinp, float* dpreatt, float* datt, const float* dout, const float* inp,
                                      const float* att, int B, int T, int C, int NH) {
     int hs = C / NH;
@@ -300,8 +290,6 @@ static void naive_attention_backward(float* dinp, float* dpreatt, float* datt, c
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
             for (int t = 0; t < T; t++) {
-                const float* q = inp + ((size_t)b * T + t) * 3 * C + h * hs;
-                float* dq = dinp + ((size_t)b * T + t) * 3 * C + h * hs;
                 const float* a = att + (((size_t)b * NH + h) * T + t) * T;
                 float* da = datt + (((size_t)b * NH + h) * T + t) * T;
                 float* dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
@@ -316,18 +304,7 @@ static void naive_attention_backward(float* dinp, float* dpreatt, float* datt, c
                     }
                     da[t2] += d;
                 }
-                float dot = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) { dot += a[t2] * da[t2]; }
-                for (int t2 = 0; t2 <= t; t2++) { dpre[t2] += a[t2] * (da[t2] - dot); }
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float* k = inp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
-                    float* dk = dinp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
-                    float g = dpre[t2] * scale;
-                    for (int i = 0; i < hs; i++) {
-                        dq[i] += k[i] * g;
-                        dk[i] += q[i] * g;
-                    }
-                }
+                attention_backward_scores_row(dinp, dpre, a, da, inp, b, t, h, T, C, hs, scale);
             }
         }
     }

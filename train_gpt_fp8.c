@@ -239,6 +239,27 @@ static inline void dots_with_rows(float* dots, const float* x, const float* rows
     }
 }
 
+// The rest of query t's forward once its scaled scores pre[0..t] and their max are known: a (T) = softmax of the
+// scores (zeros past t), o (hs) = sum over t2 <= t, in order, of a[t2] * v[t2]. (The test's reference for
+// attention_forward shares it: only the score loops changed their structure.)
+static inline __attribute__((always_inline)) void attention_softmax_values_row(float* o, float* a, const float* pre,
+                                                                               float maxval, const float* inp, int b,
+                                                                               int t, int h, int T, int C, int hs) {
+    float sum = 0.0f;
+    for (int t2 = 0; t2 <= t; t2++) {
+        float e = expf(pre[t2] - maxval);
+        a[t2] = e;
+        sum += e;
+    }
+    float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+    for (int t2 = 0; t2 < T; t2++) { a[t2] = t2 <= t ? a[t2] * inv : 0.0f; }
+    for (int i = 0; i < hs; i++) { o[i] = 0.0f; }
+    for (int t2 = 0; t2 <= t; t2++) {
+        const float* v = inp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+        for (int i = 0; i < hs; i++) { o[i] += a[t2] * v[i]; }
+    }
+}
+
 CPU_MULTIVERSION
 void attention_forward(float* out, float* preatt, float* att, const float* inp, int B, int T, int C, int NH) {
     // inp (B, T, 3C) holds q, k, v; preatt and att (B, NH, T, T) (causal: only t2 <= t used); out (B, T, C).
@@ -267,26 +288,37 @@ void attention_forward(float* out, float* preatt, float* att, const float* inp, 
                         pre[t2] = dot;
                         if (dot > maxval) { maxval = dot; }
                     }
-                    float sum = 0.0f;
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        float e = expf(pre[t2] - maxval);
-                        a[t2] = e;
-                        sum += e;
-                    }
-                    float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
-                    for (int t2 = 0; t2 < T; t2++) { a[t2] = t2 <= t ? a[t2] * inv : 0.0f; }
-                    float* o = out + ((size_t)b * T + t) * C + h * hs;
-                    for (int i = 0; i < hs; i++) { o[i] = 0.0f; }
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        const float* v = inp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
-                        for (int i = 0; i < hs; i++) { o[i] += a[t2] * v[i]; }
-                    }
+                    attention_softmax_values_row(out + ((size_t)b * T + t) * C + h * hs, a, pre, maxval, inp, b, t,
+                                                 h, T, C, hs);
                 }
             }
         }
         free(key_t);
     }
     if (failed) { die("out of memory for attention scratch (%d x %d floats per thread)", hs, T); }
+}
+
+// Query t's backward from its attention gradient da (T) on: through the softmax, dpre += a * (da - sum(a * da)), then
+// through pre = scale * q.k into dq of t and dk of every t2 <= t (dinp (B, T, 3C)), each in t2 order. (The test's
+// reference for attention_backward shares it: only the value loops changed their structure.)
+static inline __attribute__((always_inline)) void attention_backward_scores_row(float* dinp, float* dpre,
+                                                                                const float* a, const float* da,
+                                                                                const float* inp, int b, int t, int h,
+                                                                                int T, int C, int hs, float scale) {
+    const float* q = inp + ((size_t)b * T + t) * 3 * C + h * hs;
+    float* dq = dinp + ((size_t)b * T + t) * 3 * C + h * hs;
+    float dot = 0.0f;
+    for (int t2 = 0; t2 <= t; t2++) { dot += a[t2] * da[t2]; }
+    for (int t2 = 0; t2 <= t; t2++) { dpre[t2] += a[t2] * (da[t2] - dot); }
+    for (int t2 = 0; t2 <= t; t2++) {
+        const float* k = inp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+        float* dk = dinp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
+        float g = dpre[t2] * scale;
+        for (int i = 0; i < hs; i++) {
+            dq[i] += k[i] * g;
+            dk[i] += q[i] * g;
+        }
+    }
 }
 
 CPU_MULTIVERSION
@@ -309,8 +341,6 @@ void attention_backward(float* dinp, float* dpreatt, float* datt, const float* d
                 float* dots = value_t + (size_t)hs * T;
                 attention_transpose_head(value_t, inp, b, h, T, C, hs, 2 * C);
                 for (int t = 0; t < T; t++) {
-                    const float* q = inp + ((size_t)b * T + t) * 3 * C + h * hs;
-                    float* dq = dinp + ((size_t)b * T + t) * 3 * C + h * hs;
                     const float* a = att + (((size_t)b * NH + h) * T + t) * T;
                     float* da = datt + (((size_t)b * NH + h) * T + t) * T;
                     float* dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
@@ -322,20 +352,7 @@ void attention_backward(float* dinp, float* dpreatt, float* datt, const float* d
                         for (int i = 0; i < hs; i++) { dv[i] += a[t2] * dout_t[i]; }
                         da[t2] += dots[t2];
                     }
-                    // softmax: dpre = a * (da - sum(a * da))
-                    float dot = 0.0f;
-                    for (int t2 = 0; t2 <= t; t2++) { dot += a[t2] * da[t2]; }
-                    for (int t2 = 0; t2 <= t; t2++) { dpre[t2] += a[t2] * (da[t2] - dot); }
-                    // pre = scale * q.k
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        const float* k = inp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
-                        float* dk = dinp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
-                        float g = dpre[t2] * scale;
-                        for (int i = 0; i < hs; i++) {
-                            dq[i] += k[i] * g;
-                            dk[i] += q[i] * g;
-                        }
-                    }
+                    attention_backward_scores_row(dinp, dpre, a, da, inp, b, t, h, T, C, hs, scale);
                 }
             }
         }
