@@ -225,6 +225,7 @@ __global__ void fp8_amax_scale_kernel(const __nv_bfloat16* inp, size_t n, Fp8Cur
     }
     __syncthreads();
     if (!is_last_block) { return; }
+    __threadfence();  // the reading side's fence, pairing with the writers' fence before their tickets
     // the last block: every partial is written; __ldcg reads them from L2, past this SM's L1
     unsigned int partial_max = 0u;
     for (unsigned int b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
@@ -301,7 +302,11 @@ static inline cudaError_t fp8_cast_transpose_amax(uint8_t* out, uint8_t* out_t, 
 // with fp8_cast_amax or fp8_cast_transpose_amax reading target.scale.
 static inline cudaError_t fp8_amax_scale(const __nv_bfloat16* inp, size_t n, Fp8Format format, Fp8CurrentScale target,
                                          Fp8AmaxWorkspace workspace, int num_sms, cudaStream_t stream) {
-    if (n % 8 != 0) { return cudaErrorInvalidValue; }
+    if (n % 8 != 0) {
+        fprintf(stderr, "fp8_amax_scale: %zu elements is not a multiple of 8\n", n);
+        return cudaErrorInvalidValue;
+    }
+    if (!fp8_launch_aligned("fp8_amax_scale", "the bf16 input", inp, 16)) { return cudaErrorInvalidValue; }
     const int block_size = 256;
     size_t blocks_needed = (n / 8 + block_size - 1) / block_size;
     size_t max_blocks = (size_t)num_sms * 4 < FP8_AMAX_MAX_BLOCKS ? (size_t)num_sms * 4 : FP8_AMAX_MAX_BLOCKS;
