@@ -133,6 +133,7 @@ typedef struct {
     // the device memory: what it depends on, and every buffer's size (llmc/memory_plan.h)
     GpuMemoryInputs memory_inputs;
     GpuMemoryPlan memory;
+    void* device_buffers[NUM_GPU_BUFFERS];  // what gpt2_gpu_allocate_buffers allocated (NULL: not allocated), to free
     float* norm_squared;  // (1)
     float* norm_partials; // (NORM_BLOCKS) per-block sums of squares: summed in a fixed order, so the norm is deterministic
     // precision
@@ -238,6 +239,10 @@ static void* device_alloc(size_t bytes) {
 // with current scaling, the scale from the weight's own amax first; without, a re-cast with the stored scale).
 // Training state: called while the model records.
 static void gpt2_cast_weights_fp8(GPT2GPU* model, int record) {
+    // as the CPU's: the weights' FP8 copy is training state, so its scales are the slots' own even when called while
+    // evaluation has recording off (current scaling would otherwise put them in the evaluation scratch)
+    int saved_record = model->fp8_record;
+    model->fp8_record = 1;
     for (int module = 0; module < num_modules(model); module++) {
         if (!fprop_fp8(model, module) && !dgrad_fp8(model, module)) { continue; }
         LinearX lx = linear_x(model, module);
@@ -249,6 +254,7 @@ static void gpt2_cast_weights_fp8(GPT2GPU* model, int record) {
                                           model->fp8_host.forward_format, model->stream));
         record_range_stats(model, slot, lx.weight, (size_t)lx.OC * lx.IC, record);
     }
+    model->fp8_record = saved_record;
 }
 
 // The attention a run uses: -attn's, or by default cuDNN's when this program was built with it. Asking for cuDNN
@@ -334,6 +340,7 @@ static void gpt2_gpu_allocate_buffers(GPT2GPU* model) {
     for (int i = 0; i < NUM_GPU_BUFFERS; i++) {
         // cuBLASLt's workspace is counted in the plan but gemm_context_init allocated it
         buffer[i] = i == GPU_GEMM_WORKSPACE || model->memory.bytes[i] == 0 ? NULL : device_alloc(model->memory.bytes[i]);
+        model->device_buffers[i] = buffer[i];
     }
     model->params_memory = (floatX*)buffer[GPU_PARAMS];
     model->grads_memory = (float*)buffer[GPU_GRADS];
@@ -415,6 +422,33 @@ static void gpt2_gpu_allocate_buffers(GPT2GPU* model) {
         cudnn_attention_set_workspace(model->cudnn_attention, workspace, bytes);
     }
 #endif
+}
+
+// Everything gpt2_gpu_init and gpt2_gpu_allocate_buffers made: device buffers, handles, streams, host scratch.
+static void gpt2_gpu_free(GPT2GPU* model) {
+    cudaCheck(cudaDeviceSynchronize());
+    for (int i = 0; i < NUM_GPU_BUFFERS; i++) {
+        if (model->device_buffers[i]) { cudaCheck(cudaFree(model->device_buffers[i])); }
+    }
+#ifdef ENABLE_CUDNN
+    if (model->cudnn_attention) { cudnn_attention_destroy(model->cudnn_attention); }
+#endif
+    gemm_context_free(&model->gemm);
+    cublasCheck(cublasDestroy(model->cublas));
+    cudaCheck(cudaEventDestroy(model->grads_ready));
+    cudaCheck(cudaEventDestroy(model->grads_reduced));
+    cudaCheck(cudaStreamDestroy(model->stream));
+    cudaCheck(cudaStreamDestroy(model->comm_stream));
+    free(model->host_positions);
+    free(model->host_bucket_start);
+    free(model->host_bucket_token);
+    free(model->host_token_count);
+    free(model->weight_fp8_offset);
+    free(model->fp8_stats_host);
+    free(model->fp8_last_amax);
+    free(model->fp8_window_amax_host);
+    if (model->precision == PRECISION_FP8) { fp8_meta_free(&model->fp8_host); }
+    memset(model, 0, sizeof(*model));
 }
 
 #ifdef TESTING  // the tests set up a model in one call; main() prints and checks the plan in between
@@ -926,6 +960,7 @@ int main(int argc, char** argv) {
                               args.fs_path, args.server_ip, err, sizeof(err))) {
         die("%s", err);
     }
+    int attention_by_default = args.attention == ATTENTION_DEFAULT;
     args.attention = gpu_attention_kind(args.attention);  // before the GPU: a build without cuDNN says so at once
     require_cuda_device("train_gpt_fp8");
     MultiGpu mg;
@@ -944,9 +979,17 @@ int main(int argc, char** argv) {
     if (args.precision == PRECISION_FP8 && (config.channels % 64 != 0 || (B * T) % 64 != 0)) {
         die("fp8 on the GPU needs C and B*T to be multiples of 64 (C %d, B*T %d)", config.channels, B * T);
     }
-    if (args.attention == ATTENTION_CUDNN && (config.channels / config.num_heads) % 8 != 0) {
-        die("cuDNN attention needs a head size C/NH that is a multiple of 8 (C %d, NH %d: %d); -attn plain runs any shape",
-            config.channels, config.num_heads, config.channels / config.num_heads);
+    // cuDNN's fused attention takes head sizes that are multiples of 8, and no single-token sequence (its backward
+    // refuses s_q = s_kv = 1); by default such a shape runs the plain attention, asked for by -attn cudnn it is an error
+    int head_size = config.channels / config.num_heads;
+    if (args.attention == ATTENTION_CUDNN && (head_size % 8 != 0 || T < 2)) {
+        if (!attention_by_default) {
+            die("cuDNN attention needs a head size C/NH that is a multiple of 8 and T >= 2 (C %d, NH %d: %d; T %d); "
+                "-attn plain runs any shape", config.channels, config.num_heads, head_size, T);
+        }
+        printf("attention: plain CUDA/cuBLAS, as cuDNN's needs a head size that is a multiple of 8 and T >= 2 (head "
+               "size %d, T %d)\n", head_size, T);
+        args.attention = ATTENTION_PLAIN;
     }
     // the grids this shape launches, checked against CUDA's limits before anything is allocated (run_setup already
     // keeps B*T within an int): the column sums (B*T / 64 blocks in y), the plain attention's softmax (a block per (b,
@@ -1039,6 +1082,8 @@ int main(int argc, char** argv) {
         }
     }
     gpt2_upload_params(&model, host_params);
+    // the diagnostics count every recorded cast, the first weight cast included (as the CPU's)
+    model.fp8_collect_stats = rank0 && args.output_dir && args.precision == PRECISION_FP8 && args.fp8_diag_every > 0;
     if (model.precision == PRECISION_FP8) { gpt2_cast_weights_fp8(&model, start_step == 0); }
     cudaCheck(cudaDeviceSynchronize());
 
@@ -1113,13 +1158,19 @@ int main(int argc, char** argv) {
             if (dataloader_next_batch(train_loader, err, sizeof(err))) { die("%s", err); }
             upload_batch(&model, train_loader);
             // d(loss)/d(logit) scaled by the GLOBAL batch: the ranks' gradients then SUM to the single-GPU gradient
-            loss += gpt2_forward(&model, 1, 1.0f / ((float)B * T * grad_accum_steps * mg.num_processes)) / grad_accum_steps;
+            // (the CPU's expression, (1 / accumulation steps) / (B*T), with the ranks in the first factor: the same float)
+            float dloss = (1.0f / ((float)grad_accum_steps * mg.num_processes)) / (float)(B * T);
+            loss += gpt2_forward(&model, 1, dloss) / grad_accum_steps;
             // the last micro-batch reduces the gradients over the ranks while its backward runs
             model.reduce_in_backward = micro == grad_accum_steps - 1 && mg.use_nccl ? &mg : NULL;
             gpt2_backward(&model);
             model.reduce_in_backward = NULL;
         }
         loss = multi_gpu_mean(&mg, (float)loss, model.stream);
+        if (step == args.debug_nan_step) {  // test hook, as the CPU trainer's: poison the first gradient of the shard
+            // (bytes 0xFF make a float NaN; stream-ordered after the backward and its reductions)
+            cudaCheck(cudaMemsetAsync(model.grads_memory + model.shard.offset, 0xFF, sizeof(float), model.stream));
+        }
         float norm = gpt2_grad_norm(&model, &mg);
         float lr = learning_rate_at(step, train_steps, args.learning_rate, args.warmup_steps, args.final_lr_fraction);
         if (!isfinite(loss) || !isfinite(norm)) {  // the same decision on every rank: both values are global
@@ -1146,8 +1197,11 @@ int main(int argc, char** argv) {
                     cudaCheck(cudaMemcpyAsync(model.fp8_last_amax, model.fp8_device, model.fp8_host.num_slots * 4,
                                               cudaMemcpyDeviceToHost, model.stream));
                 }
-                if (diag_log && (step + 1) % args.fp8_diag_every == 0 && model.recipe.scaling == FP8_SCALING_DELAYED) {
-                    // the window each new scale comes from, before the update rolls its oldest row out
+                if (diag_log && model.recipe.scaling == FP8_SCALING_DELAYED) {
+                    // the window each new scale comes from, before the update rolls its oldest row out: every step,
+                    // as the CPU trainer, so a block after a skipped step shows the last update's window (without
+                    // diagnostics the GPU tracks neither this nor the last amaxes and the counters: a history copy
+                    // and a synchronization per step, for numbers only the diagnostics and the state file show)
                     Fp8Meta* meta = &model.fp8_host;
                     cudaCheck(cudaMemcpyAsync(meta->amax_history, model.fp8_device,
                                               (size_t)meta->amax_history_len * meta->num_slots * 4,
@@ -1181,6 +1235,7 @@ int main(int argc, char** argv) {
     // workspace included; other processes on the same GPU would be counted too)
     printf("peak memory %.2f GiB (rank %d; the estimate was %.2f GiB of our buffers)\n", peak_memory / (1 << 30),
            mg.process_rank, bytes_to_gib(gpu_memory_total(&model.memory)));
+    gpt2_gpu_free(&model);
     run_free(&run);
     free(host_params);
     free(host_m);

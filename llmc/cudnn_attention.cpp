@@ -161,9 +161,10 @@ static BuiltGraph build_graph(CudnnAttention* attention, int kind, int B, int T,
 }
 
 static void check_shape(int B, int T, int C, int NH) {
-    if (B < 1 || T < 1 || NH < 1 || C % NH != 0 || (C / NH) % 8 != 0) {
-        fprintf(stderr, "error: cuDNN attention needs B, T >= 1 and a head size C/NH that is a multiple of 8 (B %d, T %d, "
-                "C %d, NH %d); -attn plain runs any shape\n", B, T, C, NH);
+    // (T 1: the frontend's backward refuses s_q = s_kv = 1)
+    if (B < 1 || T < 2 || NH < 1 || C % NH != 0 || (C / NH) % 8 != 0) {
+        fprintf(stderr, "error: cuDNN attention needs B >= 1, T >= 2 and a head size C/NH that is a multiple of 8 (B %d, "
+                "T %d, C %d, NH %d); -attn plain runs any shape\n", B, T, C, NH);
         exit(1);
     }
 }
