@@ -14,7 +14,8 @@
 #   train     data, then d12 on tinyshakespeare in BF16 and FP8, same seed, TRAIN_STEPS steps (as
 #             scripts/compare_bf16_fp8.sh runs them, at B 8; with FP8 diagnostics, in the archive), and the plot
 #             LOGDIR/bf16_vs_fp8.png; resume: a small FP8 run killed between checkpoints and resumed with -y 1 ends with
-#             every file byte-identical to an uninterrupted run's
+#             every file byte-identical to an uninterrupted run's; nan_skip: a NaN gradient at step 4 skips that step
+#             with a warning and the run ends with a finite loss
 #   bench     d12, d24, d48 in BF16 and FP8, BENCH_STEPS steps each: mean ms and tok/s after the first 5 steps, MFU and
 #             peak memory (timing runs: no -o, -fp8_diag_every 0). d48 first asks the trainer's memory estimate
 #             (fit_d48: -estimate 1) for the largest micro-batch of d48 at T 1024 that fits this GPU in BF16 and in FP8,
@@ -472,6 +473,22 @@ stage_train() {
         exit $rc' resume "$WORK/resume" "${DATA_FLAGS[@]}" -L 4 -C 256 -NH 4 -b 8 -t 256 -x 20 -n 6 -v 6 -m 2 -s 0 \
         -seed 1337 -precision fp8 -fp8_amax_history_len 16 -fp8_diag_every 4 ${EXTRA[@]+"${EXTRA[@]}"}
     row resume "$(grep -E '^resume: ' "$WORK/resume.log" 2>/dev/null | tail -n 1 | sed 's/^resume: //')"
+    # nan_skip: a NaN poisoned into the gradient of step 4 (-debug_nan_step 3) must skip that step with a warning, and
+    # the run must go on to a finite loss with its FP8 state intact (the CPU suite checks the CPU trainer the same way)
+    run_step nan_skip 60 bash -c '
+        ./train_gpt_fp8 "$@" || exit 1' nan_skip "${DATA_FLAGS[@]}" -L 4 -C 256 -NH 4 -b 8 -t 256 -x 8 -v 8 -m 2 -s 0 \
+        -seed 1337 -precision fp8 -fp8_amax_history_len 16 -debug_nan_step 3 ${EXTRA[@]+"${EXTRA[@]}"}
+    local nan_key=""
+    if [ "$STEP_RC" -eq 0 ]; then
+        if grep -qE 'step 4: loss .* not finite; step skipped' "$WORK/nan_skip.log" &&
+            last_val_loss "$WORK/nan_skip.log" | grep -qE '^[0-9]+\.[0-9]+$'; then
+            nan_key="step 4 skipped with a warning, then val $(last_val_loss "$WORK/nan_skip.log")"
+        else
+            STEP_RESULT="FAILED (no skip warning for step 4, or no finite val loss after it)"
+            ANY_FAILED=1
+        fi
+    fi
+    row nan_skip "$nan_key"
     if [ "${DRY_RUN:-0}" = 1 ]; then return; fi
     if ! python3 -c "import matplotlib" >/dev/null 2>&1; then
         echo "gpu_check: plot: skipped, matplotlib is not importable (make deps)" >"$WORK/plot.log"

@@ -275,6 +275,13 @@ if printf '%s\n' "$out" | grep -qE '^\| resume +\| DRY RUN' && [[ $resume_cmd ==
 else
     fail train_stage_resume_step "$resume_cmd"
 fi
+nan_cmd=$(tar -xzOf "$tmp/dry2/gpu_check_logs.tar.gz" ./nan_skip.log 2>/dev/null | head -n 1)
+if printf '%s\n' "$out" | grep -qE '^\| nan_skip +\| DRY RUN' && [[ $nan_cmd == *" -debug_nan_step 3 "* ]] &&
+    [[ $nan_cmd == *" -precision fp8 "* ]] && [[ $nan_cmd == *" -fp8_margin 1" ]]; then
+    pass train_stage_nan_skip_step
+else
+    fail train_stage_nan_skip_step "$nan_cmd"
+fi
 out=$(dry "$tmp/dry3")
 if printf '%s\n' "$out" | grep -qE '^\| fp8_update +\|' && printf '%s\n' "$out" | grep -qE '^\| nccl_1rank +\|' &&
     printf '%s\n' "$out" | grep -qE '^\| build +\| DRY RUN' && ! printf '%s\n' "$out" | grep -qE '^\| (memcheck|racecheck) '; then
