@@ -336,11 +336,10 @@ static void gpt2_gpu_init(GPT2GPU* model, const GPT2Config* config, const TrainA
 // NULL: nothing in this configuration uses it), and the host scratch that goes with them.
 static void gpt2_gpu_allocate_buffers(GPT2GPU* model) {
     size_t BT = (size_t)model->B * model->T;
-    void* buffer[NUM_GPU_BUFFERS];
+    void** buffer = model->device_buffers;
     for (int i = 0; i < NUM_GPU_BUFFERS; i++) {
         // cuBLASLt's workspace is counted in the plan but gemm_context_init allocated it
         buffer[i] = i == GPU_GEMM_WORKSPACE || model->memory.bytes[i] == 0 ? NULL : device_alloc(model->memory.bytes[i]);
-        model->device_buffers[i] = buffer[i];
     }
     model->params_memory = (floatX*)buffer[GPU_PARAMS];
     model->grads_memory = (float*)buffer[GPU_GRADS];
@@ -1082,7 +1081,7 @@ int main(int argc, char** argv) {
         }
     }
     gpt2_upload_params(&model, host_params);
-    // the diagnostics count every recorded cast, the first weight cast included (as the CPU's)
+    // rank 0 writes fp8_diag.tsv (opened below), counting every recorded cast from the first weight cast on (as the CPU)
     model.fp8_collect_stats = rank0 && args.output_dir && args.precision == PRECISION_FP8 && args.fp8_diag_every > 0;
     if (model.precision == PRECISION_FP8) { gpt2_cast_weights_fp8(&model, start_step == 0); }
     cudaCheck(cudaDeviceSynchronize());
@@ -1107,9 +1106,7 @@ int main(int argc, char** argv) {
     // rank 0's logs; its FP8 diagnostics stand for every rank (amaxes and scales are the same when reduced)
     FILE *main_log = NULL, *diag_log = NULL;
     if (rank0 && args.output_dir) {
-        open_run_logs(args.output_dir, start_step, args.precision == PRECISION_FP8 && args.fp8_diag_every > 0,
-                      &main_log, &diag_log);
-        model.fp8_collect_stats = diag_log != NULL;
+        open_run_logs(args.output_dir, start_step, model.fp8_collect_stats, &main_log, &diag_log);
     }
     StepTimer timer = {0.0, 0};
     for (int step = start_step; step <= train_steps; step++) {

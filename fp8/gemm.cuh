@@ -73,9 +73,13 @@ static inline void gemm_plan_destroy(GemmPlan* plan) {
     cublasCheck(cublasLtMatmulDescDestroy(plan->desc));
 }
 
-static inline void gemm_context_free(GemmContext* ctx) {
+static inline void gemm_plans_clear(GemmContext* ctx) {
     for (int i = 0; i < ctx->num_plans; i++) { gemm_plan_destroy(&ctx->plans[i]); }
     ctx->num_plans = 0;
+}
+
+static inline void gemm_context_free(GemmContext* ctx) {
+    gemm_plans_clear(ctx);
     cublasCheck(cublasLtDestroy(ctx->handle));
     cudaCheck(cudaFree(ctx->workspace));
 }
@@ -258,10 +262,7 @@ static inline void gemm_lt(GemmContext* ctx, void* out, cudaDataType_t out_type,
         if (memcmp(&ctx->plans[i].key, &key, sizeof(key)) == 0) { plan = &ctx->plans[i]; break; }
     }
     if (!plan) {
-        if (ctx->num_plans == GEMM_MAX_PLANS) {  // more problems than a training step has: start over
-            for (int i = 0; i < ctx->num_plans; i++) { gemm_plan_destroy(&ctx->plans[i]); }
-            ctx->num_plans = 0;
-        }
+        if (ctx->num_plans == GEMM_MAX_PLANS) { gemm_plans_clear(ctx); }  // more problems than a step has: start over
         plan = &ctx->plans[ctx->num_plans];
         gemm_plan_build(ctx, plan, &key, a_scale_inv, b_scale_inv, bias);
         ctx->num_plans++;
