@@ -162,7 +162,9 @@ LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/d
 CPU_PROGRAMS := train_gpt_fp8_cpu
 CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process llmc/test_memory_plan \
              llmc/test_gemm_cpu
-CPU_TOOLS := fp8/fp8_codec
+# fp8_codec: the codec on the command line (its Python test); compare_runs: two runs' logs and FP8 states compared
+# step by step (the GPU check's xcheck stage, tested by dev/test_compare_runs.sh)
+CPU_TOOLS := fp8/fp8_codec dev/compare_runs
 CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host llmc/test_kernels_host)
 # Standalone GPU kernel checks and benchmarks (llm.c's dev/cuda): built with everything, run on a GPU by hand or by
 # the GPU check; without a GPU each says so in one line and exits 1.
@@ -218,6 +220,9 @@ llmc/test_memory_plan: llmc/test_memory_plan.c llmc/memory_plan.h $(LLMC_HEADERS
 fp8/fp8_codec: fp8/fp8_codec.c fp8/fp8.h $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
+dev/compare_runs: dev/compare_runs.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
+	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
+
 # Host-only: compares fp8.h with cuda_fp8.h's conversions and compiles the shared headers as device code.
 fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/testing.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
@@ -263,7 +268,8 @@ CPU_TEST_COMMANDS := ./fp8/test_fp8 \
                      ./scripts/test_plot_losses.sh \
                      ./scripts/test_plot_fp8_diag.sh \
                      ./scripts/test_run_scripts.sh \
-                     ./scripts/test_gpu_check.sh
+                     ./scripts/test_gpu_check.sh \
+                     ./dev/test_compare_runs.sh
 TEST_COMMANDS := $(CPU_TEST_COMMANDS) \
                  $(if $(NVCC),./fp8/test_fp8_cuda_host ./llmc/test_kernels_host ./dev/cuda/test_without_gpu.sh) \
                  "./fuzz/run_fuzz.sh $(FUZZ_SMOKE_SECONDS)"
