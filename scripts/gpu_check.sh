@@ -11,6 +11,11 @@
 #             attention_cudnn (cuDNN's flash attention against the CPU and the plain attention; built with cuDNN): the
 #             CPU reference vs the GPU, then timings
 #   test      ./test_gpt_fp8: the CUDA trainer against the CPU reference
+#   xcheck    the two real trainers against each other: train_gpt_fp8 and train_gpt_fp8_cpu from the same model file
+#             (-e) and shards, with gradient accumulation and one NaN-skipped step, 20 steps of a small model in every
+#             recipe (XCHECK_RECIPES: bf16, fp8_delayed, fp8_current); dev/compare_runs compares their main.log losses,
+#             norms and learning rates step by step and their final FP8 histories and scales, each within a tolerance
+#             this script states with its reason (stage_xcheck), and the table shows the largest difference of each
 #   train     data, then d12 on tinyshakespeare in BF16 and FP8, same seed, TRAIN_STEPS steps (as
 #             scripts/compare_bf16_fp8.sh runs them, at B 8; with FP8 diagnostics, in the archive), and the plot
 #             LOGDIR/bf16_vs_fp8.png; resume: a small FP8 run killed between checkpoints and resumed with -y 1 ends with
@@ -24,8 +29,8 @@
 #   nccl      20 FP8 steps of d12 without and with a 1-rank NCCL communicator (bit-identical logs); with N >= 2 GPUs, N
 #             ranks at the same global batch as one rank
 #   sanitize  compute-sanitizer memcheck and racecheck on ./test_gpt_fp8 (slow; not run unless named in --only)
-# Default: every stage but sanitize. --only picks stages, e.g. a first short call `--only build,dev,test,train` with
-# TRAIN_STEPS=20 and a later one `--only bench,gemm,nccl`.
+# Default: every stage but sanitize. --only picks stages, e.g. a first short call `--only build,dev,test,xcheck,train`
+# with TRAIN_STEPS=20 and a later one `--only bench,gemm,nccl`.
 #
 # The corpus, without network: the prepared shards in data/tinyshakespeare/ when they are there (carry that folder to
 # a GPU machine), else the text given by --input or INPUT=, else what dev/data/prepare_tinyshakespeare.sh finds
@@ -49,8 +54,8 @@
 set -u
 
 GPU_CHECK_USAGE="usage: scripts/gpu_check.sh [--only STAGE,...] [--input input.txt] [--append-results] [--dry-run] LOGDIR [-- extra trainer flags]"
-GPU_CHECK_STAGES="build dev test train bench gemm nccl sanitize"
-GPU_CHECK_DEFAULT_STAGES="build dev test train bench gemm nccl"
+GPU_CHECK_STAGES="build dev test xcheck train bench gemm nccl sanitize"
+GPU_CHECK_DEFAULT_STAGES="build dev test xcheck train bench gemm nccl"
 GPU_CHECK_ARCHIVE=gpu_check_logs.tar.gz
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -354,6 +359,7 @@ stage_programs() {
     case $1 in
         dev) echo "dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/fp8_current_scaling$(cudnn_programs)" ;;
         test | sanitize) echo "test_gpt_fp8" ;;
+        xcheck) echo "train_gpt_fp8 train_gpt_fp8_cpu dev/compare_runs" ;;
         train) echo "train_gpt_fp8 dev/data/tokenizer" ;;
         bench | nccl) echo "train_gpt_fp8" ;;
         gemm) echo "dev/cuda/gemm_shapes" ;;
@@ -389,8 +395,8 @@ stage_build() {
         [ -x "$program" ] || missing="$missing $program"
     done
     if stage_selected build; then
-        for program in train_gpt_fp8 test_gpt_fp8 dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm \
-            dev/cuda/gemm_shapes dev/cuda/fp8_current_scaling$(cudnn_programs); do
+        for program in train_gpt_fp8 test_gpt_fp8 train_gpt_fp8_cpu dev/compare_runs dev/cuda/fp8_quantize \
+            dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes dev/cuda/fp8_current_scaling$(cudnn_programs); do
             [ -x "$program" ] || missing="$missing $program"
         done
     fi
@@ -423,6 +429,116 @@ stage_dev() {
 stage_test() {
     run_step test_gpt_fp8 240 ./test_gpt_fp8
     row test_gpt_fp8 "$(suite_result "$WORK/test_gpt_fp8.log")"
+}
+
+# The xcheck stage's recipes: each name's trainer flags (a recipe the trainers gain joins this list and the case)
+XCHECK_RECIPES="bf16 fp8_delayed fp8_current"
+xcheck_recipe_flags() {
+    case $1 in
+        bf16) echo "-precision bf16" ;;
+        fp8_delayed) echo "-precision fp8 -fp8_recipe delayed -fp8_amax_history_len 32" ;;
+        fp8_current) echo "-precision fp8 -fp8_recipe current" ;;
+    esac
+}
+
+# xcheck_key LOG: the largest relative difference of each quantity dev/compare_runs printed, and its summary
+#   "train1 0, val0 0, train 6.77e-05, val 0.000432, norm 0, fp8 fwd 0.0267, fp8 bwd 0.0632 (9 passed, 0 failed)"
+xcheck_key() {
+    awk '
+        /^(PASS|FAIL) / {
+            kind = ""
+            if ($0 ~ /^.... train loss of step 1:/) { kind = "train1" }
+            else if ($0 ~ /^.... val loss of step 0:/) { kind = "val0" }
+            else if ($0 ~ /^.... train loss:/) { kind = "train" }
+            else if ($0 ~ /^.... val loss:/) { kind = "val" }
+            else if ($0 ~ /^.... gradient norm:/) { kind = "norm" }
+            else if ($0 ~ /^.... FP8 forward slots/) { kind = "fp8 fwd" }
+            else if ($0 ~ /^.... FP8 backward slots/) { kind = "fp8 bwd" }
+            if (kind != "" && match($0, /largest relative difference [^ ]+/)) {
+                value[kind] = substr($0, RSTART + 28, RLENGTH - 28)
+            }
+        }
+        /^compare_runs: [0-9]+ passed, [0-9]+ failed/ { summary = $2 " " $3 " " $4 " " $5 }
+        END {
+            n = split("train1,val0,train,val,norm,fp8 fwd,fp8 bwd", kinds, ",")
+            for (i = 1; i <= n; i++) { if (kinds[i] in value) { line = line (line ? ", " : "") kinds[i] " " value[kinds[i]] } }
+            if (summary == "") { print "no comparison" } else { print line " (" summary ")" }
+        }' "$1" 2>/dev/null
+}
+
+# xcheck: the GPU trainer and the CPU reference as whole programs (main's step order, gradient accumulation over
+# micro-steps, the loss averaged over them, the NaN-skip path, the end of step, checkpoints), from one model file and
+# the same shards and flags: a model the CPU trains in a second (L 2, C 128, NH 4: head size 32, which cuDNN runs;
+# B 4, T 64: B*T a multiple of 64, as FP8 on the GPU needs), -d 512 = 2 micro-steps a step, a NaN gradient at step 4
+# (-debug_nan_step 3), 20 steps with a val loss every 5, an amax history of 32 rows: longer than the run, so the rows
+# still 0 show exactly how often each side rolled (compare_runs fails an entry that is 0 on one side only).
+# XCHECK_GPU_TRAINER (default ./train_gpt_fp8) lets the CPU suite run this stage with the CPU trainer on both sides.
+#
+# Tolerances, relative to the CPU's value (dev/compare_runs adds the logs' print resolution, 1e-4 for losses and 1e-2
+# for norms). llmc/tolerance.h has the rules R1-R5 named here; what differs between the trainers: the order of every
+# sum (cuBLASLt's GEMMs, the GPU's LayerNorm, softmax and norm reductions), expf/tanhf/rsqrtf (an fp32 ulp or two),
+# cuDNN's attention (online softmax, probabilities rounded to bf16 before P V) and, in FP8, the forward GEMMs' fast
+# accumulation (Hopper keeps about 14 bits of a partial sum: 2^-13 per 32 products, dev/cuda/fp8_gemm.cu). Each of
+# these reaches a stored bf16 value only where the two sides' fp32 results straddle a rounding, as one ulp (R3); in
+# FP8 such a neighbour can straddle an E4M3 or E5M2 rounding too, one FP8 ulp of that element (2^-3, 2^-2), which
+# its GEMM's sum over k products weighs as one term of k. Counted along this model's paths (12 stored roundings a
+# block, ln1 ... residual3, with the plain attention's 3; the LM head and its LayerNorm 2 more):
+#   the first step's losses (train loss of step 1, val loss of step 0: the same weights on both sides): 2^-9 of the
+#     loss. The logits pass 12 * 2 + 2 = 26 roundings: R5 bounds their rms difference by sqrt(26) = 5.1 ulps, 4% of a
+#     logit, and logits are near 0 this early (|z| ~ 1 against a loss of 6.7); a token's loss moves by at most twice
+#     its logits' change, and the 512 tokens' differences are independent, so their mean shrinks by sqrt(512) = 22:
+#     2 * 4% * 1 / 22 = 0.0036 of 6.7, 2^-9 (0.2%) of the loss with a little room;
+#   the later steps' losses: 2^-7 (one bf16 ulp of the loss, 0.78%). As above, with twice the roundings (each weight
+#     on a path may be a neighbour after an update that rounded differently, R3): sqrt(2) * 0.0036 = 0.005; plus
+#     the weights whose near-zero gradient has the other sign on the other side, moved by lr the other way, which
+#     shift every token alike (no sqrt(512)) but little (a weight whose gradient is near zero barely moves the
+#     loss): 2^-7 leaves them 0.003 of 6.7. A micro-step left out of the average (1-5%) or counted twice (100%) shows;
+#   the gradient norm: 2^-5 (3.1%), R5 over the backward's roundings: the deepest gradient (block 0's qkv
+#     grad_output) passes 26 + 21 = 47, and sqrt(47) ulps = 5.4% bounds the rms difference of single gradients; the
+#     norm, the root of a sum of 600k squares, moves by the rms difference weighted by the gradients' sizes, well
+#     below that; a micro-step's gradient left out or counted twice moves it by 30% to 100%;
+#   the FP8 state (every amax history entry, scale and scale_inv; a scale is fp8_max / an amax, so it differs as
+#     much): R4 for the largest element of a tensor, doubled for the weights on its path, each of which may be a
+#     neighbour after the first update (there are no more weights on a path than roundings): forward slots 2 * 22
+#     ulps = 34% (block 1's fcproj input passes 12 + 10 roundings), backward slots 2 * 47 ulps = 73%. Loose: they catch
+#     a slot mixed up with another, a missing factor or scale; a step's amax recorded or a history rolled on one side
+#     only is 0 against a number, which fails at any tolerance; the kernels themselves are checked tightly by
+#     test_gpt_fp8 and dev/cuda.
+stage_xcheck() {
+    local dir="$WORK/xcheck" gpu_trainer=${XCHECK_GPU_TRAINER:-./train_gpt_fp8} recipe
+    local shape=(-L 2 -C 128 -NH 4 -b 4 -t 64)
+    # (the numbers above: 2^-9, 2^-7, 2^-5, 44 * 2^-7, 94 * 2^-7)
+    local tolerances=(-loss_first 0.001953125 -loss 0.0078125 -norm 0.03125 -fp8_forward 0.34375 -fp8_backward 0.734375
+        -skipped 4)
+    mkdir -p "$dir"
+    # the start: one CPU step from the seed, so that both trainers load one model file (-e)
+    run_step xcheck_model 60 ./train_gpt_fp8_cpu "${DATA_FLAGS[@]}" "${shape[@]}" -x 1 -v 0 -s 0 -seed 1337 \
+        -precision bf16 -o "$dir/model"
+    local model="$dir/model/model_00000001.bin"
+    add_step_row xcheck_model "the start of every xcheck run: ${model#"$WORK/"}"
+    write_summary
+    for recipe in $XCHECK_RECIPES; do
+        # shellcheck disable=SC2046 # the recipe's flags are words
+        run_step "xcheck_$recipe" 180 bash -c '
+            gpu_trainer=$1 dir=$2 compare=$3
+            shift 3
+            tolerances=()
+            while [ "$1" != -- ]; do tolerances+=("$1"); shift; done
+            shift
+            rm -rf "$dir" && mkdir -p "$dir" || exit 1
+            echo "== $gpu_trainer"
+            "$gpu_trainer" "$@" -o "$dir/gpu" || exit 1
+            echo "== ./train_gpt_fp8_cpu"
+            ./train_gpt_fp8_cpu "$@" -o "$dir/cpu" || exit 1
+            echo "== $compare ${tolerances[*]} $dir/gpu $dir/cpu"
+            "$compare" "${tolerances[@]}" "$dir/gpu" "$dir/cpu"' xcheck "$gpu_trainer" "$dir/$recipe" ./dev/compare_runs \
+            "${tolerances[@]}" -- "${DATA_FLAGS[@]}" -e "$model" -b 4 -t 64 -d 512 -x 20 -v 5 -m 4 -s 0 -l 1e-3 -u 5 \
+            -seed 1337 -fp8_diag_every 0 -debug_nan_step 3 $(xcheck_recipe_flags "$recipe") ${EXTRA[@]+"${EXTRA[@]}"}
+        remove_checkpoints "$dir/$recipe/gpu"
+        remove_checkpoints "$dir/$recipe/cpu"
+        row "xcheck_$recipe" "$(xcheck_key "$WORK/xcheck_$recipe.log")"
+    done
+    remove_checkpoints "$dir/model"
 }
 
 stage_train() {
@@ -697,7 +813,7 @@ main() {
     cudnn_programs >/dev/null  # ask make info once, here: the stages read it in subshells
     stage_build
     local stage
-    for stage in dev test train bench gemm nccl sanitize; do
+    for stage in dev test xcheck train bench gemm nccl sanitize; do
         stage_selected "$stage" && "stage_$stage"
     done
 

@@ -282,6 +282,34 @@ if printf '%s\n' "$out" | grep -qE '^\| nan_skip +\| DRY RUN' && [[ $nan_cmd == 
 else
     fail train_stage_nan_skip_step "$nan_cmd"
 fi
+# the xcheck stage's commands: the model file from the CPU trainer, then per recipe both trainers from it with the same
+# flags (gradient accumulation -d 2*B*T, the NaN step, the recipe's flags) and compare_runs expecting step 4 skipped
+out=$(dry --only xcheck "$tmp/dry_xcheck")
+xcheck_log() { tar -xzOf "$tmp/dry_xcheck/gpu_check_logs.tar.gz" "./$1.log" 2>/dev/null | head -n 1; }
+model_cmd=$(xcheck_log xcheck_model)
+if printf '%s\n' "$out" | grep -qE 'built what the stages run: train_gpt_fp8 train_gpt_fp8_cpu dev/compare_runs' &&
+    [[ $model_cmd == *"./train_gpt_fp8_cpu "*" -L 2 -C 128 -NH 4 -b 4 -t 64 -x 1 "*"-o "*"/xcheck/model"* ]]; then
+    pass xcheck_model_command
+else
+    fail xcheck_model_command "$model_cmd / $out"
+fi
+for recipe in bf16 fp8_delayed fp8_current; do
+    cmd=$(xcheck_log "xcheck_$recipe")
+    case $recipe in
+        bf16) recipe_flags=" -precision bf16" ;;
+        fp8_delayed) recipe_flags=" -precision fp8 -fp8_recipe delayed -fp8_amax_history_len 32" ;;
+        *) recipe_flags=" -precision fp8 -fp8_recipe current" ;;
+    esac
+    if printf '%s\n' "$out" | grep -qE "^\| xcheck_$recipe +\| DRY RUN" && [[ $cmd == *" ./train_gpt_fp8 "* ]] &&
+        [[ $cmd == *" ./dev/compare_runs "*" -skipped 4 -- "* ]] &&
+        [[ $cmd == *" -e "*"/xcheck/model/model_00000001.bin -b 4 -t 64 -d 512 -x 20 "* ]] &&
+        [[ $cmd == *" -debug_nan_step 3$recipe_flags"* ]]; then
+        pass "xcheck_${recipe}_command"
+    else
+        fail "xcheck_${recipe}_command" "$cmd"
+    fi
+done
+
 out=$(dry "$tmp/dry3")
 if printf '%s\n' "$out" | grep -qE '^\| fp8_update +\|' && printf '%s\n' "$out" | grep -qE '^\| nccl_1rank +\|' &&
     printf '%s\n' "$out" | grep -qE '^\| build +\| DRY RUN' && ! printf '%s\n' "$out" | grep -qE '^\| (memcheck|racecheck) '; then
@@ -328,5 +356,59 @@ else
     fail run_append_results "$(cat "$tmp/RESULTS.md" 2>/dev/null)"
 fi
 if [ ! -e "$tmp/make_called" ]; then pass run_without_budget_builds_nothing; else fail run_without_budget_builds_nothing "make ran"; fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the xcheck stage run for real on the CPU, the CPU trainer standing in for the GPU's: every recipe agrees; then a
+# "GPU trainer" whose val loss of step 10 is 1% off: every recipe's step fails, naming the step and the quantity
+if [ -x ./train_gpt_fp8_cpu ] && [ -x ./dev/compare_runs ] &&
+    { [ -f data/tinyshakespeare/tiny_shakespeare_train.bin ] || ./dev/data/prepare_tinyshakespeare.sh >/dev/null; }; then
+    xcheck_run() {  # xcheck_run NAME TRAINER: stage_xcheck alone, its table in $tmp/NAME.table, its logs in $tmp/NAME
+        (
+            # shellcheck disable=SC2034 # globals of the sourced stage
+            WORK="$tmp/$1" LOGDIR="$tmp/$1_out" DEADLINE=$((SECONDS + 300)) ANY_FAILED=0 ARCHIVE_OVER=0 STARTED=now
+            # shellcheck disable=SC2034
+            GPU_NAME=cpu GPU_DRIVER=- GPU_MEMORY=- COMMIT=- COMMAND_LINE=test STAGES=xcheck DRY_RUN=0 EXTRA=()
+            ROW_STEP=() ROW_RESULT=() ROW_KEY=()
+            DATA_FLAGS=(-i data/tinyshakespeare/tiny_shakespeare_train.bin -j data/tinyshakespeare/tiny_shakespeare_val.bin
+                -tk data/tinyshakespeare/tokenizer.bin)
+            mkdir -p "$WORK" "$LOGDIR"
+            XCHECK_GPU_TRAINER=$2 stage_xcheck 2>/dev/null
+            print_table
+            exit "$ANY_FAILED"
+        ) >"$tmp/$1.table"
+    }
+    xcheck_run xcheck_cpu ./train_gpt_fp8_cpu
+    rc=$?
+    if [ "$rc" -eq 0 ] &&
+        [ "$(grep -cE '^\| xcheck_(bf16|fp8_delayed|fp8_current) +\| OK .* \((7|9) passed, 0 failed\)' "$tmp/xcheck_cpu.table")" -eq 3 ] &&
+        grep -qE '^\| xcheck_fp8_current +\| OK .*train1 0, val0 0, train 0, val 0, norm 0, fp8 fwd 0, fp8 bwd 0 \(9 passed' \
+            "$tmp/xcheck_cpu.table" &&
+        [ -z "$(find "$tmp/xcheck_cpu" -name 'state_*' -o -name 'model_*')" ]; then
+        pass xcheck_stage_on_the_cpu
+    else
+        fail xcheck_stage_on_the_cpu "rc $rc: $(cat "$tmp/xcheck_cpu.table")"
+    fi
+    # the stand-in "GPU trainer": the CPU trainer, then its val loss of step 10 raised by 1%
+    cat >"$tmp/off_trainer" <<'EOF'
+#!/usr/bin/env bash
+out="" prev=""
+for a in "$@"; do [ "$prev" = -o ] && out=$a; prev=$a; done
+./train_gpt_fp8_cpu "$@" || exit
+awk '/^s:10 tel:/ { split($2, f, ":"); printf "s:10 tel:%.4f\n", f[2] * 1.01; next } { print }' "$out/main.log" \
+    >"$out/main.log.tmp" && mv "$out/main.log.tmp" "$out/main.log"
+EOF
+    chmod +x "$tmp/off_trainer"
+    xcheck_run xcheck_off "$tmp/off_trainer"
+    rc=$?
+    if [ "$rc" -eq 1 ] && [ "$(grep -cE '^\| xcheck_(bf16|fp8_delayed|fp8_current) +\| FAILED \(rc 1' "$tmp/xcheck_off.table")" -eq 3 ] &&
+        grep -qE '^  FAIL val loss at step 10: ' "$tmp/xcheck_off/xcheck_fp8_delayed.log" &&
+        grep -qE '^\| xcheck_fp8_delayed +\| FAILED .*val 0\.0(099|1)[0-9]*, .*\(8 passed, 1 failed\)' "$tmp/xcheck_off.table"; then
+        pass xcheck_stage_fails_a_wrong_val_loss
+    else
+        fail xcheck_stage_fails_a_wrong_val_loss "rc $rc: $(cat "$tmp/xcheck_off.table")"
+    fi
+else
+    fail xcheck_stage_on_the_cpu "train_gpt_fp8_cpu, dev/compare_runs or the data are missing (make; make data)"
+fi
 
 finish gpu-check
