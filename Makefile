@@ -231,7 +231,8 @@ fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(CUDA_HEADERS) $(FP8_HEADERS)
 llmc/test_kernels_host: llmc/test_kernels_host.cu llmc/kernels.cuh llmc/rand.h llmc/testing.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
-dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/rand.h llmc/gpt2.h llmc/testing.h | check-nvcc
+dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/rand.h llmc/gpt2.h llmc/testing.h \
+            llmc/tolerance.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
 # cuDNN attention: the one C++ unit, compiled by the host compiler (the frontend is plain C++17). The frontend's and
@@ -317,7 +318,8 @@ train_gpt_fp8: train_gpt_fp8.cu $(GPU_TRAINER_HEADERS) $(CUDNN_OBJECT) | check-n
 	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(MULTI_GPU_LDLIBS) $(CUDNN_LDLIBS)
 
 # the GPU test compiles both trainers into one program and compares them
-test_gpt_fp8: test_gpt_fp8.cu train_gpt_fp8.cu train_gpt_fp8.c $(GPU_TRAINER_HEADERS) llmc/testing.h $(CUDNN_OBJECT) | check-nvcc
+test_gpt_fp8: test_gpt_fp8.cu train_gpt_fp8.cu train_gpt_fp8.c $(GPU_TRAINER_HEADERS) llmc/testing.h llmc/tolerance.h \
+              $(CUDNN_OBJECT) | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(MULTI_GPU_LDLIBS) $(CUDNN_LDLIBS)
 
 info:
