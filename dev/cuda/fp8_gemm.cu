@@ -11,18 +11,22 @@ product in double of the very operands the GPU gets (FP8 bytes dequantized, bf16
 then TFLOP/s of BF16 and FP8 at the d12 shapes (B*T = 64*1024).
 
 Tolerance, per output element, from sum |a_i * b_i| (the magnitude the sum passes through, not the result, which
-cancellation can make small):
-  FP8: Hopper's FP8 tensor cores add the k products of one instruction (k = 32 for 8-bit types) exactly, then align
-  the sum to the accumulator, which keeps about 14 bits (truncating, so up to 2^-13 of the partial sum per
-  instruction). Without fast accumulation cuBLASLt promotes the partial sum into fp32 every few instructions (4 or
-  fewer, i.e. k = 128), so at most 4 such errors sit in a partial sum before it becomes exact fp32: error <= 4 * 2^-13 *
-  sum|a*b| = 2^-11 * sum|a*b|. With fast accumulation (fprop) the partial sum is never promoted: one error per
-  instruction, k / 32 of them, error <= max(4, k / 32) * 2^-13 * sum|a*b|. These bounds are loose (errors of random
-  sign mostly cancel); a correct GEMM stays well inside them and a wrong layout or scale misses by orders of
-  magnitude.
-  BF16: products of two bf16 values are exact in fp32 and the accumulation is fp32: k * 2^-24 * sum|a*b|.
-  Output: a bf16 result is rounded once more (half an ulp: 2^-9 |result|; we allow 2^-8), an fp32 accumulation
-  (D += ...) adds one fp32 rounding of |D|.
+cancellation can make small), by R2 and R3 of llmc/tolerance.h against the exact sum (the products are exact: 4 x 4
+or 3 x 4 significant bits for FP8, 8 x 8 for bf16, within fp32's 24; the scale_invs here are powers of two, so the
+dequantizing multiply is exact too):
+  FP8 (tolerance_fp8_accumulation): Hopper's FP8 tensor cores add the k products of one instruction (k = 32 for 8-bit
+  types) exactly, then align the sum to the accumulator, which keeps about 14 bits (truncating, so up to 2^-13 of the
+  partial sum per instruction). Without fast accumulation cuBLASLt promotes the partial sum into fp32 every few
+  instructions (4 or fewer, i.e. k = 128), so at most 4 such errors sit in a partial sum before it is added to the fp32
+  sum: error <= 4 * 2^-13 * sum|a*b| = 2^-11 * sum|a*b|, and the k / 128 fp32 additions' R2. With fast accumulation
+  (fprop) the partial sum is never promoted: one error per instruction, k / 32 of them, error <=
+  max(4, k / 32) * 2^-13 * sum|a*b|. These bounds are loose (errors of random sign mostly cancel); a correct GEMM stays
+  well inside them and a wrong layout or scale misses by orders of magnitude.
+  BF16 (tolerance_sum_tensor_core): products of two bf16 values are exact in fp32 and the tensor cores accumulate in
+  fp32, truncating: one fp32 ulp per addition, (k - 1) * 2^-23 * sum|a*b|.
+  Epilogue: the bias and, when accumulating, D's old value are added to the fp32 sum on the CUDA cores, one
+  round-to-nearest each (tolerance_sum_rn over the 1 + those terms, of sum|a*b| + |bias| + |D|); a bf16 output is
+  rounded once more, half an ulp (R3 against the exact value: 2^-8 of it); an fp32 output is that last sum.
 
 Build: make dev/cuda/fp8_gemm     Run: ./dev/cuda/fp8_gemm    (prints one line and exits 1 without a GPU)
 */
@@ -34,6 +38,7 @@ Build: make dev/cuda/fp8_gemm     Run: ./dev/cuda/fp8_gemm    (prints one line a
 #include "../../fp8/gemm.cuh"
 #include "../../fp8/meta.h"
 #include "../../llmc/rand.h"
+#include "../../llmc/tolerance.h"
 
 static int failures = 0, checks = 0;
 
@@ -130,15 +135,21 @@ static void check_case(const GemmCase* c, size_t offset, GemmContext* ctx, Rng* 
     cudaCheck(cudaDeviceSynchronize());
     void* got = malloc(out_bytes);
     cudaCheck(cudaMemcpy(got, d_out, out_bytes, cudaMemcpyDeviceToHost));
-    double accumulation_bound = fp8 ? (c->fast_accum ? fmax(4.0, c->k / 32.0) : 4.0) * ldexp(1.0, -13)
-                                    : c->k * ldexp(1.0, -24);
+    // R2: the accumulation of the k products against their exact sum, relative to sum|a*b| (see the header comment)
+    double accumulation_bound = fp8 ? tolerance_fp8_accumulation(c->k, c->fast_accum)
+                                    : tolerance_sum_tensor_core(c->k);
+    // R2: the epilogue's additions of the bias and of D's old value, round to nearest, relative to all the terms
+    double epilogue_bound = tolerance_sum_rn(1 + c->bias + c->accumulate);
     double worst = 0.0;  // the largest error / tolerance
     size_t worst_at = 0;
     for (size_t d = 0; d < n_out; d++) {
         double g = element(got, c->out_type, d), e = fabs(g - want[d]);
-        double tol = accumulation_bound * magnitude[d] +
-                     (c->out_type == CUDA_R_16BF ? ldexp(fabs(want[d]), -8) : ldexp(fabs(want[d]), -22)) +
-                     (c->accumulate ? ldexp(fabs(element(out0, c->out_type, d)), -22) : 0.0) + 1e-30;
+        double terms = magnitude[d] + (c->bias ? fabs(element(bias, CUDA_R_16BF, d % c->m)) : 0.0) +
+                       (c->accumulate ? fabs(element(out0, c->out_type, d)) : 0.0);
+        double sum_tol = accumulation_bound * magnitude[d] + epilogue_bound * terms;
+        // R3: a bf16 output rounds the fp32 result once more, by half an ulp of it (2^-8 relative at most); the
+        // 1e-30 lets an exact 0 equal a 0
+        double tol = sum_tol + (c->out_type == CUDA_R_16BF ? 0.5 * BF16_ULP * (fabs(want[d]) + sum_tol) : 0.0) + 1e-30;
         if (e / tol > worst || isnan(g)) {
             worst = isnan(g) ? INFINITY : e / tol;
             worst_at = d;
