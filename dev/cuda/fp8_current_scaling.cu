@@ -1,13 +1,14 @@
 /*
 dev/cuda/fp8_current_scaling.cu — current scaling's GPU pieces on their own: the amax pass that leaves a tensor's own
-scale in its cell (fp8_amax_scale in fp8/quantize.cuh), followed by the delayed-scaling cast kernels reading that
-cell, against the CPU reference fp8_quantize_current_bf16 (fp8/current.h), bit for bit: every FP8 byte (and every
-transposed byte), the scale, scale_inv and tensor amax, and row 0 after the merge. Cases: E4M3 and E5M2, margin 0 and
-2, the special amaxes (all zeros, an inf, a NaN: the previous scale is kept; only denormals: FLT_MAX), a grid of one
-block and grids of many (the last block computes the scale), several casts in a row through one workspace (its ticket
-counter resets itself), and an evaluation-style target (previous scale read from one cell, the new one written to
-another, the first left alone). Then the cost at the trainer's shapes: the delayed cast alone against amax pass + cast,
-in GB/s of the bytes each moves and as a ratio of times.
+scale in its cell (fp8_amax_scale in fp8/quantize.cuh), followed by the delayed-scaling cast kernels reading that cell,
+against the CPU reference fp8_quantize_current_bf16 (fp8/current.h), bit for bit (R1 of llmc/tolerance.h: a maximum
+whatever the order, then the same float operations): every FP8 byte (and every transposed byte), the scale, scale_inv
+and tensor amax, and row 0 after the merge. Cases: E4M3 and E5M2, margin 0 and 2, the special amaxes (all zeros, an inf,
+a NaN: the previous scale is kept; only denormals: FLT_MAX), a grid of one block and grids of many (the last block
+computes the scale), several casts in a row through one workspace (its ticket counter resets itself), and an
+evaluation-style target (previous scale read from one cell, the new one written to another, the first left alone). Then
+the cost at the trainer's shapes: the delayed cast alone against amax pass + cast, in GB/s of the bytes each moves and
+as a ratio of times.
 
 Build: make dev/cuda/fp8_current_scaling     Run: ./dev/cuda/fp8_current_scaling    (one line, exit 1 without a GPU)
 */
@@ -107,6 +108,7 @@ static void check_cast(int rows, int cols, Fp8Format format, int margin, Values 
         for (int c = 0; c < cols; c++) { bad_transposed += got_t[(size_t)c * rows + r] != want[(size_t)r * cols + c]; }
     }
     const char* name = transpose ? "cast+transpose" : "cast";
+    // R1: every byte, and the scale, scale_inv, amax and row 0 bit for bit
     CHECK(bad_bytes == 0 && bad_transposed == 0, "%s %s %dx%d margin %d, %s: %zu bytes and %zu transposed bytes differ",
           name, fp8_format_name(format), rows, cols, margin, values_name[kind], bad_bytes, bad_transposed);
     CHECK(same_bits(got_scale, want_scale) && same_bits(cells[CELL_SCALE_INV], want_scale_inv) &&

@@ -1,11 +1,12 @@
 /*
-dev/cuda/fp8_quantize.cu — the FP8 cast kernels (fp8/quantize.cuh) on their own: every output byte and the amax
-against the CPU reference (fp8_quantize_bf16 in fp8/meta.h, bit-exact), for E4M3 and E5M2, with scales that make
-values saturate and flush, a NaN case, and the transposed copy; the plain cast also at a size whose grid-stride loop
-runs its unrolled trips and its remainder (the launchers' refusals of bad sizes and alignments are tested without a
-GPU in fp8/test_fp8_cuda_host); then the achieved bandwidth at the trainer's shapes, each line next to a
-device-to-device cudaMemcpy of the same bf16 tensor measured the same way (bytes read + written per second; the
-target is >= 80% of the copy).
+dev/cuda/fp8_quantize.cu — the FP8 cast kernels (fp8/quantize.cuh) on their own: every output byte and the amax against
+the CPU reference (fp8_quantize_bf16 in fp8/meta.h, bit-exact: R1 of llmc/tolerance.h, the same bf16 values, scale and
+rounding, and an amax is a maximum, whatever the order), for E4M3 and E5M2, with scales that make values saturate and
+flush, a NaN case, and the transposed copy; the plain cast also at a size whose grid-stride loop runs its unrolled trips
+and its remainder (the launchers' refusals of bad sizes and alignments are tested without a GPU in
+fp8/test_fp8_cuda_host); then the achieved bandwidth at the trainer's shapes, each line next to a device-to-device
+cudaMemcpy of the same bf16 tensor measured the same way (bytes read + written per second; the target is >= 80% of the
+copy).
 
 Build: make dev/cuda/fp8_quantize     Run: ./dev/cuda/fp8_quantize    (prints one line and exits 1 without a GPU)
 */
@@ -66,6 +67,7 @@ static void check_shape(int rows, int cols, Fp8Format format, float scale, int w
     float got_amax;
     cudaCheck(cudaMemcpy(got, d_out, n, cudaMemcpyDeviceToHost));
     cudaCheck(cudaMemcpy(&got_amax, d_amax, 4, cudaMemcpyDeviceToHost));
+    // R1: bytes and amax bit for bit
     snprintf(what, sizeof(what), "cast %s %dx%d scale %g%s: bytes and amax bit-exact", fp8_format_name(format), rows, cols,
              scale, with_nan ? " with a NaN" : "");
     report(memcmp(got, want, n) == 0 && fp8_float_bits(got_amax) == fp8_float_bits(want_amax), what);

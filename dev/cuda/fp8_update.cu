@@ -1,10 +1,11 @@
 /*
 dev/cuda/fp8_update.cu — the end-of-step delayed-scaling update (fp8/update.cuh) on its own: checks the kernel bit for
-bit against the CPU rule (fp8_meta_update in fp8/meta.h) on random histories with 0, tiny, inf and NaN amaxes, for
-both algorithms, several margins and intervals, histories of 1 row, a few rows, fewer and more rows than one of the
-kernel's passes covers, and 1024; then times one launch at the model sizes (d12: 49 modules, d48: 193,
-amax_history_len 1024) on histories full of real amaxes, with row 0 refilled before every timed launch (the kernel
-zeroes it, and a slot whose row 0 is 0 is skipped: timing launches after the first would time an empty kernel).
+bit (R1 of llmc/tolerance.h: the same float operations, a maximum and a division, on the same values) against the CPU
+rule (fp8_meta_update in fp8/meta.h) on random histories with 0, tiny, inf and NaN amaxes, for both algorithms, several
+margins and intervals, histories of 1 row, a few rows, fewer and more rows than one of the kernel's passes covers, and
+1024; then times one launch at the model sizes (d12: 49 modules, d48: 193, amax_history_len 1024) on histories full of
+real amaxes, with row 0 refilled before every timed launch (the kernel zeroes it, and a slot whose row 0 is 0 is
+skipped: timing launches after the first would time an empty kernel).
 
 Build: make dev/cuda/fp8_update     Run: ./dev/cuda/fp8_update    (prints one line and exits 1 without a GPU)
 */
@@ -59,7 +60,7 @@ static size_t compare_run(int modules, int history_len, AmaxComputeAlgo algo, in
         uint32_t a, b;
         memcpy(&a, &back[i], 4);
         memcpy(&b, &meta.memory[i], 4);
-        int both_nan = isnan(back[i]) && isnan(meta.memory[i]);
+        int both_nan = isnan(back[i]) && isnan(meta.memory[i]);  // R1: every float's bits, a NaN for a NaN
         if (a != b && !both_nan) {
             if (mismatches < 5) { printf("  mismatch at float %zu: gpu %a cpu %a\n", i, back[i], meta.memory[i]); }
             mismatches++;

@@ -11,6 +11,7 @@ and prints one line per GEMM (M = rows, N = out_cols, K in the trainer's row-maj
 the speedup), then the FLOP-weighted total of one micro-step's linear layers (L blocks + the LM head): every GEMM in
 FP8, and FP8 with the LM head in BF16 as the trainer does by default. FP8 times are the GEMMs alone: the casts that
 make their operands are timed by dev/cuda/fp8_quantize. Operands hold small random values; every scale_inv is 1.0.
+It checks no values, so it has no tolerance (dev/cuda/fp8_gemm checks the same calls' results, by llmc/tolerance.h).
 The LM head uses GPT-2's padded vocabulary Vp = 50304 (the trainer's Vp follows its tokenizer).
 
 Build: make dev/cuda/gemm_shapes     Run: ./dev/cuda/gemm_shapes -e d12 -b 8 -t 1024
