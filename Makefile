@@ -243,7 +243,7 @@ llmc/cudnn_attention.o: llmc/cudnn_attention.cpp llmc/cudnn_attention.h llmc/cud
 	$(CXX) $(CXXFLAGS) -isystem $(CUDNN_FRONTEND_PATH) -isystem $(CUDNN_HOME)/include -isystem $(CUDA_HOME)/include -c $< -o $@
 
 dev/cuda/attention_cudnn: dev/cuda/attention_cudnn.cu llmc/attention.cuh llmc/kernels.cuh llmc/cuda_utils.cuh \
-                          llmc/cudnn_attention.h llmc/rand.h $(CUDNN_OBJECT) | check-nvcc
+                          llmc/cudnn_attention.h llmc/rand.h llmc/tolerance.h $(CUDNN_OBJECT) | check-nvcc
 	@test -n "$(CUDNN_OBJECT)" || { echo "$@ needs cuDNN attention: $(CUDNN_STATUS)"; exit 1; }
 	$(NVCC) $(NVCC_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(CUDNN_LDLIBS)
 

@@ -22,7 +22,8 @@ differing bf16 roundings on a tensor's path), computed there, and printed beside
   checkpoints: a CPU checkpoint continues on the GPU with the CPU's loss (R4, as the first forward); GPU save -> load
         -> continue gives bit-identical losses (R1); ZeRO-1 on two ranks is ZeRO-0's bits (R1);
   cuDNN attention (built with cuDNN): the trainer's loss and every gradient against the CPU at a medium shape
-        (L 2, C 768, NH 12, T 256, V 1024), with the plain attention's counts (cuDNN rounds no more); recompute (-r 1,
+        (L 2, C 768, NH 12, T 256, V 1024), with the plain attention's counts (cuDNN rounds no more); without -attn, a
+        head size cuDNN cannot run (1024) falls back to the plain attention and one it runs keeps cuDNN; recompute (-r 1,
         -r 2): loss, gradients and recorded amaxes bit-identical to -r 0 (R1), in BF16 and FP8, with plain and with
         cuDNN attention.
 The tests above the cuDNN ones run the plain attention (-attn plain), so that they check the rest of the trainer
@@ -1193,6 +1194,23 @@ static void test_cudnn_attention_against_cpu(void) {
     check_gradients(&gpu, &cpu);
     gpt2_free(&cpu);
 }
+
+// Without -attn, a shape cuDNN's SDPA cannot run (head size 1024: no cuDNN 9 engine takes more than 256) runs the plain
+// attention (gpt2_gpu_init asked cudnn_attention_supported), and a shape it runs keeps cuDNN's.
+static void test_cudnn_unsupported_head_size_falls_back(void) {
+    static const struct { int C, NH, want; } cases[] = {{1024, 1, ATTENTION_PLAIN}, {256, 4, ATTENTION_CUDNN}};
+    for (int i = 0; i < 2; i++) {
+        GPT2Config config = config_of(1, cases[i].C, cases[i].NH, 200, 64);
+        TrainArgs args = test_args_with("bf16", "plain", "0");
+        args.attention = ATTENTION_DEFAULT;  // no -attn: cuDNN where it can run the shape
+        GPT2GPU gpu;
+        gpt2_gpu_allocate(&gpu, &config, &args, 1, 64, 1, 0, 0);
+        CHECK(gpu.attention_kind == cases[i].want && (gpu.cudnn_attention != NULL) == (cases[i].want == ATTENTION_CUDNN),
+              "head size %d: attention %s, want %s", cases[i].C / cases[i].NH,
+              gpu.attention_kind == ATTENTION_CUDNN ? "cudnn" : "plain", cases[i].want == ATTENTION_CUDNN ? "cudnn" : "plain");
+        gpt2_gpu_free(&gpu);
+    }
+}
 #endif
 
 // -r 1 and -r 2 recompute GELU and LayerNorm in the backward from what the forward kept: the loss, every gradient and
@@ -1286,6 +1304,7 @@ int main(void) {
     RUN_TEST(test_recompute_bit_identical);
 #ifdef ENABLE_CUDNN
     RUN_TEST(test_cudnn_attention_against_cpu);
+    RUN_TEST(test_cudnn_unsupported_head_size_falls_back);
 #endif
     return test_summary("gpt-gpu");
 }

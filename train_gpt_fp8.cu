@@ -306,15 +306,33 @@ static void gpt2_gpu_init(GPT2GPU* model, const GPT2Config* config, const TrainA
     cudaCheck(cudaStreamCreate(&model->comm_stream));
     cudaCheck(cudaEventCreateWithFlags(&model->grads_ready, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&model->grads_reduced, cudaEventDisableTiming));
-    cudaCheck(cudaDeviceGetAttribute(&model->num_sms, cudaDevAttrMultiProcessorCount, 0));
+    model->num_sms = current_device_sms();  // this rank's GPU (multi_gpu_init set it)
     model->stats_layer_floats = attention_stats_layer_floats(B, config->num_heads, T);
 #ifdef ENABLE_CUDNN
     if (model->attention_kind == ATTENTION_CUDNN) {
+        // ask cuDNN whether it runs this shape (a head size its SDPA has no engine for, say): by default the plain
+        // attention takes over with one line, as for the shapes main refuses before; -attn cudnn makes it an error
         model->cudnn_attention = cudnn_attention_create();
-        model->attention_workspace_bytes = cudnn_attention_prepare(model->cudnn_attention, B, T, config->channels,
-                                                                   config->num_heads);
+        char why[512];
+        int head_size = config->channels / config->num_heads;
+        if (cudnn_attention_supported(model->cudnn_attention, B, T, config->channels, config->num_heads, why,
+                                      sizeof(why))) {
+            model->attention_workspace_bytes = cudnn_attention_prepare(model->cudnn_attention, B, T, config->channels,
+                                                                       config->num_heads);
+        } else if (args->attention == ATTENTION_CUDNN) {
+            die("-attn cudnn: cuDNN cannot run this attention (B %d, T %d, NH %d, head size %d): %s; -attn plain runs "
+                "any shape", B, T, config->num_heads, head_size, why);
+        } else {
+            printf("attention: plain CUDA/cuBLAS, as cuDNN cannot run head size %d at T %d (%s)\n", head_size, T, why);
+            cudnn_attention_destroy(model->cudnn_attention);
+            model->cudnn_attention = NULL;
+            model->attention_kind = ATTENTION_PLAIN;
+        }
     }
 #endif
+    if (model->attention_kind == ATTENTION_PLAIN) {  // its softmax launches a block per (b, head, t)
+        blocks_per_row((size_t)B * config->num_heads * T, "the attention softmax (one block per batch row, head and position)");
+    }
     GpuMemoryInputs* in = &model->memory_inputs;
     in->config = *config;
     in->B = B;
@@ -959,8 +977,9 @@ int main(int argc, char** argv) {
                               args.fs_path, args.server_ip, err, sizeof(err))) {
         die("%s", err);
     }
-    int attention_by_default = args.attention == ATTENTION_DEFAULT;
-    args.attention = gpu_attention_kind(args.attention);  // before the GPU: a build without cuDNN says so at once
+    // -attn stays ATTENTION_DEFAULT when not given: gpt2_gpu_init then falls back to the plain attention where cuDNN
+    // cannot run the shape, and -attn cudnn makes that an error; a build without cuDNN refuses -attn cudnn at once
+    (void)gpu_attention_kind(args.attention);
     require_cuda_device("train_gpt_fp8");
     MultiGpu mg;
     multi_gpu_init(&mg, &pg, args.zero_stage);
@@ -980,9 +999,10 @@ int main(int argc, char** argv) {
     }
     // cuDNN's fused attention takes head sizes that are multiples of 8, and no single-token sequence (its backward
     // refuses s_q = s_kv = 1); by default such a shape runs the plain attention, asked for by -attn cudnn it is an error
+    // (a shape that passes these but that this cuDNN has no engine for is found by gpt2_gpu_init, which asks cuDNN)
     int head_size = config.channels / config.num_heads;
-    if (args.attention == ATTENTION_CUDNN && (head_size % 8 != 0 || T < 2)) {
-        if (!attention_by_default) {
+    if (gpu_attention_kind(args.attention) == ATTENTION_CUDNN && (head_size % 8 != 0 || T < 2)) {
+        if (args.attention == ATTENTION_CUDNN) {
             die("cuDNN attention needs a head size C/NH that is a multiple of 8 and T >= 2 (C %d, NH %d: %d; T %d); "
                 "-attn plain runs any shape", config.channels, config.num_heads, head_size, T);
         }
@@ -991,12 +1011,9 @@ int main(int argc, char** argv) {
         args.attention = ATTENTION_PLAIN;
     }
     // the grids this shape launches, checked against CUDA's limits before anything is allocated (run_setup already
-    // keeps B*T within an int): the column sums (B*T / 64 blocks in y), the plain attention's softmax (a block per (b,
-    // head, t)), the widest elementwise launch (B, T, 4C); each exits with one line when it does not fit
+    // keeps B*T within an int): the column sums (B*T / 64 blocks in y), the widest elementwise launch (B, T, 4C); each
+    // exits with one line when it does not fit (the plain attention's, once it is chosen: gpt2_gpu_init)
     column_sum_chunks((size_t)B * T);
-    if (args.attention == ATTENTION_PLAIN) {
-        blocks_per_row((size_t)B * config.num_heads * T, "the attention softmax (one block per batch row, head and position)");
-    }
     blocks_for((size_t)B * T * 4 * config.channels, 256);
     // -y 1: the checkpoint to resume from, looked for before anything is planned or allocated, so that a run already
     // at or past -x ends with the one line that says so
@@ -1026,7 +1043,7 @@ int main(int argc, char** argv) {
         if (args.estimate_only) {
             int largest = gpu_memory_largest_batch(&model.memory_inputs, available, total_batch, mg.num_processes);
             printf("largest micro-batch that fits: B=%d (at T %d, -r %d, -attn %s, %s; -d %d)\n", largest, T,
-                   args.recompute, args.attention == ATTENTION_CUDNN ? "cudnn" : "plain", precision_name(args.precision),
+                   args.recompute, model.attention_kind == ATTENTION_CUDNN ? "cudnn" : "plain", precision_name(args.precision),
                    total_batch);
             run_free(&run);
             multi_gpu_free(&mg);
@@ -1044,6 +1061,7 @@ int main(int argc, char** argv) {
     // every collective relies on these being equal on all ranks: check once, fail with one line rather than hang
     multi_gpu_check_same(&mg, (long long)model.num_parameters, "the parameter count");
     multi_gpu_check_same(&mg, model.precision == PRECISION_FP8 ? model.fp8_host.num_slots : 0, "the number of FP8 slots");
+    multi_gpu_check_same(&mg, model.attention_kind, "the attention (cuDNN's or the plain one: each rank asked its cuDNN)");
     multi_gpu_check_same(&mg, (long long)B * T * grad_accum_steps, "B*T*accumulation");
     multi_gpu_check_same(&mg, train_steps, "the number of steps");
     float* host_params = (float*)calloc_or_die(model.num_parameters, 4, "parameters");
@@ -1087,14 +1105,16 @@ int main(int argc, char** argv) {
     cudaCheck(cudaDeviceSynchronize());
 
     cudaDeviceProp prop;
-    cudaCheck(cudaGetDeviceProperties(&prop, pg.local_rank));
+    int device;
+    cudaCheck(cudaGetDevice(&device));  // this rank's GPU (multi_gpu_init set it)
+    cudaCheck(cudaGetDeviceProperties(&prop, device));
     box_rule(stdout);
     box_row(stdout, "device", "%s, %d SMs", prop.name, prop.multiProcessorCount);
     box_row(stdout, "processes", "%d (%s%s%s), ZeRO stage %d", mg.num_processes, pg.launcher,
             mg.use_nccl ? ", NCCL id via " : "", mg.use_nccl ? pg.init_method : "", mg.zero_stage);
     box_run_rows(stdout, &args, &run, model.num_parameters, mg.num_processes);
     box_row(stdout, "attention", "%s, recompute -r %d",
-            args.attention == ATTENTION_CUDNN ? "cuDNN flash attention (-attn cudnn)" : "plain CUDA/cuBLAS (-attn plain)",
+            model.attention_kind == ATTENTION_CUDNN ? "cuDNN flash attention (-attn cudnn)" : "plain CUDA/cuBLAS (-attn plain)",
             args.recompute);
     box_rule(stdout);
 

@@ -59,7 +59,16 @@ static inline int nvidia_device_visible(void) {
     return visible;
 }
 
-// Exits with one line when there is no usable CUDA device; returns the device's SM count otherwise. Without a GPU the
+// The SM count of the current device: the one cudaSetDevice chose for this rank (multi_gpu_init), device 0 before
+// any choice. Launch sizes come from it, so a rank on a GPU with other SMs than GPU 0 sizes its grids for its own.
+static inline int current_device_sms(void) {
+    int device = 0, sms = 0;
+    cudaCheck(cudaGetDevice(&device));
+    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return sms;
+}
+
+// Exits with one line when there is no usable CUDA device; returns the current device's SM count otherwise. Without a GPU the
 // runtime's own reason ("CUDA driver version is insufficient for CUDA runtime version" when no driver is installed)
 // would mislead, so the line says "no CUDA device found"; the runtime's reason is given only when a device is there
 // but fails.
@@ -76,9 +85,7 @@ static inline int require_cuda_device(const char* program) {
         }
         exit(1);
     }
-    int sms = 0;
-    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    return sms;
+    return current_device_sms();
 }
 
 // Dense BF16 tensor-core peak (FLOP/s, no sparsity) of the GPUs we know, from the vendor's data sheets; -1 for

@@ -14,7 +14,9 @@ gives the same bits every time (checkpoint resume and the recompute test rely on
 
 Errors: every cuDNN status, frontend status and CUDA status is checked and printed with file, line and the library's
 message, then the process exits; the frontend can also throw (e.g. when no SDPA implementation supports a shape),
-which each C entry point catches and reports the same way.
+which each C entry point catches and reports the same way. The one exception is cudnn_attention_supported, which asks
+whether this cuDNN can run a shape at all (builds its graphs, keeping them) and returns the library's reason instead
+of exiting, so that the trainer can fall back to the plain attention.
 */
 #include "cudnn_attention.h"
 
@@ -103,7 +105,9 @@ static void bnth_output(const std::shared_ptr<fe::graph::Tensor_attributes>& ten
 static std::vector<int64_t> stats_dims(int B, int T, int NH) { return {B, NH, T, 1}; }
 static std::vector<int64_t> stats_strides(int T, int NH) { return {(int64_t)NH * T, T, 1, 1}; }
 
-static BuiltGraph build_graph(CudnnAttention* attention, int kind, int B, int T, int NH, int HS) {
+// Builds the graph of this kind and shape into *built; returns the frontend's status: bad when this cuDNN has no
+// engine for it (a head size its SDPA does not support, say), with the library's message, and nothing printed.
+static fe::error_t build_graph(CudnnAttention* attention, int kind, int B, int T, int NH, int HS, BuiltGraph* built) {
     auto graph = std::make_shared<fe::graph::Graph>();
     graph->set_io_data_type(fe::DataType_t::BFLOAT16)
         .set_intermediate_data_type(fe::DataType_t::FLOAT)
@@ -150,32 +154,39 @@ static BuiltGraph build_graph(CudnnAttention* attention, int kind, int B, int T,
         bnth_output(grads[1], UID_DK, B, T, NH, HS, qkv_row);
         bnth_output(grads[2], UID_DV, B, T, NH, HS, qkv_row);
     }
-    frontendCheck(graph->validate());
-    frontendCheck(graph->build_operation_graph(attention->handle));
-    frontendCheck(graph->create_execution_plans({fe::HeurMode_t::A}));
-    frontendCheck(graph->check_support());
-    frontendCheck(graph->build_plans());
-    BuiltGraph built = {graph, 0};
-    frontendCheck(graph->get_workspace_size(built.workspace_bytes));
-    return built;
+    // each step only after the one before succeeded: the first bad status is the reason
+    fe::error_t status = graph->validate();
+    if (status.is_good()) { status = graph->build_operation_graph(attention->handle); }
+    if (status.is_good()) { status = graph->create_execution_plans({fe::HeurMode_t::A}); }
+    if (status.is_good()) { status = graph->check_support(); }
+    if (status.is_good()) { status = graph->build_plans(); }
+    if (status.is_good()) { status = graph->get_workspace_size(built->workspace_bytes); }
+    if (status.is_good()) { built->graph = graph; }
+    return status;
 }
 
-static void check_shape(int B, int T, int C, int NH) {
-    // (T 1: the frontend's backward refuses s_q = s_kv = 1)
-    if (B < 1 || T < 2 || NH < 1 || C % NH != 0 || (C / NH) % 8 != 0) {
-        fprintf(stderr, "error: cuDNN attention needs B >= 1, T >= 2 and a head size C/NH that is a multiple of 8 (B %d, "
-                "T %d, C %d, NH %d); -attn plain runs any shape\n", B, T, C, NH);
+// The shapes cuDNN's SDPA takes at all (T 1: the frontend's backward refuses s_q = s_kv = 1): NULL, or why not.
+static const char* shape_refusal(int B, int T, int C, int NH) {
+    if (B < 1 || T < 2 || NH < 1 || C % NH != 0) { return "it needs B >= 1, T >= 2 and C a multiple of NH"; }
+    if ((C / NH) % 8 != 0) { return "its head size C/NH must be a multiple of 8"; }
+    return NULL;
+}
+
+// The graph of this kind and shape, built on first use; a shape cuDNN cannot run exits with its reason (the trainer
+// asks cudnn_attention_supported first, and falls back to the plain attention).
+static const BuiltGraph& graph_for(CudnnAttention* attention, int kind, int B, int T, int C, int NH) {
+    const char* refusal = shape_refusal(B, T, C, NH);
+    if (refusal) {
+        fprintf(stderr, "error: cuDNN attention cannot run B %d, T %d, C %d, NH %d: %s; -attn plain runs any shape\n", B,
+                T, C, NH, refusal);
         exit(1);
     }
-}
-
-// The graph of this kind and shape, built on first use.
-static const BuiltGraph& graph_for(CudnnAttention* attention, int kind, int B, int T, int C, int NH) {
-    check_shape(B, T, C, NH);
     GraphKey key = {kind, B, T, NH, C / NH};
     auto found = attention->graphs.find(key);
     if (found != attention->graphs.end()) { return found->second; }
-    return attention->graphs.emplace(key, build_graph(attention, kind, B, T, NH, C / NH)).first->second;
+    BuiltGraph built = {nullptr, 0};
+    frontendCheck(build_graph(attention, kind, B, T, NH, C / NH, &built));
+    return attention->graphs.emplace(key, built).first->second;
 }
 
 static void execute(CudnnAttention* attention, const BuiltGraph& built, std::unordered_map<int64_t, void*>& pointers,
@@ -210,6 +221,33 @@ extern "C" void cudnn_attention_destroy(CudnnAttention* attention) {
     }
     cudnnCheck(cudnnDestroy(attention->handle));
     delete attention;
+}
+
+extern "C" int cudnn_attention_supported(CudnnAttention* attention, int B, int T, int C, int NH, char* why,
+                                         size_t why_len) {
+    const char* refusal = shape_refusal(B, T, C, NH);
+    if (refusal) {
+        snprintf(why, why_len, "%s", refusal);
+        return 0;
+    }
+    try {
+        for (int kind : {GRAPH_FORWARD_TRAINING, GRAPH_FORWARD_INFERENCE, GRAPH_BACKWARD}) {
+            GraphKey key = {kind, B, T, NH, C / NH};
+            if (attention->graphs.count(key)) { continue; }
+            BuiltGraph built = {nullptr, 0};
+            fe::error_t status = build_graph(attention, kind, B, T, NH, C / NH, &built);
+            if (status.is_bad()) {
+                snprintf(why, why_len, "%s: %s", kind == GRAPH_BACKWARD ? "its backward" : "its forward",
+                         status.get_message().c_str());
+                return 0;
+            }
+            attention->graphs.emplace(key, built);  // kept: cudnn_attention_prepare and the calls use it
+        }
+    } catch (const std::exception& e) {  // the frontend can throw where no implementation takes a shape
+        snprintf(why, why_len, "the frontend threw: %s", e.what());
+        return 0;
+    }
+    return 1;
 }
 
 extern "C" size_t cudnn_attention_prepare(CudnnAttention* attention, int B, int T, int C, int NH) {

@@ -32,8 +32,14 @@ typedef struct CudnnAttention CudnnAttention;  // a cuDNN handle and the graphs 
 CudnnAttention* cudnn_attention_create(void);
 void cudnn_attention_destroy(CudnnAttention* attention);
 
+// Whether this cuDNN, on this GPU, can run the attention of this shape: builds (once, keeping them) the three graphs
+// cudnn_attention_prepare builds; returns 1, or 0 with the reason in why (the frontend's own message, e.g. for a head
+// size its fused SDPA does not support, or a head size that is not a multiple of 8, or T < 2). Never exits on a shape.
+int cudnn_attention_supported(CudnnAttention* attention, int B, int T, int C, int NH, char* why, size_t why_len);
+
 // Builds (once) the forward with statistics, the forward without, and the backward graph of this shape; returns the
-// largest workspace in bytes any of them needs. C = NH * HS; HS must be a multiple of 8 (cuDNN's requirement).
+// largest workspace in bytes any of them needs. C = NH * HS; a shape cuDNN cannot run exits with cuDNN's reason (ask
+// cudnn_attention_supported first).
 size_t cudnn_attention_prepare(CudnnAttention* attention, int B, int T, int C, int NH);
 
 // The device workspace every later call uses (stream-ordered: one stream at a time may run the attention).

@@ -56,8 +56,7 @@ static void check_shape(int rows, int cols, Fp8Format format, float scale, int w
     cudaCheck(cudaMemcpy(d_x, x, n * 2, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_scale, &scale, 4, cudaMemcpyHostToDevice));
     float amax0 = 0.125f;
-    int sms;
-    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    int sms = current_device_sms();
     uint8_t* got = (uint8_t*)malloc(n);
     uint8_t* got_t = (uint8_t*)malloc(n);
     char what[160];
