@@ -21,7 +21,7 @@ ulp, and the diagnostics count it as saturated), at the price of a second read o
 #ifndef GPTFP8_CURRENT_H
 #define GPTFP8_CURRENT_H
 
-#include "meta.h"
+#include "quantize_cpu.h"
 
 // The GPU's amax pass (fp8/quantize.cuh) runs at most this many blocks; each leaves one partial max in a workspace
 // the trainer's memory plan (llmc/memory_plan.h) sizes from this number.

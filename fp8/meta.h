@@ -1,6 +1,6 @@
 /*
-fp8/meta.h — FP8 metadata for every FP8 GEMM module in one allocation, the delayed-scaling update rule, and the CPU
-quantize/dequantize references the GPU kernels are checked against.
+fp8/meta.h — FP8 metadata for every FP8 GEMM module in one allocation, and the delayed-scaling update rule. The CPU
+quantizer is fp8/quantize_cpu.h, the GPU's fp8/quantize.cuh, and the update on the GPU fp8/update.cuh.
 
 Layout (one float buffer, stored as-is in checkpoints). M modules, S = 5*M slots:
   amax_history  (amax_history_len, S) row-major, row stride S
@@ -30,7 +30,6 @@ the old scale instead of computing one from garbage.
 #include <stdlib.h>
 #include <string.h>
 
-#include "../llmc/cpu_isa.h"
 #include "fp8.h"
 #include "recipe.h"
 
@@ -124,9 +123,11 @@ static inline void fp8_meta_point_into(Fp8Meta* meta, float* memory) {
     meta->scale_inv = meta->scale + meta->num_slots;
 }
 
-// Histories all 0, scales all 1.0: TE's state before the first forward.
-static inline int fp8_meta_init(Fp8Meta* meta, int num_modules, const DelayedScaling* recipe, char* err,
-                                size_t errlen) {
+// The layout for num_modules modules under `recipe` (shape and formats; no memory yet: memory and the pointers stay
+// NULL until fp8_meta_point_into). Both trainers make their metadata with it: the CPU in host memory (fp8_meta_init),
+// the GPU in one device buffer, so the two layouts cannot differ.
+static inline int fp8_meta_layout(Fp8Meta* meta, int num_modules, const DelayedScaling* recipe, char* err,
+                                  size_t errlen) {
     memset(meta, 0, sizeof(*meta));
     if (delayed_scaling_validate(recipe, err, errlen)) { return -1; }
     if (num_modules < 1) {
@@ -139,16 +140,27 @@ static inline int fp8_meta_init(Fp8Meta* meta, int num_modules, const DelayedSca
     meta->forward_format = delayed_scaling_forward_format(recipe);
     meta->backward_format = delayed_scaling_backward_format(recipe);
     meta->num_floats = ((size_t)meta->amax_history_len + 2) * (size_t)meta->num_slots;
+    return 0;
+}
+
+// Histories all 0, scales all 1.0: TE's state before the first forward, written into memory (num_floats) of meta's layout.
+static inline void fp8_meta_initial_values(float* memory, const Fp8Meta* meta) {
+    size_t history = (size_t)meta->amax_history_len * meta->num_slots;
+    memset(memory, 0, history * sizeof(float));
+    for (size_t i = history; i < meta->num_floats; i++) { memory[i] = 1.0f; }  // every scale and scale_inv
+}
+
+// The layout, allocated in host memory and set to the state before the first forward.
+static inline int fp8_meta_init(Fp8Meta* meta, int num_modules, const DelayedScaling* recipe, char* err,
+                                size_t errlen) {
+    if (fp8_meta_layout(meta, num_modules, recipe, err, errlen)) { return -1; }
     float* memory = (float*)calloc(meta->num_floats, sizeof(float));
     if (!memory) {
         snprintf(err, errlen, "fp8 meta: out of memory for %zu floats", meta->num_floats);
         return -1;
     }
+    fp8_meta_initial_values(memory, meta);
     fp8_meta_point_into(meta, memory);
-    for (int slot = 0; slot < meta->num_slots; slot++) {
-        meta->scale[slot] = 1.0f;
-        meta->scale_inv[slot] = 1.0f;
-    }
     return 0;
 }
 
@@ -226,151 +238,6 @@ static inline void fp8_meta_window_amax(const Fp8Meta* meta, const DelayedScalin
         window_amax[slot] = recipe->amax_compute_algo == AMAX_COMPUTE_CALLBACK
                           ? recipe->amax_compute_fn(column, meta->amax_history_len, meta->num_slots, recipe->callback_user)
                           : fp8_history_window_amax(column, meta->amax_history_len, meta->num_slots, most_recent);
-    }
-}
-
-// ----------------------------------------------------------------------------
-// quantize / dequantize references
-
-// Diagnostics of one or more quantizations: how much of the tensor fell outside the FP8 range.
-typedef struct {
-    long long count;      // elements quantized
-    long long saturated;  // |x * scale| > fp8_max: clipped to +-max
-    long long flushed;    // x != 0 but quantized to +-0: lost to underflow
-} Fp8QuantStats;
-
-// One chunk of fp8_quantize: codes into out, and the chunk's max |x| (as bits), saturated and flushed counts. Compiled
-// once per instruction set (llmc/cpu_isa.h) and per format (a constant format makes every shift a constant); every
-// select in fp8_from_float is branch-free, so the loop vectorizes, and each element's code is the scalar one.
-typedef struct {
-    uint32_t amax_bits, saturated, flushed;
-} Fp8ChunkStats;
-
-static inline __attribute__((always_inline)) Fp8ChunkStats fp8_quantize_chunk(uint8_t* out, const float* inp,
-                                                                              size_t n, Fp8Format format, float scale) {
-    float fp8_max_value = fp8_max(format);
-    uint32_t amax_bits = 0, saturated = 0, flushed = 0;
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        float scaled = x * scale;
-        uint8_t code = fp8_from_float(scaled, format);
-        out[i] = code;
-        uint32_t magnitude_bits = fp8_float_bits(x) & 0x7FFFFFFFu;
-        amax_bits = magnitude_bits > amax_bits ? magnitude_bits : amax_bits;
-        saturated += fabsf(scaled) > fp8_max_value;
-        flushed += x != 0.0f && (code & 0x7Fu) == 0;
-    }
-    Fp8ChunkStats stats = {amax_bits, saturated, flushed};
-    return stats;
-}
-
-// the chunk loop with the format as a constant
-static inline __attribute__((always_inline)) Fp8ChunkStats fp8_quantize_chunk_by_format(uint8_t* out, const float* inp,
-                                                                                        size_t n, Fp8Format format,
-                                                                                        float scale) {
-    return format == FP8_E4M3 ? fp8_quantize_chunk(out, inp, n, FP8_E4M3, scale)
-                              : fp8_quantize_chunk(out, inp, n, FP8_E5M2, scale);
-}
-
-typedef Fp8ChunkStats (*Fp8QuantizeChunkFn)(uint8_t* out, const float* inp, size_t n, Fp8Format format, float scale);
-CPU_NO_FMA static Fp8ChunkStats fp8_quantize_chunk_baseline(uint8_t* out, const float* inp, size_t n,
-                                                            Fp8Format format, float scale) {
-    return fp8_quantize_chunk_by_format(out, inp, n, format, scale);
-}
-#if CPU_ISA_X86
-CPU_NO_FMA CPU_TARGET_AVX2 static Fp8ChunkStats fp8_quantize_chunk_avx2(uint8_t* out, const float* inp, size_t n,
-                                                                        Fp8Format format, float scale) {
-    return fp8_quantize_chunk_by_format(out, inp, n, format, scale);
-}
-CPU_NO_FMA CPU_TARGET_AVX512 static Fp8ChunkStats fp8_quantize_chunk_avx512(uint8_t* out, const float* inp, size_t n,
-                                                                            Fp8Format format, float scale) {
-    return fp8_quantize_chunk_by_format(out, inp, n, format, scale);
-}
-#endif
-
-static inline Fp8QuantizeChunkFn fp8_quantize_chunk_for(CpuIsa isa) {
-#if CPU_ISA_X86
-    if (isa == CPU_ISA_AVX512) { return fp8_quantize_chunk_avx512; }
-    if (isa == CPU_ISA_AVX2) { return fp8_quantize_chunk_avx2; }
-#endif
-    (void)isa;
-    return fp8_quantize_chunk_baseline;
-}
-
-// The 256 codes decoded: the very floats fp8_to_float returns, NaN payloads included, so dequantizing is a look-up.
-static inline void fp8_decode_table(float decoded[256], Fp8Format format) {
-    for (int code = 0; code < 256; code++) { decoded[code] = fp8_to_float((uint8_t)code, format); }
-}
-
-// out[i] = decoded[inp[i]] * scale_inv over one chunk (no threads)
-static inline void fp8_dequantize_chunk(float* out, const uint8_t* inp, size_t n, const float* decoded,
-                                        float scale_inv) {
-    for (size_t i = 0; i < n; i++) { out[i] = decoded[inp[i]] * scale_inv; }
-}
-
-// out[i] = fp8(inp[i] * scale), and max-reduce max|inp| (unscaled, NaN-propagating) into *amax (a slot's row 0).
-// stats may be NULL. With dequantized (else NULL), also dequantized[i] = fp8_to_float(out[i]) * scale_inv in the same
-// pass. isa: which version of the loop (tests run them all); the functions below use the best.
-static inline void fp8_quantize_isa(CpuIsa isa, uint8_t* out, const float* inp, size_t n, Fp8Format format,
-                                    float scale, float* amax, Fp8QuantStats* stats, float* dequantized,
-                                    float scale_inv) {
-    Fp8QuantizeChunkFn quantize_chunk = fp8_quantize_chunk_for(isa);
-    float decoded[256];
-    if (dequantized) { fp8_decode_table(decoded, format); }
-    uint32_t amax_bits = fp8_float_bits(*amax);  // bit patterns of magnitudes order like their values (NaN on top)
-    long long saturated = 0, flushed = 0;
-    // In chunks, which count in 32 bits; the max of bit patterns and the counts do not depend on how the chunks are
-    // split among threads.
-    const size_t chunk = CPU_PARALLEL_MIN_ELEMENTS;
-#pragma omp parallel for reduction(max : amax_bits) reduction(+ : saturated, flushed) if (n > chunk)
-    for (size_t start = 0; start < n; start += chunk) {
-        size_t len = n - start < chunk ? n - start : chunk;
-        Fp8ChunkStats c = quantize_chunk(out + start, inp + start, len, format, scale);
-        if (dequantized) { fp8_dequantize_chunk(dequantized + start, out + start, len, decoded, scale_inv); }
-        if (c.amax_bits > amax_bits) { amax_bits = c.amax_bits; }
-        saturated += c.saturated;
-        flushed += c.flushed;
-    }
-    *amax = fp8_bits_float(amax_bits);
-    if (stats) {
-        stats->count += (long long)n;
-        stats->saturated += saturated;
-        stats->flushed += flushed;
-    }
-}
-
-static inline void fp8_quantize(uint8_t* out, const float* inp, size_t n, Fp8Format format, float scale, float* amax,
-                                Fp8QuantStats* stats) {
-    fp8_quantize_isa(cpu_isa_best(), out, inp, n, format, scale, amax, stats, NULL, 1.0f);
-}
-
-// fp8_quantize, then fp8_dequantize of its codes with scale_inv, in one pass: the values an FP8 GEMM multiplies.
-static inline void fp8_quantize_dequantize(uint8_t* out, float* dequantized, const float* inp, size_t n,
-                                           Fp8Format format, float scale, float scale_inv, float* amax,
-                                           Fp8QuantStats* stats) {
-    fp8_quantize_isa(cpu_isa_best(), out, inp, n, format, scale, amax, stats, dequantized, scale_inv);
-}
-
-// The same from bf16 storage (the GPU's activations are bf16).
-static inline void fp8_quantize_bf16(uint8_t* out, const uint16_t* inp, size_t n, Fp8Format format, float scale,
-                                     float* amax, Fp8QuantStats* stats) {
-    const size_t chunk = 4096;
-    float widened[4096];
-    for (size_t start = 0; start < n; start += chunk) {
-        size_t len = n - start < chunk ? n - start : chunk;
-        for (size_t i = 0; i < len; i++) { widened[i] = bf16_to_float(inp[start + i]); }
-        fp8_quantize(out + start, widened, len, format, scale, amax, stats);
-    }
-}
-
-// out[i] = fp8_to_float(inp[i]) * scale_inv
-static inline void fp8_dequantize(float* out, const uint8_t* inp, size_t n, Fp8Format format, float scale_inv) {
-    float decoded[256];
-    fp8_decode_table(decoded, format);
-    const size_t chunk = CPU_PARALLEL_MIN_ELEMENTS;
-#pragma omp parallel for if (n > chunk)
-    for (size_t start = 0; start < n; start += chunk) {
-        fp8_dequantize_chunk(out + start, inp + start, n - start < chunk ? n - start : chunk, decoded, scale_inv);
     }
 }
 

@@ -14,7 +14,7 @@ fp32 multiply, as on the CPU. The amax is max |x| of the unscaled input as float
 shuffles, then one atomicMax on the unsigned bits, which orders non-negative floats by value and puts NaN above inf,
 exactly the NaN-propagating max fp8/meta.h defines.
 
-CPU twins: fp8_quantize / fp8_quantize_bf16 in fp8/meta.h (the transposed copy is the same bytes, transposed);
+CPU twins: fp8_quantize / fp8_quantize_bf16 in fp8/quantize_cpu.h (the transposed copy is the same bytes, transposed);
 fp8_quantize_current_bf16 in fp8/current.h for an amax pass followed by a cast.
 */
 #ifndef GPTFP8_QUANTIZE_CUH

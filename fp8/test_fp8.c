@@ -17,6 +17,8 @@ in bit tricks cannot hide. The update rule is checked against a naive model that
 #include "../llmc/testing.h"
 #include "current.h"
 #include "meta.h"
+#include "quantize_cpu.h"
+#include "recipe_parse.h"
 
 // ----------------------------------------------------------------------------
 // independent references

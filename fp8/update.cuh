@@ -88,18 +88,15 @@ static inline int fp8_meta_update_needs_host(const DelayedScaling* recipe) {
     return recipe->amax_compute_algo == AMAX_COMPUTE_CALLBACK || recipe->scaling_factor_compute_fn != NULL;
 }
 
-// Launch the update on `stream` for the device copy `device_memory` of a buffer shaped like `meta` (same
-// num_modules, amax_history_len). `step` is the optimizer step that just finished (for the recipe's interval).
-static inline cudaError_t fp8_meta_update_launch(float* device_memory, const Fp8Meta* meta,
-                                                 const DelayedScaling* recipe, int step, cudaStream_t stream) {
+// Launch the update on `stream` of the metadata `meta` points to, in device memory (fp8_meta_point_into a device
+// buffer of its layout). `step` is the optimizer step that just finished (for the recipe's interval).
+static inline cudaError_t fp8_meta_update_launch(const Fp8Meta* meta, const DelayedScaling* recipe, int step,
+                                                 cudaStream_t stream) {
     int num_slots = meta->num_slots;
     int grid = (num_slots + FP8_UPDATE_SLOTS_PER_BLOCK - 1) / FP8_UPDATE_SLOTS_PER_BLOCK;
     dim3 block(FP8_UPDATE_SLOTS_PER_BLOCK, FP8_UPDATE_ROW_THREADS);
-    float* amax_history = device_memory;
-    float* scale = device_memory + (size_t)meta->amax_history_len * num_slots;
-    float* scale_inv = scale + num_slots;
     fp8_update_kernel<<<grid, block, 0, stream>>>(
-        amax_history, scale, scale_inv, num_slots, FP8_FWD_SLOTS * meta->num_modules, meta->amax_history_len,
+        meta->amax_history, meta->scale, meta->scale_inv, num_slots, FP8_FWD_SLOTS * meta->num_modules, meta->amax_history_len,
         fp8_max(meta->forward_format), fp8_max(meta->backward_format), recipe->margin,
         recipe->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT,
         fp8_end_of_step_updates_scales(recipe->scaling == FP8_SCALING_CURRENT, step, recipe->interval));

@@ -17,7 +17,7 @@ Why it is fast without changing any rounding:
     tile loop reads it sequentially whatever B's strides are (fprop's B is the weight transposed). Splitting k into
     blocks of GEMM_KC keeps the order: C is stored as float between blocks, exactly what the naive loop holds.
   - OpenMP over column panels: one thread owns each output, so no output depends on the thread count.
-  - instruction sets picked at run time (llmc/cpu_isa.h: AVX-512, AVX2, else the build's baseline, SSE2 on x86-64):
+  - instruction sets picked at run time (fp8/cpu_isa.h: AVX-512, AVX2, else the build's baseline, SSE2 on x86-64):
     the same C code is compiled once per target, none fuses a*b+c into an FMA, and llmc/test_gemm_cpu checks every
     kernel the CPU has.
 */
@@ -29,7 +29,7 @@ Why it is fast without changing any rounding:
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_isa.h"
+#include "../fp8/cpu_isa.h"
 
 // Full unrolling of the tile loops, so the accumulators become registers. nvcc's front end (the GPU test compiles
 // the CPU trainer too) does not know GCC's pragma; there the loops stay as written and give the same bits.

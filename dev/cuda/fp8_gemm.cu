@@ -1,5 +1,5 @@
 /*
-dev/cuda/fp8_gemm.cu — the cuBLASLt GEMMs of fp8/gemm.cuh on their own, every form the trainer issues, against a CPU
+dev/cuda/fp8_gemm.cu — the cuBLASLt GEMMs of llmc/gemm.cuh on their own, every form the trainer issues, against a CPU
 product in double of the very operands the GPU gets (FP8 bytes dequantized, bf16 values widened):
   FP8 (TN, scale_inv pointers):  fprop E4M3 x E4M3 with fast accumulation and the bf16 bias epilogue, at a small k and
                                  at the fc projection's k = 3072; dgrad E4M3 x E5M2; wgrad E4M3 x E5M2 accumulating
@@ -35,8 +35,8 @@ Build: make dev/cuda/fp8_gemm     Run: ./dev/cuda/fp8_gemm    (prints one line a
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fp8/gemm.cuh"
-#include "../../fp8/meta.h"
+#include "../../llmc/gemm.cuh"
+#include "../../fp8/quantize_cpu.h"
 #include "../../llmc/rand.h"
 #include "../../llmc/tolerance.h"
 

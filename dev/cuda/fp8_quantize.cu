@@ -1,6 +1,6 @@
 /*
 dev/cuda/fp8_quantize.cu — the FP8 cast kernels (fp8/quantize.cuh) on their own: every output byte and the amax against
-the CPU reference (fp8_quantize_bf16 in fp8/meta.h, bit-exact: R1 of llmc/tolerance.h, the same bf16 values, scale and
+the CPU reference (fp8_quantize_bf16 in fp8/quantize_cpu.h, bit-exact: R1 of llmc/tolerance.h, the same bf16 values, scale and
 rounding, and an amax is a maximum, whatever the order), for E4M3 and E5M2, with scales that make values saturate and
 flush, a NaN case, and the transposed copy; the plain cast also at a size whose grid-stride loop runs its unrolled trips
 and its remainder (the launchers' refusals of bad sizes and alignments are tested without a GPU in
@@ -15,7 +15,7 @@ Build: make dev/cuda/fp8_quantize     Run: ./dev/cuda/fp8_quantize    (prints on
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fp8/meta.h"
+#include "../../fp8/quantize_cpu.h"
 #include "../../fp8/quantize.cuh"
 #include "../../llmc/cuda_utils.cuh"
 #include "../../llmc/rand.h"

@@ -1,7 +1,7 @@
 /*
 dev/cuda/gemm_shapes.cu — how fast is each GEMM of one training step of a GPT-2 model, in BF16 and in FP8, at the
 model's own shapes? For each linear layer (qkv C->3C, attproj C->C, fc C->4C, fcproj 4C->C, LM head C->Vp) it times the
-three GEMMs of the layer as the CUDA trainer issues them through fp8/gemm.cuh:
+three GEMMs of the layer as the CUDA trainer issues them through llmc/gemm.cuh:
 
     fprop  out (B*T, OC) = X (B*T, IC) @ W^T (+ bias)   BF16: TN, bias           FP8: E4M3 x E4M3, fast accumulation
     dgrad  dX  (B*T, IC) = dY (B*T, OC) @ W             BF16: NN                 FP8: W^T E4M3 x dY E5M2 (TN)
@@ -24,7 +24,7 @@ Build: make dev/cuda/gemm_shapes     Run: ./dev/cuda/gemm_shapes -e d12 -b 8 -t 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fp8/gemm.cuh"
+#include "../../llmc/gemm.cuh"
 #include "../../llmc/cuda_utils.cuh"
 #include "../../llmc/gpt2.h"
 

@@ -1,7 +1,7 @@
 /*
-llmc/cpu_isa.h — how the CPU reference's hot loops run: which x86 vector instruction set, picked at run time, so one
+fp8/cpu_isa.h — how the CPU reference's hot loops run: which x86 vector instruction set, picked at run time, so one
 binary runs on any x86-64 (its baseline, SSE2) and uses AVX2 or AVX-512 where the CPU has them. The CPU GEMM
-(llmc/gemm_cpu.h) and the FP8 casts (fp8/meta.h) compile one plain-C body several times, once per target attribute
+(llmc/gemm_cpu.h) and the FP8 casts (fp8/quantize_cpu.h) compile one plain-C body several times, once per target attribute
 below, and call the version this header picks. Every version computes the same floats: no FMA (CPU_NO_FMA), and
 SIMD only across independent results, never across a sum. And from what size an element-wise loop uses threads.
 */

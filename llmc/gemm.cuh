@@ -1,5 +1,5 @@
 /*
-fp8/gemm.cuh — every GEMM of the trainers through cuBLASLt, BF16 and FP8, written in the trainers' row-major terms:
+llmc/gemm.cuh — every GEMM of the trainers through cuBLASLt, BF16 and FP8, written in the trainers' row-major terms:
 
     out (rows, out_cols) = inp (rows, k) @ weight (out_cols, k)^T  [+ bias (out_cols)]  [+ out, if accumulate]
 
@@ -33,7 +33,7 @@ line). When no algorithm fits, the error names the shapes, types, transposes, al
 #include <stdio.h>
 #include <string.h>
 
-#include "../llmc/cuda_utils.cuh"
+#include "cuda_utils.cuh"
 
 #define GEMM_WORKSPACE_BYTES (32u << 20)
 #define GEMM_MAX_PLANS 256

@@ -1,0 +1,50 @@
+/*
+fp8/diag.h — what FP8 training shows of itself: per slot, how many elements its casts quantized and how many of them
+saturated (clipped to +-fp8_max) or flushed (a non-zero value cast to +-0), and the rows of fp8_diag.tsv that report
+them beside the slot's amaxes and scale. Both trainers write the same columns (scripts/plot_fp8_diag.py reads them);
+llmc/linear.h writes a block, module by module.
+*/
+#ifndef GPTFP8_DIAG_H
+#define GPTFP8_DIAG_H
+
+#include <stdio.h>
+
+#include "fp8.h"
+#include "meta.h"
+
+// Diagnostics of one or more quantizations: how much of the tensor fell outside the FP8 range.
+typedef struct {
+    long long count;      // elements quantized
+    long long saturated;  // |x * scale| > fp8_max: clipped to +-max
+    long long flushed;    // x != 0 but quantized to +-0: lost to underflow
+} Fp8QuantStats;
+
+// fp8_diag.tsv's first line: its column names.
+static inline void fp8_diag_write_header(FILE* f) {
+    fprintf(f, "step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\twindow_amax\tscale\tscale_inv\tsaturated_frac\t"
+               "flushed_frac\n");
+}
+
+// The rows of one module (`layer` -1 and `name` "lm_head" for the LM head), one per slot in use: the amax the last
+// update saw (last_amax, per slot: the step's amax), the amax the scale came from (window_amax, per slot: delayed
+// scaling's window max at the end of the step, row 0 included; current scaling's last cast's own amax), the scale
+// now, and the fractions of the elements quantized since the previous block (stats, per slot) that were clipped
+// (saturated) or lost to underflow (flushed). A slot no cast used (no count, no amax) has no row.
+static inline void fp8_diag_write_module(FILE* f, int step, const Fp8Meta* meta, int module, int layer,
+                                         const char* name, const float* last_amax, const float* window_amax,
+                                         const Fp8QuantStats* stats) {
+    static const char* fwd[FP8_FWD_SLOTS] = {"input", "weight", "output"};
+    static const char* bwd[FP8_BWD_SLOTS] = {"grad_output", "grad_input"};
+    for (int s = 0; s < FP8_SLOTS_PER_MODULE; s++) {
+        int forward = s < FP8_FWD_SLOTS, k = forward ? s : s - FP8_FWD_SLOTS;
+        int slot = forward ? fp8_meta_fwd_slot(meta, module, k) : fp8_meta_bwd_slot(meta, module, k);
+        const Fp8QuantStats* st = &stats[slot];
+        if (st->count == 0 && last_amax[slot] == 0.0f) { continue; }  // unused slot
+        fprintf(f, "%d\t%d\t%d\t%s\t%s\t%s\t%.6e\t%.6e\t%.6e\t%.6e\t%.6e\t%.6e\n", step, module, layer, name,
+                forward ? fwd[k] : bwd[k], fp8_format_name(fp8_meta_slot_format(meta, slot)), last_amax[slot],
+                window_amax[slot], meta->scale[slot], meta->scale_inv[slot],
+                st->count ? (double)st->saturated / st->count : 0.0, st->count ? (double)st->flushed / st->count : 0.0);
+    }
+}
+
+#endif  // GPTFP8_DIAG_H
