@@ -66,7 +66,7 @@ static void sim_group_init(SimGroup* g, int num_processes, int zero_stage, int r
         gpt2_allocate(&g->rank[r], &opt, DP_B / num_processes, DP_T);
         Rng rng;  // the same seed on every rank: identical initial weights, as the trainer gets from -r
         rng_seed(&rng, seed);
-        gpt2_init_parameters(&g->rank[r].params, g->rank[r].param_sizes, &opt.config, &rng);
+        gpt2_init_parameters(&g->rank[r].master, g->rank[r].param_sizes, &opt.config, &rng);
         if (num_processes > 1) {
             g->rank[r].fp8.amax_reduce_fn = sim_amax_allreduce;
             g->rank[r].fp8.amax_reduce_user = g;
@@ -99,7 +99,7 @@ static float sim_group_step(SimGroup* g, const int* inputs, const int* targets, 
         summed[i] = s;
     }
     for (int r = 0; r < N; r++) {
-        const ZeroShard* sh = &g->rank[r].opt_shard;
+        const ZeroShard* sh = &g->rank[r].shard;
         memcpy(g->rank[r].grads_memory + sh->offset, summed + sh->offset, sh->count * sizeof(float));
     }
     free(summed);
@@ -120,10 +120,10 @@ static float sim_group_step(SimGroup* g, const int* inputs, const int* targets, 
     }
     if (g->zero_stage == 1) {  // all-gather: every rank receives each owner's updated slice
         for (int owner = 0; owner < N; owner++) {
-            const ZeroShard* sh = &g->rank[owner].opt_shard;
+            const ZeroShard* sh = &g->rank[owner].shard;
             for (int r = 0; r < N; r++) {
                 if (r != owner) {
-                    memcpy(g->rank[r].params_memory + sh->offset, g->rank[owner].params_memory + sh->offset,
+                    memcpy(g->rank[r].master_memory + sh->offset, g->rank[owner].master_memory + sh->offset,
                            sh->count * sizeof(float));
                 }
             }
@@ -144,14 +144,8 @@ static int bits_equal(const float* a, const float* b, size_t n) { return memcmp(
 
 // how many floats the model's FP8 weight copies take
 static size_t weight_fp8_count(GPT2* m) {
-    size_t total = 0;
-    for (int module = 0; module < num_linear_modules(m); module++) {
-        if (weight_slot_used(m, module)) {
-            LinearModule lm = linear_module(m, module);
-            total += (size_t)lm.OC * lm.IC;
-        }
-    }
-    return total;
+    LinearPrecision lp = gpt2_linear_precision(m);
+    return fp8_weight_layout(&m->config, &lp, NULL);
 }
 
 static double max_rel_diff(const float* a, const float* b, size_t n, double floor) {
@@ -261,7 +255,7 @@ static void test_amax_reduction_equals_single_rank(void) {
                     gpt2_allocate(&alone[r].rank[0], &opt, b, DP_T);
                     Rng init;
                     rng_seed(&init, 11);
-                    gpt2_init_parameters(&alone[r].rank[0].params, alone[r].rank[0].param_sizes, &opt.config, &init);
+                    gpt2_init_parameters(&alone[r].rank[0].master, alone[r].rank[0].param_sizes, &opt.config, &init);
                     gpt2_cast_weights_fp8(&alone[r].rank[0], 1);
                     gpt2_zero_grad(&alone[r].rank[0]);
                     gpt2_forward(&alone[r].rank[0], inputs + r * b * DP_T, targets + r * b * DP_T, b, DP_T);
@@ -298,8 +292,8 @@ static void test_zero1_steps_match_single_rank(void) {
     sim_group_init(&single, 1, 0, 1, 21);
     sim_group_init(&zero0, N, 0, 1, 21);
     sim_group_init(&zero1, N, 1, 1, 21);
-    CHECK(zero1.rank[0].opt_shard.count + zero1.rank[1].opt_shard.count == zero1.rank[0].num_parameters &&
-              zero1.rank[1].opt_shard.offset == zero1.rank[0].opt_shard.shard_size,
+    CHECK(zero1.rank[0].shard.count + zero1.rank[1].shard.count == zero1.rank[0].num_parameters &&
+              zero1.rank[1].shard.offset == zero1.rank[0].shard.shard_size,
           "two shards split the parameters");
     int inputs[DP_B * DP_T], targets[DP_B * DP_T];
     Rng rng;
@@ -312,13 +306,13 @@ static void test_zero1_steps_match_single_rank(void) {
         float n0 = sim_group_step(&zero0, inputs, targets, step, lr, 1e6f);
         float n1 = sim_group_step(&zero1, inputs, targets, step, lr, 1e6f);
         for (int r = 0; r < N; r++) {
-            CHECK(bits_equal(zero1.rank[r].params_memory, zero0.rank[r].params_memory, P),
+            CHECK(bits_equal(zero1.rank[r].master_memory, zero0.rank[r].master_memory, P),
                   "step %d rank %d: ZeRO-1 weights bit-identical to ZeRO-0", step, r);
             CHECK(bits_equal(zero1.rank[r].fp8.memory, zero0.rank[r].fp8.memory, zero0.rank[r].fp8.num_floats),
                   "step %d rank %d: ZeRO-1 FP8 state bit-identical to ZeRO-0", step, r);
-            CHECK(bits_equal(zero1.rank[r].params_memory, zero1.rank[0].params_memory, P) &&
+            CHECK(bits_equal(zero1.rank[r].master_memory, zero1.rank[0].master_memory, P) &&
                       bits_equal(zero1.rank[r].fp8.memory, zero1.rank[0].fp8.memory, zero1.rank[0].fp8.num_floats) &&
-                      bits_equal(zero1.rank[r].weight_fp8, zero1.rank[0].weight_fp8, weight_fp8_count(&zero1.rank[0])),
+                      bits_equal(zero1.rank[r].weight_dequantized, zero1.rank[0].weight_dequantized, weight_fp8_count(&zero1.rank[0])),
                   "step %d: every rank holds the same weights and FP8 state", step);
         }
         CHECK(fabsf(n1 - n_single) <= 1e-5f * n_single && fabsf(n0 - n_single) <= 1e-5f * n_single,
@@ -327,7 +321,7 @@ static void test_zero1_steps_match_single_rank(void) {
         // step); AdamW's first steps amplify that for gradients near zero, so weights are compared against lr.
         double w_err = 0.0;
         for (size_t i = 0; i < P; i++) {
-            double d = fabs((double)zero1.rank[0].params_memory[i] - single.rank[0].params_memory[i]);
+            double d = fabs((double)zero1.rank[0].master_memory[i] - single.rank[0].master_memory[i]);
             w_err = d > w_err ? d : w_err;
         }
         CHECK(w_err <= 0.05 * lr, "step %d: weights within %g of one rank's (lr %g)", step, w_err, lr);
@@ -385,13 +379,13 @@ static void test_per_rank_checkpoints(void) {
         gpt2_load_checkpoint(&loaded, dir, 1, &rng_state, &shard_index, &shard_position);
         GPT2* saved = &group.rank[r];
         CHECK(rng_state == 99, "rank %d: RNG state", r);
-        CHECK(loaded.opt_shard.count == saved->opt_shard.count && loaded.opt_shard.count < saved->num_parameters,
+        CHECK(loaded.shard.count == saved->shard.count && loaded.shard.count < saved->num_parameters,
               "rank %d: a shard, not the whole buffer", r);
-        CHECK(bits_equal(loaded.m_memory, saved->m_memory, saved->opt_shard.count) &&
-                  bits_equal(loaded.v_memory, saved->v_memory, saved->opt_shard.count),
+        CHECK(bits_equal(loaded.m_memory, saved->m_memory, saved->shard.count) &&
+                  bits_equal(loaded.v_memory, saved->v_memory, saved->shard.count),
               "rank %d: AdamW moments of the shard", r);
         CHECK(bits_equal(loaded.fp8.memory, saved->fp8.memory, saved->fp8.num_floats), "rank %d: its own FP8 state", r);
-        CHECK(bits_equal(loaded.params_memory, saved->params_memory, saved->num_parameters), "rank %d: weights", r);
+        CHECK(bits_equal(loaded.master_memory, saved->master_memory, saved->num_parameters), "rank %d: weights", r);
         gpt2_free(&loaded);
     }
     CHECK(!bits_equal(group.rank[0].fp8.memory, group.rank[1].fp8.memory, group.rank[0].fp8.num_floats),

@@ -33,10 +33,10 @@ static void random_tokens(int* tokens, int n, int V, Rng* rng) {
 
 // random init with a larger spread than GPT-2's, so every gradient is well above float noise
 static void init_for_test(GPT2* model, Rng* rng) {
-    for (size_t i = 0; i < model->num_parameters; i++) { model->params_memory[i] = 0.3f * rng_normal(rng); }
+    for (size_t i = 0; i < model->num_parameters; i++) { model->master_memory[i] = 0.3f * rng_normal(rng); }
     for (int i = 0; i < model->config.num_layers * model->config.channels; i++) {
-        model->params.ln1w[i] = 1.0f + 0.1f * rng_normal(rng);
-        model->params.ln2w[i] = 1.0f + 0.1f * rng_normal(rng);
+        model->master.ln1w[i] = 1.0f + 0.1f * rng_normal(rng);
+        model->master.ln2w[i] = 1.0f + 0.1f * rng_normal(rng);
     }
 }
 
@@ -81,15 +81,15 @@ static void test_gradient_check_fp32(void) {
         double max_rel = 0.0;
         for (int k = 0; k < 6; k++) {
             size_t i = offset + picks[k];
-            float saved = model.params_memory[i];
+            float saved = model.master_memory[i];
             float eps = 1e-2f;
-            model.params_memory[i] = saved + eps;
+            model.master_memory[i] = saved + eps;
             gpt2_forward(&model, inputs, targets, B, T);
             double up = model.mean_loss;
-            model.params_memory[i] = saved - eps;
+            model.master_memory[i] = saved - eps;
             gpt2_forward(&model, inputs, targets, B, T);
             double down = model.mean_loss;
-            model.params_memory[i] = saved;
+            model.master_memory[i] = saved;
             double numeric = (up - down) / (2.0 * eps);
             double analytic = model.grads_memory[i];
             // tolerance: float loss noise (~1e-6 / eps) plus second-order terms of the central difference
@@ -466,14 +466,14 @@ static void test_fp8_recorded_amaxes_and_values(void) {
             CHECK(in_amax > 0.0f && g_amax > 0.0f, "non-trivial tensors");
         }
     }
-    int head = lm_head_module(&model);
+    int head = linear_lm_head(model.config.num_layers);
     for (int k = 0; k < 3; k++) { CHECK(meta->amax_history[fp8_meta_fwd_slot(meta, head, k)] == 0.0f, "LM head stays BF16"); }
     // the qkv GEMM of layer 1 recomputed directly through fp8/: E4M3 input and weight with scale 1.0
     int mismatches = qkv_layer1_mismatches(&model, 1.0f, 1.0f);
     CHECK(mismatches == 0, "qkv output of layer 1 differs from the direct FP8 recomputation in %d places", mismatches);
     // and the values really are FP8 grid points: the weights GEMMs see are E4M3 values
     LinearModule qkv = linear_module(&model, 4 + LINEAR_QKV);
-    const float* wq = model.weight_fp8 + model.weight_fp8_offset[4 + LINEAR_QKV];
+    const float* wq = model.weight_dequantized + model.weight_fp8_offset[4 + LINEAR_QKV];
     int off_grid = 0;
     for (size_t i = 0; i < (size_t)qkv.OC * qkv.IC; i++) { off_grid += fp8_round(wq[i], FP8_E4M3) != wq[i]; }
     CHECK(off_grid == 0, "%d cached FP8 weights are not E4M3 values", off_grid);
@@ -550,13 +550,13 @@ static void test_fp8_current_scaling(void) {
     memcpy(state, meta->memory, meta->num_floats * sizeof(float));
     memcpy(window, model.fp8_window_amax, (size_t)meta->num_slots * sizeof(float));
     random_tokens(inputs, B * T, opt.config.vocab_size, &rng);
-    model.fp8_record = 0;
+    model.training = 0;
     gpt2_forward(&model, inputs, NULL, B, T);
     memcpy(logits, model.acts.logits, n_logits * sizeof(float));
     CHECK(memcmp(state, meta->memory, meta->num_floats * sizeof(float)) == 0 &&
               memcmp(window, model.fp8_window_amax, (size_t)meta->num_slots * sizeof(float)) == 0,
           "evaluation changed the FP8 state");
-    model.fp8_record = 1;
+    model.training = 1;
     gpt2_forward(&model, inputs, NULL, B, T);
     CHECK(memcmp(logits, model.acts.logits, n_logits * sizeof(float)) == 0, "evaluation logits = recording logits");
     // the end of step: row 0 cleared (its values go to the diagnostics), scales untouched
@@ -585,7 +585,7 @@ static void test_fp8_histories_over_steps(void) {
     gpt2_allocate(&model, &opt, B, T);
     Rng rng;
     rng_seed(&rng, 5);
-    gpt2_init_parameters(&model.params, model.param_sizes, &opt.config, &rng);
+    gpt2_init_parameters(&model.master, model.param_sizes, &opt.config, &rng);
     Fp8Meta* meta = &model.fp8;
     int S = meta->num_slots, len = meta->amax_history_len, STEPS = 5, ACCUM = 2;
     float* recorded = calloc((size_t)S * (STEPS + 1), sizeof(float));  // (S, steps)
@@ -642,7 +642,7 @@ static void test_fp8_histories_over_steps(void) {
             int ws = fp8_meta_fwd_slot(meta, m, FP8_FWD_WEIGHT);
             size_t n = (size_t)lm.OC * lm.IC;
             CHECK(meta->amax_history[ws] == max_abs(lm.weight, n), "weight amax recorded after the update");
-            const float* wq = model.weight_fp8 + model.weight_fp8_offset[m];
+            const float* wq = model.weight_dequantized + model.weight_fp8_offset[m];
             int bad = 0;
             for (size_t i = 0; i < n; i++) {
                 float want = fp8_to_float(fp8_from_float(lm.weight[i] * meta->scale[ws], FP8_E4M3), FP8_E4M3) *
@@ -813,8 +813,8 @@ static void test_layers_read_bf16_parameters(void) {
         gpt2_allocate(&rounded, &opt, TEST_B, TEST_T);
         size_t P = exact.num_parameters, off_grid = 0;
         for (size_t i = 0; i < P; i++) {
-            rounded.params_memory[i] = bf16_round(exact.params_memory[i]);
-            off_grid += rounded.params_memory[i] != exact.params_memory[i];
+            rounded.master_memory[i] = bf16_round(exact.master_memory[i]);
+            off_grid += rounded.master_memory[i] != exact.master_memory[i];
         }
         gpt2_cast_weights_fp8(&rounded, 1);
         gpt2_zero_grad(&rounded);

@@ -277,9 +277,9 @@ fi
 help=$($TRAINER -h 2>&1)
 help_rc=$?
 missing=""
-for flag in $(grep -oE 'strcmp\(flag, "-[a-zA-Z_]+"\)' llmc/train_common.h | sed -E 's/.*"(-[a-zA-Z_]+)".*/\1/' |
+for flag in $(grep -oE 'strcmp\(flag, "-[a-zA-Z_]+"\)' llmc/args.h | sed -E 's/.*"(-[a-zA-Z_]+)".*/\1/' |
               grep -v -e '^-debug_' -e '^-h$' -e '^--help$') \
-            $(grep -oE 'strcmp\(key, "[a-z_0-9]+"\)' llmc/train_common.h fp8/recipe.h | sed -E 's/.*"([a-z_0-9]+)".*/-fp8_\1/' |
+            $(grep -oE 'strcmp\(key, "[a-z_0-9]+"\)' llmc/args.h fp8/recipe_parse.h | sed -E 's/.*"([a-z_0-9]+)".*/-fp8_\1/' |
               grep -v -e '^-fp8_fp8_format$'); do
     printf '%s\n' "$help" | grep -q -- "^  $flag[ |]" || missing="$missing $flag"
 done

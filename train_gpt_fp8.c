@@ -30,8 +30,11 @@ When FP8 quantization happens (Transformer Engine's order):
   A step whose loss or gradient norm is not finite is skipped: no weight update, and the amaxes it recorded for
   inputs and gradients are dropped (row 0 of those slots reset), so the FP8 state stays finite.
 
-Function names and argument order are the ones the CUDA trainer uses: layernorm_forward(out, mean, rstd, inp, weight,
-bias, B, T, C) and so on. Shapes: B batch, T time, C channels, NH heads, V vocab, Vp padded vocab, L layers.
+The CUDA trainer (train_gpt_fp8.cu) has every function of a step under the same name, with the same arguments in the
+same order and the same buffer names (layernorm_forward(out, mean, rstd, inp, weight, bias, B, T, C), linear_forward,
+gpt2_forward, gpt2_backward, gpt2_fp8_end_of_step, gpt2_update, ...; its own extras, a stream or a scratch buffer,
+come last), and the two mains read the same line for line: test_gpt_fp8.cu compares them function by function.
+Shapes: B batch, T time, C channels, NH heads, V vocab, Vp padded vocab, L layers.
 */
 #include <errno.h>
 #include <float.h>
@@ -51,15 +54,20 @@ bias, B, T, C) and so on. Shapes: B batch, T time, C channels, NH heads, V vocab
 
 #include "fp8/current.h"
 #include "fp8/meta.h"
+#include "fp8/quantize_cpu.h"
+#include "llmc/args.h"
 #include "llmc/checkpoint.h"
 #include "llmc/dataloader.h"
 #include "llmc/gemm_cpu.h"
 #include "llmc/gpt2.h"
+#include "llmc/linear.h"
 #include "llmc/rand.h"
+#include "llmc/run.h"
+#include "llmc/sampling.h"
 #include "llmc/schedule.h"
 #include "llmc/tokenizer.h"
+#include "llmc/utils.h"
 #include "llmc/zero.h"
-#include "llmc/train_common.h"
 
 // ----------------------------------------------------------------------------
 // the layers, fp32 (precision is handled around them)
@@ -528,21 +536,23 @@ static void point_activations(ActivationTensors* acts, float* memory, const size
 typedef struct {
     GPT2Config config;
     // parameters, their gradients and AdamW moments: one buffer each, laid out as ParameterTensors
-    ParameterTensors params;  // the fp32 master weights: what AdamW updates and checkpoints store
     size_t param_sizes[NUM_PARAMETER_TENSORS];
-    float* params_memory;
     size_t num_parameters;
+    // the fp32 master weights: what AdamW updates and checkpoints store (all P of them; this rank's optimizer updates
+    // its shard, the ranks then all-gather; the GPU keeps only the shard's in master_memory)
+    ParameterTensors master;
+    float* master_memory;
     // what every layer reads (weights, biases, LayerNorm parameters, embeddings; the FP8 weights are cast from it):
-    // in bf16 and fp8 modes a bf16-rounded copy of the masters, the GPU's bf16 parameter copy, refreshed whenever the
-    // masters change (gpt2_cast_weights_fp8); in fp32 mode the masters themselves
-    ParameterTensors compute_params;
-    float* compute_params_memory;
+    // in bf16 and fp8 modes a bf16-rounded copy of the masters, the values of the GPU's bf16 params_memory, refreshed
+    // whenever the masters change (gpt2_cast_weights_fp8); in fp32 mode the masters themselves
+    ParameterTensors params;
+    float* params_memory;
     ParameterTensors grads;
     float* grads_memory;
     int num_processes, process_rank;  // data-parallel ranks (1, 0 in one process; several only in the tests)
-    ZeroShard opt_shard;  // the parameters this rank's optimizer owns (all of them in one process)
-    float* m_memory;      // (opt_shard.count) AdamW moments of parameters opt_shard.offset...
-    float* v_memory;      // (opt_shard.count)
+    ZeroShard shard;  // the parameters this rank's optimizer owns (all of them in one process)
+    float* m_memory;      // (shard.count) AdamW moments of parameters shard.offset...
+    float* v_memory;      // (shard.count)
     // activations and their gradients for batch B x T
     ActivationTensors acts;
     ActivationTensors grads_acts;
@@ -550,7 +560,7 @@ typedef struct {
     float* acts_memory;
     float* grads_acts_memory;
     size_t num_activations;
-    int batch_size, seq_len;
+    int B, T;  // the batch it was allocated for (a forward may run fewer: sampling runs B = 1)
     int total_batch;     // tokens per optimizer step (-d), recorded in checkpoints; B*T*processes unless main sets it
     const int* inputs;   // (B, T) of the last forward
     const int* targets;  // (B, T) or NULL
@@ -560,9 +570,9 @@ typedef struct {
     DelayedScaling recipe;
     int fp8_bf16_first_last;  // this many blocks at each end stay BF16
     int fp8_lm_head;          // the LM head through FP8 too
-    int fp8_record;           // quantizations record amaxes (training) or not (evaluation, sampling)
+    int training;           // quantizations record amaxes (training) or not (evaluation, sampling)
     Fp8Meta fp8;              // all modules' histories and scales (modules 0..4L-1, then the LM head)
-    float* weight_fp8;        // dequantized FP8 weights, the values FP8 GEMMs see; per module at weight_fp8_offset
+    float* weight_dequantized;        // dequantized FP8 weights, the values FP8 GEMMs see; per module at weight_fp8_offset
     size_t* weight_fp8_offset;
     Fp8QuantStats* fp8_stats; // per slot, since the last diagnostics line
     float* fp8_last_amax;     // per slot: row 0 as the last update saw it (this step's amax)
@@ -574,11 +584,8 @@ typedef struct {
     float* scratch_dout;
 } GPT2;
 
-static int num_linear_modules(const GPT2* model) { return LINEARS_PER_BLOCK * model->config.num_layers + 1; }
-static int lm_head_module(const GPT2* model) { return LINEARS_PER_BLOCK * model->config.num_layers; }
-
 // Shape and tensors of a linear module: out (B, T, OC) = inp (B, T, IC) @ weight (OC, IC)^T + bias. weight and bias
-// are the values the layer computes with (compute_params), dweight and dbias the fp32 gradients.
+// are the values the layer computes with (params), dweight and dbias the fp32 gradients.
 typedef struct {
     float *weight, *bias, *dweight, *dbias;
     int IC, OC;
@@ -586,28 +593,18 @@ typedef struct {
 
 static LinearModule linear_module(GPT2* model, int module) {
     LinearLayout ll = linear_layout(&model->config, module);
-    LinearModule lm = {model->compute_params_memory + ll.weight_offset,
-                       ll.has_bias ? model->compute_params_memory + ll.bias_offset : NULL,
+    LinearModule lm = {model->params_memory + ll.weight_offset,
+                       ll.has_bias ? model->params_memory + ll.bias_offset : NULL,
                        model->grads_memory + ll.weight_offset, ll.has_bias ? model->grads_memory + ll.bias_offset : NULL,
                        ll.IC, ll.OC};
     return lm;
 }
 
-// Which GEMMs of a module go through FP8: llmc/train_common.h's rules, for this model.
+// Which GEMMs of a module go through FP8, and so which casts it makes: llmc/linear.h's rules, for this model.
 static LinearPrecision gpt2_linear_precision(const GPT2* m) {
     LinearPrecision p = {m->precision, &m->recipe, m->fp8_bf16_first_last, m->fp8_lm_head, m->config.num_layers};
     return p;
 }
-static int module_is_fp8(const GPT2* m, int module) {
-    LinearPrecision p = gpt2_linear_precision(m);
-    return linear_is_fp8(&p, module);
-}
-static int fprop_is_fp8(const GPT2* m, int module) { return module_is_fp8(m, module) && !m->recipe.override_fprop; }
-static int dgrad_is_fp8(const GPT2* m, int module) { return module_is_fp8(m, module) && !m->recipe.override_dgrad; }
-static int wgrad_is_fp8(const GPT2* m, int module) { return module_is_fp8(m, module) && !m->recipe.override_wgrad; }
-static int weight_slot_used(const GPT2* m, int module) { return fprop_is_fp8(m, module) || dgrad_is_fp8(m, module); }
-static int input_slot_used(const GPT2* m, int module) { return fprop_is_fp8(m, module) || wgrad_is_fp8(m, module); }
-static int grad_slot_used(const GPT2* m, int module) { return dgrad_is_fp8(m, module) || wgrad_is_fp8(m, module); }
 
 // In bf16 and fp8 modes every stored activation and activation gradient is a bf16 value, as on the GPU.
 CPU_MULTIVERSION
@@ -618,12 +615,12 @@ static void round_to_storage(const GPT2* model, float* x, size_t n) {
 }
 
 // The masters changed (init, load, update, all-gather): in bf16 and fp8 modes round every parameter to bf16 into
-// compute_params, as the GPU's AdamW and upload write its bf16 copy. fp32 mode reads the masters directly.
+// params, as the GPU's AdamW and upload write its bf16 copy. fp32 mode reads the masters directly.
 CPU_MULTIVERSION
 static void gpt2_refresh_compute_params(GPT2* model) {
     if (model->precision == PRECISION_FP32) { return; }
-    const float* master = model->params_memory;
-    float* rounded = model->compute_params_memory;
+    const float* master = model->master_memory;
+    float* rounded = model->params_memory;
 #pragma omp parallel for if (model->num_parameters > CPU_PARALLEL_MIN_ELEMENTS)
     for (size_t i = 0; i < model->num_parameters; i++) { rounded[i] = bf16_round(master[i]); }
 }
@@ -636,7 +633,7 @@ static void gpt2_refresh_compute_params(GPT2* model) {
 static const float* fp8_operand(GPT2* model, float* dst, const float* x, size_t n, int slot, int record) {
     Fp8Meta* meta = &model->fp8;
     Fp8Format format = fp8_meta_slot_format(meta, slot);
-    int recording = record && model->fp8_record;
+    int recording = record && model->training;
     float discarded_amax = 0.0f;
     float* amax = recording ? fp8_meta_amax_row0(meta, slot) : &discarded_amax;
     Fp8QuantStats* stats = recording ? &model->fp8_stats[slot] : NULL;
@@ -657,23 +654,24 @@ static const float* fp8_operand(GPT2* model, float* dst, const float* x, size_t 
 }
 
 // After the masters change: refresh the bf16 parameters the layers read (bf16 and fp8 modes), then cast every FP8
-// module's (bf16) weight with its current scale into weight_fp8; `record`: max-reduce its amax into row 0.
+// module's (bf16) weight with its current scale into weight_dequantized; `record`: max-reduce its amax into row 0.
 // Called before step 0 (scale 1.0) and after every optimizer update (new scales); on resume without recording,
 // since the checkpoint's row 0 already holds these weights' amax. (The GPU refreshes its bf16 copy in AdamW and the
 // all-gather, before its own gpt2_cast_weights_fp8: the same point of the step.)
 static void gpt2_cast_weights_fp8(GPT2* model, int record) {
     gpt2_refresh_compute_params(model);
     if (model->precision != PRECISION_FP8) { return; }
-    int saved = model->fp8_record;
-    model->fp8_record = 1;
-    for (int module = 0; module < num_linear_modules(model); module++) {
-        if (!weight_slot_used(model, module)) { continue; }
+    int saved = model->training;
+    model->training = 1;
+    LinearPrecision lp = gpt2_linear_precision(model);
+    for (int module = 0; module < linear_num_modules(model->config.num_layers); module++) {
+        if (!linear_casts_weight(&lp, module)) { continue; }
         LinearModule lm = linear_module(model, module);
         int slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_WEIGHT);
-        fp8_operand(model, model->weight_fp8 + model->weight_fp8_offset[module], lm.weight, (size_t)lm.OC * lm.IC,
+        fp8_operand(model, model->weight_dequantized + model->weight_fp8_offset[module], lm.weight, (size_t)lm.OC * lm.IC,
                     slot, record);
     }
-    model->fp8_record = saved;
+    model->training = saved;
 }
 
 // out (B, T, OC) = inp (B, T, IC) @ W^T + b through the module's precision.
@@ -681,12 +679,13 @@ void linear_forward(GPT2* model, int module, float* out, const float* inp, int B
     LinearModule lm = linear_module(model, module);
     size_t n_inp = (size_t)B * T * lm.IC;
     const float* x = inp;       // in bf16/fp8 modes activations are already bf16 values,
-    const float* w = lm.weight;  // and so are the weights and the bias (compute_params)
-    if (fprop_is_fp8(model, module)) {
+    const float* w = lm.weight;  // and so are the weights and the bias (params)
+    LinearPrecision lp = gpt2_linear_precision(model);
+    if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
         x = fp8_operand(model, model->scratch_inp, inp, n_inp, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT), 1);
-        w = model->weight_fp8 + model->weight_fp8_offset[module];
+        w = model->weight_dequantized + model->weight_fp8_offset[module];
     } else {
-        if (input_slot_used(model, module)) {  // fprop overridden to BF16, wgrad in FP8: the cast still happens
+        if (linear_casts_input(&lp, module)) {  // fprop overridden to BF16, wgrad in FP8: the cast still happens
             fp8_operand(model, model->scratch_inp, inp, n_inp, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT), 1);
         }
     }
@@ -700,16 +699,17 @@ void linear_backward(GPT2* model, int module, float* dinp, const float* dout, co
     size_t n_out = (size_t)B * T * lm.OC, n_inp = (size_t)B * T * lm.IC;
     // the bias gradient comes from the high-precision grad_output (TE computes it in the cast kernel)
     if (lm.dbias) { matmul_backward(NULL, NULL, lm.dbias, dout, NULL, NULL, B, T, lm.IC, lm.OC); }
+    LinearPrecision lp = gpt2_linear_precision(model);
     const float* dout_fp8 = NULL;
-    if (grad_slot_used(model, module)) {  // one E5M2 cast of grad_output feeds dgrad and wgrad
+    if (linear_casts_grad_output(&lp, module)) {  // one E5M2 cast of grad_output feeds dgrad and wgrad
         dout_fp8 = fp8_operand(model, model->scratch_dout, dout, n_out,
                                fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT), 1);
     }
     // dgrad
     const float* w = lm.weight;
     const float* dy = dout;
-    if (dgrad_is_fp8(model, module)) {
-        w = model->weight_fp8 + model->weight_fp8_offset[module];
+    if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD)) {
+        w = model->weight_dequantized + model->weight_fp8_offset[module];
         dy = dout_fp8;
     }
     matmul_backward(dinp, NULL, NULL, dy, NULL, w, B, T, lm.IC, lm.OC);
@@ -717,7 +717,7 @@ void linear_backward(GPT2* model, int module, float* dinp, const float* dout, co
     // again would be a no-op for the max, but it is not a new quantization, so it is not counted)
     const float* x = inp;
     dy = dout;
-    if (wgrad_is_fp8(model, module)) {
+    if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD)) {
         x = fp8_operand(model, model->scratch_inp, inp, n_inp, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT), 0);
         dy = dout_fp8;
     }
@@ -741,9 +741,9 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
     model->recipe = opt->recipe;
     model->fp8_bf16_first_last = opt->fp8_bf16_first_last;
     model->fp8_lm_head = opt->fp8_lm_head;
-    model->batch_size = B;
-    model->seq_len = T;
-    model->fp8_record = 1;
+    model->B = B;
+    model->T = T;
+    model->training = 1;
     // the activations first: their size is the one flags can make impossible, refused before anything is allocated
     model->num_activations = fill_in_activation_sizes(model->act_sizes, &model->config, B, T);
     if (size_mul(model->num_activations, 2 * sizeof(float)) == SIZE_MAX) {
@@ -753,19 +753,19 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
     fill_in_parameter_sizes(model->param_sizes, &model->config);
     model->num_parameters = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { model->num_parameters += model->param_sizes[i]; }
-    model->params_memory = (float*)calloc_or_die(model->num_parameters, sizeof(float), "parameters");
-    model->compute_params_memory = model->precision == PRECISION_FP32
-                                 ? model->params_memory
+    model->master_memory = (float*)calloc_or_die(model->num_parameters, sizeof(float), "parameters");
+    model->params_memory = model->precision == PRECISION_FP32
+                                 ? model->master_memory
                                  : (float*)calloc_or_die(model->num_parameters, sizeof(float), "bf16 parameters");
     model->grads_memory = (float*)calloc_or_die(model->num_parameters, sizeof(float), "gradients");
     model->num_processes = opt->num_processes > 1 ? opt->num_processes : 1;
     model->process_rank = model->num_processes > 1 ? opt->process_rank : 0;
-    model->opt_shard = zero_shard(model->num_parameters, model->num_processes, model->process_rank, opt->zero_stage);
+    model->shard = zero_shard(model->num_parameters, model->num_processes, model->process_rank, opt->zero_stage);
     model->total_batch = (int)((long long)B * T * model->num_processes);
-    model->m_memory = (float*)calloc_or_die(model->opt_shard.count, sizeof(float), "AdamW m");
-    model->v_memory = (float*)calloc_or_die(model->opt_shard.count, sizeof(float), "AdamW v");
+    model->m_memory = (float*)calloc_or_die(model->shard.count, sizeof(float), "AdamW m");
+    model->v_memory = (float*)calloc_or_die(model->shard.count, sizeof(float), "AdamW v");
+    point_parameters(&model->master, model->master_memory, model->param_sizes);
     point_parameters(&model->params, model->params_memory, model->param_sizes);
-    point_parameters(&model->compute_params, model->compute_params_memory, model->param_sizes);
     point_parameters(&model->grads, model->grads_memory, model->param_sizes);
     model->acts_memory = (float*)calloc_or_die(model->num_activations, sizeof(float), "activations");
     model->grads_acts_memory = (float*)calloc_or_die(model->num_activations, sizeof(float), "activation gradients");
@@ -779,18 +779,12 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
     model->scratch_dout = (float*)calloc_or_die(BT * widest, sizeof(float), "gradient scratch");
     if (model->precision == PRECISION_FP8) {
         char err[256];
-        int modules = num_linear_modules(model);  // the LM head's slots exist always and stay 0 unless it is FP8
+        int modules = linear_num_modules(model->config.num_layers);  // the LM head's slots exist always and stay 0 unless it is FP8
         if (fp8_meta_init(&model->fp8, modules, &model->recipe, err, sizeof(err))) { die("%s", err); }
         model->weight_fp8_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 weight offsets");
-        size_t total = 0;
-        for (int module = 0; module < modules; module++) {
-            model->weight_fp8_offset[module] = total;
-            if (weight_slot_used(model, module)) {
-                LinearModule lm = linear_module(model, module);
-                total += (size_t)lm.OC * lm.IC;
-            }
-        }
-        model->weight_fp8 = (float*)calloc_or_die(total, sizeof(float), "FP8 weights");
+        LinearPrecision lp = gpt2_linear_precision(model);
+        size_t total = fp8_weight_layout(&model->config, &lp, model->weight_fp8_offset);
+        model->weight_dequantized = (float*)calloc_or_die(total, sizeof(float), "FP8 weights");
         model->fp8_stats = (Fp8QuantStats*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(Fp8QuantStats), "FP8 stats");
         model->fp8_last_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(float), "FP8 amaxes");
         model->fp8_window_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(float), "FP8 amaxes");
@@ -798,8 +792,8 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
 }
 
 static void gpt2_free(GPT2* model) {
-    if (model->compute_params_memory != model->params_memory) { free(model->compute_params_memory); }
-    free(model->params_memory);
+    if (model->params_memory != model->master_memory) { free(model->params_memory); }
+    free(model->master_memory);
     free(model->grads_memory);
     free(model->m_memory);
     free(model->v_memory);
@@ -810,7 +804,7 @@ static void gpt2_free(GPT2* model) {
     free(model->scratch_dout);
     if (model->precision == PRECISION_FP8) {
         fp8_meta_free(&model->fp8);
-        free(model->weight_fp8);
+        free(model->weight_dequantized);
         free(model->weight_fp8_offset);
         free(model->fp8_stats);
         free(model->fp8_last_amax);
@@ -822,7 +816,7 @@ void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int
     // inputs and targets (B, T); B and T may be smaller than allocated (sampling uses B = 1)
     int C = model->config.channels, NH = model->config.num_heads, L = model->config.num_layers;
     int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
-    if (B > model->batch_size || T > model->seq_len) { die("forward with B=%d T=%d beyond the allocated size", B, T); }
+    if (B > model->B || T > model->T) { die("forward with B=%d T=%d beyond the allocated size", B, T); }
     for (int i = 0; i < B * T; i++) {
         if (inputs[i] < 0 || inputs[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V))) {
             die("token id %d at position %d is outside the vocabulary [0, %d)",
@@ -831,7 +825,7 @@ void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int
     }
     model->inputs = inputs;
     model->targets = targets;
-    ParameterTensors p = model->compute_params;
+    ParameterTensors p = model->params;
     ActivationTensors a = model->acts;
     size_t BTC = (size_t)B * T * C;
     encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C);
@@ -876,7 +870,7 @@ void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int
     const float* last = a.residual3 + (size_t)(L - 1) * BTC;
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, B, T, C);
     round_to_storage(model, a.lnf, BTC);
-    linear_forward(model, lm_head_module(model), a.logits, a.lnf, B, T);
+    linear_forward(model, linear_lm_head(model->config.num_layers), a.logits, a.lnf, B, T);
     softmax_forward(a.probs, a.logits, B, T, V, Vp);
     if (targets) {
         crossentropy_forward(a.losses, a.probs, targets, B, T, Vp);
@@ -893,18 +887,18 @@ void gpt2_zero_grad(GPT2* model) { memset(model->grads_memory, 0, model->num_par
 // Backward of the last forward; parameter gradients accumulate (scaled by loss_scale = 1/grad_accum_steps).
 void gpt2_backward(GPT2* model, float loss_scale) {
     if (!model->targets) { die("backward needs a forward with targets"); }
-    int B = model->batch_size, T = model->seq_len;
+    int B = model->B, T = model->T;
     int C = model->config.channels, NH = model->config.num_heads, L = model->config.num_layers;
     int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
     memset(model->grads_acts_memory, 0, model->num_activations * sizeof(float));
-    ParameterTensors p = model->compute_params, g = model->grads;
+    ParameterTensors p = model->params, g = model->grads;
     ActivationTensors a = model->acts, d = model->grads_acts;
     size_t BTC = (size_t)B * T * C;
     float dloss = loss_scale / (float)(B * T);  // d(mean loss)/d(loss_bt)
     for (int i = 0; i < B * T; i++) { d.losses[i] = dloss; }
     crossentropy_softmax_backward(d.logits, d.losses, a.probs, model->targets, B, T, V, Vp);
     round_to_storage(model, d.logits, (size_t)B * T * Vp);
-    linear_backward(model, lm_head_module(model), d.lnf, d.logits, a.lnf, B, T);
+    linear_backward(model, linear_lm_head(model->config.num_layers), d.lnf, d.logits, a.lnf, B, T);
     round_to_storage(model, d.lnf, BTC);
     float* dlast = d.residual3 + (size_t)(L - 1) * BTC;
     layernorm_backward(dlast, g.lnfw, g.lnfb, d.lnf, a.residual3 + (size_t)(L - 1) * BTC, p.lnfw, a.lnf_mean,
@@ -959,7 +953,7 @@ void gpt2_fp8_end_of_step(GPT2* model, int step) {
 // theirs: the weights did not change, and row 0 holds exactly their amax.
 static void gpt2_fp8_drop_step_amaxes(GPT2* model) {
     if (model->precision != PRECISION_FP8) { return; }
-    for (int module = 0; module < num_linear_modules(model); module++) {
+    for (int module = 0; module < linear_num_modules(model->config.num_layers); module++) {
         for (int k = 0; k < FP8_FWD_SLOTS; k++) {
             if (k != FP8_FWD_WEIGHT) { *fp8_meta_amax_row0(&model->fp8, fp8_meta_fwd_slot(&model->fp8, module, k)) = 0.0f; }
         }
@@ -974,8 +968,8 @@ static void gpt2_fp8_drop_step_amaxes(GPT2* model) {
 CPU_MULTIVERSION
 double gpt2_grad_norm_squared(const GPT2* model) {
     const size_t chunk = 1 << 16;
-    const float* grads = model->grads_memory + model->opt_shard.offset;
-    size_t n = model->opt_shard.count, num_chunks = (n + chunk - 1) / chunk;
+    const float* grads = model->grads_memory + model->shard.offset;
+    size_t n = model->shard.count, num_chunks = (n + chunk - 1) / chunk;
     double* partial = (double*)calloc_or_die(num_chunks, sizeof(double), "norm partials");
 #pragma omp parallel for if (num_chunks > 1)
     for (size_t c = 0; c < num_chunks; c++) {
@@ -1001,7 +995,7 @@ void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, flo
                  float grad_norm, float grad_clip, int t) {
     float clip_scale = grad_norm > grad_clip ? grad_clip / grad_norm : 1.0f;
     float bias1 = 1.0f - powf(beta1, (float)t), bias2 = 1.0f - powf(beta2, (float)t);
-    const ZeroShard* shard = &model->opt_shard;
+    const ZeroShard* shard = &model->shard;
     size_t offset = 0;
     for (int tensor = 0; tensor < NUM_PARAMETER_TENSORS; tensor++) {
         float decay = parameter_tensor_is_2d(tensor) ? weight_decay : 0.0f;
@@ -1016,7 +1010,7 @@ void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, flo
                 model->m_memory[k] = m;
                 model->v_memory[k] = v;
                 float m_hat = m / bias1, v_hat = v / bias2;
-                model->params_memory[i] -= learning_rate * (m_hat / (sqrtf(v_hat) + eps) + decay * model->params_memory[i]);
+                model->master_memory[i] -= learning_rate * (m_hat / (sqrtf(v_hat) + eps) + decay * model->master_memory[i]);
             }
         }
         offset += n;
@@ -1032,16 +1026,16 @@ static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_s
     memset(&h, 0, sizeof(h));
     h.num_processes = model->num_processes;
     h.process_rank = model->process_rank;
-    h.opt_offset = (int64_t)model->opt_shard.offset;
-    h.opt_count = (int64_t)model->opt_shard.count;
+    h.opt_offset = (int64_t)model->shard.offset;
+    h.opt_count = (int64_t)model->shard.count;
     h.precision = model->precision;
     h.fp8_modules = model->precision == PRECISION_FP8 ? model->fp8.num_modules : 0;
     h.recipe = model->recipe;
     if (model->precision != PRECISION_FP8) { delayed_scaling_default(&h.recipe); }
     h.fp8_bf16_first_last = model->fp8_bf16_first_last;
     h.fp8_lm_head = model->fp8_lm_head;
-    h.B = model->batch_size;
-    h.T = model->seq_len;
+    h.B = model->B;
+    h.T = model->T;
     h.total_batch = model->total_batch;
     h.step = step;
     h.num_parameters = (int64_t)model->num_parameters;
@@ -1060,7 +1054,7 @@ static StateFp8Arrays gpt2_state_fp8_arrays(GPT2* model) {
 static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_t rng_state, const DataLoader* loader) {
     StateHeader h = gpt2_state_header(model, step, rng_state, loader);
     StateFp8Arrays fp8 = gpt2_state_fp8_arrays(model);
-    checkpoint_save(dir, step, &model->config, model->params_memory, model->m_memory, model->v_memory, &h,
+    checkpoint_save(dir, step, &model->config, model->master_memory, model->m_memory, model->v_memory, &h,
                     model->precision == PRECISION_FP8 ? &fp8 : NULL);
 }
 
@@ -1070,7 +1064,7 @@ static void gpt2_load_checkpoint(GPT2* model, const char* dir, int step, uint64_
                                  size_t* shard_position) {
     StateHeader h = gpt2_state_header(model, step, 0, NULL);
     StateFp8Arrays fp8 = gpt2_state_fp8_arrays(model);
-    checkpoint_load(dir, step, &model->config, model->params_memory, model->m_memory, model->v_memory, &h,
+    checkpoint_load(dir, step, &model->config, model->master_memory, model->m_memory, model->v_memory, &h,
                     model->precision == PRECISION_FP8 ? &fp8 : NULL);
     *rng_state = h.rng_state;
     *shard_index = (size_t)h.shard_index;
@@ -1091,19 +1085,19 @@ static void write_fp8_diagnostics(GPT2* model, FILE* f, int step) {
 // sampling
 
 // the distribution after position t - 1: the whole (1, T) window each time (simple; only row t - 1 is read)
-static void cpu_next_token_probs(void* m, const int* tokens, int t, float* probs) {
+static void gpt2_next_token_probs(void* m, const int* tokens, int t, float* probs) {
     GPT2* model = (GPT2*)m;
-    gpt2_forward(model, tokens, NULL, 1, model->seq_len);
+    gpt2_forward(model, tokens, NULL, 1, model->T);
     memcpy(probs, model->acts.probs + (size_t)(t - 1) * model->config.padded_vocab_size,
            (size_t)model->config.vocab_size * sizeof(float));
 }
 
 static void sample_text(GPT2* model, const Tokenizer* tokenizer, int gen_tokens, Rng* rng) {
-    int saved = model->fp8_record;
-    model->fp8_record = 0;
-    sample_text_with(stdout, model, cpu_next_token_probs, model->seq_len, model->config.vocab_size, tokenizer,
+    int saved = model->training;
+    model->training = 0;
+    sample_text_with(stdout, model, gpt2_next_token_probs, model->T, model->config.vocab_size, tokenizer,
                      gen_tokens, rng);
-    model->fp8_record = saved;
+    model->training = saved;
 }
 
 #ifndef TESTING
@@ -1134,11 +1128,11 @@ int main(int argc, char** argv) {
     gpt2_allocate(&model, &opt, B, T);
     model.total_batch = total_batch;
     if (run.loaded_params) {
-        memcpy(model.params_memory, run.loaded_params, run.loaded_count * sizeof(float));
+        memcpy(model.master_memory, run.loaded_params, run.loaded_count * sizeof(float));
     } else {
         Rng init_rng;
         rng_seed(&init_rng, (uint64_t)args.seed);
-        gpt2_init_parameters(&model.params, model.param_sizes, cfg, &init_rng);
+        gpt2_init_parameters(&model.master, model.param_sizes, cfg, &init_rng);
     }
 
     // resume, or start: before step 0 the initial weights are cast with scale 1.0 (recording their amax)
@@ -1183,8 +1177,8 @@ int main(int argc, char** argv) {
         // evaluation, sampling and checkpoints at the start of a step; a resumed run already did them for its step
         if (step != start_step || start_step == 0) {
             if (have_val && (step % args.val_every == 0 || last_step)) {
-                int saved = model.fp8_record;
-                model.fp8_record = 0;
+                int saved = model.training;
+                model.training = 0;
                 dataloader_reset(val_loader);
                 double val_loss = 0.0;
                 for (int i = 0; i < val_steps; i++) {
@@ -1193,7 +1187,7 @@ int main(int argc, char** argv) {
                     val_loss += model.mean_loss;
                 }
                 val_loss /= val_steps;
-                model.fp8_record = saved;
+                model.training = saved;
                 printf("val loss %f\n", val_loss);
                 if (main_log) { fprintf(main_log, "s:%d tel:%.4f\n", step, val_loss); fflush(main_log); }
             }
@@ -1213,8 +1207,8 @@ int main(int argc, char** argv) {
         for (int micro = 0; micro < grad_accum_steps; micro++) {
             if (dataloader_next_batch(train_loader, err, sizeof(err))) { die("%s", err); }
             gpt2_forward(&model, train_loader->inputs, train_loader->targets, B, T);
-            loss += model.mean_loss / grad_accum_steps;
             gpt2_backward(&model, 1.0f / grad_accum_steps);
+            loss += model.mean_loss / grad_accum_steps;
         }
         if (step == args.debug_nan_step) { model.grads_memory[0] = NAN; }  // test hook: a poisoned gradient
         float norm = gpt2_grad_norm(&model);

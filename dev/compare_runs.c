@@ -27,8 +27,9 @@ tolerance; then, under a FAIL, one line per entry out of tolerance (the first 10
 history row) and the quantity. The last line is "compare_runs: N passed, M failed" (one check per quantity compared).
 Exit: 0 when everything is within tolerance, 1 when not, 2 on bad arguments or a file that cannot be read.
 */
-#pragma GCC diagnostic ignored "-Wunused-function"  // train_common.h's helpers for the trainers
-#include "../llmc/train_common.h"
+#include "../llmc/args.h"  // MAX_STEPS_MAX: the largest step a run can have
+#include "../llmc/checkpoint.h"
+#include "../llmc/linear.h"
 
 #define LOSS_PRINT_RESOLUTION 1e-4  // main.log's %.4f: each side rounded by at most half of it
 #define NORM_PRINT_RESOLUTION 1e-2  // main.log's %.2f
@@ -329,7 +330,7 @@ static void slot_name(char* out, size_t len, int slot, int num_modules, int num_
     int index = forward ? slot : slot - FP8_FWD_SLOTS * num_modules;
     int per = forward ? FP8_FWD_SLOTS : FP8_BWD_SLOTS, module = index / per, k = index % per;
     const char* tensor = forward ? fwd[k] : bwd[k];
-    if (module >= LINEARS_PER_BLOCK * num_layers) {
+    if (module >= linear_lm_head(num_layers)) {
         snprintf(out, len, "lm_head %s", tensor);
     } else {
         snprintf(out, len, "block %d %s %s", module / LINEARS_PER_BLOCK, linear_names[module % LINEARS_PER_BLOCK],

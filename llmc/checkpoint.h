@@ -2,6 +2,10 @@
 llmc/checkpoint.h — checkpoint files that survive crashes: atomic writes (temporary file, fsync, rename, fsync of the
 folder), the model file in llm.c's format (see gpt2.h), and our training-state file with the full FP8 metadata.
 
+Two layers: the file formats below (every function returns an error message, never exits), and at the end what the
+trainers call, checkpoint_save_* and checkpoint_load, which die with one line on any failure and check that a state
+file was written by the run resuming from it (checkpoint_check_same_run).
+
 A crash at any moment leaves either the old file or the complete new one, never a torn one. Checkpoint names follow
 llm.c: model_%08d.bin, state_%08d_%05d.bin (step, rank), and DONE_%08d written last, so a resume only ever picks a
 step whose files were all completed.
@@ -41,8 +45,11 @@ The four FP8 arrays are absent when M = 0. Version 2 (before [35] and the diagno
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../fp8/diag.h"
 #include "../fp8/meta.h"
 #include "gpt2.h"
+#include "linear.h"
+#include "utils.h"
 
 #define STATE_MAGIC 20241122
 #define STATE_VERSION 3
@@ -457,6 +464,158 @@ static inline long long latest_checkpoint_step(const char* dir) {
     }
     closedir(d);
     return best;
+}
+
+// ----------------------------------------------------------------------------
+// what the trainers call: model files, a checkpoint's save and load
+
+// Reads a model file into a freshly allocated parameter buffer; validates header, exact size and finiteness.
+static inline float* read_model_file(const char* path, GPT2Config* config, size_t* num_parameters) {
+    char err[512];
+    float* params;
+    if (model_file_read(path, config, &params, num_parameters, err, sizeof(err))) { die("%s", err); }
+    return params;
+}
+
+// ----------------------------------------------------------------------------
+// checkpoints: model_%08d.bin, state_%08d_%05d.bin, DONE_%08d (see checkpoint.h), from host arrays
+
+// The three parts of a checkpoint, in the order they must be written: the model file (rank 0), every rank's state
+// file, and (after all of them, rank 0) the DONE marker a resume looks for.
+static inline void checkpoint_save_model(const char* dir, int step, const GPT2Config* config, const float* params,
+                                  size_t num_parameters) {
+    char path[1024], err[512];
+    int32_t header[256];
+    model_header_fill(header, config);
+    snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
+    if (model_file_write(path, header, params, num_parameters, err, sizeof(err))) { die("%s", err); }
+}
+
+static inline void checkpoint_save_state(const char* dir, int step, const float* m, const float* v, const StateHeader* h,
+                                  const StateFp8Arrays* fp8) {
+    char path[1024], err[512];
+    snprintf(path, sizeof(path), "%s/state_%08d_%05d.bin", dir, step, h->process_rank);
+    if (state_file_write(path, h, m, v, fp8, err, sizeof(err))) { die("%s", err); }
+}
+
+static inline void checkpoint_mark_done(const char* dir, int step) {
+    char path[1024], err[512];
+    snprintf(path, sizeof(path), "%s/DONE_%08d", dir, step);
+    AtomicFile done;
+    if (atomic_open(&done, path, err, sizeof(err)) || atomic_commit(&done, err, sizeof(err))) { die("%s", err); }
+}
+
+// One process: all three.
+static inline void checkpoint_save(const char* dir, int step, const GPT2Config* config, const float* params, const float* m,
+                            const float* v, const StateHeader* h, const StateFp8Arrays* fp8) {
+    checkpoint_save_model(dir, step, config, params, (size_t)h->num_parameters);
+    checkpoint_save_state(dir, step, m, v, h, fp8);
+    checkpoint_mark_done(dir, step);  // DONE last: a resume only trusts a step whose files are all complete
+}
+
+static inline int same_config(const GPT2Config* a, const GPT2Config* b) {
+    return a->max_seq_len == b->max_seq_len && a->vocab_size == b->vocab_size &&
+           a->padded_vocab_size == b->padded_vocab_size && a->num_layers == b->num_layers &&
+           a->num_heads == b->num_heads && a->channels == b->channels;
+}
+
+// A resume continues the run that wrote the checkpoint: every setting its state header records must be this run's
+// too (the FP8 ones when it trains in FP8). The first that differs is one line: the flag, the checkpoint's value and
+// this run's. What the header does not record may change on resume (steps, learning-rate schedule, evaluation,
+// sampling, checkpoint interval, diagnostics; see the README).
+typedef struct {
+    const char* flag;
+    long long checkpoint, run;
+    const char* const* names;  // value -> name, or NULL: printed as a number
+    int num_names;
+} ResumeSetting;
+
+static inline void checkpoint_check_same_run(const char* path, const StateHeader* file, const StateHeader* run) {
+    static const char* const precisions[] = {"fp32", "bf16", "fp8"};
+    static const char* const formats[] = {"e4m3", "hybrid", "e5m2"};
+    static const char* const algos[] = {"max", "most_recent", "callback"};
+    static const char* const scalings[] = {"delayed", "current"};
+    const DelayedScaling *f = &file->recipe, *r = &run->recipe;
+    int fp8 = run->precision == PRECISION_FP8;
+    // the override flags in the trainer's sense: -fp8_fprop 1 is that GEMM in FP8 (override 0)
+    ResumeSetting settings[] = {
+        {"-precision", file->precision, run->precision, precisions, 3},
+        {"-b", file->B, run->B, NULL, 0},
+        {"-t", file->T, run->T, NULL, 0},
+        {"-d", file->total_batch, run->total_batch, NULL, 0},
+        {fp8 ? "-fp8_recipe" : NULL, f->scaling, r->scaling, scalings, 2},
+        {fp8 ? "-fp8" : NULL, f->fp8_format, r->fp8_format, formats, 3},
+        {fp8 ? "-fp8_amax_history_len" : NULL, f->amax_history_len, r->amax_history_len, NULL, 0},
+        {fp8 ? "-fp8_amax_compute_algo" : NULL, f->amax_compute_algo, r->amax_compute_algo, algos, 3},
+        {fp8 ? "-fp8_margin" : NULL, f->margin, r->margin, NULL, 0},
+        {fp8 ? "-fp8_interval" : NULL, f->interval, r->interval, NULL, 0},
+        {fp8 ? "-fp8_fprop" : NULL, !f->override_fprop, !r->override_fprop, NULL, 0},
+        {fp8 ? "-fp8_dgrad" : NULL, !f->override_dgrad, !r->override_dgrad, NULL, 0},
+        {fp8 ? "-fp8_wgrad" : NULL, !f->override_wgrad, !r->override_wgrad, NULL, 0},
+        {fp8 ? "-fp8_reduce_amax" : NULL, f->reduce_amax, r->reduce_amax, NULL, 0},
+        {fp8 ? "-fp8_bf16_first_last" : NULL, file->fp8_bf16_first_last, run->fp8_bf16_first_last, NULL, 0},
+        {fp8 ? "-fp8_lm_head" : NULL, file->fp8_lm_head, run->fp8_lm_head, NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+        const ResumeSetting* st = &settings[i];
+        if (!st->flag || st->checkpoint == st->run) { continue; }
+        char was[32], now[32];
+        if (st->names && st->checkpoint >= 0 && st->checkpoint < st->num_names) {
+            snprintf(was, sizeof(was), "%s", st->names[st->checkpoint]);
+        } else {
+            snprintf(was, sizeof(was), "%lld", st->checkpoint);
+        }
+        if (st->names && st->run >= 0 && st->run < st->num_names) {
+            snprintf(now, sizeof(now), "%s", st->names[st->run]);
+        } else {
+            snprintf(now, sizeof(now), "%lld", st->run);
+        }
+        die("%s: cannot resume: %s is %s in the checkpoint but %s in this run (resume with %s %s, or start a new run "
+            "in another -o)", path, st->flag, was, now, st->flag, was);
+    }
+}
+
+// Loads checkpoint `step` of `dir` into params, m, v and (when the run has FP8 state) fp8's arrays, after checking
+// that it was written by this run (model, process layout, every setting of checkpoint_check_same_run); on return h
+// holds the file's step, RNG and data position.
+static inline void checkpoint_load(const char* dir, int step, const GPT2Config* config, float* params, float* m, float* v,
+                            StateHeader* h, const StateFp8Arrays* fp8) {
+    char path[1024], err[512];
+    snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
+    GPT2Config file_config;
+    size_t n;
+    float* file_params = read_model_file(path, &file_config, &n);
+    int same = same_config(&file_config, config);
+    if (same) { memcpy(params, file_params, n * sizeof(float)); }
+    free(file_params);
+    if (!same) {
+        die("%s: checkpoint model (L %d, C %d, NH %d, V %d, maxT %d) differs from the run's (L %d, C %d, NH %d, V %d, maxT %d)",
+            path, file_config.num_layers, file_config.channels, file_config.num_heads, file_config.vocab_size,
+            file_config.max_seq_len, config->num_layers, config->channels, config->num_heads, config->vocab_size,
+            config->max_seq_len);
+    }
+    snprintf(path, sizeof(path), "%s/state_%08d_%05d.bin", dir, step, h->process_rank);
+    StateHeader file;
+    if (state_file_read_header(path, &file, err, sizeof(err))) { die("%s", err); }
+    if (file.num_processes != h->num_processes) {
+        die("%s: written by %d processes, this run has %d", path, file.num_processes, h->num_processes);
+    }
+    if (file.num_parameters != h->num_parameters) { die("%s: parameter count does not match the model", path); }
+    if (file.opt_offset != h->opt_offset || file.opt_count != h->opt_count) {
+        die("%s: holds the optimizer state of parameters [%lld, %lld), this rank owns [%lld, %lld) (same -pn and -z "
+            "as the run that wrote it)", path, (long long)file.opt_offset, (long long)(file.opt_offset + file.opt_count),
+            (long long)h->opt_offset, (long long)(h->opt_offset + h->opt_count));
+    }
+    checkpoint_check_same_run(path, &file, h);
+    if (file.fp8_modules != h->fp8_modules) {  // same model and precision, so only a corrupt file gets here
+        die("%s: corrupt state file (%d FP8 modules, the model has %d)", path, file.fp8_modules, h->fp8_modules);
+    }
+    if (state_file_read_body(path, &file, m, v, fp8, err, sizeof(err))) { die("%s", err); }
+    if (file.fp8_modules && state_fp8_check(path, &file, fp8, err, sizeof(err))) { die("%s", err); }
+    h->step = file.step;
+    h->rng_state = file.rng_state;
+    h->shard_index = file.shard_index;
+    h->shard_position = file.shard_position;
 }
 
 #endif  // GPTFP8_CHECKPOINT_H

@@ -22,8 +22,9 @@ What changes the activations (B*T rows of C = channels, L layers; bf16 = 2 bytes
 #include <string.h>
 
 #include "../fp8/current.h"
+#include "args.h"  // the attention choice (ATTENTION_PLAIN, ATTENTION_CUDNN)
 #include "gpt2.h"
-#include "train_common.h"
+#include "linear.h"
 #include "zero.h"
 
 typedef enum {
@@ -109,7 +110,7 @@ typedef enum {
     GPU_NORM_SQUARED,      // (1) fp32
     GPU_NORM_PARTIALS,     // (norm_blocks) fp32
     GPU_AMAX_DISCARD,      // (1) fp32
-    GPU_GEMM_WORKSPACE,    // cuBLASLt's: allocated by gemm_context_init (fp8/gemm.cuh), counted here
+    GPU_GEMM_WORKSPACE,    // cuBLASLt's: allocated by gemm_context_init (llmc/gemm.cuh), counted here
     NUM_GPU_BUFFERS
 } GpuBuffer;
 
@@ -146,7 +147,7 @@ typedef struct {
     int fp8_slots;                // Fp8Meta.num_slots, 0 without FP8
     size_t gemm_workspace_bytes;  // cuBLASLt's workspace (GEMM_WORKSPACE_BYTES)
     size_t attention_workspace_bytes;  // cuDNN's, the largest its graphs ask for (0 with plain attention)
-    int column_sum_rows, norm_blocks;  // the deterministic reductions' chunking (llmc/kernels.cuh)
+    int column_sum_rows, norm_blocks;  // the deterministic reductions' chunking (llmc/cuda_common.cuh, llmc/global_norm.cuh)
 } GpuMemoryInputs;
 
 typedef struct {
@@ -164,21 +165,6 @@ static inline size_t attention_stats_layer_floats(int B, int NH, int T) {
     return (n + 63) / 64 * 64;
 }
 
-// The FP8 copies of the weights: where each module's W (and W^T, at the same offset in its own buffer) starts, for
-// the modules whose fprop or dgrad is FP8; offsets (num_modules) may be NULL. Returns the total bytes of one copy.
-static inline size_t fp8_weight_layout(const GPT2Config* config, const LinearPrecision* p, size_t* offsets) {
-    size_t total = 0;
-    int num_modules = LINEARS_PER_BLOCK * config->num_layers + 1;
-    for (int module = 0; module < num_modules; module++) {
-        if (offsets) { offsets[module] = total; }
-        if (linear_gemm_is_fp8(p, module, LINEAR_GEMM_FPROP) || linear_gemm_is_fp8(p, module, LINEAR_GEMM_DGRAD)) {
-            LinearLayout ll = linear_layout(config, module);
-            total += (size_t)ll.OC * ll.IC;
-        }
-    }
-    return total;
-}
-
 // Columns per row of the B*T-row FP8 cast scratch, the widest any FP8 GEMM needs: x holds the forward's input cast
 // (for an FP8 fprop, or to record the input's amax for an FP8 wgrad), x_t the input's transpose for an FP8 wgrad, dy
 // and dy_t the output gradient's cast and transpose (dgrad or wgrad). The LM head (Vp columns) counts only when it
@@ -189,7 +175,7 @@ typedef struct {
 
 static inline Fp8ScratchWidths fp8_scratch_widths(const GPT2Config* config, const LinearPrecision* p) {
     Fp8ScratchWidths w = {0, 0, 0};
-    int num_modules = LINEARS_PER_BLOCK * config->num_layers + 1;
+    int num_modules = linear_num_modules(config->num_layers);
     for (int module = 0; module < num_modules; module++) {
         int fprop = linear_gemm_is_fp8(p, module, LINEAR_GEMM_FPROP);
         int dgrad = linear_gemm_is_fp8(p, module, LINEAR_GEMM_DGRAD);

@@ -9,7 +9,6 @@ GPU_MEMORY_HEADROOM_BYTES for the libraries. cuDNN's workspace is known only on 
 assume 1 GiB, what its deterministic backward on Hopper takes at d48, B=16, T=1024 by the frontend's own formula: the
 bf16 dP workspace (B*NH*T*T*2 bytes = 800 MiB) and the fp32 dQ accumulator (B*NH*T*HS*4 = 100 MiB).
 */
-#pragma GCC diagnostic ignored "-Wunused-function"  // train_common.h's helpers for the trainers' main()
 #include "memory_plan.h"
 
 #include "testing.h"
@@ -17,7 +16,7 @@ bf16 dP workspace (B*NH*T*T*2 bytes = 800 MiB) and the fp32 dQ accumulator (B*NH
 static const size_t MiB = (size_t)1 << 20, GiB = (size_t)1 << 30;
 static const size_t FREE_ON_80GB = (size_t)79 << 30;
 static const size_t ASSUMED_CUDNN_WORKSPACE = (size_t)1 << 30;
-static const size_t GEMM_WORKSPACE = (size_t)32 << 20;  // fp8/gemm.cuh's GEMM_WORKSPACE_BYTES
+static const size_t GEMM_WORKSPACE = (size_t)32 << 20;  // llmc/gemm.cuh's GEMM_WORKSPACE_BYTES
 
 typedef struct {
     GpuMemoryInputs in;
@@ -55,7 +54,7 @@ static void setup(Setup* s, const char* depth, int B, int T, Precision precision
 // the FP8 state's size as the trainer gets it: from fp8_meta_init
 static void setup_fp8_meta(Setup* s) {
     char err[256];
-    int modules = LINEARS_PER_BLOCK * s->in.config.num_layers + 1;
+    int modules = linear_num_modules(s->in.config.num_layers);
     if (fp8_meta_init(&s->meta, modules, &s->recipe, err, sizeof(err))) { die("test: %s", err); }
     s->in.fp8_meta_floats = s->meta.num_floats;
     s->in.fp8_slots = s->meta.num_slots;

@@ -153,7 +153,7 @@ typedef struct {
     int fp8;       // 1: the blocks' four linear layers in FP8 (fprop with fast accumulation), the LM head in bf16
 } Gpt2Roundings;
 
-// the four linear layers of a block, in llmc/train_common.h's order (LINEAR_QKV ...)
+// the four linear layers of a block, in llmc/linear.h's order (LINEAR_QKV ...)
 enum { GPT2_LINEAR_QKV, GPT2_LINEAR_ATTPROJ, GPT2_LINEAR_FC, GPT2_LINEAR_FCPROJ, GPT2_LINEARS };
 // a block's forward tensors, in the order the forward makes them
 enum { GPT2_LN1, GPT2_QKV, GPT2_PREATT, GPT2_ATT, GPT2_ATTY, GPT2_ATTPROJ, GPT2_RESIDUAL2, GPT2_LN2, GPT2_FCH,

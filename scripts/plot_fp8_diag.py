@@ -15,7 +15,7 @@ writes, in DIR:
   PREFIX_saturation_heatmap.png   layers (rows) by steps (columns): the worst saturated fraction over the layer's
                                   GEMMs and tensors
 
-The TSV's columns (llmc/train_common.h, fp8_diag_write_block): step module layer gemm tensor format amax window_amax
+The TSV's columns (fp8/diag.h, fp8_diag_write_module): step module layer gemm tensor format amax window_amax
 scale scale_inv saturated_frac flushed_frac; layer -1 is the LM head.
 """
 import argparse

@@ -1,0 +1,318 @@
+/*
+llmc/args.h — the trainers' command line: llm.c-style flags (every flag takes a value) plus the TE/Megatron-named FP8
+flags, every value validated with a one-line error, their defaults in one place, and -h. Both trainers take the same
+flags; the ones a trainer cannot honour it refuses itself.
+*/
+#ifndef GPTFP8_ARGS_H
+#define GPTFP8_ARGS_H
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../fp8/recipe_parse.h"
+#include "linear.h"
+#include "utils.h"
+
+// The GPU trainer's attention: cuDNN's fused flash attention (llmc/cudnn_attention.cpp) or the plain CUDA/cuBLAS one
+// (llmc/attention.cuh), which keeps the (B, NH, T, T) matrix of every layer.
+enum { ATTENTION_DEFAULT = -1, ATTENTION_PLAIN = 0, ATTENTION_CUDNN = 1 };
+
+typedef struct {
+    const char* train_pattern;
+    const char* val_pattern;
+    const char* tokenizer_path;
+    int tokenizer_explicit;
+    const char* output_dir;
+    const char* model_spec;  // "" (free sizes), d12 | d24 | d36 | d48, or a model file
+    int num_layers, channels, num_heads, vocab_override, max_seq_len;
+    int B, T, total_batch_size;
+    float learning_rate, final_lr_fraction, weight_decay, grad_clip;
+    int warmup_steps, max_steps;
+    int val_every, val_max_steps, sample_every, gen_tokens, checkpoint_every, resume;
+    int seed;
+    int recompute;  // -r, llm.c's: 0 keep every activation, 1 recompute GELU in the backward, 2 LayerNorm too (GPU)
+    int attention;  // -attn (GPU): ATTENTION_CUDNN, ATTENTION_PLAIN, or ATTENTION_DEFAULT (cuDNN when built with it)
+    int estimate_only;  // -estimate 1 (GPU): print the memory estimate and the largest -b that fits, then exit
+    Precision precision;
+    int precision_set;
+    const char* fp8_flag;  // -fp8 value, resolved after parsing
+    DelayedScaling recipe;
+    Fp8ScalingRecipe fp8_scaling;       // -fp8_recipe, applied to `recipe` after parsing
+    const char* fp8_delayed_only_flag;  // the last flag given that only delayed scaling has (history, algo, ...)
+    int fp8_bf16_first_last, fp8_lm_head, fp8_diag_every;
+    // data parallelism (CUDA trainer): -1 / NULL when not given; llmc/multi_process.h resolves them with the launcher's
+    int num_processes, process_rank, gpus_per_node;
+    const char *init_method, *fs_path, *server_ip;
+    int zero_stage;
+    int debug_nan_step;   // test hooks: poison a gradient at this step,
+    int debug_kill_step;  // or SIGKILL ourselves at the start of this step's training (after its checkpoint)
+} TrainArgs;
+
+#define TOTAL_BATCH_MAX (1 << 30)  // -d, tokens per optimizer step
+#define MAX_STEPS_MAX (1 << 30)    // -x
+
+// Every flag's default, in one place: parse_args starts from these and -h prints them.
+static inline void train_args_default(TrainArgs* a) {
+    memset(a, 0, sizeof(*a));
+    a->train_pattern = "data/tinyshakespeare/tiny_shakespeare_train.bin";
+    a->val_pattern = "data/tinyshakespeare/tiny_shakespeare_val.bin";
+    a->tokenizer_path = "";
+    a->output_dir = NULL;
+    a->model_spec = "";
+    a->num_layers = 4;
+    a->channels = 128;
+    a->num_heads = 4;
+    a->B = 4;
+    a->T = 64;
+    a->total_batch_size = -1;
+    a->learning_rate = 3e-4f;
+    a->final_lr_fraction = 1.0f;
+    a->weight_decay = 0.0f;
+    a->grad_clip = 1.0f;
+    a->max_steps = -1;
+    a->val_every = 20;
+    a->val_max_steps = 20;
+    a->sample_every = 20;
+    a->gen_tokens = 64;
+    a->seed = 1337;
+    a->precision = PRECISION_FP8;
+    a->fp8_diag_every = 10;
+    a->debug_nan_step = -1;
+    a->debug_kill_step = -1;
+    a->num_processes = -1;
+    a->process_rank = -1;
+    a->gpus_per_node = -1;
+    a->zero_stage = 1;
+    a->attention = ATTENTION_DEFAULT;
+    delayed_scaling_default(&a->recipe);
+}
+
+// One line of -h: the flag, what it does, its default.
+static inline void usage_flag(const char* flag, const char* meaning, const char* default_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline void usage_flag(const char* flag, const char* meaning, const char* default_fmt, ...) {
+    char value[256];
+    va_list args;
+    va_start(args, default_fmt);
+    vsnprintf(value, sizeof(value), default_fmt, args);
+    va_end(args);
+    printf("  %-26s %-50s %s\n", flag, meaning, value);
+}
+
+// program: the name the trainer was run as (argv[0]), so each trainer's -h names itself.
+static inline void print_usage(const char* program) {
+    TrainArgs d;
+    train_args_default(&d);
+    const DelayedScaling* r = &d.recipe;
+    const char* slash = strrchr(program, '/');
+    printf("usage: %s [flags]   (llm.c-style: every flag takes a value)\n", slash ? slash + 1 : program);
+    printf("  %-26s %-50s %s\n", "flag", "what", "default");
+    printf("data\n");
+    usage_flag("-i FILES", "train shards (a glob)", "%s", d.train_pattern);
+    usage_flag("-j FILES", "val shards (a glob)", "%s", d.val_pattern);
+    usage_flag("-tk FILE", "tokenizer (for sampling)", "tokenizer.bin beside the train shards, if there");
+    usage_flag("-o DIR", "output: main.log, fp8_diag.tsv, checkpoints", "none (no logs, no checkpoints)");
+    printf("model\n");
+    usage_flag("-e d12|d24|d36|d48|FILE", "a GPT-2 preset, or start from a model file", "none: -L -C -NH below");
+    usage_flag("-L N", "layers", "%d", d.num_layers);
+    usage_flag("-C N", "channels", "%d", d.channels);
+    usage_flag("-NH N", "attention heads", "%d", d.num_heads);
+    usage_flag("-V N", "vocabulary size", "the tokenizer's");
+    usage_flag("-maxT N", "maximum sequence length", "-t (a preset: 1024)");
+    printf("batch\n");
+    usage_flag("-b N", "micro-batch B", "%d", d.B);
+    usage_flag("-t N", "sequence length T", "%d", d.T);
+    usage_flag("-d N", "total batch in tokens (gradient accumulation)", "%d: B*T", d.total_batch_size);
+    printf("optimizer (AdamW, cosine schedule)\n");
+    usage_flag("-l LR", "learning rate", "%g", d.learning_rate);
+    usage_flag("-u N", "warmup steps", "%d", d.warmup_steps);
+    usage_flag("-q F", "final lr as a fraction of -l", "%g (constant lr after warmup)", d.final_lr_fraction);
+    usage_flag("-c F", "weight decay", "%g", d.weight_decay);
+    usage_flag("-gc F", "gradient clip (global norm)", "%g", d.grad_clip);
+    usage_flag("-x N", "steps (0: no training, evaluate and sample -e)", "%d: one epoch", d.max_steps);
+    printf("evaluation and sampling\n");
+    usage_flag("-v N", "val loss every N steps (0: never)", "%d", d.val_every);
+    usage_flag("-m N", "val batches", "%d", d.val_max_steps);
+    usage_flag("-s N", "sample every N steps (0: never)", "%d", d.sample_every);
+    usage_flag("-g N", "tokens per sample", "%d", d.gen_tokens);
+    usage_flag("-seed N", "seed of the initial weights and the samples", "%d", d.seed);
+    printf("checkpoints (in -o)\n");
+    usage_flag("-n N", "checkpoint every N steps (0: only at the end)", "%d", d.checkpoint_every);
+    usage_flag("-y 0|1", "resume from the newest complete checkpoint", "%d", d.resume);
+    printf("memory and attention (GPU)\n");
+    usage_flag("-r 0|1|2", "recompute in the backward: 1 GELU, 2 +LayerNorm", "%d (GPU only; the CPU keeps all)",
+               d.recompute);
+    usage_flag("-estimate 0|1", "1: print the memory estimate, the largest -b, exit", "%d", d.estimate_only);
+    usage_flag("-attn cudnn|plain", "cuDNN flash attention or the plain one", "cudnn when built with it");
+    printf("precision\n");
+    usage_flag("-precision fp32|bf16|fp8", "fp32 reference, BF16 baseline, FP8 linears", "%s", precision_name(d.precision));
+    usage_flag("-fp8 off|e4m3|hybrid|e5m2", "Megatron's switch: off = bf16, else fp8 in it", "%s (E4M3 fwd, E5M2 bwd)",
+               fp8_recipe_format_name(r->fp8_format));
+    printf("  %-26s %s\n", "", "(e5m2: CPU trainer only; cuBLASLt has no E5M2 x E5M2 GEMM on Hopper)");
+    usage_flag("-fp8_recipe delayed|current", "TE's DelayedScaling, or Float8CurrentScaling", "%s",
+               fp8_scaling_recipe_name(r->scaling));
+    usage_flag("-fp8_margin N", "scale = fp8_max / amax / 2^margin", "%d", r->margin);
+    usage_flag("-fp8_fprop 0|1", "1: run the forward GEMMs in FP8, 0: in BF16", "%d", !r->override_fprop);
+    usage_flag("-fp8_dgrad 0|1", "the same for the input-gradient GEMMs", "%d", !r->override_dgrad);
+    usage_flag("-fp8_wgrad 0|1", "the same for the weight-gradient GEMMs", "%d", !r->override_wgrad);
+    usage_flag("-fp8_bf16_first_last N", "the first and last N blocks stay BF16", "%d", d.fp8_bf16_first_last);
+    usage_flag("-fp8_lm_head 0|1", "the LM head through FP8 too", "%d", d.fp8_lm_head);
+    usage_flag("-fp8_diag_every K", "FP8 diagnostics into fp8_diag.tsv every K steps", "%d", d.fp8_diag_every);
+    printf("fp8, delayed scaling only\n");
+    usage_flag("-fp8_amax_history_len N", "amax history rows per slot", "%d", r->amax_history_len);
+    usage_flag("-fp8_amax_compute_algo A", "max | most_recent over the history", "%s",
+               amax_compute_algo_name(r->amax_compute_algo));
+    usage_flag("-fp8_interval N", "recompute scales every N steps", "%d", r->interval);
+    usage_flag("-fp8_reduce_amax 0|1", "all-reduce(MAX) amaxes over ranks", "%d", r->reduce_amax);
+    printf("several GPUs (CUDA trainer; mpirun and srun set -pn -pr -pg)\n");
+    usage_flag("-pn N", "processes", "1, or the launcher's");
+    usage_flag("-pr N", "this process's rank", "0, or the launcher's");
+    usage_flag("-pg N", "GPUs per node (GPU = rank modulo N)", "unset: GPU = local rank");
+    usage_flag("-pi mpi|fs|tcp", "how ranks exchange the NCCL id", "mpi under mpirun; by hand: needed");
+    usage_flag("-pf DIR", "shared folder for -pi fs", "none (needed with fs)");
+    usage_flag("-ps IP", "rank 0's IPv4 address for -pi tcp", "none (port 12345 or $GPTFP8_PORT)");
+    usage_flag("-z 0|1", "ZeRO stage", "%d", d.zero_stage);
+}
+
+static inline int parse_int_flag(const char* flag, const char* value, long lo, long hi) {
+    char err[256];
+    long v;
+    if (parse_int_in_range(value, lo, hi, flag, &v, err, sizeof(err))) { die("%s", err); }
+    return (int)v;
+}
+
+static inline float parse_float_flag(const char* flag, const char* value, float lo, float hi) {
+    char* end = NULL;
+    errno = 0;
+    float v = value && *value ? strtof(value, &end) : 0.0f;
+    if (!value || !*value || errno == ERANGE || end == value || *end != '\0' || !isfinite(v)) {
+        die("invalid value '%s' for %s: expected a number in [%g, %g]", value ? value : "", flag, lo, hi);
+    }
+    if (v < lo || v > hi) { die("invalid value '%s' for %s: must be in [%g, %g]", value, flag, lo, hi); }
+    return v;
+}
+
+static inline void parse_args(TrainArgs* a, int argc, char** argv) {
+    train_args_default(a);
+    for (int i = 1; i < argc; i++) {
+        const char* flag = argv[i];
+        if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) { print_usage(argv[0]); exit(0); }
+        if (flag[0] != '-') { die("unexpected argument '%s' (flags look like -b 4; -h lists them)", flag); }
+        if (i + 1 >= argc) { die("flag %s needs a value (-h lists the flags)", flag); }
+        const char* v = argv[++i];
+        char err[256];
+        if (strcmp(flag, "-i") == 0) { a->train_pattern = v; }
+        else if (strcmp(flag, "-j") == 0) { a->val_pattern = v; }
+        else if (strcmp(flag, "-tk") == 0) { a->tokenizer_path = v; a->tokenizer_explicit = 1; }
+        else if (strcmp(flag, "-o") == 0) { a->output_dir = v; }
+        else if (strcmp(flag, "-e") == 0) { a->model_spec = v; }
+        else if (strcmp(flag, "-L") == 0) { a->num_layers = parse_int_flag(flag, v, 1, 1024); }
+        else if (strcmp(flag, "-C") == 0) { a->channels = parse_int_flag(flag, v, 1, 65536); }
+        else if (strcmp(flag, "-NH") == 0) { a->num_heads = parse_int_flag(flag, v, 1, 4096); }
+        else if (strcmp(flag, "-V") == 0) { a->vocab_override = parse_int_flag(flag, v, 2, 65536); }
+        else if (strcmp(flag, "-maxT") == 0) { a->max_seq_len = parse_int_flag(flag, v, 1, 1 << 20); }
+        else if (strcmp(flag, "-b") == 0) { a->B = parse_int_flag(flag, v, 1, 1 << 16); }
+        else if (strcmp(flag, "-t") == 0) { a->T = parse_int_flag(flag, v, 1, 1 << 20); }
+        else if (strcmp(flag, "-d") == 0) { a->total_batch_size = parse_int_flag(flag, v, -1, TOTAL_BATCH_MAX); }
+        else if (strcmp(flag, "-l") == 0) { a->learning_rate = parse_float_flag(flag, v, 0.0f, 10.0f); }
+        else if (strcmp(flag, "-u") == 0) { a->warmup_steps = parse_int_flag(flag, v, 0, 1 << 30); }
+        else if (strcmp(flag, "-q") == 0) { a->final_lr_fraction = parse_float_flag(flag, v, 0.0f, 1.0f); }
+        else if (strcmp(flag, "-c") == 0) { a->weight_decay = parse_float_flag(flag, v, 0.0f, 10.0f); }
+        else if (strcmp(flag, "-gc") == 0) { a->grad_clip = parse_float_flag(flag, v, 1e-6f, 1e6f); }
+        else if (strcmp(flag, "-x") == 0) { a->max_steps = parse_int_flag(flag, v, -1, MAX_STEPS_MAX); }
+        else if (strcmp(flag, "-v") == 0) { a->val_every = parse_int_flag(flag, v, 0, 1 << 30); }
+        else if (strcmp(flag, "-m") == 0) { a->val_max_steps = parse_int_flag(flag, v, 1, 1 << 30); }
+        else if (strcmp(flag, "-s") == 0) { a->sample_every = parse_int_flag(flag, v, 0, 1 << 30); }
+        else if (strcmp(flag, "-g") == 0) { a->gen_tokens = parse_int_flag(flag, v, 1, 1 << 20); }
+        else if (strcmp(flag, "-n") == 0) { a->checkpoint_every = parse_int_flag(flag, v, 0, 1 << 30); }
+        else if (strcmp(flag, "-y") == 0) { a->resume = parse_int_flag(flag, v, 0, 1); }
+        else if (strcmp(flag, "-seed") == 0) { a->seed = parse_int_flag(flag, v, 0, 2147483647); }
+        else if (strcmp(flag, "-r") == 0) {  // llm.c's meaning; the seed was -r before it had one, hence the hint
+            long r;
+            if (parse_int_in_range(v, 0, 2, flag, &r, err, sizeof(err))) {
+                die("invalid value '%s' for -r (recompute): expected 0, 1 or 2 (the seed is -seed)", v);
+            }
+            a->recompute = (int)r;
+        }
+        else if (strcmp(flag, "-attn") == 0) {
+            if (strcmp(v, "cudnn") == 0) { a->attention = ATTENTION_CUDNN; }
+            else if (strcmp(v, "plain") == 0) { a->attention = ATTENTION_PLAIN; }
+            else { die("invalid value '%s' for -attn: expected cudnn or plain", v); }
+        }
+        else if (strcmp(flag, "-estimate") == 0) { a->estimate_only = parse_int_flag(flag, v, 0, 1); }
+        else if (strcmp(flag, "-precision") == 0) {
+            if (strcmp(v, "fp32") == 0) { a->precision = PRECISION_FP32; }
+            else if (strcmp(v, "bf16") == 0) { a->precision = PRECISION_BF16; }
+            else if (strcmp(v, "fp8") == 0) { a->precision = PRECISION_FP8; }
+            else { die("invalid value '%s' for -precision: expected one of fp32, bf16, fp8", v); }
+            a->precision_set = 1;
+        }
+        else if (strcmp(flag, "-fp8") == 0) {
+            if (strcmp(v, "off") != 0 && strcmp(v, "e4m3") != 0 && strcmp(v, "hybrid") != 0 && strcmp(v, "e5m2") != 0) {
+                die("invalid value '%s' for -fp8: expected one of off, e4m3, hybrid, e5m2", v);
+            }
+            a->fp8_flag = v;
+        }
+        else if (strncmp(flag, "-fp8_", 5) == 0) {
+            const char* key = flag + 5;
+            if (strcmp(key, "bf16_first_last") == 0) { a->fp8_bf16_first_last = parse_int_flag(flag, v, 0, 1024); }
+            else if (strcmp(key, "lm_head") == 0) { a->fp8_lm_head = parse_int_flag(flag, v, 0, 1); }
+            else if (strcmp(key, "diag_every") == 0) { a->fp8_diag_every = parse_int_flag(flag, v, 0, 1 << 30); }
+            else if (strcmp(key, "recipe") == 0) {
+                if (parse_fp8_scaling_recipe(v, flag, &a->fp8_scaling, err, sizeof(err))) { die("%s", err); }
+            }
+            else if (delayed_scaling_set(&a->recipe, key, v, flag, err, sizeof(err))) {
+                if (strncmp(err, "unknown", 7) == 0) { die("unknown flag %s (-h lists the flags)", flag); }
+                die("%s", err);
+            }
+            if (strcmp(key, "amax_history_len") == 0 || strcmp(key, "amax_compute_algo") == 0 ||
+                strcmp(key, "interval") == 0 || strcmp(key, "reduce_amax") == 0) {
+                a->fp8_delayed_only_flag = flag;
+            }
+        }
+        else if (strcmp(flag, "-pn") == 0) { a->num_processes = parse_int_flag(flag, v, 1, 1 << 16); }
+        else if (strcmp(flag, "-pr") == 0) { a->process_rank = parse_int_flag(flag, v, 0, (1 << 16) - 1); }
+        else if (strcmp(flag, "-pg") == 0) { a->gpus_per_node = parse_int_flag(flag, v, 1, 1024); }
+        else if (strcmp(flag, "-pi") == 0) {
+            if (strcmp(v, "mpi") != 0 && strcmp(v, "fs") != 0 && strcmp(v, "tcp") != 0) {
+                die("invalid value '%s' for -pi: expected one of mpi, fs, tcp", v);
+            }
+            a->init_method = v;
+        }
+        else if (strcmp(flag, "-pf") == 0) { a->fs_path = v; }
+        else if (strcmp(flag, "-ps") == 0) { a->server_ip = v; }
+        else if (strcmp(flag, "-z") == 0) { a->zero_stage = parse_int_flag(flag, v, 0, 1); }
+        else if (strcmp(flag, "-debug_nan_step") == 0) { a->debug_nan_step = parse_int_flag(flag, v, -1, 1 << 30); }
+        else if (strcmp(flag, "-debug_kill_step") == 0) { a->debug_kill_step = parse_int_flag(flag, v, -1, 1 << 30); }
+        else { die("unknown flag %s (-h lists the flags)", flag); }
+    }
+    // -fp8 (TE/Megatron's switch) and -precision must agree
+    if (a->fp8_flag) {
+        int off = strcmp(a->fp8_flag, "off") == 0;
+        if (a->precision_set && ((off && a->precision == PRECISION_FP8) || (!off && a->precision != PRECISION_FP8))) {
+            die("-fp8 %s conflicts with -precision %s", a->fp8_flag, precision_name(a->precision));
+        }
+        if (off) {
+            if (!a->precision_set) { a->precision = PRECISION_BF16; }
+        } else {
+            char err[256];
+            a->precision = PRECISION_FP8;
+            if (delayed_scaling_set(&a->recipe, "fp8_format", a->fp8_flag, "-fp8", err, sizeof(err))) { die("%s", err); }
+        }
+    }
+    // current scaling has no history, so the flags that shape one make no sense with it: refused, not ignored
+    if (a->fp8_scaling == FP8_SCALING_CURRENT) {
+        if (a->fp8_delayed_only_flag) {
+            die("%s applies to delayed scaling only (-fp8_recipe current keeps no amax history)", a->fp8_delayed_only_flag);
+        }
+        float8_current_scaling_apply(&a->recipe);
+    }
+    if (a->resume && !a->output_dir) { die("-y 1 needs -o: the folder to resume from"); }
+}
+
+#endif  // GPTFP8_ARGS_H

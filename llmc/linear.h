@@ -1,0 +1,138 @@
+/*
+llmc/linear.h — the model's linear (GEMM) modules, said once for both trainers: which modules exist and in what
+order (4 per block, then the LM head: the FP8 metadata's module order), where each one's weight and bias sit in the
+flat parameter buffer, which of its three GEMMs (fprop, dgrad, wgrad) run in FP8 under the precision and recipe, the
+FP8 casts that follows from, where its FP8 weight copy sits, and the FP8 diagnostics block, module by module.
+*/
+#ifndef GPTFP8_LINEAR_H
+#define GPTFP8_LINEAR_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../fp8/diag.h"
+#include "../fp8/meta.h"
+#include "gpt2.h"
+
+typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1, PRECISION_FP8 = 2 } Precision;
+static inline const char* precision_name(Precision p) { return p == PRECISION_FP32 ? "fp32" : p == PRECISION_BF16 ? "bf16" : "fp8"; }
+
+// ----------------------------------------------------------------------------
+// the modules
+
+// Module order: 4 per block (module = block * LINEARS_PER_BLOCK + kind), then the LM head.
+enum { LINEAR_QKV = 0, LINEAR_ATTPROJ = 1, LINEAR_FC = 2, LINEAR_FCPROJ = 3, LINEARS_PER_BLOCK = 4 };
+static const char* const linear_names[LINEARS_PER_BLOCK] = {"qkv", "attproj", "fc", "fcproj"};
+
+static inline int linear_lm_head(int num_layers) { return LINEARS_PER_BLOCK * num_layers; }
+static inline int linear_num_modules(int num_layers) { return linear_lm_head(num_layers) + 1; }
+
+// Where a linear module's tensors sit in the flat parameter buffer (ParameterTensors' order), the same for the
+// parameters and their gradients, on the CPU and on the GPU: element offsets of its weight (OC, IC) and bias (OC),
+// and its shape. The LM head's weight is wte (tied embedding) and it has no bias (has_bias 0).
+typedef struct {
+    size_t weight_offset, bias_offset;
+    int has_bias, IC, OC;
+} LinearLayout;
+
+static inline LinearLayout linear_layout(const GPT2Config* config, int module) {
+    size_t sizes[NUM_PARAMETER_TENSORS], offsets[NUM_PARAMETER_TENSORS], offset = 0;
+    fill_in_parameter_sizes(sizes, config);
+    for (int t = 0; t < NUM_PARAMETER_TENSORS; t++) {
+        offsets[t] = offset;
+        offset += sizes[t];
+    }
+    int C = config->channels;
+    LinearLayout ll;
+    memset(&ll, 0, sizeof(ll));
+    if (module == linear_lm_head(config->num_layers)) {  // wte is tensor 0
+        ll.IC = C;
+        ll.OC = config->padded_vocab_size;
+        return ll;
+    }
+    // per kind: the weight's tensor index (the bias is the next tensor), input and output widths
+    static const int weight_tensor[LINEARS_PER_BLOCK] = {4, 6, 10, 12};  // qkvw, attprojw, fcw, fcprojw
+    static const int in_width[LINEARS_PER_BLOCK] = {1, 1, 1, 4}, out_width[LINEARS_PER_BLOCK] = {3, 1, 4, 1};
+    int l = module / LINEARS_PER_BLOCK, kind = module % LINEARS_PER_BLOCK, t = weight_tensor[kind];
+    ll.IC = in_width[kind] * C;
+    ll.OC = out_width[kind] * C;
+    ll.weight_offset = offsets[t] + (size_t)l * ll.OC * ll.IC;
+    ll.bias_offset = offsets[t + 1] + (size_t)l * ll.OC;
+    ll.has_bias = 1;
+    return ll;
+}
+
+// ----------------------------------------------------------------------------
+// which GEMMs run in FP8
+
+typedef struct {
+    Precision precision;
+    const DelayedScaling* recipe;
+    int fp8_bf16_first_last;  // this many blocks at each end stay BF16
+    int fp8_lm_head;          // the LM head through FP8 too
+    int num_layers;
+} LinearPrecision;
+
+// A module goes through FP8 in fp8 mode unless its block is among the first/last N or it is the LM head (opt-in).
+// Its three GEMMs then follow override_linear_precision.
+static inline int linear_is_fp8(const LinearPrecision* p, int module) {
+    if (p->precision != PRECISION_FP8) { return 0; }
+    if (module == linear_lm_head(p->num_layers)) { return p->fp8_lm_head; }
+    int l = module / LINEARS_PER_BLOCK;
+    return l >= p->fp8_bf16_first_last && l < p->num_layers - p->fp8_bf16_first_last;
+}
+
+// Which of an FP8 module's three GEMMs run in FP8: all of them, less those override_linear_precision sends to BF16.
+typedef enum { LINEAR_GEMM_FPROP = 0, LINEAR_GEMM_DGRAD = 1, LINEAR_GEMM_WGRAD = 2 } LinearGemm;
+static inline int linear_gemm_is_fp8(const LinearPrecision* p, int module, LinearGemm gemm) {
+    if (!linear_is_fp8(p, module)) { return 0; }
+    int bf16 = gemm == LINEAR_GEMM_FPROP ? p->recipe->override_fprop
+               : gemm == LINEAR_GEMM_DGRAD ? p->recipe->override_dgrad : p->recipe->override_wgrad;
+    return !bf16;
+}
+
+// The FP8 casts a module makes follow from its FP8 GEMMs: the weight is cast for fprop or dgrad, the input for
+// fprop or wgrad (an FP8 wgrad with a BF16 fprop still casts the input in the forward, recording its amax), the output
+// gradient for dgrad or wgrad (one cast feeds both).
+static inline int linear_casts_weight(const LinearPrecision* p, int module) {
+    return linear_gemm_is_fp8(p, module, LINEAR_GEMM_FPROP) || linear_gemm_is_fp8(p, module, LINEAR_GEMM_DGRAD);
+}
+static inline int linear_casts_input(const LinearPrecision* p, int module) {
+    return linear_gemm_is_fp8(p, module, LINEAR_GEMM_FPROP) || linear_gemm_is_fp8(p, module, LINEAR_GEMM_WGRAD);
+}
+static inline int linear_casts_grad_output(const LinearPrecision* p, int module) {
+    return linear_gemm_is_fp8(p, module, LINEAR_GEMM_DGRAD) || linear_gemm_is_fp8(p, module, LINEAR_GEMM_WGRAD);
+}
+
+// The FP8 copies of the weights: where each module's W (and on the GPU W^T, at the same offset in its own buffer)
+// starts, for the modules that cast their weight; offsets (num_modules) may be NULL. Returns the elements of one copy.
+static inline size_t fp8_weight_layout(const GPT2Config* config, const LinearPrecision* p, size_t* offsets) {
+    size_t total = 0;
+    for (int module = 0; module < linear_num_modules(config->num_layers); module++) {
+        if (offsets) { offsets[module] = total; }
+        if (linear_casts_weight(p, module)) {
+            LinearLayout ll = linear_layout(config, module);
+            total += (size_t)ll.OC * ll.IC;
+        }
+    }
+    return total;
+}
+
+// ----------------------------------------------------------------------------
+// the FP8 diagnostics file (fp8_diag.tsv): one block per diagnostics step, the rows of every FP8 module
+
+// One block of lines, the rows of every FP8 module in module order (fp8/diag.h says what a row holds). The caller
+// resets stats.
+static inline void fp8_diag_write_block(FILE* f, int step, const Fp8Meta* meta, const LinearPrecision* lp,
+                                        const float* last_amax, const float* window_amax, const Fp8QuantStats* stats) {
+    for (int module = 0; module < meta->num_modules; module++) {
+        if (!linear_is_fp8(lp, module)) { continue; }
+        int is_head = module == linear_lm_head(lp->num_layers);
+        fp8_diag_write_module(f, step, meta, module, is_head ? -1 : module / LINEARS_PER_BLOCK,
+                              is_head ? "lm_head" : linear_names[module % LINEARS_PER_BLOCK], last_amax, window_amax,
+                              stats);
+    }
+    fflush(f);
+}
+
+#endif  // GPTFP8_LINEAR_H

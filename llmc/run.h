@@ -1,0 +1,333 @@
+/*
+llmc/run.h — a training run's setup and its reporting, shared by both mains: the tokenizer, the model's shape, the
+batch and the data loaders from the flags (run_setup), the output folder's logs (main.log and fp8_diag.tsv, cut back to
+the checkpoint on resume), the start-up box, the per-step progress line, and when to sample.
+*/
+#ifndef GPTFP8_RUN_H
+#define GPTFP8_RUN_H
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../fp8/diag.h"
+#include "args.h"
+#include "checkpoint.h"
+#include "dataloader.h"
+#include "gpt2.h"
+#include "tokenizer.h"
+#include "utils.h"
+
+static inline void dirname_of(char* out, size_t outlen, const char* path) {
+    snprintf(out, outlen, "%s", path);
+    char* slash = strrchr(out, '/');
+    if (slash) { *slash = '\0'; } else { snprintf(out, outlen, "."); }
+}
+
+static inline double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static inline FILE* open_log(const char* dir, const char* name, int append) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE* f = fopen(path, append ? "a" : "w");
+    if (!f) { die("cannot open %s for writing: %s", path, strerror(errno)); }
+    return f;
+}
+
+
+// The step a log line belongs to: main.log's "s:N trl:..." and "s:N tel:...", fp8_diag.tsv's "N\t...". Returns 0 for
+// a line without one (fp8_diag.tsv's column names).
+static inline int log_line_step(const char* line, long long* step) {
+    const char* digits = strncmp(line, "s:", 2) == 0 ? line + 2 : line;
+    char* end = NULL;
+    errno = 0;
+    long long value = strtoll(digits, &end, 10);
+    if (end == digits || errno == ERANGE || (*end != ' ' && *end != '\t')) { return 0; }
+    *step = value;
+    return 1;
+}
+
+// Resuming from the checkpoint of `step`: cuts dir/name back to what the run had written when it saved that
+// checkpoint, so that the resumed run's lines follow as in a run never interrupted. The logs are in step order and
+// everything up to a checkpoint was flushed before it was saved: a main.log line of step N (the train line after step
+// N - 1, the evaluation at the start of step N) and an fp8_diag.tsv block of step N (after step N - 1) were written
+// before the checkpoint of step N. The first line of a later step, or an unfinished last line (a kill mid-write),
+// and everything after it go. A missing file stays missing.
+static inline void log_trim_to_step(const char* dir, const char* name, long long step) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE* f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT) { return; }
+        die("cannot open %s to resume it: %s", path, strerror(errno));
+    }
+    char* line = NULL;
+    size_t capacity = 0;
+    long long keep = 0;  // bytes of the lines that stay
+    ssize_t length;
+    while ((length = getline(&line, &capacity, f)) > 0) {
+        long long line_step;
+        if (line[length - 1] != '\n' || (log_line_step(line, &line_step) && line_step > step)) { break; }
+        keep += length;
+    }
+    int read_failed = ferror(f);
+    free(line);
+    fclose(f);
+    if (read_failed) { die("cannot read %s to resume it", path); }
+    if (truncate(path, (off_t)keep) != 0) { die("cannot cut %s back to step %lld: %s", path, step, strerror(errno)); }
+}
+
+// The run's logs in dir: main.log, and fp8_diag.tsv when `diagnostics` (NULL otherwise). A run from step 0 starts
+// both empty; a resumed run cuts both back to its checkpoint's step, then appends (fp8_diag.tsv gets its column names
+// when it is new).
+static inline void open_run_logs(const char* dir, int start_step, int diagnostics, FILE** main_log, FILE** diag_log) {
+    if (start_step > 0) {
+        log_trim_to_step(dir, "main.log", start_step);
+        log_trim_to_step(dir, "fp8_diag.tsv", start_step);
+    }
+    *main_log = open_log(dir, "main.log", start_step > 0);
+    *diag_log = NULL;
+    if (diagnostics) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/fp8_diag.tsv", dir);
+        int is_new = start_step == 0 || file_size_of(path) <= 0;
+        *diag_log = open_log(dir, "fp8_diag.tsv", !is_new);
+        if (is_new) { fp8_diag_write_header(*diag_log); }
+    }
+}
+
+
+// ----------------------------------------------------------------------------
+// a run's setup, shared by both mains: tokenizer, model shape, batch, data loaders, step counts, output folder
+
+typedef struct {
+    Tokenizer tokenizer;
+    int have_tokenizer;
+    char tokenizer_path[1024];
+    GPT2Config config;
+    float* loaded_params;  // (num_parameters) from -e model.bin, else NULL: initialise from the seed
+    size_t loaded_count;
+    int B, T, total_batch, grad_accum_steps;
+    DataLoader train_loader, val_loader;
+    int have_val, train_steps, val_steps;
+} RunSetup;
+
+// process_rank / num_processes: this rank's slice of every batch (each rank reads its own B*T of every stride).
+static inline void run_setup(TrainArgs* args, RunSetup* run, int process_rank, int num_processes) {
+    char err[512];
+    memset(run, 0, sizeof(*run));
+    // tokenizer: an explicit path must load; otherwise tokenizer.bin beside the training data, if there is one
+    if (args->tokenizer_explicit) {
+        snprintf(run->tokenizer_path, sizeof(run->tokenizer_path), "%s", args->tokenizer_path);
+    } else {
+        char dir[1024];
+        dirname_of(dir, sizeof(dir), args->train_pattern);
+        snprintf(run->tokenizer_path, sizeof(run->tokenizer_path), "%s/tokenizer.bin", dir);
+    }
+    if (args->tokenizer_explicit || access(run->tokenizer_path, F_OK) == 0) {
+        if (tokenizer_init(&run->tokenizer, run->tokenizer_path, err, sizeof(err))) { die("%s", err); }
+        run->have_tokenizer = 1;
+    }
+    // the model's shape: from a model file, a preset, or the free sizes; vocabulary from file, tokenizer or -V
+    GPT2Config* cfg = &run->config;
+    if (args->model_spec[0] && gpt2_depth_preset(args->model_spec, &args->num_layers, &args->channels, &args->num_heads) != 0) {
+        run->loaded_params = read_model_file(args->model_spec, cfg, &run->loaded_count);
+    } else {
+        cfg->num_layers = args->num_layers;
+        cfg->channels = args->channels;
+        cfg->num_heads = args->num_heads;
+        cfg->max_seq_len = args->max_seq_len ? args->max_seq_len : (args->model_spec[0] ? 1024 : args->T);
+        cfg->vocab_size = args->vocab_override ? args->vocab_override : run->have_tokenizer ? (int)run->tokenizer.vocab_size : 0;
+        if (!cfg->vocab_size) { die("cannot tell the vocabulary size: give -tk tokenizer.bin, -V, or -e model.bin"); }
+        cfg->padded_vocab_size = padded_vocab(cfg->vocab_size);
+        if (cfg->channels % cfg->num_heads != 0) { die("-C %d is not divisible by -NH %d", cfg->channels, cfg->num_heads); }
+    }
+    if (run->have_tokenizer && (int)run->tokenizer.vocab_size != cfg->vocab_size) {
+        die("tokenizer %s has %u tokens but the model has a vocabulary of %d", run->tokenizer_path,
+            run->tokenizer.vocab_size, cfg->vocab_size);
+    }
+    run->B = args->B;
+    run->T = args->T;
+    // every product of sizes in 64 bits: -b and -t alone fit an int, their product need not
+    long long BT = (long long)run->B * run->T, global_BT = BT * num_processes;
+    if (run->T > cfg->max_seq_len) { die("-t %d is longer than the model's maximum sequence length %d", run->T, cfg->max_seq_len); }
+    if (BT > INT_MAX) {  // token positions of a micro-batch are int indices in both trainers
+        die("-b %d -t %d: B*T = %lld tokens per micro-batch, more than %d", run->B, run->T, BT, INT_MAX);
+    }
+    if (global_BT > TOTAL_BATCH_MAX) {  // -d, the total batch, is at most this, and it is a multiple of B*T*processes
+        die("-b %d -t %d with %d processes: %lld tokens per micro-step, more than the largest total batch (%d)", run->B,
+            run->T, num_processes, global_BT, TOTAL_BATCH_MAX);
+    }
+    run->total_batch = args->total_batch_size == -1 ? (int)global_BT : args->total_batch_size;
+    if (run->total_batch <= 0 || run->total_batch % global_BT != 0) {
+        if (num_processes > 1) {
+            die("-d %d must be a positive multiple of B*T*processes = %d*%d*%d = %lld", run->total_batch, run->B, run->T,
+                num_processes, global_BT);
+        }
+        die("-d %d must be a positive multiple of B*T = %d*%d = %lld", run->total_batch, run->B, run->T, BT);
+    }
+    run->grad_accum_steps = (int)(run->total_batch / global_BT);
+    if (2 * args->fp8_bf16_first_last > cfg->num_layers) {
+        die("-fp8_bf16_first_last %d leaves no FP8 block in a %d-layer model (at most %d)", args->fp8_bf16_first_last,
+            cfg->num_layers, cfg->num_layers / 2);
+    }
+    // data
+    if (dataloader_init(&run->train_loader, args->train_pattern, (size_t)run->B, (size_t)run->T, process_rank,
+                        num_processes, cfg->vocab_size, err, sizeof(err))) {
+        die("%s", err);
+    }
+    run->have_val = args->val_every > 0;
+    if (run->have_val && dataloader_init(&run->val_loader, args->val_pattern, (size_t)run->B, (size_t)run->T,
+                                         process_rank, num_processes, cfg->vocab_size, err, sizeof(err))) {
+        die("%s", err);
+    }
+    run->train_steps = args->max_steps;
+    if (run->train_steps == -1) {
+        size_t epoch = dataloader_num_batches(&run->train_loader) / (size_t)run->grad_accum_steps;
+        if (epoch > MAX_STEPS_MAX) { die("-x -1: one epoch of this data is %zu steps, more than %d: give -x", epoch, MAX_STEPS_MAX); }
+        run->train_steps = epoch < 1 ? 1 : (int)epoch;
+    }
+    size_t val_batches = run->have_val ? dataloader_num_batches(&run->val_loader) : 0;
+    run->val_steps = val_batches > (size_t)args->val_max_steps ? args->val_max_steps : (int)val_batches;
+    if (args->output_dir && mkdir(args->output_dir, 0755) != 0 && errno != EEXIST) {
+        die("cannot create output folder %s: %s", args->output_dir, strerror(errno));
+    }
+}
+
+static inline void run_free(RunSetup* run) {
+    dataloader_free(&run->train_loader);
+    if (run->have_val) { dataloader_free(&run->val_loader); }
+    if (run->have_tokenizer) { tokenizer_free(&run->tokenizer); }
+    free(run->loaded_params);
+}
+
+// ----------------------------------------------------------------------------
+// the start-up configuration box, drawn the same way by both trainers
+
+// Rows "| key | value |" of one width: a value longer than its column wraps onto continuation rows (at the last space
+// that fits, else mid-word), so no row spills past the right border.
+enum { BOX_KEY_WIDTH = 21, BOX_VALUE_WIDTH = 72 };
+
+static inline void box_rule(FILE* out) {
+    fputc('+', out);
+    for (int i = 0; i < BOX_KEY_WIDTH + 2; i++) { fputc('-', out); }
+    fputc('+', out);
+    for (int i = 0; i < BOX_VALUE_WIDTH + 2; i++) { fputc('-', out); }
+    fputs("+\n", out);
+}
+
+static inline void box_row(FILE* out, const char* key, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+static inline void box_row(FILE* out, const char* key, const char* fmt, ...) {
+    char value[4096];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(value, sizeof(value), fmt, args);
+    va_end(args);
+    const char* rest = value;
+    do {
+        size_t take = strlen(rest);
+        if (take > BOX_VALUE_WIDTH) {  // break before the last space that keeps the row within the column
+            take = BOX_VALUE_WIDTH;
+            for (size_t i = BOX_VALUE_WIDTH; i > 0; i--) {
+                if (rest[i] == ' ') { take = i; break; }
+            }
+        }
+        fprintf(out, "| %-*.*s | %-*.*s |\n", BOX_KEY_WIDTH, BOX_KEY_WIDTH, key, BOX_VALUE_WIDTH, (int)take, rest);
+        key = "";
+        rest += take;
+        while (*rest == ' ') { rest++; }
+    } while (*rest);
+}
+
+// The rows both trainers show: data, output, model, batch, optimizer, precision and the FP8 recipe. Each trainer
+// draws the rules and adds its own rows (threads; device, processes, attention).
+static inline void box_run_rows(FILE* out, const TrainArgs* args, const RunSetup* run, size_t num_parameters,
+                         int num_processes) {
+    const GPT2Config* c = &run->config;
+    box_row(out, "train data", "%s", args->train_pattern);
+    box_row(out, "val data", "%s", run->have_val ? args->val_pattern : "(none: -v 0)");
+    box_row(out, "output dir", "%s", args->output_dir ? args->output_dir : "(none: no logs or checkpoints)");
+    box_row(out, "model", "L %d, C %d, NH %d, V %d (Vp %d), maxT %d, %zu params", c->num_layers, c->channels,
+            c->num_heads, c->vocab_size, c->padded_vocab_size, c->max_seq_len, num_parameters);
+    box_row(out, "batch", "B %d, T %d%s, total %d tokens, %d accumulation steps", run->B, run->T,
+            num_processes > 1 ? " per rank" : "", run->total_batch, run->grad_accum_steps);
+    box_row(out, "optimizer", "AdamW lr %.2e, warmup %d, final fraction %.3f, wd %.3f, clip %.2f, %d steps",
+            args->learning_rate, args->warmup_steps, args->final_lr_fraction, args->weight_decay, args->grad_clip,
+            run->train_steps);
+    if (args->precision != PRECISION_FP8) {
+        box_row(out, "precision", "%s", precision_name(args->precision));
+        return;
+    }
+    int first = args->fp8_bf16_first_last, last = c->num_layers - 1 - args->fp8_bf16_first_last;
+    box_row(out, "precision", "fp8 in blocks %d..%d (%s, %s, %s, %s), the LM head in %s", first, last, linear_names[0],
+            linear_names[1], linear_names[2], linear_names[3], args->fp8_lm_head ? "fp8" : "bf16");
+    char recipe[1024] = "";
+    FILE* text = fmemopen(recipe, sizeof(recipe), "w");  // delayed_scaling_print writes to a FILE
+    if (text) {
+        delayed_scaling_print(&args->recipe, text);
+        fclose(text);
+    }
+    recipe[strcspn(recipe, "\n")] = '\0';
+    box_row(out, "fp8 recipe", "%s", recipe);
+}
+
+// The per-step progress line on stdout and the llm.c train line in main.log. `seconds`: this step's time; the ETA
+// averages the steps after the first of this process (which pays for warm-up). mfu_percent < 0: not shown.
+typedef struct {
+    double total_time;
+    int timed_steps;
+} StepTimer;
+
+static inline void report_step(StepTimer* timer, FILE* main_log, int step, int start_step, int train_steps, double loss,
+                        float norm, float lr, double seconds, int total_batch, double mfu_percent) {
+    if (step > start_step) {
+        timer->total_time += seconds;
+        timer->timed_steps++;
+    }
+    double avg = timer->timed_steps ? timer->total_time / timer->timed_steps : seconds;
+    double eta = avg * (train_steps - step - 1);
+    printf("step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s", step + 1, train_steps, loss, norm, lr,
+           seconds * 1000, total_batch / seconds);
+    if (mfu_percent >= 0) { printf(" | mfu %.1f%%", mfu_percent); }
+    printf(" | ETA %dm%02ds\n", (int)(eta / 60), (int)eta % 60);
+    fflush(stdout);
+    if (main_log) {
+        fprintf(main_log, "s:%d trl:%.4f lr:%.6f norm:%.2f\n", step + 1, loss, lr, norm);
+        fflush(main_log);
+    }
+}
+
+
+// Whether the trainer samples at the start of `step`: every -s steps and at the end of training; with -x 0 (no
+// training: evaluate and sample a model given with -e) once, at step 0. Needs a tokenizer; -x 0 without one says so.
+static inline int sample_due(const TrainArgs* args, const RunSetup* run, int step) {
+    if (args->sample_every <= 0) { return 0; }
+    int due = run->train_steps == 0 || (step > 0 && (step % args->sample_every == 0 || step == run->train_steps));
+    if (due && !run->have_tokenizer) {
+        if (run->train_steps == 0) { printf("sample: none, no tokenizer (give -tk tokenizer.bin)\n"); }
+        return 0;
+    }
+    return due;
+}
+
+// -y 1 found a checkpoint (the newest complete one is at step `latest`, -1 when none) at or past -x: nothing is left
+// to train. One line, and the caller exits 0 before loading or writing anything: the run asked for is complete, so
+// re-submitting a finished job succeeds.
+static inline int resume_is_complete(const TrainArgs* args, long long latest, int train_steps) {
+    if (!args->resume || latest < 0 || latest < train_steps) { return 0; }
+    printf("resume: the newest checkpoint in %s is at step %lld, %s -x %d: nothing to train (raise -x to go on)\n",
+           args->output_dir, latest, latest == train_steps ? "the end of" : "past", train_steps);
+    return 1;
+}
+
+#endif  // GPTFP8_RUN_H
