@@ -156,9 +156,10 @@ FUZZ_SMOKE_SECONDS ?= 20
 # ---------------------------------------------------------------------------------------------------------------------
 # CPU programs and tests
 
-FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/meta.h fp8/current.h llmc/cpu_isa.h
+FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/recipe_parse.h fp8/meta.h fp8/quantize_cpu.h fp8/current.h fp8/diag.h \
+               fp8/cpu_isa.h
 LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h \
-                llmc/train_common.h llmc/zero.h llmc/cpu_isa.h llmc/gemm_cpu.h
+                llmc/utils.h llmc/linear.h llmc/args.h llmc/run.h llmc/sampling.h llmc/zero.h llmc/gemm_cpu.h
 CPU_PROGRAMS := train_gpt_fp8_cpu
 CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process llmc/test_memory_plan \
              llmc/test_gemm_cpu
@@ -170,7 +171,10 @@ CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host llmc/test_kernels_host)
 # the GPU check; without a GPU each says so in one line and exits 1.
 DEV_CUDA := dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes dev/cuda/fp8_current_scaling \
             $(if $(CUDNN_OBJECT),dev/cuda/attention_cudnn)
-CUDA_HEADERS := fp8/quantize.cuh fp8/update.cuh fp8/gemm.cuh llmc/cuda_utils.cuh
+CUDA_HEADERS := fp8/quantize.cuh fp8/update.cuh llmc/gemm.cuh llmc/cuda_utils.cuh llmc/cuda_common.cuh
+# the GPU trainer's kernel families, one header each with its launchers
+KERNEL_HEADERS := llmc/encoder.cuh llmc/layernorm.cuh llmc/gelu.cuh llmc/fused_classifier.cuh llmc/bias.cuh \
+                  llmc/global_norm.cuh llmc/adamw.cuh llmc/attention.cuh
 
 -include dev/data/data.mk
 
@@ -209,7 +213,7 @@ llmc/test_multi_process: llmc/test_multi_process.c llmc/multi_process.h llmc/tes
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
 # the CPU GEMM's kernels (every instruction set the CPU has) against the naive loop, bit for bit
-llmc/test_gemm_cpu: llmc/test_gemm_cpu.c llmc/gemm_cpu.h llmc/cpu_isa.h llmc/rand.h llmc/testing.h $(BUILD_FLAGS_STAMP)
+llmc/test_gemm_cpu: llmc/test_gemm_cpu.c llmc/gemm_cpu.h fp8/cpu_isa.h llmc/rand.h llmc/testing.h $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 # the GPU trainer's memory plan (the estimate it prints before allocating), on the CPU
@@ -228,7 +232,7 @@ fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(CUDA_HEADERS) $(FP8_HEADERS)
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
 # Host-only: the host helpers of the GPU kernels (no GPU needed)
-llmc/test_kernels_host: llmc/test_kernels_host.cu llmc/kernels.cuh llmc/rand.h llmc/testing.h | check-nvcc
+llmc/test_kernels_host: llmc/test_kernels_host.cu llmc/encoder.cuh llmc/cuda_common.cuh llmc/cuda_utils.cuh llmc/gemm.cuh llmc/rand.h llmc/testing.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
 dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/rand.h llmc/gpt2.h llmc/testing.h \
@@ -242,7 +246,7 @@ CXXFLAGS ?= -O2 -std=c++17 -Wall -Wextra -Werror
 llmc/cudnn_attention.o: llmc/cudnn_attention.cpp llmc/cudnn_attention.h llmc/cuda_utils.cuh | $(DEPS_GOAL)
 	$(CXX) $(CXXFLAGS) -isystem $(CUDNN_FRONTEND_PATH) -isystem $(CUDNN_HOME)/include -isystem $(CUDA_HOME)/include -c $< -o $@
 
-dev/cuda/attention_cudnn: dev/cuda/attention_cudnn.cu llmc/attention.cuh llmc/kernels.cuh llmc/cuda_utils.cuh \
+dev/cuda/attention_cudnn: dev/cuda/attention_cudnn.cu llmc/attention.cuh llmc/cuda_common.cuh llmc/cuda_utils.cuh \
                           llmc/cudnn_attention.h llmc/rand.h llmc/tolerance.h $(CUDNN_OBJECT) | check-nvcc
 	@test -n "$(CUDNN_OBJECT)" || { echo "$@ needs cuDNN attention: $(CUDNN_STATUS)"; exit 1; }
 	$(NVCC) $(NVCC_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(CUDNN_LDLIBS)
@@ -311,7 +315,7 @@ deps:
 check-nvcc:
 	@test -n "$(NVCC)" || { echo "nvcc not found: install the CUDA toolkit or set NVCC=/path/to/nvcc"; exit 1; }
 
-GPU_TRAINER_HEADERS := $(CUDA_HEADERS) $(FP8_HEADERS) $(LLMC_HEADERS) llmc/kernels.cuh llmc/attention.cuh \
+GPU_TRAINER_HEADERS := $(CUDA_HEADERS) $(FP8_HEADERS) $(LLMC_HEADERS) $(KERNEL_HEADERS) \
                        llmc/multi_gpu.cuh llmc/multi_process.h llmc/memory_plan.h llmc/cudnn_attention.h
 
 train_gpt_fp8: train_gpt_fp8.cu $(GPU_TRAINER_HEADERS) $(CUDNN_OBJECT) | check-nvcc

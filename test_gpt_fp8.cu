@@ -35,15 +35,73 @@ yet run.
 Build: make test_gpt_fp8    Run: ./test_gpt_fp8    (prints one line and exits 1 without a GPU)
 */
 #define TESTING
+// Both trainers in one program. Their step functions have the same names and arguments (the GPU's are the CPU's, as
+// the issue of one shape for both asked), so each trainer is compiled into a namespace of its own, cpu:: and gpu::;
+// every header they share is included first, here, so that their include guards keep the shared types and the GPU's
+// kernel launchers global. A call like gpt2_forward(model, ...) then finds the CPU's or the GPU's by the type of
+// `model` (argument-dependent lookup), and train_step below is one body that runs either trainer's step.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <errno.h>
+#include <float.h>
+#include <glob.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "fp8/current.h"
+#include "fp8/diag.h"
+#include "fp8/meta.h"
+#include "fp8/quantize.cuh"
+#include "fp8/quantize_cpu.h"
+#include "fp8/update.cuh"
+#include "llmc/adamw.cuh"
+#include "llmc/args.h"
+#include "llmc/attention.cuh"
+#include "llmc/bias.cuh"
+#include "llmc/checkpoint.h"
+#include "llmc/cudnn_attention.h"
+#include "llmc/dataloader.h"
+#include "llmc/encoder.cuh"
+#include "llmc/fused_classifier.cuh"
+#include "llmc/gelu.cuh"
+#include "llmc/gemm.cuh"
+#include "llmc/gemm_cpu.h"
+#include "llmc/global_norm.cuh"
+#include "llmc/gpt2.h"
+#include "llmc/layernorm.cuh"
+#include "llmc/linear.h"
+#include "llmc/memory_plan.h"
+#include "llmc/multi_gpu.cuh"
+#include "llmc/rand.h"
+#include "llmc/run.h"
+#include "llmc/sampling.h"
+#include "llmc/schedule.h"
+#include "llmc/testing.h"
+#include "llmc/tokenizer.h"
+#include "llmc/tolerance.h"
+#include "llmc/utils.h"
+#include "llmc/zero.h"
+
 // both trainers' main() are compiled out, so some of their helpers look unused here
 #pragma GCC diagnostic ignored "-Wunused-function"
+namespace cpu {
 #include "train_gpt_fp8.c"
+}
+namespace gpu {
 #include "train_gpt_fp8.cu"
+}
 
-#include "llmc/testing.h"
-#include "llmc/tolerance.h"
-
-// the GPU model's collectives in one process (no NCCL): gpt2_grad_norm and checkpoints take it
+// the GPU model's collectives in one process (no NCCL): every GPU model of these tests but the two ranks' runs in it
 static MultiGpu one_process;
 
 enum { TB = 2, TT = 32, TV = 200 };  // B*T = 64: the FP8 cast tiles and GEMM shapes need multiples of 64 and 16
@@ -104,10 +162,15 @@ static void random_batch(int* inputs, int* targets, int n, int V, Rng* rng) {
     }
 }
 
+// AdamW as both trainers' steps run it in these tests (gpt2_update: beta1 0.9, beta2 0.95, no weight decay)
+#define TEST_LR 1e-3f
+#define TEST_BETA1 0.9f
+#define TEST_BETA2 0.95f
+
 // A CPU model and a GPU model of `shape` with identical weights (GPT-2 init from `seed`).
-static void make_shaped_pair(GPT2* cpu, GPT2GPU* gpu, TrainArgs args, uint64_t seed, const TestShape* shape) {
+static void make_shaped_pair(cpu::GPT2* cpu, gpu::GPT2* gpu, TrainArgs args, uint64_t seed, const TestShape* shape) {
     GPT2Config config = shape_config(shape);
-    ModelOptions opt;
+    cpu::ModelOptions opt;
     memset(&opt, 0, sizeof(opt));
     opt.config = config;
     opt.precision = args.precision;
@@ -115,32 +178,63 @@ static void make_shaped_pair(GPT2* cpu, GPT2GPU* gpu, TrainArgs args, uint64_t s
     gpt2_allocate(cpu, &opt, shape->B, shape->T);
     Rng rng;
     rng_seed(&rng, seed);
-    gpt2_init_parameters(&cpu->params, cpu->param_sizes, &config, &rng);
-    gpt2_gpu_allocate(gpu, &config, &args, shape->B, shape->T, 1, 0, 0);
-    gpt2_upload_params(gpu, cpu->params_memory);
+    gpt2_init_parameters(&cpu->master, cpu->param_sizes, &config, &rng);
+    gpu::gpt2_gpu_allocate(gpu, &config, &args, shape->B, shape->T, &one_process);
+    gpu::gpt2_upload_params(gpu, cpu->master_memory);
     gpt2_cast_weights_fp8(cpu, 1);
-    if (gpu->precision == PRECISION_FP8) { gpt2_cast_weights_fp8(gpu, 1); }
+    gpt2_cast_weights_fp8(gpu, 1);
     cudaCheck(cudaDeviceSynchronize());
 }
 
 static GPT2Config test_config(void) { return shape_config(&tiny_shape); }
 
 // make_shaped_pair at the tiny shape, from the flags of `args` or of one precision
-static void make_pair_with(GPT2* cpu, GPT2GPU* gpu, TrainArgs args, uint64_t seed) {
+static void make_pair_with(cpu::GPT2* cpu, gpu::GPT2* gpu, TrainArgs args, uint64_t seed) {
     make_shaped_pair(cpu, gpu, args, seed, &tiny_shape);
 }
 
-static void make_pair(GPT2* cpu, GPT2GPU* gpu, const char* precision, uint64_t seed) {
+static void make_pair(cpu::GPT2* cpu, gpu::GPT2* gpu, const char* precision, uint64_t seed) {
     make_pair_with(cpu, gpu, test_args(precision), seed);
 }
 
-static void set_batch(GPT2GPU* gpu, int* inputs, int* targets, Rng* rng) {
-    for (int i = 0; i < TB * TT; i++) {
-        inputs[i] = (int)(rng_next_u64(rng) % TV);
-        targets[i] = (int)(rng_next_u64(rng) % TV);
-    }
-    gpt2_set_batch(gpu, inputs, targets);
+// One training step as both trainers' loops run it (one process), the same calls on either model: each call finds the
+// CPU's function or the GPU's of the same name by the model's type. Clip 1.0, no weight decay, the loss scale 1 of one
+// micro-batch. Returns the step's loss; its gradient norm in *norm.
+template <typename Model>
+static float train_step(Model* model, const int* inputs, const int* targets, int B, int T, int step, float* norm) {
+    gpt2_zero_grad(model);
+    gpt2_forward(model, inputs, targets, B, T);
+    gpt2_backward(model, 1.0f);
+    *norm = gpt2_grad_norm(model);
+    gpt2_fp8_end_of_step(model, step);
+    gpt2_update(model, TEST_LR, TEST_BETA1, TEST_BETA2, 1e-8f, 0.0f, *norm, 1.0f, step + 1);
+    gpt2_cast_weights_fp8(model, 1);
+    return model->mean_loss;
 }
+
+// A forward and backward on both sides (gradients zeroed first, loss scale 1); returns the GPU's loss.
+static float forward_backward(cpu::GPT2* cpu, gpu::GPT2* gpu, const int* inputs, const int* targets, int B, int T) {
+    gpt2_zero_grad(gpu);
+    gpt2_forward(gpu, inputs, targets, B, T);
+    gpt2_backward(gpu, 1.0f);
+    cudaCheck(cudaDeviceSynchronize());
+    gpt2_zero_grad(cpu);
+    gpt2_forward(cpu, inputs, targets, B, T);
+    gpt2_backward(cpu, 1.0f);
+    return gpu->mean_loss;
+}
+
+// An evaluation forward (no amax recorded, the logits kept, the loss computed in the forward); returns the loss.
+template <typename Model>
+static float eval_forward(Model* model, const int* inputs, const int* targets, int B, int T) {
+    int saved = model->training;
+    model->training = 0;
+    gpt2_forward(model, inputs, targets, B, T);
+    model->training = saved;
+    return model->mean_loss;
+}
+
+static void tiny_batch(int* inputs, int* targets, Rng* rng) { random_batch(inputs, targets, TB * TT, TV, rng); }
 
 static float* download_floats(const float* device, size_t n) {
     float* host = (float*)malloc(n * sizeof(float));
@@ -188,7 +282,7 @@ static const char* parameter_names[NUM_PARAMETER_TENSORS] = {"wte",  "wpe",  "ln
 
 // The paths of the CPU model's configuration (the GPU model's is the same): the blocks' four linear layers in FP8 in
 // fp8 mode (the LM head in bf16, the trainers' defaults).
-static Gpt2Roundings roundings_of(const GPT2* cpu) {
+static Gpt2Roundings roundings_of(const cpu::GPT2* cpu) {
     Gpt2Roundings g = {cpu->config.num_layers, cpu->config.channels, cpu->precision == PRECISION_FP8};
     return g;
 }
@@ -199,15 +293,10 @@ static double max_abs(const float* x, size_t n) {
     return m;
 }
 
-// AdamW as both trainers' steps run it in these tests (gpt2_update: beta1 0.9, beta2 0.95, no weight decay)
-#define TEST_LR 1e-3f
-#define TEST_BETA1 0.9
-#define TEST_BETA2 0.95
-
 // R6's w_max: the smallest of the largest weights of each block's four weight matrices and of the embeddings (wte,
 // which is the LM head too, and wpe), from the CPU's bf16 weights
-static double largest_weight(const GPT2* cpu) {
-    const ParameterTensors* p = &cpu->compute_params;
+static double largest_weight(const cpu::GPT2* cpu) {
+    const ParameterTensors* p = &cpu->params;
     size_t C = (size_t)cpu->config.channels;
     double smallest = fmin(max_abs(p->wte, (size_t)cpu->config.vocab_size * C),
                            max_abs(p->wpe, (size_t)cpu->config.max_seq_len * C));
@@ -229,7 +318,7 @@ static double drift_estimate(double w_max, int updates, int blocks) {
 // `updates` updates, absolute: R4 through the log-softmax over the logits' roundings, the tokens independent (R5);
 // R6's estimate for the moved weights, which moves every token alike (no 1/sqrt(tokens)); the fp32 softmax (R2 over
 // the V terms of its sum; expf, logf within an ulp or two: 4 ulps of the loss).
-static double loss_tolerance(const GPT2* cpu, int tokens, int updates, char* why, size_t why_len) {
+static double loss_tolerance(const cpu::GPT2* cpu, int tokens, int updates, char* why, size_t why_len) {
     Gpt2Roundings g = roundings_of(cpu);
     int n = gpt2_roundings_logits(&g), V = cpu->config.vocab_size;
     double max_z = max_abs(cpu->acts.logits, (size_t)tokens * cpu->config.padded_vocab_size);
@@ -241,7 +330,7 @@ static double loss_tolerance(const GPT2* cpu, int tokens, int updates, char* why
 }
 
 // The forward's logits on both sides: R5 over their roundings.
-static void check_logits(const GPT2* cpu, const floatX* gpu_logits, int tokens, const char* what) {
+static void check_logits(const cpu::GPT2* cpu, const floatX* gpu_logits, int tokens, const char* what) {
     Gpt2Roundings g = roundings_of(cpu);
     int n = gpt2_roundings_logits(&g);
     size_t n_logits = (size_t)tokens * cpu->config.padded_vocab_size;
@@ -254,7 +343,7 @@ static void check_logits(const GPT2* cpu, const floatX* gpu_logits, int tokens, 
 }
 
 // The mean loss of a forward on both sides (relative to the CPU's loss in the line; the check is the same).
-static void check_loss(const GPT2* cpu, float gpu_loss, int tokens, int updates, const char* what) {
+static void check_loss(const cpu::GPT2* cpu, float gpu_loss, int tokens, int updates, const char* what) {
     char why[160];
     double tolerance = loss_tolerance(cpu, tokens, updates, why, sizeof(why));
     CHECK_WITHIN(fabs((double)gpu_loss - cpu->mean_loss) / cpu->mean_loss, tolerance / cpu->mean_loss, why,
@@ -265,7 +354,7 @@ static void check_loss(const GPT2* cpu, float gpu_loss, int tokens, int updates,
 // gradient (| |a| - |b| | <= |a - b|), R6's estimate, and the GPU's fp32 sum of squares (R2: its longest chain of
 // additions is the strided loop over n / (NORM_BLOCKS * 512) terms and two block sums of 10 levels; half of it for
 // the root, which each side rounds once more).
-static void check_grad_norm(const GPT2* cpu, float gpu_norm, float cpu_norm, int updates, const char* what) {
+static void check_grad_norm(const cpu::GPT2* cpu, float gpu_norm, float cpu_norm, int updates, const char* what) {
     Gpt2Roundings g = roundings_of(cpu);
     int n = 0;
     for (int t = 0; t < NUM_PARAMETER_TENSORS; t++) { n = gpt2_max2(n, gpt2_roundings_parameter_gradient(&g, t)); }
@@ -279,7 +368,7 @@ static void check_grad_norm(const GPT2* cpu, float gpu_norm, float cpu_norm, int
 }
 
 // Every parameter tensor's gradient on the GPU against the CPU's: relative L2 error within R5 over its path.
-static void check_gradients(const GPT2GPU* gpu, const GPT2* cpu) {
+static void check_gradients(const gpu::GPT2* gpu, const cpu::GPT2* cpu) {
     Gpt2Roundings g = roundings_of(cpu);
     float* grads = download_floats(gpu->grads_memory, gpu->num_parameters);
     size_t offset = 0;
@@ -329,9 +418,9 @@ static float device_bf16_amax(const floatX* device, size_t n) {
 // casts), block 0's qkv and fc grad_output slots against the last backward's dqkv and dbt4c (the only gradients still
 // in their buffers), and every weight slot (weights_recorded: row 0 after the weights' last cast) against the bf16
 // weights. Plain attention, -r 0 (every layer's inputs kept).
-static void check_amaxes_of_own_tensors(GPT2GPU* gpu, const float* inputs_recorded, const float* weights_recorded,
+static void check_amaxes_of_own_tensors(gpu::GPT2* gpu, const float* inputs_recorded, const float* weights_recorded,
                                         const char* when) {
-    const Fp8Meta* meta = &gpu->fp8_host;
+    const Fp8Meta* meta = &gpu->fp8;  // its layout (the values are on the device)
     int L = gpu->config.num_layers;
     size_t BTC = (size_t)gpu->B * gpu->T * gpu->config.channels;
     for (int l = 0; l < L; l++) {
@@ -345,9 +434,9 @@ static void check_amaxes_of_own_tensors(GPT2GPU* gpu, const float* inputs_record
                   "%s: slot %d (block %d %s input) recorded %a, max|x| of the GPU's input %a (R1)", when, slot, l,
                   linear_names[k], inputs_recorded[slot], own);
             if (weights_recorded) {
-                LinearX lx = linear_x(gpu, module);
+                gpu::LinearModule lm = linear_module(gpu, module);
                 int w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
-                float w_own = device_bf16_amax(lx.weight, (size_t)lx.OC * lx.IC);
+                float w_own = device_bf16_amax(lm.weight, (size_t)lm.OC * lm.IC);
                 CHECK(fp8_float_bits(weights_recorded[w_slot]) == fp8_float_bits(w_own),
                       "%s: slot %d (block %d %s weight) row 0 %a, max|w| of the GPU's bf16 weights %a (R1)", when,
                       w_slot, l, linear_names[k], weights_recorded[w_slot], w_own);
@@ -367,40 +456,34 @@ static void check_amaxes_of_own_tensors(GPT2GPU* gpu, const float* inputs_record
 }
 
 static void test_bf16_forward_backward(void) {
-    GPT2 cpu;
-    GPT2GPU gpu;
+    cpu::GPT2 cpu;
+    gpu::GPT2 gpu;
     make_pair(&cpu, &gpu, "bf16", 1);
     int inputs[TB * TT], targets[TB * TT];
     Rng rng;
     rng_seed(&rng, 2);
-    set_batch(&gpu, inputs, targets, &rng);
-    // forward without the gradient, so the logits survive
-    float gpu_loss = gpt2_forward(&gpu, 0, 0.0f);
+    tiny_batch(inputs, targets, &rng);
+    // an evaluation forward: the logits survive
+    float gpu_loss = eval_forward(&gpu, inputs, targets, TB, TT);
     gpt2_forward(&cpu, inputs, targets, TB, TT);
     check_logits(&cpu, gpu.acts.logits, TB * TT, "");
     check_loss(&cpu, gpu_loss, TB * TT, 0, "");
     // gradients
-    cudaCheck(cudaMemset(gpu.grads_memory, 0, gpu.num_parameters * 4));
-    gpt2_forward(&gpu, 1, 1.0f / (TB * TT));
-    gpt2_backward(&gpu);
-    cudaCheck(cudaDeviceSynchronize());
-    gpt2_zero_grad(&cpu);
-    gpt2_forward(&cpu, inputs, targets, TB, TT);
-    gpt2_backward(&cpu, 1.0f);
+    forward_backward(&cpu, &gpu, inputs, targets, TB, TT);
     check_gradients(&gpu, &cpu);
     gpt2_free(&cpu);
 }
 
 static void test_fp8_cast_bytes_and_amaxes(void) {
-    GPT2 cpu;
-    GPT2GPU gpu;
+    cpu::GPT2 cpu;
+    gpu::GPT2 gpu;
     make_pair(&cpu, &gpu, "fp8", 3);
     int inputs[TB * TT], targets[TB * TT];
     Rng rng;
     rng_seed(&rng, 4);
-    set_batch(&gpu, inputs, targets, &rng);
-    cudaCheck(cudaMemset(gpu.grads_memory, 0, gpu.num_parameters * 4));
-    gpt2_forward(&gpu, 1, 1.0f / (TB * TT));
+    tiny_batch(inputs, targets, &rng);
+    gpt2_zero_grad(&gpu);
+    gpt2_forward(&gpu, inputs, targets, TB, TT);
     // the last FP8 cast of the forward is the last block's fcproj input (the GELU output): compare its bytes with the
     // CPU quantization of the GPU's own bf16 values and the same scale
     int C = cpu.config.channels, L = cpu.config.num_layers;
@@ -412,27 +495,27 @@ static void test_fp8_cast_bytes_and_amaxes(void) {
     cudaCheck(cudaMemcpy(bytes, gpu.x_fp8, n, cudaMemcpyDeviceToHost));
     int module = (L - 1) * LINEARS_PER_BLOCK + LINEAR_FCPROJ;
     float scale;
-    cudaCheck(cudaMemcpy(&scale, slot_scale(&gpu, fp8_meta_fwd_slot(&gpu.fp8_host, module, FP8_FWD_INPUT)), 4,
+    cudaCheck(cudaMemcpy(&scale, gpu::slot_scale(&gpu, fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_INPUT)), 4,
                          cudaMemcpyDeviceToHost));
     float amax = 0.0f;
     fp8_quantize_bf16(want, gelu, n, FP8_E4M3, scale, &amax, NULL);
     // R1: the same bf16 values, the same scale, the same rounding
     CHECK(memcmp(bytes, want, n) == 0, "fcproj input: GPU FP8 bytes differ from the CPU quantization (R1)");
-    gpt2_backward(&gpu);
+    gpt2_backward(&gpu, 1.0f);
     cudaCheck(cudaDeviceSynchronize());
     gpt2_zero_grad(&cpu);
     gpt2_forward(&cpu, inputs, targets, TB, TT);
     gpt2_backward(&cpu, 1.0f);
     // every slot's amax of this step: the weights' are of the same bf16 weights on both sides (R1); an activation's
     // or a gradient's differs by the roundings on its path (R4); and each is max|x| of the GPU's own tensor (R1)
-    float* row0 = download_floats(gpu.fp8_device, (size_t)gpu.fp8_host.num_slots);
+    float* row0 = download_floats(gpu.fp8.amax_history, (size_t)gpu.fp8.num_slots);
     check_amaxes_of_own_tensors(&gpu, row0, row0, "one step");
     Gpt2Roundings paths = roundings_of(&cpu);
-    for (int s = 0; s < gpu.fp8_host.num_slots; s++) {
+    for (int s = 0; s < gpu.fp8.num_slots; s++) {
         float want_amax = cpu.fp8.amax_history[s];
         CHECK((want_amax == 0.0f) == (row0[s] == 0.0f), "slot %d used on one side only", s);
         if (want_amax == 0.0f) { continue; }
-        SlotMeaning m = slot_meaning(&gpu.fp8_host, s);
+        SlotMeaning m = slot_meaning(&gpu.fp8, s);
         if (m.forward && m.kind == FP8_FWD_WEIGHT) {
             CHECK(fp8_float_bits(row0[s]) == fp8_float_bits(want_amax), "slot %d (block %d %s weight) amax gpu %a cpu %a "
                   "(R1: the same bf16 weights)", s, m.block, linear_names[m.linear], row0[s], want_amax);
@@ -460,7 +543,7 @@ typedef struct {
     double w_max;                // R6's: largest_weight(cpu)
 } StateTolerance;
 
-static StateTolerance state_tolerance_of(const GPT2* cpu, int steps) {
+static StateTolerance state_tolerance_of(const cpu::GPT2* cpu, int steps) {
     StateTolerance st = {roundings_of(cpu), steps, cpu->recipe.scaling == FP8_SCALING_CURRENT, cpu->recipe.margin,
                          largest_weight(cpu)};
     return st;
@@ -511,11 +594,11 @@ static double fp8_entry_tolerance(const StateTolerance* st, const Fp8Meta* meta,
 // The GPU's FP8 state (histories, scales, scale_invs) against the CPU's after `steps` steps: every entry 0 on both
 // sides or on neither, and within fp8_entry_tolerance. Prints the entry nearest its tolerance and the first entries
 // off; returns the number off.
-static int compare_fp8_state(GPT2GPU* gpu, GPT2* cpu, int steps, const char* when) {
-    const Fp8Meta* meta = &gpu->fp8_host;
+static int compare_fp8_state(gpu::GPT2* gpu, cpu::GPT2* cpu, int steps, const char* when) {
+    const Fp8Meta* meta = &gpu->fp8;
     StateTolerance st = state_tolerance_of(cpu, steps);
     int S = meta->num_slots, H = meta->amax_history_len, bad = 0;
-    float* state = download_floats(gpu->fp8_device, meta->num_floats);
+    float* state = download_floats(meta->memory, meta->num_floats);
     double worst = -1.0;
     char worst_line[400] = "";
     for (size_t i = 0; i < meta->num_floats; i++) {
@@ -544,43 +627,32 @@ static int compare_fp8_state(GPT2GPU* gpu, GPT2* cpu, int steps, const char* whe
 
 // Each slot's amax of the last step's casts, as the GPU keeps it after the end of the step: delayed, the history row
 // the update rolled it into (H - 1); current, the window amaxes.
-static float* recorded_amaxes_of_last_step(GPT2GPU* gpu) {
-    int S = gpu->fp8_host.num_slots, H = gpu->fp8_host.amax_history_len;
-    if (gpu->recipe.scaling == FP8_SCALING_CURRENT) { return download_floats(gpu->fp8_window_amax, (size_t)S); }
-    return download_floats(gpu->fp8_device + (size_t)(H - 1) * S, (size_t)S);
+static float* recorded_amaxes_of_last_step(gpu::GPT2* gpu) {
+    int S = gpu->fp8.num_slots, H = gpu->fp8.amax_history_len;
+    if (gpu->recipe.scaling == FP8_SCALING_CURRENT) { return download_floats(gpu->fp8_current_amax, (size_t)S); }
+    return download_floats(gpu->fp8.amax_history + (size_t)(H - 1) * S, (size_t)S);
 }
 
 // 5 training steps on both sides from the same weights and batches, with the recipe of `args`: the loss and the
 // gradient norm of every step (R4, R5, R6 for the step's updates), the FP8 state after 1 and after 5 steps
 // (compare_fp8_state), and the last step's amaxes against the GPU's own tensors (R1).
 static void fp8_five_steps(TrainArgs args) {
-    GPT2 cpu;
-    GPT2GPU gpu;
+    cpu::GPT2 cpu;
+    gpu::GPT2 gpu;
     make_pair_with(&cpu, &gpu, args, 5);
     Rng rng;
     rng_seed(&rng, 6);
     int inputs[TB * TT], targets[TB * TT];
     const char* recipe = fp8_scaling_recipe_name(args.recipe.scaling);
     for (int step = 0; step < 5; step++) {
-        set_batch(&gpu, inputs, targets, &rng);
-        cudaCheck(cudaMemset(gpu.grads_memory, 0, gpu.num_parameters * 4));
-        float gpu_loss = gpt2_forward(&gpu, 1, 1.0f / (TB * TT));
-        gpt2_backward(&gpu);
-        float gpu_norm = gpt2_grad_norm(&gpu, &one_process);
-        cudaCheck(fp8_meta_update_launch(gpu.fp8_device, &gpu.fp8_host, &gpu.recipe, step, gpu.stream));
-        gpt2_update(&gpu, TEST_LR, 0.0f, 1.0f, step + 1);
-        gpt2_cast_weights_fp8(&gpu, 1);
-        gpt2_zero_grad(&cpu);
-        gpt2_forward(&cpu, inputs, targets, TB, TT);
-        gpt2_backward(&cpu, 1.0f);
-        float cpu_norm = gpt2_grad_norm(&cpu);
+        tiny_batch(inputs, targets, &rng);
+        float gpu_norm, cpu_norm;
+        float gpu_loss = train_step(&gpu, inputs, targets, TB, TT, step, &gpu_norm);
+        train_step(&cpu, inputs, targets, TB, TT, step, &cpu_norm);
         char what[48];
         snprintf(what, sizeof(what), "%s step %d: ", recipe, step);
         check_loss(&cpu, gpu_loss, TB * TT, step, what);  // the step's forward ran on the weights of `step` updates
         check_grad_norm(&cpu, gpu_norm, cpu_norm, step, what);
-        gpt2_fp8_end_of_step(&cpu, step);
-        gpt2_update(&cpu, TEST_LR, TEST_BETA1, TEST_BETA2, 1e-8f, 0.0f, cpu_norm, 1.0f, step + 1);
-        gpt2_cast_weights_fp8(&cpu, 1);
         if (step == 0 || step == 4) {
             cudaCheck(cudaDeviceSynchronize());
             char when[48];
@@ -590,7 +662,7 @@ static void fp8_five_steps(TrainArgs args) {
         }
     }
     float* recorded = recorded_amaxes_of_last_step(&gpu);
-    float* row0 = download_floats(gpu.fp8_device, (size_t)gpu.fp8_host.num_slots);
+    float* row0 = download_floats(gpu.fp8.amax_history, (size_t)gpu.fp8.num_slots);
     check_amaxes_of_own_tensors(&gpu, recorded, row0, recipe);
     free(recorded);
     free(row0);
@@ -602,7 +674,7 @@ static void test_fp8_current_five_steps(void) { fp8_five_steps(test_args_current
 
 // A GPU current-scaling cast against the CPU's fp8_quantize_current_bf16 on the same bf16 tensor (downloaded), from
 // the slot's previous scale `previous`: FP8 bytes, and the slot's scale, scale_inv and window amax, bit for bit.
-static void check_current_cast(GPT2GPU* gpu, int slot, const floatX* device_tensor, const uint8_t* device_fp8, size_t n,
+static void check_current_cast(gpu::GPT2* gpu, int slot, const floatX* device_tensor, const uint8_t* device_fp8, size_t n,
                                float previous, const char* what) {
     uint16_t* x = (uint16_t*)malloc(n * 2);
     uint8_t* got = (uint8_t*)malloc(n);
@@ -610,11 +682,11 @@ static void check_current_cast(GPT2GPU* gpu, int slot, const floatX* device_tens
     cudaCheck(cudaMemcpy(x, device_tensor, n * 2, cudaMemcpyDeviceToHost));
     cudaCheck(cudaMemcpy(got, device_fp8, n, cudaMemcpyDeviceToHost));
     float cells[2], window;
-    cudaCheck(cudaMemcpy(&cells[0], slot_scale(gpu, slot), 4, cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(&cells[1], slot_scale_inv(gpu, slot), 4, cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(&window, gpu->fp8_window_amax + slot, 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(&cells[0], gpu->fp8.scale + slot, 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(&cells[1], gpu->fp8.scale_inv + slot, 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(&window, gpu->fp8_current_amax + slot, 4, cudaMemcpyDeviceToHost));
     float scale = previous, scale_inv = 0.0f, row0 = 0.0f;
-    float amax = fp8_quantize_current_bf16(want, x, n, fp8_meta_slot_format(&gpu->fp8_host, slot), gpu->recipe.margin,
+    float amax = fp8_quantize_current_bf16(want, x, n, fp8_meta_slot_format(&gpu->fp8, slot), gpu->recipe.margin,
                                            &scale, &scale_inv, &row0, NULL);
     // R1: the same bf16 tensor, the same amax (a maximum), the same scale rule and cast
     CHECK(memcmp(got, want, n) == 0, "%s: GPU FP8 bytes differ from the CPU's current-scaling cast (R1)", what);
@@ -629,36 +701,34 @@ static void check_current_cast(GPT2GPU* gpu, int slot, const floatX* device_tens
 // Current scaling on the GPU: a weight cast (at make_pair) and the last fcproj input cast give the CPU's bytes and
 // scales; an evaluation forward leaves the FP8 state alone and gives the logits of a recording forward.
 static void test_fp8_current_scaling_casts(void) {
-    GPT2 cpu;
-    GPT2GPU gpu;
+    cpu::GPT2 cpu;
+    gpu::GPT2 gpu;
     make_pair_with(&cpu, &gpu, test_args_current(), 19);
     int C = cpu.config.channels, L = cpu.config.num_layers;
     int module = (L - 1) * LINEARS_PER_BLOCK + LINEAR_FCPROJ;
-    LinearX lx = linear_x(&gpu, module);
-    int w_slot = fp8_meta_fwd_slot(&gpu.fp8_host, module, FP8_FWD_WEIGHT);
-    check_current_cast(&gpu, w_slot, lx.weight, gpu.weight_fp8 + gpu.weight_fp8_offset[module], (size_t)lx.OC * lx.IC,
+    gpu::LinearModule lm = linear_module(&gpu, module);
+    int w_slot = fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_WEIGHT);
+    check_current_cast(&gpu, w_slot, lm.weight, gpu.weight_fp8 + gpu.weight_fp8_offset[module], (size_t)lm.OC * lm.IC,
                        1.0f, "fcproj weight");
     int inputs[TB * TT], targets[TB * TT];
     Rng rng;
     rng_seed(&rng, 20);
-    set_batch(&gpu, inputs, targets, &rng);
-    gpt2_forward(&gpu, 0, 0.0f);  // recording (fp8_record is 1), logits kept
-    int in_slot = fp8_meta_fwd_slot(&gpu.fp8_host, module, FP8_FWD_INPUT);
+    tiny_batch(inputs, targets, &rng);
+    gpt2_forward(&gpu, inputs, targets, TB, TT);  // a training forward: recording, the logits kept for the backward
+    int in_slot = fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_INPUT);
     size_t n = (size_t)TB * TT * 4 * C;
     check_current_cast(&gpu, in_slot, gpu.acts.fch_gelu + (size_t)(L - 1) * n, gpu.x_fp8, n, 1.0f, "fcproj input");
     size_t n_logits = (size_t)TB * TT * cpu.config.padded_vocab_size;
     float* logits = download_bf16(gpu.acts.logits, n_logits);
-    float* state = download_floats(gpu.fp8_device, gpu.fp8_host.num_floats);
-    float* window = download_floats(gpu.fp8_window_amax, (size_t)gpu.fp8_host.num_slots);
-    gpu.fp8_record = 0;
-    gpt2_forward(&gpu, 0, 0.0f);
-    gpu.fp8_record = 1;
+    float* state = download_floats(gpu.fp8.memory, gpu.fp8.num_floats);
+    float* window = download_floats(gpu.fp8_current_amax, (size_t)gpu.fp8.num_slots);
+    eval_forward(&gpu, inputs, targets, TB, TT);
     float* eval_logits = download_bf16(gpu.acts.logits, n_logits);
-    float* eval_state = download_floats(gpu.fp8_device, gpu.fp8_host.num_floats);
-    float* eval_window = download_floats(gpu.fp8_window_amax, (size_t)gpu.fp8_host.num_slots);
+    float* eval_state = download_floats(gpu.fp8.memory, gpu.fp8.num_floats);
+    float* eval_window = download_floats(gpu.fp8_current_amax, (size_t)gpu.fp8.num_slots);
     // R1: an evaluation forward writes no FP8 state and casts with scales of the same values
-    CHECK(memcmp(state, eval_state, gpu.fp8_host.num_floats * 4) == 0 &&
-              memcmp(window, eval_window, (size_t)gpu.fp8_host.num_slots * 4) == 0,
+    CHECK(memcmp(state, eval_state, gpu.fp8.num_floats * 4) == 0 &&
+              memcmp(window, eval_window, (size_t)gpu.fp8.num_slots * 4) == 0,
           "an evaluation forward changed the FP8 state");
     CHECK(memcmp(logits, eval_logits, n_logits * 4) == 0, "evaluation logits differ from the recording forward's");
     free(logits);
@@ -675,20 +745,21 @@ static void test_fp8_current_scaling_casts(void) {
 // ranks: bit-identical (R1: the same gradients and updates; clipping off, so the norm's summation order cannot
 // matter). Checks the sharded AdamW offsets, the gradient norm of a shard and the master gather.
 typedef struct {
-    GPT2GPU rank[2];
-    MultiGpu mg;  // no communicator: its collectives are no-ops, the step below does them by hand
+    gpu::GPT2 rank[2];
+    MultiGpu mg[2];  // each rank's, no communicator: its collectives are no-ops, the step below does them by hand
 } TwoRanks;
 
 static void two_ranks_init(TwoRanks* g, int zero_stage, const float* params) {
     GPT2Config config = test_config();
     TrainArgs args = test_args("fp8");
-    memset(&g->mg, 0, sizeof(g->mg));
-    g->mg.num_processes = 2;
-    g->mg.zero_stage = zero_stage;
-    cudaCheck(cudaMalloc(&g->mg.scratch, 4));
     for (int r = 0; r < 2; r++) {
-        gpt2_gpu_allocate(&g->rank[r], &config, &args, TB, TT, 2, r, zero_stage);
-        gpt2_upload_params(&g->rank[r], params);
+        memset(&g->mg[r], 0, sizeof(g->mg[r]));
+        g->mg[r].num_processes = 2;
+        g->mg[r].process_rank = r;
+        g->mg[r].zero_stage = zero_stage;
+        cudaCheck(cudaMalloc(&g->mg[r].scratch, 4));
+        gpu::gpt2_gpu_allocate(&g->rank[r], &config, &args, TB, TT, &g->mg[r]);
+        gpu::gpt2_upload_params(&g->rank[r], params);
         gpt2_cast_weights_fp8(&g->rank[r], 1);
     }
 }
@@ -697,11 +768,11 @@ static void two_ranks_init(TwoRanks* g, int zero_stage, const float* params) {
 static float two_ranks_step(TwoRanks* g, const int* inputs, const int* targets, int step) {
     float loss = 0.0f;
     for (int r = 0; r < 2; r++) {
-        GPT2GPU* m = &g->rank[r];
-        gpt2_set_batch(m, inputs + r * TB * TT, targets + r * TB * TT);
-        cudaCheck(cudaMemset(m->grads_memory, 0, m->shard.padded * 4));
-        loss += gpt2_forward(m, 1, 1.0f / (2.0f * TB * TT)) / 2;
-        gpt2_backward(m);
+        gpu::GPT2* m = &g->rank[r];
+        gpt2_zero_grad(m);
+        gpt2_forward(m, inputs + r * TB * TT, targets + r * TB * TT, TB, TT);
+        gpt2_backward(m, 1.0f / 2.0f);  // the loss scale with the 2 ranks in it, as the trainer's
+        loss += m->mean_loss / 2;
     }
     // gradients: the sum over ranks, everywhere (a superset of what reduce-scatter leaves in each shard)
     size_t padded = g->rank[0].shard.padded;
@@ -712,26 +783,24 @@ static float two_ranks_step(TwoRanks* g, const int* inputs, const int* targets, 
     // the norm: each rank's shard, then the sum (ZeRO-0: each rank already has the whole)
     float squares[2];
     for (int r = 0; r < 2; r++) {
-        float norm = gpt2_grad_norm(&g->rank[r], &g->mg);
+        float norm = gpt2_grad_norm(&g->rank[r]);  // ZeRO-1: the shard's; multi_gpu_sum_scalar adds nothing here
         squares[r] = norm * norm;
     }
-    if (g->mg.zero_stage == 1) {  // what multi_gpu_sum_scalar does with NCCL (clipping is off: only finiteness matters)
-        float total = squares[0] + squares[1];
-        for (int r = 0; r < 2; r++) { cudaCheck(cudaMemcpy(g->rank[r].norm_squared, &total, 4, cudaMemcpyHostToDevice)); }
-    }
-    // the amax all-reduce: MAX of row 0 over the ranks
-    int S = g->rank[0].fp8_host.num_slots;
-    float* row0_a = download_floats(g->rank[0].fp8_device, (size_t)S);
-    float* row0_b = download_floats(g->rank[1].fp8_device, (size_t)S);
+    // what multi_gpu_sum_scalar does with NCCL (clipping is off: only finiteness matters)
+    float norm = sqrtf(g->mg[0].zero_stage == 1 ? squares[0] + squares[1] : squares[0]);
+    // the amax all-reduce: MAX of row 0 over the ranks (the hook's NCCL all-reduce is a no-op without a communicator)
+    int S = g->rank[0].fp8.num_slots;
+    float* row0_a = download_floats(g->rank[0].fp8.amax_history, (size_t)S);
+    float* row0_b = download_floats(g->rank[1].fp8.amax_history, (size_t)S);
     for (int i = 0; i < S; i++) { row0_a[i] = fp8_amax_merge(row0_a[i], row0_b[i]); }
     for (int r = 0; r < 2; r++) {
-        GPT2GPU* m = &g->rank[r];
-        cudaCheck(cudaMemcpy(m->fp8_device, row0_a, (size_t)S * 4, cudaMemcpyHostToDevice));
-        cudaCheck(fp8_meta_update_launch(m->fp8_device, &m->fp8_host, &m->recipe, step, m->stream));
-        gpt2_update(m, 1e-3f, 0.1f, 1e6f, step + 1);
+        gpu::GPT2* m = &g->rank[r];
+        cudaCheck(cudaMemcpy(m->fp8.amax_history, row0_a, (size_t)S * 4, cudaMemcpyHostToDevice));
+        gpt2_fp8_end_of_step(m, step);
+        gpt2_update(m, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, norm, 1e6f, step + 1);
     }
     // all-gather: each owner's bf16 slice to the other rank
-    for (int owner = 0; owner < 2 && g->mg.zero_stage == 1; owner++) {
+    for (int owner = 0; owner < 2 && g->mg[0].zero_stage == 1; owner++) {
         const ZeroShard* sh = &g->rank[owner].shard;
         cudaCheck(cudaMemcpy(g->rank[1 - owner].params_memory + sh->offset, g->rank[owner].params_memory + sh->offset,
                              sh->shard_size * 2, cudaMemcpyDeviceToDevice));
@@ -746,8 +815,8 @@ static float two_ranks_step(TwoRanks* g, const int* inputs, const int* targets, 
 }
 
 static void test_zero1_two_ranks_on_one_gpu(void) {
-    GPT2 cpu;  // only for the initial weights
-    ModelOptions opt;
+    cpu::GPT2 cpu;  // only for the initial weights
+    cpu::ModelOptions opt;
     memset(&opt, 0, sizeof(opt));
     opt.config = test_config();
     opt.precision = PRECISION_FP8;
@@ -755,10 +824,10 @@ static void test_zero1_two_ranks_on_one_gpu(void) {
     gpt2_allocate(&cpu, &opt, TB, TT);
     Rng rng;
     rng_seed(&rng, 17);
-    gpt2_init_parameters(&cpu.params, cpu.param_sizes, &opt.config, &rng);
+    gpt2_init_parameters(&cpu.master, cpu.param_sizes, &opt.config, &rng);
     TwoRanks zero0, zero1;
-    two_ranks_init(&zero0, 0, cpu.params_memory);
-    two_ranks_init(&zero1, 1, cpu.params_memory);
+    two_ranks_init(&zero0, 0, cpu.master_memory);
+    two_ranks_init(&zero1, 1, cpu.master_memory);
     CHECK(zero1.rank[0].shard.count + zero1.rank[1].shard.count == zero1.rank[0].num_parameters &&
               zero1.rank[0].shard.count < zero1.rank[0].num_parameters, "two real shards");
     int inputs[2 * TB * TT], targets[2 * TB * TT];
@@ -783,10 +852,10 @@ static void test_zero1_two_ranks_on_one_gpu(void) {
     // the checkpoint path: masters gathered from the shards equal ZeRO-0's full masters
     float* full0 = (float*)malloc(P * 4);
     float* full1 = (float*)malloc(P * 4);
-    cudaCheck(cudaMemcpy(full0, zero0.rank[0].master, P * 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(full0, zero0.rank[0].master_memory, P * 4, cudaMemcpyDeviceToHost));
     for (int r = 0; r < 2; r++) {
         const ZeroShard* sh = &zero1.rank[r].shard;
-        cudaCheck(cudaMemcpy(full1 + sh->offset, zero1.rank[r].master, sh->count * 4, cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(full1 + sh->offset, zero1.rank[r].master_memory, sh->count * 4, cudaMemcpyDeviceToHost));
     }
     CHECK(memcmp(full0, full1, P * 4) == 0, "fp32 masters of the two shards = ZeRO-0's masters (R1)");
     free(full0);
@@ -838,8 +907,8 @@ static void test_fp8_range_stats(void) {
 
 // Sampling's next-token distribution: the GPU's (bf16 logits, host softmax) against the CPU's at the same position.
 static void test_next_token_probs(void) {
-    GPT2 cpu;
-    GPT2GPU gpu;
+    cpu::GPT2 cpu;
+    gpu::GPT2 gpu;
     make_pair(&cpu, &gpu, "bf16", 11);
     Rng rng;
     rng_seed(&rng, 12);
@@ -847,8 +916,8 @@ static void test_next_token_probs(void) {
     for (int i = 0; i < TT; i++) { tokens[i] = (int)(rng_next_u64(&rng) % TV); }
     float gpu_probs[TV], cpu_probs[TV];
     for (int t = 1; t < TT; t += 10) {
-        gpu_next_token_probs(&gpu, tokens, t, gpu_probs);
-        cpu_next_token_probs(&cpu, tokens, t, cpu_probs);
+        gpu::gpt2_next_token_probs(&gpu, tokens, t, gpu_probs);
+        cpu::gpt2_next_token_probs(&cpu, tokens, t, cpu_probs);
         double sum = 0.0, worst = 0.0;
         for (int i = 0; i < TV; i++) {
             sum += gpu_probs[i];
@@ -876,21 +945,16 @@ static void test_next_token_probs(void) {
 static void test_checkpoints(void) {
     char dir[] = "/tmp/test_gpt_fp8_XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
-    GPT2 cpu;
-    GPT2GPU gpu;
+    cpu::GPT2 cpu;
+    gpu::GPT2 gpu;
     make_pair(&cpu, &gpu, "fp8", 7);
     Rng rng;
     rng_seed(&rng, 8);
     int inputs[TB * TT], targets[TB * TT];
     // a CPU checkpoint after one step continues on a fresh GPU model with the CPU's loss
-    set_batch(&gpu, inputs, targets, &rng);
-    gpt2_zero_grad(&cpu);
-    gpt2_forward(&cpu, inputs, targets, TB, TT);
-    gpt2_backward(&cpu, 1.0f);
-    float norm = gpt2_grad_norm(&cpu);
-    gpt2_fp8_end_of_step(&cpu, 0);
-    gpt2_update(&cpu, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, norm, 1.0f, 1);
-    gpt2_cast_weights_fp8(&cpu, 1);
+    tiny_batch(inputs, targets, &rng);
+    float norm;
+    train_step(&cpu, inputs, targets, TB, TT, 0, &norm);
     gpt2_save_checkpoint(&cpu, dir, 1, 0, NULL);
     int S = cpu.fp8.num_slots;  // the diagnostics state as saved, before the forward below counts more casts
     Fp8QuantStats* saved_stats = (Fp8QuantStats*)malloc((size_t)S * sizeof(Fp8QuantStats));
@@ -900,69 +964,47 @@ static void test_checkpoints(void) {
     memcpy(saved_last_amax, cpu.fp8_last_amax, (size_t)S * 4);
     memcpy(saved_window_amax, cpu.fp8_window_amax, (size_t)S * 4);
     gpt2_forward(&cpu, inputs, targets, TB, TT);
-    GPT2GPU resumed;
+    gpu::GPT2 resumed;
     TrainArgs args = test_args("fp8");
     GPT2Config config = test_config();
-    gpt2_gpu_allocate(&resumed, &config, &args, TB, TT, 1, 0, 0);
-    float* params = (float*)malloc(resumed.num_parameters * 4);
-    float* m = (float*)malloc(resumed.num_parameters * 4);
-    float* v = (float*)malloc(resumed.num_parameters * 4);
-    StateHeader h = gpu_state_header(&resumed, 1, NULL);
-    StateFp8Arrays resumed_fp8 = gpu_state_fp8_arrays(&resumed), gpu_fp8 = gpu_state_fp8_arrays(&gpu);
-    checkpoint_load(dir, 1, &config, params, m, v, &h, &resumed_fp8);
-    gpt2_upload_params(&resumed, params);
-    gpt2_upload_fp8_state(&resumed);
+    gpu::gpt2_gpu_allocate(&resumed, &config, &args, TB, TT, &one_process);
+    uint64_t rng_state;
+    size_t shard_index, shard_position;
+    gpt2_load_checkpoint(&resumed, dir, 1, &rng_state, &shard_index, &shard_position);
     // the FP8 diagnostics state comes back too: the CPU's cast counters on the device, its last amaxes on the host
     Fp8QuantStats* device_stats = (Fp8QuantStats*)malloc((size_t)S * sizeof(Fp8QuantStats));
-    cudaCheck(cudaMemcpy(device_stats, resumed.fp8_stats_device, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(device_stats, resumed.fp8_stats, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
     CHECK(saved_stats[0].count > 0 && memcmp(device_stats, saved_stats, (size_t)S * sizeof(Fp8QuantStats)) == 0 &&
               memcmp(resumed.fp8_last_amax, saved_last_amax, (size_t)S * 4) == 0 &&
-              memcmp(resumed.fp8_window_amax_host, saved_window_amax, (size_t)S * 4) == 0,
+              memcmp(resumed.fp8_window_amax, saved_window_amax, (size_t)S * 4) == 0,
           "CPU checkpoint on the GPU: FP8 diagnostics counters, last and window amaxes restored");
     free(device_stats);
     free(saved_stats);
     free(saved_last_amax);
     free(saved_window_amax);
     gpt2_cast_weights_fp8(&resumed, 0);
-    gpt2_set_batch(&resumed, inputs, targets);
-    float gpu_loss = gpt2_forward(&resumed, 0, 0.0f);
+    float gpu_loss = eval_forward(&resumed, inputs, targets, TB, TT);
     check_loss(&cpu, gpu_loss, TB * TT, 0, "CPU checkpoint on the GPU: ");  // the same weights and FP8 state: R4
     // GPU save -> load -> continue: two more steps give bit-identical losses (R1: the backward has no float atomics)
     float losses_a[2], losses_b[2];
     for (int pass = 0; pass < 2; pass++) {
-        GPT2GPU* g = pass == 0 ? &gpu : &resumed;
+        gpu::GPT2* g = pass == 0 ? &gpu : &resumed;
         if (pass == 0) {
-            gpt2_download_state(&gpu, &one_process, params, m, v);
-            StateHeader hs = gpu_state_header(&gpu, 2, NULL);
-            checkpoint_save(dir, 2, &config, params, m, v, &hs, &gpu_fp8);
+            gpt2_save_checkpoint(&gpu, dir, 2, 0, NULL);
         } else {
-            StateHeader hl = gpu_state_header(&resumed, 2, NULL);
-            checkpoint_load(dir, 2, &config, params, m, v, &hl, &resumed_fp8);
-            gpt2_upload_params(&resumed, params);
-            cudaCheck(cudaMemcpy(resumed.m_memory, m, resumed.num_parameters * 4, cudaMemcpyHostToDevice));
-            cudaCheck(cudaMemcpy(resumed.v_memory, v, resumed.num_parameters * 4, cudaMemcpyHostToDevice));
-            gpt2_upload_fp8_state(&resumed);
+            gpt2_load_checkpoint(&resumed, dir, 2, &rng_state, &shard_index, &shard_position);
             gpt2_cast_weights_fp8(&resumed, 0);
         }
         Rng data;
         rng_seed(&data, 9);
         for (int step = 0; step < 2; step++) {
-            set_batch(g, inputs, targets, &data);
-            cudaCheck(cudaMemset(g->grads_memory, 0, g->num_parameters * 4));
-            float loss = gpt2_forward(g, 1, 1.0f / (TB * TT));
-            gpt2_backward(g);
-            gpt2_grad_norm(g, &one_process);
-            cudaCheck(fp8_meta_update_launch(g->fp8_device, &g->fp8_host, &g->recipe, 2 + step, g->stream));
-            gpt2_update(g, 1e-3f, 0.0f, 1.0f, 3 + step);
-            gpt2_cast_weights_fp8(g, 1);
-            (pass == 0 ? losses_a : losses_b)[step] = loss;
+            tiny_batch(inputs, targets, &data);
+            float step_norm;
+            (pass == 0 ? losses_a : losses_b)[step] = train_step(g, inputs, targets, TB, TT, 2 + step, &step_norm);
         }
     }
     CHECK(memcmp(losses_a, losses_b, sizeof(losses_a)) == 0, "save -> load -> continue: losses %.7f %.7f vs %.7f %.7f",
           losses_a[0], losses_a[1], losses_b[0], losses_b[1]);
-    free(params);
-    free(m);
-    free(v);
     gpt2_free(&cpu);
 }
 
@@ -971,64 +1013,41 @@ static void test_checkpoints(void) {
 // LayerNorm block, V <= 512 threads of the classifier, T <= 256 threads of the causal softmax, C <= 256 columns of
 // one encoder-backward block). L 2, C 768, NH 12 (head size 64), T 384, B 1 (B*T = 384, a multiple of 64), V 1024.
 
-static void shaped_batch(GPT2GPU* gpu, int* inputs, int* targets, const TestShape* shape, Rng* rng) {
-    random_batch(inputs, targets, shape->B * shape->T, shape->V, rng);
-    gpt2_set_batch(gpu, inputs, targets);
-}
 
 // bf16 at the medium shape: logits, loss and every parameter gradient, with the tiny test's rules and counts (the same
 // depth: longer rows sum more terms, R2's fp32 differences, which stay below a bf16 ulp; the tokens' independence
 // shrinks the loss's tolerance by sqrt(384))
 static void test_medium_bf16_forward_backward(void) {
     const TestShape* shape = &medium_shape;
-    GPT2 cpu;
-    GPT2GPU gpu;
+    cpu::GPT2 cpu;
+    gpu::GPT2 gpu;
     make_shaped_pair(&cpu, &gpu, test_args("bf16"), 41, shape);
     int n = shape->B * shape->T;
     int* inputs = (int*)malloc((size_t)n * sizeof(int));
     int* targets = (int*)malloc((size_t)n * sizeof(int));
     Rng rng;
     rng_seed(&rng, 42);
-    shaped_batch(&gpu, inputs, targets, shape, &rng);
-    float gpu_loss = gpt2_forward(&gpu, 0, 0.0f);
+    random_batch(inputs, targets, n, shape->V, &rng);
+    float gpu_loss = eval_forward(&gpu, inputs, targets, shape->B, shape->T);
     gpt2_forward(&cpu, inputs, targets, shape->B, shape->T);
     check_logits(&cpu, gpu.acts.logits, n, "medium: ");
     check_loss(&cpu, gpu_loss, n, 0, "medium: ");
-    cudaCheck(cudaMemset(gpu.grads_memory, 0, gpu.num_parameters * 4));
-    gpt2_forward(&gpu, 1, 1.0f / (float)n);
-    gpt2_backward(&gpu);
-    cudaCheck(cudaDeviceSynchronize());
-    gpt2_zero_grad(&cpu);
-    gpt2_forward(&cpu, inputs, targets, shape->B, shape->T);
-    gpt2_backward(&cpu, 1.0f);
+    forward_backward(&cpu, &gpu, inputs, targets, shape->B, shape->T);
     check_gradients(&gpu, &cpu);
     free(inputs);
     free(targets);
     gpt2_free(&cpu);
 }
 
-// One training step of both models on the same batch, as the trainers' loops do it (clip 1.0, no weight decay); the
-// losses and gradient norms of both.
-static void shaped_step(GPT2* cpu, GPT2GPU* gpu, int step, const TestShape* shape, Rng* rng, float* gpu_loss,
+// One training step of both models on the same batch (train_step); the losses and gradient norms of both.
+static void shaped_step(cpu::GPT2* cpu, gpu::GPT2* gpu, int step, const TestShape* shape, Rng* rng, float* gpu_loss,
                         float* gpu_norm, float* cpu_norm) {
     int n = shape->B * shape->T;
     int* inputs = (int*)malloc((size_t)n * sizeof(int));
     int* targets = (int*)malloc((size_t)n * sizeof(int));
-    shaped_batch(gpu, inputs, targets, shape, rng);
-    cudaCheck(cudaMemset(gpu->grads_memory, 0, gpu->num_parameters * 4));
-    *gpu_loss = gpt2_forward(gpu, 1, 1.0f / (float)n);
-    gpt2_backward(gpu);
-    *gpu_norm = gpt2_grad_norm(gpu, &one_process);
-    cudaCheck(fp8_meta_update_launch(gpu->fp8_device, &gpu->fp8_host, &gpu->recipe, step, gpu->stream));
-    gpt2_update(gpu, TEST_LR, 0.0f, 1.0f, step + 1);
-    gpt2_cast_weights_fp8(gpu, 1);
-    gpt2_zero_grad(cpu);
-    gpt2_forward(cpu, inputs, targets, shape->B, shape->T);
-    gpt2_backward(cpu, 1.0f);
-    *cpu_norm = gpt2_grad_norm(cpu);
-    gpt2_fp8_end_of_step(cpu, step);
-    gpt2_update(cpu, TEST_LR, TEST_BETA1, TEST_BETA2, 1e-8f, 0.0f, *cpu_norm, 1.0f, step + 1);
-    gpt2_cast_weights_fp8(cpu, 1);
+    random_batch(inputs, targets, n, shape->V, rng);
+    *gpu_loss = train_step(gpu, inputs, targets, shape->B, shape->T, step, gpu_norm);
+    train_step(cpu, inputs, targets, shape->B, shape->T, step, cpu_norm);
     cudaCheck(cudaDeviceSynchronize());
     free(inputs);
     free(targets);
@@ -1046,8 +1065,8 @@ static void shaped_step(GPT2* cpu, GPT2GPU* gpu, int step, const TestShape* shap
 // path through it (gpt2_linear_roundings).
 static void test_medium_fp8_state_after_1_and_5_steps(void) {
     const TestShape* shape = &medium_shape;
-    GPT2 cpu;
-    GPT2GPU gpu;
+    cpu::GPT2 cpu;
+    gpu::GPT2 gpu;
     make_shaped_pair(&cpu, &gpu, test_args("fp8"), 43, shape);
     Rng rng;
     rng_seed(&rng, 44);
@@ -1066,7 +1085,7 @@ static void test_medium_fp8_state_after_1_and_5_steps(void) {
         }
     }
     float* recorded = recorded_amaxes_of_last_step(&gpu);
-    float* row0 = download_floats(gpu.fp8_device, (size_t)gpu.fp8_host.num_slots);
+    float* row0 = download_floats(gpu.fp8.amax_history, (size_t)gpu.fp8.num_slots);
     check_amaxes_of_own_tensors(&gpu, recorded, row0, "medium");
     free(recorded);
     free(row0);
@@ -1091,7 +1110,7 @@ static void test_encoder_backward_bucket_stride(void) {
     }
     float* want_wte = (float*)calloc((size_t)V * C, sizeof(float));
     float* want_wpe = (float*)calloc((size_t)T * C, sizeof(float));
-    encoder_backward(want_wte, want_wpe, dout, tokens, B, T, C);
+    cpu::encoder_backward(want_wte, want_wpe, dout, tokens, B, T, C);
     int *positions = (int*)malloc((size_t)n * 4), *start = (int*)malloc((size_t)(n + 1) * 4);
     int *bucket_token = (int*)malloc((size_t)n * 4), *count = (int*)malloc((size_t)V * 4);
     int buckets = encoder_buckets(tokens, n, V, positions, start, bucket_token, count);
@@ -1136,10 +1155,10 @@ static void test_encoder_backward_bucket_stride(void) {
 // cuDNN attention and recompute
 
 // A GPU model of `config` with the given options and weights (P fp32, ParameterTensors' order), FP8 weights cast.
-static void gpu_model(GPT2GPU* gpu, const GPT2Config* config, const TrainArgs* args, int B, int T, const float* params) {
-    gpt2_gpu_allocate(gpu, config, args, B, T, 1, 0, 0);
-    gpt2_upload_params(gpu, params);
-    if (gpu->precision == PRECISION_FP8) { gpt2_cast_weights_fp8(gpu, 1); }
+static void gpu_model(gpu::GPT2* gpu, const GPT2Config* config, const TrainArgs* args, int B, int T, const float* params) {
+    gpu::gpt2_gpu_allocate(gpu, config, args, B, T, &one_process);
+    gpu::gpt2_upload_params(gpu, params);
+    gpt2_cast_weights_fp8(gpu, 1);
     cudaCheck(cudaDeviceSynchronize());
 }
 
@@ -1154,8 +1173,8 @@ enum { MB = 2, MT = 256, MV = 1024 };
 static void test_cudnn_attention_against_cpu(void) {
     GPT2Config config = config_of(2, 768, 12, MV, MT);
     TrainArgs args = test_args_with("bf16", "cudnn", "0");
-    GPT2 cpu;
-    ModelOptions opt;
+    cpu::GPT2 cpu;
+    cpu::ModelOptions opt;
     memset(&opt, 0, sizeof(opt));
     opt.config = config;
     opt.precision = args.precision;
@@ -1163,22 +1182,15 @@ static void test_cudnn_attention_against_cpu(void) {
     gpt2_allocate(&cpu, &opt, MB, MT);
     Rng rng;
     rng_seed(&rng, 21);
-    gpt2_init_parameters(&cpu.params, cpu.param_sizes, &config, &rng);
-    GPT2GPU gpu;
-    gpu_model(&gpu, &config, &args, MB, MT, cpu.params_memory);
+    gpt2_init_parameters(&cpu.master, cpu.param_sizes, &config, &rng);
+    gpu::GPT2 gpu;
+    gpu_model(&gpu, &config, &args, MB, MT, cpu.master_memory);
     CHECK(gpu.attention_kind == ATTENTION_CUDNN && gpu.acts.att == NULL && gpu.acts.attention_stats != NULL,
           "the model runs cuDNN attention and keeps no attention matrices");
     static int inputs[MB * MT], targets[MB * MT];
     random_batch(inputs, targets, MB * MT, MV, &rng);
-    gpt2_set_batch(&gpu, inputs, targets);
-    float eval_loss = gpt2_forward(&gpu, 0, 0.0f);  // the graph without statistics
-    cudaCheck(cudaMemset(gpu.grads_memory, 0, gpu.num_parameters * 4));
-    float gpu_loss = gpt2_forward(&gpu, 1, 1.0f / (MB * MT));
-    gpt2_backward(&gpu);
-    cudaCheck(cudaDeviceSynchronize());
-    gpt2_zero_grad(&cpu);
-    gpt2_forward(&cpu, inputs, targets, MB, MT);
-    gpt2_backward(&cpu, 1.0f);
+    float eval_loss = eval_forward(&gpu, inputs, targets, MB, MT);  // the graph without statistics
+    float gpu_loss = forward_backward(&cpu, &gpu, inputs, targets, MB, MT);
     // the graph without statistics may run another kernel: the two GPU forwards part at block 0's attention output,
     // so R4 counts the roundings from there to the logits (those of block 0's atty onward)
     Gpt2Roundings paths = roundings_of(&cpu);
@@ -1203,12 +1215,12 @@ static void test_cudnn_unsupported_head_size_falls_back(void) {
         GPT2Config config = config_of(1, cases[i].C, cases[i].NH, 200, 64);
         TrainArgs args = test_args_with("bf16", "plain", "0");
         args.attention = ATTENTION_DEFAULT;  // no -attn: cuDNN where it can run the shape
-        GPT2GPU gpu;
-        gpt2_gpu_allocate(&gpu, &config, &args, 1, 64, 1, 0, 0);
+        gpu::GPT2 gpu;
+        gpu::gpt2_gpu_allocate(&gpu, &config, &args, 1, 64, &one_process);
         CHECK(gpu.attention_kind == cases[i].want && (gpu.cudnn_attention != NULL) == (cases[i].want == ATTENTION_CUDNN),
               "head size %d: attention %s, want %s", cases[i].C / cases[i].NH,
               gpu.attention_kind == ATTENTION_CUDNN ? "cudnn" : "plain", cases[i].want == ATTENTION_CUDNN ? "cudnn" : "plain");
-        gpt2_gpu_free(&gpu);
+        gpt2_free(&gpu);
     }
 }
 #endif
@@ -1219,8 +1231,8 @@ static void test_cudnn_unsupported_head_size_falls_back(void) {
 static void test_recompute_bit_identical(void) {
     GPT2Config config = config_of(2, 256, 4, 200, 64);
     const int B = 2, T = 64;  // B*T = 128: a multiple of 64 for the FP8 casts
-    GPT2 cpu;  // only for the initial weights
-    ModelOptions opt;
+    cpu::GPT2 cpu;  // only for the initial weights
+    cpu::ModelOptions opt;
     memset(&opt, 0, sizeof(opt));
     opt.config = config;
     opt.precision = PRECISION_BF16;
@@ -1228,7 +1240,7 @@ static void test_recompute_bit_identical(void) {
     gpt2_allocate(&cpu, &opt, B, T);
     Rng rng;
     rng_seed(&rng, 31);
-    gpt2_init_parameters(&cpu.params, cpu.param_sizes, &config, &rng);
+    gpt2_init_parameters(&cpu.master, cpu.param_sizes, &config, &rng);
     int inputs[2 * 64], targets[2 * 64];
     random_batch(inputs, targets, B * T, config.vocab_size, &rng);
 #ifdef ENABLE_CUDNN
@@ -1250,18 +1262,18 @@ static void test_recompute_bit_identical(void) {
                 char recompute[4];
                 snprintf(recompute, sizeof(recompute), "%d", r);
                 TrainArgs args = test_args_with(precisions[p], attentions[a], recompute);
-                GPT2GPU gpu;
-                gpu_model(&gpu, &config, &args, B, T, cpu.params_memory);
-                gpt2_set_batch(&gpu, inputs, targets);
-                cudaCheck(cudaMemset(gpu.grads_memory, 0, gpu.num_parameters * 4));
-                losses[r] = gpt2_forward(&gpu, 1, 1.0f / (B * T));
-                gpt2_backward(&gpu);
+                gpu::GPT2 gpu;
+                gpu_model(&gpu, &config, &args, B, T, cpu.master_memory);
+                gpt2_zero_grad(&gpu);
+                gpt2_forward(&gpu, inputs, targets, B, T);
+                gpt2_backward(&gpu, 1.0f);
+                losses[r] = gpu.mean_loss;
                 cudaCheck(cudaDeviceSynchronize());
                 P = gpu.num_parameters;
                 grads[r] = download_floats(gpu.grads_memory, P);
                 if (gpu.precision == PRECISION_FP8) {
-                    slots = gpu.fp8_host.num_slots;
-                    row0[r] = download_floats(gpu.fp8_device, (size_t)slots);
+                    slots = gpu.fp8.num_slots;
+                    row0[r] = download_floats(gpu.fp8.amax_history, (size_t)slots);
                 }
             }
             for (int r = 1; r < 3; r++) {

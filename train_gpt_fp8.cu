@@ -15,7 +15,13 @@ With -fp8_recipe current every cast that records is preceded by an amax pass tha
 its slot (fp8_amax_scale in fp8/quantize.cuh), and the cast and GEMM read it there; the end-of-step launch only
 clears row 0; evaluation casts write their scales to scratch cells (fp8_eval_scales), so they change nothing.
 The BF16 path runs the same GEMMs on bf16 operands. LayerNorm, attention, GELU, residuals and the loss are bf16
-kernels (llmc/kernels.cuh); parameter gradients, master weights and AdamW moments are fp32.
+kernels, one family a header with its launchers (llmc/encoder.cuh, layernorm.cuh, gelu.cuh, fused_classifier.cuh,
+bias.cuh, global_norm.cuh, adamw.cuh); parameter gradients, master weights and AdamW moments are fp32.
+
+Shape: the CPU reference's, function for function. Every function of a step has the CPU's name, arguments in its
+order and its buffer names (encoder_forward ... linear_forward, gpt2_forward, gpt2_backward, gpt2_fp8_end_of_step,
+gpt2_update, gpt2_save_checkpoint ...), the GPU's extras (scratch, stream) last, and the two mains read the same line
+for line; where the GPU must differ (streams, NCCL, the fused classifier, the memory plan) a comment says so.
 Attention (-attn): cuDNN's fused flash attention (llmc/cudnn_attention.cpp, the default when built with cuDNN), which
 keeps only the softmax statistics (B, NH, T) per layer, or the plain CUDA/cuBLAS one (llmc/attention.cuh), which keeps
 the (B, NH, T, T) matrix per layer. Recompute (-r, llm.c's): 1 recomputes GELU in the backward instead of keeping its
@@ -36,19 +42,31 @@ Not in this version yet (see README, Status): fusing the casts into LayerNorm/GE
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fp8/gemm.cuh"
+#include "fp8/diag.h"
 #include "fp8/meta.h"
 #include "fp8/quantize.cuh"
 #include "fp8/update.cuh"
+#include "llmc/args.h"
+#include "llmc/adamw.cuh"
 #include "llmc/attention.cuh"
+#include "llmc/bias.cuh"
+#include "llmc/checkpoint.h"
 #include "llmc/cudnn_attention.h"
 #include "llmc/dataloader.h"
-#include "llmc/kernels.cuh"
+#include "llmc/encoder.cuh"
+#include "llmc/fused_classifier.cuh"
+#include "llmc/gelu.cuh"
+#include "llmc/gemm.cuh"
+#include "llmc/global_norm.cuh"
+#include "llmc/layernorm.cuh"
+#include "llmc/linear.h"
 #include "llmc/memory_plan.h"
 #include "llmc/multi_gpu.cuh"
+#include "llmc/run.h"
+#include "llmc/sampling.h"
 #include "llmc/schedule.h"
 #include "llmc/tokenizer.h"
-#include "llmc/train_common.h"
+#include "llmc/utils.h"
 #include "llmc/zero.h"
 
 static cudaDataType_t fp8_cuda_type(Fp8Format f) { return f == FP8_E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
@@ -96,7 +114,7 @@ typedef struct {
     floatX* logits;     // (B, T, Vp), overwritten by dlogits in training
     float* losses;      // (B, T)
     floatX* proj_out;   // (B, T, C) a projection's output before the residual add
-} ActivationsGPU;
+} ActivationTensors;
 
 typedef struct {
     GPT2Config config;
@@ -106,13 +124,13 @@ typedef struct {
     size_t param_sizes[NUM_PARAMETER_TENSORS];
     size_t num_parameters;  // P
     ZeroShard shard;        // the parameters this rank's optimizer owns (llmc/zero.h); all P in one process
-    float* master;          // (shard_size) fp32 master weights of the shard
+    float* master_memory;   // (shard_size) fp32 master weights of the shard (the CPU keeps all P in its master_memory)
     floatX* params_memory;  // (padded) bf16 weights, all of them, every rank
     ParameterTensorsX params;
     float* grads_memory;    // (padded) fp32; after the reduction, the shard's part is the summed gradient
     ParameterTensors grads;
     float *m_memory, *v_memory;  // (shard_size) AdamW moments of the shard
-    ActivationsGPU acts;
+    ActivationTensors acts;
     int* inputs;   // (B, T) on the device
     int* targets;  // (B, T)
     // the encoder backward's token buckets (see encoder_buckets): device copies, and host scratch to build them
@@ -140,18 +158,19 @@ typedef struct {
     Precision precision;
     DelayedScaling recipe;
     int fp8_bf16_first_last, fp8_lm_head;
-    int fp8_record;            // casts record amaxes (training) or not (evaluation)
-    Fp8Meta fp8_host;          // layout and a host copy of the FP8 metadata (for checkpoints)
-    float* fp8_device;         // the metadata itself: amax_history, scale, scale_inv (fp8_host.num_floats)
+    int training;              // a training forward and backward (1), or evaluation and sampling (0): FP8 casts record
+                               // amaxes only in training, and a training forward leaves the classifier to the backward
+    Fp8Meta fp8;               // all modules' histories and scales, in device memory (the CPU's layout: fp8/meta.h);
+                               // host copies only where a file is written or read (checkpoints, diagnostics)
     float* amax_discard;       // where casts that must not record write their amax
     int fp8_collect_stats;     // count clipped / flushed elements of every recorded cast (for fp8_diag.tsv)
-    unsigned long long* fp8_stats_device;  // (num_slots, 3): elements, saturated, flushed since the last diag line
-    Fp8QuantStats* fp8_stats_host;  // (num_slots) their host copy, for checkpoints
-    float* fp8_last_amax;      // (num_slots) host: row 0 as the last update saw it
-    float* fp8_window_amax_host;  // (num_slots) host: the amax each scale came from, for the diagnostics (delayed:
-                                  // computed from the history before the update; current: from fp8_window_amax)
+    Fp8QuantStats* fp8_stats;  // (num_slots) device: elements, saturated, flushed since the last diagnostics block
+    // rank 0's diagnostics state, on the host where the diagnostics file and the state file are written:
+    float* fp8_last_amax;      // (num_slots) row 0 as the last update saw it (the step's amax)
+    float* fp8_window_amax;    // (num_slots) the amax each scale came from (delayed: the window before the update;
+                               // current: fp8_current_amax as the last diagnostics block or checkpoint read it)
     // current scaling only
-    float* fp8_window_amax;    // (num_slots) device: the amax of each slot's last recorded cast (what its scale is from)
+    float* fp8_current_amax;   // (num_slots) device: the amax of each slot's last recorded cast (what its scale is from)
     float* fp8_eval_scales;    // (2, num_slots) device: scale, scale_inv of casts that do not record (evaluation)
     Fp8AmaxWorkspace amax_workspace;  // the amax pass's per-block partials and ticket counter
     uint8_t *weight_fp8, *weight_t_fp8;  // per module at weight_fp8_offset: W (OC, IC) and W^T (IC, OC)
@@ -160,72 +179,70 @@ typedef struct {
     GemmContext gemm;
     cublasHandle_t cublas;
     cudaStream_t stream;
-    // data parallelism: during the last micro-batch's backward, each layer's gradients are reduced over the ranks on
-    // comm_stream as soon as they are final (reduce_in_backward set), overlapping the backward of the layers below
-    MultiGpu* reduce_in_backward;
+    // data parallelism: the ranks (one process without NCCL). During the last micro-batch's backward, each layer's
+    // gradients are reduced over the ranks on comm_stream as soon as they are final (reduce_in_backward set),
+    // overlapping the backward of the layers below
+    MultiGpu* multi_gpu;
+    int reduce_in_backward;
     cudaStream_t comm_stream;
     cudaEvent_t grads_ready, grads_reduced;
     int num_sms;
-    float mean_loss;
-} GPT2GPU;
+    int has_targets;  // the last forward had targets
+    float mean_loss;  // of the last forward with targets (a training one: after its backward), else -1
+} GPT2;
 
-static int num_modules(const GPT2GPU* m) { return LINEARS_PER_BLOCK * m->config.num_layers + 1; }
-static int lm_head(const GPT2GPU* m) { return LINEARS_PER_BLOCK * m->config.num_layers; }
-static LinearPrecision gpu_linear_precision(const GPT2GPU* m) {
+static LinearPrecision gpt2_linear_precision(const GPT2* m) {
     LinearPrecision p = {m->precision, &m->recipe, m->fp8_bf16_first_last, m->fp8_lm_head, m->config.num_layers};
     return p;
 }
-static int gemm_fp8(const GPT2GPU* m, int module, int gemm) {
-    LinearPrecision p = gpu_linear_precision(m);
-    return linear_gemm_is_fp8(&p, module, gemm);
-}
-static int fprop_fp8(const GPT2GPU* m, int module) { return gemm_fp8(m, module, LINEAR_GEMM_FPROP); }
-static int dgrad_fp8(const GPT2GPU* m, int module) { return gemm_fp8(m, module, LINEAR_GEMM_DGRAD); }
-static int wgrad_fp8(const GPT2GPU* m, int module) { return gemm_fp8(m, module, LINEAR_GEMM_WGRAD); }
 
 typedef struct {
     floatX *weight, *bias;
     float *dweight, *dbias;
     int IC, OC;
-} LinearX;
+} LinearModule;
 
-static LinearX linear_x(GPT2GPU* model, int module) {
+static LinearModule linear_module(GPT2* model, int module) {
     LinearLayout ll = linear_layout(&model->config, module);
-    LinearX lx = {model->params_memory + ll.weight_offset, ll.has_bias ? model->params_memory + ll.bias_offset : NULL,
+    LinearModule lm = {model->params_memory + ll.weight_offset, ll.has_bias ? model->params_memory + ll.bias_offset : NULL,
                   model->grads_memory + ll.weight_offset, ll.has_bias ? model->grads_memory + ll.bias_offset : NULL,
                   ll.IC, ll.OC};
-    return lx;
+    return lm;
 }
 
 // device pointers into the FP8 metadata of a slot
-static float* slot_scale(GPT2GPU* m, int slot) { return m->fp8_device + (size_t)m->fp8_host.amax_history_len * m->fp8_host.num_slots + slot; }
-static float* slot_scale_inv(GPT2GPU* m, int slot) { return slot_scale(m, slot) + m->fp8_host.num_slots; }
-static float* slot_amax(GPT2GPU* m, int slot, int record) { return record && m->fp8_record ? m->fp8_device + slot : m->amax_discard; }
+static float* slot_scale(GPT2* m, int slot) { return m->fp8.scale + slot; }
+static float* slot_scale_inv(GPT2* m, int slot) { return m->fp8.scale_inv + slot; }
+static float* slot_amax(GPT2* m, int slot, int record) {
+    return record && m->training ? fp8_meta_amax_row0(&m->fp8, slot) : m->amax_discard;
+}
 
 // The scale cell a new cast of `slot` uses: the slot's, except for a current-scaling cast that does not record
 // (evaluation, sampling), whose scale goes to scratch so the training state stays as it was. Its scale_inv is
 // num_slots floats further on, in either place.
-static float* cast_scale(GPT2GPU* m, int slot) {
-    if (m->recipe.scaling == FP8_SCALING_CURRENT && !m->fp8_record) { return m->fp8_eval_scales + slot; }
+static float* cast_scale(GPT2* m, int slot) {
+    if (m->recipe.scaling == FP8_SCALING_CURRENT && !m->training) { return m->fp8_eval_scales + slot; }
     return slot_scale(m, slot);
 }
-static float* cast_scale_inv(GPT2GPU* m, int slot) { return cast_scale(m, slot) + m->fp8_host.num_slots; }
+static float* cast_scale_inv(GPT2* m, int slot) { return cast_scale(m, slot) + m->fp8.num_slots; }
 
 // Current scaling, before a new cast of inp (n) bf16 into `slot`: the amax pass, which leaves the tensor's own scale
 // in cast_scale(slot) (from the slot's previous one when the amax is 0, inf or NaN). Delayed scaling: nothing to do.
-static void current_scale_before_cast(GPT2GPU* m, int slot, const floatX* inp, size_t n) {
+static void current_scale_before_cast(GPT2* m, int slot, const floatX* inp, size_t n) {
     if (m->recipe.scaling != FP8_SCALING_CURRENT) { return; }
     Fp8CurrentScale target = {slot_scale(m, slot), cast_scale(m, slot), cast_scale_inv(m, slot),
-                              m->fp8_record ? m->fp8_window_amax + slot : m->amax_discard, m->recipe.margin};
-    cudaCheck(fp8_amax_scale(inp, n, fp8_meta_slot_format(&m->fp8_host, slot), target, m->amax_workspace, m->num_sms,
+                              m->training ? m->fp8_current_amax + slot : m->amax_discard, m->recipe.margin};
+    cudaCheck(fp8_amax_scale(inp, n, fp8_meta_slot_format(&m->fp8, slot), target, m->amax_workspace, m->num_sms,
                              m->stream));
 }
 
 // Diagnostics beside a recorded cast of inp (n) bf16 into `slot` (only while the diagnostics file is written).
-static void record_range_stats(GPT2GPU* m, int slot, const floatX* inp, size_t n, int record) {
+static void record_range_stats(GPT2* m, int slot, const floatX* inp, size_t n, int record) {
+    // the kernel counts (count, saturated, flushed) in three 64-bit integers: Fp8QuantStats' layout
+    static_assert(sizeof(Fp8QuantStats) == 3 * sizeof(unsigned long long), "Fp8QuantStats is three 64-bit counts");
     if (!m->fp8_collect_stats || !record) { return; }
-    cudaCheck(fp8_range_stats(m->fp8_stats_device + (size_t)slot * 3, inp, n, slot_scale(m, slot),
-                              fp8_meta_slot_format(&m->fp8_host, slot), m->num_sms, m->stream));
+    cudaCheck(fp8_range_stats((unsigned long long*)(m->fp8_stats + slot), inp, n, slot_scale(m, slot),
+                              fp8_meta_slot_format(&m->fp8, slot), m->num_sms, m->stream));
 }
 
 static void* device_alloc(size_t bytes) {
@@ -238,23 +255,25 @@ static void* device_alloc(size_t bytes) {
 // Cast every FP8 module's bf16 weight (and its transpose) with its current scale; `record`: amax into row 0 (and,
 // with current scaling, the scale from the weight's own amax first; without, a re-cast with the stored scale).
 // Training state: called while the model records.
-static void gpt2_cast_weights_fp8(GPT2GPU* model, int record) {
+static void gpt2_cast_weights_fp8(GPT2* model, int record) {
+    if (model->precision != PRECISION_FP8) { return; }
     // as the CPU's: the weights' FP8 copy is training state, so its scales are the slots' own even when called while
     // evaluation has recording off (current scaling would otherwise put them in the evaluation scratch)
-    int saved_record = model->fp8_record;
-    model->fp8_record = 1;
-    for (int module = 0; module < num_modules(model); module++) {
-        if (!fprop_fp8(model, module) && !dgrad_fp8(model, module)) { continue; }
-        LinearX lx = linear_x(model, module);
-        int slot = fp8_meta_fwd_slot(&model->fp8_host, module, FP8_FWD_WEIGHT);
+    int saved = model->training;
+    model->training = 1;
+    LinearPrecision lp = gpt2_linear_precision(model);
+    for (int module = 0; module < linear_num_modules(model->config.num_layers); module++) {
+        if (!linear_casts_weight(&lp, module)) { continue; }
+        LinearModule lm = linear_module(model, module);
+        int slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_WEIGHT);
         size_t off = model->weight_fp8_offset[module];
-        if (record) { current_scale_before_cast(model, slot, lx.weight, (size_t)lx.OC * lx.IC); }
-        cudaCheck(fp8_cast_transpose_amax(model->weight_fp8 + off, model->weight_t_fp8 + off, lx.weight, lx.OC, lx.IC,
-                                          slot_scale(model, slot), record ? model->fp8_device + slot : model->amax_discard,
-                                          model->fp8_host.forward_format, model->stream));
-        record_range_stats(model, slot, lx.weight, (size_t)lx.OC * lx.IC, record);
+        if (record) { current_scale_before_cast(model, slot, lm.weight, (size_t)lm.OC * lm.IC); }
+        float* amax = record ? fp8_meta_amax_row0(&model->fp8, slot) : model->amax_discard;
+        cudaCheck(fp8_cast_transpose_amax(model->weight_fp8 + off, model->weight_t_fp8 + off, lm.weight, lm.OC, lm.IC,
+                                          slot_scale(model, slot), amax, model->fp8.forward_format, model->stream));
+        record_range_stats(model, slot, lm.weight, (size_t)lm.OC * lm.IC, record);
     }
-    model->fp8_record = saved_record;
+    model->training = saved;
 }
 
 // The attention a run uses: -attn's, or by default cuDNN's when this program was built with it. Asking for cuDNN
@@ -271,11 +290,21 @@ static int gpu_attention_kind(int requested) {
 #endif
 }
 
+// TE's reduce_amax on the GPU: fp8/meta.h's hook, one NCCL all-reduce(MAX) of row 0 of every slot on the model's
+// stream (nothing in one process).
+static void gpu_amax_allreduce(float* amax_row0, int num_slots, void* user) {
+    GPT2* model = (GPT2*)user;
+    multi_gpu_amax_allreduce(model->multi_gpu, amax_row0, num_slots, model->stream);
+}
+
 // Everything before the big device buffers: the model's shape and options, the streams and library handles, cuDNN's
 // attention graphs (their workspace is part of the plan), the FP8 metadata's host layout, and the memory plan.
-static void gpt2_gpu_init(GPT2GPU* model, const GPT2Config* config, const TrainArgs* args, int B, int T,
-                          int num_processes, int process_rank, int zero_stage) {
+static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs* args, int B, int T,
+                          MultiGpu* multi_gpu) {
+    int num_processes = multi_gpu->num_processes, process_rank = multi_gpu->process_rank;
+    int zero_stage = multi_gpu->zero_stage;
     memset(model, 0, sizeof(*model));
+    model->multi_gpu = multi_gpu;
     model->config = *config;
     model->B = B;
     model->T = T;
@@ -286,7 +315,7 @@ static void gpt2_gpu_init(GPT2GPU* model, const GPT2Config* config, const TrainA
     model->recipe = args->recipe;
     model->fp8_bf16_first_last = args->fp8_bf16_first_last;
     model->fp8_lm_head = args->fp8_lm_head;
-    model->fp8_record = 1;
+    model->training = 1;
     model->recompute = args->recompute;
     model->attention_kind = gpu_attention_kind(args->attention);
     fill_in_parameter_sizes(model->param_sizes, config);
@@ -294,11 +323,13 @@ static void gpt2_gpu_init(GPT2GPU* model, const GPT2Config* config, const TrainA
     model->shard = zero_shard(model->num_parameters, num_processes, process_rank, zero_stage);
     if (model->precision == PRECISION_FP8) {
         char err[256];
-        if (fp8_meta_init(&model->fp8_host, num_modules(model), &model->recipe, err, sizeof(err))) { die("%s", err); }
-        model->fp8_stats_host = (Fp8QuantStats*)calloc_or_die((size_t)model->fp8_host.num_slots, sizeof(Fp8QuantStats),
-                                                              "FP8 stats");
-        model->fp8_last_amax = (float*)calloc_or_die((size_t)model->fp8_host.num_slots, 4, "FP8 amaxes");
-        model->fp8_window_amax_host = (float*)calloc_or_die((size_t)model->fp8_host.num_slots, 4, "FP8 amaxes");
+        // the CPU's layout; its memory is a device buffer of the plan (gpt2_gpu_allocate_buffers points into it)
+        int modules = linear_num_modules(config->num_layers);  // the LM head's slots exist always, as on the CPU
+        if (fp8_meta_layout(&model->fp8, modules, &model->recipe, err, sizeof(err))) { die("%s", err); }
+        model->fp8.amax_reduce_fn = gpu_amax_allreduce;  // TE's reduce_amax: an NCCL all-reduce(MAX) of row 0
+        model->fp8.amax_reduce_user = model;
+        model->fp8_last_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, 4, "FP8 amaxes");
+        model->fp8_window_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, 4, "FP8 amaxes");
     }
     gemm_context_init(&model->gemm);
     cublasCheck(cublasCreate(&model->cublas));
@@ -337,12 +368,12 @@ static void gpt2_gpu_init(GPT2GPU* model, const GPT2Config* config, const TrainA
     in->config = *config;
     in->B = B;
     in->T = T;
-    in->linear = gpu_linear_precision(model);
+    in->linear = gpt2_linear_precision(model);
     in->recompute = model->recompute;
     in->attention = model->attention_kind;
     in->shard = model->shard;
-    in->fp8_meta_floats = model->precision == PRECISION_FP8 ? model->fp8_host.num_floats : 0;
-    in->fp8_slots = model->precision == PRECISION_FP8 ? model->fp8_host.num_slots : 0;
+    in->fp8_meta_floats = model->precision == PRECISION_FP8 ? model->fp8.num_floats : 0;
+    in->fp8_slots = model->precision == PRECISION_FP8 ? model->fp8.num_slots : 0;
     in->gemm_workspace_bytes = GEMM_WORKSPACE_BYTES;
     in->attention_workspace_bytes = model->attention_workspace_bytes;
     in->column_sum_rows = COLUMN_SUM_ROWS;
@@ -352,7 +383,7 @@ static void gpt2_gpu_init(GPT2GPU* model, const GPT2Config* config, const TrainA
 
 // Allocates every device buffer of the memory plan (zeroed; a buffer of size 0 is not allocated and its pointer stays
 // NULL: nothing in this configuration uses it), and the host scratch that goes with them.
-static void gpt2_gpu_allocate_buffers(GPT2GPU* model) {
+static void gpt2_gpu_allocate_buffers(GPT2* model) {
     size_t BT = (size_t)model->B * model->T;
     void** buffer = model->device_buffers;
     for (int i = 0; i < NUM_GPU_BUFFERS; i++) {
@@ -361,12 +392,12 @@ static void gpt2_gpu_allocate_buffers(GPT2GPU* model) {
     }
     model->params_memory = (floatX*)buffer[GPU_PARAMS];
     model->grads_memory = (float*)buffer[GPU_GRADS];
-    model->master = (float*)buffer[GPU_MASTER];
+    model->master_memory = (float*)buffer[GPU_MASTER];
     model->m_memory = (float*)buffer[GPU_ADAM_M];
     model->v_memory = (float*)buffer[GPU_ADAM_V];
     point_parameters_bf16(&model->params, model->params_memory, model->param_sizes);
     point_parameters(&model->grads, model->grads_memory, model->param_sizes);
-    ActivationsGPU* a = &model->acts;
+    ActivationTensors* a = &model->acts;
     a->encoded = (floatX*)buffer[GPU_ENCODED];
     a->ln1 = (floatX*)buffer[GPU_LN1];
     a->ln1_mean = (float*)buffer[GPU_LN1_MEAN];
@@ -415,11 +446,15 @@ static void gpt2_gpu_allocate_buffers(GPT2GPU* model) {
     model->host_bucket_token = (int*)calloc_or_die(BT, 4, "token buckets");
     model->host_token_count = (int*)calloc_or_die((size_t)model->config.vocab_size, 4, "token counts");
     if (model->precision == PRECISION_FP8) {
-        model->fp8_device = (float*)buffer[GPU_FP8_META];
-        model->fp8_stats_device = (unsigned long long*)buffer[GPU_FP8_STATS];
-        cudaCheck(cudaMemcpy(model->fp8_device, model->fp8_host.memory, model->fp8_host.num_floats * 4, cudaMemcpyHostToDevice));
-        model->weight_fp8_offset = (size_t*)calloc_or_die((size_t)num_modules(model), sizeof(size_t), "offsets");
-        LinearPrecision lp = gpu_linear_precision(model);
+        fp8_meta_point_into(&model->fp8, (float*)buffer[GPU_FP8_META]);
+        float* initial = (float*)calloc_or_die(model->fp8.num_floats, 4, "FP8 metadata");  // histories 0, scales 1
+        fp8_meta_initial_values(initial, &model->fp8);
+        cudaCheck(cudaMemcpy(model->fp8.memory, initial, model->fp8.num_floats * 4, cudaMemcpyHostToDevice));
+        free(initial);
+        model->fp8_stats = (Fp8QuantStats*)buffer[GPU_FP8_STATS];
+        int modules = linear_num_modules(model->config.num_layers);
+        model->weight_fp8_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 weight offsets");
+        LinearPrecision lp = gpt2_linear_precision(model);
         fp8_weight_layout(&model->config, &lp, model->weight_fp8_offset);
         model->weight_fp8 = (uint8_t*)buffer[GPU_WEIGHT_FP8];
         model->weight_t_fp8 = (uint8_t*)buffer[GPU_WEIGHT_T_FP8];
@@ -427,7 +462,7 @@ static void gpt2_gpu_allocate_buffers(GPT2GPU* model) {
         model->x_t_fp8 = (uint8_t*)buffer[GPU_X_T_FP8];
         model->dy_fp8 = (uint8_t*)buffer[GPU_DY_FP8];
         model->dy_t_fp8 = (uint8_t*)buffer[GPU_DY_T_FP8];
-        model->fp8_window_amax = (float*)buffer[GPU_FP8_WINDOW_AMAX];  // these four: current scaling only
+        model->fp8_current_amax = (float*)buffer[GPU_FP8_WINDOW_AMAX];  // these four: current scaling only
         model->fp8_eval_scales = (float*)buffer[GPU_FP8_EVAL_SCALES];
         model->amax_workspace.partials = (unsigned int*)buffer[GPU_AMAX_PARTIALS];
         model->amax_workspace.blocks_done = (unsigned int*)buffer[GPU_AMAX_TICKETS];  // zeroed: no cast under way
@@ -442,7 +477,7 @@ static void gpt2_gpu_allocate_buffers(GPT2GPU* model) {
 }
 
 // Everything gpt2_gpu_init and gpt2_gpu_allocate_buffers made: device buffers, handles, streams, host scratch.
-static void gpt2_gpu_free(GPT2GPU* model) {
+static void gpt2_free(GPT2* model) {
     cudaCheck(cudaDeviceSynchronize());
     for (int i = 0; i < NUM_GPU_BUFFERS; i++) {
         if (model->device_buffers[i]) { cudaCheck(cudaFree(model->device_buffers[i])); }
@@ -461,98 +496,93 @@ static void gpt2_gpu_free(GPT2GPU* model) {
     free(model->host_bucket_token);
     free(model->host_token_count);
     free(model->weight_fp8_offset);
-    free(model->fp8_stats_host);
     free(model->fp8_last_amax);
-    free(model->fp8_window_amax_host);
-    if (model->precision == PRECISION_FP8) { fp8_meta_free(&model->fp8_host); }
+    free(model->fp8_window_amax);
     memset(model, 0, sizeof(*model));
 }
 
 #ifdef TESTING  // the tests set up a model in one call; main() prints and checks the plan in between
-static void gpt2_gpu_allocate(GPT2GPU* model, const GPT2Config* config, const TrainArgs* args, int B, int T,
-                              int num_processes, int process_rank, int zero_stage) {
-    gpt2_gpu_init(model, config, args, B, T, num_processes, process_rank, zero_stage);
+static void gpt2_gpu_allocate(GPT2* model, const GPT2Config* config, const TrainArgs* args, int B, int T,
+                              MultiGpu* multi_gpu) {
+    gpt2_gpu_init(model, config, args, B, T, multi_gpu);
     gpt2_gpu_allocate_buffers(model);
 }
 #endif
 
 // out (B*T, OC) = inp (B*T, IC) @ W^T + b, in the module's precision
-static void linear_forward(GPT2GPU* model, int module, floatX* out, const floatX* inp) {
-    LinearX lx = linear_x(model, module);
+static void linear_forward(GPT2* model, int module, floatX* out, const floatX* inp) {
+    LinearModule lm = linear_module(model, module);
     int rows = model->B * model->T;
-    if (fprop_fp8(model, module)) {
-        Fp8Meta* meta = &model->fp8_host;
+    LinearPrecision lp = gpt2_linear_precision(model);
+    if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
+        Fp8Meta* meta = &model->fp8;
         int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT), w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
-        current_scale_before_cast(model, in_slot, inp, (size_t)rows * lx.IC);
-        cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lx.IC, cast_scale(model, in_slot),
+        current_scale_before_cast(model, in_slot, inp, (size_t)rows * lm.IC);
+        cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lm.IC, cast_scale(model, in_slot),
                                 slot_amax(model, in_slot, 1), meta->forward_format, model->num_sms, model->stream));
-        record_range_stats(model, in_slot, inp, (size_t)rows * lx.IC, model->fp8_record);
+        record_range_stats(model, in_slot, inp, (size_t)rows * lm.IC, model->training);
         gemm_tn(&model->gemm, out, CUDA_R_16BF, model->weight_fp8 + model->weight_fp8_offset[module],
                 fp8_cuda_type(meta->forward_format), slot_scale_inv(model, w_slot), model->x_fp8,
-                fp8_cuda_type(meta->forward_format), cast_scale_inv(model, in_slot), lx.bias, rows, lx.OC, lx.IC, 0, 1,
+                fp8_cuda_type(meta->forward_format), cast_scale_inv(model, in_slot), lm.bias, rows, lm.OC, lm.IC, 0, 1,
                 model->stream);
         return;
     }
-    if (wgrad_fp8(model, module)) {  // fprop overridden to BF16, wgrad in FP8: the input's amax is still recorded
-        Fp8Meta* meta = &model->fp8_host;
+    if (linear_casts_input(&lp, module)) {  // fprop overridden to BF16, wgrad in FP8: the input's amax is still recorded
+        Fp8Meta* meta = &model->fp8;
         int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
-        current_scale_before_cast(model, in_slot, inp, (size_t)rows * lx.IC);
-        cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lx.IC, cast_scale(model, in_slot),
+        current_scale_before_cast(model, in_slot, inp, (size_t)rows * lm.IC);
+        cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lm.IC, cast_scale(model, in_slot),
                                 slot_amax(model, in_slot, 1), meta->forward_format, model->num_sms, model->stream));
-        record_range_stats(model, in_slot, inp, (size_t)rows * lx.IC, model->fp8_record);
+        record_range_stats(model, in_slot, inp, (size_t)rows * lm.IC, model->training);
     }
-    gemm_tn(&model->gemm, out, CUDA_R_16BF, lx.weight, CUDA_R_16BF, NULL, inp, CUDA_R_16BF, NULL, lx.bias, rows, lx.OC,
-            lx.IC, 0, 0, model->stream);
+    gemm_tn(&model->gemm, out, CUDA_R_16BF, lm.weight, CUDA_R_16BF, NULL, inp, CUDA_R_16BF, NULL, lm.bias, rows, lm.OC,
+            lm.IC, 0, 0, model->stream);
 }
 
 // dinp (B*T, IC) = dout @ W (written), dW += dout^T @ inp, db += column sums of dout
-static void linear_backward(GPT2GPU* model, int module, floatX* dinp, const floatX* dout, const floatX* inp) {
-    LinearX lx = linear_x(model, module);
+static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX* dout, const floatX* inp) {
+    LinearModule lm = linear_module(model, module);
     int rows = model->B * model->T;
-    if (lx.dbias) {  // column sums of dout in two deterministic passes
-        int chunks = column_sum_chunks(rows);
-        dim3 grid(blocks_for(lx.OC, 256), chunks);
-        bias_backward_partials_kernel<<<grid, 256, 0, model->stream>>>(model->column_partials, dout, rows, lx.OC);
-        column_partials_reduce_kernel<<<blocks_for(lx.OC, 256), 256, 0, model->stream>>>(lx.dbias, model->column_partials,
-                                                                                         chunks, lx.OC, lx.OC);
-        cudaCheck(cudaGetLastError());
-    }
-    Fp8Meta* meta = &model->fp8_host;
+    // the bias gradient comes from the high-precision grad_output (TE computes it in the cast kernel)
+    if (lm.dbias) { bias_backward(lm.dbias, dout, rows, lm.OC, model->column_partials, model->stream); }
+    Fp8Meta* meta = &model->fp8;
     int g_slot = 0, in_slot = 0, w_slot = 0;
-    if (dgrad_fp8(model, module) || wgrad_fp8(model, module)) {
+    LinearPrecision lp = gpt2_linear_precision(model);
+    if (linear_casts_grad_output(&lp, module)) {  // one cast of grad_output feeds dgrad and wgrad
         g_slot = fp8_meta_bwd_slot(meta, module, FP8_BWD_GRAD_OUTPUT);
         in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
         w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
-        current_scale_before_cast(model, g_slot, dout, (size_t)rows * lx.OC);
-        cudaCheck(fp8_cast_transpose_amax(model->dy_fp8, model->dy_t_fp8, dout, rows, lx.OC, cast_scale(model, g_slot),
+        current_scale_before_cast(model, g_slot, dout, (size_t)rows * lm.OC);
+        cudaCheck(fp8_cast_transpose_amax(model->dy_fp8, model->dy_t_fp8, dout, rows, lm.OC, cast_scale(model, g_slot),
                                           slot_amax(model, g_slot, 1), meta->backward_format, model->stream));
-        record_range_stats(model, g_slot, dout, (size_t)rows * lx.OC, model->fp8_record);
+        record_range_stats(model, g_slot, dout, (size_t)rows * lm.OC, model->training);
     }
-    if (dgrad_fp8(model, module)) {
+    if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD)) {
         gemm_tn(&model->gemm, dinp, CUDA_R_16BF, model->weight_t_fp8 + model->weight_fp8_offset[module],
                 fp8_cuda_type(meta->forward_format), slot_scale_inv(model, w_slot), model->dy_fp8,
-                fp8_cuda_type(meta->backward_format), cast_scale_inv(model, g_slot), NULL, rows, lx.IC, lx.OC, 0, 0,
+                fp8_cuda_type(meta->backward_format), cast_scale_inv(model, g_slot), NULL, rows, lm.IC, lm.OC, 0, 0,
                 model->stream);
     } else {  // dX (rows, IC): column-major m = IC, n = rows, k = OC; A = W (IC x OC, op N), B = dY (OC x rows, op N)
-        gemm_lt(&model->gemm, dinp, CUDA_R_16BF, lx.weight, CUDA_R_16BF, NULL, 0, dout, CUDA_R_16BF, NULL, 0, NULL, lx.IC,
-                rows, lx.OC, 0, 0, model->stream);
+        gemm_lt(&model->gemm, dinp, CUDA_R_16BF, lm.weight, CUDA_R_16BF, NULL, 0, dout, CUDA_R_16BF, NULL, 0, NULL, lm.IC,
+                rows, lm.OC, 0, 0, model->stream);
     }
-    if (wgrad_fp8(model, module)) {  // the input's transpose, cast with the forward's scale (same bytes, no record;
-                                     // with current scaling too: the slot holds the forward cast's scale)
-        cudaCheck(fp8_cast_transpose_amax(NULL, model->x_t_fp8, inp, rows, lx.IC, slot_scale(model, in_slot),
+    if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD)) {
+        // the input's transpose, cast with the forward's scale (same bytes, no record; with current scaling too: the
+        // slot holds the forward cast's scale)
+        cudaCheck(fp8_cast_transpose_amax(NULL, model->x_t_fp8, inp, rows, lm.IC, slot_scale(model, in_slot),
                                           model->amax_discard, meta->forward_format, model->stream));
-        gemm_tn(&model->gemm, lx.dweight, CUDA_R_32F, model->x_t_fp8, fp8_cuda_type(meta->forward_format),
+        gemm_tn(&model->gemm, lm.dweight, CUDA_R_32F, model->x_t_fp8, fp8_cuda_type(meta->forward_format),
                 slot_scale_inv(model, in_slot), model->dy_t_fp8, fp8_cuda_type(meta->backward_format),
-                cast_scale_inv(model, g_slot), NULL, lx.OC, lx.IC, rows, 1, 0, model->stream);
+                cast_scale_inv(model, g_slot), NULL, lm.OC, lm.IC, rows, 1, 0, model->stream);
     } else {  // dW (OC, IC): column-major m = IC, n = OC, k = rows; A = X (IC x rows, op N), B = dY (op T)
-        gemm_lt(&model->gemm, lx.dweight, CUDA_R_32F, inp, CUDA_R_16BF, NULL, 0, dout, CUDA_R_16BF, NULL, 1, NULL, lx.IC,
-                lx.OC, rows, 1, 0, model->stream);
+        gemm_lt(&model->gemm, lm.dweight, CUDA_R_32F, inp, CUDA_R_16BF, NULL, 0, dout, CUDA_R_16BF, NULL, 1, NULL, lm.IC,
+                lm.OC, rows, 1, 0, model->stream);
     }
 }
 
 // Layer l's attention: out (B, T, C) from qkv (B, T, 3C), keeping what the backward needs when `training` (cuDNN:
 // the softmax statistics; plain: the attention matrix, always).
-static void attention_forward_layer(GPT2GPU* model, int l, floatX* out, const floatX* qkv, int training) {
+static void attention_forward_layer(GPT2* model, int l, floatX* out, const floatX* qkv) {
     int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads;
     if (model->attention_kind == ATTENTION_PLAIN) {
         attention_forward(model->cublas, out, model->acts.att + (size_t)l * B * NH * T * T, qkv, &model->attention, B, T,
@@ -560,16 +590,15 @@ static void attention_forward_layer(GPT2GPU* model, int l, floatX* out, const fl
         return;
     }
 #ifdef ENABLE_CUDNN
-    float* stats = training ? model->acts.attention_stats + (size_t)l * model->stats_layer_floats : NULL;
+    float* stats = model->training ? model->acts.attention_stats + (size_t)l * model->stats_layer_floats : NULL;
     attention_forward_cudnn(model->cudnn_attention, out, stats, qkv, B, T, C, NH, model->stream);
 #else
-    (void)training;
     die("cuDNN attention in a build without cuDNN");
 #endif
 }
 
 // Layer l's attention backward: dqkv (B, T, 3C) written from dout (B, T, C) and what the forward kept.
-static void attention_backward_layer(GPT2GPU* model, int l, floatX* dqkv, const floatX* dout) {
+static void attention_backward_layer(GPT2* model, int l, floatX* dqkv, const floatX* dout) {
     int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads;
     size_t BTC = (size_t)B * T * C;
     const floatX* qkv = model->acts.qkv + (size_t)l * BTC * 3;
@@ -590,81 +619,93 @@ static void attention_backward_layer(GPT2GPU* model, int l, floatX* dqkv, const 
 
 // Elements between two layers' slices of ln1/ln2 and of fch_gelu: 0 where the recompute keeps one layer's (-r 2 for
 // LayerNorm, -r 1 or 2 for GELU), so every layer writes, and the backward recomputes, the same buffer.
-static size_t ln_layer_stride(const GPT2GPU* m) { return m->recompute >= 2 ? 0 : (size_t)m->B * m->T * m->config.channels; }
-static size_t gelu_layer_stride(const GPT2GPU* m) { return m->recompute >= 1 ? 0 : (size_t)m->B * m->T * 4 * m->config.channels; }
+static size_t ln_layer_stride(const GPT2* m) { return m->recompute >= 2 ? 0 : (size_t)m->B * m->T * m->config.channels; }
+static size_t gelu_layer_stride(const GPT2* m) { return m->recompute >= 1 ? 0 : (size_t)m->B * m->T * 4 * m->config.channels; }
 
-// Forward on model->inputs/targets (already on the device); returns the mean loss. `training`: write dlogits.
-static float gpt2_forward(GPT2GPU* model, int training, float dloss) {
-    int B = model->B, T = model->T, C = model->config.channels, L = model->config.num_layers;
+// inputs, targets (B, T) host -> device (targets may be NULL: not copied), and the token buckets of the encoder
+// backward. The copies are synchronous: the host scratch is reused by the next batch.
+static void gpt2_set_batch(GPT2* model, const int* inputs, const int* targets) {
+    int BT = model->B * model->T;
+    model->num_buckets = encoder_buckets(inputs, BT, model->config.vocab_size, model->host_positions,
+                                         model->host_bucket_start, model->host_bucket_token, model->host_token_count);
+    cudaCheck(cudaMemcpy(model->inputs, inputs, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
+    if (targets) { cudaCheck(cudaMemcpy(model->targets, targets, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice)); }
+    cudaCheck(cudaMemcpy(model->bucket_positions, model->host_positions, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(model->bucket_start, model->host_bucket_start, (size_t)(model->num_buckets + 1) * sizeof(int),
+                         cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(model->bucket_token, model->host_bucket_token, (size_t)model->num_buckets * sizeof(int),
+                         cudaMemcpyHostToDevice));
+}
+
+// The mean of the batch's losses (B*T on the device), summed on the host in double as the CPU's.
+static float gpt2_mean_loss(GPT2* model) {
+    size_t BT = (size_t)model->B * model->T;
+    float* losses = (float*)calloc_or_die(BT, sizeof(float), "losses");
+    cudaCheck(cudaMemcpyAsync(losses, model->acts.losses, BT * sizeof(float), cudaMemcpyDeviceToHost, model->stream));
+    cudaCheck(cudaStreamSynchronize(model->stream));
+    double sum = 0.0;
+    for (size_t i = 0; i < BT; i++) { sum += losses[i]; }
+    free(losses);
+    return (float)(sum / BT);
+}
+
+// Forward on inputs and targets (B, T), host arrays (targets may be NULL: logits only, for sampling), B and T as
+// allocated (the GPU's shapes are fixed). With targets, the losses and their mean (mean_loss), the CPU's softmax and
+// cross-entropy in one fused pass (llmc/fused_classifier.cuh). A training forward leaves that pass to gpt2_backward,
+// which fuses it with the logits' gradient, one pass over the (B, T, Vp) logits instead of two: its mean_loss is
+// there after the backward (the mains read it there on both trainers).
+static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T) {
+    if (B != model->B || T != model->T) { die("GPU forward with B=%d T=%d, allocated for B=%d T=%d", B, T, model->B, model->T); }
+    int C = model->config.channels, L = model->config.num_layers;
     int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
     size_t BT = (size_t)B * T, BTC = BT * C;
-    unsigned int row_blocks = blocks_per_row(BT, "LayerNorm and the classifier (one block per token)");
-    ActivationsGPU* a = &model->acts;
+    gpt2_set_batch(model, inputs, targets);
+    ActivationTensors* a = &model->acts;
     ParameterTensorsX* p = &model->params;
     cudaStream_t s = model->stream;
-    encoder_forward_kernel<<<blocks_for(BTC, 256), 256, 0, s>>>(a->encoded, model->inputs, p->wte, p->wpe, B, T, C);
-    cudaCheck(cudaGetLastError());
+    encoder_forward(a->encoded, model->inputs, p->wte, p->wpe, B, T, C, s);
     for (int l = 0; l < L; l++) {
         const floatX* residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BTC;
         floatX* ln1 = a->ln1 + l * ln_layer_stride(model);
+        float* ln1_mean = a->ln1_mean + l * BT;
+        float* ln1_rstd = a->ln1_rstd + l * BT;
         floatX* qkv = a->qkv + l * BTC * 3;
         floatX* atty = a->atty + l * BTC;
         floatX* residual2 = a->residual2 + l * BTC;
         floatX* ln2 = a->ln2 + l * ln_layer_stride(model);
+        float* ln2_mean = a->ln2_mean + l * BT;
+        float* ln2_rstd = a->ln2_rstd + l * BT;
         floatX* fch = a->fch + l * BTC * 4;
         floatX* fch_gelu = a->fch_gelu + l * gelu_layer_stride(model);
         floatX* residual3 = a->residual3 + l * BTC;
         int module = l * LINEARS_PER_BLOCK;
-        layernorm_forward_kernel<<<row_blocks, 256, 0, s>>>(ln1, a->ln1_mean + l * BT, a->ln1_rstd + l * BT, residual,
-                                                            p->ln1w + l * C, p->ln1b + l * C, C);
-        cudaCheck(cudaGetLastError());
-        linear_forward(model, module + LINEAR_QKV, qkv, ln1);
-        attention_forward_layer(model, l, atty, qkv, training);
-        linear_forward(model, module + LINEAR_ATTPROJ, a->proj_out, atty);
-        residual_forward_kernel<<<blocks_for(BTC, 256), 256, 0, s>>>(residual2, residual, a->proj_out, BTC);
-        layernorm_forward_kernel<<<row_blocks, 256, 0, s>>>(ln2, a->ln2_mean + l * BT, a->ln2_rstd + l * BT, residual2,
-                                                            p->ln2w + l * C, p->ln2b + l * C, C);
-        cudaCheck(cudaGetLastError());
-        linear_forward(model, module + LINEAR_FC, fch, ln2);
-        gelu_forward_kernel<<<blocks_for(BTC * 4, 256), 256, 0, s>>>(fch_gelu, fch, BTC * 4);
-        linear_forward(model, module + LINEAR_FCPROJ, a->proj_out, fch_gelu);
-        residual_forward_kernel<<<blocks_for(BTC, 256), 256, 0, s>>>(residual3, residual2, a->proj_out, BTC);
-        cudaCheck(cudaGetLastError());
-    }
-    layernorm_forward_kernel<<<row_blocks, 256, 0, s>>>(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (L - 1) * BTC, p->lnfw,
-                                                        p->lnfb, C);
-    cudaCheck(cudaGetLastError());
-    linear_forward(model, lm_head(model), a->logits, a->lnf);
-    fused_classifier_kernel<<<row_blocks, 512, 0, s>>>(a->logits, a->losses, model->targets, dloss, V, Vp, training);
-    cudaCheck(cudaGetLastError());
-    float* losses = (float*)malloc(BT * sizeof(float));
-    cudaCheck(cudaMemcpyAsync(losses, a->losses, BT * sizeof(float), cudaMemcpyDeviceToHost, s));
-    cudaCheck(cudaStreamSynchronize(s));
-    double sum = 0.0;
-    for (size_t i = 0; i < BT; i++) { sum += losses[i]; }
-    free(losses);
-    model->mean_loss = (float)(sum / BT);
-    return model->mean_loss;
-}
 
-// dweight, dbias (C) fp32 += LayerNorm parameter gradients over the B*T rows (two deterministic passes)
-static void layernorm_param_backward(GPT2GPU* model, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
-                                     const float* mean, const float* rstd) {
-    int rows = model->B * model->T, C = model->config.channels, chunks = column_sum_chunks(rows);
-    dim3 grid(blocks_for(C, 256), chunks);
-    layernorm_param_backward_partials_kernel<<<grid, 256, 0, model->stream>>>(model->column_partials, dout, inp, mean,
-                                                                              rstd, rows, C);
-    column_partials_reduce_kernel<<<blocks_for(C, 256), 256, 0, model->stream>>>(dweight, model->column_partials, chunks,
-                                                                                2 * C, C);
-    column_partials_reduce_kernel<<<blocks_for(C, 256), 256, 0, model->stream>>>(dbias, model->column_partials + C, chunks,
-                                                                                2 * C, C);
-    cudaCheck(cudaGetLastError());
+        layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, B, T, C, s);
+        linear_forward(model, module + LINEAR_QKV, qkv, ln1);
+        attention_forward_layer(model, l, atty, qkv);
+        linear_forward(model, module + LINEAR_ATTPROJ, a->proj_out, atty);  // the CPU's attproj (B, T, C)
+        residual_forward(residual2, residual, a->proj_out, BTC, s);
+        layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p->ln2w + l * C, p->ln2b + l * C, B, T, C, s);
+        linear_forward(model, module + LINEAR_FC, fch, ln2);
+        gelu_forward(fch_gelu, fch, BTC * 4, s);
+        linear_forward(model, module + LINEAR_FCPROJ, a->proj_out, fch_gelu);  // the CPU's fcproj (B, T, C)
+        residual_forward(residual3, residual2, a->proj_out, BTC, s);
+    }
+    const floatX* last = a->residual3 + (L - 1) * BTC;
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, last, p->lnfw, p->lnfb, B, T, C, s);
+    linear_forward(model, linear_lm_head(model->config.num_layers), a->logits, a->lnf);
+    model->has_targets = targets != NULL;
+    model->mean_loss = -1.0f;
+    if (targets && !model->training) {  // evaluation: the losses now, the logits kept
+        fused_classifier(a->logits, a->losses, 0.0f, model->targets, B, T, V, Vp, 0, s);
+        model->mean_loss = gpt2_mean_loss(model);
+    }
 }
 
 // Starts the reduction over the ranks of the gradients of block l (its slice of every per-layer tensor), or with
 // l = -1 of the shared tensors (wte, wpe, lnfw, lnfb), on comm_stream, after what the compute stream has done so far.
-static void gpt2_reduce_gradients_async(GPT2GPU* model, int l) {
-    MultiGpu* mg = model->reduce_in_backward;
+static void gpt2_reduce_gradients_async(GPT2* model, int l) {
+    MultiGpu* mg = model->multi_gpu;
     int L = model->config.num_layers;
     cudaCheck(cudaEventRecord(model->grads_ready, model->stream));
     cudaCheck(cudaStreamWaitEvent(model->comm_stream, model->grads_ready, 0));
@@ -695,10 +736,10 @@ typedef struct {
 } LayerNormX;
 
 // Block l's LayerNorm `which` (1: before the attention, 2: before the MLP).
-static LayerNormX layernorm_x(GPT2GPU* model, int l, int which) {
+static LayerNormX layernorm_x(GPT2* model, int l, int which) {
     int C = model->config.channels;
     size_t BT = (size_t)model->B * model->T, BTC = BT * C;
-    ActivationsGPU* a = &model->acts;
+    ActivationTensors* a = &model->acts;
     ParameterTensorsX* p = &model->params;
     ParameterTensors* g = &model->grads;
     LayerNormX ln;
@@ -716,68 +757,67 @@ static LayerNormX layernorm_x(GPT2GPU* model, int l, int which) {
 }
 
 // -r 2: the LayerNorm's output again, from its input and saved statistics (the forward's bytes: layernorm_output).
-static void layernorm_recompute(GPT2GPU* model, const LayerNormX* ln) {
+static void layernorm_recompute_layer(GPT2* model, const LayerNormX* ln) {
     if (model->recompute < 2) { return; }
-    unsigned int row_blocks = blocks_per_row((size_t)model->B * model->T, "the LayerNorm recompute (one block per token)");
-    layernorm_recompute_kernel<<<row_blocks, 256, 0, model->stream>>>(ln->out, ln->inp, ln->weight, ln->bias, ln->mean,
-                                                                      ln->rstd, model->config.channels);
-    cudaCheck(cudaGetLastError());
+    layernorm_recompute(ln->out, ln->inp, ln->weight, ln->bias, ln->mean, ln->rstd, model->B, model->T,
+                        model->config.channels, model->stream);
 }
 
-// dresidual += the LayerNorm's input gradient from dout (B, T, C); its weight and bias gradients accumulate.
-static void layernorm_backward_all(GPT2GPU* model, const LayerNormX* ln, const floatX* dout) {
-    unsigned int row_blocks = blocks_per_row((size_t)model->B * model->T, "the LayerNorm backward (one block per token)");
-    layernorm_backward_kernel<<<row_blocks, 256, 0, model->stream>>>(model->dresidual, dout, ln->inp, ln->weight, ln->mean,
-                                                                     ln->rstd, model->config.channels);
-    cudaCheck(cudaGetLastError());
-    layernorm_param_backward(model, ln->dweight, ln->dbias, dout, ln->inp, ln->mean, ln->rstd);
+// dresidual (B, T, C) += the LayerNorm's input gradient from dout; its parameter gradients accumulate.
+static void layernorm_backward_layer(GPT2* model, const LayerNormX* ln, const floatX* dout) {
+    layernorm_backward(model->dresidual, ln->dweight, ln->dbias, dout, ln->inp, ln->weight, ln->mean, ln->rstd, model->B,
+                       model->T, model->config.channels, model->column_partials, model->stream);
 }
 
-// Backward of the last training forward (its logits already hold dlogits); parameter gradients accumulate.
-static void gpt2_backward(GPT2GPU* model) {
+// Every gradient to 0 before a step's first micro-batch (the whole padded buffer: the reductions read the padding).
+static void gpt2_zero_grad(GPT2* model) {
+    cudaCheck(cudaMemsetAsync(model->grads_memory, 0, model->shard.padded * 4, model->stream));
+}
+
+// Backward of the last forward, a training one with targets; parameter gradients accumulate (scaled by loss_scale:
+// 1 / (accumulation steps * ranks), so that the ranks' gradients sum to the single-GPU one). First the classifier
+// pass the training forward left: the losses, their mean (mean_loss), and dlogits over the logits.
+static void gpt2_backward(GPT2* model, float loss_scale) {
+    if (!model->has_targets || !model->training) { die("backward needs a training forward with targets"); }
     int B = model->B, T = model->T, C = model->config.channels, L = model->config.num_layers;
+    int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
     size_t BT = (size_t)B * T, BTC = BT * C;
-    ActivationsGPU* a = &model->acts;
+    ActivationTensors* a = &model->acts;
     ParameterTensorsX* p = &model->params;
     ParameterTensors* g = &model->grads;
     cudaStream_t s = model->stream;
+    float dloss = loss_scale / (float)(B * T);  // d(mean loss)/d(loss_bt), the CPU's expression
+    fused_classifier(a->logits, a->losses, dloss, model->targets, B, T, V, Vp, 1, s);
+    model->mean_loss = gpt2_mean_loss(model);
     // LM head: dlnf -> dbtc; then the final LayerNorm into dresidual (the gradient of the last residual stream)
-    linear_backward(model, lm_head(model), model->dbtc, a->logits, a->lnf);
+    linear_backward(model, linear_lm_head(model->config.num_layers), model->dbtc, a->logits, a->lnf);
     cudaCheck(cudaMemsetAsync(model->dresidual, 0, BTC * 2, s));
     LayerNormX lnf = {a->residual3 + (L - 1) * BTC, a->lnf, p->lnfw, p->lnfb, g->lnfw, g->lnfb, a->lnf_mean, a->lnf_rstd};
-    layernorm_backward_all(model, &lnf, model->dbtc);
+    layernorm_backward_layer(model, &lnf, model->dbtc);
     for (int l = L - 1; l >= 0; l--) {
         int module = l * LINEARS_PER_BLOCK;
         LayerNormX ln1 = layernorm_x(model, l, 1), ln2 = layernorm_x(model, l, 2);
         // what the recompute did not keep comes back from the same kernels on the same inputs, so the same bytes;
         // the FP8 casts of it below are wgrad's transposes, which never record an amax (the forward recorded it once)
         floatX* fch_gelu = a->fch_gelu + l * gelu_layer_stride(model);
-        if (model->recompute >= 1) {
-            gelu_forward_kernel<<<blocks_for(BTC * 4, 256), 256, 0, s>>>(fch_gelu, a->fch + l * BTC * 4, BTC * 4);
-            cudaCheck(cudaGetLastError());
-        }
+        if (model->recompute >= 1) { gelu_forward(fch_gelu, a->fch + l * BTC * 4, BTC * 4, s); }
         // dresidual holds d(residual3); residual3 = residual2 + fcproj: both get it. fcproj's input gradient:
         linear_backward(model, module + LINEAR_FCPROJ, model->dbt4c, model->dresidual, fch_gelu);
-        gelu_backward_kernel<<<blocks_for(BTC * 4, 256), 256, 0, s>>>(model->dbt4c, a->fch + l * BTC * 4, model->dbt4c,
-                                                                      BTC * 4);
-        cudaCheck(cudaGetLastError());
-        layernorm_recompute(model, &ln2);
+        gelu_backward(model->dbt4c, a->fch + l * BTC * 4, model->dbt4c, BTC * 4, s);
+        layernorm_recompute_layer(model, &ln2);
         linear_backward(model, module + LINEAR_FC, model->dbtc, model->dbt4c, ln2.out);
         // d(residual2) = d(residual3) + LayerNorm2 backward, accumulated in place in dresidual
-        layernorm_backward_all(model, &ln2, model->dbtc);
+        layernorm_backward_layer(model, &ln2, model->dbtc);
         // residual2 = residual + attproj: attproj's output gradient is d(residual2)
         linear_backward(model, module + LINEAR_ATTPROJ, model->dbtc2, model->dresidual, a->atty + l * BTC);
         attention_backward_layer(model, l, model->dqkv, model->dbtc2);
-        layernorm_recompute(model, &ln1);
+        layernorm_recompute_layer(model, &ln1);
         linear_backward(model, module + LINEAR_QKV, model->dbtc, model->dqkv, ln1.out);
-        layernorm_backward_all(model, &ln1, model->dbtc);
+        layernorm_backward_layer(model, &ln1, model->dbtc);
         if (model->reduce_in_backward) { gpt2_reduce_gradients_async(model, l); }  // block l's gradients are final
     }
-    encoder_backward_wpe_kernel<<<blocks_for((size_t)T * C, 256), 256, 0, s>>>(g->wpe, model->dresidual, B, T, C);
-    dim3 wte_grid(blocks_for(C, 256), model->num_buckets < 65535 ? model->num_buckets : 65535);
-    encoder_backward_wte_kernel<<<wte_grid, 256, 0, s>>>(g->wte, model->dresidual, model->bucket_positions,
-                                                         model->bucket_start, model->bucket_token, model->num_buckets, C);
-    cudaCheck(cudaGetLastError());
+    EncoderBuckets buckets = {model->bucket_positions, model->bucket_start, model->bucket_token, model->num_buckets};
+    encoder_backward(g->wte, g->wpe, model->dresidual, &buckets, B, T, C, s);
     if (model->reduce_in_backward) {  // the shared tensors, then the compute stream waits for every reduction
         gpt2_reduce_gradients_async(model, -1);
         cudaCheck(cudaEventRecord(model->grads_reduced, model->comm_stream));
@@ -787,12 +827,11 @@ static void gpt2_backward(GPT2GPU* model) {
 
 // The gradient norm: this rank's shard's sum of squares (per-block partials, then one block adds them in order: the
 // same bits every run), summed over the ranks, into model->norm_squared where AdamW reads it; also returned.
-static float gpt2_grad_norm(GPT2GPU* model, MultiGpu* mg) {
+static float gpt2_grad_norm(GPT2* model) {
+    MultiGpu* mg = model->multi_gpu;
     cudaStream_t s = model->stream;
-    norm_squared_partials_kernel<<<NORM_BLOCKS, 512, 0, s>>>(model->norm_partials, model->grads_memory + model->shard.offset,
-                                                              model->shard.count);
-    sum_partials_kernel<<<1, 1024, 0, s>>>(model->norm_squared, model->norm_partials, NORM_BLOCKS);
-    cudaCheck(cudaGetLastError());
+    global_norm_squared(model->norm_squared, model->norm_partials, model->grads_memory + model->shard.offset,
+                        model->shard.count, s);
     if (mg->zero_stage == 1) { multi_gpu_sum_scalar(mg, model->norm_squared, s); }
     float norm_squared;
     cudaCheck(cudaMemcpyAsync(&norm_squared, model->norm_squared, 4, cudaMemcpyDeviceToHost, s));
@@ -800,85 +839,102 @@ static float gpt2_grad_norm(GPT2GPU* model, MultiGpu* mg) {
     return sqrtf(norm_squared);
 }
 
-// AdamW on the shard's fp32 masters (decay on 2-D tensors only: a shard may start or end inside a tensor), writing
-// the new bf16 weights of the shard into the full parameter buffer; ZeRO-1 then all-gathers the rest.
-static void gpt2_update(GPT2GPU* model, float lr, float weight_decay, float grad_clip, int t) {
-    const float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f;
+// AdamW (decoupled weight decay on the 2-D tensors only) on the shard's fp32 masters, after clipping the gradients
+// to a global norm of grad_clip, as the CPU's; t is the 1-based step for the bias corrections. It writes the new bf16
+// weights of the shard into the full parameter buffer (a shard may start or end inside a tensor); ZeRO-1 then
+// all-gathers the rest.
+static void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, float eps, float weight_decay,
+                        float grad_norm, float grad_clip, int t) {
+    float clip_scale = grad_norm > grad_clip ? grad_clip / grad_norm : 1.0f;
     float bias1 = 1.0f - powf(beta1, (float)t), bias2 = 1.0f - powf(beta2, (float)t);
     const ZeroShard* shard = &model->shard;
     size_t offset = 0;
     for (int tensor = 0; tensor < NUM_PARAMETER_TENSORS; tensor++) {
-        size_t n = model->param_sizes[tensor], lo, hi;
         float decay = parameter_tensor_is_2d(tensor) ? weight_decay : 0.0f;
+        size_t n = model->param_sizes[tensor], lo, hi;
         if (zero_shard_overlap(shard, offset, n, &lo, &hi)) {
             size_t k = lo - shard->offset;  // index into the shard's masters and moments
-            adamw_kernel<<<blocks_for(hi - lo, 512), 512, 0, model->stream>>>(
-                model->master + k, model->params_memory + lo, model->grads_memory + lo, model->m_memory + k,
-                model->v_memory + k, hi - lo, lr, beta1, beta2, bias1, bias2, eps, decay, model->norm_squared, grad_clip);
-            cudaCheck(cudaGetLastError());
+            adamw_update(model->master_memory + k, model->params_memory + lo, model->grads_memory + lo,
+                         model->m_memory + k, model->v_memory + k, hi - lo, learning_rate, beta1, beta2, bias1, bias2,
+                         eps, decay, clip_scale, model->stream);
         }
         offset += n;
     }
 }
 
-// host <-> device copies of what a checkpoint holds: all parameters (gathered from the shards into the gradient
-// buffer, free between steps; every rank must call this), this rank's moments and FP8 state
-static void gpt2_download_state(GPT2GPU* model, MultiGpu* mg, float* params, float* m, float* v) {
-    multi_gpu_gather_masters(mg, model->grads_memory, model->master, &model->shard, model->stream);
+// ----------------------------------------------------------------------------
+// end of step: FP8 update, gradient norm, AdamW
+
+// A host copy of the device's FP8 metadata (same layout, its own host memory), copied now: what the host reads
+// from it (the diagnostics' window amaxes, a state file) it reads there. fp8_meta_free frees it.
+static Fp8Meta fp8_meta_host_copy(GPT2* model) {
+    Fp8Meta host = model->fp8;
+    float* memory = (float*)calloc_or_die(host.num_floats, 4, "FP8 metadata");
     cudaCheck(cudaStreamSynchronize(model->stream));
-    cudaCheck(cudaMemcpy(params, model->grads_memory, model->num_parameters * 4, cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(m, model->m_memory, model->shard.count * 4, cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(v, model->v_memory, model->shard.count * 4, cudaMemcpyDeviceToHost));
-    if (model->precision == PRECISION_FP8) {
-        cudaCheck(cudaMemcpy(model->fp8_host.memory, model->fp8_device, model->fp8_host.num_floats * 4, cudaMemcpyDeviceToHost));
-        cudaCheck(cudaMemcpy(model->fp8_stats_host, model->fp8_stats_device,
-                             (size_t)model->fp8_host.num_slots * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
-        if (model->recipe.scaling == FP8_SCALING_CURRENT) {  // current scaling keeps its window amaxes on the device
-            cudaCheck(cudaMemcpy(model->fp8_window_amax_host, model->fp8_window_amax, (size_t)model->fp8_host.num_slots * 4,
-                                 cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(memory, model->fp8.memory, host.num_floats * 4, cudaMemcpyDeviceToHost));
+    fp8_meta_point_into(&host, memory);
+    return host;
+}
+
+// The FP8 end-of-step, as the CPU's: the amax all-reduce hook, then the update rule for every slot (fp8/update.cuh,
+// one launch). `step` is the optimizer step that just finished. With diagnostics, rank 0 keeps row 0 as this update
+// sees it and, for delayed scaling, the window each new scale comes from (computed on a host copy of the history
+// before the update rolls its oldest row out: a copy and a synchronization per step, only while fp8_diag.tsv is
+// written). Current scaling: no reduction, and the update only clears row 0.
+static void gpt2_fp8_end_of_step(GPT2* model, int step) {
+    if (model->precision != PRECISION_FP8) { return; }
+    if (fp8_meta_update_needs_host(&model->recipe)) { die("FP8 recipe callbacks run on the CPU trainer only"); }
+    fp8_meta_reduce_amax(&model->fp8, &model->recipe);
+    if (model->fp8_collect_stats) {
+        Fp8Meta host = fp8_meta_host_copy(model);
+        memcpy(model->fp8_last_amax, host.amax_history, (size_t)host.num_slots * sizeof(float));
+        if (model->recipe.scaling == FP8_SCALING_DELAYED) { fp8_meta_window_amax(&host, &model->recipe, model->fp8_window_amax); }
+        fp8_meta_free(&host);
+    }
+    cudaCheck(fp8_meta_update_launch(&model->fp8, &model->recipe, step, model->stream));
+}
+
+// A skipped step must not leave its (possibly non-finite) activation and gradient amaxes behind. Weight slots keep
+// theirs: the weights did not change, and row 0 holds exactly their amax. (The CPU's loop, one 4-byte memset a slot:
+// a skipped step is rare.)
+static void gpt2_fp8_drop_step_amaxes(GPT2* model) {
+    if (model->precision != PRECISION_FP8) { return; }
+    for (int module = 0; module < linear_num_modules(model->config.num_layers); module++) {
+        for (int k = 0; k < FP8_FWD_SLOTS; k++) {
+            if (k == FP8_FWD_WEIGHT) { continue; }
+            float* row0 = fp8_meta_amax_row0(&model->fp8, fp8_meta_fwd_slot(&model->fp8, module, k));
+            cudaCheck(cudaMemsetAsync(row0, 0, sizeof(float), model->stream));
+        }
+        for (int k = 0; k < FP8_BWD_SLOTS; k++) {
+            float* row0 = fp8_meta_amax_row0(&model->fp8, fp8_meta_bwd_slot(&model->fp8, module, k));
+            cudaCheck(cudaMemsetAsync(row0, 0, sizeof(float), model->stream));
         }
     }
 }
 
-// The FP8 arrays of this rank's state file, host copies (NULL without FP8): metadata, last amaxes, window amaxes,
-// cast counters since the last diagnostics block. gpt2_download_state fills them; gpt2_upload_fp8_state sends a loaded set back.
-static StateFp8Arrays gpu_state_fp8_arrays(GPT2GPU* model) {
-    StateFp8Arrays a = {model->fp8_host.memory, model->fp8_last_amax, model->fp8_window_amax_host, model->fp8_stats_host};
-    return a;
-}
-
-static void gpt2_upload_fp8_state(GPT2GPU* model) {
-    if (model->precision != PRECISION_FP8) { return; }
-    cudaCheck(cudaMemcpy(model->fp8_device, model->fp8_host.memory, model->fp8_host.num_floats * 4, cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(model->fp8_stats_device, model->fp8_stats_host,
-                         (size_t)model->fp8_host.num_slots * sizeof(Fp8QuantStats), cudaMemcpyHostToDevice));
-    if (model->recipe.scaling == FP8_SCALING_CURRENT) {
-        cudaCheck(cudaMemcpy(model->fp8_window_amax, model->fp8_window_amax_host, (size_t)model->fp8_host.num_slots * 4,
-                             cudaMemcpyHostToDevice));
-    }
-}
-
 // params (P): every rank gets all bf16 weights and keeps the fp32 masters of its shard
-static void gpt2_upload_params(GPT2GPU* model, const float* params) {
+static void gpt2_upload_params(GPT2* model, const float* params) {
     // all on the model's stream, in order (the fp32 values pass through the gradient buffer, free between steps)
     cudaStream_t s = model->stream;
     cudaCheck(cudaMemcpyAsync(model->grads_memory, params, model->num_parameters * 4, cudaMemcpyHostToDevice, s));
-    float_to_bf16_kernel<<<blocks_for(model->num_parameters, 512), 512, 0, s>>>(model->params_memory, model->grads_memory,
-                                                                               model->num_parameters);
-    cudaCheck(cudaGetLastError());
-    cudaCheck(cudaMemcpyAsync(model->master, model->grads_memory + model->shard.offset, model->shard.count * 4,
+    float_to_bf16(model->params_memory, model->grads_memory, model->num_parameters, s);
+    cudaCheck(cudaMemcpyAsync(model->master_memory, model->grads_memory + model->shard.offset, model->shard.count * 4,
                               cudaMemcpyDeviceToDevice, s));
     cudaCheck(cudaMemsetAsync(model->grads_memory, 0, model->shard.padded * 4, s));
     cudaCheck(cudaStreamSynchronize(s));
 }
 
-static StateHeader gpu_state_header(const GPT2GPU* model, int step, const DataLoader* loader) {
+// ----------------------------------------------------------------------------
+// model and state files
+
+// The run's state as a checkpoint header (precision, FP8 shape, batch, step, RNG, data position).
+static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_state, const DataLoader* loader) {
     StateHeader h;
     memset(&h, 0, sizeof(h));
     h.num_processes = model->num_processes;
     h.process_rank = model->process_rank;
     h.precision = model->precision;
-    h.fp8_modules = model->precision == PRECISION_FP8 ? model->fp8_host.num_modules : 0;
+    h.fp8_modules = model->precision == PRECISION_FP8 ? model->fp8.num_modules : 0;
     h.recipe = model->recipe;
     if (model->precision != PRECISION_FP8) { delayed_scaling_default(&h.recipe); }
     h.fp8_bf16_first_last = model->fp8_bf16_first_last;
@@ -890,57 +946,125 @@ static StateHeader gpu_state_header(const GPT2GPU* model, int step, const DataLo
     h.num_parameters = (int64_t)model->num_parameters;
     h.opt_offset = (int64_t)model->shard.offset;
     h.opt_count = (int64_t)model->shard.count;
+    h.rng_state = rng_state;
     h.shard_index = loader ? (int64_t)loader->current_shard_idx : 0;
     h.shard_position = loader ? (int64_t)loader->current_position : 0;
     return h;
 }
 
-// inputs, targets (B, T) host -> device, and the token buckets of the encoder backward. The copies are synchronous:
-// the host scratch is reused by the next batch.
-static void gpt2_set_batch(GPT2GPU* model, const int* inputs, const int* targets) {
-    int BT = model->B * model->T;
-    model->num_buckets = encoder_buckets(inputs, BT, model->config.vocab_size, model->host_positions,
-                                         model->host_bucket_start, model->host_bucket_token, model->host_token_count);
-    cudaCheck(cudaMemcpy(model->inputs, inputs, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(model->targets, targets, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(model->bucket_positions, model->host_positions, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(model->bucket_start, model->host_bucket_start, (size_t)(model->num_buckets + 1) * sizeof(int),
-                         cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(model->bucket_token, model->host_bucket_token, (size_t)model->num_buckets * sizeof(int),
-                         cudaMemcpyHostToDevice));
+// Host buffers for the FP8 arrays of this rank's state file: the metadata and the cast counters (fresh, filled from
+// the device or from the file), the diagnostics' last and window amaxes (the host's own). NULL arrays without FP8.
+static StateFp8Arrays gpt2_state_fp8_arrays(GPT2* model) {
+    StateFp8Arrays a = {NULL, NULL, NULL, NULL};
+    if (model->precision != PRECISION_FP8) { return a; }
+    a.meta = (float*)calloc_or_die(model->fp8.num_floats, 4, "FP8 metadata");
+    a.last_amax = model->fp8_last_amax;
+    a.window_amax = model->fp8_window_amax;
+    a.stats = (Fp8QuantStats*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(Fp8QuantStats), "FP8 stats");
+    return a;
 }
 
-static void upload_batch(GPT2GPU* model, const DataLoader* loader) { gpt2_set_batch(model, loader->inputs, loader->targets); }
+static void gpt2_state_fp8_arrays_free(StateFp8Arrays* a) {
+    free(a->meta);
+    free(a->stats);
+}
 
-// One fp8_diag.tsv block, as the CPU trainer writes it: per used slot of every FP8 module, the amax the last update
-// saw, the scale now, and the clipped / flushed fractions of this rank's casts since the last block (then reset).
-static void write_fp8_diagnostics(GPT2GPU* model, FILE* f, int step) {
-    Fp8Meta* meta = &model->fp8_host;
-    int S = meta->num_slots;
-    // the device counters are (count, saturated, flushed) triples of 64-bit integers: Fp8QuantStats' layout
-    static_assert(sizeof(Fp8QuantStats) == 3 * sizeof(unsigned long long), "Fp8QuantStats is three 64-bit counts");
-    Fp8QuantStats* stats = (Fp8QuantStats*)calloc_or_die((size_t)S, sizeof(Fp8QuantStats), "FP8 stats");
+// Checkpoint `step` into dir, as the CPU's: the model file from rank 0 (every rank's master shard gathered through the
+// gradient buffer, free between steps), a state file per rank (its moments and FP8 state), DONE after every rank's.
+// Every rank must call this.
+static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_t rng_state, const DataLoader* loader) {
+    MultiGpu* mg = model->multi_gpu;
+    float* params = (float*)calloc_or_die(model->num_parameters, 4, "parameters");
+    float* m = (float*)calloc_or_die(model->shard.count, 4, "AdamW m");
+    float* v = (float*)calloc_or_die(model->shard.count, 4, "AdamW v");
+    multi_gpu_gather_masters(mg, model->grads_memory, model->master_memory, &model->shard, model->stream);
     cudaCheck(cudaStreamSynchronize(model->stream));
-    cudaCheck(cudaMemcpy(stats, model->fp8_stats_device, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(meta->scale, slot_scale(model, 0), (size_t)S * 2 * 4, cudaMemcpyDeviceToHost));  // + scale_inv
-    cudaCheck(cudaMemset(model->fp8_stats_device, 0, (size_t)S * sizeof(Fp8QuantStats)));
-    if (model->recipe.scaling == FP8_SCALING_CURRENT) {
-        cudaCheck(cudaMemcpy(model->fp8_window_amax_host, model->fp8_window_amax, (size_t)S * 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(params, model->grads_memory, model->num_parameters * 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(m, model->m_memory, model->shard.count * 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(v, model->v_memory, model->shard.count * 4, cudaMemcpyDeviceToHost));
+    StateFp8Arrays fp8 = gpt2_state_fp8_arrays(model);
+    if (model->precision == PRECISION_FP8) {
+        cudaCheck(cudaMemcpy(fp8.meta, model->fp8.memory, model->fp8.num_floats * 4, cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(fp8.stats, model->fp8_stats, (size_t)model->fp8.num_slots * sizeof(Fp8QuantStats),
+                             cudaMemcpyDeviceToHost));
+        if (model->recipe.scaling == FP8_SCALING_CURRENT) {  // current scaling keeps its window amaxes on the device
+            cudaCheck(cudaMemcpy(model->fp8_window_amax, model->fp8_current_amax, (size_t)model->fp8.num_slots * 4,
+                                 cudaMemcpyDeviceToHost));
+        }
     }
-    LinearPrecision lp = gpu_linear_precision(model);
-    fp8_diag_write_block(f, step, meta, &lp, model->fp8_last_amax, model->fp8_window_amax_host, stats);
+    StateHeader h = gpt2_state_header(model, step, rng_state, loader);
+    if (mg->process_rank == 0) { checkpoint_save_model(dir, step, &model->config, params, model->num_parameters); }
+    checkpoint_save_state(dir, step, m, v, &h, model->precision == PRECISION_FP8 ? &fp8 : NULL);
+    multi_gpu_barrier(mg);
+    if (mg->process_rank == 0) { checkpoint_mark_done(dir, step); }
+    gpt2_state_fp8_arrays_free(&fp8);
+    free(params);
+    free(m);
+    free(v);
+}
+
+// Restores parameters, AdamW moments and the FP8 state of checkpoint `step` in `dir`, as the CPU's; returns the RNG
+// state and the data position through the pointers.
+static void gpt2_load_checkpoint(GPT2* model, const char* dir, int step, uint64_t* rng_state, size_t* shard_index,
+                                 size_t* shard_position) {
+    float* params = (float*)calloc_or_die(model->num_parameters, 4, "parameters");
+    float* m = (float*)calloc_or_die(model->shard.count, 4, "AdamW m");
+    float* v = (float*)calloc_or_die(model->shard.count, 4, "AdamW v");
+    StateHeader h = gpt2_state_header(model, step, 0, NULL);
+    StateFp8Arrays fp8 = gpt2_state_fp8_arrays(model);
+    checkpoint_load(dir, step, &model->config, params, m, v, &h, model->precision == PRECISION_FP8 ? &fp8 : NULL);
+    gpt2_upload_params(model, params);
+    cudaCheck(cudaMemcpy(model->m_memory, m, model->shard.count * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(model->v_memory, v, model->shard.count * 4, cudaMemcpyHostToDevice));
+    if (model->precision == PRECISION_FP8) {
+        cudaCheck(cudaMemcpy(model->fp8.memory, fp8.meta, model->fp8.num_floats * 4, cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemcpy(model->fp8_stats, fp8.stats, (size_t)model->fp8.num_slots * sizeof(Fp8QuantStats),
+                             cudaMemcpyHostToDevice));
+        if (model->recipe.scaling == FP8_SCALING_CURRENT) {
+            cudaCheck(cudaMemcpy(model->fp8_current_amax, model->fp8_window_amax, (size_t)model->fp8.num_slots * 4,
+                                 cudaMemcpyHostToDevice));
+        }
+    }
+    gpt2_state_fp8_arrays_free(&fp8);
+    free(params);
+    free(m);
+    free(v);
+    *rng_state = h.rng_state;
+    *shard_index = (size_t)h.shard_index;
+    *shard_position = (size_t)h.shard_position;
+}
+
+
+
+// ----------------------------------------------------------------------------
+// FP8 diagnostics: per slot amax, scale, and the fractions saturated / flushed to zero since the last line
+
+// One fp8_diag.tsv block, as the CPU trainer writes it, from host copies of the scales and of this rank's cast
+// counters since the last block (then reset on the device).
+static void write_fp8_diagnostics(GPT2* model, FILE* f, int step) {
+    if (model->precision != PRECISION_FP8 || !f) { return; }
+    int S = model->fp8.num_slots;
+    Fp8Meta host = fp8_meta_host_copy(model);
+    Fp8QuantStats* stats = (Fp8QuantStats*)calloc_or_die((size_t)S, sizeof(Fp8QuantStats), "FP8 stats");
+    cudaCheck(cudaMemcpy(stats, model->fp8_stats, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemset(model->fp8_stats, 0, (size_t)S * sizeof(Fp8QuantStats)));
+    if (model->recipe.scaling == FP8_SCALING_CURRENT) {
+        cudaCheck(cudaMemcpy(model->fp8_window_amax, model->fp8_current_amax, (size_t)S * 4, cudaMemcpyDeviceToHost));
+    }
+    LinearPrecision lp = gpt2_linear_precision(model);
+    fp8_diag_write_block(f, step, &host, &lp, model->fp8_last_amax, model->fp8_window_amax, stats);
     free(stats);
+    fp8_meta_free(&host);
 }
 
 // The distribution after position t - 1 of tokens (1, T): every row of the (B, T) window holds the tokens (the
 // model's shapes are fixed), row 0's logits at t - 1 come back as bf16 and the softmax runs on the host in double.
-static void gpu_next_token_probs(void* m, const int* tokens, int t, float* probs) {
-    GPT2GPU* model = (GPT2GPU*)m;
+static void gpt2_next_token_probs(void* m, const int* tokens, int t, float* probs) {
+    GPT2* model = (GPT2*)m;
     int B = model->B, T = model->T, V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
     int* window = (int*)calloc_or_die((size_t)B * T, sizeof(int), "sample window");
     for (int b = 0; b < B; b++) { memcpy(window + (size_t)b * T, tokens, (size_t)T * sizeof(int)); }
-    gpt2_set_batch(model, window, window);  // targets: any valid ids, the loss is not used
-    gpt2_forward(model, 0, 0.0f);
+    gpt2_forward(model, window, NULL, B, T);
     floatX* logits = (floatX*)calloc_or_die((size_t)V, sizeof(floatX), "sample logits");
     cudaCheck(cudaMemcpy(logits, model->acts.logits + (size_t)(t - 1) * Vp, (size_t)V * sizeof(floatX),
                          cudaMemcpyDeviceToHost));
@@ -952,12 +1076,12 @@ static void gpu_next_token_probs(void* m, const int* tokens, int t, float* probs
     free(window);
 }
 
-static void sample_text(GPT2GPU* model, const Tokenizer* tokenizer, int gen_tokens, Rng* rng) {
-    int saved = model->fp8_record;
-    model->fp8_record = 0;
-    sample_text_with(stdout, model, gpu_next_token_probs, model->T, model->config.vocab_size, tokenizer, gen_tokens,
+static void sample_text(GPT2* model, const Tokenizer* tokenizer, int gen_tokens, Rng* rng) {
+    int saved = model->training;
+    model->training = 0;
+    sample_text_with(stdout, model, gpt2_next_token_probs, model->T, model->config.vocab_size, tokenizer, gen_tokens,
                      rng);
-    model->fp8_record = saved;
+    model->training = saved;
 }
 
 #ifndef TESTING
@@ -1027,8 +1151,8 @@ int main(int argc, char** argv) {
         return 0;
     }
 
-    GPT2GPU model;
-    gpt2_gpu_init(&model, &config, &args, B, T, mg.num_processes, mg.process_rank, mg.zero_stage);
+    GPT2 model;
+    gpt2_gpu_init(&model, &config, &args, B, T, &mg);
     {  // the memory plan before a byte of it is allocated: printed, and refused in one line when it does not fit
         size_t free_bytes, total_bytes;
         cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -1060,48 +1184,43 @@ int main(int argc, char** argv) {
     model.total_batch = total_batch;
     // every collective relies on these being equal on all ranks: check once, fail with one line rather than hang
     multi_gpu_check_same(&mg, (long long)model.num_parameters, "the parameter count");
-    multi_gpu_check_same(&mg, model.precision == PRECISION_FP8 ? model.fp8_host.num_slots : 0, "the number of FP8 slots");
+    multi_gpu_check_same(&mg, model.precision == PRECISION_FP8 ? model.fp8.num_slots : 0, "the number of FP8 slots");
     multi_gpu_check_same(&mg, model.attention_kind, "the attention (cuDNN's or the plain one: each rank asked its cuDNN)");
     multi_gpu_check_same(&mg, (long long)B * T * grad_accum_steps, "B*T*accumulation");
     multi_gpu_check_same(&mg, train_steps, "the number of steps");
-    float* host_params = (float*)calloc_or_die(model.num_parameters, 4, "parameters");
-    float* host_m = (float*)calloc_or_die(model.shard.count, 4, "AdamW m");
-    float* host_v = (float*)calloc_or_die(model.shard.count, 4, "AdamW v");
-    if (run.loaded_params) {
-        memcpy(host_params, run.loaded_params, run.loaded_count * sizeof(float));
-    } else {  // the same initialisation as the CPU trainer, from the same seed, on every rank
-        ParameterTensors p;
-        point_parameters(&p, host_params, model.param_sizes);
-        Rng init_rng;
-        rng_seed(&init_rng, (uint64_t)args.seed);
-        gpt2_init_parameters(&p, model.param_sizes, &config, &init_rng);
+    {  // the initial weights: a model file's, or the CPU trainer's initialisation from the same seed, on every rank
+        float* params = (float*)calloc_or_die(model.num_parameters, 4, "parameters");
+        if (run.loaded_params) {
+            memcpy(params, run.loaded_params, run.loaded_count * sizeof(float));
+        } else {
+            ParameterTensors p;
+            point_parameters(&p, params, model.param_sizes);
+            Rng init_rng;
+            rng_seed(&init_rng, (uint64_t)args.seed);
+            gpt2_init_parameters(&p, model.param_sizes, &config, &init_rng);
+        }
+        gpt2_upload_params(&model, params);
+        free(params);
     }
-    int start_step = 0;
+
+    // resume, or start: before step 0 the initial weights are cast with scale 1.0 (recording their amax)
     Rng sample_rng;  // the CPU trainer's sampling stream, from the same seed
     rng_seed(&sample_rng, (uint64_t)args.seed ^ 0x5EEDull);
+    int start_step = 0;
     if (args.resume) {
-        if (latest >= 0) {
-            StateHeader h = gpu_state_header(&model, (int)latest, NULL);
-            StateFp8Arrays fp8 = gpu_state_fp8_arrays(&model);
-            checkpoint_load(args.output_dir, (int)latest, &config, host_params, host_m, host_v, &h,
-                            model.precision == PRECISION_FP8 ? &fp8 : NULL);
-            if (dataloader_resume(train_loader, (size_t)h.shard_index, (size_t)h.shard_position, err, sizeof(err))) {
-                die("%s", err);
-            }
-            sample_rng.state = h.rng_state;
-            start_step = (int)latest;
-            cudaCheck(cudaMemcpy(model.m_memory, host_m, model.shard.count * 4, cudaMemcpyHostToDevice));
-            cudaCheck(cudaMemcpy(model.v_memory, host_v, model.shard.count * 4, cudaMemcpyHostToDevice));
-            gpt2_upload_fp8_state(&model);
-            printf("resumed from %s/model_%08lld.bin at step %d\n", args.output_dir, latest, start_step);
-        } else {
+        if (latest < 0) {
             printf("resume: no complete checkpoint (DONE_*) in %s, starting from scratch\n", args.output_dir);
+        } else {
+            size_t shard_index, shard_position;
+            gpt2_load_checkpoint(&model, args.output_dir, (int)latest, &sample_rng.state, &shard_index, &shard_position);
+            if (dataloader_resume(train_loader, shard_index, shard_position, err, sizeof(err))) { die("%s", err); }
+            start_step = (int)latest;
+            printf("resumed from %s/model_%08lld.bin at step %d\n", args.output_dir, latest, start_step);
         }
     }
-    gpt2_upload_params(&model, host_params);
     // rank 0 writes fp8_diag.tsv (opened below), counting every recorded cast from the first weight cast on (as the CPU)
     model.fp8_collect_stats = rank0 && args.output_dir && args.precision == PRECISION_FP8 && args.fp8_diag_every > 0;
-    if (model.precision == PRECISION_FP8) { gpt2_cast_weights_fp8(&model, start_step == 0); }
+    gpt2_cast_weights_fp8(&model, start_step == 0);
     cudaCheck(cudaDeviceSynchronize());
 
     cudaDeviceProp prop;
@@ -1131,35 +1250,27 @@ int main(int argc, char** argv) {
     StepTimer timer = {0.0, 0};
     for (int step = start_step; step <= train_steps; step++) {
         int last_step = step == train_steps;
+        // evaluation, sampling and checkpoints at the start of a step; a resumed run already did them for its step
         if (step != start_step || start_step == 0) {
             if (have_val && (step % args.val_every == 0 || last_step)) {
-                model.fp8_record = 0;
+                int saved = model.training;
+                model.training = 0;
                 dataloader_reset(val_loader);
                 double val_loss = 0.0;
                 for (int i = 0; i < val_steps; i++) {
                     if (dataloader_next_batch(val_loader, err, sizeof(err))) { die("%s", err); }
-                    upload_batch(&model, val_loader);
-                    val_loss += gpt2_forward(&model, 0, 0.0f);
+                    gpt2_forward(&model, val_loader->inputs, val_loader->targets, B, T);
+                    val_loss += model.mean_loss;
                 }
-                val_loss = multi_gpu_mean(&mg, (float)(val_loss / val_steps), model.stream);
-                model.fp8_record = 1;
+                val_loss = multi_gpu_mean(&mg, (float)(val_loss / val_steps), model.stream);  // GPU: over the ranks
+                model.training = saved;
                 printf("val loss %f\n", val_loss);
                 if (main_log) { fprintf(main_log, "s:%d tel:%.4f\n", step, val_loss); fflush(main_log); }
             }
-            if (rank0 && sample_due(&args, &run, step)) {
-                sample_text(&model, &run.tokenizer, args.gen_tokens, &sample_rng);
-            }
-            if (args.output_dir && step > 0 && ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || last_step)) {
-                // the model file from rank 0 (all masters gathered), a state file per rank, DONE after every rank's
-                gpt2_download_state(&model, &mg, host_params, host_m, host_v);
-                StateHeader h = gpu_state_header(&model, step, train_loader);
-                h.rng_state = sample_rng.state;
-                if (rank0) { checkpoint_save_model(args.output_dir, step, &config, host_params, model.num_parameters); }
-                StateFp8Arrays fp8 = gpu_state_fp8_arrays(&model);
-                checkpoint_save_state(args.output_dir, step, host_m, host_v, &h,
-                                      model.precision == PRECISION_FP8 ? &fp8 : NULL);
-                multi_gpu_barrier(&mg);
-                if (rank0) { checkpoint_mark_done(args.output_dir, step); }
+            if (rank0 && sample_due(&args, &run, step)) { sample_text(&model, &run.tokenizer, args.gen_tokens, &sample_rng); }
+            if (args.output_dir && step > 0 &&
+                ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || last_step)) {
+                gpt2_save_checkpoint(&model, args.output_dir, step, sample_rng.state, train_loader);  // GPU: every rank
                 printf("checkpoint: %s/model_%08d.bin\n", args.output_dir, step);
             }
         }
@@ -1169,69 +1280,35 @@ int main(int argc, char** argv) {
         cudaCheck(cudaEventCreate(&start));
         cudaCheck(cudaEventCreate(&stop));
         cudaCheck(cudaEventRecord(start, model.stream));
-        cudaCheck(cudaMemsetAsync(model.grads_memory, 0, model.shard.padded * 4, model.stream));
+        gpt2_zero_grad(&model);
         double loss = 0.0;
         for (int micro = 0; micro < grad_accum_steps; micro++) {
             if (dataloader_next_batch(train_loader, err, sizeof(err))) { die("%s", err); }
-            upload_batch(&model, train_loader);
-            // d(loss)/d(logit) scaled by the GLOBAL batch: the ranks' gradients then SUM to the single-GPU gradient
-            // (the CPU's expression, (1 / accumulation steps) / (B*T), with the ranks in the first factor: the same float)
-            float dloss = (1.0f / ((float)grad_accum_steps * mg.num_processes)) / (float)(B * T);
-            loss += gpt2_forward(&model, 1, dloss) / grad_accum_steps;
-            // the last micro-batch reduces the gradients over the ranks while its backward runs
-            model.reduce_in_backward = micro == grad_accum_steps - 1 && mg.use_nccl ? &mg : NULL;
-            gpt2_backward(&model);
-            model.reduce_in_backward = NULL;
+            gpt2_forward(&model, train_loader->inputs, train_loader->targets, B, T);
+            // GPU: the last micro-batch reduces the gradients over the ranks while its backward runs, and the loss
+            // scale has the ranks in it too, so that their gradients SUM to the single-GPU gradient
+            model.reduce_in_backward = micro == grad_accum_steps - 1 && mg.use_nccl;
+            gpt2_backward(&model, 1.0f / ((float)grad_accum_steps * mg.num_processes));
+            model.reduce_in_backward = 0;
+            loss += model.mean_loss / grad_accum_steps;
         }
         loss = multi_gpu_mean(&mg, (float)loss, model.stream);
         if (step == args.debug_nan_step) {  // test hook, as the CPU trainer's: poison the first gradient of the shard
             // (bytes 0xFF make a float NaN; stream-ordered after the backward and its reductions)
             cudaCheck(cudaMemsetAsync(model.grads_memory + model.shard.offset, 0xFF, sizeof(float), model.stream));
         }
-        float norm = gpt2_grad_norm(&model, &mg);
+        float norm = gpt2_grad_norm(&model);
         float lr = learning_rate_at(step, train_steps, args.learning_rate, args.warmup_steps, args.final_lr_fraction);
         if (!isfinite(loss) || !isfinite(norm)) {  // the same decision on every rank: both values are global
             fprintf(stderr, "warning: step %d: loss %g, gradient norm %g is not finite; step skipped, weights and FP8 state kept\n",
                     step + 1, loss, norm);
-            if (model.precision == PRECISION_FP8) {  // drop the step's input and gradient amaxes, keep the weights'
-                Fp8Meta* meta = &model.fp8_host;
-                float* row0 = (float*)calloc_or_die((size_t)meta->num_slots, 4, "row 0");
-                cudaCheck(cudaMemcpy(row0, model.fp8_device, meta->num_slots * 4, cudaMemcpyDeviceToHost));
-                for (int s = 0; s < meta->num_slots; s++) {
-                    if (!(fp8_slot_is_forward(s, meta->num_modules) && s % FP8_FWD_SLOTS == FP8_FWD_WEIGHT)) { row0[s] = 0.0f; }
-                }
-                cudaCheck(cudaMemcpy(model.fp8_device, row0, meta->num_slots * 4, cudaMemcpyHostToDevice));
-                free(row0);
-            }
+            gpt2_fp8_drop_step_amaxes(&model);
         } else {
-            if (model.precision == PRECISION_FP8) {
-                if (fp8_meta_update_needs_host(&model.recipe)) { die("FP8 recipe callbacks run on the CPU trainer only"); }
-                // TE's reduce_amax: row 0 of every slot of every module, one all-reduce, before the one update launch
-                if (model.recipe.reduce_amax) {
-                    multi_gpu_amax_allreduce(&mg, model.fp8_device, model.fp8_host.num_slots, model.stream);
-                }
-                if (diag_log) {  // row 0 as this update sees it: the step's amaxes, for the diagnostics
-                    cudaCheck(cudaMemcpyAsync(model.fp8_last_amax, model.fp8_device, model.fp8_host.num_slots * 4,
-                                              cudaMemcpyDeviceToHost, model.stream));
-                }
-                if (diag_log && model.recipe.scaling == FP8_SCALING_DELAYED) {
-                    // the window each new scale comes from, before the update rolls its oldest row out: every step,
-                    // as the CPU trainer, so a block after a skipped step shows the last update's window (without
-                    // diagnostics the GPU tracks neither this nor the last amaxes and the counters: a history copy
-                    // and a synchronization per step, for numbers only the diagnostics and the state file show)
-                    Fp8Meta* meta = &model.fp8_host;
-                    cudaCheck(cudaMemcpyAsync(meta->amax_history, model.fp8_device,
-                                              (size_t)meta->amax_history_len * meta->num_slots * 4,
-                                              cudaMemcpyDeviceToHost, model.stream));
-                    cudaCheck(cudaStreamSynchronize(model.stream));
-                    fp8_meta_window_amax(meta, &model.recipe, model.fp8_window_amax_host);
-                }
-                cudaCheck(fp8_meta_update_launch(model.fp8_device, &model.fp8_host, &model.recipe, step, model.stream));
-            }
-            gpt2_update(&model, lr, args.weight_decay, args.grad_clip, step + 1);
+            gpt2_fp8_end_of_step(&model, step);
+            gpt2_update(&model, lr, 0.9f, 0.95f, 1e-8f, args.weight_decay, norm, args.grad_clip, step + 1);
             multi_gpu_gather_params(&mg, model.params_memory, &model.shard, model.stream);
             // after the all-gather: every rank casts the same weights with the same scale
-            if (model.precision == PRECISION_FP8) { gpt2_cast_weights_fp8(&model, 1); }
+            gpt2_cast_weights_fp8(&model, 1);
         }
         cudaCheck(cudaEventRecord(stop, model.stream));
         cudaCheck(cudaEventSynchronize(stop));
@@ -1252,11 +1329,8 @@ int main(int argc, char** argv) {
     // workspace included; other processes on the same GPU would be counted too)
     printf("peak memory %.2f GiB (rank %d; the estimate was %.2f GiB of our buffers)\n", peak_memory / (1 << 30),
            mg.process_rank, bytes_to_gib(gpu_memory_total(&model.memory)));
-    gpt2_gpu_free(&model);
+    gpt2_free(&model);
     run_free(&run);
-    free(host_params);
-    free(host_m);
-    free(host_v);
     multi_gpu_free(&mg);
     return 0;
 }

@@ -15,7 +15,7 @@ Backward: datt = dy @ v^T, dv = att^T @ dy, dpreatt = att * (datt - rowsum(att *
 #include <cublas_v2.h>
 
 #include "cuda_utils.cuh"
-#include "kernels.cuh"
+#include "cuda_common.cuh"
 
 // Position (b, h, t, d) of element idx of a (B, NH, T, HS) tensor, and the offset of the same (b, t, h, d) in a
 // (B, T, `stride_heads` * NH, HS) tensor (3 for qkv, 1 for the attention output).

@@ -1,12 +1,15 @@
 /*
-llmc/test_kernels_host.cu — host-side tests of llmc/kernels.cuh that need no GPU (built with nvcc, run in CI): the
-token bucketing that makes the encoder backward deterministic must put every position in exactly one bucket, the
-bucket of its own token, in increasing position order, with buckets in increasing token order; and the launch grid
-sizes, computed in 64 bits, exact up to CUDA's limits and one error line past them.
+llmc/test_kernels_host.cu — the host side of llmc/'s CUDA code, tested without a GPU (built with nvcc, run in CI):
+the token bucketing that makes the encoder backward deterministic (llmc/encoder.cuh) must put every position in
+exactly one bucket, the bucket of its own token, in increasing position order, with buckets in increasing token
+order; the launch grid sizes (llmc/cuda_common.cuh), computed in 64 bits, exact up to CUDA's limits and one error line
+past them; and llmc/gemm.cuh's plan keys with pointer alignments and its FP8 problem checks with their messages.
 */
 #include <stdlib.h>
 
-#include "kernels.cuh"
+#include "cuda_common.cuh"
+#include "encoder.cuh"
+#include "gemm.cuh"
 #include "rand.h"
 #include "testing.h"
 
@@ -96,8 +99,53 @@ static void test_grid_limits(void) {
     }
 }
 
+// llmc/gemm.cuh's host side: pointer alignments as cuBLASLt's preferences take them, the plan key telling two
+// alignments apart, and the FP8 requirements refused with the problem described (no GPU: nothing is launched).
+static void test_gemm_key_and_checks(void) {
+    CHECK(gemm_pointer_alignment((void*)0x7f0000000000) == 256 && gemm_pointer_alignment((void*)0x7f0000000010) == 16 &&
+              gemm_pointer_alignment((void*)0x7f0000000082) == 2 && gemm_pointer_alignment((void*)0x7f0000000300) == 256 &&
+              gemm_pointer_alignment(NULL) == 256,
+          "alignments: 256 (capped), 16, 2, 256");
+    char* base = (char*)0x7f0000000000;
+    // the trainer's FP8 fprop: TN, E4M3 x E4M3, bias, at 256-byte-aligned pointers and at a later layer's offsets
+    GemmKey first = gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0,
+                             base + 256, 2304, 8192, 768, 0, 1);
+    GemmKey later = gemm_key(base + 16, CUDA_R_16BF, base + 4096 + 48, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0,
+                             base + 256 + 8, 2304, 8192, 768, 0, 1);
+    CHECK(memcmp(&first, &later, sizeof(first)) != 0 && later.a_align == 16 && later.out_align == 16 &&
+              later.bias_align == 8 && first.bias_align == 256 && first.fast_accum == 1,
+          "alignment is part of the plan key (a %u out %u bias %u)", later.a_align, later.out_align, later.bias_align);
+    GemmKey again = gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0,
+                             base + 256, 2304, 8192, 768, 0, 1);
+    CHECK(memcmp(&first, &again, sizeof(first)) == 0, "the same call gives the same key (no stray bytes)");
+    char err[640];
+    CHECK(gemm_problem_check(&first, err, sizeof(err)) == 0 && gemm_problem_check(&later, err, sizeof(err)) == 0,
+          "aligned FP8 TN problems pass: %s", err);
+    GemmKey misaligned = gemm_key(base, CUDA_R_16BF, base + 4104, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0,
+                                  NULL, 2304, 8192, 768, 0, 1);
+    CHECK(gemm_problem_check(&misaligned, err, sizeof(err)) != 0 && strstr(err, "16-byte aligned") &&
+              strstr(err, "align 8") && strstr(err, "e4m3") && strstr(err, "k 768"),
+          "a misaligned FP8 operand is refused with the problem described: %s", err);
+    GemmKey nn = gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 0, base + 8192, CUDA_R_8F_E5M2, 0, NULL, 768,
+                          8192, 2304, 0, 0);
+    CHECK(gemm_problem_check(&nn, err, sizeof(err)) != 0 && strstr(err, "TN layout") && strstr(err, "not transposed"),
+          "FP8 outside TN is refused: %s", err);
+    GemmKey odd = gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0, NULL, 200,
+                           64, 64, 0, 0);
+    CHECK(gemm_problem_check(&odd, err, sizeof(err)) != 0 && strstr(err, "multiples of 16"), "m 200 refused: %s", err);
+    // BF16 problems have no such requirement (cuBLASLt's preferences take their alignment)
+    GemmKey bf16 = gemm_key(base + 2, CUDA_R_32F, base + 4098, CUDA_R_16BF, 0, base + 8194, CUDA_R_16BF, 1, NULL, 100,
+                            36, 50, 1, 1);
+    CHECK(gemm_problem_check(&bf16, err, sizeof(err)) == 0 && bf16.fast_accum == 0 && bf16.a_align == 2,
+          "BF16 NT at 2-byte alignment is left to cuBLASLt");
+    gemm_describe(err, sizeof(err), &bf16);
+    CHECK(strstr(err, "D (100 x 36, fp32, align 2)") && strstr(err, "B bf16 transposed") && strstr(err, "D +="),
+          "the description names shapes, types, transposes and accumulation: %s", err);
+}
+
 int main(void) {
     RUN_TEST(test_encoder_buckets);
     RUN_TEST(test_grid_limits);
+    RUN_TEST(test_gemm_key_and_checks);
     return test_summary("kernels-host");
 }

@@ -1,0 +1,33 @@
+/*
+llmc/bias.cuh — a linear layer's bias gradient on the GPU: the column sums of its output gradient, deterministic
+(llmc/cuda_common.cuh's two passes). The CPU reference computes it in matmul_backward; the GPU's GEMMs do not, so
+linear_backward calls this beside them.
+*/
+#ifndef GPTFP8_BIAS_CUH
+#define GPTFP8_BIAS_CUH
+
+#include "cuda_common.cuh"
+
+// bias gradient, pass 1: partials (num_chunks, OC) = column sums of dout (rows, OC) bf16 by row chunks; pass 2 is
+// column_partials_reduce_kernel into dbias
+
+__global__ void bias_backward_partials_kernel(float* partials, const floatX* dout, int rows, int OC) {
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= OC) { return; }
+    int r0 = blockIdx.y * COLUMN_SUM_ROWS, r1 = min(rows, r0 + COLUMN_SUM_ROWS);
+    float sum = 0.0f;
+    for (int r = r0; r < r1; r++) { sum += __bfloat162float(dout[(size_t)r * OC + o]); }
+    partials[(size_t)blockIdx.y * OC + o] = sum;
+}
+
+// dbias (OC) fp32 += column sums of dout (rows, OC) bf16, through column_partials (rows / COLUMN_SUM_ROWS, OC)
+static inline void bias_backward(float* dbias, const floatX* dout, int rows, int OC, float* column_partials,
+                                 cudaStream_t stream) {
+    int chunks = column_sum_chunks((size_t)rows);
+    dim3 grid(blocks_for(OC, 256), chunks);
+    bias_backward_partials_kernel<<<grid, 256, 0, stream>>>(column_partials, dout, rows, OC);
+    column_partials_reduce_kernel<<<blocks_for(OC, 256), 256, 0, stream>>>(dbias, column_partials, chunks, OC, OC);
+    cudaCheck(cudaGetLastError());
+}
+
+#endif  // GPTFP8_BIAS_CUH

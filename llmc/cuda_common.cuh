@@ -1,0 +1,102 @@
+/*
+llmc/cuda_common.cuh — what the GPU trainer's kernel families share: the bf16 storage type (floatX), warp and block
+reductions, launch sizes checked against CUDA's grid limits, and the deterministic column sums (fixed chunks of rows,
+then the chunks in order: no float atomics, so the same inputs give the same bits every run) that the LayerNorm and
+bias backward passes both end with.
+*/
+#ifndef GPTFP8_CUDA_COMMON_CUH
+#define GPTFP8_CUDA_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <float.h>
+
+#include "cuda_utils.cuh"
+
+// activations and parameters are stored in bf16; every sum is fp32
+typedef __nv_bfloat16 floatX;
+
+// ----------------------------------------------------------------------------
+// reductions
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) { v += __shfl_xor_sync(0xFFFFFFFFu, v, offset); }
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) { v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, offset)); }
+    return v;
+}
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+__device__ __forceinline__ float block_sum(float v) {
+    __shared__ float partial[32];
+    __shared__ float total;
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = warp_sum(v);
+    if (lane == 0) { partial[warp] = v; }
+    __syncthreads();
+    if (warp == 0) {
+        float w = lane < (int)(blockDim.x / 32) ? partial[lane] : 0.0f;
+        w = warp_sum(w);
+        if (lane == 0) { total = w; }
+    }
+    __syncthreads();
+    float result = total;
+    __syncthreads();  // partial/total are reused by the next call
+    return result;
+}
+__device__ __forceinline__ float block_max(float v) {
+    __shared__ float partial[32];
+    __shared__ float total;
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = warp_max(v);
+    if (lane == 0) { partial[warp] = v; }
+    __syncthreads();
+    if (warp == 0) {
+        float w = lane < (int)(blockDim.x / 32) ? partial[lane] : -FLT_MAX;
+        w = warp_max(w);
+        if (lane == 0) { total = w; }
+    }
+    __syncthreads();
+    float result = total;
+    __syncthreads();
+    return result;
+}
+
+// ----------------------------------------------------------------------------
+// launch sizes
+
+// Blocks of block_size threads that cover n elements (grid x), checked against CUDA's limit.
+static inline unsigned int blocks_for(size_t n, int block_size) {
+    return grid_dim_checked(((unsigned long long)n + block_size - 1) / block_size, CUDA_GRID_X_MAX, "an elementwise launch");
+}
+// One block per row of rows (LayerNorm, softmax, the classifier): grid x, checked.
+static inline unsigned int blocks_per_row(size_t rows, const char* what) {
+    return grid_dim_checked((unsigned long long)rows, CUDA_GRID_X_MAX, what);
+}
+
+// ----------------------------------------------------------------------------
+// deterministic column sums
+
+// Column sums over rows, deterministic, in two passes: pass 1 gives each chunk of COLUMN_SUM_ROWS rows one thread per
+// column (coalesced across the warp) and writes the chunk's sum to partials (num_chunks, width); pass 2
+// (column_partials_reduce_kernel) adds the chunks of each column in chunk order. No float atomics, so no run-to-run
+// jitter, at the cost of a (rows / 64, width) scratch buffer.
+#define COLUMN_SUM_ROWS 64
+
+// The chunks of `rows` rows, one block each in grid y (so at most 65535: B*T up to 4194240 per GPU), checked.
+static inline int column_sum_chunks(size_t rows) {
+    unsigned long long chunks = ((unsigned long long)rows + COLUMN_SUM_ROWS - 1) / COLUMN_SUM_ROWS;
+    return (int)grid_dim_checked(chunks, CUDA_GRID_YZ_MAX, "the column sums (B*T / 64 blocks in y)");
+}
+
+// out (n) fp32 += sum over k < num_chunks of partials[k * stride + c], in order of k
+__global__ void column_partials_reduce_kernel(float* out, const float* partials, int num_chunks, int stride, int n) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= n) { return; }
+    float sum = 0.0f;
+    for (int k = 0; k < num_chunks; k++) { sum += partials[(size_t)k * stride + c]; }
+    out[c] += sum;
+}
+
+#endif  // GPTFP8_CUDA_COMMON_CUH
