@@ -509,10 +509,10 @@ static void gpt2_gpu_allocate(GPT2* model, const GPT2Config* config, const Train
 }
 #endif
 
-// out (B*T, OC) = inp (B*T, IC) @ W^T + b, in the module's precision
-static void linear_forward(GPT2* model, int module, floatX* out, const floatX* inp) {
+// out (B, T, OC) = inp (B, T, IC) @ W^T + b, in the module's precision
+static void linear_forward(GPT2* model, int module, floatX* out, const floatX* inp, int B, int T) {
     LinearModule lm = linear_module(model, module);
-    int rows = model->B * model->T;
+    int rows = B * T;
     LinearPrecision lp = gpt2_linear_precision(model);
     if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
         Fp8Meta* meta = &model->fp8;
@@ -539,10 +539,12 @@ static void linear_forward(GPT2* model, int module, floatX* out, const floatX* i
             lm.IC, 0, 0, model->stream);
 }
 
-// dinp (B*T, IC) = dout @ W (written), dW += dout^T @ inp, db += column sums of dout
-static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX* dout, const floatX* inp) {
+// dinp (B, T, IC) = dout @ W (written: the CPU accumulates into a zeroed buffer), dW += dout^T @ inp, db += column
+// sums of dout, each GEMM in its precision
+static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX* dout, const floatX* inp, int B,
+                            int T) {
     LinearModule lm = linear_module(model, module);
-    int rows = model->B * model->T;
+    int rows = B * T;
     // the bias gradient comes from the high-precision grad_output (TE computes it in the cast kernel)
     if (lm.dbias) { bias_backward(lm.dbias, dout, rows, lm.OC, model->column_partials, model->stream); }
     Fp8Meta* meta = &model->fp8;
@@ -585,8 +587,8 @@ static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX*
 static void attention_forward_layer(GPT2* model, int l, floatX* out, const floatX* qkv) {
     int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads;
     if (model->attention_kind == ATTENTION_PLAIN) {
-        attention_forward(model->cublas, out, model->acts.att + (size_t)l * B * NH * T * T, qkv, &model->attention, B, T,
-                          C, NH, model->stream);
+        attention_forward(out, model->acts.att + (size_t)l * B * NH * T * T, qkv, B, T, C, NH, &model->attention,
+                          model->cublas, model->stream);
         return;
     }
 #ifdef ENABLE_CUDNN
@@ -603,8 +605,8 @@ static void attention_backward_layer(GPT2* model, int l, floatX* dqkv, const flo
     size_t BTC = (size_t)B * T * C;
     const floatX* qkv = model->acts.qkv + (size_t)l * BTC * 3;
     if (model->attention_kind == ATTENTION_PLAIN) {
-        attention_backward(model->cublas, dqkv, dout, qkv, model->acts.att + (size_t)l * B * NH * T * T,
-                           &model->attention, model->dq, model->dk, model->dv, B, T, C, NH, model->stream);
+        attention_backward(dqkv, dout, qkv, model->acts.att + (size_t)l * B * NH * T * T, B, T, C, NH,
+                           &model->attention, model->dq, model->dk, model->dv, model->cublas, model->stream);
         return;
     }
 #ifdef ENABLE_CUDNN
@@ -681,19 +683,19 @@ static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int
         int module = l * LINEARS_PER_BLOCK;
 
         layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, B, T, C, s);
-        linear_forward(model, module + LINEAR_QKV, qkv, ln1);
+        linear_forward(model, module + LINEAR_QKV, qkv, ln1, B, T);
         attention_forward_layer(model, l, atty, qkv);
-        linear_forward(model, module + LINEAR_ATTPROJ, a->proj_out, atty);  // the CPU's attproj (B, T, C)
+        linear_forward(model, module + LINEAR_ATTPROJ, a->proj_out, atty, B, T);  // the CPU's attproj (B, T, C)
         residual_forward(residual2, residual, a->proj_out, BTC, s);
         layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p->ln2w + l * C, p->ln2b + l * C, B, T, C, s);
-        linear_forward(model, module + LINEAR_FC, fch, ln2);
+        linear_forward(model, module + LINEAR_FC, fch, ln2, B, T);
         gelu_forward(fch_gelu, fch, BTC * 4, s);
-        linear_forward(model, module + LINEAR_FCPROJ, a->proj_out, fch_gelu);  // the CPU's fcproj (B, T, C)
+        linear_forward(model, module + LINEAR_FCPROJ, a->proj_out, fch_gelu, B, T);  // the CPU's fcproj (B, T, C)
         residual_forward(residual3, residual2, a->proj_out, BTC, s);
     }
     const floatX* last = a->residual3 + (L - 1) * BTC;
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, last, p->lnfw, p->lnfb, B, T, C, s);
-    linear_forward(model, linear_lm_head(model->config.num_layers), a->logits, a->lnf);
+    linear_forward(model, linear_lm_head(model->config.num_layers), a->logits, a->lnf, B, T);
     model->has_targets = targets != NULL;
     model->mean_loss = -1.0f;
     if (targets && !model->training) {  // evaluation: the losses now, the logits kept
@@ -790,7 +792,7 @@ static void gpt2_backward(GPT2* model, float loss_scale) {
     fused_classifier(a->logits, a->losses, dloss, model->targets, B, T, V, Vp, 1, s);
     model->mean_loss = gpt2_mean_loss(model);
     // LM head: dlnf -> dbtc; then the final LayerNorm into dresidual (the gradient of the last residual stream)
-    linear_backward(model, linear_lm_head(model->config.num_layers), model->dbtc, a->logits, a->lnf);
+    linear_backward(model, linear_lm_head(model->config.num_layers), model->dbtc, a->logits, a->lnf, B, T);
     cudaCheck(cudaMemsetAsync(model->dresidual, 0, BTC * 2, s));
     LayerNormX lnf = {a->residual3 + (L - 1) * BTC, a->lnf, p->lnfw, p->lnfb, g->lnfw, g->lnfb, a->lnf_mean, a->lnf_rstd};
     layernorm_backward_layer(model, &lnf, model->dbtc);
@@ -802,17 +804,17 @@ static void gpt2_backward(GPT2* model, float loss_scale) {
         floatX* fch_gelu = a->fch_gelu + l * gelu_layer_stride(model);
         if (model->recompute >= 1) { gelu_forward(fch_gelu, a->fch + l * BTC * 4, BTC * 4, s); }
         // dresidual holds d(residual3); residual3 = residual2 + fcproj: both get it. fcproj's input gradient:
-        linear_backward(model, module + LINEAR_FCPROJ, model->dbt4c, model->dresidual, fch_gelu);
+        linear_backward(model, module + LINEAR_FCPROJ, model->dbt4c, model->dresidual, fch_gelu, B, T);
         gelu_backward(model->dbt4c, a->fch + l * BTC * 4, model->dbt4c, BTC * 4, s);
         layernorm_recompute_layer(model, &ln2);
-        linear_backward(model, module + LINEAR_FC, model->dbtc, model->dbt4c, ln2.out);
+        linear_backward(model, module + LINEAR_FC, model->dbtc, model->dbt4c, ln2.out, B, T);
         // d(residual2) = d(residual3) + LayerNorm2 backward, accumulated in place in dresidual
         layernorm_backward_layer(model, &ln2, model->dbtc);
         // residual2 = residual + attproj: attproj's output gradient is d(residual2)
-        linear_backward(model, module + LINEAR_ATTPROJ, model->dbtc2, model->dresidual, a->atty + l * BTC);
+        linear_backward(model, module + LINEAR_ATTPROJ, model->dbtc2, model->dresidual, a->atty + l * BTC, B, T);
         attention_backward_layer(model, l, model->dqkv, model->dbtc2);
         layernorm_recompute_layer(model, &ln1);
-        linear_backward(model, module + LINEAR_QKV, model->dbtc, model->dqkv, ln1.out);
+        linear_backward(model, module + LINEAR_QKV, model->dbtc, model->dqkv, ln1.out, B, T);
         layernorm_backward_layer(model, &ln1, model->dbtc);
         if (model->reduce_in_backward) { gpt2_reduce_gradients_async(model, l); }  // block l's gradients are final
     }

@@ -108,9 +108,10 @@ typedef struct {
     floatX *q, *k, *v, *y, *preatt;
 } AttentionScratch;
 
-// out (B, T, C); att (B, NH, T, T) kept for the backward; qkv (B, T, 3C)
-static inline void attention_forward(cublasHandle_t handle, floatX* out, floatX* att, const floatX* qkv,
-                                     AttentionScratch* s, int B, int T, int C, int NH, cudaStream_t stream) {
+// out (B, T, C); att (B, NH, T, T) kept for the backward; qkv (B, T, 3C). The CPU reference's attention_forward
+// (out, preatt, att, inp, B, T, C, NH), with preatt in the scratch, and the GPU's extras last.
+static inline void attention_forward(floatX* out, floatX* att, const floatX* qkv, int B, int T, int C, int NH,
+                                     AttentionScratch* s, cublasHandle_t handle, cudaStream_t stream) {
     int HS = C / NH;
     size_t n = (size_t)B * T * C;
     cublasCheck(cublasSetStream(handle, stream));
@@ -129,11 +130,12 @@ static inline void attention_forward(cublasHandle_t handle, floatX* out, floatX*
     cudaCheck(cudaGetLastError());
 }
 
-// dqkv (B, T, 3C) = backward of the above given dout (B, T, C); qkv and att from the forward. Reuses the scratch:
-// q, k, v are recomputed from qkv; preatt holds datt/dpreatt; y holds dy.
-static inline void attention_backward(cublasHandle_t handle, floatX* dqkv, const floatX* dout, const floatX* qkv,
-                                      const floatX* att, AttentionScratch* s, floatX* dq, floatX* dk, floatX* dv, int B,
-                                      int T, int C, int NH, cudaStream_t stream) {
+// dqkv (B, T, 3C) = backward of the above given dout (B, T, C); qkv and att from the forward (the CPU's
+// attention_backward with its dpreatt and datt in the scratch, written where the CPU's accumulates). Reuses the
+// scratch: q, k, v are recomputed from qkv; preatt holds datt/dpreatt; y holds dy; dq, dk, dv (B, NH, T, HS).
+static inline void attention_backward(floatX* dqkv, const floatX* dout, const floatX* qkv, const floatX* att, int B,
+                                      int T, int C, int NH, AttentionScratch* s, floatX* dq, floatX* dk, floatX* dv,
+                                      cublasHandle_t handle, cudaStream_t stream) {
     int HS = C / NH;
     size_t n = (size_t)B * T * C;
     cublasCheck(cublasSetStream(handle, stream));

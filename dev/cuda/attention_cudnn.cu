@@ -258,8 +258,8 @@ static void check_shape(CudnnAttention* cudnn, int B, int T, int NH, int HS, Rng
     plain_init(&plain, B, T, C, NH);
     cublasHandle_t cublas;
     cublasCheck(cublasCreate(&cublas));
-    attention_forward(cublas, out, plain.att, qkv, &plain.scratch, B, T, C, NH, 0);
-    attention_backward(cublas, dqkv, dout, qkv, plain.att, &plain.scratch, plain.dq, plain.dk, plain.dv, B, T, C, NH, 0);
+    attention_forward(out, plain.att, qkv, B, T, C, NH, &plain.scratch, cublas, 0);
+    attention_backward(dqkv, dout, qkv, plain.att, B, T, C, NH, &plain.scratch, plain.dq, plain.dk, plain.dv, cublas, 0);
     cudaCheck(cudaDeviceSynchronize());
     floatX* out_plain = download(out, n_out);
     floatX* dqkv_plain = download(dqkv, n_qkv);
@@ -349,10 +349,10 @@ static float time_attention(int use_cudnn, int backward, CudnnAttention* cudnn, 
             attention_forward_cudnn(cudnn, out, stats, qkv, B, T, C, NH, 0);
             if (backward) { attention_backward_cudnn(cudnn, dqkv, dout, qkv, out, stats, B, T, C, NH, 0); }
         } else {
-            attention_forward(cublas, out, plain->att, qkv, &plain->scratch, B, T, C, NH, 0);
+            attention_forward(out, plain->att, qkv, B, T, C, NH, &plain->scratch, cublas, 0);
             if (backward) {
-                attention_backward(cublas, dqkv, dout, qkv, plain->att, &plain->scratch, plain->dq, plain->dk, plain->dv,
-                                   B, T, C, NH, 0);
+                attention_backward(dqkv, dout, qkv, plain->att, B, T, C, NH, &plain->scratch, plain->dq, plain->dk,
+                                   plain->dv, cublas, 0);
             }
         }
     }
