@@ -23,6 +23,15 @@ the key. cuBLASLt has no such preference for the bias; its alignment is in the k
 replayed on a bias less aligned than the one it was found for. FP8 operands must be 16-byte aligned (checked, one
 line). When no algorithm fits, the error names the shapes, types, transposes, alignments and epilogue.
 32 MiB workspace, the size cuBLASLt's Hopper kernels ask for.
+
+Scale pointers: cuBLASLt (13.1, on an H200) refuses an FP8 GEMM at the call, CUBLAS_STATUS_NOT_SUPPORTED after its
+heuristic had found an algorithm, when the A or B scale pointer is not 16-byte aligned (it ran with them at 16 and at
+256 bytes, and refused them at 4 and 8: dev/cuda/fp8_gemm checks both). The trainers' FP8 metadata keeps one scale_inv
+per slot, contiguous floats, so most slots sit at 4, 8 or 12 bytes past 16. Such a value is first copied, on the
+GEMM's stream, into the plan's own 16-byte-aligned cell (gemm_aligned_scale_inv), which the GEMM then reads; stream
+order makes the copy land before the GEMM and after the previous GEMM of that plan has read the cell, so a context's
+GEMMs must all run on one stream (the trainers' do). The copy reads the value on the device when the GEMM is about
+to run, so delayed and current scaling alike get the value the cast used.
 */
 #ifndef GPTFP8_GEMM_CUH
 #define GPTFP8_GEMM_CUH
@@ -56,6 +65,7 @@ typedef struct {
 typedef struct {
     cublasLtHandle_t handle;
     void* workspace;  // GEMM_WORKSPACE_BYTES on the device
+    float* aligned_scale_inv;  // (GEMM_MAX_PLANS, 2, 4) on the device: per plan, A's and B's scale_inv, 16 bytes apart
     GemmPlan plans[GEMM_MAX_PLANS];
     int num_plans;
 } GemmContext;
@@ -64,6 +74,7 @@ static inline void gemm_context_init(GemmContext* ctx) {
     memset(ctx, 0, sizeof(*ctx));
     cublasCheck(cublasLtCreate(&ctx->handle));
     cudaCheck(cudaMalloc(&ctx->workspace, GEMM_WORKSPACE_BYTES));
+    cudaCheck(cudaMalloc(&ctx->aligned_scale_inv, (size_t)GEMM_MAX_PLANS * 8 * sizeof(float)));
 }
 
 static inline void gemm_plan_destroy(GemmPlan* plan) {
@@ -82,6 +93,7 @@ static inline void gemm_context_free(GemmContext* ctx) {
     gemm_plans_clear(ctx);
     cublasCheck(cublasLtDestroy(ctx->handle));
     cudaCheck(cudaFree(ctx->workspace));
+    cudaCheck(cudaFree(ctx->aligned_scale_inv));
 }
 
 static inline int gemm_type_is_fp8(cudaDataType_t t) { return t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2; }
@@ -243,6 +255,16 @@ static inline void gemm_plan_build(GemmContext* ctx, GemmPlan* plan, const GemmK
     plan->algo = heuristic.algo;
 }
 
+// A scale_inv pointer cuBLASLt accepts (see the top): `scale_inv` itself when NULL or 16-byte aligned, else the plan's
+// cell `operand` (0: A, 1: B), into which the value is copied on `stream` first.
+static inline const float* gemm_aligned_scale_inv(GemmContext* ctx, int plan_index, int operand, const float* scale_inv,
+                                                  cudaStream_t stream) {
+    if (scale_inv == NULL || (uintptr_t)scale_inv % 16 == 0) { return scale_inv; }
+    float* cell = ctx->aligned_scale_inv + ((size_t)plan_index * 2 + operand) * 4;
+    cudaCheck(cudaMemcpyAsync(cell, scale_inv, sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    return cell;
+}
+
 // The general form, in cuBLASLt's column-major terms: D (m, n) = op(A) (m, k) @ op(B) (k, n) (+ bias (m)) (+ D).
 // A is stored (k, m) when trans_a, else (m, k); B is stored (n, k) when trans_b, else (k, n) (column-major, so a
 // row-major (r, c) array is a column-major (c, r) one). FP8 operands need trans_a = 1, trans_b = 0 on Hopper, 16-byte
@@ -264,9 +286,15 @@ static inline void gemm_lt(GemmContext* ctx, void* out, cudaDataType_t out_type,
     if (!plan) {
         if (ctx->num_plans == GEMM_MAX_PLANS) { gemm_plans_clear(ctx); }  // more problems than a step has: start over
         plan = &ctx->plans[ctx->num_plans];
+        int plan_index = ctx->num_plans;
+        a_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 0, a_scale_inv, stream);
+        b_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 1, b_scale_inv, stream);
         gemm_plan_build(ctx, plan, &key, a_scale_inv, b_scale_inv, bias);
         ctx->num_plans++;
     } else {
+        int plan_index = (int)(plan - ctx->plans);
+        a_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 0, a_scale_inv, stream);
+        b_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 1, b_scale_inv, stream);
         gemm_plan_set_pointers(plan, a_scale_inv, b_scale_inv, bias);
     }
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;

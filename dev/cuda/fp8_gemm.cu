@@ -8,6 +8,9 @@ product in double of the very operands the GPU gets (FP8 bytes dequantized, bf16
                                  accumulating into fp32
   plans:                         the same problem at 256-byte-aligned and at 16-byte-aligned pointers gets two plans
                                  (the alignment is part of the key), and both are right
+  as the trainer calls them:     on a stream of its own, with the scale_invs at slots of one float array (16-byte and
+                                 4/8-byte aligned: cuBLASLt refuses the latter, and gemm.cuh must copy them to an
+                                 aligned cell first)
 then TFLOP/s of BF16 and FP8 at the d12 shapes (B*T = 64*1024).
 
 Tolerance, per output element, from sum |a_i * b_i| (the magnitude the sum passes through, not the result, which
@@ -93,8 +96,11 @@ typedef struct {
 } GemmCase;
 
 // One call of gemm_lt against the CPU. offset: bytes added to every device pointer (0: cudaMalloc's 256-byte
-// alignment; 16: what a later layer's slice of a buffer may have).
-static void check_case(const GemmCase* c, size_t offset, GemmContext* ctx, Rng* rng) {
+// alignment; 16: what a later layer's slice of a buffer may have). scale_slot: 0 gives each scale_inv its own
+// allocation; n > 0 puts A's at index n and B's at 2n of one float array, as the trainer's FP8 metadata holds them
+// (scale_inv + slot: 4-byte-aligned pointers). stream: where the GEMM runs (the trainer's is not the default one).
+static void check_case(const GemmCase* c, size_t offset, int scale_slot, cudaStream_t stream, GemmContext* ctx,
+                       Rng* rng) {
     int fp8 = gemm_type_is_fp8(c->a_type);
     float a_scale = 64.0f, b_scale = c->b_type == CUDA_R_8F_E5M2 ? 4096.0f : 32.0f;
     float a_scale_inv = fp8 ? 1.0f / a_scale : 1.0f, b_scale_inv = fp8 ? 1.0f / b_scale : 1.0f;
@@ -128,10 +134,16 @@ static void check_case(const GemmCase* c, size_t offset, GemmContext* ctx, Rng* 
     void* d_b = to_device(b, n_b * type_bytes(c->b_type), offset);
     void* d_bias = c->bias ? to_device(bias, (size_t)c->m * 2, offset) : NULL;
     void* d_out = to_device(out0, out_bytes, offset);
-    float* d_a_si = (float*)to_device(&a_scale_inv, 4, 0);
-    float* d_b_si = (float*)to_device(&b_scale_inv, 4, 0);
-    gemm_lt(ctx, d_out, c->out_type, d_a, c->a_type, fp8 ? d_a_si : NULL, c->trans_a, d_b, c->b_type, fp8 ? d_b_si : NULL,
-            c->trans_b, d_bias, c->m, c->n, c->k, c->accumulate, c->fast_accum, 0);
+    float scale_invs[64];
+    for (int i = 0; i < 64; i++) { scale_invs[i] = 1.0f; }
+    int a_index = scale_slot, b_index = 2 * scale_slot;
+    scale_invs[a_index] = a_scale_inv;
+    float* d_a_si = (float*)to_device(scale_invs, sizeof(scale_invs), 0);
+    scale_invs[a_index] = 1.0f;
+    scale_invs[b_index] = b_scale_inv;
+    float* d_b_si = (float*)to_device(scale_invs, sizeof(scale_invs), 0);
+    gemm_lt(ctx, d_out, c->out_type, d_a, c->a_type, fp8 ? d_a_si + a_index : NULL, c->trans_a, d_b, c->b_type,
+            fp8 ? d_b_si + b_index : NULL, c->trans_b, d_bias, c->m, c->n, c->k, c->accumulate, c->fast_accum, stream);
     cudaCheck(cudaDeviceSynchronize());
     void* got = malloc(out_bytes);
     cudaCheck(cudaMemcpy(got, d_out, out_bytes, cudaMemcpyDeviceToHost));
@@ -156,10 +168,11 @@ static void check_case(const GemmCase* c, size_t offset, GemmContext* ctx, Rng* 
         }
     }
     char what[320];
-    snprintf(what, sizeof(what), "%s (m %d n %d k %d, %s x %s -> %s, %s%s%s%s, pointers +%zu B): worst error %.3g of "
+    snprintf(what, sizeof(what), "%s (m %d n %d k %d, %s x %s -> %s, %s%s%s%s, pointers +%zu B%s%s): worst error %.3g of "
              "its tolerance (element %zu: got %.6g, want %.6g)", c->name, c->m, c->n, c->k, gemm_type_name(c->a_type),
              gemm_type_name(c->b_type), gemm_type_name(c->out_type), c->trans_a ? "T" : "N", c->trans_b ? "T" : "N",
-             c->bias ? ", bias" : "", c->fast_accum && fp8 ? ", fast accum" : "", offset, worst, worst_at,
+             c->bias ? ", bias" : "", c->fast_accum && fp8 ? ", fast accum" : "", offset,
+             scale_slot ? ", scale_invs at 4-byte slots of one array" : "", stream ? ", own stream" : "", worst, worst_at,
              element(got, c->out_type, worst_at), want[worst_at]);
     report(worst <= 1.0, what);
     free(a);
@@ -195,15 +208,24 @@ int main(void) {
         {"bf16 wgrad (NT)", CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, 0, 1, 128, 192, 256, 0, 1, 0},
     };
     int num_cases = (int)(sizeof(cases) / sizeof(cases[0]));
-    for (int i = 0; i < num_cases; i++) { check_case(&cases[i], 0, &ctx, &rng); }
+    for (int i = 0; i < num_cases; i++) { check_case(&cases[i], 0, 0, 0, &ctx, &rng); }
     // the same problems at 16-byte-aligned pointers: new plans (alignment is in the key), still right
     int plans_before = ctx.num_plans;
-    check_case(&cases[0], 16, &ctx, &rng);
-    check_case(&cases[4], 16, &ctx, &rng);
+    check_case(&cases[0], 16, 0, 0, &ctx, &rng);
+    check_case(&cases[4], 16, 0, 0, &ctx, &rng);
     char what[160];
     snprintf(what, sizeof(what), "16-byte-aligned pointers got plans of their own (%d plans before, %d after)",
              plans_before, ctx.num_plans);
     report(ctx.num_plans == plans_before + 2, what);
+    // as the trainer calls them: on a stream of its own, then the scale_invs at slots of one metadata array (16-byte
+    // and 4-byte aligned), each FP8 form
+    cudaStream_t stream;
+    cudaCheck(cudaStreamCreate(&stream));
+    check_case(&cases[0], 0, 0, stream, &ctx, &rng);
+    for (int slot = 4; slot >= 1; slot -= 3) {
+        for (int i = 0; i < 4; i++) { check_case(&cases[i], 0, slot, stream, &ctx, &rng); }
+    }
+    cudaCheck(cudaStreamDestroy(stream));
 
     // throughput at the d12 shapes, B*T = 65536
     struct { const char* name; int out_cols, k; } shapes[4] = {{"qkv", 2304, 768}, {"attproj", 768, 768}, {"fc", 3072, 768},
