@@ -1183,6 +1183,7 @@ static void test_cudnn_attention_against_cpu(void) {
     Rng rng;
     rng_seed(&rng, 21);
     gpt2_init_parameters(&cpu.master, cpu.param_sizes, &config, &rng);
+    gpt2_cast_weights_fp8(&cpu, 1);  // the bf16 parameters the CPU's layers read, from the masters
     gpu::GPT2 gpu;
     gpu_model(&gpu, &config, &args, MB, MT, cpu.master_memory);
     CHECK(gpu.attention_kind == ATTENTION_CUDNN && gpu.acts.att == NULL && gpu.acts.attention_stats != NULL,
