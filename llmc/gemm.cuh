@@ -283,18 +283,17 @@ static inline void gemm_lt(GemmContext* ctx, void* out, cudaDataType_t out_type,
     for (int i = 0; i < ctx->num_plans; i++) {
         if (memcmp(&ctx->plans[i].key, &key, sizeof(key)) == 0) { plan = &ctx->plans[i]; break; }
     }
-    if (!plan) {
+    int new_plan = plan == NULL;
+    if (new_plan) {
         if (ctx->num_plans == GEMM_MAX_PLANS) { gemm_plans_clear(ctx); }  // more problems than a step has: start over
-        plan = &ctx->plans[ctx->num_plans];
-        int plan_index = ctx->num_plans;
-        a_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 0, a_scale_inv, stream);
-        b_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 1, b_scale_inv, stream);
+        plan = &ctx->plans[ctx->num_plans++];
+    }
+    int plan_index = (int)(plan - ctx->plans);
+    a_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 0, a_scale_inv, stream);
+    b_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 1, b_scale_inv, stream);
+    if (new_plan) {
         gemm_plan_build(ctx, plan, &key, a_scale_inv, b_scale_inv, bias);
-        ctx->num_plans++;
     } else {
-        int plan_index = (int)(plan - ctx->plans);
-        a_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 0, a_scale_inv, stream);
-        b_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 1, b_scale_inv, stream);
         gemm_plan_set_pointers(plan, a_scale_inv, b_scale_inv, bias);
     }
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;

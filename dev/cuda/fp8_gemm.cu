@@ -167,12 +167,16 @@ static void check_case(const GemmCase* c, size_t offset, int scale_slot, cudaStr
             worst_at = d;
         }
     }
+    char scales[64] = "";
+    if (scale_slot) {
+        snprintf(scales, sizeof(scales), ", scale_invs at +%d/+%d B of one array", 4 * a_index, 4 * b_index);
+    }
     char what[320];
     snprintf(what, sizeof(what), "%s (m %d n %d k %d, %s x %s -> %s, %s%s%s%s, pointers +%zu B%s%s): worst error %.3g of "
              "its tolerance (element %zu: got %.6g, want %.6g)", c->name, c->m, c->n, c->k, gemm_type_name(c->a_type),
              gemm_type_name(c->b_type), gemm_type_name(c->out_type), c->trans_a ? "T" : "N", c->trans_b ? "T" : "N",
              c->bias ? ", bias" : "", c->fast_accum && fp8 ? ", fast accum" : "", offset,
-             scale_slot ? ", scale_invs at 4-byte slots of one array" : "", stream ? ", own stream" : "", worst, worst_at,
+             scales, stream ? ", own stream" : "", worst, worst_at,
              element(got, c->out_type, worst_at), want[worst_at]);
     report(worst <= 1.0, what);
     free(a);
