@@ -5,8 +5,9 @@
 #   make train                    prepare tinyshakespeare, train BF16 and FP8 on it, plot the comparison (the CUDA
 #                                 trainer where a GPU answers, else the CPU one with a small model); builds only that
 #   make test                     build everything (the CUDA programs too, when nvcc is here) and run every CPU test
-#   make deps                     install the Python packages the tests and plots use (requirements.txt), and the
-#                                 cuDNN frontend's headers into deps/cudnn_frontend/include (for cuDNN attention)
+#   make deps                     install the Python packages the tests and plots use (requirements.txt), xxHash's
+#                                 header into deps/xxhash (checkpoint checksums; fetched by the first build otherwise)
+#                                 and the cuDNN frontend's headers into deps/cudnn_frontend/include (cuDNN attention)
 #   make cuda                     the CUDA trainer, its GPU test and the dev/cuda checks (needs nvcc, not a GPU)
 #   make test SANITIZE=1          the CPU programs with AddressSanitizer + UndefinedBehaviorSanitizer, the CPU suite on them
 #   make fuzz                     libFuzzer on the shard, model, state and tokenizer readers, FUZZ_SECONDS (60) each
@@ -21,9 +22,13 @@ CC ?= gcc
 # -fno-math-errno -fno-trapping-math change no value (no reassociation, no FMA, no approximations, unlike -ffast-math):
 # math functions need not set errno (sqrtf becomes one instruction) and float operations are assumed not to trap, so
 # the compiler may compute both sides of a select, which lets the element-wise loops (FP8 casts, AdamW) vectorize.
-CFLAGS ?= -O3 -std=c11 -Wall -Wextra -Werror -Wno-format-truncation -ffp-contract=off -fno-math-errno -fno-trapping-math \
-          -D_GNU_SOURCE
+CFLAGS ?= -O3 -std=c11 -Wall -Wextra -Werror -ffp-contract=off -fno-math-errno -fno-trapping-math -D_GNU_SOURCE
 LDLIBS ?= -lm
+# xxHash's single header (the checkpoints' checksums, llmc/checkpoint.h), header-only: scripts/install_xxhash.sh puts
+# it into deps/xxhash (make deps, or the first build that needs it). -isystem: our warnings-as-errors are for our code.
+XXHASH_DIR := deps/xxhash
+XXHASH_HEADER := $(XXHASH_DIR)/xxhash.h
+CFLAGS += -isystem $(XXHASH_DIR)
 ifeq ($(NO_OMP),1)
   OMP_FLAGS :=
 else
@@ -38,7 +43,8 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null)
 CUDA_ARCH ?= 90
 CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))),/usr/local/cuda)
 NVCC_FLAGS ?= -O3 -std=c++17 --generate-code arch=compute_$(CUDA_ARCH),code=[compute_$(CUDA_ARCH),sm_$(CUDA_ARCH)] \
-              -Xcompiler -Wall,-Wextra,-Werror,-Wno-format-truncation,$(OMP_FLAGS) -Werror all-warnings
+              -Xcompiler -Wall,-Wextra,-Werror,$(OMP_FLAGS) -Werror all-warnings
+NVCC_FLAGS += -isystem $(XXHASH_DIR)
 # cuBLAS(Lt) from CUDA_HOME's lib64, found there at run time too (rpath), not whichever libcublas the loader meets first
 NVCC_LDLIBS ?= $(if $(wildcard $(CUDA_HOME)/lib64),-L$(CUDA_HOME)/lib64 -Xlinker -rpath=$(CUDA_HOME)/lib64) -lcublasLt -lcublas $(if $(OMP_FLAGS),-lgomp) -lm
 
@@ -149,7 +155,8 @@ FUZZ_CC ?= $(firstword $(shell command -v clang-14 clang 2>/dev/null))
 FUZZ_CAN_BUILD := $(if $(and $(FUZZ_CC),$(filter test fuzz info fuzz/%,$(MAKECMDGOALS))),$(shell printf 'int LLVMFuzzerTestOneInput(const char* d, unsigned long n) { (void)d; (void)n; return 0; }\n' | $(FUZZ_CC) -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null && echo yes))
 FUZZ_READERS := shard model state tokenizer
 FUZZ_PROGRAMS := $(patsubst %,fuzz/fuzz_%,$(FUZZ_READERS))
-FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+              -isystem $(XXHASH_DIR)
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 20
 
@@ -159,7 +166,8 @@ FUZZ_SMOKE_SECONDS ?= 20
 FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/recipe_parse.h fp8/meta.h fp8/quantize_cpu.h fp8/current.h fp8/diag.h \
                fp8/cpu_isa.h
 LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h \
-                llmc/utils.h llmc/linear.h llmc/args.h llmc/run.h llmc/sampling.h llmc/zero.h llmc/gemm_cpu.h
+                llmc/utils.h llmc/linear.h llmc/args.h llmc/run.h llmc/run_folder.h llmc/sampling.h llmc/zero.h \
+                llmc/gemm_cpu.h $(XXHASH_HEADER)
 CPU_PROGRAMS := train_gpt_fp8_cpu
 CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process llmc/test_memory_plan \
              llmc/test_gemm_cpu
@@ -251,6 +259,10 @@ dev/cuda/attention_cudnn: dev/cuda/attention_cudnn.cu llmc/attention.cuh llmc/cu
 	@test -n "$(CUDNN_OBJECT)" || { echo "$@ needs cuDNN attention: $(CUDNN_STATUS)"; exit 1; }
 	$(NVCC) $(NVCC_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(CUDNN_LDLIBS)
 
+# fetched once (network, or a system libxxhash-dev); `make deps` does it too
+$(XXHASH_HEADER):
+	@PYTHON=$(PYTHON) ./scripts/install_xxhash.sh
+
 # the fuzz harnesses (variables above) and `make fuzz`
 fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_file.h $(FP8_HEADERS) $(LLMC_HEADERS)
 	@test -n "$(FUZZ_CAN_BUILD)" || { echo "no clang with libFuzzer found (apt-get install clang, or FUZZ_CC=...)"; exit 1; }
@@ -306,9 +318,10 @@ train: $(DATA_PROGRAMS) $(TRAINER)
 # its Python package would pull in CUTLASS's DSL and more, which nothing here uses. Only where nvcc could build cuDNN
 # attention: a CPU-only machine needs neither the headers nor the network to fetch them.
 deps:
-	@$(PYTHON) -c "import ml_dtypes, numpy, matplotlib" 2>/dev/null && echo "deps: Python packages already present" \
+	@$(PYTHON) -c "import ml_dtypes, numpy, matplotlib, xxhash" 2>/dev/null && echo "deps: Python packages already present" \
 	  || { grep -v '^nvidia-cudnn-frontend' requirements.txt >.deps_requirements.txt && \
 	       $(PYTHON) -m pip install --quiet -r .deps_requirements.txt; rc=$$?; rm -f .deps_requirements.txt; exit $$rc; }
+	@PYTHON=$(PYTHON) ./scripts/install_xxhash.sh
 	@$(if $(and $(NVCC),$(if $(filter 1,$(NO_CUDNN)),,1)),PYTHON=$(PYTHON) ./scripts/install_cudnn_frontend.sh,echo \
 	  "deps: no cuDNN frontend headers: nothing here builds cuDNN attention ($(if $(NVCC),NO_CUDNN=1,no nvcc))")
 
@@ -348,7 +361,7 @@ help:
 	@echo "  make train           prepare tinyshakespeare, train BF16 and FP8 (same data and seed), plot both into OUT"
 	@echo "                       (trainer here: $(TRAINER); knobs STEPS OUT SEED INPUT TRAINER below)"
 	@echo "  make deps            pip install requirements.txt (ml_dtypes, numpy, matplotlib: tests and plots) and"
-	@echo "                       the cuDNN frontend's headers into deps/ (cuDNN attention)"
+	@echo "                       xxHash's header and the cuDNN frontend's headers into deps/ (checksums, cuDNN attention)"
 	@echo "  make data            prepare data/tinyshakespeare (INPUT=path/to/input.txt, else ../shared, else a download)"
 	@echo "  make test            build everything and run every CPU test; the last line is 'N passed, M failed'"
 	@echo "  make test SANITIZE=1 the CPU programs under ASan + UBSan, the CPU suite on them (reports: sanitizer-reports/)"

@@ -203,20 +203,21 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------------------------------
-# a checkpoint write that fails midway (its temporary state file cannot be created) stops the run with an error and
-# leaves the previous checkpoint complete: -y 1 then resumes from it
+# a checkpoint write that fails midway (a full disk, here a file-size limit: the model file of 680 KB fits under
+# ulimit -f 1000, the state file of 1.5 MB does not, and with SIGXFSZ ignored its write fails with EFBIG) stops the run
+# with an error and leaves the previous checkpoint complete, no temporary file behind: -y 1 then resumes from it
 mkdir -p "$TMP/crash"
 { $TRAINER $TINY -precision fp8 -x 4 -n 2 -v 0 -o "$TMP/crash" -debug_kill_step 3 >/dev/null 2>&1; } 2>/dev/null
-mkdir -p "$TMP/crash/state_00000004_00000.bin.tmp"  # a folder where the temporary file must go
-crash_msg=$($TRAINER $TINY -precision fp8 -x 4 -n 2 -v 0 -o "$TMP/crash" -y 1 2>&1 >/dev/null)
+crash_msg=$(trap '' XFSZ; ulimit -f 1000; $TRAINER $TINY -precision fp8 -x 4 -n 2 -v 0 -o "$TMP/crash" -y 1 2>&1 >/dev/null)
 crash_rc=$?
-rmdir "$TMP/crash/state_00000004_00000.bin.tmp"
+crash_files=$(ls "$TMP/crash" | grep -c -e tmp -e DONE_00000004)
 $TRAINER $TINY -precision fp8 -x 4 -n 2 -v 0 -o "$TMP/crash" -y 1 >"$TMP/crash_resume.out" 2>&1
-if [ "$crash_rc" -ne 0 ] && printf '%s' "$crash_msg" | grep -q "cannot create .*state_00000004_00000.bin.tmp" &&
-    grep -q "resumed from .*model_00000002.bin at step 2" "$TMP/crash_resume.out" && [ -e "$TMP/crash/DONE_00000004" ]; then
+if [ "$crash_rc" -ne 0 ] && printf '%s' "$crash_msg" | grep -q "writing .*state_00000004_00000.bin.tmp.[0-9]* failed: File too large" &&
+    [ "$crash_files" -eq 0 ] && grep -q "resumed from .*model_00000002.bin at step 2" "$TMP/crash_resume.out" &&
+    [ -e "$TMP/crash/DONE_00000004" ]; then
     pass "failed_checkpoint_write_keeps_previous"
 else
-    fail "failed_checkpoint_write_keeps_previous" "rc $crash_rc: $crash_msg / $(tail -n 1 "$TMP/crash_resume.out")"
+    fail "failed_checkpoint_write_keeps_previous" "rc $crash_rc ($crash_files stray files): $crash_msg / $(tail -n 1 "$TMP/crash_resume.out")"
 fi
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -368,16 +369,35 @@ expect_error state_truncated "truncated state file" $TINY -precision fp8 -x 4 -v
 cp -r "$TMP/ckpt" "$TMP/magicstate"
 printf '\x00\x00\x00\x00' | dd of="$TMP/magicstate/state_00000002_00000.bin" bs=1 conv=notrunc 2>/dev/null
 expect_error state_magic "not a state file" $TINY -precision fp8 -x 4 -v 0 -y 1 -o "$TMP/magicstate"
+# a state file written by a run of 2 processes (its header says so, under a valid checksum: restamp_state recomputes
+# it with the Python binding of xxHash, an implementation independent of ours)
+restamp_state() {  # state file: its last 8 bytes become the XXH3-64 of every byte before them
+    python3 - "$1" <<'EOF'
+import struct, sys, xxhash
+path = sys.argv[1]
+data = open(path, "rb").read()[:-8]
+open(path, "wb").write(data + struct.pack("<Q", xxhash.xxh3_64_intdigest(data)))
+EOF
+}
 cp -r "$TMP/ckpt" "$TMP/ranks"
 printf '\x02' | dd of="$TMP/ranks/state_00000002_00000.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
+restamp_state "$TMP/ranks/state_00000002_00000.bin"
 expect_error state_other_rank_count "written by 2 processes, this run has 1" $TINY -precision fp8 -x 4 -v 0 -y 1 -o "$TMP/ranks"
-cp -r "$TMP/ckpt" "$TMP/version2"
-printf '\x02' | dd of="$TMP/version2/state_00000002_00000.bin" bs=1 seek=4 conv=notrunc 2>/dev/null
-expect_error state_version_2 "state file version 2 is not supported (expected 3" $TINY -precision fp8 -x 4 -v 0 -y 1 -o "$TMP/version2"
+# the same byte changed without a new checksum is damage, and says so rather than blaming the run's settings
+cp -r "$TMP/ckpt" "$TMP/ranks_damaged"
+printf '\x02' | dd of="$TMP/ranks_damaged/state_00000002_00000.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
+expect_error state_header_damaged "state_00000002_00000.bin: corrupt state file (checksum mismatch)" $TINY -precision fp8 \
+    -x 4 -v 0 -y 1 -o "$TMP/ranks_damaged"
+for old in 2 3; do
+    cp -r "$TMP/ckpt" "$TMP/version$old"
+    printf "\\x0$old" | dd of="$TMP/version$old/state_00000002_00000.bin" bs=1 seek=4 conv=notrunc 2>/dev/null
+    expect_error state_version_$old "state file version $old is not supported (expected 4" $TINY -precision fp8 -x 4 -v 0 -y 1 \
+        -o "$TMP/version$old"
+done
 # found by fuzzing (fuzz/corpus/state/crash-opt-count-size-overflow*): an optimizer shard of 2^62 parameters made the
 # expected file size overflow (undefined behaviour) before the header was refused
 cp -r "$TMP/ckpt" "$TMP/hugeshard"
-cp fuzz/corpus/state/crash-opt-count-size-overflow-v3 "$TMP/hugeshard/state_00000002_00000.bin"
+cp fuzz/corpus/state/crash-opt-count-size-overflow-v4 "$TMP/hugeshard/state_00000002_00000.bin"
 expect_error state_size_overflow "corrupt state header" $TINY -precision fp8 -x 4 -v 0 -y 1 -o "$TMP/hugeshard"
 # resume refuses a run that differs from its checkpoint in anything the state header records: one line naming the
 # flag, the checkpoint's value and this run's (the checkpoint: fp8 HYBRID, history 1024, B 8, T 64, total 512)

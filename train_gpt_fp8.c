@@ -1104,13 +1104,14 @@ static void sample_text(GPT2* model, const Tokenizer* tokenizer, int gen_tokens,
 int main(int argc, char** argv) {
     TrainArgs args;
     parse_args(&args, argc, argv);
-    char err[512];
+    char err[ERROR_MESSAGE_MAX];
     if (args.num_processes > 1 || args.init_method) {
         die("the CPU reference trainer runs one process (-pn, -pi are the CUDA trainer's; test_data_parallel checks the "
             "multi-rank semantics on simulated ranks)");
     }
     RunSetup run;
     run_setup(&args, &run, 0, 1);
+    run_folder_prepare(&args, 1);  // the folder's lock, for the whole run; an earlier run's checkpoints
     GPT2Config* cfg = &run.config;
     int B = run.B, T = run.T, total_batch = run.total_batch, grad_accum_steps = run.grad_accum_steps;
     int train_steps = run.train_steps, val_steps = run.val_steps, have_val = run.have_val;
@@ -1140,7 +1141,7 @@ int main(int argc, char** argv) {
     rng_seed(&sample_rng, (uint64_t)args.seed ^ 0x5EEDull);
     int start_step = 0;
     if (args.resume) {
-        long long latest = latest_checkpoint_step(args.output_dir);
+        long long latest = run_folder_resume_step(&args);
         if (resume_is_complete(&args, latest, train_steps)) {
             run_free(&run);
             gpt2_free(&model);
@@ -1154,6 +1155,7 @@ int main(int argc, char** argv) {
             if (dataloader_resume(train_loader, shard_index, shard_position, err, sizeof(err))) { die("%s", err); }
             start_step = (int)latest;
             printf("resumed from %s/model_%08lld.bin at step %d\n", args.output_dir, latest, start_step);
+            run_folder_drop_later_checkpoints(args.output_dir, latest);
         }
     }
     gpt2_cast_weights_fp8(&model, start_step == 0);
@@ -1165,15 +1167,17 @@ int main(int argc, char** argv) {
 #endif
     box_rule(stdout);
 
-    FILE *main_log = NULL, *diag_log = NULL;
+    LogFile main_log = {NULL, NULL}, diag_log = {NULL, NULL};
     if (args.output_dir) {
         open_run_logs(args.output_dir, start_step, args.precision == PRECISION_FP8 && args.fp8_diag_every > 0,
                       &main_log, &diag_log);
     }
 
     StepTimer timer = {0.0, 0};
+    SkippedSteps skipped = {0, 0, 0, 0};
     for (int step = start_step; step <= train_steps; step++) {
         int last_step = step == train_steps;
+        if (last_step) { skipped_steps_check_end(&skipped); }
         // evaluation, sampling and checkpoints at the start of a step; a resumed run already did them for its step
         if (step != start_step || start_step == 0) {
             if (have_val && (step % args.val_every == 0 || last_step)) {
@@ -1189,7 +1193,7 @@ int main(int argc, char** argv) {
                 val_loss /= val_steps;
                 model.training = saved;
                 printf("val loss %f\n", val_loss);
-                if (main_log) { fprintf(main_log, "s:%d tel:%.4f\n", step, val_loss); fflush(main_log); }
+                log_printf(&main_log, "s:%d tel:%.4f\n", step, val_loss);
             }
             if (sample_due(&args, &run, step)) { sample_text(&model, &run.tokenizer, args.gen_tokens, &sample_rng); }
             if (args.output_dir && step > 0 &&
@@ -1222,11 +1226,15 @@ int main(int argc, char** argv) {
             gpt2_update(&model, lr, 0.9f, 0.95f, 1e-8f, args.weight_decay, norm, args.grad_clip, step + 1);
             gpt2_cast_weights_fp8(&model, 1);
         }
-        if (diag_log && (step + 1) % args.fp8_diag_every == 0) { write_fp8_diagnostics(&model, diag_log, step + 1); }
-        report_step(&timer, main_log, step, start_step, train_steps, loss, norm, lr, now_seconds() - t0, total_batch, -1.0);
+        if (diag_log.file && (step + 1) % args.fp8_diag_every == 0) {
+            write_fp8_diagnostics(&model, diag_log.file, step + 1);
+            log_flush(&diag_log);
+        }
+        report_step(&timer, &main_log, step, start_step, train_steps, loss, norm, lr, now_seconds() - t0, total_batch, -1.0);
+        skipped_steps_record(&skipped, &args, step, !isfinite(loss) || !isfinite(norm));
     }
-    if (main_log) { fclose(main_log); }
-    if (diag_log) { fclose(diag_log); }
+    log_close(&main_log);
+    log_close(&diag_log);
     run_free(&run);
     gpt2_free(&model);
     return 0;

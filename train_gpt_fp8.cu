@@ -995,6 +995,8 @@ static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_
         }
     }
     StateHeader h = gpt2_state_header(model, step, rng_state, loader);
+    // every rank has the gathered masters: each state file records the model file's checksum, rank 0 writes the file
+    h.model_checksum = checkpoint_model_checksum(step, &model->config, params, model->num_parameters);
     if (mg->process_rank == 0) { checkpoint_save_model(dir, step, &model->config, params, model->num_parameters); }
     checkpoint_save_state(dir, step, m, v, &h, model->precision == PRECISION_FP8 ? &fp8 : NULL);
     multi_gpu_barrier(mg);
@@ -1090,7 +1092,7 @@ static void sample_text(GPT2* model, const Tokenizer* tokenizer, int gen_tokens,
 int main(int argc, char** argv) {
     TrainArgs args;
     parse_args(&args, argc, argv);
-    char err[512];
+    char err[ERROR_MESSAGE_MAX];
     if (args.precision == PRECISION_FP32) { die("-precision fp32 is the CPU reference's mode; the GPU trainer runs bf16 or fp8"); }
     // E5M2 forward tensors would make E5M2 x E5M2 GEMMs, which cuBLASLt does not run on Hopper: refused here, before
     // any GPU is looked for, so the answer is the same on every machine
@@ -1115,6 +1117,7 @@ int main(int argc, char** argv) {
     }
     RunSetup run;
     run_setup(&args, &run, mg.process_rank, mg.num_processes);
+    run_folder_prepare(&args, rank0);  // rank 0 holds the folder's lock for the job; an earlier run's checkpoints
     GPT2Config config = run.config;
     int B = run.B, T = run.T, total_batch = run.total_batch, grad_accum_steps = run.grad_accum_steps;
     int train_steps = run.train_steps, val_steps = run.val_steps, have_val = run.have_val;
@@ -1143,7 +1146,7 @@ int main(int argc, char** argv) {
     blocks_for((size_t)B * T * 4 * config.channels, 256);
     // -y 1: the checkpoint to resume from, looked for before anything is planned or allocated, so that a run already
     // at or past -x ends with the one line that says so
-    long long latest = args.resume ? latest_checkpoint_step(args.output_dir) : -1;
+    long long latest = run_folder_resume_step(&args);
     if (args.resume) {
         multi_gpu_check_same(&mg, latest, "the newest complete checkpoint in -o (is it a folder all ranks share?)");
     }
@@ -1218,6 +1221,8 @@ int main(int argc, char** argv) {
             if (dataloader_resume(train_loader, shard_index, shard_position, err, sizeof(err))) { die("%s", err); }
             start_step = (int)latest;
             printf("resumed from %s/model_%08lld.bin at step %d\n", args.output_dir, latest, start_step);
+            multi_gpu_barrier(&mg);  // every rank has read its files before rank 0 removes any later ones
+            if (rank0) { run_folder_drop_later_checkpoints(args.output_dir, latest); }
         }
     }
     // rank 0 writes fp8_diag.tsv (opened below), counting every recorded cast from the first weight cast on (as the CPU)
@@ -1245,13 +1250,15 @@ int main(int argc, char** argv) {
     double peak_flops = gpu_bf16_peak_flops(&prop) * mg.num_processes;
     double peak_memory = 0.0;  // bytes in use on this GPU after a step, at most
     // rank 0's logs; its FP8 diagnostics stand for every rank (amaxes and scales are the same when reduced)
-    FILE *main_log = NULL, *diag_log = NULL;
+    LogFile main_log = {NULL, NULL}, diag_log = {NULL, NULL};
     if (rank0 && args.output_dir) {
         open_run_logs(args.output_dir, start_step, model.fp8_collect_stats, &main_log, &diag_log);
     }
     StepTimer timer = {0.0, 0};
+    SkippedSteps skipped = {0, 0, 0, 0};
     for (int step = start_step; step <= train_steps; step++) {
         int last_step = step == train_steps;
+        if (last_step) { skipped_steps_check_end(&skipped); }
         // evaluation, sampling and checkpoints at the start of a step; a resumed run already did them for its step
         if (step != start_step || start_step == 0) {
             if (have_val && (step % args.val_every == 0 || last_step)) {
@@ -1267,7 +1274,7 @@ int main(int argc, char** argv) {
                 val_loss = multi_gpu_mean(&mg, (float)(val_loss / val_steps), model.stream);  // GPU: over the ranks
                 model.training = saved;
                 printf("val loss %f\n", val_loss);
-                if (main_log) { fprintf(main_log, "s:%d tel:%.4f\n", step, val_loss); fflush(main_log); }
+                log_printf(&main_log, "s:%d tel:%.4f\n", step, val_loss);
             }
             if (rank0 && sample_due(&args, &run, step)) { sample_text(&model, &run.tokenizer, args.gen_tokens, &sample_rng); }
             if (args.output_dir && step > 0 &&
@@ -1318,15 +1325,19 @@ int main(int argc, char** argv) {
         cudaCheck(cudaEventElapsedTime(&ms, start, stop));
         cudaCheck(cudaEventDestroy(start));
         cudaCheck(cudaEventDestroy(stop));
-        if (diag_log && (step + 1) % args.fp8_diag_every == 0) { write_fp8_diagnostics(&model, diag_log, step + 1); }
+        if (diag_log.file && (step + 1) % args.fp8_diag_every == 0) {
+            write_fp8_diagnostics(&model, diag_log.file, step + 1);
+            log_flush(&diag_log);
+        }
         size_t free_bytes, total_bytes;
         cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
         if ((double)(total_bytes - free_bytes) > peak_memory) { peak_memory = (double)(total_bytes - free_bytes); }
         double mfu = peak_flops > 0 ? 100.0 * flops_per_step / (ms / 1000.0) / peak_flops : -1.0;
-        report_step(&timer, main_log, step, start_step, train_steps, loss, norm, lr, ms / 1000.0, total_batch, mfu);
+        report_step(&timer, &main_log, step, start_step, train_steps, loss, norm, lr, ms / 1000.0, total_batch, mfu);
+        skipped_steps_record(&skipped, &args, step, !isfinite(loss) || !isfinite(norm));  // global: every rank agrees
     }
-    if (main_log) { fclose(main_log); }
-    if (diag_log) { fclose(diag_log); }
+    log_close(&main_log);
+    log_close(&diag_log);
     // every buffer is allocated before step 0, so the most in use after any step is the run's peak (cuBLASLt's
     // workspace included; other processes on the same GPU would be counted too)
     printf("peak memory %.2f GiB (rank %d; the estimate was %.2f GiB of our buffers)\n", peak_memory / (1 << 30),

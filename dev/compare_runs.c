@@ -80,8 +80,7 @@ static LogStep* log_step(RunLog* log, long long step, const char* path) {
 }
 
 static void read_main_log(const char* dir, RunLog* log) {
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/main.log", dir);
+    char* path = alloc_printf("%s/main.log", dir);
     FILE* f = fopen(path, "r");
     if (!f) { usage_error("cannot open %s: %s", path, strerror(errno)); }
     memset(log, 0, sizeof(*log));
@@ -111,6 +110,7 @@ static void read_main_log(const char* dir, RunLog* log) {
     fclose(f);
     if (failed) { usage_error("cannot read %s", path); }
     if (lines == 0) { usage_error("%s is empty", path); }
+    free(path);
 }
 
 // ----------------------------------------------------------------------------
@@ -288,16 +288,16 @@ static void compare_logs(const RunLog* run, const RunLog* ref, const Tolerances*
 // the FP8 state of the newest checkpoint
 
 typedef struct {
-    char path[1100];
+    char* path;  // (allocated)
     StateHeader header;
     float *m, *v;
     StateFp8Arrays fp8;
 } RunState;
 
 static void read_state(const char* dir, long long step, RunState* s) {
-    char err[512];
+    char err[ERROR_MESSAGE_MAX];
     memset(s, 0, sizeof(*s));
-    snprintf(s->path, sizeof(s->path), "%s/state_%08lld_00000.bin", dir, step);
+    s->path = checkpoint_state_path(dir, step, 0);
     if (state_file_read_header(s->path, &s->header, err, sizeof(err))) { usage_error("%s", err); }
     size_t slots = state_fp8_slots(&s->header);
     s->m = (float*)calloc_or_die((size_t)s->header.opt_count, sizeof(float), "AdamW m");
@@ -314,6 +314,7 @@ static void read_state(const char* dir, long long step, RunState* s) {
 }
 
 static void free_state(RunState* s) {
+    free(s->path);
     free(s->m);
     free(s->v);
     free(s->fp8.meta);

@@ -88,14 +88,14 @@ doctor_log moved7 "s/^s:7 trl:[0-9.]+ /s:7 trl:$moved /"
 compare tolerance_just_outside 1 '^  FAIL train loss at step 7: ' -loss 0.0085 "$TMP/moved7" "$TMP/a"
 compare tolerance_just_inside 0 '^PASS train loss: .*largest relative difference 0\.01 \(step 7: ' -loss 0.0115 "$TMP/moved7" "$TMP/a"
 
-# the state file: one history entry and one scale doctored, the checksum recomputed (llmc/checkpoint.h's FNV-1a over
-# 32-bit words), so that the file reads and the comparison sees the values
+# the state file: one history entry and one scale doctored, the checksum recomputed (llmc/checkpoint.h's XXH3-64 of
+# every byte before it, by xxHash's Python binding), so that the file reads and the comparison sees the values
 doctor_state() {  # doctor_state NAME INDEX FACTOR [INDEX FACTOR]: meta floats multiplied, in a copy of run b
     rm -rf "${TMP:?}/$1" && cp -r "$TMP/b" "$TMP/$1"
     local name=$1
     shift
     python3 - "$TMP/$name/state_00000012_00000.bin" "$@" <<'PY'
-import struct, sys
+import struct, sys, xxhash
 path, edits = sys.argv[1], sys.argv[2:]
 data = bytearray(open(path, "rb").read())
 header = struct.unpack_from("<256i", data)
@@ -106,11 +106,7 @@ for index, factor in zip(edits[0::2], edits[1::2]):
     at = meta + 4 * int(index)
     value = struct.unpack_from("<f", data, at)[0]
     struct.pack_into("<f", data, at, value * float(factor))
-words = struct.unpack_from("<%dI" % ((len(data) - 8) // 4), data)
-h = 0xCBF29CE484222325
-for w in words:
-    h = ((h ^ w) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-struct.pack_into("<II", data, len(data) - 8, h & 0xFFFFFFFF, h >> 32)
+struct.pack_into("<Q", data, len(data) - 8, xxhash.xxh3_64_intdigest(bytes(data[:-8])))
 open(path, "wb").write(bytes(data))
 PY
 }

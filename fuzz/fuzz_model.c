@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     float* params = NULL;
     size_t n = 0;
     char err[512] = "";
-    int rc = model_file_read(path, &config, &params, &n, err, sizeof(err));
+    int rc = model_file_read(path, &config, &params, &n, NULL, NULL, err, sizeof(err));
     fuzz_report(rc, err);
     if (rc != 0) {
         if (!err[0] || strchr(err, '\n') || params) { abort(); }

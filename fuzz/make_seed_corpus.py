@@ -7,6 +7,8 @@ import os
 import struct
 import sys
 
+import xxhash  # the state file's checksum is XXH3-64 (requirements.txt)
+
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 
 
@@ -62,22 +64,15 @@ put("model", "truncated", model(2, 2, 1, 1, 1, 2)[:-4])
 put("model", "heads_do_not_divide", header(20240326, 3, 2, 2, 1, 2, 3, 2))
 
 
-# state: int32 header[256], float m[n], v[n], fp8[(len + 2) * 5M], then FNV-1a over the 32-bit words before it
-def fnv1a_words(data):
-    h = 0xCBF29CE484222325
-    for (w,) in struct.iter_unpack("<I", data):
-        h = ((h ^ w) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
-def state(precision, modules, history_len, n, step=3, B=2, T=4, total_batch=8, version=3, scaling=0):
+# state: int32 header[256], float m[n], v[n], fp8[(len + 2) * 5M], then XXH3-64 of every byte before it
+def state(precision, modules, history_len, n, step=3, B=2, T=4, total_batch=8, version=4, scaling=0):
     h = [0] * 256
     h[0:19] = [20241122, version, 1, 0, precision, modules, history_len, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0, B, T]
     h[34] = scaling  # 0 delayed, 1 current (which has no amax reduction)
     h[14] = 0 if scaling else 1
     h[35] = total_batch
     body = bytearray(struct.pack("<256i", *h))
-    for index, value in ((20, step), (22, n), (24, 12345), (26, 0), (28, 64), (30, 0), (32, n)):
+    for index, value in ((20, step), (22, n), (24, 12345), (26, 0), (28, 64), (30, 0), (32, n), (36, 0x0123456789ABCDEF)):
         struct.pack_into("<q", body, index * 4, value)
     slots = 5 * modules
     body += struct.pack(f"<{2 * n}f", *([0.01] * (2 * n)))
@@ -87,8 +82,7 @@ def state(precision, modules, history_len, n, step=3, B=2, T=4, total_batch=8, v
         body += struct.pack(f"<{len(history)}f", *history) + struct.pack(f"<{2 * slots}f", *([1.0] * (2 * slots)))
         body += struct.pack(f"<{slots}f", *([2.0] * slots)) + struct.pack(f"<{slots}f", *([3.5] * slots))
         body += struct.pack(f"<{3 * slots}q", *([100, 1, 2] * slots))
-    c = fnv1a_words(bytes(body))
-    return bytes(body) + struct.pack("<2I", c & 0xFFFFFFFF, c >> 32)
+    return bytes(body) + struct.pack("<Q", xxhash.xxh3_64_intdigest(bytes(body)))
 
 
 put("state", "valid_bf16", state(1, 0, 1024, 31))
@@ -99,4 +93,5 @@ bad[2000 % len(bad)] ^= 0x40
 put("state", "bad_checksum", bytes(bad))
 put("state", "truncated", state(2, 2, 4, 31)[:-8])
 put("state", "version_2", state(1, 0, 1024, 31, version=2))
+put("state", "version_3", state(1, 0, 1024, 31, version=3))
 print(f"seed corpus written to {root}", file=sys.stderr)

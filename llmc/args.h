@@ -34,6 +34,9 @@ typedef struct {
     float learning_rate, final_lr_fraction, weight_decay, grad_clip;
     int warmup_steps, max_steps;
     int val_every, val_max_steps, sample_every, gen_tokens, checkpoint_every, resume;
+    int resume_step;  // -resume_step: with -y 1, this checkpoint instead of the newest (-1: the newest)
+    int start_over;   // -start_over 1: a new run in a folder with an earlier run's checkpoints removes them first
+    int max_skipped;  // -max_skipped: stop after more than this many steps in a row skipped (non-finite)
     int seed;
     int recompute;  // -r, llm.c's: 0 keep every activation, 1 recompute GELU in the backward, 2 LayerNorm too (GPU)
     int attention;  // -attn (GPU): ATTENTION_CUDNN, ATTENTION_PLAIN, or ATTENTION_DEFAULT (cuDNN when built with it)
@@ -82,6 +85,8 @@ static inline void train_args_default(TrainArgs* a) {
     a->seed = 1337;
     a->precision = PRECISION_FP8;
     a->fp8_diag_every = 10;
+    a->resume_step = -1;
+    a->max_skipped = 10;
     a->debug_nan_step = -1;
     a->debug_kill_step = -1;
     a->num_processes = -1;
@@ -144,6 +149,12 @@ static inline void print_usage(const char* program) {
     printf("checkpoints (in -o)\n");
     usage_flag("-n N", "checkpoint every N steps (0: only at the end)", "%d", d.checkpoint_every);
     usage_flag("-y 0|1", "resume from the newest complete checkpoint", "%d", d.resume);
+    usage_flag("-resume_step N", "with -y 1: from checkpoint N (later ones removed)", "the newest");
+    usage_flag("-start_over 0|1", "1: remove -o's checkpoints, start a new run", "%d (a folder with some: refused)",
+               d.start_over);
+    printf("non-finite steps\n");
+    usage_flag("-max_skipped N", "stop after more than N skipped steps in a row", "%d (a run that skips all: stops)",
+               d.max_skipped);
     printf("memory and attention (GPU)\n");
     usage_flag("-r 0|1|2", "recompute in the backward: 1 GELU, 2 +LayerNorm", "%d (GPU only; the CPU keeps all)",
                d.recompute);
@@ -231,6 +242,9 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
         else if (strcmp(flag, "-g") == 0) { a->gen_tokens = parse_int_flag(flag, v, 1, 1 << 20); }
         else if (strcmp(flag, "-n") == 0) { a->checkpoint_every = parse_int_flag(flag, v, 0, 1 << 30); }
         else if (strcmp(flag, "-y") == 0) { a->resume = parse_int_flag(flag, v, 0, 1); }
+        else if (strcmp(flag, "-resume_step") == 0) { a->resume_step = parse_int_flag(flag, v, 0, MAX_STEPS_MAX); }
+        else if (strcmp(flag, "-start_over") == 0) { a->start_over = parse_int_flag(flag, v, 0, 1); }
+        else if (strcmp(flag, "-max_skipped") == 0) { a->max_skipped = parse_int_flag(flag, v, 0, MAX_STEPS_MAX); }
         else if (strcmp(flag, "-seed") == 0) { a->seed = parse_int_flag(flag, v, 0, 2147483647); }
         else if (strcmp(flag, "-r") == 0) {  // llm.c's meaning; the seed was -r before it had one, hence the hint
             long r;
@@ -313,6 +327,9 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
         float8_current_scaling_apply(&a->recipe);
     }
     if (a->resume && !a->output_dir) { die("-y 1 needs -o: the folder to resume from"); }
+    if (a->resume_step >= 0 && !a->resume) { die("-resume_step needs -y 1"); }
+    if (a->start_over && a->resume) { die("-start_over 1 and -y 1 contradict each other: start a new run, or resume"); }
+    if (a->start_over && !a->output_dir) { die("-start_over 1 needs -o: the folder to start over in"); }
 }
 
 #endif  // GPTFP8_ARGS_H

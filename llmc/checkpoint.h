@@ -1,6 +1,7 @@
 /*
-llmc/checkpoint.h — checkpoint files that survive crashes: atomic writes (temporary file, fsync, rename, fsync of the
-folder), the model file in llm.c's format (see gpt2.h), and our training-state file with the full FP8 metadata.
+llmc/checkpoint.h — checkpoint files that survive crashes and cannot be mixed up: atomic writes (a temporary file of
+this process, fsync, rename, fsync of the folder), the model file in llm.c's format (see gpt2.h), and our
+training-state file with the full FP8 metadata, tied to its model file by a checksum.
 
 Two layers: the file formats below (every function returns an error message, never exits), and at the end what the
 trainers call, checkpoint_save_* and checkpoint_load, which die with one line on any failure and check that a state
@@ -8,28 +9,43 @@ file was written by the run resuming from it (checkpoint_check_same_run).
 
 A crash at any moment leaves either the old file or the complete new one, never a torn one. Checkpoint names follow
 llm.c: model_%08d.bin, state_%08d_%05d.bin (step, rank), and DONE_%08d written last, so a resume only ever picks a
-step whose files were all completed.
+step whose files were all completed. A temporary file is named after its file and this process (NAME.tmp.PID), so two
+processes never write the same one.
 
-State file, version 3 (all little-endian), one per rank:
+What ties a checkpoint together, checked on every resume (checkpoint_load), each failure one line naming the file:
+  - the state file holds the step it belongs to, which must be the step in its name;
+  - the model file holds its step too (header[8], which llm.c leaves 0 and never reads), again the name's;
+  - the state file holds the checksum of its model file's bytes and of its own: a model damaged without changing its
+    size (a zeroed tail, flipped bits) or replaced by another step's, and a state file replaced by another
+    checkpoint's, are refused. The checksum is xxHash's XXH3, 64 bits (https://github.com/Cyan4973/xxHash, one header
+    in deps/xxhash): a well-kept library, at memory speed (a d48 model of 6 GB adds well under a second to a save), with
+    64 bits, so a damaged file passes with probability 2^-64 (CRC-32C's 32 bits would make that 2^-32, and its
+    guarantee for short bursts matters less here than for a link); its output is fixed since xxHash 0.8.0.
+A damaged newest checkpoint is refused, naming the newest older one that is intact and how to resume from it
+(checkpoint_refuse_damaged); nothing falls back by itself.
+
+State file, version 4 (all little-endian), one per rank:
   int32 header[256]:
-    [0] 20241122 magic  [1] 3 version  [2] num_processes  [3] process_rank  [4] precision (0 fp32, 1 bf16, 2 fp8)
+    [0] 20241122 magic  [1] 4 version  [2] num_processes  [3] process_rank  [4] precision (0 fp32, 1 bf16, 2 fp8)
     [5] number of FP8 modules M (0: no FP8 state)  [6] amax_history_len  [7] margin  [8] interval  [9] fp8_format
     [10] amax_compute_algo  [11..13] override fprop, dgrad, wgrad  [14] reduce_amax  [15] fp8_bf16_first_last
     [16] fp8_lm_head  [17] B  [18] T
-    [20..21] step (int64: optimizer steps done)  [22..23] number of parameters (int64)  [24..25] RNG state (uint64)
-    [26..27] train loader shard index (int64)  [28..29] train loader position in tokens (int64)
+    [20..21] step (int64: optimizer steps done; the step in the file's name)  [22..23] number of parameters (int64)
+    [24..25] RNG state (uint64)  [26..27] train loader shard index (int64)  [28..29] its position in tokens (int64)
     [30..31] opt_offset, [32..33] opt_count (int64): the rank's optimizer shard (llmc/zero.h); 0 and num_parameters
     in a single process or without ZeRO
     [34] FP8 scaling recipe (0 delayed, 1 current)
     [35] total batch in tokens per optimizer step (-d)
+    [36..37] XXH3-64 of the model file model_%08d.bin of the same step, all of its bytes (uint64)
   float m[opt_count], float v[opt_count]              AdamW moments of parameters [opt_offset, opt_offset + opt_count)
   float fp8_meta[(amax_history_len + 2) * 5M]        fp8/meta.h's buffer as-is: amax_history, scale, scale_inv
   float fp8_last_amax[5M]                             per slot, row 0 as the last update saw it (fp8_diag.tsv's amax)
   float fp8_window_amax[5M]                           per slot, the amax its scale came from (fp8_diag.tsv's window_amax)
   int64 fp8_stats[5M][3]                              per slot, elements cast, saturated, flushed since the last
                                                       fp8_diag.tsv block (so the diagnostics survive a resume)
-  uint32 checksum[2]                                  FNV-1a over every 32-bit word before it (low, high half)
-The four FP8 arrays are absent when M = 0. Version 2 (before [35] and the diagnostics arrays) is refused.
+  uint64 checksum                                     XXH3-64 of every byte before it
+The four FP8 arrays are absent when M = 0. Versions 2 and 3 (before the diagnostics arrays; before the model
+checksum, with an FNV-1a of their own) are refused.
 */
 #ifndef GPTFP8_CHECKPOINT_H
 #define GPTFP8_CHECKPOINT_H
@@ -45,6 +61,9 @@ The four FP8 arrays are absent when M = 0. Version 2 (before [35] and the diagno
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define XXH_INLINE_ALL  // header-only: every function static inline, nothing to link
+#include <xxhash.h>
+
 #include "../fp8/diag.h"
 #include "../fp8/meta.h"
 #include "gpt2.h"
@@ -52,74 +71,125 @@ The four FP8 arrays are absent when M = 0. Version 2 (before [35] and the diagno
 #include "utils.h"
 
 #define STATE_MAGIC 20241122
-#define STATE_VERSION 3
-// A state file's parameter count is at most this: far above any model file's (L 1024, C 65536 is 2^45.6), and low
-// enough that every size computed from it fits 64 bits.
+#define STATE_VERSION 4
 #define STATE_MAX_PARAMETERS (1LL << 48)
 
 // ----------------------------------------------------------------------------
-// a 64-bit FNV-1a over 32-bit words: every record we write is a multiple of 4 bytes, so the checksum does not depend
-// on how the writes were chunked
+// checksums: XXH3-64 over a sequence of byte ranges (the same value however the bytes were split into pieces)
 
-static inline uint64_t checksum_words(uint64_t hash, const void* data, size_t bytes) {
-    const unsigned char* p = (const unsigned char*)data;
-    for (size_t i = 0; i + 4 <= bytes; i += 4) {
-        uint32_t word;
-        memcpy(&word, p + i, 4);
-        hash ^= word;
-        hash *= 0x100000001B3ull;
-    }
-    return hash;
+typedef struct {
+    XXH3_state_t* state;
+} Checksum;
+
+static inline void checksum_begin(Checksum* c) {
+    c->state = XXH3_createState();
+    if (!c->state) { die("out of memory for a checksum"); }
+    XXH3_64bits_reset(c->state);
 }
-#define CHECKSUM_INIT 0xCBF29CE484222325ull
+static inline void checksum_add(Checksum* c, const void* data, size_t bytes) {
+    if (bytes) { XXH3_64bits_update(c->state, data, bytes); }
+}
+static inline uint64_t checksum_end(Checksum* c) {
+    uint64_t value = (uint64_t)XXH3_64bits_digest(c->state);
+    XXH3_freeState(c->state);
+    c->state = NULL;
+    return value;
+}
+
+// The checksum of a file's first `bytes` bytes, read in pieces (what verifying a checkpoint without loading it takes).
+static inline int file_checksum(const char* path, long long bytes, uint64_t* value, char* err, size_t errlen) {
+    FILE* f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    const size_t PIECE = (size_t)1 << 20;
+    unsigned char* piece = (unsigned char*)malloc(PIECE);
+    if (!piece) { die("out of memory reading %s", path); }
+    Checksum c;
+    checksum_begin(&c);
+    long long left = bytes;
+    while (left > 0) {
+        size_t want = left < (long long)PIECE ? (size_t)left : PIECE;
+        if (fread(piece, 1, want, f) != want) { break; }
+        checksum_add(&c, piece, want);
+        left -= (long long)want;
+    }
+    *value = checksum_end(&c);
+    free(piece);
+    fclose(f);
+    if (left > 0) {
+        snprintf(err, errlen, "%s: truncated file (could not read its %lld bytes)", path, bytes);
+        return -1;
+    }
+    return 0;
+}
+
+// The checksum a model file's bytes have: its header, then its parameters.
+static inline uint64_t model_file_checksum(const int32_t header[256], const float* params, size_t num_parameters) {
+    Checksum c;
+    checksum_begin(&c);
+    checksum_add(&c, header, 256 * sizeof(int32_t));
+    checksum_add(&c, params, num_parameters * sizeof(float));
+    return checksum_end(&c);
+}
 
 // ----------------------------------------------------------------------------
 // atomic files
 
 typedef struct {
     FILE* file;
-    char path[1024];
-    char tmp_path[1100];
-    uint64_t checksum;
-    int failed;  // a write failed; commit refuses and removes the temporary file
+    char* path;      // the file it becomes
+    char* tmp_path;  // path.tmp.PID, what is written
+    Checksum checksum;  // of every byte written
+    int failed;  // a write failed (its errno); commit refuses and removes the temporary file
 } AtomicFile;
+
+static inline void atomic_free_paths(AtomicFile* af) {
+    free(af->path);
+    free(af->tmp_path);
+    af->path = af->tmp_path = NULL;
+}
 
 static inline int atomic_open(AtomicFile* af, const char* path, char* err, size_t errlen) {
     memset(af, 0, sizeof(*af));
-    if (strlen(path) >= sizeof(af->path)) {
-        snprintf(err, errlen, "%s: path too long", path);
-        return -1;
-    }
-    snprintf(af->path, sizeof(af->path), "%s", path);
-    snprintf(af->tmp_path, sizeof(af->tmp_path), "%s.tmp", path);
+    af->path = alloc_printf("%s", path);
+    af->tmp_path = alloc_printf("%s.tmp.%ld", path, (long)getpid());
     af->file = fopen(af->tmp_path, "wb");
     if (!af->file) {
         snprintf(err, errlen, "cannot create %s: %s", af->tmp_path, strerror(errno));
+        atomic_free_paths(af);
         return -1;
     }
-    af->checksum = CHECKSUM_INIT;
+    checksum_begin(&af->checksum);
     return 0;
 }
 
 static inline void atomic_write(AtomicFile* af, const void* data, size_t bytes) {
     if (af->failed) { return; }
     if (bytes && fwrite(data, 1, bytes, af->file) != bytes) { af->failed = errno ? errno : EIO; }
-    af->checksum = checksum_words(af->checksum, data, bytes);
+    checksum_add(&af->checksum, data, bytes);
 }
 
-static inline void atomic_abort(AtomicFile* af) {
-    if (af->file) { fclose(af->file); }
-    af->file = NULL;
-    unlink(af->tmp_path);
+// The checksum of everything written so far (the file goes on).
+static inline uint64_t atomic_checksum_so_far(const AtomicFile* af) {
+    return (uint64_t)XXH3_64bits_digest(af->checksum.state);
 }
 
 // fsync the folder holding `path`, so the rename itself is durable
 static inline void fsync_parent_dir(const char* path) {
-    char dir[1024];
-    snprintf(dir, sizeof(dir), "%s", path);
+    char* dir = alloc_printf("%s", path);
     char* slash = strrchr(dir, '/');
-    if (slash) { *slash = '\0'; } else { snprintf(dir, sizeof(dir), "."); }
-    int fd = open(dir, O_RDONLY);
+    int fd;
+    if (slash == dir) {
+        fd = open("/", O_RDONLY);
+    } else if (slash) {
+        *slash = '\0';
+        fd = open(dir, O_RDONLY);
+    } else {
+        fd = open(".", O_RDONLY);
+    }
+    free(dir);
     if (fd >= 0) {
         fsync(fd);
         close(fd);
@@ -131,19 +201,22 @@ static inline int atomic_commit(AtomicFile* af, char* err, size_t errlen) {
     if (!af->failed && fsync(fileno(af->file)) != 0) { af->failed = errno; }
     if (fclose(af->file) != 0 && !af->failed) { af->failed = errno; }
     af->file = NULL;
+    checksum_end(&af->checksum);
+    int rc = 0;
     if (af->failed) {
         snprintf(err, errlen, "writing %s failed: %s (the previous file, if any, is untouched)", af->tmp_path,
                  strerror(af->failed));
         unlink(af->tmp_path);
-        return -1;
-    }
-    if (rename(af->tmp_path, af->path) != 0) {
+        rc = -1;
+    } else if (rename(af->tmp_path, af->path) != 0) {
         snprintf(err, errlen, "cannot rename %s to %s: %s", af->tmp_path, af->path, strerror(errno));
         unlink(af->tmp_path);
-        return -1;
+        rc = -1;
+    } else {
+        fsync_parent_dir(af->path);
     }
-    fsync_parent_dir(af->path);
-    return 0;
+    atomic_free_paths(af);
+    return rc;
 }
 
 // ----------------------------------------------------------------------------
@@ -166,6 +239,9 @@ static inline long long file_size_of(const char* path) {
 // ----------------------------------------------------------------------------
 // the model file
 
+// header[MODEL_HEADER_STEP] of a checkpoint's model file: its step (llm.c writes 0 there and never reads it)
+#define MODEL_HEADER_STEP 8
+
 // Writes header + parameters atomically.
 static inline int model_file_write(const char* path, const int32_t header[256], const float* params,
                                    size_t num_parameters, char* err, size_t errlen) {
@@ -177,9 +253,10 @@ static inline int model_file_write(const char* path, const int32_t header[256], 
 }
 
 // Reads a model file into a freshly allocated parameter buffer (*params, *num_parameters), validating the header,
-// the exact size and that every parameter is finite. Returns 0, or -1 with a one-line message (nothing allocated).
+// the exact size and that every parameter is finite. checksum (may be NULL): the checksum of the file's bytes;
+// header_step (may be NULL): header[MODEL_HEADER_STEP]. Returns 0, or -1 with a one-line message (nothing allocated).
 static inline int model_file_read(const char* path, GPT2Config* config, float** params, size_t* num_parameters,
-                                  char* err, size_t errlen) {
+                                  uint64_t* checksum, long long* header_step, char* err, size_t errlen) {
     *params = NULL;
     *num_parameters = 0;
     FILE* f = fopen(path, "rb");
@@ -222,6 +299,8 @@ static inline int model_file_read(const char* path, GPT2Config* config, float** 
         free(values);
         return -1;
     }
+    if (checksum) { *checksum = model_file_checksum(header, values, n); }
+    if (header_step) { *header_step = header[MODEL_HEADER_STEP]; }
     *params = values;
     *num_parameters = n;
     return 0;
@@ -241,6 +320,7 @@ typedef struct {
     uint64_t rng_state;
     int64_t shard_index, shard_position;
     int64_t opt_offset, opt_count;  // the AdamW moments in this file: parameters [opt_offset, opt_offset + opt_count)
+    uint64_t model_checksum;        // XXH3-64 of the model file of the same step
 } StateHeader;
 
 // The FP8 arrays of a state file (all NULL when M = 0): the metadata buffer and the diagnostics state.
@@ -309,6 +389,7 @@ static inline int state_file_write(const char* path, const StateHeader* h, const
     put_i64(&header[32], h->opt_count);
     header[34] = (int32_t)h->recipe.scaling;
     header[35] = h->total_batch;
+    put_i64(&header[36], (int64_t)h->model_checksum);
     void* arrays[STATE_ARRAYS];
     size_t bytes[STATE_ARRAYS];
     state_file_arrays(h, (void*)m, (void*)v, fp8, arrays, bytes);
@@ -316,8 +397,8 @@ static inline int state_file_write(const char* path, const StateHeader* h, const
     if (atomic_open(&af, path, err, errlen)) { return -1; }
     atomic_write(&af, header, sizeof(header));
     for (int i = 0; i < STATE_ARRAYS; i++) { atomic_write(&af, arrays[i], bytes[i]); }
-    uint32_t checksum[2] = {(uint32_t)af.checksum, (uint32_t)(af.checksum >> 32)};
-    atomic_write(&af, checksum, sizeof(checksum));
+    uint64_t checksum = atomic_checksum_so_far(&af);
+    atomic_write(&af, &checksum, sizeof(checksum));
     return atomic_commit(&af, err, errlen);
 }
 
@@ -339,8 +420,10 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
     }
     if (header[1] != STATE_VERSION) {
         snprintf(err, errlen, "%s: state file version %d is not supported (expected %d%s)", path, header[1],
-                 STATE_VERSION, header[1] == 2 ? "; version 2, written before the FP8 diagnostics were checkpointed, "
-                                                 "resumes only with the commit that wrote it" : "");
+                 STATE_VERSION, header[1] == 2 || header[1] == 3
+                                    ? "; versions 2 and 3, written before state files recorded their model file's "
+                                      "checksum, resume only with the commit that wrote them"
+                                    : "");
         return -1;
     }
     memset(h, 0, sizeof(*h));
@@ -371,6 +454,7 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
     h->opt_count = get_i64(&header[32]);
     h->recipe.scaling = (Fp8ScalingRecipe)header[34];
     h->total_batch = header[35];
+    h->model_checksum = (uint64_t)get_i64(&header[36]);
     char recipe_err[256];
     // every range before any arithmetic on it: sizes below are then products of bounded numbers (no overflow)
     if (h->num_parameters <= 0 || h->num_parameters > STATE_MAX_PARAMETERS || h->opt_offset < 0 || h->opt_count < 0 ||
@@ -409,18 +493,20 @@ static inline int state_file_read_body(const char* path, const StateHeader* h, f
         return -1;
     }
     int32_t header[256];
-    uint32_t stored[2];
+    uint64_t stored;
     void* arrays[STATE_ARRAYS];
     size_t bytes[STATE_ARRAYS];
     state_file_arrays(h, m, v, fp8, arrays, bytes);
     int rc = read_exact(f, header, sizeof(header), path, "the header", err, errlen);
     for (int i = 0; i < STATE_ARRAYS && !rc; i++) { rc = read_exact(f, arrays[i], bytes[i], path, names[i], err, errlen); }
-    rc = rc || read_exact(f, stored, sizeof(stored), path, "the checksum", err, errlen);
+    rc = rc || read_exact(f, &stored, sizeof(stored), path, "the checksum", err, errlen);
     fclose(f);
     if (rc) { return -1; }
-    uint64_t checksum = checksum_words(CHECKSUM_INIT, header, sizeof(header));
-    for (int i = 0; i < STATE_ARRAYS; i++) { checksum = checksum_words(checksum, arrays[i], bytes[i]); }
-    if ((uint32_t)checksum != stored[0] || (uint32_t)(checksum >> 32) != stored[1]) {
+    Checksum c;
+    checksum_begin(&c);
+    checksum_add(&c, header, sizeof(header));
+    for (int i = 0; i < STATE_ARRAYS; i++) { checksum_add(&c, arrays[i], bytes[i]); }
+    if (checksum_end(&c) != stored) {
         snprintf(err, errlen, "%s: corrupt state file (checksum mismatch)", path);
         return -1;
     }
@@ -451,66 +537,233 @@ static inline int state_fp8_check(const char* path, const StateHeader* h, const 
     return 0;
 }
 
-// The newest step with a DONE_%08d marker in `dir`, or -1.
-static inline long long latest_checkpoint_step(const char* dir) {
+// ----------------------------------------------------------------------------
+// a folder's checkpoints: their names, the steps they hold
+
+enum { CHECKPOINT_FILE_NONE = 0, CHECKPOINT_FILE_MODEL, CHECKPOINT_FILE_STATE, CHECKPOINT_FILE_DONE };
+
+// Whether `name` is a checkpoint file (model_%08d.bin, state_%08d_%05d.bin, DONE_%08d) or the temporary file of one
+// (NAME.tmp.PID): its kind (CHECKPOINT_FILE_NONE when neither), step, and whether it is a temporary file.
+static inline int checkpoint_file_kind(const char* name, long long* step, int* temporary) {
+    static const char* const prefixes[] = {"model_", "state_", "DONE_"};
+    static const int kinds[] = {CHECKPOINT_FILE_MODEL, CHECKPOINT_FILE_STATE, CHECKPOINT_FILE_DONE};
+    for (int k = 0; k < 3; k++) {
+        size_t prefix = strlen(prefixes[k]);
+        if (strncmp(name, prefixes[k], prefix) != 0) { continue; }
+        const char* p = name + prefix;
+        if (*p < '0' || *p > '9') { return CHECKPOINT_FILE_NONE; }
+        char* end;
+        errno = 0;
+        long long value = strtoll(p, &end, 10);
+        if (errno == ERANGE) { return CHECKPOINT_FILE_NONE; }
+        p = end;
+        if (kinds[k] == CHECKPOINT_FILE_STATE) {  // _RANK
+            if (*p != '_' || p[1] < '0' || p[1] > '9') { return CHECKPOINT_FILE_NONE; }
+            p++;
+            while (*p >= '0' && *p <= '9') { p++; }
+        }
+        if (kinds[k] != CHECKPOINT_FILE_DONE) {
+            if (strncmp(p, ".bin", 4) != 0) { return CHECKPOINT_FILE_NONE; }
+            p += 4;
+        }
+        *temporary = 0;
+        if (strncmp(p, ".tmp.", 5) == 0 && p[5] >= '0' && p[5] <= '9') {
+            p += 5;
+            while (*p >= '0' && *p <= '9') { p++; }
+            *temporary = 1;
+        }
+        if (*p != '\0') { return CHECKPOINT_FILE_NONE; }
+        *step = value;
+        return kinds[k];
+    }
+    return CHECKPOINT_FILE_NONE;
+}
+
+// Calls visit(dir, name, kind, step, temporary, context) for every checkpoint file in dir. Returns -1 when dir cannot
+// be read (it does not exist yet, say), else 0.
+typedef void (*CheckpointFileVisitor)(const char* dir, const char* name, int kind, long long step, int temporary,
+                                      void* context);
+static inline int checkpoint_files_visit(const char* dir, CheckpointFileVisitor visit, void* context) {
     DIR* d = opendir(dir);
     if (!d) { return -1; }
-    long long best = -1;
     struct dirent* entry;
     while ((entry = readdir(d)) != NULL) {
         long long step;
-        char tail;
-        if (sscanf(entry->d_name, "DONE_%lld%c", &step, &tail) == 1 && step > best) { best = step; }
+        int temporary;
+        int kind = checkpoint_file_kind(entry->d_name, &step, &temporary);
+        if (kind != CHECKPOINT_FILE_NONE) { visit(dir, entry->d_name, kind, step, temporary, context); }
     }
     closedir(d);
-    return best;
+    return 0;
 }
 
+typedef struct {
+    long long newest_done;  // the newest step with a DONE marker (a complete checkpoint), or -1
+    long long newest_any;   // the newest step any checkpoint file (complete or not, temporary or not) has, or -1
+    long long below;        // newest_done_below: only DONE steps below this count
+    long long newest_done_below;
+} CheckpointSteps;
+
+static inline void checkpoint_steps_visit(const char* dir, const char* name, int kind, long long step, int temporary,
+                                          void* context) {
+    (void)dir, (void)name;
+    CheckpointSteps* s = (CheckpointSteps*)context;
+    if (step > s->newest_any) { s->newest_any = step; }
+    if (kind == CHECKPOINT_FILE_DONE && !temporary) {
+        if (step > s->newest_done) { s->newest_done = step; }
+        if (step < s->below && step > s->newest_done_below) { s->newest_done_below = step; }
+    }
+}
+
+// The steps of dir's checkpoints (all -1 when there are none, or no dir); newest_done_below: the newest complete one
+// before step `below`.
+static inline CheckpointSteps checkpoint_steps(const char* dir, long long below) {
+    CheckpointSteps s = {-1, -1, below, -1};
+    checkpoint_files_visit(dir, checkpoint_steps_visit, &s);
+    return s;
+}
+
+// The newest step with a DONE_%08d marker in `dir`, or -1.
+static inline long long latest_checkpoint_step(const char* dir) { return checkpoint_steps(dir, 0).newest_done; }
+
 // ----------------------------------------------------------------------------
-// what the trainers call: model files, a checkpoint's save and load
+// what the trainers call: model files, a checkpoint's save, verification and load
 
 // Reads a model file into a freshly allocated parameter buffer; validates header, exact size and finiteness.
 static inline float* read_model_file(const char* path, GPT2Config* config, size_t* num_parameters) {
-    char err[512];
+    char err[ERROR_MESSAGE_MAX];
     float* params;
-    if (model_file_read(path, config, &params, num_parameters, err, sizeof(err))) { die("%s", err); }
+    if (model_file_read(path, config, &params, num_parameters, NULL, NULL, err, sizeof(err))) { die("%s", err); }
     return params;
 }
 
-// ----------------------------------------------------------------------------
-// checkpoints: model_%08d.bin, state_%08d_%05d.bin, DONE_%08d (see checkpoint.h), from host arrays
-
-// The three parts of a checkpoint, in the order they must be written: the model file (rank 0), every rank's state
-// file, and (after all of them, rank 0) the DONE marker a resume looks for.
-static inline void checkpoint_save_model(const char* dir, int step, const GPT2Config* config, const float* params,
-                                  size_t num_parameters) {
-    char path[1024], err[512];
-    int32_t header[256];
-    model_header_fill(header, config);
-    snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
-    if (model_file_write(path, header, params, num_parameters, err, sizeof(err))) { die("%s", err); }
+static inline char* checkpoint_model_path(const char* dir, long long step) {
+    return alloc_printf("%s/model_%08lld.bin", dir, step);
+}
+static inline char* checkpoint_state_path(const char* dir, long long step, int rank) {
+    return alloc_printf("%s/state_%08lld_%05d.bin", dir, step, rank);
 }
 
-static inline void checkpoint_save_state(const char* dir, int step, const float* m, const float* v, const StateHeader* h,
-                                  const StateFp8Arrays* fp8) {
-    char path[1024], err[512];
-    snprintf(path, sizeof(path), "%s/state_%08d_%05d.bin", dir, step, h->process_rank);
+// The model file of checkpoint `step`: llm.c's header with the step in it (every rank computes its checksum, which
+// its state file records; rank 0 writes it).
+static inline void checkpoint_model_header(int32_t header[256], const GPT2Config* config, int step) {
+    model_header_fill(header, config);
+    header[MODEL_HEADER_STEP] = step;
+}
+
+static inline uint64_t checkpoint_model_checksum(int step, const GPT2Config* config, const float* params,
+                                                 size_t num_parameters) {
+    int32_t header[256];
+    checkpoint_model_header(header, config, step);
+    return model_file_checksum(header, params, num_parameters);
+}
+
+// The three parts of a checkpoint, in the order they must be written: the model file (rank 0), every rank's state
+// file (h->model_checksum: the model file's checksum), and (after all of them, rank 0) the DONE marker a resume looks
+// for.
+static inline void checkpoint_save_model(const char* dir, int step, const GPT2Config* config, const float* params,
+                                         size_t num_parameters) {
+    char err[ERROR_MESSAGE_MAX];
+    int32_t header[256];
+    checkpoint_model_header(header, config, step);
+    char* path = checkpoint_model_path(dir, step);
+    if (model_file_write(path, header, params, num_parameters, err, sizeof(err))) { die("%s", err); }
+    free(path);
+}
+
+static inline void checkpoint_save_state(const char* dir, int step, const float* m, const float* v,
+                                         const StateHeader* h, const StateFp8Arrays* fp8) {
+    char err[ERROR_MESSAGE_MAX];
+    char* path = checkpoint_state_path(dir, step, h->process_rank);
     if (state_file_write(path, h, m, v, fp8, err, sizeof(err))) { die("%s", err); }
+    free(path);
 }
 
 static inline void checkpoint_mark_done(const char* dir, int step) {
-    char path[1024], err[512];
-    snprintf(path, sizeof(path), "%s/DONE_%08d", dir, step);
+    char err[ERROR_MESSAGE_MAX];
+    char* path = alloc_printf("%s/DONE_%08d", dir, step);
     AtomicFile done;
     if (atomic_open(&done, path, err, sizeof(err)) || atomic_commit(&done, err, sizeof(err))) { die("%s", err); }
+    free(path);
 }
 
-// One process: all three.
-static inline void checkpoint_save(const char* dir, int step, const GPT2Config* config, const float* params, const float* m,
-                            const float* v, const StateHeader* h, const StateFp8Arrays* fp8) {
+// One process: all three. h->model_checksum is filled in here.
+static inline void checkpoint_save(const char* dir, int step, const GPT2Config* config, const float* params,
+                                   const float* m, const float* v, StateHeader* h, const StateFp8Arrays* fp8) {
+    h->model_checksum = checkpoint_model_checksum(step, config, params, (size_t)h->num_parameters);
     checkpoint_save_model(dir, step, config, params, (size_t)h->num_parameters);
     checkpoint_save_state(dir, step, m, v, h, fp8);
     checkpoint_mark_done(dir, step);  // DONE last: a resume only trusts a step whose files are all complete
+}
+
+// A state file's own checksum, streamed (nothing of it loaded): 0 when intact, else -1 and why.
+static inline int state_file_verify(const char* path, StateHeader* h, char* err, size_t errlen) {
+    if (state_file_read_header(path, h, err, errlen)) { return -1; }
+    long long size = file_size_of(path);
+    uint64_t computed, stored;
+    if (file_checksum(path, size - 8, &computed, err, errlen)) { return -1; }
+    FILE* f = fopen(path, "rb");
+    int ok = f && fseek(f, (long)(size - 8), SEEK_SET) == 0 && fread(&stored, sizeof(stored), 1, f) == 1;
+    if (f) { fclose(f); }
+    if (!ok) {
+        snprintf(err, errlen, "%s: cannot read its checksum", path);
+        return -1;
+    }
+    if (computed != stored) {
+        snprintf(err, errlen, "%s: corrupt state file (checksum mismatch)", path);
+        return -1;
+    }
+    return 0;
+}
+
+// Whether checkpoint `step` of dir is intact for this rank, without loading it: its state file's checksum, the step
+// in it, the checksum of the model file it recorded, the step in the model file. 0, or -1 and why.
+static inline int checkpoint_verify(const char* dir, long long step, int rank, char* err, size_t errlen) {
+    char* state_path = checkpoint_state_path(dir, step, rank);
+    char* model_path = checkpoint_model_path(dir, step);
+    StateHeader h;
+    int rc = state_file_verify(state_path, &h, err, errlen);
+    if (!rc && h.step != step) {
+        snprintf(err, errlen, "%s: holds step %lld, not %lld (another checkpoint's state file)", state_path,
+                 (long long)h.step, step);
+        rc = -1;
+    }
+    uint64_t model_checksum;
+    if (!rc) { rc = file_checksum(model_path, file_size_of(model_path), &model_checksum, err, errlen); }
+    if (!rc && model_checksum != h.model_checksum) {
+        snprintf(err, errlen, "%s: not the model file %s recorded (checksum mismatch: damaged or replaced)", model_path,
+                 state_path);
+        rc = -1;
+    }
+    int32_t header[256];
+    FILE* f = rc ? NULL : fopen(model_path, "rb");
+    if (!rc && (!f || fread(header, sizeof(header), 1, f) != 1 || header[MODEL_HEADER_STEP] != step)) {
+        snprintf(err, errlen, "%s: does not hold step %lld", model_path, step);
+        rc = -1;
+    }
+    if (f) { fclose(f); }
+    free(state_path);
+    free(model_path);
+    return rc;
+}
+
+// Checkpoint `step` cannot be resumed (`why`: its files are damaged or do not belong together): one line that says
+// why, and which older checkpoint is intact and how to resume from it (never a silent fall back to it).
+static inline void checkpoint_refuse_damaged(const char* dir, long long step, int rank, const char* why)
+    __attribute__((noreturn));
+static inline void checkpoint_refuse_damaged(const char* dir, long long step, int rank, const char* why) {
+    char err[ERROR_MESSAGE_MAX];
+    for (long long below = step;;) {
+        long long older = checkpoint_steps(dir, below).newest_done_below;
+        if (older < 0) { break; }
+        if (checkpoint_verify(dir, older, rank, err, sizeof(err)) == 0) {
+            die("%s: checkpoint %lld in %s cannot be resumed; the newest intact one is step %lld: -y 1 -resume_step "
+                "%lld resumes from it (removing the checkpoints after it)", why, step, dir, older, older);
+        }
+        below = older;
+    }
+    die("%s: checkpoint %lld in %s cannot be resumed, and no older one is intact (-start_over 1 starts the run again, "
+        "removing them)", why, step, dir);
 }
 
 static inline int same_config(const GPT2Config* a, const GPT2Config* b) {
@@ -530,7 +783,8 @@ typedef struct {
     int num_names;
 } ResumeSetting;
 
-static inline void checkpoint_check_same_run(const char* path, const StateHeader* file, const StateHeader* run) {
+static inline int checkpoint_check_same_run(const char* path, const StateHeader* file, const StateHeader* run, char* err,
+                                            size_t errlen) {
     static const char* const precisions[] = {"fp32", "bf16", "fp8"};
     static const char* const formats[] = {"e4m3", "hybrid", "e5m2"};
     static const char* const algos[] = {"max", "most_recent", "callback"};
@@ -570,48 +824,106 @@ static inline void checkpoint_check_same_run(const char* path, const StateHeader
         } else {
             snprintf(now, sizeof(now), "%lld", st->run);
         }
-        die("%s: cannot resume: %s is %s in the checkpoint but %s in this run (resume with %s %s, or start a new run "
-            "in another -o)", path, st->flag, was, now, st->flag, was);
+        snprintf(err, errlen, "%s: cannot resume: %s is %s in the checkpoint but %s in this run (resume with %s %s, or "
+                 "start a new run in another -o)", path, st->flag, was, now, st->flag, was);
+        return -1;
     }
+    return 0;
+}
+
+// A checkpoint that does not fit this run (`why`): when its state file is damaged, that is what the line says (a
+// corrupt header can look like other settings), else `why`.
+static inline void checkpoint_refuse_other_run(const char* dir, long long step, int rank, const char* state_path,
+                                               const char* why) __attribute__((noreturn));
+static inline void checkpoint_refuse_other_run(const char* dir, long long step, int rank, const char* state_path,
+                                               const char* why) {
+    char err[ERROR_MESSAGE_MAX];
+    StateHeader h;
+    if (state_file_verify(state_path, &h, err, sizeof(err))) { checkpoint_refuse_damaged(dir, step, rank, err); }
+    die("%s", why);
 }
 
 // Loads checkpoint `step` of `dir` into params, m, v and (when the run has FP8 state) fp8's arrays, after checking
-// that it was written by this run (model, process layout, every setting of checkpoint_check_same_run); on return h
-// holds the file's step, RNG and data position.
-static inline void checkpoint_load(const char* dir, int step, const GPT2Config* config, float* params, float* m, float* v,
-                            StateHeader* h, const StateFp8Arrays* fp8) {
-    char path[1024], err[512];
-    snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
+// that its files are intact and belong together (the steps in the names and in the files, the model's checksum, the
+// state's: else checkpoint_refuse_damaged) and that it was written by this run (model, process layout, every setting
+// of checkpoint_check_same_run); on return h holds the file's step, RNG and data position.
+static inline void checkpoint_load(const char* dir, int step, const GPT2Config* config, float* params, float* m,
+                                   float* v, StateHeader* h, const StateFp8Arrays* fp8) {
+    char err[ERROR_MESSAGE_MAX];
+    int rank = h->process_rank;
+    char* state_path = checkpoint_state_path(dir, step, rank);
+    char* model_path = checkpoint_model_path(dir, step);
+    // the state header: the step it belongs to and its model file's checksum
+    StateHeader file;
+    if (state_file_read_header(state_path, &file, err, sizeof(err))) { checkpoint_refuse_damaged(dir, step, rank, err); }
+    if (file.step != step) {
+        snprintf(err, sizeof(err), "%s: holds step %lld, not %d (another checkpoint's state file)", state_path,
+                 (long long)file.step, step);
+        checkpoint_refuse_damaged(dir, step, rank, err);
+    }
+    // the model file: the bytes the state file recorded, of the same step, then the same model as this run's
     GPT2Config file_config;
     size_t n;
-    float* file_params = read_model_file(path, &file_config, &n);
+    uint64_t model_checksum;
+    long long model_step;
+    float* file_params;
+    if (model_file_read(model_path, &file_config, &file_params, &n, &model_checksum, &model_step, err, sizeof(err))) {
+        checkpoint_refuse_damaged(dir, step, rank, err);
+    }
+    if (model_checksum != file.model_checksum) {
+        free(file_params);
+        snprintf(err, sizeof(err), "%s: not the model file %s recorded (checksum %016llx, recorded %016llx: damaged or "
+                 "replaced)", model_path, state_path, (unsigned long long)model_checksum,
+                 (unsigned long long)file.model_checksum);
+        checkpoint_refuse_damaged(dir, step, rank, err);
+    }
+    if (model_step != step) {
+        free(file_params);
+        snprintf(err, sizeof(err), "%s: holds step %lld, not %d", model_path, model_step, step);
+        checkpoint_refuse_damaged(dir, step, rank, err);
+    }
     int same = same_config(&file_config, config);
     if (same) { memcpy(params, file_params, n * sizeof(float)); }
     free(file_params);
     if (!same) {
-        die("%s: checkpoint model (L %d, C %d, NH %d, V %d, maxT %d) differs from the run's (L %d, C %d, NH %d, V %d, maxT %d)",
-            path, file_config.num_layers, file_config.channels, file_config.num_heads, file_config.vocab_size,
-            file_config.max_seq_len, config->num_layers, config->channels, config->num_heads, config->vocab_size,
-            config->max_seq_len);
+        snprintf(err, sizeof(err), "%s: checkpoint model (L %d, C %d, NH %d, V %d, maxT %d) differs from the run's (L "
+                 "%d, C %d, NH %d, V %d, maxT %d)", model_path, file_config.num_layers, file_config.channels,
+                 file_config.num_heads, file_config.vocab_size, file_config.max_seq_len, config->num_layers,
+                 config->channels, config->num_heads, config->vocab_size, config->max_seq_len);
+        checkpoint_refuse_other_run(dir, step, rank, state_path, err);
     }
-    snprintf(path, sizeof(path), "%s/state_%08d_%05d.bin", dir, step, h->process_rank);
-    StateHeader file;
-    if (state_file_read_header(path, &file, err, sizeof(err))) { die("%s", err); }
+    // the state file's run against this one
     if (file.num_processes != h->num_processes) {
-        die("%s: written by %d processes, this run has %d", path, file.num_processes, h->num_processes);
+        snprintf(err, sizeof(err), "%s: written by %d processes, this run has %d", state_path, file.num_processes,
+                 h->num_processes);
+        checkpoint_refuse_other_run(dir, step, rank, state_path, err);
     }
-    if (file.num_parameters != h->num_parameters) { die("%s: parameter count does not match the model", path); }
+    if (file.num_parameters != h->num_parameters) {
+        snprintf(err, sizeof(err), "%s: parameter count does not match the model", state_path);
+        checkpoint_refuse_other_run(dir, step, rank, state_path, err);
+    }
     if (file.opt_offset != h->opt_offset || file.opt_count != h->opt_count) {
-        die("%s: holds the optimizer state of parameters [%lld, %lld), this rank owns [%lld, %lld) (same -pn and -z "
-            "as the run that wrote it)", path, (long long)file.opt_offset, (long long)(file.opt_offset + file.opt_count),
-            (long long)h->opt_offset, (long long)(h->opt_offset + h->opt_count));
+        snprintf(err, sizeof(err), "%s: holds the optimizer state of parameters [%lld, %lld), this rank owns [%lld, "
+                 "%lld) (same -pn and -z as the run that wrote it)", state_path, (long long)file.opt_offset,
+                 (long long)(file.opt_offset + file.opt_count), (long long)h->opt_offset,
+                 (long long)(h->opt_offset + h->opt_count));
+        checkpoint_refuse_other_run(dir, step, rank, state_path, err);
     }
-    checkpoint_check_same_run(path, &file, h);
+    if (checkpoint_check_same_run(state_path, &file, h, err, sizeof(err))) {
+        checkpoint_refuse_other_run(dir, step, rank, state_path, err);
+    }
     if (file.fp8_modules != h->fp8_modules) {  // same model and precision, so only a corrupt file gets here
-        die("%s: corrupt state file (%d FP8 modules, the model has %d)", path, file.fp8_modules, h->fp8_modules);
+        snprintf(err, sizeof(err), "%s: corrupt state file (%d FP8 modules, the model has %d)", state_path,
+                 file.fp8_modules, h->fp8_modules);
+        checkpoint_refuse_damaged(dir, step, rank, err);
     }
-    if (state_file_read_body(path, &file, m, v, fp8, err, sizeof(err))) { die("%s", err); }
-    if (file.fp8_modules && state_fp8_check(path, &file, fp8, err, sizeof(err))) { die("%s", err); }
+    // the state's arrays, under its own checksum
+    if (state_file_read_body(state_path, &file, m, v, fp8, err, sizeof(err)) ||
+        (file.fp8_modules && state_fp8_check(state_path, &file, fp8, err, sizeof(err)))) {
+        checkpoint_refuse_damaged(dir, step, rank, err);
+    }
+    free(state_path);
+    free(model_path);
     h->step = file.step;
     h->rng_state = file.rng_state;
     h->shard_index = file.shard_index;

@@ -154,9 +154,15 @@ static inline size_t dataloader_num_batches(const DataLoader* loader) {
 
 static inline int dataloader_resume(DataLoader* loader, size_t shard_idx, size_t position, char* err, size_t errlen) {
     // a position past the last full stride is valid: the next batch moves on to the next shard
-    if (shard_idx >= loader->num_shards || position > loader->shard_tokens[shard_idx]) {
-        snprintf(err, errlen, "cannot resume the data at shard %zu position %zu: the data has %zu shards (did it change?)",
-                 shard_idx, position, loader->num_shards);
+    if (shard_idx >= loader->num_shards) {
+        snprintf(err, errlen, "cannot resume the data at shard %zu (0-based): the data has only %zu shards now (did it "
+                 "change since the checkpoint?)", shard_idx, loader->num_shards);
+        return -1;
+    }
+    if (position > loader->shard_tokens[shard_idx]) {
+        snprintf(err, errlen, "cannot resume the data at token %zu of shard %zu (%s): that shard has only %zu tokens now "
+                 "(did it change since the checkpoint?)", position, shard_idx, loader->glob_result.gl_pathv[shard_idx],
+                 loader->shard_tokens[shard_idx]);
         return -1;
     }
     loader->current_shard_idx = shard_idx;

@@ -29,6 +29,8 @@ and how the ranks agree on one NCCL unique id before NCCL exists, without MPI:
 #include <time.h>
 #include <unistd.h>
 
+#include "utils.h"
+
 #define PROCESS_GROUP_DEFAULT_PORT 12345
 #define ID_FILE_MAGIC 0x49383850u  // "P88I"
 
@@ -37,7 +39,7 @@ typedef struct {
     int local_rank;      // this process's index among the ranks of its node: its GPU
     int gpus_per_node;   // -pg, or 0: unknown (the launcher's local rank is used)
     char init_method[8]; // "mpi", "fs", "tcp", or "" (one process, no NCCL)
-    char fs_path[512];   // "fs": the shared folder
+    const char* fs_path; // "fs": the shared folder (-pf, as given), or NULL
     char server_ip[64];  // "tcp": rank 0's address
     int server_port;
     char job_key[96];    // names the "fs" id file: Slurm job.step, or "local"
@@ -89,7 +91,7 @@ static inline int process_group_resolve(ProcessGroupConfig* pg, int flag_num_pro
     if (flag_rank >= 0) { pg->process_rank = flag_rank; }
     if (flag_gpus_per_node > 0) { pg->gpus_per_node = flag_gpus_per_node; }
     if (flag_init_method) { snprintf(pg->init_method, sizeof(pg->init_method), "%s", flag_init_method); }
-    if (flag_fs_path) { snprintf(pg->fs_path, sizeof(pg->fs_path), "%s", flag_fs_path); }
+    if (flag_fs_path) { pg->fs_path = flag_fs_path; }
     if (flag_server_ip) { snprintf(pg->server_ip, sizeof(pg->server_ip), "%s", flag_server_ip); }
     const char* port = getenv("GPTFP8_PORT");
     if (port && *port) {
@@ -117,7 +119,7 @@ static inline int process_group_resolve(ProcessGroupConfig* pg, int flag_num_pro
         snprintf(err, errlen, "invalid value '%s' for -pi: expected one of mpi, fs, tcp", pg->init_method);
         return -1;
     }
-    if (strcmp(pg->init_method, "fs") == 0 && !pg->fs_path[0]) {
+    if (strcmp(pg->init_method, "fs") == 0 && (!pg->fs_path || !pg->fs_path[0])) {
         snprintf(err, errlen, "-pi fs needs -pf: a folder every rank can read and write");
         return -1;
     }
@@ -134,25 +136,28 @@ static inline double wall_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static inline void id_file_path(char* out, size_t outlen, const ProcessGroupConfig* pg) {
-    snprintf(out, outlen, "%s/gptfp8_nccl_id_%s.bin", pg->fs_path, pg->job_key);
+// (allocated: free it)
+static inline char* id_file_path(const ProcessGroupConfig* pg) {
+    return alloc_printf("%s/gptfp8_nccl_id_%s.bin", pg->fs_path, pg->job_key);
 }
 
 // "fs": rank 0 publishes `bytes` (n of them) atomically, the others wait up to timeout_s for them.
 static inline int exchange_id_fs(void* bytes, size_t n, const ProcessGroupConfig* pg, double timeout_s, char* err,
                                  size_t errlen) {
-    char path[700], tmp[720];
-    id_file_path(path, sizeof(path), pg);
+    char* path = id_file_path(pg);
     if (pg->process_rank == 0) {
-        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+        char* tmp = alloc_printf("%s.tmp.%ld", path, (long)getpid());
         FILE* f = fopen(tmp, "wb");
         uint32_t header[2] = {ID_FILE_MAGIC, (uint32_t)n};
+        int rc = 0;
         if (!f || fwrite(header, sizeof(header), 1, f) != 1 || fwrite(bytes, 1, n, f) != n || fclose(f) != 0 ||
             rename(tmp, path) != 0) {
             snprintf(err, errlen, "cannot write the NCCL id to %s: %s", path, strerror(errno));
-            return -1;
+            rc = -1;
         }
-        return 0;
+        free(tmp);
+        free(path);
+        return rc;
     }
     double deadline = wall_seconds() + timeout_s;
     while (wall_seconds() < deadline) {
@@ -162,21 +167,25 @@ static inline int exchange_id_fs(void* bytes, size_t n, const ProcessGroupConfig
             int ok = fread(header, sizeof(header), 1, f) == 1 && header[0] == ID_FILE_MAGIC && header[1] == n &&
                      fread(bytes, 1, n, f) == n;
             fclose(f);
-            if (ok) { return 0; }
+            if (ok) {
+                free(path);
+                return 0;
+            }
         }
         usleep(20000);
     }
     snprintf(err, errlen, "rank %d: no NCCL id from rank 0 in %s after %.0f s (is -pf a folder all ranks share?)",
              pg->process_rank, path, timeout_s);
+    free(path);
     return -1;
 }
 
 // "fs": rank 0 removes the id file once every rank has joined (called after the communicator exists).
 static inline void exchange_id_fs_cleanup(const ProcessGroupConfig* pg) {
     if (pg->process_rank != 0) { return; }
-    char path[700];
-    id_file_path(path, sizeof(path), pg);
+    char* path = id_file_path(pg);
     unlink(path);
+    free(path);
 }
 
 static inline int send_all(int fd, const void* data, size_t n) {

@@ -1,7 +1,7 @@
 /*
 llmc/run.h — a training run's setup and its reporting, shared by both mains: the tokenizer, the model's shape, the
-batch and the data loaders from the flags (run_setup), the output folder's logs (main.log and fp8_diag.tsv, cut back to
-the checkpoint on resume), the start-up box, the per-step progress line, and when to sample.
+batch and the data loaders from the flags (run_setup), the start-up box, the per-step progress line, when to sample,
+and the steps skipped in a row (the output folder, its lock, checkpoints and logs are run_folder.h's).
 */
 #ifndef GPTFP8_RUN_H
 #define GPTFP8_RUN_H
@@ -21,14 +21,9 @@ the checkpoint on resume), the start-up box, the per-step progress line, and whe
 #include "checkpoint.h"
 #include "dataloader.h"
 #include "gpt2.h"
+#include "run_folder.h"
 #include "tokenizer.h"
 #include "utils.h"
-
-static inline void dirname_of(char* out, size_t outlen, const char* path) {
-    snprintf(out, outlen, "%s", path);
-    char* slash = strrchr(out, '/');
-    if (slash) { *slash = '\0'; } else { snprintf(out, outlen, "."); }
-}
 
 static inline double now_seconds(void) {
     struct timespec ts;
@@ -36,84 +31,13 @@ static inline double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static inline FILE* open_log(const char* dir, const char* name, int append) {
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    FILE* f = fopen(path, append ? "a" : "w");
-    if (!f) { die("cannot open %s for writing: %s", path, strerror(errno)); }
-    return f;
-}
-
-
-// The step a log line belongs to: main.log's "s:N trl:..." and "s:N tel:...", fp8_diag.tsv's "N\t...". Returns 0 for
-// a line without one (fp8_diag.tsv's column names).
-static inline int log_line_step(const char* line, long long* step) {
-    const char* digits = strncmp(line, "s:", 2) == 0 ? line + 2 : line;
-    char* end = NULL;
-    errno = 0;
-    long long value = strtoll(digits, &end, 10);
-    if (end == digits || errno == ERANGE || (*end != ' ' && *end != '\t')) { return 0; }
-    *step = value;
-    return 1;
-}
-
-// Resuming from the checkpoint of `step`: cuts dir/name back to what the run had written when it saved that
-// checkpoint, so that the resumed run's lines follow as in a run never interrupted. The logs are in step order and
-// everything up to a checkpoint was flushed before it was saved: a main.log line of step N (the train line after step
-// N - 1, the evaluation at the start of step N) and an fp8_diag.tsv block of step N (after step N - 1) were written
-// before the checkpoint of step N. The first line of a later step, or an unfinished last line (a kill mid-write),
-// and everything after it go. A missing file stays missing.
-static inline void log_trim_to_step(const char* dir, const char* name, long long step) {
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    FILE* f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT) { return; }
-        die("cannot open %s to resume it: %s", path, strerror(errno));
-    }
-    char* line = NULL;
-    size_t capacity = 0;
-    long long keep = 0;  // bytes of the lines that stay
-    ssize_t length;
-    while ((length = getline(&line, &capacity, f)) > 0) {
-        long long line_step;
-        if (line[length - 1] != '\n' || (log_line_step(line, &line_step) && line_step > step)) { break; }
-        keep += length;
-    }
-    int read_failed = ferror(f);
-    free(line);
-    fclose(f);
-    if (read_failed) { die("cannot read %s to resume it", path); }
-    if (truncate(path, (off_t)keep) != 0) { die("cannot cut %s back to step %lld: %s", path, step, strerror(errno)); }
-}
-
-// The run's logs in dir: main.log, and fp8_diag.tsv when `diagnostics` (NULL otherwise). A run from step 0 starts
-// both empty; a resumed run cuts both back to its checkpoint's step, then appends (fp8_diag.tsv gets its column names
-// when it is new).
-static inline void open_run_logs(const char* dir, int start_step, int diagnostics, FILE** main_log, FILE** diag_log) {
-    if (start_step > 0) {
-        log_trim_to_step(dir, "main.log", start_step);
-        log_trim_to_step(dir, "fp8_diag.tsv", start_step);
-    }
-    *main_log = open_log(dir, "main.log", start_step > 0);
-    *diag_log = NULL;
-    if (diagnostics) {
-        char path[1024];
-        snprintf(path, sizeof(path), "%s/fp8_diag.tsv", dir);
-        int is_new = start_step == 0 || file_size_of(path) <= 0;
-        *diag_log = open_log(dir, "fp8_diag.tsv", !is_new);
-        if (is_new) { fp8_diag_write_header(*diag_log); }
-    }
-}
-
-
 // ----------------------------------------------------------------------------
 // a run's setup, shared by both mains: tokenizer, model shape, batch, data loaders, step counts, output folder
 
 typedef struct {
     Tokenizer tokenizer;
     int have_tokenizer;
-    char tokenizer_path[1024];
+    char* tokenizer_path;  // (allocated) -tk, or tokenizer.bin beside the training data
     GPT2Config config;
     float* loaded_params;  // (num_parameters) from -e model.bin, else NULL: initialise from the seed
     size_t loaded_count;
@@ -124,15 +48,16 @@ typedef struct {
 
 // process_rank / num_processes: this rank's slice of every batch (each rank reads its own B*T of every stride).
 static inline void run_setup(TrainArgs* args, RunSetup* run, int process_rank, int num_processes) {
-    char err[512];
+    char err[ERROR_MESSAGE_MAX];
     memset(run, 0, sizeof(*run));
     // tokenizer: an explicit path must load; otherwise tokenizer.bin beside the training data, if there is one
     if (args->tokenizer_explicit) {
-        snprintf(run->tokenizer_path, sizeof(run->tokenizer_path), "%s", args->tokenizer_path);
+        run->tokenizer_path = alloc_printf("%s", args->tokenizer_path);
     } else {
-        char dir[1024];
-        dirname_of(dir, sizeof(dir), args->train_pattern);
-        snprintf(run->tokenizer_path, sizeof(run->tokenizer_path), "%s/tokenizer.bin", dir);
+        const char* slash = strrchr(args->train_pattern, '/');
+        run->tokenizer_path = slash ? alloc_printf("%.*s/tokenizer.bin", (int)(slash - args->train_pattern),
+                                                   args->train_pattern)
+                                    : alloc_printf("tokenizer.bin");
     }
     if (args->tokenizer_explicit || access(run->tokenizer_path, F_OK) == 0) {
         if (tokenizer_init(&run->tokenizer, run->tokenizer_path, err, sizeof(err))) { die("%s", err); }
@@ -199,15 +124,13 @@ static inline void run_setup(TrainArgs* args, RunSetup* run, int process_rank, i
     }
     size_t val_batches = run->have_val ? dataloader_num_batches(&run->val_loader) : 0;
     run->val_steps = val_batches > (size_t)args->val_max_steps ? args->val_max_steps : (int)val_batches;
-    if (args->output_dir && mkdir(args->output_dir, 0755) != 0 && errno != EEXIST) {
-        die("cannot create output folder %s: %s", args->output_dir, strerror(errno));
-    }
 }
 
 static inline void run_free(RunSetup* run) {
     dataloader_free(&run->train_loader);
     if (run->have_val) { dataloader_free(&run->val_loader); }
     if (run->have_tokenizer) { tokenizer_free(&run->tokenizer); }
+    free(run->tokenizer_path);
     free(run->loaded_params);
 }
 
@@ -228,10 +151,13 @@ static inline void box_rule(FILE* out) {
 
 static inline void box_row(FILE* out, const char* key, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 static inline void box_row(FILE* out, const char* key, const char* fmt, ...) {
-    char value[4096];
     va_list args;
     va_start(args, fmt);
-    vsnprintf(value, sizeof(value), fmt, args);
+    int length = vsnprintf(NULL, 0, fmt, args);
+    va_end(args);
+    char* value = (char*)calloc_or_die((size_t)(length > 0 ? length : 0) + 1, 1, "a box row");
+    va_start(args, fmt);
+    vsnprintf(value, (size_t)(length > 0 ? length : 0) + 1, fmt, args);
     va_end(args);
     const char* rest = value;
     do {
@@ -247,6 +173,7 @@ static inline void box_row(FILE* out, const char* key, const char* fmt, ...) {
         rest += take;
         while (*rest == ' ') { rest++; }
     } while (*rest);
+    free(value);
 }
 
 // The rows both trainers show: data, output, model, batch, optimizer, precision and the FP8 recipe. Each trainer
@@ -288,7 +215,7 @@ typedef struct {
     int timed_steps;
 } StepTimer;
 
-static inline void report_step(StepTimer* timer, FILE* main_log, int step, int start_step, int train_steps, double loss,
+static inline void report_step(StepTimer* timer, LogFile* main_log, int step, int start_step, int train_steps, double loss,
                         float norm, float lr, double seconds, int total_batch, double mfu_percent) {
     if (step > start_step) {
         timer->total_time += seconds;
@@ -301,10 +228,7 @@ static inline void report_step(StepTimer* timer, FILE* main_log, int step, int s
     if (mfu_percent >= 0) { printf(" | mfu %.1f%%", mfu_percent); }
     printf(" | ETA %dm%02ds\n", (int)(eta / 60), (int)eta % 60);
     fflush(stdout);
-    if (main_log) {
-        fprintf(main_log, "s:%d trl:%.4f lr:%.6f norm:%.2f\n", step + 1, loss, lr, norm);
-        fflush(main_log);
-    }
+    log_printf(main_log, "s:%d trl:%.4f lr:%.6f norm:%.2f\n", step + 1, loss, lr, norm);
 }
 
 
@@ -318,6 +242,39 @@ static inline int sample_due(const TrainArgs* args, const RunSetup* run, int ste
         return 0;
     }
     return due;
+}
+
+// Steps skipped for a non-finite loss or gradient norm. A few in a row are weathered (the FP8 state drops their
+// amaxes and the weights stay), but a run that keeps skipping trains nothing and must not end as if it had: more than
+// -max_skipped in a row stop it, and so does reaching its end with every step it ran skipped. Either is one line and a
+// non-zero exit, and no checkpoint is written after it (the newest one holds the last weights a step changed, or the
+// input's).
+typedef struct {
+    int in_a_row, first_in_row;  // the current run of skipped steps (1-based step numbers, as the progress line's)
+    int ran, skipped;            // steps this process ran, and how many of them it skipped
+} SkippedSteps;
+
+static inline void skipped_steps_record(SkippedSteps* s, const TrainArgs* args, int step, int skipped) {
+    s->ran++;
+    if (!skipped) {
+        s->in_a_row = 0;
+        return;
+    }
+    s->skipped++;
+    if (s->in_a_row++ == 0) { s->first_in_row = step + 1; }
+    if (s->in_a_row > args->max_skipped) {
+        die("steps %d..%d: %d steps in a row skipped (non-finite loss or gradient norm), more than -max_skipped %d: "
+            "the run stops, as it trains nothing (its newest checkpoint is kept; a smaller -l or another -e may help)",
+            s->first_in_row, step + 1, s->in_a_row, args->max_skipped);
+    }
+}
+
+// At the end of training, before the final checkpoint: a run whose every step was skipped stops instead.
+static inline void skipped_steps_check_end(const SkippedSteps* s) {
+    if (s->ran > 0 && s->skipped == s->ran) {
+        die("all %d steps of this run were skipped (non-finite loss or gradient norm): it trained nothing, so it stops "
+            "without a final checkpoint (a smaller -l or another -e may help)", s->ran);
+    }
 }
 
 // -y 1 found a checkpoint (the newest complete one is at step `latest`, -1 when none) at or past -x: nothing is left

@@ -48,9 +48,9 @@ static void test_resolve(void) {
     CHECK(process_group_resolve(&pg, -1, -1, -1, "fs", "/shared/x", NULL, err, sizeof(err)) == 0 &&
               pg.num_processes == 16 && pg.process_rank == 9 && pg.local_rank == 1 && strcmp(pg.job_key, "4242.3") == 0,
           "Slurm: 16 ranks, rank 9, GPU 1, key %s (%s)", pg.job_key, err);
-    char path[700];
-    id_file_path(path, sizeof(path), &pg);
+    char* path = id_file_path(&pg);
     CHECK(strcmp(path, "/shared/x/gptfp8_nccl_id_4242.3.bin") == 0, "id file %s", path);
+    free(path);
     CHECK(process_group_resolve(&pg, -1, -1, -1, "tcp", NULL, NULL, err, sizeof(err)) == -1 && strstr(err, "-ps"),
           "-pi tcp on rank 9 without -ps: %s", err);
     clear_launcher_env();
@@ -102,7 +102,7 @@ static int run_exchange(const char* method, int ranks, const char* fs_path, int 
             pg.process_rank = r;
             pg.server_port = port;
             snprintf(pg.init_method, sizeof(pg.init_method), "%s", method);
-            snprintf(pg.fs_path, sizeof(pg.fs_path), "%s", fs_path ? fs_path : "");
+            pg.fs_path = fs_path ? fs_path : "";
             snprintf(pg.server_ip, sizeof(pg.server_ip), "127.0.0.1");
             snprintf(pg.job_key, sizeof(pg.job_key), "test");
             if (r == 0) { usleep(200000); }  // the others are already waiting
@@ -135,13 +135,13 @@ static void test_exchange_fs(void) {
     CHECK(run_exchange("fs", 4, dir, 0) == 4, "4 ranks through a folder");
     ProcessGroupConfig pg;
     memset(&pg, 0, sizeof(pg));
-    snprintf(pg.fs_path, sizeof(pg.fs_path), "%s", dir);
+    pg.fs_path = dir;
     snprintf(pg.job_key, sizeof(pg.job_key), "test");
-    char path[700];
-    id_file_path(path, sizeof(path), &pg);
+    char* path = id_file_path(&pg);
     CHECK(access(path, F_OK) == 0, "the id file exists until rank 0 cleans up");
     exchange_id_fs_cleanup(&pg);
     CHECK(access(path, F_OK) != 0, "rank 0 removed it");
+    free(path);
     // a rank waiting for a rank 0 that never comes: a clear error after the timeout
     pg.num_processes = 2;
     pg.process_rank = 1;

@@ -1,10 +1,11 @@
 /*
-llmc/utils.h — the one-line fatal error every bad input gets (die) and the allocation that fails that way: what a
-trainer does when it cannot go on, in one place.
+llmc/utils.h — the one-line fatal error every bad input gets (die), the allocations that fail that way, and strings
+(paths, error messages) built without a fixed limit: what a trainer does when it cannot go on, in one place.
 */
 #ifndef GPTFP8_UTILS_H
 #define GPTFP8_UTILS_H
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,5 +30,27 @@ static inline void* calloc_or_die(size_t count, size_t size, const char* what) {
     }
     return p;
 }
+
+// A printf-formatted string in memory of its own size (the caller frees it). Every path a trainer builds (checkpoint
+// and log files, the tokenizer beside the data) is made this way, so no path is ever cut at a fixed length: one the
+// system cannot take fails at open() with ENAMETOOLONG, named in the error.
+static inline char* alloc_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline char* alloc_printf(const char* fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    int length = vsnprintf(NULL, 0, fmt, args);
+    va_end(args);
+    if (length < 0) { die("cannot format a string from '%s'", fmt); }
+    char* out = (char*)malloc((size_t)length + 1);
+    if (!out) { die("out of memory for a string of %d bytes", length); }
+    va_start(args, fmt);
+    vsnprintf(out, (size_t)length + 1, fmt, args);
+    va_end(args);
+    return out;
+}
+
+// The size of an error-message buffer: room for three of the longest paths the system takes (PATH_MAX) and the words
+// around them, so a message naming two files (a rename, a checkpoint and its state) is never cut.
+#define ERROR_MESSAGE_MAX (3 * PATH_MAX + 1024)
 
 #endif  // GPTFP8_UTILS_H

@@ -17,6 +17,7 @@
 #   PROGRESS  bar (one updating line per run; the default on a terminal) or lines (a step line every STEPS/20 steps,
 #             plus every val loss and warning; the default when the output is not a terminal)
 # Flags after -- go to every run and win over the defaults (a later flag wins), e.g. -- -l 1e-3.
+# Each run starts anew in OUT/<run> (-start_over 1: a rerun replaces the last one's checkpoints and logs there).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -136,7 +137,8 @@ for ((r = 0; r < n; r++)); do
     echo "compare_bf16_fp8: run $((r + 1))/$n: $name (${RUN_FLAGS[r]}), output in $out/$name.out"
     start=$SECONDS
     if ! "$trainer" -i "$data/tiny_shakespeare_train.bin" -j "$data/tiny_shakespeare_val.bin" -tk "$data/tokenizer.bin" \
-        "${model[@]}" -x "$steps" -s 0 -seed "$seed" "${run_flags[@]}" -o "$out/$name" ${extra[@]+"${extra[@]}"} 2>&1 |
+        "${model[@]}" -x "$steps" -s 0 -seed "$seed" "${run_flags[@]}" -o "$out/$name" -start_over 1 \
+        ${extra[@]+"${extra[@]}"} 2>&1 |
         tee "$out/$name.out" | show_progress "$name"; then
         echo "compare_bf16_fp8: error: the $name run failed; its last lines ($out/$name.out):" >&2
         tail -n 3 "$out/$name.out" >&2

@@ -262,7 +262,7 @@ run_step() {
 # remove_checkpoints DIR: the model, state and DONE files (and any half-written .tmp) a training run left in DIR; its
 # logs stay
 remove_checkpoints() {
-    rm -f "$1"/model_*.bin "$1"/model_*.bin.tmp "$1"/state_*.bin "$1"/state_*.bin.tmp "$1"/DONE_* 2>/dev/null
+    rm -f "$1"/model_*.bin "$1"/model_*.bin.tmp.* "$1"/state_*.bin "$1"/state_*.bin.tmp.* "$1"/DONE_* "$1"/DONE_*.tmp.* 2>/dev/null
     return 0
 }
 

@@ -1,0 +1,276 @@
+/*
+llmc/run_folder.h — a run's output folder (-o), shared by both mains: one run at a time in it (a lock held for the
+run's whole life), what a new run does with an earlier run's checkpoints (refuses; with -start_over 1 removes them
+first), which checkpoint -y 1 resumes (the newest complete one, or -resume_step N, after which the later ones go), and
+the logs, main.log and fp8_diag.tsv, whose every write is checked: a log that cannot be written stops the run.
+
+The lock is a POSIX record lock (fcntl F_SETLK) on the empty file .lock in the folder: the kernel releases it when
+the process ends, however it ends, so a killed run never leaves a stale lock, and a second run asks the kernel who
+holds it (F_GETLK) to name the holder's pid. With several processes, rank 0 holds it for the job.
+*/
+#ifndef GPTFP8_RUN_FOLDER_H
+#define GPTFP8_RUN_FOLDER_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../fp8/diag.h"
+#include "args.h"
+#include "checkpoint.h"
+#include "utils.h"
+
+// ----------------------------------------------------------------------------
+// the lock: one run per folder
+
+// Takes the folder's lock for the life of this process (the descriptor stays open; it is never closed, so the lock
+// goes only with the process). A folder another process holds is one line naming it and the holder's pid.
+static inline void run_folder_lock(const char* dir) {
+    char* path = alloc_printf("%s/.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) { die("cannot open the lock file %s: %s", path, strerror(errno)); }
+    struct flock lock;
+    memset(&lock, 0, sizeof(lock));
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;  // the whole file (l_start 0, l_len 0)
+    if (fcntl(fd, F_SETLK, &lock) != 0) {
+        if (errno != EACCES && errno != EAGAIN) { die("cannot lock %s: %s", path, strerror(errno)); }
+        struct flock holder;
+        memset(&holder, 0, sizeof(holder));
+        holder.l_type = F_WRLCK;
+        holder.l_whence = SEEK_SET;
+        char pid[32] = "another process";
+        if (fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK && holder.l_pid > 0) {
+            snprintf(pid, sizeof(pid), "pid %ld", (long)holder.l_pid);
+        }
+        die("%s is in use by another run (%s holds %s): one run per output folder; wait for it to end, or give "
+            "another -o", dir, pid, path);
+    }
+    free(path);
+}
+
+// ----------------------------------------------------------------------------
+// removing checkpoints: stale temporary files, an earlier run's checkpoints, the ones after a chosen step
+
+typedef struct {
+    long long after;  // remove the checkpoint files of steps after this one (-1: all)
+    int pass;         // 0: DONE markers first (so no step looks complete while its files go), 1: the rest
+    int temporaries_only;
+    long long removed;
+} CheckpointRemoval;
+
+static inline void checkpoint_remove_visit(const char* dir, const char* name, int kind, long long step, int temporary,
+                                           void* context) {
+    CheckpointRemoval* r = (CheckpointRemoval*)context;
+    if (r->temporaries_only ? !temporary : (step <= r->after || (r->pass == 0) != (kind == CHECKPOINT_FILE_DONE))) {
+        return;
+    }
+    char* path = alloc_printf("%s/%s", dir, name);
+    if (unlink(path) != 0 && errno != ENOENT) { die("cannot remove %s: %s", path, strerror(errno)); }
+    free(path);
+    r->removed++;
+}
+
+// Removes dir's checkpoint files of the steps after `after` (-1: every one), DONE markers first; returns how many.
+static inline long long checkpoint_remove_after(const char* dir, long long after) {
+    CheckpointRemoval r = {after, 0, 0, 0};
+    checkpoint_files_visit(dir, checkpoint_remove_visit, &r);
+    r.pass = 1;
+    checkpoint_files_visit(dir, checkpoint_remove_visit, &r);
+    return r.removed;
+}
+
+// The temporary files (NAME.tmp.PID) an earlier run left when it was killed mid-write; called under the lock.
+static inline void checkpoint_remove_temporaries(const char* dir) {
+    CheckpointRemoval r = {-1, 1, 1, 0};
+    checkpoint_files_visit(dir, checkpoint_remove_visit, &r);
+}
+
+// ----------------------------------------------------------------------------
+// the folder at the start of a run
+
+// Creates the folder, takes its lock (rank 0), clears stale temporary files, and decides what to do with an earlier
+// run's checkpoints: a run without -y 1 in a folder that holds some refuses, in one line that says how to resume them
+// or start over; -start_over 1 removes them first (checkpoints only: the logs start again with the run). -estimate 1
+// writes nothing, so it neither refuses nor removes.
+static inline void run_folder_prepare(const TrainArgs* args, int rank0) {
+    const char* dir = args->output_dir;
+    if (!dir) { return; }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) { die("cannot create output folder %s: %s", dir, strerror(errno)); }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) { die("-o %s is not a folder", dir); }
+    if (rank0) {
+        run_folder_lock(dir);
+        checkpoint_remove_temporaries(dir);
+    }
+    if (args->resume || args->estimate_only) { return; }
+    CheckpointSteps steps = checkpoint_steps(dir, 0);
+    if (steps.newest_any < 0) { return; }
+    if (!args->start_over) {
+        die("%s holds the checkpoints of an earlier run (newest: step %lld): -y 1 resumes it, -start_over 1 removes "
+            "them and starts a new run there, or give another -o", dir, steps.newest_any);
+    }
+    if (rank0) {
+        long long removed = checkpoint_remove_after(dir, -1);
+        printf("start over: removed the %lld checkpoint files of an earlier run from %s (newest: step %lld)\n", removed,
+               dir, steps.newest_any);
+    }
+}
+
+// -y 1: the checkpoint to resume from, -1 for none: -resume_step N (whose DONE marker must be there), else the
+// newest complete one.
+static inline long long run_folder_resume_step(const TrainArgs* args) {
+    if (!args->resume) { return -1; }
+    if (args->resume_step < 0) { return latest_checkpoint_step(args->output_dir); }
+    char* done = alloc_printf("%s/DONE_%08d", args->output_dir, args->resume_step);
+    int complete = access(done, F_OK) == 0;
+    free(done);
+    if (!complete) {
+        die("-resume_step %d: %s holds no complete checkpoint of step %d (no DONE_%08d)", args->resume_step,
+            args->output_dir, args->resume_step, args->resume_step);
+    }
+    return args->resume_step;
+}
+
+// After resuming from `step` (rank 0): the checkpoints after it belong to a past the run no longer has (-resume_step
+// chose an older one), so they go, lest a later -y 1 resume them.
+static inline void run_folder_drop_later_checkpoints(const char* dir, long long step) {
+    long long newest = checkpoint_steps(dir, 0).newest_any;
+    if (newest <= step) { return; }
+    long long removed = checkpoint_remove_after(dir, step);
+    printf("resume: removed the %lld checkpoint files after step %lld from %s (newest was step %lld)\n", removed, step,
+           dir, newest);
+}
+
+// ----------------------------------------------------------------------------
+// logs: every write checked
+
+typedef struct {
+    FILE* file;  // NULL: this log is not written
+    char* path;
+} LogFile;
+
+// A write that failed (disk full, a device that refuses writes): the run cannot keep its record, so it stops; what it
+// saved so far stays intact, and -y 1 goes on from its newest checkpoint.
+static inline void log_failed(const LogFile* log, int error) __attribute__((noreturn));
+static inline void log_failed(const LogFile* log, int error) {
+    die("cannot write %s: %s; the run stops here (its checkpoints are intact: once it can be written, -y 1 resumes "
+        "from the newest)", log->path, strerror(error ? error : EIO));
+}
+
+// After writing to log->file (by fprintf or a helper that takes a FILE*): flushed, and any failure stops the run.
+static inline void log_flush(LogFile* log) {
+    if (!log->file) { return; }
+    errno = 0;
+    if (fflush(log->file) != 0 || ferror(log->file)) { log_failed(log, errno); }
+}
+
+static inline void log_printf(LogFile* log, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void log_printf(LogFile* log, const char* fmt, ...) {
+    if (!log->file) { return; }
+    va_list args;
+    va_start(args, fmt);
+    errno = 0;
+    int written = vfprintf(log->file, fmt, args);
+    va_end(args);
+    if (written < 0) { log_failed(log, errno); }
+    log_flush(log);
+}
+
+static inline void log_close(LogFile* log) {
+    if (log->file) {
+        log_flush(log);
+        errno = 0;
+        if (fclose(log->file) != 0) { log_failed(log, errno); }
+    }
+    free(log->path);
+    log->file = NULL;
+    log->path = NULL;
+}
+
+static inline void log_open(LogFile* log, const char* dir, const char* name, int append) {
+    log->path = alloc_printf("%s/%s", dir, name);
+    log->file = fopen(log->path, append ? "a" : "w");
+    if (!log->file) { die("cannot open %s for writing: %s", log->path, strerror(errno)); }
+}
+
+// The step a log line belongs to: main.log's "s:N trl:..." and "s:N tel:...", fp8_diag.tsv's "N\t...". Returns 0 for
+// a line without one (fp8_diag.tsv's column names).
+static inline int log_line_step(const char* line, long long* step) {
+    const char* digits = strncmp(line, "s:", 2) == 0 ? line + 2 : line;
+    char* end = NULL;
+    errno = 0;
+    long long value = strtoll(digits, &end, 10);
+    if (end == digits || errno == ERANGE || (*end != ' ' && *end != '\t')) { return 0; }
+    *step = value;
+    return 1;
+}
+
+// Resuming from the checkpoint of `step`: cuts dir/name back to what the run had written when it saved that
+// checkpoint, so that the resumed run's lines follow as in a run never interrupted. The logs are in step order and
+// everything up to a checkpoint was flushed before it was saved: a main.log line of step N (the train line after step
+// N - 1, the evaluation at the start of step N) and an fp8_diag.tsv block of step N (after step N - 1) were written
+// before the checkpoint of step N. The first line of a later step, or an unfinished last line (a kill mid-write),
+// and everything after it go. A missing file stays missing, and what is not a file (a device such as /dev/null, a
+// pipe) keeps no lines to cut.
+static inline void log_trim_to_step(const char* dir, const char* name, long long step) {
+    char* path = alloc_printf("%s/%s", dir, name);
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        free(path);
+        return;
+    }
+    FILE* f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT) {
+            free(path);
+            return;
+        }
+        die("cannot open %s to resume it: %s", path, strerror(errno));
+    }
+    char* line = NULL;
+    size_t capacity = 0;
+    long long keep = 0;  // bytes of the lines that stay
+    ssize_t length;
+    while ((length = getline(&line, &capacity, f)) > 0) {
+        long long line_step;
+        if (line[length - 1] != '\n' || (log_line_step(line, &line_step) && line_step > step)) { break; }
+        keep += length;
+    }
+    int read_failed = ferror(f);
+    free(line);
+    fclose(f);
+    if (read_failed) { die("cannot read %s to resume it", path); }
+    if (truncate(path, (off_t)keep) != 0) { die("cannot cut %s back to step %lld: %s", path, step, strerror(errno)); }
+    free(path);
+}
+
+// The run's logs in dir: main.log, and fp8_diag.tsv when `diagnostics` (diag_log->file NULL otherwise). A run from
+// step 0 starts both empty; a resumed run cuts both back to its checkpoint's step, then appends (fp8_diag.tsv gets its
+// column names when it is new).
+static inline void open_run_logs(const char* dir, int start_step, int diagnostics, LogFile* main_log,
+                                 LogFile* diag_log) {
+    if (start_step > 0) {
+        log_trim_to_step(dir, "main.log", start_step);
+        log_trim_to_step(dir, "fp8_diag.tsv", start_step);
+    }
+    log_open(main_log, dir, "main.log", start_step > 0);
+    memset(diag_log, 0, sizeof(*diag_log));
+    if (diagnostics) {
+        char* path = alloc_printf("%s/fp8_diag.tsv", dir);
+        int is_new = start_step == 0 || file_size_of(path) <= 0;
+        free(path);
+        log_open(diag_log, dir, "fp8_diag.tsv", !is_new);
+        if (is_new) {
+            fp8_diag_write_header(diag_log->file);
+            log_flush(diag_log);
+        }
+    }
+}
+
+#endif  // GPTFP8_RUN_FOLDER_H
