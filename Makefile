@@ -282,6 +282,7 @@ CPU_TEST_COMMANDS := ./fp8/test_fp8 \
                      ./llmc/test_memory_plan \
                      ./llmc/test_gemm_cpu \
                      ./test_train_gpt_fp8.sh \
+                     ./scripts/check_run_faults.sh \
                      ./scripts/test_plot_losses.sh \
                      ./scripts/test_plot_fp8_diag.sh \
                      ./scripts/test_run_scripts.sh \

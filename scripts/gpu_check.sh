@@ -20,7 +20,8 @@
 #             scripts/compare_bf16_fp8.sh runs them, at B 8; with FP8 diagnostics, in the archive), and the plot
 #             LOGDIR/bf16_vs_fp8.png; resume: a small FP8 run killed between checkpoints and resumed with -y 1 ends with
 #             every file byte-identical to an uninterrupted run's; nan_skip: a NaN gradient at step 4 skips that step
-#             with a warning and the run ends with a finite loss
+#             with a warning and the run ends with a finite loss; faults: scripts/check_run_faults.sh on train_gpt_fp8
+#             (logs that cannot be written, damaged checkpoints, the folder lock, -start_over, -max_skipped, long paths)
 #   bench     d12, d24, d48 in BF16 and FP8, BENCH_STEPS steps each: mean ms and tok/s after the first 5 steps, MFU and
 #             peak memory (timing runs: no -o, -fp8_diag_every 0). d48 first asks the trainer's memory estimate
 #             (fit_d48: -estimate 1) for the largest micro-batch of d48 at T 1024 that fits this GPU in BF16 and in FP8,
@@ -259,7 +260,7 @@ run_step() {
     printf '\n[gpu_check: %s, exit status %s]\n' "$STEP_RESULT" "$STEP_RC" >>"$log"
 }
 
-# remove_checkpoints DIR: the model, state and DONE files (and any half-written .tmp) a training run left in DIR; its
+# remove_checkpoints DIR: the model, state and DONE files (and any half-written NAME.tmp.PID) a training run left in DIR; its
 # logs stay
 remove_checkpoints() {
     rm -f "$1"/model_*.bin "$1"/model_*.bin.tmp.* "$1"/state_*.bin "$1"/state_*.bin.tmp.* "$1"/DONE_* "$1"/DONE_*.tmp.* 2>/dev/null
@@ -605,6 +606,10 @@ stage_train() {
         fi
     fi
     row nan_skip "$nan_key"
+    # faults: the CPU suite's fault cases (scripts/check_run_faults.sh) on the GPU trainer, which shares their code
+    # (the folder lock, checked logs, checkpoint checksums and steps, -resume_step, -start_over, -max_skipped, long paths)
+    run_step faults 240 ./scripts/check_run_faults.sh ./train_gpt_fp8
+    row faults "$(grep -E '^faults: ' "$WORK/faults.log" 2>/dev/null | tail -n 1 | sed 's/^faults: //')"
     if [ "${DRY_RUN:-0}" = 1 ]; then return; fi
     if ! python3 -c "import matplotlib" >/dev/null 2>&1; then
         echo "gpu_check: plot: skipped, matplotlib is not importable (make deps)" >"$WORK/plot.log"

@@ -180,7 +180,7 @@ DEADLINE=$((SECONDS + 100))
 # checkpoints go, logs stay
 mkdir -p "$tmp/run"
 touch "$tmp/run/model_00000020.bin" "$tmp/run/state_00000020_00000.bin" "$tmp/run/DONE_00000020" \
-    "$tmp/run/model_00000010.bin.tmp" "$tmp/run/main.log" "$tmp/run/fp8_diag.tsv"
+    "$tmp/run/model_00000010.bin.tmp.4242" "$tmp/run/state_00000010_00000.bin.tmp.4242" "$tmp/run/main.log" "$tmp/run/fp8_diag.tsv"
 remove_checkpoints "$tmp/run"
 expect remove_checkpoints "fp8_diag.tsv main.log" "$(ls "$tmp/run" | paste -sd ' ' -)"
 

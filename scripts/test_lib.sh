@@ -12,3 +12,19 @@ finish() {
 }
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+# make_shard PATH MAGIC VERSION NTOK VALUE [TRUNCATE]: an llm.c data shard of NTOK tokens 7, token 10 set to VALUE,
+# with the header's magic and version given (and TRUNCATE bytes cut off the end), for the data tests
+make_shard() {  # path, magic, version, ntok, token value, [truncate bytes]
+    python3 - "$@" <<'EOF'
+import struct, sys
+path, magic, version, ntok, value = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+header = [0] * 256
+header[0], header[1], header[2] = magic, version, ntok
+tokens = [7] * ntok
+tokens[10] = value  # inside the first batch
+data = struct.pack("<256i", *header) + struct.pack(f"<{ntok}H", *tokens)
+if len(sys.argv) > 6:
+    data = data[: len(data) - int(sys.argv[6])]
+open(path, "wb").write(data)
+EOF
+}

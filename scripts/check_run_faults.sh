@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# scripts/check_run_faults.sh [TRAINER] — the faults that must never end with exit 0 and a wrong result, run against a
+# trainer binary (default ./train_gpt_fp8_cpu; scripts/gpu_check.sh runs it on ./train_gpt_fp8, which shares every
+# path checked here: llmc/run_folder.h, llmc/checkpoint.h, llmc/run.h), on a tiny model and the default dataset:
+#   - a log that cannot be written (/dev/full) stops the run, and -y 1 then ends byte for byte as a run never stopped;
+#   - a checkpoint's steps and checksums, checked with xxHash's Python binding (independent of our C);
+#   - a damaged or mismatched newest checkpoint (zeroed tail, exponent bit, another step's model or state, a flipped
+#     byte, a missing file) is refused naming the newest intact one and -resume_step, which resumes byte-identically;
+#   - one run per folder: a second run stops naming the holder's pid, the lock dies with its holder; stale temporary
+#     files are cleared; a new run in an old run's folder is refused, -start_over 1 replaces it;
+#   - a run that skips every step fails (-max_skipped, and at its end); output folders of 1010 and 4000 bytes, long
+#     input paths; the error when the data changed since the checkpoint names what changed.
+# Each case failed before this check existed (see the commit that added it). Prints PASS/FAIL per case and
+# "faults: N passed, M failed" last.
+set -u
+cd "$(dirname "$0")/.."
+TRAINER=${1:-./train_gpt_fp8_cpu}
+DATA=data/tinyshakespeare
+. scripts/test_lib.sh
+
+if [ ! -x "$TRAINER" ]; then fail build "$TRAINER missing"; finish faults; fi
+if [ ! -f "$DATA/tiny_shakespeare_train.bin" ] && ! ./dev/data/prepare_tinyshakespeare.sh >/dev/null; then
+    fail data "could not prepare $DATA"
+    finish faults
+fi
+DATA_FLAGS="-i $DATA/tiny_shakespeare_train.bin -j $DATA/tiny_shakespeare_val.bin -tk $DATA/tokenizer.bin"
+TINY="$DATA_FLAGS -L 2 -C 64 -NH 4 -b 8 -t 64 -s 0 -seed 1337"
+FAULT="$TINY -precision fp8 -v 2 -m 1 -fp8_diag_every 2"
+
+# a log that cannot be written (a device that refuses every write, as a full disk does): one line, a non-zero exit,
+# the checkpoint before it intact; once the log can be written again, -y 1 ends byte for byte as a run never stopped
+$TRAINER $FAULT -x 6 -n 2 -o "$TMP/logfull_straight" >/dev/null 2>&1
+{ $TRAINER $FAULT -x 6 -n 2 -o "$TMP/logfull" -debug_kill_step 3 >/dev/null 2>&1; } 2>/dev/null
+cp "$TMP/logfull/main.log" "$TMP/logfull_main.log"
+ln -sf /dev/full "$TMP/logfull/main.log"
+logfull_msg=$($TRAINER $FAULT -x 6 -n 2 -o "$TMP/logfull" -y 1 2>&1 >/dev/null)
+logfull_rc=$?
+logfull_done=$(ls "$TMP/logfull" | grep DONE | tr '\n' ' ')
+rm "$TMP/logfull/main.log" && cp "$TMP/logfull_main.log" "$TMP/logfull/main.log"
+$TRAINER $FAULT -x 6 -n 2 -o "$TMP/logfull" -y 1 >"$TMP/logfull_resume.out" 2>&1
+logfull_resume_rc=$?
+if [ "$logfull_rc" -ne 0 ] && [ "$(printf '%s\n' "$logfull_msg" | grep -c error)" -eq 1 ] &&
+    printf '%s' "$logfull_msg" | grep -q "cannot write $TMP/logfull/main.log: No space left on device; the run stops" &&
+    [ "$logfull_done" = "DONE_00000002 " ] && [ "$logfull_resume_rc" -eq 0 ] &&
+    grep -q "resumed from .*model_00000002.bin at step 2" "$TMP/logfull_resume.out" &&
+    diff -r -q "$TMP/logfull_straight" "$TMP/logfull" >/dev/null; then
+    pass "log_write_failure_stops_then_resumes_byte_identical"
+else
+    fail "log_write_failure_stops_then_resumes_byte_identical" "rc $logfull_rc/$logfull_resume_rc, DONE: $logfull_done, $logfull_msg $(diff -r -q "$TMP/logfull_straight" "$TMP/logfull" | head -n 2 | tr '\n' ' ')"
+fi
+mkdir -p "$TMP/diagfull" && ln -sf /dev/full "$TMP/diagfull/fp8_diag.tsv"
+diagfull_msg=$($TRAINER $FAULT -x 4 -o "$TMP/diagfull" 2>&1 >/dev/null)
+diagfull_rc=$?
+if [ "$diagfull_rc" -ne 0 ] && printf '%s' "$diagfull_msg" | grep -q "cannot write $TMP/diagfull/fp8_diag.tsv: No space left on device" &&
+    [ -z "$(ls "$TMP/diagfull" | grep -e model_ -e DONE_)" ]; then
+    pass "diagnostics_write_failure_stops"
+else
+    fail "diagnostics_write_failure_stops" "rc $diagfull_rc: $diagfull_msg"
+fi
+
+# a checkpoint's parts are tied together: the steps in the state file and the model file are the name's, the state
+# file holds the XXH3-64 of its model file's bytes (header[36..37]) and of its own (its last 8 bytes). Checked here with
+# xxHash's Python binding, an implementation independent of ours.
+$TRAINER $FAULT -x 4 -n 2 -o "$TMP/tied" >/dev/null 2>&1
+if python3 - "$TMP/tied" <<'PY'
+import struct, sys, xxhash
+d = sys.argv[1]
+for step in (2, 4):
+    model = open(f"{d}/model_{step:08d}.bin", "rb").read()
+    state = open(f"{d}/state_{step:08d}_00000.bin", "rb").read()
+    assert struct.unpack_from("<i", model, 8 * 4)[0] == step, "model header[8]"
+    assert struct.unpack_from("<q", state, 20 * 4)[0] == step, "state header[20..21]"
+    assert struct.unpack_from("<Q", state, 36 * 4)[0] == xxhash.xxh3_64_intdigest(model), "model checksum"
+    assert struct.unpack_from("<Q", state, len(state) - 8)[0] == xxhash.xxh3_64_intdigest(state[:-8]), "own checksum"
+PY
+then
+    pass "checkpoint_steps_and_checksums_independently_checked"
+else
+    fail "checkpoint_steps_and_checksums_independently_checked" "see the Python assertion above"
+fi
+# damage to the newest checkpoint, each in a copy of the folder: refused with one line that names the damaged file and
+# the newest intact checkpoint, nothing written; -y 1 -resume_step 2 then resumes from that one
+tied_sum=$(cat "$TMP/tied"/* | md5sum)
+damage_case() {  # name, expected text, shell command run in the copied folder
+    local name=$1 want=$2 out rc
+    rm -rf "$TMP/damaged_$name" && cp -r "$TMP/tied" "$TMP/damaged_$name"
+    (cd "$TMP/damaged_$name" && eval "$3")
+    local before
+    before=$(ls -l --time-style=+%s.%N "$TMP/damaged_$name" && cat "$TMP/damaged_$name"/* | md5sum)
+    out=$($TRAINER $FAULT -x 6 -n 2 -o "$TMP/damaged_$name" -y 1 2>&1 >/dev/null)
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c error)" -eq 1 ] && printf '%s' "$out" | grep -q -- "$want" &&
+        printf '%s' "$out" | grep -q "checkpoint 4 in $TMP/damaged_$name cannot be resumed; the newest intact one is step 2: -y 1 -resume_step 2 resumes from it" &&
+        [ "$(ls -l --time-style=+%s.%N "$TMP/damaged_$name" && cat "$TMP/damaged_$name"/* | md5sum)" = "$before" ]; then
+        pass "damaged_newest_checkpoint_$name"
+    else
+        fail "damaged_newest_checkpoint_$name" "rc $rc: $out"
+    fi
+}
+damage_case model_zeroed_tail "model_00000004.bin: not the model file .*state_00000004_00000.bin recorded (checksum" \
+    'size=$(stat -c %s model_00000004.bin); dd if=/dev/zero of=model_00000004.bin bs=1 seek=$((size - 4096)) count=4096 conv=notrunc 2>/dev/null'
+# an exponent bit of one weight (byte 3 of a float holds the sign and 7 exponent bits): x * 2^16, still finite
+damage_case model_exponent_bit "model_00000004.bin: not the model file .*recorded (checksum" \
+    'python3 -c "import sys; d = bytearray(open(\"model_00000004.bin\", \"rb\").read()); d[1024 + 4 * 5000 + 3] ^= 0x08; open(\"model_00000004.bin\", \"wb\").write(d)"'
+damage_case model_of_older_step "model_00000004.bin: not the model file" 'cp model_00000002.bin model_00000004.bin'
+damage_case state_of_older_step "state_00000004_00000.bin: holds step 2, not 4 (another checkpoint's state file)" \
+    'cp state_00000002_00000.bin state_00000004_00000.bin'
+damage_case state_flipped_byte "state_00000004_00000.bin: corrupt state file (checksum mismatch)" \
+    'printf "\x42" | dd of=state_00000004_00000.bin bs=1 seek=5000 conv=notrunc 2>/dev/null'
+damage_case model_missing "cannot open model file .*model_00000004.bin" 'rm model_00000004.bin'
+# the way out the refusal names: resume from step 2, the checkpoints after it removed first, and the run ends as one
+# never interrupted (its step 4 and 6 checkpoints rewritten)
+$TRAINER $FAULT -x 6 -n 2 -o "$TMP/tied_straight" >/dev/null 2>&1
+$TRAINER $FAULT -x 6 -n 2 -o "$TMP/damaged_model_zeroed_tail" -y 1 -resume_step 2 >"$TMP/resume_step.out" 2>&1
+resume_step_rc=$?
+if [ "$resume_step_rc" -eq 0 ] && grep -q "resumed from .*model_00000002.bin at step 2" "$TMP/resume_step.out" &&
+    grep -q "resume: removed the 3 checkpoint files after step 2" "$TMP/resume_step.out" &&
+    diff -r -q "$TMP/tied_straight" "$TMP/damaged_model_zeroed_tail" >/dev/null; then
+    pass "resume_step_from_older_intact_checkpoint_byte_identical"
+else
+    fail "resume_step_from_older_intact_checkpoint_byte_identical" "rc $resume_step_rc: $(grep -m 2 -e error -e removed "$TMP/resume_step.out" | tr '\n' ' ') $(diff -r -q "$TMP/tied_straight" "$TMP/damaged_model_zeroed_tail" | head -n 2 | tr '\n' ' ')"
+fi
+# no older checkpoint intact: the line says so and how to start over
+rm -rf "$TMP/damaged_only" && mkdir -p "$TMP/damaged_only"
+$TRAINER $FAULT -x 2 -o "$TMP/damaged_only" >/dev/null 2>&1
+printf '\x42' | dd of="$TMP/damaged_only/state_00000002_00000.bin" bs=1 seek=5000 conv=notrunc 2>/dev/null
+only_msg=$($TRAINER $FAULT -x 4 -o "$TMP/damaged_only" -y 1 2>&1 >/dev/null)
+if [ "$?" -ne 0 ] && printf '%s' "$only_msg" | grep -q "checkpoint 2 in $TMP/damaged_only cannot be resumed, and no older one is intact (-start_over 1"; then
+    pass "damaged_only_checkpoint_says_start_over"
+else
+    fail "damaged_only_checkpoint_says_start_over" "$only_msg"
+fi
+[ "$(cat "$TMP/tied"/* | md5sum)" = "$tied_sum" ] || fail tied_folder_untouched "the damage cases changed $TMP/tied"
+resume_step_err=$($TRAINER $FAULT -x 6 -o "$TMP/tied" -y 1 -resume_step 3 2>&1 >/dev/null)
+if [ "$?" -ne 0 ] && printf '%s' "$resume_step_err" | grep -q "\-resume_step 3: $TMP/tied holds no complete checkpoint of step 3 (no DONE_00000003)"; then
+    pass "resume_step_without_checkpoint_refused"
+else
+    fail "resume_step_without_checkpoint_refused" "$resume_step_err"
+fi
+
+# one run per folder: a second run on a folder a live run holds stops at once with one line naming the folder and the
+# holder's pid, and changes nothing; the lock goes with the process, so after a SIGKILL the folder is free again
+$TRAINER $FAULT -x 100000 -n 0 -o "$TMP/locked" >"$TMP/locked_first.out" 2>&1 &
+first_pid=$!
+for _ in $(seq 300); do [ -s "$TMP/locked/main.log" ] && break; sleep 0.1; done  # (a GPU trainer starts in seconds)
+lock_msg=$($TRAINER $FAULT -x 4 -o "$TMP/locked" 2>&1 >/dev/null)
+lock_rc=$?
+lock_resume_msg=$($TRAINER $FAULT -x 4 -o "$TMP/locked" -y 1 2>&1 >/dev/null)
+lock_resume_rc=$?
+kill -9 "$first_pid" 2>/dev/null
+wait "$first_pid" 2>/dev/null
+$TRAINER $FAULT -x 2 -o "$TMP/locked" -y 1 >"$TMP/locked_after.out" 2>&1
+after_rc=$?
+if [ "$lock_rc" -ne 0 ] && [ "$lock_resume_rc" -ne 0 ] && [ "$(printf '%s\n' "$lock_msg" | wc -l)" -eq 1 ] &&
+    printf '%s' "$lock_msg" | grep -q "error: $TMP/locked is in use by another run (pid $first_pid holds $TMP/locked/.lock)" &&
+    printf '%s' "$lock_resume_msg" | grep -q "in use by another run (pid $first_pid" && [ "$after_rc" -eq 0 ] &&
+    [ -e "$TMP/locked/DONE_00000002" ]; then
+    pass "one_run_per_folder_lock_names_pid_and_dies_with_its_holder"
+else
+    fail "one_run_per_folder_lock_names_pid_and_dies_with_its_holder" "rc $lock_rc/$lock_resume_rc/$after_rc: $lock_msg / $lock_resume_msg / $(tail -n 1 "$TMP/locked_after.out")"
+fi
+# temporary files are NAME.tmp.PID, and a run starting in a folder clears the ones a killed run left
+rm -rf "$TMP/stale" && mkdir -p "$TMP/stale" && touch "$TMP/stale/model_00000002.bin.tmp.12345" "$TMP/stale/state_00000002_00000.bin.tmp.12345"
+$TRAINER $FAULT -x 2 -o "$TMP/stale" >/dev/null 2>&1
+if [ "$?" -eq 0 ] && [ -z "$(ls -a "$TMP/stale" | grep tmp)" ] && [ -e "$TMP/stale/DONE_00000002" ]; then
+    pass "stale_temporary_files_cleared"
+else
+    fail "stale_temporary_files_cleared" "$(ls -a "$TMP/stale" | tr '\n' ' ')"
+fi
+
+# a new run in an old run's folder: refused without -y 1 (nothing changed, the old run's logs included); -start_over 1
+# removes the old checkpoints first, and the folder then holds the new run alone
+$TRAINER $FAULT -x 2 -o "$TMP/old_run" >/dev/null 2>&1
+old_sum=$(ls -l --time-style=+%s.%N "$TMP/old_run" && cat "$TMP/old_run"/* | md5sum)
+old_msg=$($TRAINER $FAULT -x 3 -o "$TMP/old_run" 2>&1 >/dev/null)
+old_rc=$?
+if [ "$old_rc" -ne 0 ] && [ "$(printf '%s\n' "$old_msg" | wc -l)" -eq 1 ] &&
+    printf '%s' "$old_msg" | grep -q "error: $TMP/old_run holds the checkpoints of an earlier run (newest: step 2): -y 1 resumes it, -start_over 1 removes them" &&
+    [ "$(ls -l --time-style=+%s.%N "$TMP/old_run" && cat "$TMP/old_run"/* | md5sum)" = "$old_sum" ]; then
+    pass "new_run_in_old_folder_refused"
+else
+    fail "new_run_in_old_folder_refused" "rc $old_rc: $old_msg"
+fi
+$TRAINER $FAULT -x 3 -o "$TMP/old_run" -start_over 1 >"$TMP/start_over.out" 2>&1
+start_over_rc=$?
+$TRAINER $FAULT -x 3 -o "$TMP/fresh_run" >/dev/null 2>&1
+if [ "$start_over_rc" -eq 0 ] && grep -q "start over: removed the 3 checkpoint files of an earlier run from $TMP/old_run (newest: step 2)" "$TMP/start_over.out" &&
+    [ "$(ls "$TMP/old_run" | tr '\n' ' ')" = "DONE_00000003 fp8_diag.tsv main.log model_00000003.bin state_00000003_00000.bin " ] &&
+    diff -r -q "$TMP/fresh_run" "$TMP/old_run" >/dev/null; then
+    pass "start_over_replaces_old_run"
+else
+    fail "start_over_replaces_old_run" "rc $start_over_rc: $(ls "$TMP/old_run" | tr '\n' ' ') $(grep -m 1 error "$TMP/start_over.out")"
+fi
+
+# a run that trains nothing says so: a model whose weights are huge but finite (a checkpoint's, times 1e30) makes every
+# loss NaN, so every step is skipped; more than -max_skipped in a row stop the run, and a run shorter than that whose
+# every step was skipped stops at its end; neither writes a checkpoint
+python3 - "$TMP/tied/model_00000002.bin" "$TMP/huge_weights.bin" <<'PY'
+import sys
+import numpy as np
+data = open(sys.argv[1], "rb").read()
+weights = np.frombuffer(data[1024:], dtype=np.float32) * np.float32(1e30)
+assert np.isfinite(weights).all()
+open(sys.argv[2], "wb").write(data[:1024] + weights.tobytes())
+PY
+skip_msg=$($TRAINER $FAULT -e "$TMP/huge_weights.bin" -x 20 -n 2 -max_skipped 3 -o "$TMP/all_skipped" 2>&1 >/dev/null)
+skip_rc=$?
+short_msg=$($TRAINER $FAULT -e "$TMP/huge_weights.bin" -x 3 -o "$TMP/all_skipped_short" 2>&1 >/dev/null)
+short_rc=$?
+if [ "$skip_rc" -ne 0 ] && printf '%s' "$skip_msg" | grep -q "error: steps 1..4: 4 steps in a row skipped (non-finite loss or gradient norm), more than -max_skipped 3: the run stops" &&
+    [ "$short_rc" -ne 0 ] && printf '%s' "$short_msg" | grep -q "error: all 3 steps of this run were skipped" &&
+    [ -z "$(ls "$TMP/all_skipped_short" | grep -e model_ -e DONE_)" ] &&
+    [ "$(ls "$TMP/all_skipped" | grep DONE_ | tr '\n' ' ')" = "DONE_00000002 " ]; then
+    pass "run_that_skips_every_step_fails"
+else
+    fail "run_that_skips_every_step_fails" "rc $skip_rc/$short_rc: $skip_msg / $short_msg / $(ls "$TMP/all_skipped" | tr '\n' ' ')"
+fi
+
+# paths of any length the system takes: an output folder of about 1010 bytes and one of about 4000 (PATH_MAX is 4096)
+# get their files under their own names, and -y 1 resumes the right step; a tokenizer beside long-path shards is found,
+# and an error names a long path in full
+long_path() {  # prefix, bytes: a nested folder path of about that length (a name is at most 255 bytes)
+    local p=$1 part
+    part=$(printf 'd%.0s' $(seq 200))
+    while [ ${#p} -lt $(($2 - 201)) ]; do p="$p/$part"; done
+    printf '%s/%s' "$p" "$(printf 'e%.0s' $(seq $(($2 - ${#p} - 1))))"
+}
+for bytes in 1010 4000; do
+    dir=$(long_path "$TMP/long$bytes" "$bytes")
+    mkdir -p "$dir"
+    $TRAINER $FAULT -x 4 -n 2 -o "$dir" >"$TMP/long$bytes.out" 2>&1
+    first_rc=$?
+    $TRAINER $FAULT -x 6 -n 2 -o "$dir" -y 1 >"$TMP/long${bytes}_resume.out" 2>&1
+    resume_rc=$?
+    if [ "${#dir}" -eq "$bytes" ] && [ "$first_rc" -eq 0 ] && [ "$resume_rc" -eq 0 ] &&
+        grep -q "resumed from .*model_00000004.bin at step 4" "$TMP/long${bytes}_resume.out" &&
+        [ "$(ls "$dir" | grep -c -e '^model_0000000[246].bin$' -e '^DONE_0000000[246]$')" -eq 6 ] &&
+        [ "$(find "$TMP/long$bytes" -type f | grep -v "^$dir/" | wc -l)" -eq 0 ]; then
+        pass "long_output_path_$bytes"
+    else
+        fail "long_output_path_$bytes" "rc $first_rc/$resume_rc, ${#dir} bytes: $(tail -n 1 "$TMP/long${bytes}_resume.out")"
+    fi
+done
+data_dir=$(long_path "$TMP/longdata" 600)
+mkdir -p "$data_dir" && cp "$DATA/tiny_shakespeare_train.bin" "$DATA/tokenizer.bin" "$data_dir/"
+$TRAINER -i "$data_dir/tiny_shakespeare_train.bin" -j "$DATA/tiny_shakespeare_val.bin" -L 2 -C 64 -NH 4 -b 8 -t 64 \
+    -x 1 -v 0 -s 1 -g 8 >"$TMP/longdata.out" 2>&1
+longdata_rc=$?
+make_shard "$data_dir/bad_magic.bin" 12345 1 1000 7
+long_err=$($TRAINER -i "$data_dir/bad_magic.bin" -j "$DATA/tiny_shakespeare_val.bin" -tk "$DATA/tokenizer.bin" -x 1 -v 0 2>&1 >/dev/null)
+if [ "$longdata_rc" -eq 0 ] && grep -q "^generating:" "$TMP/longdata.out" &&
+    printf '%s' "$long_err" | grep -qF "data shard $data_dir/bad_magic.bin has bad magic 12345"; then
+    pass "long_input_paths_tokenizer_found_error_not_cut"
+else
+    fail "long_input_paths_tokenizer_found_error_not_cut" "rc $longdata_rc: $(grep -m 1 -e error -e sample "$TMP/longdata.out") / ${long_err:0:120}..."
+fi
+
+# the data changed between save and resume: the error names what differs (a shard now shorter than the saved position)
+make_shard "$TMP/changing.bin" 20240520 1 20000 7
+$TRAINER -i "$TMP/changing.bin" -j "$DATA/tiny_shakespeare_val.bin" -tk "$DATA/tokenizer.bin" -L 2 -C 64 -NH 4 -b 8 -t 64 \
+    -x 8 -n 8 -v 0 -s 0 -o "$TMP/changing" >/dev/null 2>&1
+make_shard "$TMP/changing.bin" 20240520 1 3000 7
+changed_msg=$($TRAINER -i "$TMP/changing.bin" -j "$DATA/tiny_shakespeare_val.bin" -tk "$DATA/tokenizer.bin" -L 2 -C 64 -NH 4 \
+    -b 8 -t 64 -x 10 -v 0 -s 0 -o "$TMP/changing" -y 1 2>&1 >/dev/null)
+if [ "$?" -ne 0 ] && printf '%s' "$changed_msg" | grep -q "cannot resume the data at token 4096 of shard 0 ($TMP/changing.bin): that shard has only 3000 tokens now"; then
+    pass "data_changed_error_names_the_shorter_shard"
+else
+    fail "data_changed_error_names_the_shorter_shard" "$changed_msg"
+fi
+
+finish faults
