@@ -17,16 +17,8 @@
 set -u
 cd "$(dirname "$0")"
 TRAINER=./train_gpt_fp8_cpu
-DATA=data/tinyshakespeare
 . scripts/test_lib.sh
-
-if [ ! -x "$TRAINER" ]; then fail build "$TRAINER missing (make train_gpt_fp8_cpu)"; finish train; fi
-if [ ! -f "$DATA/tiny_shakespeare_train.bin" ] && ! ./dev/data/prepare_tinyshakespeare.sh >/dev/null; then
-    fail data "could not prepare $DATA"
-    finish train
-fi
-DATA_FLAGS="-i $DATA/tiny_shakespeare_train.bin -j $DATA/tiny_shakespeare_val.bin -tk $DATA/tokenizer.bin"
-TINY="$DATA_FLAGS -L 2 -C 64 -NH 4 -b 8 -t 64 -s 0 -seed 1337"
+trainer_suite_setup train  # DATA, DATA_FLAGS, TINY
 
 last_val() { grep -E '^s:[0-9]+ tel:' "$1" | tail -n 1 | sed -E 's/.*tel:([0-9.]+).*/\1/'; }
 

@@ -15,16 +15,8 @@
 set -u
 cd "$(dirname "$0")/.."
 TRAINER=${1:-./train_gpt_fp8_cpu}
-DATA=data/tinyshakespeare
 . scripts/test_lib.sh
-
-if [ ! -x "$TRAINER" ]; then fail build "$TRAINER missing"; finish faults; fi
-if [ ! -f "$DATA/tiny_shakespeare_train.bin" ] && ! ./dev/data/prepare_tinyshakespeare.sh >/dev/null; then
-    fail data "could not prepare $DATA"
-    finish faults
-fi
-DATA_FLAGS="-i $DATA/tiny_shakespeare_train.bin -j $DATA/tiny_shakespeare_val.bin -tk $DATA/tokenizer.bin"
-TINY="$DATA_FLAGS -L 2 -C 64 -NH 4 -b 8 -t 64 -s 0 -seed 1337"
+trainer_suite_setup faults  # DATA, DATA_FLAGS, TINY
 FAULT="$TINY -precision fp8 -v 2 -m 1 -fp8_diag_every 2"
 
 # a log that cannot be written (a device that refuses every write, as a full disk does): one line, a non-zero exit,

@@ -28,3 +28,17 @@ if len(sys.argv) > 6:
 open(path, "wb").write(data)
 EOF
 }
+
+# trainer_suite_setup SUITE: for a suite that runs $TRAINER on the default dataset (prepared when missing): DATA, the
+# flags that name its files (DATA_FLAGS) and a tiny model on them (TINY); a missing trainer or dataset ends the suite
+# with one failure
+trainer_suite_setup() {
+    DATA=data/tinyshakespeare
+    if [ ! -x "$TRAINER" ]; then fail build "$TRAINER missing (make $(basename "$TRAINER"))"; finish "$1"; fi
+    if [ ! -f "$DATA/tiny_shakespeare_train.bin" ] && ! ./dev/data/prepare_tinyshakespeare.sh >/dev/null; then
+        fail data "could not prepare $DATA"
+        finish "$1"
+    fi
+    DATA_FLAGS="-i $DATA/tiny_shakespeare_train.bin -j $DATA/tiny_shakespeare_val.bin -tk $DATA/tokenizer.bin"
+    TINY="$DATA_FLAGS -L 2 -C 64 -NH 4 -b 8 -t 64 -s 0 -seed 1337"
+}
