@@ -3,7 +3,10 @@ train_gpt_fp8.cu — the GPU trainer: the same GPT-2, flags, data, logs and chec
 (train_gpt_fp8.c), on cuBLASLt, with BF16 or FP8 delayed scaling for the four linear layers of every block.
 
 STATUS: run on one H200 (2026-11-26, RESULTS.md): test_gpt_fp8 against the CPU reference passes, and so does the
-step-by-step comparison with the CPU trainer (scripts/gpu_check.sh's xcheck). Several GPUs have not run it yet.
+step-by-step comparison with the CPU trainer (scripts/gpu_check.sh's xcheck). Several GPUs have not run it yet, and
+neither has its output-folder handling since it changed (the folder lock, checked log writes, version-4 checkpoints
+with checksums, -resume_step, -start_over, -max_skipped: llmc/run_folder.h, shared with the CPU trainer and tested
+there; gpu_check's train stage runs scripts/check_run_faults.sh on this trainer).
 
 Data flow of one FP8 linear layer (module), forward and backward, as in Transformer Engine on Hopper:
   forward   X bf16 --cast(scale[input], amax -> row 0)--> X fp8;  out = gemm(W fp8, X fp8) -> bf16 (+ bias)
