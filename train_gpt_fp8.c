@@ -1217,7 +1217,8 @@ int main(int argc, char** argv) {
         if (step == args.debug_nan_step) { model.grads_memory[0] = NAN; }  // test hook: a poisoned gradient
         float norm = gpt2_grad_norm(&model);
         float lr = learning_rate_at(step, train_steps, args.learning_rate, args.warmup_steps, args.final_lr_fraction);
-        if (!isfinite(loss) || !isfinite(norm)) {
+        int step_skipped = !isfinite(loss) || !isfinite(norm);
+        if (step_skipped) {
             fprintf(stderr, "warning: step %d: loss %g, gradient norm %g is not finite; step skipped, weights and FP8 state kept\n",
                     step + 1, loss, norm);
             gpt2_fp8_drop_step_amaxes(&model);
@@ -1231,7 +1232,7 @@ int main(int argc, char** argv) {
             log_flush(&diag_log);
         }
         report_step(&timer, &main_log, step, start_step, train_steps, loss, norm, lr, now_seconds() - t0, total_batch, -1.0);
-        skipped_steps_record(&skipped, &args, step, !isfinite(loss) || !isfinite(norm));
+        skipped_steps_record(&skipped, &args, step, step_skipped);
     }
     log_close(&main_log);
     log_close(&diag_log);

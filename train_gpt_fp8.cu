@@ -1311,7 +1311,8 @@ int main(int argc, char** argv) {
         }
         float norm = gpt2_grad_norm(&model);
         float lr = learning_rate_at(step, train_steps, args.learning_rate, args.warmup_steps, args.final_lr_fraction);
-        if (!isfinite(loss) || !isfinite(norm)) {  // the same decision on every rank: both values are global
+        int step_skipped = !isfinite(loss) || !isfinite(norm);  // the same on every rank: both values are global
+        if (step_skipped) {
             fprintf(stderr, "warning: step %d: loss %g, gradient norm %g is not finite; step skipped, weights and FP8 state kept\n",
                     step + 1, loss, norm);
             gpt2_fp8_drop_step_amaxes(&model);
@@ -1337,7 +1338,7 @@ int main(int argc, char** argv) {
         if ((double)(total_bytes - free_bytes) > peak_memory) { peak_memory = (double)(total_bytes - free_bytes); }
         double mfu = peak_flops > 0 ? 100.0 * flops_per_step / (ms / 1000.0) / peak_flops : -1.0;
         report_step(&timer, &main_log, step, start_step, train_steps, loss, norm, lr, ms / 1000.0, total_batch, mfu);
-        skipped_steps_record(&skipped, &args, step, !isfinite(loss) || !isfinite(norm));  // global: every rank agrees
+        skipped_steps_record(&skipped, &args, step, step_skipped);
     }
     log_close(&main_log);
     log_close(&diag_log);

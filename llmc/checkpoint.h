@@ -72,6 +72,8 @@ checksum, with an FNV-1a of their own) are refused.
 
 #define STATE_MAGIC 20241122
 #define STATE_VERSION 4
+// A state file's parameter count is at most this: far above any model file's (L 1024, C 65536 is 2^45.6), and low
+// enough that every size computed from it fits 64 bits.
 #define STATE_MAX_PARAMETERS (1LL << 48)
 
 // ----------------------------------------------------------------------------
@@ -141,7 +143,6 @@ typedef struct {
     FILE* file;
     char* path;      // the file it becomes
     char* tmp_path;  // path.tmp.PID, what is written
-    Checksum checksum;  // of every byte written
     int failed;  // a write failed (its errno); commit refuses and removes the temporary file
 } AtomicFile;
 
@@ -161,19 +162,12 @@ static inline int atomic_open(AtomicFile* af, const char* path, char* err, size_
         atomic_free_paths(af);
         return -1;
     }
-    checksum_begin(&af->checksum);
     return 0;
 }
 
 static inline void atomic_write(AtomicFile* af, const void* data, size_t bytes) {
     if (af->failed) { return; }
     if (bytes && fwrite(data, 1, bytes, af->file) != bytes) { af->failed = errno ? errno : EIO; }
-    checksum_add(&af->checksum, data, bytes);
-}
-
-// The checksum of everything written so far (the file goes on).
-static inline uint64_t atomic_checksum_so_far(const AtomicFile* af) {
-    return (uint64_t)XXH3_64bits_digest(af->checksum.state);
 }
 
 // fsync the folder holding `path`, so the rename itself is durable
@@ -201,7 +195,6 @@ static inline int atomic_commit(AtomicFile* af, char* err, size_t errlen) {
     if (!af->failed && fsync(fileno(af->file)) != 0) { af->failed = errno; }
     if (fclose(af->file) != 0 && !af->failed) { af->failed = errno; }
     af->file = NULL;
-    checksum_end(&af->checksum);
     int rc = 0;
     if (af->failed) {
         snprintf(err, errlen, "writing %s failed: %s (the previous file, if any, is untouched)", af->tmp_path,
@@ -357,6 +350,16 @@ static inline void state_file_arrays(const StateHeader* h, void* m, void* v, con
     arrays[5] = fp8 ? fp8->stats : NULL, bytes[5] = slots * sizeof(Fp8QuantStats);
 }
 
+// The checksum a state file ends with: of its header and arrays, in file order.
+static inline uint64_t state_file_checksum(const int32_t header[256], void* const arrays[STATE_ARRAYS],
+                                           const size_t bytes[STATE_ARRAYS]) {
+    Checksum c;
+    checksum_begin(&c);
+    checksum_add(&c, header, 256 * sizeof(int32_t));
+    for (int i = 0; i < STATE_ARRAYS; i++) { checksum_add(&c, arrays[i], bytes[i]); }
+    return checksum_end(&c);
+}
+
 static inline int state_file_write(const char* path, const StateHeader* h, const float* m, const float* v,
                                    const StateFp8Arrays* fp8, char* err, size_t errlen) {
     int32_t header[256];
@@ -393,11 +396,11 @@ static inline int state_file_write(const char* path, const StateHeader* h, const
     void* arrays[STATE_ARRAYS];
     size_t bytes[STATE_ARRAYS];
     state_file_arrays(h, (void*)m, (void*)v, fp8, arrays, bytes);
+    uint64_t checksum = state_file_checksum(header, arrays, bytes);
     AtomicFile af;
     if (atomic_open(&af, path, err, errlen)) { return -1; }
     atomic_write(&af, header, sizeof(header));
     for (int i = 0; i < STATE_ARRAYS; i++) { atomic_write(&af, arrays[i], bytes[i]); }
-    uint64_t checksum = atomic_checksum_so_far(&af);
     atomic_write(&af, &checksum, sizeof(checksum));
     return atomic_commit(&af, err, errlen);
 }
@@ -502,11 +505,7 @@ static inline int state_file_read_body(const char* path, const StateHeader* h, f
     rc = rc || read_exact(f, &stored, sizeof(stored), path, "the checksum", err, errlen);
     fclose(f);
     if (rc) { return -1; }
-    Checksum c;
-    checksum_begin(&c);
-    checksum_add(&c, header, sizeof(header));
-    for (int i = 0; i < STATE_ARRAYS; i++) { checksum_add(&c, arrays[i], bytes[i]); }
-    if (checksum_end(&c) != stored) {
+    if (state_file_checksum(header, arrays, bytes) != stored) {
         snprintf(err, errlen, "%s: corrupt state file (checksum mismatch)", path);
         return -1;
     }

@@ -153,11 +153,7 @@ static inline void box_row(FILE* out, const char* key, const char* fmt, ...) __a
 static inline void box_row(FILE* out, const char* key, const char* fmt, ...) {
     va_list args;
     va_start(args, fmt);
-    int length = vsnprintf(NULL, 0, fmt, args);
-    va_end(args);
-    char* value = (char*)calloc_or_die((size_t)(length > 0 ? length : 0) + 1, 1, "a box row");
-    va_start(args, fmt);
-    vsnprintf(value, (size_t)(length > 0 ? length : 0) + 1, fmt, args);
+    char* value = alloc_vprintf(fmt, args);
     va_end(args);
     const char* rest = value;
     do {

@@ -34,17 +34,22 @@ static inline void* calloc_or_die(size_t count, size_t size, const char* what) {
 // A printf-formatted string in memory of its own size (the caller frees it). Every path a trainer builds (checkpoint
 // and log files, the tokenizer beside the data) is made this way, so no path is ever cut at a fixed length: one the
 // system cannot take fails at open() with ENAMETOOLONG, named in the error.
+static inline char* alloc_vprintf(const char* fmt, va_list args) {
+    va_list again;
+    va_copy(again, args);
+    int length = vsnprintf(NULL, 0, fmt, args);
+    if (length < 0) { die("cannot format a string from '%s'", fmt); }
+    char* out = (char*)malloc((size_t)length + 1);
+    if (!out) { die("out of memory for a string of %d bytes", length); }
+    vsnprintf(out, (size_t)length + 1, fmt, again);
+    va_end(again);
+    return out;
+}
 static inline char* alloc_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline char* alloc_printf(const char* fmt, ...) {
     va_list args;
     va_start(args, fmt);
-    int length = vsnprintf(NULL, 0, fmt, args);
-    va_end(args);
-    if (length < 0) { die("cannot format a string from '%s'", fmt); }
-    char* out = (char*)malloc((size_t)length + 1);
-    if (!out) { die("out of memory for a string of %d bytes", length); }
-    va_start(args, fmt);
-    vsnprintf(out, (size_t)length + 1, fmt, args);
+    char* out = alloc_vprintf(fmt, args);
     va_end(args);
     return out;
 }
