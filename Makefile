@@ -164,7 +164,7 @@ FUZZ_SMOKE_SECONDS ?= 20
 # CPU programs and tests
 
 FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/recipe_parse.h fp8/meta.h fp8/quantize_cpu.h fp8/current.h fp8/diag.h \
-               fp8/cpu_isa.h
+               fp8/cpu_isa.h fp8/block.h
 LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h \
                 llmc/utils.h llmc/linear.h llmc/args.h llmc/run.h llmc/run_folder.h llmc/sampling.h llmc/zero.h \
                 llmc/gemm_cpu.h $(XXHASH_HEADER)
@@ -229,8 +229,8 @@ llmc/test_memory_plan: llmc/test_memory_plan.c llmc/memory_plan.h $(LLMC_HEADERS
                        $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
-fp8/fp8_codec: fp8/fp8_codec.c fp8/fp8.h $(BUILD_FLAGS_STAMP)
-	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
+fp8/fp8_codec: fp8/fp8_codec.c $(FP8_HEADERS) $(BUILD_FLAGS_STAMP)
+	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 dev/compare_runs: dev/compare_runs.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
@@ -275,6 +275,7 @@ fuzz: $(FUZZ_PROGRAMS)
 # even after a failure, and prints the total. CPU_TEST_COMMANDS are what SANITIZE=1 runs.
 CPU_TEST_COMMANDS := ./fp8/test_fp8 \
                      "$(PYTHON) fp8/test_fp8_ml_dtypes.py fp8/fp8_codec" \
+                     "$(PYTHON) fp8/test_fp8_blocks.py fp8/fp8_codec" \
                      $(DATA_TEST_COMMANDS) \
                      ./test_gpt_fp8_cpu \
                      ./test_data_parallel \

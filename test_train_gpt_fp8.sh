@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # test_train_gpt_fp8.sh — tests of the CPU trainer binary (train_gpt_fp8_cpu) end to end, on the default dataset:
-#   - a tiny model trains in fp32, bf16, fp8 (delayed scaling) and fp8 with -fp8_recipe current: each final val loss
-#     below a stated threshold, both FP8 recipes within 3% of BF16;
-#   - resume, for both FP8 recipes: a run killed between checkpoints and resumed with -y 1 ends with every file
+#   - a tiny model trains in fp32, bf16, fp8 (delayed scaling) and fp8 with -fp8_recipe current, and a 128-wide one
+#     in bf16 and with -fp8_recipe blockwise and mxfp8: each final val loss below a stated threshold, every FP8
+#     recipe within 3% of BF16 at its size; the block recipes' diagnostics (block scale ranges, powers of two);
+#   - resume, for all four FP8 recipes: a run killed between checkpoints and resumed with -y 1 ends with every file
 #     (logs, FP8 diagnostics, models, states, DONE markers) byte-identical to a run never interrupted; more steps
 #     on resume is accepted;
 #   - 1 and 2 OpenMP threads: identical logs, model, state and FP8 diagnostics, byte for byte, in every precision
-#     and both FP8 recipes;
+#     and all four FP8 recipes;
 #   - a NaN gradient: the step is skipped with a warning and the FP8 state stays finite;
 #   - every bad input: a one-line error naming the problem, a non-zero exit, and no checkpoint overwritten: corrupt
 #     files, bad flags, sizes that overflow, and a resume whose settings differ from its checkpoint's;
@@ -20,18 +21,25 @@ TRAINER=./train_gpt_fp8_cpu
 . scripts/test_lib.sh
 trainer_suite_setup train  # DATA, DATA_FLAGS, TINY
 
+# A start-up box row's value, its wrapped lines joined again (box_row breaks long values at spaces).
+box_value() {  # key, file
+    awk -v key="$1" 'index($0, "| " key " ") == 1 { on = 1 } on && !/^\| / { on = 0 }
+                     on && (index($0, "| " key " ") == 1 || substr($0, 3, length(key)) ~ /^ *$/) {
+                         v = $0; sub(/^\| [^|]*\| /, "", v); sub(/ *\|$/, "", v); out = out (out == "" ? "" : " ") v; next }
+                     { on = 0 } END { print out }' "$2"
+}
 last_val() { grep -E '^s:[0-9]+ tel:' "$1" | tail -n 1 | sed -E 's/.*tel:([0-9.]+).*/\1/'; }
 
 # ---------------------------------------------------------------------------------------------------------------------
-# training: fp32, bf16 and fp8 on the same data and seed
+# training: fp32, bf16 and the four FP8 recipes on the same data and seed
 STEPS=${TEST_TRAIN_STEPS:-300}
 # ln(1024) = 6.93 at the start; a unigram model (token frequencies alone) scores 5.81 on the val split and a bigram
 # model 4.15, so a val loss below 5.3 means the model learned to use context. (Measured: about 5.0 after 300 steps.)
 THRESHOLD=5.3
-for p in fp32 bf16 fp8 fp8_current; do
-    precision_flags="-precision ${p%_current}"
-    [ "$p" = fp8_current ] && precision_flags="-precision fp8 -fp8_recipe current"
-    if $TRAINER $TINY $precision_flags -x "$STEPS" -v 50 -m 8 -l 4e-3 -u 20 -q 0.1 -o "$TMP/train_$p" >"$TMP/train_$p.out" 2>&1; then
+# One training run: its final val loss below THRESHOLD.
+train_case() {  # name, model flags, precision flags
+    local p=$1 model=$2 precision_flags=$3 v
+    if $TRAINER $model $precision_flags -x "$STEPS" -v 50 -m 8 -l 4e-3 -u 20 -q 0.1 -o "$TMP/train_$p" >"$TMP/train_$p.out" 2>&1; then
         v=$(last_val "$TMP/train_$p/main.log")
         echo "  $p: final val loss $v after $STEPS steps"
         if awk -v v="$v" -v t="$THRESHOLD" 'BEGIN { exit !(v != "" && v < t) }'; then
@@ -42,23 +50,57 @@ for p in fp32 bf16 fp8 fp8_current; do
     else
         fail "train_$p" "trainer failed: $(tail -n 3 "$TMP/train_$p.out")"
     fi
-done
-vb=$(last_val "$TMP/train_bf16/main.log" 2>/dev/null)
-for p in fp8 fp8_current; do
+}
+for p in fp32 bf16 fp8; do train_case $p "$TINY" "-precision $p"; done
+train_case fp8_current "$TINY" "-precision fp8 -fp8_recipe current"
+# the block recipes cast in blocks of 128 (blockwise: C, 3C, 4C and B*T multiples of 128) and 32 (mxfp8), so they
+# train a 128-wide model, beside a BF16 run of that model (measured: val 4.99 for all three after 300 steps)
+WIDE="$DATA_FLAGS -L 2 -C 128 -NH 4 -b 8 -t 64 -s 0 -seed 1337"
+train_case bf16_wide "$WIDE" "-precision bf16"
+train_case fp8_blockwise "$WIDE" "-precision fp8 -fp8_recipe blockwise"
+train_case fp8_mxfp8 "$WIDE" "-precision fp8 -fp8_recipe mxfp8"
+for p in fp8 fp8_current fp8_blockwise fp8_mxfp8; do
+    baseline=bf16
+    case $p in fp8_blockwise | fp8_mxfp8) baseline=bf16_wide ;; esac
+    vb=$(last_val "$TMP/train_$baseline/main.log" 2>/dev/null)
     vf=$(last_val "$TMP/train_$p/main.log" 2>/dev/null)
     if [ -n "$vb" ] && [ -n "$vf" ] && awk -v b="$vb" -v f="$vf" 'BEGIN { g = (f - b) / b; if (g < 0) g = -g; exit !(g <= 0.03) }'; then
-        pass "${p}_within_3pct_of_bf16 ($p $vf, bf16 $vb)"
+        pass "${p}_within_3pct_of_bf16 ($p $vf, $baseline $vb)"
     else
-        fail "${p}_within_3pct_of_bf16" "$p '$vf' vs bf16 '$vb'"
+        fail "${p}_within_3pct_of_bf16" "$p '$vf' vs $baseline '$vb'"
     fi
-    # the diagnostics: E4M3 input and E5M2 grad_output rows; the window amax column is positive wherever the amax is
-    # (delayed: the window holds this step's amax; current: the amax of the last cast of a used slot)
-    if [ -s "$TMP/train_$p/fp8_diag.tsv" ] && head -n 1 "$TMP/train_$p/fp8_diag.tsv" | grep -q "amax	window_amax	scale" &&
-        awk -F'\t' 'NR > 1 && $5 == "grad_output" && $6 == "E5M2" { g++ } NR > 1 && $5 == "input" && $6 == "E4M3" { i++ }
+    # the diagnostics: E4M3 input rows and grad_output rows (E5M2 in the per-tensor recipes' default HYBRID, E4M3 in
+    # the block recipes' default); the window amax column is positive wherever the amax is (delayed: the window holds
+    # this step's amax; the others: the amax of the last cast of a used slot)
+    grad_format=E5M2
+    case $p in fp8_blockwise | fp8_mxfp8) grad_format=E4M3 ;; esac
+    if [ -s "$TMP/train_$p/fp8_diag.tsv" ] &&
+        head -n 1 "$TMP/train_$p/fp8_diag.tsv" | grep -q "amax	window_amax	scale	scale_inv	saturated_frac	flushed_frac	block_scale_min	block_scale_max$" &&
+        awk -F'\t' -v gf="$grad_format" 'NR > 1 && $5 == "grad_output" && $6 == gf { g++ } NR > 1 && $5 == "input" && $6 == "E4M3" { i++ }
                     NR > 1 && $7 > 0 && !($8 > 0) { bad++ } END { exit !(g > 0 && i > 0 && bad == 0) }' "$TMP/train_$p/fp8_diag.tsv"; then
         pass "${p}_diagnostics_file"
     else
         fail "${p}_diagnostics_file" "missing, without E4M3 input / E5M2 grad_output rows, or a window amax of 0"
+    fi
+done
+# the per-tensor recipes' block scale columns are the one scale; the block recipes have no one scale (nan), and every
+# row's block scales are positive with min <= max, powers of two (blockwise's default -fp8_pow2_scales 1; mxfp8's
+# E8M0), and no mxfp8 element saturates by more than rounding: its scales round up (at most 1e-4 of a tensor clips)
+if awk -F'\t' 'NR > 1 && !($13 == $9 && $14 == $9) { bad++ } END { exit !(NR > 1 && bad == 0) }' "$TMP/train_fp8/fp8_diag.tsv" &&
+    awk -F'\t' 'NR > 1 && !($13 == $9 && $14 == $9) { bad++ } END { exit !(NR > 1 && bad == 0) }' "$TMP/train_fp8_current/fp8_diag.tsv"; then
+    pass "per_tensor_block_scale_columns_are_the_scale"
+else
+    fail "per_tensor_block_scale_columns_are_the_scale" "block_scale_min/max != scale in a per-tensor recipe's fp8_diag.tsv"
+fi
+for p in fp8_blockwise fp8_mxfp8; do
+    if awk -F'\t' 'function pow2(x, e) { e = log(x) / log(2); e -= e >= 0 ? int(e + 0.5) : -int(0.5 - e); return e < 1e-5 && e > -1e-5 }
+                   NR > 1 { rows++; if ($9 != "nan" || $10 != "nan" || !($13 > 0) || !($14 >= $13) || !pow2($13) || !pow2($14)) bad++
+                            if ($11 > max_saturated) max_saturated = $11 }
+                   END { exit !(rows > 0 && bad == 0 && (FILENAME ~ /blockwise/ || max_saturated <= 1e-4)) }' \
+        "$TMP/train_$p/fp8_diag.tsv"; then
+        pass "${p}_diagnostics_block_scales"
+    else
+        fail "${p}_diagnostics_block_scales" "a row without nan scales, with block scales not positive, unordered or not powers of two, or mxfp8 saturating"
     fi
 done
 # current scaling: every slot's scale is fp8_max / window_amax (the amax of the cast it came from), to print precision
@@ -69,7 +111,9 @@ else
     fail "current_scale_is_fp8_max_over_its_amax" "scale * window_amax != fp8_max in $TMP/train_fp8_current/fp8_diag.tsv"
 fi
 if grep -q "DelayedScaling(margin=0, interval=1, fp8_format=HYBRID" "$TMP/train_fp8.out" &&
-    grep -q "Float8CurrentScaling(fp8_format=HYBRID \[fwd E4M3, bwd E5M2\], margin=0" "$TMP/train_fp8_current.out"; then
+    grep -q "Float8CurrentScaling(fp8_format=HYBRID \[fwd E4M3, bwd E5M2\], margin=0" "$TMP/train_fp8_current.out" &&
+    grep -q "Float8BlockScaling(fp8_format=E4M3 \[fwd E4M3, bwd E4M3\], blocks=1x128" "$TMP/train_fp8_blockwise.out" &&
+    grep -q "MXFP8BlockScaling(fp8_format=E4M3 \[fwd E4M3, bwd E4M3\], blocks=1x32" "$TMP/train_fp8_mxfp8.out"; then
     pass "banner_prints_recipe"
 else
     fail "banner_prints_recipe" "no resolved recipe in the banner"
@@ -103,10 +147,12 @@ resume_case() {  # name, trainer flags...
 }
 resume_case delayed -fp8_amax_history_len 16
 resume_case current -fp8_recipe current
+resume_case blockwise -fp8_recipe blockwise -C 128
+resume_case mxfp8 -fp8_recipe mxfp8
 # the diagnostics state the checkpoint holds shows most when the first step after the resume is skipped (a NaN
 # gradient at step 7, right after the checkpoint of step 6) and a diagnostics block follows it (step 7): that block's
 # amax and window_amax columns are then the checkpoint's, not a fresh step's
-for recipe in "delayed -fp8_amax_history_len 16" "current -fp8_recipe current"; do
+for recipe in "delayed -fp8_amax_history_len 16" "current -fp8_recipe current" "blockwise -fp8_recipe blockwise -C 128"; do
     name=${recipe%% *}
     flags="$TINY -precision fp8 ${recipe#* } -x 16 -n 6 -v 6 -m 2 -l 1e-3 -fp8_diag_every 7 -debug_nan_step 6"
     a="$TMP/skip_straight_$name" b="$TMP/skip_resumed_$name"
@@ -139,9 +185,15 @@ fi
 # the thread count changes no bit: every output is summed in a fixed order by one thread (the GEMMs of
 # llmc/gemm_cpu.h, the layers, the norms), so 1 and 2 OpenMP threads write the same logs, model, state and FP8
 # diagnostics. Odd sizes (63 rows, C 72, 3 heads) put every GEMM on its edge tiles; -d gives 2 accumulation steps.
+# The block recipes need their multiples (blockwise 128, mxfp8 32), at sizes whose casts split among threads.
 ODD="$DATA_FLAGS -L 2 -C 72 -NH 3 -b 3 -t 21 -d 126 -x 3 -v 3 -m 1 -s 0 -seed 7 -fp8_diag_every 1"
-for p in fp32 bf16 fp8 fp8_current; do
-    flags="-precision ${p%_current}$([ $p = fp8_current ] && echo ' -fp8_recipe current')"
+for p in fp32 bf16 fp8 fp8_current fp8_blockwise fp8_mxfp8; do
+    case $p in
+        fp8_current) flags="-precision fp8 -fp8_recipe current" ;;
+        fp8_blockwise) flags="-precision fp8 -fp8_recipe blockwise -C 128 -NH 4 -t 128 -d 768" ;;
+        fp8_mxfp8) flags="-precision fp8 -fp8_recipe mxfp8 -C 96 -t 64 -d 384" ;;
+        *) flags="-precision $p" ;;
+    esac
     OMP_NUM_THREADS=1 $TRAINER $ODD $flags -o "$TMP/threads1_$p" >"$TMP/threads1_$p.out" 2>&1
     rc1=$?
     OMP_NUM_THREADS=2 $TRAINER $ODD $flags -o "$TMP/threads2_$p" >"$TMP/threads2_$p.out" 2>&1
@@ -405,6 +457,7 @@ reduce_amax -fp8_reduce_amax 1 0
 first_last -fp8_bf16_first_last 0 1
 lm_head -fp8_lm_head 0 1
 recipe -fp8_recipe delayed current
+recipe_mxfp8 -fp8_recipe delayed mxfp8
 EOF
 expect_error resume_changed_T "-t is 64 in the checkpoint but 32 in this run" $RESUME_CKPT -t 32 -maxT 64
 expect_error resume_changed_model "differs from the run's (L 3" $RESUME_CKPT -L 3
@@ -441,6 +494,59 @@ expect_error flag_recipe "invalid value 'dynamic' for -fp8_recipe: expected one 
 expect_error flag_current_history "-fp8_amax_history_len applies to delayed scaling only" $TINY -fp8_recipe current \
     -fp8_amax_history_len 16
 expect_error flag_current_interval "-fp8_interval applies to delayed scaling only" $TINY -fp8_interval 2 -fp8_recipe current
+# the block recipes: their multiples, their formats, and the flags that belong to other recipes
+expect_error block_dims_C "-fp8_recipe blockwise casts in blocks of 128, so every blocked GEMM dimension must be a multiple of 128: C is 64 (-C 64)" \
+    $TINY -fp8_recipe blockwise
+expect_error block_dims_C_mxfp8 "-fp8_recipe mxfp8 casts in blocks of 32, so every blocked GEMM dimension must be a multiple of 32: C is 72 (-C 72)" \
+    $TINY -fp8_recipe mxfp8 -C 72 -NH 3
+expect_error block_dims_tokens "multiple of 128: the tokens of a micro-batch B\*T are 96 (-b 3 -t 32)" $TINY -fp8_recipe blockwise -C 128 -b 3 -t 32
+expect_error block_dims_tokens_mxfp8 "multiple of 32: the tokens of a micro-batch B\*T are 63 (-b 3 -t 21)" $TINY -fp8_recipe mxfp8 -b 3 -t 21
+expect_error block_e5m2 "-fp8 e5m2 cannot be used with -fp8_recipe blockwise: its tensors are E4M3 (the default) or hybrid" \
+    $TINY -fp8_recipe blockwise -C 128 -fp8 e5m2
+expect_error block_e5m2_mxfp8 "-fp8 e5m2 cannot be used with -fp8_recipe mxfp8" $TINY -fp8_fp8_format e5m2 -fp8_recipe mxfp8
+expect_error block_margin "-fp8_margin applies to delayed and current scaling only (-fp8_recipe mxfp8 scales each block" \
+    $TINY -fp8_recipe mxfp8 -fp8_margin 1
+expect_error block_history "-fp8_amax_history_len applies to delayed scaling only (-fp8_recipe blockwise keeps no amax history)" \
+    $TINY -fp8_recipe blockwise -C 128 -fp8_amax_history_len 16
+expect_error block_reduce_amax "-fp8_reduce_amax applies to delayed scaling only (-fp8_recipe mxfp8" $TINY -fp8_reduce_amax 0 -fp8_recipe mxfp8
+expect_error epsilon_not_blockwise "-fp8_amax_epsilon applies to -fp8_recipe blockwise only (this run's recipe is mxfp8)" \
+    $TINY -fp8_recipe mxfp8 -fp8_amax_epsilon 1e-3
+expect_error pow2_not_blockwise "-fp8_pow2_scales applies to -fp8_recipe blockwise only (this run's recipe is delayed)" $TINY -fp8_pow2_scales 0
+expect_error epsilon_negative "invalid value '-1' for -fp8_amax_epsilon: expected a number in \[0, 1e+30\]" \
+    $TINY -fp8_recipe blockwise -C 128 -fp8_amax_epsilon -1
+expect_error epsilon_nan "invalid value 'nan' for -fp8_amax_epsilon" $TINY -fp8_recipe blockwise -C 128 -fp8_amax_epsilon nan
+expect_error pow2_range "invalid value '2' for -fp8_pow2_scales: must be in \[0, 1\]" $TINY -fp8_recipe blockwise -C 128 -fp8_pow2_scales 2
+# what the block recipes allow: B*T off the multiple when no wgrad runs in FP8 (the token dimension is blocked in wgrad
+# only), hybrid (E5M2 gradients), fp32 scales (-fp8_pow2_scales 0) and an epsilon
+OPTIONS="$DATA_FLAGS -L 2 -C 128 -NH 4 -b 3 -t 32 -s 0 -x 2 -v 0 -fp8_diag_every 1 -precision fp8 -fp8_recipe blockwise"
+$TRAINER $OPTIONS -fp8_wgrad 0 -fp8 hybrid -fp8_pow2_scales 0 -fp8_amax_epsilon 1e-3 -o "$TMP/block_options" \
+    >"$TMP/block_options.out" 2>&1
+options_rc=$?
+if [ "$options_rc" -eq 0 ] &&
+    box_value "fp8 recipe" "$TMP/block_options.out" |
+        grep -q "Float8BlockScaling(fp8_format=HYBRID \[fwd E4M3, bwd E5M2\], .* power_2_scale=False, amax_epsilon=0.001, override_linear_precision=(fprop=fp8, dgrad=fp8, wgrad=bf16)" &&
+    awk -F'\t' 'function pow2(x, e) { e = log(x) / log(2); e -= e >= 0 ? int(e + 0.5) : -int(0.5 - e); return e < 1e-5 && e > -1e-5 }
+                NR > 1 && $5 == "grad_output" && $6 == "E5M2" { g++ } NR > 1 && ($13 > 0 && !pow2($13)) { fp32_scales++ }
+                END { exit !(g > 0 && fp32_scales > 0) }' "$TMP/block_options/fp8_diag.tsv"; then
+    pass "block_options_hybrid_fp32_scales_wgrad_bf16"
+else
+    fail "block_options_hybrid_fp32_scales_wgrad_bf16" "rc $options_rc: $(grep -m 1 error "$TMP/block_options.out")"
+fi
+# a resume that changes a block recipe's options is refused naming the flag (a blockwise checkpoint of step 2)
+$TRAINER $WIDE -precision fp8 -fp8_recipe blockwise -x 2 -v 0 -o "$TMP/ckpt_block" >"$TMP/ckpt_block.out" 2>&1
+RESUME_BLOCK="$WIDE -precision fp8 -x 4 -v 0 -y 1 -o $TMP/ckpt_block"
+block_sum=$(cat "$TMP/ckpt_block"/* | md5sum)
+expect_error resume_changed_block_recipe "-fp8_recipe is blockwise in the checkpoint but mxfp8 in this run" $RESUME_BLOCK -fp8_recipe mxfp8
+expect_error resume_changed_block_format "-fp8 is e4m3 in the checkpoint but hybrid in this run" $RESUME_BLOCK -fp8_recipe blockwise -fp8 hybrid
+expect_error resume_changed_epsilon "-fp8_amax_epsilon is 0 in the checkpoint but 0.001 in this run" $RESUME_BLOCK \
+    -fp8_recipe blockwise -fp8_amax_epsilon 0.001
+expect_error resume_changed_pow2 "-fp8_pow2_scales is 1 in the checkpoint but 0 in this run" $RESUME_BLOCK -fp8_recipe blockwise \
+    -fp8_pow2_scales 0
+if [ -e "$TMP/ckpt_block/DONE_00000002" ] && [ "$(cat "$TMP/ckpt_block"/* | md5sum)" = "$block_sum" ]; then
+    pass "resume_changed_block_options_leave_checkpoint"
+else
+    fail "resume_changed_block_options_leave_checkpoint" "no blockwise checkpoint, or the refusals changed it: $(grep -m 1 error "$TMP/ckpt_block.out")"
+fi
 expect_error flag_first_last "leaves no FP8 block" $TINY -fp8_bf16_first_last 2
 expect_error flag_total_batch "-d 1000 must be a positive multiple of B\*T = 8\*64 = 512" $TINY -d 1000
 expect_error flag_total_batch_range "invalid value '2147483647' for -d: must be in \[-1, 1073741824\]" $TINY -d 2147483647

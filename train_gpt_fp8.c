@@ -52,6 +52,7 @@ Shapes: B batch, T time, C channels, NH heads, V vocab, Vp padded vocab, L layer
 #include <omp.h>
 #endif
 
+#include "fp8/block.h"
 #include "fp8/current.h"
 #include "fp8/meta.h"
 #include "fp8/quantize_cpu.h"
@@ -573,15 +574,18 @@ typedef struct {
     int training;           // quantizations record amaxes (training) or not (evaluation, sampling)
     Fp8Meta fp8;              // all modules' histories and scales (modules 0..4L-1, then the LM head)
     float* weight_dequantized;        // dequantized FP8 weights, the values FP8 GEMMs see; per module at weight_fp8_offset
+    float* weight_dequantized_columnwise;  // mxfp8 only: the weights' 32x1-block copy dgrad multiplies, same offsets
     size_t* weight_fp8_offset;
     Fp8QuantStats* fp8_stats; // per slot, since the last diagnostics line
     float* fp8_last_amax;     // per slot: row 0 as the last update saw it (this step's amax)
     float* fp8_window_amax;   // per slot: the amax its scale came from (delayed: the window at the last end of step;
-                              // current: its last recorded cast), for the diagnostics
+                              // the other recipes: its last recorded cast), for the diagnostics
+    Fp8BlockScaleRange* fp8_block_scale_range;  // block recipes, per slot: block scales since the last diagnostics line
     // GEMM operand scratch: the FP8 bytes, and operands rounded or dequantized
     uint8_t* scratch_fp8;
     float* scratch_inp;
     float* scratch_dout;
+    float* scratch_transpose;  // block recipes: a columnwise cast's transposed input and values (2x the widest operand)
 } GPT2;
 
 // Shape and tensors of a linear module: out (B, T, OC) = inp (B, T, IC) @ weight (OC, IC)^T + bias. weight and bias
@@ -653,6 +657,35 @@ static const float* fp8_operand(GPT2* model, float* dst, const float* x, size_t 
     return dst;
 }
 
+// Block recipes (-fp8_recipe blockwise | mxfp8, fp8/block.h): cast x (rows, cols) in the blocks of this copy of the
+// operand (`weight`: a weight, 128x128 tiles under blockwise; `columnwise`: blocks down the columns, for a GEMM that
+// reduces over the rows; else along the rows), each block with the scale of its own amax, and return the dequantized
+// values in dst. Every cast is a quantization of its own (the columnwise copy is cast from x, not from the rowwise
+// copy), so each one that records counts into the slot's diagnostics, max-reduces x's amax into its row 0 and leaves
+// it as the slot's window amax; `record` 0 (resumed weights) and evaluation casts record nothing.
+static const float* fp8_block_operand(GPT2* model, float* dst, const float* x, size_t rows, size_t cols, int slot,
+                                      int weight, int columnwise, int record) {
+    Fp8Meta* meta = &model->fp8;
+    Fp8BlockCast cast = fp8_block_cast_of(&model->recipe, fp8_meta_slot_format(meta, slot));
+    Fp8BlockShape shape = fp8_block_shape(model->recipe.scaling, weight, columnwise);
+    int recording = record && model->training;
+    Fp8QuantStats* stats = recording ? &model->fp8_stats[slot] : NULL;
+    Fp8BlockScaleRange* range = recording ? &model->fp8_block_scale_range[slot] : NULL;
+    float tensor_amax = 0.0f;
+    if (shape.cols == 1) {  // blocks down the columns: cast as the transpose's rows
+        fp8_quantize_blocks_columnwise(model->scratch_fp8, dst, NULL, x, rows, cols, shape.rows, &cast, &tensor_amax,
+                                       stats, range, model->scratch_transpose);
+    } else {
+        fp8_quantize_blocks(model->scratch_fp8, dst, NULL, x, rows, cols, shape, &cast, &tensor_amax, stats, range);
+    }
+    if (recording) {
+        float* row0 = fp8_meta_amax_row0(meta, slot);
+        *row0 = fp8_amax_merge(*row0, tensor_amax);
+        model->fp8_window_amax[slot] = tensor_amax;
+    }
+    return dst;
+}
+
 // After the masters change: refresh the bf16 parameters the layers read (bf16 and fp8 modes), then cast every FP8
 // module's (bf16) weight with its current scale into weight_dequantized; `record`: max-reduce its amax into row 0.
 // Called before step 0 (scale 1.0) and after every optimizer update (new scales); on resume without recording,
@@ -668,8 +701,20 @@ static void gpt2_cast_weights_fp8(GPT2* model, int record) {
         if (!linear_casts_weight(&lp, module)) { continue; }
         LinearModule lm = linear_module(model, module);
         int slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_WEIGHT);
-        fp8_operand(model, model->weight_dequantized + model->weight_fp8_offset[module], lm.weight, (size_t)lm.OC * lm.IC,
-                    slot, record);
+        float* dequantized = model->weight_dequantized + model->weight_fp8_offset[module];
+        if (model->recipe.scaling == FP8_SCALING_BLOCKWISE) {  // 128x128 tiles: one copy serves fprop and dgrad
+            fp8_block_operand(model, dequantized, lm.weight, (size_t)lm.OC, (size_t)lm.IC, slot, 1, 0, record);
+        } else if (model->recipe.scaling == FP8_SCALING_MXFP8) {  // along IC for fprop, along OC for dgrad
+            if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
+                fp8_block_operand(model, dequantized, lm.weight, (size_t)lm.OC, (size_t)lm.IC, slot, 1, 0, record);
+            }
+            if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD)) {
+                fp8_block_operand(model, model->weight_dequantized_columnwise + model->weight_fp8_offset[module],
+                                  lm.weight, (size_t)lm.OC, (size_t)lm.IC, slot, 1, 1, record);
+            }
+        } else {
+            fp8_operand(model, dequantized, lm.weight, (size_t)lm.OC * lm.IC, slot, record);
+        }
     }
     model->training = saved;
 }
@@ -677,49 +722,66 @@ static void gpt2_cast_weights_fp8(GPT2* model, int record) {
 // out (B, T, OC) = inp (B, T, IC) @ W^T + b through the module's precision.
 void linear_forward(GPT2* model, int module, float* out, const float* inp, int B, int T) {
     LinearModule lm = linear_module(model, module);
-    size_t n_inp = (size_t)B * T * lm.IC;
+    size_t BT = (size_t)B * T, n_inp = BT * lm.IC;
     const float* x = inp;       // in bf16/fp8 modes activations are already bf16 values,
     const float* w = lm.weight;  // and so are the weights and the bias (params)
     LinearPrecision lp = gpt2_linear_precision(model);
+    int block_scaled = fp8_recipe_is_block_scaled(&model->recipe);
+    int input_slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT);
     if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
-        x = fp8_operand(model, model->scratch_inp, inp, n_inp, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT), 1);
+        x = block_scaled ? fp8_block_operand(model, model->scratch_inp, inp, BT, (size_t)lm.IC, input_slot, 0, 0, 1)
+                         : fp8_operand(model, model->scratch_inp, inp, n_inp, input_slot, 1);
         w = model->weight_dequantized + model->weight_fp8_offset[module];
-    } else {
-        if (linear_casts_input(&lp, module)) {  // fprop overridden to BF16, wgrad in FP8: the cast still happens
-            fp8_operand(model, model->scratch_inp, inp, n_inp, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT), 1);
-        }
+    } else if (linear_casts_input(&lp, module) && !block_scaled) {
+        // fprop overridden to BF16, wgrad in FP8: the per-tensor cast still happens here, recording the amax the
+        // wgrad's copy is scaled with (a block recipe casts wgrad's own columnwise copy in the backward)
+        fp8_operand(model, model->scratch_inp, inp, n_inp, input_slot, 1);
     }
     matmul_forward(out, x, w, lm.bias, B, T, lm.IC, lm.OC);
-    round_to_storage(model, out, (size_t)B * T * lm.OC);
+    round_to_storage(model, out, BT * lm.OC);
 }
 
 // dinp (B, T, IC) += dout @ W (dgrad), dW += dout^T @ inp (wgrad), db += sum(dout), each GEMM in its precision.
 void linear_backward(GPT2* model, int module, float* dinp, const float* dout, const float* inp, int B, int T) {
     LinearModule lm = linear_module(model, module);
-    size_t n_out = (size_t)B * T * lm.OC, n_inp = (size_t)B * T * lm.IC;
+    size_t BT = (size_t)B * T, n_out = BT * lm.OC, n_inp = BT * lm.IC;
     // the bias gradient comes from the high-precision grad_output (TE computes it in the cast kernel)
     if (lm.dbias) { matmul_backward(NULL, NULL, lm.dbias, dout, NULL, NULL, B, T, lm.IC, lm.OC); }
     LinearPrecision lp = gpt2_linear_precision(model);
+    int block_scaled = fp8_recipe_is_block_scaled(&model->recipe);
+    int input_slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT);
+    int grad_output_slot = fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT);
     const float* dout_fp8 = NULL;
-    if (linear_casts_grad_output(&lp, module)) {  // one E5M2 cast of grad_output feeds dgrad and wgrad
-        dout_fp8 = fp8_operand(model, model->scratch_dout, dout, n_out,
-                               fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT), 1);
+    if (!block_scaled && linear_casts_grad_output(&lp, module)) {  // one E5M2 cast of grad_output feeds dgrad and wgrad
+        dout_fp8 = fp8_operand(model, model->scratch_dout, dout, n_out, grad_output_slot, 1);
     }
-    // dgrad
+    // dgrad: dinp = dout @ W, reducing over OC (block recipes: grad_output's rowwise copy, with W's 128x128 tiles or,
+    // mxfp8, W's copy in blocks down its columns)
     const float* w = lm.weight;
     const float* dy = dout;
     if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD)) {
-        w = model->weight_dequantized + model->weight_fp8_offset[module];
-        dy = dout_fp8;
+        size_t offset = model->weight_fp8_offset[module];
+        w = model->recipe.scaling == FP8_SCALING_MXFP8 ? model->weight_dequantized_columnwise + offset
+                                                       : model->weight_dequantized + offset;
+        dy = block_scaled ? fp8_block_operand(model, model->scratch_dout, dout, BT, (size_t)lm.OC, grad_output_slot, 0,
+                                              0, 1)
+                          : dout_fp8;
     }
     matmul_backward(dinp, NULL, NULL, dy, NULL, w, B, T, lm.IC, lm.OC);
-    // wgrad: FP8 reuses the forward's cast of the input (same scale, so re-casting gives the same bytes; recording
-    // again would be a no-op for the max, but it is not a new quantization, so it is not counted)
+    // wgrad: dW = dout^T @ inp, reducing over the B*T tokens. Per-tensor recipes reuse the forward's cast of the input
+    // (same scale, so re-casting gives the same bytes; recording again would be a no-op for the max, but it is not a
+    // new quantization, so it is not counted). Block recipes cast both operands again from the high-precision
+    // tensors, in blocks down their columns (along the tokens).
     const float* x = inp;
     dy = dout;
     if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD)) {
-        x = fp8_operand(model, model->scratch_inp, inp, n_inp, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT), 0);
-        dy = dout_fp8;
+        if (block_scaled) {
+            x = fp8_block_operand(model, model->scratch_inp, inp, BT, (size_t)lm.IC, input_slot, 0, 1, 1);
+            dy = fp8_block_operand(model, model->scratch_dout, dout, BT, (size_t)lm.OC, grad_output_slot, 0, 1, 1);
+        } else {
+            x = fp8_operand(model, model->scratch_inp, inp, n_inp, input_slot, 0);
+            dy = dout_fp8;
+        }
     }
     matmul_backward(NULL, lm.dweight, NULL, dy, x, NULL, B, T, lm.IC, lm.OC);
 }
@@ -785,9 +847,21 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
         LinearPrecision lp = gpt2_linear_precision(model);
         size_t total = fp8_weight_layout(&model->config, &lp, model->weight_fp8_offset);
         model->weight_dequantized = (float*)calloc_or_die(total, sizeof(float), "FP8 weights");
+        if (model->recipe.scaling == FP8_SCALING_MXFP8) {
+            model->weight_dequantized_columnwise = (float*)calloc_or_die(total, sizeof(float), "FP8 weights (dgrad)");
+        }
+        if (fp8_recipe_is_block_scaled(&model->recipe)) {
+            size_t widest_operand = BT * widest > widest_weight ? BT * widest : widest_weight;
+            model->scratch_transpose = (float*)calloc_or_die(2 * widest_operand, sizeof(float), "transpose scratch");
+        }
         model->fp8_stats = (Fp8QuantStats*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(Fp8QuantStats), "FP8 stats");
         model->fp8_last_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(float), "FP8 amaxes");
         model->fp8_window_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(float), "FP8 amaxes");
+        model->fp8_block_scale_range = (Fp8BlockScaleRange*)calloc_or_die((size_t)model->fp8.num_slots,
+                                                                          sizeof(Fp8BlockScaleRange), "FP8 block scales");
+        for (int slot = 0; slot < model->fp8.num_slots; slot++) {
+            fp8_block_scale_range_reset(&model->fp8_block_scale_range[slot]);
+        }
     }
 }
 
@@ -809,6 +883,9 @@ static void gpt2_free(GPT2* model) {
         free(model->fp8_stats);
         free(model->fp8_last_amax);
         free(model->fp8_window_amax);
+        free(model->fp8_block_scale_range);
+        free(model->weight_dequantized_columnwise);
+        free(model->scratch_transpose);
     }
 }
 
@@ -945,7 +1022,7 @@ void gpt2_fp8_end_of_step(GPT2* model, int step) {
     if (model->precision != PRECISION_FP8) { return; }
     fp8_meta_reduce_amax(&model->fp8, &model->recipe);
     memcpy(model->fp8_last_amax, model->fp8.amax_history, (size_t)model->fp8.num_slots * sizeof(float));
-    if (model->recipe.scaling == FP8_SCALING_DELAYED) { fp8_meta_window_amax(&model->fp8, &model->recipe, model->fp8_window_amax); }
+    if (fp8_recipe_has_history(&model->recipe)) { fp8_meta_window_amax(&model->fp8, &model->recipe, model->fp8_window_amax); }
     fp8_meta_update(&model->fp8, &model->recipe, step);
 }
 
@@ -1047,7 +1124,8 @@ static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_s
 
 // The FP8 arrays a state file holds (NULL without FP8): the metadata and the diagnostics state.
 static StateFp8Arrays gpt2_state_fp8_arrays(GPT2* model) {
-    StateFp8Arrays a = {model->fp8.memory, model->fp8_last_amax, model->fp8_window_amax, model->fp8_stats};
+    StateFp8Arrays a = {model->fp8.memory, model->fp8_last_amax, model->fp8_window_amax, model->fp8_stats,
+                        fp8_recipe_is_block_scaled(&model->recipe) ? model->fp8_block_scale_range : NULL};
     return a;
 }
 
@@ -1077,8 +1155,13 @@ static void gpt2_load_checkpoint(GPT2* model, const char* dir, int step, uint64_
 static void write_fp8_diagnostics(GPT2* model, FILE* f, int step) {
     if (model->precision != PRECISION_FP8 || !f) { return; }
     LinearPrecision lp = gpt2_linear_precision(model);
-    fp8_diag_write_block(f, step, &model->fp8, &lp, model->fp8_last_amax, model->fp8_window_amax, model->fp8_stats);
+    int block_scaled = fp8_recipe_is_block_scaled(&model->recipe);
+    fp8_diag_write_block(f, step, &model->fp8, &lp, model->fp8_last_amax, model->fp8_window_amax, model->fp8_stats,
+                         block_scaled ? model->fp8_block_scale_range : NULL);
     memset(model->fp8_stats, 0, (size_t)model->fp8.num_slots * sizeof(Fp8QuantStats));
+    for (int slot = 0; slot < model->fp8.num_slots; slot++) {
+        fp8_block_scale_range_reset(&model->fp8_block_scale_range[slot]);
+    }
 }
 
 // ----------------------------------------------------------------------------

@@ -960,7 +960,7 @@ static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_s
 // Host buffers for the FP8 arrays of this rank's state file: the metadata and the cast counters (fresh, filled from
 // the device or from the file), the diagnostics' last and window amaxes (the host's own). NULL arrays without FP8.
 static StateFp8Arrays gpt2_state_fp8_arrays(GPT2* model) {
-    StateFp8Arrays a = {NULL, NULL, NULL, NULL};
+    StateFp8Arrays a = {NULL, NULL, NULL, NULL, NULL};  // no block recipe on the GPU: no block scale ranges
     if (model->precision != PRECISION_FP8) { return a; }
     a.meta = (float*)calloc_or_die(model->fp8.num_floats, 4, "FP8 metadata");
     a.last_amax = model->fp8_last_amax;
@@ -1059,7 +1059,7 @@ static void write_fp8_diagnostics(GPT2* model, FILE* f, int step) {
         cudaCheck(cudaMemcpy(model->fp8_window_amax, model->fp8_current_amax, (size_t)S * 4, cudaMemcpyDeviceToHost));
     }
     LinearPrecision lp = gpt2_linear_precision(model);
-    fp8_diag_write_block(f, step, &host, &lp, model->fp8_last_amax, model->fp8_window_amax, stats);
+    fp8_diag_write_block(f, step, &host, &lp, model->fp8_last_amax, model->fp8_window_amax, stats, NULL);
     free(stats);
     fp8_meta_free(&host);
 }
@@ -1102,6 +1102,12 @@ int main(int argc, char** argv) {
     if (args.precision == PRECISION_FP8 && args.recipe.fp8_format == FP8_RECIPE_E5M2) {
         die("-fp8 e5m2 is CPU-only (cuBLASLt has no E5M2 x E5M2 GEMM on Hopper): use -fp8 hybrid or e4m3 here, or "
             "train_gpt_fp8_cpu");
+    }
+    // the block recipes run in the CPU reference only: no block-scaled cast kernel or GEMM here yet
+    if (args.precision == PRECISION_FP8 && fp8_recipe_is_block_scaled(&args.recipe)) {
+        die("-fp8_recipe %s runs in the CPU reference trainer only (train_gpt_fp8_cpu): the CUDA trainer has no "
+            "block-scaled casts or GEMMs yet; use -fp8_recipe delayed or current here",
+            fp8_scaling_recipe_name(args.recipe.scaling));
     }
     ProcessGroupConfig pg;
     if (process_group_resolve(&pg, args.num_processes, args.process_rank, args.gpus_per_node, args.init_method,

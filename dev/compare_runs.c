@@ -302,12 +302,7 @@ static void read_state(const char* dir, long long step, RunState* s) {
     size_t slots = state_fp8_slots(&s->header);
     s->m = (float*)calloc_or_die((size_t)s->header.opt_count, sizeof(float), "AdamW m");
     s->v = (float*)calloc_or_die((size_t)s->header.opt_count, sizeof(float), "AdamW v");
-    if (slots) {
-        s->fp8.meta = (float*)calloc_or_die(state_fp8_floats(&s->header), sizeof(float), "FP8 metadata");
-        s->fp8.last_amax = (float*)calloc_or_die(slots, sizeof(float), "FP8 amaxes");
-        s->fp8.window_amax = (float*)calloc_or_die(slots, sizeof(float), "FP8 window amaxes");
-        s->fp8.stats = (Fp8QuantStats*)calloc_or_die(slots, sizeof(Fp8QuantStats), "FP8 counters");
-    }
+    state_fp8_arrays_alloc(&s->header, &s->fp8);
     if (state_file_read_body(s->path, &s->header, s->m, s->v, slots ? &s->fp8 : NULL, err, sizeof(err))) {
         usage_error("%s", err);
     }
@@ -317,10 +312,7 @@ static void free_state(RunState* s) {
     free(s->path);
     free(s->m);
     free(s->v);
-    free(s->fp8.meta);
-    free(s->fp8.last_amax);
-    free(s->fp8.window_amax);
-    free(s->fp8.stats);
+    state_fp8_arrays_free(&s->fp8);
 }
 
 // "block 1 fc input", "lm_head grad_output": the module and tensor of slot s of M modules

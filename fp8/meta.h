@@ -190,17 +190,17 @@ static inline void fp8_meta_reduce_amax(Fp8Meta* meta, const DelayedScaling* rec
     }
 }
 
-// Whether the end-of-step pass recomputes scales: delayed scaling on its update steps (`interval`); never with
-// current scaling, whose casts set their own scales (fp8/current.h): there the pass only opens a fresh row 0 (a roll
-// of a one-row history zeroes it).
-FP8_HD int fp8_end_of_step_updates_scales(int current_scaling, int step, int interval) {
-    return !current_scaling && fp8_is_scale_update_step(step, interval);
+// Whether the end-of-step pass recomputes scales: delayed scaling on its update steps (`interval`); never with the
+// recipes without a history (current, blockwise, mxfp8), whose casts set their own scales (fp8/current.h,
+// fp8/block.h): there the pass only opens a fresh row 0 (a roll of a one-row history zeroes it).
+FP8_HD int fp8_end_of_step_updates_scales(int no_history, int step, int interval) {
+    return !no_history && fp8_is_scale_update_step(step, interval);
 }
 
 // The end-of-step update of every slot of every module (the CPU twin of fp8/update.cuh's one launch).
 // `step` is the optimizer step that just finished, for `interval`.
 static inline void fp8_meta_update(Fp8Meta* meta, const DelayedScaling* recipe, int step) {
-    int update_scale = fp8_end_of_step_updates_scales(recipe->scaling == FP8_SCALING_CURRENT, step, recipe->interval);
+    int update_scale = fp8_end_of_step_updates_scales(!fp8_recipe_has_history(recipe), step, recipe->interval);
     int most_recent = recipe->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT;
     int builtin = recipe->amax_compute_algo != AMAX_COMPUTE_CALLBACK && recipe->scaling_factor_compute_fn == NULL;
     for (int slot = 0; slot < meta->num_slots; slot++) {

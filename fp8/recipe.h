@@ -1,6 +1,8 @@
 /*
 fp8/recipe.h — Transformer Engine's DelayedScaling recipe as a C struct: options, defaults, validation, print;
-and, in the same struct, TE's Float8CurrentScaling (scaling = current), which shares its formats and overrides.
+and, in the same struct, TE's three other recipes (Megatron's --fp8-recipe tensorwise, blockwise, mxfp8), which share
+its formats and overrides: Float8CurrentScaling (scaling = current), Float8BlockScaling (blockwise) and
+MXFP8BlockScaling (mxfp8).
 
 Same names and defaults as transformer_engine.common.recipe.DelayedScaling:
   margin                    int >= 0, default 0     scale = (fp8_max / amax) / 2^margin
@@ -12,7 +14,10 @@ Same names and defaults as transformer_engine.common.recipe.DelayedScaling:
   override_linear_precision (fprop, dgrad, wgrad): run that GEMM in BF16 instead of FP8, default (0, 0, 0)
   reduce_amax               all-reduce(MAX) the step's amaxes across ranks before the update, default 1
 plus
-  scaling                   delayed (the above) | current (Float8CurrentScaling), default delayed
+  scaling                   delayed (the above) | current (Float8CurrentScaling) | blockwise (Float8BlockScaling)
+                            | mxfp8 (MXFP8BlockScaling), default delayed
+  amax_epsilon              float >= 0, default 0   blockwise only: a block's amax is at least this
+  power_2_scale             0 | 1, default 1        blockwise only: scales rounded down to a power of two
 
 Current scaling (fp8/current.h): each tensor's scale comes from its own amax, computed just before its cast, with the
 delayed formula and special cases (scale = fp8_max / amax / 2^margin; amax 0, inf or NaN keeps the slot's previous
@@ -23,6 +28,14 @@ amax_compute_algo or callbacks, reduce_amax 0 (each rank scales its own tensors;
 after the all-gather, get identical scales anyway). float8_current_scaling_apply sets exactly that; the trainers
 refuse the delayed-only flags next to -fp8_recipe current (parse_fp8_scaling_recipe reads its value; the trainers
 apply it after every other flag, so the order of flags does not matter).
+
+Block scaling (fp8/block.h): one scale per block of a tensor, computed from that block alone just before the cast;
+no history, no end-of-step scale update, no margin. blockwise: 1x128 blocks of activations and gradients, 128x128
+blocks of weights, fp32 scales (power of two by default) from amax_epsilon and power_2_scale; mxfp8: 1x32 blocks
+along every GEMM's reduction dimension, E8M0 (power-of-two) scales. Both default to E4M3 for every tensor (fp8_format
+E4M3; HYBRID allowed; E5M2 not: TE refuses pure E5M2 training for every recipe); float8_block_scaling_apply
+sets the rest as current scaling's does, and the trainers refuse the delayed-only flags, -fp8_margin, and the
+blockwise-only flags next to mxfp8.
 
 `interval` (TE documents it but never implemented it; we do): amaxes are recorded and the histories roll at the end of
 EVERY step; only the scale recomputation is gated. At the end of optimizer step s (0-based) the scales are recomputed
@@ -45,11 +58,18 @@ fp8/recipe_parse.h.
 typedef enum { FP8_RECIPE_E4M3 = 0, FP8_RECIPE_HYBRID = 1, FP8_RECIPE_E5M2 = 2 } Fp8RecipeFormat;
 typedef enum { AMAX_COMPUTE_MAX = 0, AMAX_COMPUTE_MOST_RECENT = 1, AMAX_COMPUTE_CALLBACK = 2 } AmaxComputeAlgo;
 // Which TE recipe computes the scales (the value is what checkpoints store in state header [34]).
-typedef enum { FP8_SCALING_DELAYED = 0, FP8_SCALING_CURRENT = 1 } Fp8ScalingRecipe;
+typedef enum {
+    FP8_SCALING_DELAYED = 0,
+    FP8_SCALING_CURRENT = 1,
+    FP8_SCALING_BLOCKWISE = 2,
+    FP8_SCALING_MXFP8 = 3,
+    FP8_NUM_SCALING_RECIPES = 4
+} Fp8ScalingRecipe;
 
 #define FP8_MARGIN_MAX 64
 #define FP8_INTERVAL_MAX 1000000
 #define FP8_AMAX_HISTORY_LEN_MAX 65536
+#define FP8_AMAX_EPSILON_MAX 1e30f
 
 struct DelayedScaling;
 
@@ -71,7 +91,9 @@ typedef struct DelayedScaling {
     void* callback_user;                                 // passed to both callbacks
     int override_fprop, override_dgrad, override_wgrad;  // 1: that GEMM runs in BF16 (override_linear_precision)
     int reduce_amax;
-    Fp8ScalingRecipe scaling;  // delayed (TE's DelayedScaling) or current (TE's Float8CurrentScaling)
+    Fp8ScalingRecipe scaling;  // delayed (TE's DelayedScaling), current, blockwise or mxfp8 (see the header comment)
+    float amax_epsilon;        // blockwise: a block's amax is max(amax, amax_epsilon); 0 otherwise
+    int power_2_scale;         // blockwise: 1 = scales rounded down to a power of two; 1 (unused) otherwise
 } DelayedScaling;
 
 static inline void delayed_scaling_default(DelayedScaling* recipe) {
@@ -83,6 +105,16 @@ static inline void delayed_scaling_default(DelayedScaling* recipe) {
     recipe->amax_compute_algo = AMAX_COMPUTE_MAX;
     recipe->reduce_amax = 1;
     recipe->scaling = FP8_SCALING_DELAYED;
+    recipe->amax_epsilon = 0.0f;
+    recipe->power_2_scale = 1;
+}
+
+// Recipes whose scales come from the tensor being cast (current, blockwise, mxfp8) keep no amax history and update
+// nothing at the end of a step; only delayed scaling has a history.
+static inline int fp8_recipe_has_history(const DelayedScaling* recipe) { return recipe->scaling == FP8_SCALING_DELAYED; }
+// One scale per block (blockwise, mxfp8) rather than one per tensor (delayed, current).
+static inline int fp8_recipe_is_block_scaled(const DelayedScaling* recipe) {
+    return recipe->scaling == FP8_SCALING_BLOCKWISE || recipe->scaling == FP8_SCALING_MXFP8;
 }
 
 // Turn a recipe into Float8CurrentScaling, keeping its format, margin and overrides: one history row (the step's
@@ -95,6 +127,19 @@ static inline void float8_current_scaling_apply(DelayedScaling* recipe) {
     recipe->amax_compute_fn = NULL;
     recipe->scaling_factor_compute_fn = NULL;
     recipe->reduce_amax = 0;
+}
+
+// Turn a recipe into Float8BlockScaling (blockwise) or MXFP8BlockScaling (mxfp8), keeping its format, overrides and
+// (blockwise) amax_epsilon and power_2_scale: what current scaling keeps, less the margin. The caller sets the format
+// (E4M3 unless asked otherwise: the trainers' -fp8 default for these recipes).
+static inline void float8_block_scaling_apply(DelayedScaling* recipe, Fp8ScalingRecipe scaling) {
+    float8_current_scaling_apply(recipe);
+    recipe->scaling = scaling;
+    recipe->margin = 0;
+    if (scaling == FP8_SCALING_MXFP8) {
+        recipe->amax_epsilon = 0.0f;
+        recipe->power_2_scale = 1;
+    }
 }
 
 // HYBRID: E4M3 forward (inputs, weights, outputs), E5M2 backward (grad_output, grad_input).
@@ -111,8 +156,10 @@ static inline const char* fp8_recipe_format_name(Fp8RecipeFormat f) {
 static inline const char* amax_compute_algo_name(AmaxComputeAlgo a) {
     return a == AMAX_COMPUTE_MAX ? "max" : a == AMAX_COMPUTE_MOST_RECENT ? "most_recent" : "callback";
 }
+static const char* const fp8_scaling_recipe_names[FP8_NUM_SCALING_RECIPES] = {"delayed", "current", "blockwise",
+                                                                              "mxfp8"};
 static inline const char* fp8_scaling_recipe_name(Fp8ScalingRecipe r) {
-    return r == FP8_SCALING_CURRENT ? "current" : "delayed";
+    return r >= 0 && r < FP8_NUM_SCALING_RECIPES ? fp8_scaling_recipe_names[r] : "unknown";
 }
 
 // ----------------------------------------------------------------------------
@@ -154,15 +201,30 @@ static inline int delayed_scaling_validate(const DelayedScaling* recipe, char* e
             return -1;
         }
     }
-    if (recipe->scaling != FP8_SCALING_DELAYED && recipe->scaling != FP8_SCALING_CURRENT) {
+    if (recipe->scaling < 0 || recipe->scaling >= FP8_NUM_SCALING_RECIPES) {
         snprintf(err, errlen, "fp8 recipe: unknown scaling recipe %d", (int)recipe->scaling);
         return -1;
     }
-    if (recipe->scaling == FP8_SCALING_CURRENT &&
+    if (!fp8_recipe_has_history(recipe) &&
         (recipe->amax_history_len != 1 || recipe->interval != 1 || recipe->amax_compute_algo != AMAX_COMPUTE_MAX ||
-         recipe->scaling_factor_compute_fn != NULL || recipe->reduce_amax != 0)) {
-        snprintf(err, errlen, "fp8 recipe: current scaling has no amax history, interval, amax algorithm, scale callback "
-                 "or amax reduction (float8_current_scaling_apply)");
+         recipe->amax_compute_fn != NULL || recipe->scaling_factor_compute_fn != NULL || recipe->reduce_amax != 0)) {
+        snprintf(err, errlen, "fp8 recipe: %s scaling has no amax history, interval, amax algorithm, scale callback "
+                 "or amax reduction (float8_current_scaling_apply)", fp8_scaling_recipe_name(recipe->scaling));
+        return -1;
+    }
+    if (!(recipe->amax_epsilon >= 0.0f && recipe->amax_epsilon <= FP8_AMAX_EPSILON_MAX) ||
+        (recipe->power_2_scale != 0 && recipe->power_2_scale != 1)) {
+        snprintf(err, errlen, "fp8 recipe: amax_epsilon must be in [0, %g] and power_2_scale 0 or 1",
+                 (double)FP8_AMAX_EPSILON_MAX);
+        return -1;
+    }
+    if (recipe->scaling != FP8_SCALING_BLOCKWISE && (recipe->amax_epsilon != 0.0f || recipe->power_2_scale != 1)) {
+        snprintf(err, errlen, "fp8 recipe: amax_epsilon and power_2_scale belong to blockwise scaling only");
+        return -1;
+    }
+    if (fp8_recipe_is_block_scaled(recipe) && (recipe->margin != 0 || recipe->fp8_format == FP8_RECIPE_E5M2)) {
+        snprintf(err, errlen, "fp8 recipe: %s scaling has no margin and no E5M2 forward tensors (fp8_format E4M3 or "
+                 "HYBRID)", fp8_scaling_recipe_name(recipe->scaling));
         return -1;
     }
     return 0;
@@ -170,6 +232,21 @@ static inline int delayed_scaling_validate(const DelayedScaling* recipe, char* e
 
 // One line, the resolved recipe in TE's vocabulary, for the trainers' startup banner.
 static inline void delayed_scaling_print(const DelayedScaling* recipe, FILE* out) {
+    if (fp8_recipe_is_block_scaled(recipe)) {
+        int blockwise = recipe->scaling == FP8_SCALING_BLOCKWISE;
+        fprintf(out, "%s(fp8_format=%s [fwd %s, bwd %s], ", blockwise ? "Float8BlockScaling" : "MXFP8BlockScaling",
+                fp8_recipe_format_name(recipe->fp8_format), fp8_format_name(delayed_scaling_forward_format(recipe)),
+                fp8_format_name(delayed_scaling_backward_format(recipe)));
+        if (blockwise) {
+            fprintf(out, "blocks=1x128 activations and gradients, 128x128 weights, fp32 scales, power_2_scale=%s, "
+                    "amax_epsilon=%g, ", recipe->power_2_scale ? "True" : "False", (double)recipe->amax_epsilon);
+        } else {
+            fprintf(out, "blocks=1x32 along each GEMM's reduction dimension, E8M0 scales, ");
+        }
+        fprintf(out, "override_linear_precision=(fprop=%s, dgrad=%s, wgrad=%s))\n", recipe->override_fprop ? "bf16" : "fp8",
+                recipe->override_dgrad ? "bf16" : "fp8", recipe->override_wgrad ? "bf16" : "fp8");
+        return;
+    }
     if (recipe->scaling == FP8_SCALING_CURRENT) {
         fprintf(out,
                 "Float8CurrentScaling(fp8_format=%s [fwd %s, bwd %s], margin=%d, override_linear_precision=(fprop=%s, "

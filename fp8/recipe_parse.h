@@ -52,10 +52,31 @@ static inline int parse_amax_compute_algo(const char* text, const char* flag, Am
 
 static inline int parse_fp8_scaling_recipe(const char* text, const char* flag, Fp8ScalingRecipe* out, char* err,
                                            size_t errlen) {
-    if (text && strcmp(text, "delayed") == 0) { *out = FP8_SCALING_DELAYED; return 0; }
-    if (text && strcmp(text, "current") == 0) { *out = FP8_SCALING_CURRENT; return 0; }
-    snprintf(err, errlen, "invalid value '%s' for %s: expected one of delayed, current", text ? text : "(null)", flag);
+    for (int r = 0; r < FP8_NUM_SCALING_RECIPES; r++) {
+        if (text && strcmp(text, fp8_scaling_recipe_names[r]) == 0) {
+            *out = (Fp8ScalingRecipe)r;
+            return 0;
+        }
+    }
+    snprintf(err, errlen, "invalid value '%s' for %s: expected one of delayed, current, blockwise, mxfp8",
+             text ? text : "(null)", flag);
     return -1;
+}
+
+// A whole-string finite float within [lo, hi].
+static inline int parse_float_in_range(const char* text, float lo, float hi, const char* flag, float* out, char* err,
+                                       size_t errlen) {
+    char* end = NULL;
+    errno = 0;
+    float value = text && *text && *text != ' ' ? strtof(text, &end) : 0.0f;
+    if (!text || !*text || *text == ' ' || errno == ERANGE || end == text || *end != '\0' || !(value == value) ||
+        value < lo || value > hi) {
+        snprintf(err, errlen, "invalid value '%s' for %s: expected a number in [%g, %g]", text ? text : "(null)", flag,
+                 (double)lo, (double)hi);
+        return -1;
+    }
+    *out = value;
+    return 0;
 }
 
 // Set one option from its string value. `key` is the TE option name; `fprop`, `dgrad`, `wgrad` take the trainer's
@@ -84,6 +105,11 @@ static inline int delayed_scaling_set(DelayedScaling* recipe, const char* key, c
     } else if (strcmp(key, "reduce_amax") == 0) {
         if (parse_int_in_range(value, 0, 1, flag, &v, err, errlen)) { return -1; }
         recipe->reduce_amax = (int)v;
+    } else if (strcmp(key, "amax_epsilon") == 0) {
+        return parse_float_in_range(value, 0.0f, FP8_AMAX_EPSILON_MAX, flag, &recipe->amax_epsilon, err, errlen);
+    } else if (strcmp(key, "pow2_scales") == 0) {  // TE's power_2_scale
+        if (parse_int_in_range(value, 0, 1, flag, &v, err, errlen)) { return -1; }
+        recipe->power_2_scale = (int)v;
     } else {
         snprintf(err, errlen, "unknown FP8 recipe option '%s' (%s)", key, flag);
         return -1;

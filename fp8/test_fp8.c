@@ -1,7 +1,9 @@
 /*
 fp8/test_fp8.c — CPU tests of the FP8 core: the E4M3/E5M2 codec down to the last bit, bf16 rounding, the recipe's
-parsing and validation, the delayed-scaling update rule, the quantize/dequantize references, and current scaling
-(fp8/current.h: the scale from the cast tensor's own amax, with the zero/inf/NaN/overflow rules).
+parsing and validation, the delayed-scaling update rule, the quantize/dequantize references, current scaling
+(fp8/current.h: the scale from the cast tensor's own amax, with the zero/inf/NaN/overflow rules), and the block
+recipes (fp8/block.h: their options and shapes; their casts in every instruction set and thread count, whose values
+fp8/test_fp8_blocks.py checks against an independent implementation).
 
 The codec is checked against references written differently from fp8.h: decoding by the textbook formula with ldexp,
 encoding by searching all 128 non-negative codes for the nearest value (ties to the even code), so a shared mistake
@@ -13,8 +15,15 @@ in bit tricks cannot hide. The update rule is checked against a naive model that
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#else
+static inline void omp_set_num_threads(int n) { (void)n; }
+static inline int omp_get_max_threads(void) { return 1; }
+#endif
 
 #include "../llmc/testing.h"
+#include "block.h"
 #include "current.h"
 #include "meta.h"
 #include "quantize_cpu.h"
@@ -822,7 +831,7 @@ static void test_recipe_current_scaling(void) {
     bad.reduce_amax = 1;
     CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1, "amax reduction refused");
     bad = r;
-    bad.scaling = (Fp8ScalingRecipe)2;
+    bad.scaling = FP8_NUM_SCALING_RECIPES;
     CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "unknown scaling"), "unknown recipe");
     // the end-of-step pass of current scaling leaves every scale alone and only clears row 0
     Fp8Meta meta;
@@ -987,6 +996,213 @@ static void test_quantize_chunks_and_dequantize_every_code(void) {
     free(back);
 }
 
+// ----------------------------------------------------------------------------
+// block scaling (fp8/block.h): the recipes, their shapes, and the casts' plumbing. The casts' values are checked bit
+// for bit against an independent implementation in fp8/test_fp8_blocks.py; here: every instruction set and thread
+// count gives the same bytes, the columnwise path equals the generic one, and the diagnostics count what the bytes say.
+
+// -fp8_recipe blockwise | mxfp8: parsing, what float8_block_scaling_apply keeps and sets, what validation refuses.
+static void test_recipe_block_scaling(void) {
+    char err[256];
+    Fp8ScalingRecipe scaling = FP8_SCALING_DELAYED;
+    CHECK(parse_fp8_scaling_recipe("blockwise", "-fp8_recipe", &scaling, err, sizeof(err)) == 0 &&
+              scaling == FP8_SCALING_BLOCKWISE, "blockwise");
+    CHECK(parse_fp8_scaling_recipe("mxfp8", "-fp8_recipe", &scaling, err, sizeof(err)) == 0 &&
+              scaling == FP8_SCALING_MXFP8, "mxfp8");
+    CHECK(parse_fp8_scaling_recipe("tensorwise", "-fp8_recipe", &scaling, err, sizeof(err)) == -1 &&
+              strstr(err, "expected one of delayed, current, blockwise, mxfp8"), "%s", err);
+    DelayedScaling r;
+    delayed_scaling_default(&r);
+    CHECK(r.amax_epsilon == 0.0f && r.power_2_scale == 1, "TE's defaults: amax_epsilon 0, power_2_scale True");
+    CHECK(delayed_scaling_set(&r, "amax_epsilon", "0.001", "-fp8_amax_epsilon", err, sizeof(err)) == 0 &&
+              r.amax_epsilon == 0.001f, "epsilon parsed");
+    CHECK(delayed_scaling_set(&r, "amax_epsilon", "-1", "-fp8_amax_epsilon", err, sizeof(err)) == -1 &&
+              strstr(err, "-fp8_amax_epsilon"), "negative epsilon refused: %s", err);
+    CHECK(delayed_scaling_set(&r, "amax_epsilon", "inf", "-fp8_amax_epsilon", err, sizeof(err)) == -1, "inf refused");
+    CHECK(delayed_scaling_set(&r, "pow2_scales", "0", "-fp8_pow2_scales", err, sizeof(err)) == 0 &&
+              r.power_2_scale == 0, "pow2 parsed");
+    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == -1 && strstr(err, "blockwise scaling only"),
+          "epsilon and pow2 belong to blockwise: %s", err);
+    r.fp8_format = FP8_RECIPE_HYBRID;
+    r.override_dgrad = 1;
+    r.amax_history_len = 16;
+    float8_block_scaling_apply(&r, FP8_SCALING_BLOCKWISE);
+    CHECK(r.scaling == FP8_SCALING_BLOCKWISE && r.amax_history_len == 1 && r.interval == 1 && r.reduce_amax == 0 &&
+              r.margin == 0 && r.fp8_format == FP8_RECIPE_HYBRID && r.override_dgrad == 1 &&
+              r.amax_epsilon == 0.001f && r.power_2_scale == 0 && !fp8_recipe_has_history(&r) &&
+              fp8_recipe_is_block_scaled(&r),
+          "blockwise: no history; format, overrides, epsilon and pow2 kept");
+    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == 0, "valid: %s", err);
+    char line[1024];
+    FILE* mem = fmemopen(line, sizeof(line), "w");
+    delayed_scaling_print(&r, mem);
+    fclose(mem);
+    CHECK(strstr(line, "Float8BlockScaling(fp8_format=HYBRID [fwd E4M3, bwd E5M2], blocks=1x128") &&
+              strstr(line, "power_2_scale=False, amax_epsilon=0.001") && strstr(line, "dgrad=bf16"), "banner: %s", line);
+    DelayedScaling bad = r;
+    bad.fp8_format = FP8_RECIPE_E5M2;
+    CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "no E5M2"), "E5M2 refused");
+    bad = r;
+    bad.margin = 1;
+    CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "no margin"), "margin refused");
+    bad = r;
+    bad.amax_epsilon = NAN;
+    CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1, "NaN epsilon refused");
+    DelayedScaling mx = r;
+    float8_block_scaling_apply(&mx, FP8_SCALING_MXFP8);
+    CHECK(mx.scaling == FP8_SCALING_MXFP8 && mx.amax_epsilon == 0.0f && mx.power_2_scale == 1 &&
+              delayed_scaling_validate(&mx, err, sizeof(err)) == 0,
+          "mxfp8: the blockwise options reset (E8M0 scales are powers of two, no epsilon): %s", err);
+    mem = fmemopen(line, sizeof(line), "w");
+    delayed_scaling_print(&mx, mem);
+    fclose(mem);
+    CHECK(strstr(line, "MXFP8BlockScaling(fp8_format=HYBRID [fwd E4M3, bwd E5M2], blocks=1x32") &&
+              strstr(line, "E8M0 scales"), "banner: %s", line);
+    bad = mx;
+    bad.amax_history_len = 2;
+    CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "mxfp8 scaling has no amax history"),
+          "history refused: %s", err);
+    // the block shapes of every operand copy
+    Fp8BlockShape s = fp8_block_shape(FP8_SCALING_BLOCKWISE, 1, 0), t = fp8_block_shape(FP8_SCALING_BLOCKWISE, 1, 1);
+    CHECK(s.rows == 128 && s.cols == 128 && t.rows == 128 && t.cols == 128, "blockwise weights: 128x128 both ways");
+    s = fp8_block_shape(FP8_SCALING_BLOCKWISE, 0, 0), t = fp8_block_shape(FP8_SCALING_BLOCKWISE, 0, 1);
+    CHECK(s.rows == 1 && s.cols == 128 && t.rows == 128 && t.cols == 1, "blockwise activations: 1x128, 128x1");
+    s = fp8_block_shape(FP8_SCALING_MXFP8, 1, 0), t = fp8_block_shape(FP8_SCALING_MXFP8, 1, 1);
+    CHECK(s.rows == 1 && s.cols == 32 && t.rows == 32 && t.cols == 1, "mxfp8 weights: 1x32, 32x1");
+    // the end-of-step pass keeps every scale and only clears row 0, as for current scaling
+    Fp8Meta meta;
+    CHECK(fp8_meta_init(&meta, 1, &mx, err, sizeof(err)) == 0 && meta.amax_history_len == 1, "%s", err);
+    for (int slot = 0; slot < meta.num_slots; slot++) { meta.amax_history[slot] = 2.0f; }
+    fp8_meta_update(&meta, &mx, 0);
+    for (int slot = 0; slot < meta.num_slots; slot++) {
+        CHECK(meta.amax_history[slot] == 0.0f && meta.scale[slot] == 1.0f, "slot %d: row 0 cleared, scale kept", slot);
+    }
+    fp8_meta_free(&meta);
+}
+
+// A block cast in every instruction set and with 1 and 4 threads: the same codes, dequantized values and scales, and
+// the diagnostics count what the codes say (saturated: |x * the block's scale| > max; flushed: x != 0 cast to +-0;
+// the scale range over the blocks with a finite non-zero amax; the amax NaN-propagating). The columnwise cast (through
+// the transpose) gives the generic len x 1 blocks' codes, transposed, and the same values.
+static void test_quantize_blocks_isas_threads_columnwise(void) {
+    const size_t rows = 300, cols = 260, n = rows * cols;  // ragged edges; above the threads' threshold
+    int saved_threads = omp_get_max_threads();
+    float* x = malloc(n * sizeof(float));
+    uint8_t* q = malloc(n);
+    uint8_t* q_ref = malloc(n);
+    uint8_t* q_col = malloc(n);
+    float* back = malloc(n * sizeof(float));
+    float* back_ref = malloc(n * sizeof(float));
+    float* scale_inv = malloc(n * sizeof(float));
+    float* scale_inv_ref = malloc(n * sizeof(float));
+    float* scratch = malloc(2 * n * sizeof(float));
+    for (size_t i = 0; i < n; i++) {  // magnitudes over 2^-30..2^10 per row, a zero row block, one inf and one NaN
+        x[i] = (rng_uniform() * 2 - 1) * ldexpf(1.0f, (int)((i / cols) % 40) - 30);
+        if (i / cols >= 64 && i / cols < 96 && i % cols < 128) { x[i] = 0.0f; }
+    }
+    x[5 * cols + 7] = INFINITY;
+    x[200 * cols + 250] = NAN;
+    struct { Fp8ScalingRecipe scaling; Fp8Format format; Fp8BlockShape shape; float epsilon; int pow2; } cases[] = {
+        {FP8_SCALING_BLOCKWISE, FP8_E4M3, {1, 128}, 0.0f, 1}, {FP8_SCALING_BLOCKWISE, FP8_E4M3, {128, 128}, 0.0f, 0},
+        {FP8_SCALING_BLOCKWISE, FP8_E5M2, {128, 1}, 1e-6f, 1}, {FP8_SCALING_MXFP8, FP8_E4M3, {1, 32}, 0.0f, 1},
+        {FP8_SCALING_MXFP8, FP8_E5M2, {32, 1}, 0.0f, 1},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        Fp8BlockCast cast = {cases[c].scaling, cases[c].format, cases[c].epsilon, cases[c].pow2};
+        Fp8BlockShape shape = cases[c].shape;
+        const char* name = fp8_scaling_recipe_name(cast.scaling);
+        size_t block_rows = (rows + shape.rows - 1) / shape.rows, block_cols = (cols + shape.cols - 1) / shape.cols;
+        // the reference run: baseline instruction set, one thread
+        float amax_ref = 0.0f;
+        Fp8QuantStats stats_ref = {0, 0, 0};
+        Fp8BlockScaleRange range_ref;
+        fp8_block_scale_range_reset(&range_ref);
+        omp_set_num_threads(1);
+        fp8_quantize_blocks_isa(CPU_ISA_BASELINE, q_ref, back_ref, scale_inv_ref, x, rows, cols, shape, &cast,
+                                &amax_ref, &stats_ref, &range_ref);
+        // what the bytes say
+        long long saturated = 0, flushed = 0;
+        float scale_min = INFINITY, scale_max = 0.0f;
+        for (size_t b = 0; b < block_rows * block_cols; b++) {
+            size_t r0 = b / block_cols * shape.rows, c0 = b % block_cols * shape.cols;
+            uint32_t amax_bits = 0;
+            for (size_t r = r0; r < r0 + shape.rows && r < rows; r++) {
+                for (size_t k = c0; k < c0 + shape.cols && k < cols; k++) {
+                    uint32_t m = fp8_float_bits(x[r * cols + k]) & 0x7FFFFFFFu;
+                    amax_bits = m > amax_bits ? m : amax_bits;
+                }
+            }
+            float amax = fp8_bits_float(amax_bits);
+            Fp8BlockScale s = fp8_block_scale(&cast, amax);
+            CHECK(fp8_float_bits(scale_inv_ref[b]) == fp8_float_bits(s.scale_inv) || (isnan(s.scale_inv) && isnan(scale_inv_ref[b])),
+                  "%s block %zu scale_inv", name, b);
+            if (amax > 0.0f && amax <= FLT_MAX) {
+                scale_min = fminf(scale_min, s.scale);
+                scale_max = fmaxf(scale_max, s.scale);
+            }
+            for (size_t r = r0; r < r0 + shape.rows && r < rows; r++) {
+                for (size_t k = c0; k < c0 + shape.cols && k < cols; k++) {
+                    float v = x[r * cols + k], scaled = v * s.scale;
+                    saturated += fabsf(scaled) > fp8_max(cast.format);
+                    flushed += v != 0.0f && (q_ref[r * cols + k] & 0x7F) == 0;
+                }
+            }
+        }
+        CHECK(stats_ref.count == (long long)n && stats_ref.saturated == saturated && stats_ref.flushed == flushed,
+              "%s counts: %lld/%lld saturated, %lld/%lld flushed", name, stats_ref.saturated, saturated,
+              stats_ref.flushed, flushed);
+        CHECK(range_ref.scale_min == scale_min && range_ref.scale_max == scale_max && scale_max > 0.0f,
+              "%s scale range [%g, %g], want [%g, %g]", name, range_ref.scale_min, range_ref.scale_max, scale_min,
+              scale_max);
+        CHECK(isnan(amax_ref), "%s: the NaN makes the tensor's amax NaN", name);
+        // every instruction set, 1 and 4 threads: the same bytes, values, scales and diagnostics
+        for (int isa = 0; isa < CPU_NUM_ISAS; isa++) {
+            if (!cpu_isa_supported((CpuIsa)isa)) { continue; }
+            for (int threads = 1; threads <= 4; threads += 3) {
+                omp_set_num_threads(threads);
+                float amax = 0.0f;
+                Fp8QuantStats stats = {0, 0, 0};
+                Fp8BlockScaleRange range;
+                fp8_block_scale_range_reset(&range);
+                fp8_quantize_blocks_isa((CpuIsa)isa, q, back, scale_inv, x, rows, cols, shape, &cast, &amax, &stats,
+                                        &range);
+                CHECK(memcmp(q, q_ref, n) == 0 && memcmp(back, back_ref, n * sizeof(float)) == 0 &&
+                          memcmp(scale_inv, scale_inv_ref, block_rows * block_cols * sizeof(float)) == 0 &&
+                          memcmp(&stats, &stats_ref, sizeof(stats)) == 0 &&
+                          memcmp(&range, &range_ref, sizeof(range)) == 0 && isnan(amax),
+                      "%s %s, %d threads: differs from the baseline on one thread", name, cpu_isa_name((CpuIsa)isa),
+                      threads);
+            }
+        }
+        omp_set_num_threads(1);
+        if (shape.cols != 1) { continue; }
+        // the columnwise path: codes transposed, values and scales equal, the same diagnostics
+        float amax = 0.0f;
+        Fp8QuantStats stats = {0, 0, 0};
+        Fp8BlockScaleRange range;
+        fp8_block_scale_range_reset(&range);
+        fp8_quantize_blocks_columnwise(q_col, back, scale_inv, x, rows, cols, shape.rows, &cast, &amax, &stats, &range,
+                                       scratch);
+        size_t wrong = 0;
+        for (size_t r = 0; r < rows; r++) {
+            for (size_t k = 0; k < cols; k++) { wrong += q_col[k * rows + r] != q_ref[r * cols + k]; }
+        }
+        size_t wrong_scales = 0;  // the generic grid is (block_rows, cols); the columnwise one (cols, block_rows)
+        for (size_t br = 0; br < block_rows; br++) {
+            for (size_t k = 0; k < cols; k++) {
+                wrong_scales += fp8_float_bits(scale_inv[k * block_rows + br]) != fp8_float_bits(scale_inv_ref[br * cols + k]);
+            }
+        }
+        CHECK(wrong == 0 && wrong_scales == 0 && memcmp(back, back_ref, n * sizeof(float)) == 0 &&
+                  memcmp(&stats, &stats_ref, sizeof(stats)) == 0 && memcmp(&range, &range_ref, sizeof(range)) == 0,
+              "%s columnwise: %zu codes, %zu scales differ from the generic %dx1 blocks", name, wrong, wrong_scales,
+              shape.rows);
+    }
+    omp_set_num_threads(saved_threads);
+    free(x), free(q), free(q_ref), free(q_col), free(back), free(back_ref), free(scale_inv), free(scale_inv_ref);
+    free(scratch);
+}
+
 int main(void) {
     ref_init();
     RUN_TEST(test_decode_all_codes);
@@ -1009,5 +1225,7 @@ int main(void) {
     RUN_TEST(test_recipe_current_scaling);
     RUN_TEST(test_quantize_current_scaling);
     RUN_TEST(test_quantize_chunks_and_dequantize_every_code);
+    RUN_TEST(test_recipe_block_scaling);
+    RUN_TEST(test_quantize_blocks_isas_threads_columnwise);
     return test_summary("fp8");
 }

@@ -10,30 +10,17 @@ Usage: test_fp8_ml_dtypes.py path/to/fp8_codec
 import subprocess
 import sys
 
-try:
-    import ml_dtypes
-    import numpy as np
-except ImportError as e:
-    print(f"SKIP test_fp8_ml_dtypes ({e}; run `make deps`)")
-    print("fp8-ml_dtypes: 0 passed, 0 failed")
-    sys.exit(0)
+from test_report import Report, import_or_skip
+
+ml_dtypes, np = import_or_skip("test_fp8_ml_dtypes", "fp8-ml_dtypes")
+report = Report("fp8-ml_dtypes")
+check = report.check
 
 codec = sys.argv[1]
-passed = failed = 0
 
 
 def run_codec(args, data):
     return subprocess.run([codec] + args, input=data, stdout=subprocess.PIPE, check=True).stdout
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"PASS {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name} {detail}")
 
 
 rng = np.random.default_rng(20240520)
@@ -76,5 +63,4 @@ not_nan = ~np.isnan(inputs)
 check("bf16_rne_bitexact", np.array_equal(ours_bf16[not_nan], theirs_bf16[not_nan]))
 check("bf16_nan_stays_nan", bool(np.all(np.isnan(ours_bf16[~not_nan].view(ml_dtypes.bfloat16).astype(np.float32)))))
 
-print(f"fp8-ml_dtypes: {passed} passed, {failed} failed")
-sys.exit(0 if failed == 0 else 1)
+report.finish()

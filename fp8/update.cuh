@@ -99,7 +99,7 @@ static inline cudaError_t fp8_meta_update_launch(const Fp8Meta* meta, const Dela
         meta->amax_history, meta->scale, meta->scale_inv, num_slots, FP8_FWD_SLOTS * meta->num_modules, meta->amax_history_len,
         fp8_max(meta->forward_format), fp8_max(meta->backward_format), recipe->margin,
         recipe->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT,
-        fp8_end_of_step_updates_scales(recipe->scaling == FP8_SCALING_CURRENT, step, recipe->interval));
+        fp8_end_of_step_updates_scales(!fp8_recipe_has_history(recipe), step, recipe->interval));
     return cudaGetLastError();
 }
 

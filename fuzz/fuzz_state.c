@@ -19,23 +19,19 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     // the header promised exactly `size` bytes, so these allocations are bounded by the input
     size_t n = (size_t)h.opt_count, fp8_floats = state_fp8_floats(&h), slots = state_fp8_slots(&h);
-    if (1024 + 8 * n + 4 * fp8_floats + 32 * slots + 8 != size) { abort(); }
+    size_t block_ranges = fp8_recipe_is_block_scaled(&h.recipe) ? slots : 0;
+    if (1024 + 8 * n + 4 * fp8_floats + 32 * slots + 8 * block_ranges + 8 != size) { abort(); }
     float* m = (float*)malloc((n ? n : 1) * sizeof(float));
     float* v = (float*)malloc((n ? n : 1) * sizeof(float));
-    StateFp8Arrays fp8 = {(float*)malloc((fp8_floats ? fp8_floats : 1) * sizeof(float)),
-                          (float*)malloc((slots ? slots : 1) * sizeof(float)),
-                          (float*)malloc((slots ? slots : 1) * sizeof(float)),
-                          (Fp8QuantStats*)malloc((slots ? slots : 1) * sizeof(Fp8QuantStats))};
-    if (!m || !v || !fp8.meta || !fp8.last_amax || !fp8.window_amax || !fp8.stats) { abort(); }
-    rc = state_file_read_body(path, &h, m, v, &fp8, err, sizeof(err));
+    StateFp8Arrays fp8;
+    state_fp8_arrays_alloc(&h, &fp8);
+    if (!m || !v) { abort(); }
+    rc = state_file_read_body(path, &h, m, v, slots ? &fp8 : NULL, err, sizeof(err));
     if (rc == 0 && h.fp8_modules) { rc = state_fp8_check(path, &h, &fp8, err, sizeof(err)); }
     fuzz_report(rc, err);
     if (rc != 0 && (!err[0] || strchr(err, '\n'))) { abort(); }
     free(m);
     free(v);
-    free(fp8.meta);
-    free(fp8.last_amax);
-    free(fp8.window_amax);
-    free(fp8.stats);
+    state_fp8_arrays_free(&fp8);
     return 0;
 }

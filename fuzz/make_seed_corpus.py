@@ -64,13 +64,18 @@ put("model", "truncated", model(2, 2, 1, 1, 1, 2)[:-4])
 put("model", "heads_do_not_divide", header(20240326, 3, 2, 2, 1, 2, 3, 2))
 
 
-# state: int32 header[256], float m[n], v[n], fp8[(len + 2) * 5M], then XXH3-64 of every byte before it
-def state(precision, modules, history_len, n, step=3, B=2, T=4, total_batch=8, version=4, scaling=0):
+# state: int32 header[256], float m[n], v[n], fp8[(len + 2) * 5M], the diagnostics arrays (block recipes: the block
+# scale ranges too), then XXH3-64 of every byte before it
+def state(precision, modules, history_len, n, step=3, B=2, T=4, total_batch=8, version=4, scaling=0, fp8_format=1,
+          epsilon=0.0, fp32_scales=0):
     h = [0] * 256
     h[0:19] = [20241122, version, 1, 0, precision, modules, history_len, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0, B, T]
-    h[34] = scaling  # 0 delayed, 1 current (which has no amax reduction)
+    h[9] = fp8_format  # 0 E4M3 (the block recipes' default), 1 HYBRID
+    h[34] = scaling  # 0 delayed, 1 current, 2 blockwise, 3 mxfp8 (the last three have no amax reduction)
     h[14] = 0 if scaling else 1
     h[35] = total_batch
+    h[38] = struct.unpack("<i", struct.pack("<f", epsilon))[0]  # blockwise amax_epsilon
+    h[39] = fp32_scales  # blockwise: 1 when scales are not rounded to powers of two
     body = bytearray(struct.pack("<256i", *h))
     for index, value in ((20, step), (22, n), (24, 12345), (26, 0), (28, 64), (30, 0), (32, n), (36, 0x0123456789ABCDEF)):
         struct.pack_into("<q", body, index * 4, value)
@@ -82,12 +87,16 @@ def state(precision, modules, history_len, n, step=3, B=2, T=4, total_batch=8, v
         body += struct.pack(f"<{len(history)}f", *history) + struct.pack(f"<{2 * slots}f", *([1.0] * (2 * slots)))
         body += struct.pack(f"<{slots}f", *([2.0] * slots)) + struct.pack(f"<{slots}f", *([3.5] * slots))
         body += struct.pack(f"<{3 * slots}q", *([100, 1, 2] * slots))
+        if scaling >= 2:  # per slot the smallest and largest block scale (+inf and 0: none yet)
+            body += struct.pack(f"<{2 * slots}f", *([0.25, 4096.0] * (slots - 1) + [float("inf"), 0.0]))
     return bytes(body) + struct.pack("<Q", xxhash.xxh3_64_intdigest(bytes(body)))
 
 
 put("state", "valid_bf16", state(1, 0, 1024, 31))
 put("state", "valid_fp8", state(2, 2, 4, 31))
 put("state", "valid_fp8_current", state(2, 2, 1, 31, scaling=1))
+put("state", "valid_fp8_blockwise", state(2, 2, 1, 31, scaling=2, fp8_format=0, epsilon=1e-3, fp32_scales=1))
+put("state", "valid_fp8_mxfp8", state(2, 2, 1, 31, scaling=3, fp8_format=0))
 bad = bytearray(state(2, 2, 4, 31))
 bad[2000 % len(bad)] ^= 0x40
 put("state", "bad_checksum", bytes(bad))

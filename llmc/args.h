@@ -47,6 +47,9 @@ typedef struct {
     DelayedScaling recipe;
     Fp8ScalingRecipe fp8_scaling;       // -fp8_recipe, applied to `recipe` after parsing
     const char* fp8_delayed_only_flag;  // the last flag given that only delayed scaling has (history, algo, ...)
+    const char* fp8_blockwise_only_flag;  // the last flag given that only blockwise scaling has (epsilon, pow2)
+    int fp8_margin_set;                 // -fp8_margin given (delayed and current scaling have a margin)
+    int fp8_format_set;                 // -fp8 e4m3|hybrid|e5m2 given (the block recipes default to e4m3)
     int fp8_bf16_first_last, fp8_lm_head, fp8_diag_every;
     // data parallelism (CUDA trainer): -1 / NULL when not given; llmc/multi_process.h resolves them with the launcher's
     int num_processes, process_rank, gpus_per_node;
@@ -164,10 +167,12 @@ static inline void print_usage(const char* program) {
     usage_flag("-precision fp32|bf16|fp8", "fp32 reference, BF16 baseline, FP8 linears", "%s", precision_name(d.precision));
     usage_flag("-fp8 off|e4m3|hybrid|e5m2", "Megatron's switch: off = bf16, else fp8 in it", "%s (E4M3 fwd, E5M2 bwd)",
                fp8_recipe_format_name(r->fp8_format));
+    printf("  %-26s %s\n", "", "(blockwise and mxfp8: e4m3 by default, hybrid allowed, e5m2 refused)");
     printf("  %-26s %s\n", "", "(e5m2: CPU trainer only; cuBLASLt has no E5M2 x E5M2 GEMM on Hopper)");
-    usage_flag("-fp8_recipe delayed|current", "TE's DelayedScaling, or Float8CurrentScaling", "%s",
+    usage_flag("-fp8_recipe R", "delayed|current|blockwise|mxfp8: TE's DelayedScaling,", "%s",
                fp8_scaling_recipe_name(r->scaling));
-    usage_flag("-fp8_margin N", "scale = fp8_max / amax / 2^margin", "%d", r->margin);
+    printf("  %-26s %s\n", "", "Float8CurrentScaling, Float8BlockScaling, MXFP8BlockScaling");
+    usage_flag("-fp8_margin N", "scale = fp8_max / amax / 2^margin (delayed, current)", "%d", r->margin);
     usage_flag("-fp8_fprop 0|1", "1: run the forward GEMMs in FP8, 0: in BF16", "%d", !r->override_fprop);
     usage_flag("-fp8_dgrad 0|1", "the same for the input-gradient GEMMs", "%d", !r->override_dgrad);
     usage_flag("-fp8_wgrad 0|1", "the same for the weight-gradient GEMMs", "%d", !r->override_wgrad);
@@ -180,6 +185,9 @@ static inline void print_usage(const char* program) {
                amax_compute_algo_name(r->amax_compute_algo));
     usage_flag("-fp8_interval N", "recompute scales every N steps", "%d", r->interval);
     usage_flag("-fp8_reduce_amax 0|1", "all-reduce(MAX) amaxes over ranks", "%d", r->reduce_amax);
+    printf("fp8, blockwise scaling only (CPU trainer)\n");
+    usage_flag("-fp8_amax_epsilon F", "a block's amax is at least F", "%g", (double)r->amax_epsilon);
+    usage_flag("-fp8_pow2_scales 0|1", "1: block scales rounded down to powers of two", "%d", r->power_2_scale);
     printf("several GPUs (CUDA trainer; mpirun and srun set -pn -pr -pg)\n");
     usage_flag("-pn N", "processes", "1, or the launcher's");
     usage_flag("-pr N", "this process's rank", "0, or the launcher's");
@@ -271,6 +279,7 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
                 die("invalid value '%s' for -fp8: expected one of off, e4m3, hybrid, e5m2", v);
             }
             a->fp8_flag = v;
+            a->fp8_format_set = strcmp(v, "off") != 0;
         }
         else if (strncmp(flag, "-fp8_", 5) == 0) {
             const char* key = flag + 5;
@@ -288,6 +297,9 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
                 strcmp(key, "interval") == 0 || strcmp(key, "reduce_amax") == 0) {
                 a->fp8_delayed_only_flag = flag;
             }
+            if (strcmp(key, "amax_epsilon") == 0 || strcmp(key, "pow2_scales") == 0) { a->fp8_blockwise_only_flag = flag; }
+            if (strcmp(key, "margin") == 0) { a->fp8_margin_set = 1; }
+            if (strcmp(key, "fp8_format") == 0) { a->fp8_format_set = 1; }
         }
         else if (strcmp(flag, "-pn") == 0) { a->num_processes = parse_int_flag(flag, v, 1, 1 << 16); }
         else if (strcmp(flag, "-pr") == 0) { a->process_rank = parse_int_flag(flag, v, 0, (1 << 16) - 1); }
@@ -319,12 +331,30 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
             if (delayed_scaling_set(&a->recipe, "fp8_format", a->fp8_flag, "-fp8", err, sizeof(err))) { die("%s", err); }
         }
     }
-    // current scaling has no history, so the flags that shape one make no sense with it: refused, not ignored
-    if (a->fp8_scaling == FP8_SCALING_CURRENT) {
-        if (a->fp8_delayed_only_flag) {
-            die("%s applies to delayed scaling only (-fp8_recipe current keeps no amax history)", a->fp8_delayed_only_flag);
+    // the recipes without a history (current, blockwise, mxfp8) refuse the flags that shape one, rather than ignore
+    // them; likewise the margin without a per-tensor scale, and the blockwise options anywhere but blockwise
+    const char* recipe_name = fp8_scaling_recipe_name(a->fp8_scaling);
+    if (a->fp8_scaling != FP8_SCALING_DELAYED && a->fp8_delayed_only_flag) {
+        die("%s applies to delayed scaling only (-fp8_recipe %s keeps no amax history)", a->fp8_delayed_only_flag,
+            recipe_name);
+    }
+    if (a->fp8_scaling != FP8_SCALING_BLOCKWISE && a->fp8_blockwise_only_flag) {
+        die("%s applies to -fp8_recipe blockwise only (this run's recipe is %s)", a->fp8_blockwise_only_flag,
+            recipe_name);
+    }
+    if (a->fp8_scaling == FP8_SCALING_CURRENT) { float8_current_scaling_apply(&a->recipe); }
+    if (a->fp8_scaling == FP8_SCALING_BLOCKWISE || a->fp8_scaling == FP8_SCALING_MXFP8) {
+        if (a->fp8_margin_set) {
+            die("-fp8_margin applies to delayed and current scaling only (-fp8_recipe %s scales each block to its own "
+                "amax, with no margin)", recipe_name);
         }
-        float8_current_scaling_apply(&a->recipe);
+        if (!a->fp8_format_set) {
+            a->recipe.fp8_format = FP8_RECIPE_E4M3;  // these recipes' default: E4M3 for every tensor
+        } else if (a->recipe.fp8_format == FP8_RECIPE_E5M2) {
+            die("-fp8 e5m2 cannot be used with -fp8_recipe %s: its tensors are E4M3 (the default) or hybrid (E5M2 "
+                "gradients); TE has no pure E5M2 training", recipe_name);
+        }
+        float8_block_scaling_apply(&a->recipe, a->fp8_scaling);
     }
     if (a->resume && !a->output_dir) { die("-y 1 needs -o: the folder to resume from"); }
     if (a->resume_step >= 0 && !a->resume) { die("-resume_step needs -y 1"); }

@@ -34,17 +34,21 @@ State file, version 4 (all little-endian), one per rank:
     [24..25] RNG state (uint64)  [26..27] train loader shard index (int64)  [28..29] its position in tokens (int64)
     [30..31] opt_offset, [32..33] opt_count (int64): the rank's optimizer shard (llmc/zero.h); 0 and num_parameters
     in a single process or without ZeRO
-    [34] FP8 scaling recipe (0 delayed, 1 current)
+    [34] FP8 scaling recipe (0 delayed, 1 current, 2 blockwise, 3 mxfp8)
     [35] total batch in tokens per optimizer step (-d)
     [36..37] XXH3-64 of the model file model_%08d.bin of the same step, all of its bytes (uint64)
+    [38] blockwise amax_epsilon (float bits; 0 otherwise)  [39] 1: blockwise scales not rounded to powers of two
+    (-fp8_pow2_scales 0; 0 otherwise, so the files written before block scaling read the same)
   float m[opt_count], float v[opt_count]              AdamW moments of parameters [opt_offset, opt_offset + opt_count)
   float fp8_meta[(amax_history_len + 2) * 5M]        fp8/meta.h's buffer as-is: amax_history, scale, scale_inv
   float fp8_last_amax[5M]                             per slot, row 0 as the last update saw it (fp8_diag.tsv's amax)
   float fp8_window_amax[5M]                           per slot, the amax its scale came from (fp8_diag.tsv's window_amax)
   int64 fp8_stats[5M][3]                              per slot, elements cast, saturated, flushed since the last
                                                       fp8_diag.tsv block (so the diagnostics survive a resume)
+  float fp8_block_scale_range[5M][2]                  block recipes only: per slot, the smallest and largest block
+                                                      scale since the last fp8_diag.tsv block (fp8/diag.h)
   uint64 checksum                                     XXH3-64 of every byte before it
-The four FP8 arrays are absent when M = 0. Versions 2 and 3 (before the diagnostics arrays; before the model
+The FP8 arrays are absent when M = 0. Versions 2 and 3 (before the diagnostics arrays; before the model
 checksum, with an FNV-1a of their own) are refused.
 */
 #ifndef GPTFP8_CHECKPOINT_H
@@ -322,6 +326,7 @@ typedef struct {
     float* last_amax;        // (5M) row 0 as the last update saw it
     float* window_amax;      // (5M) the amax each scale came from
     Fp8QuantStats* stats;    // (5M) casts since the last fp8_diag.tsv block
+    Fp8BlockScaleRange* block_scale_range;  // (5M) block recipes only (else NULL): block scales since that block
 } StateFp8Arrays;
 
 static inline void put_i64(int32_t* slot, int64_t value) { memcpy(slot, &value, sizeof(value)); }
@@ -338,7 +343,7 @@ static inline size_t state_fp8_floats(const StateHeader* h) {
 
 // The arrays after the header, in file order, with their sizes in bytes (the write, the read and the checksum walk
 // the same list).
-enum { STATE_ARRAYS = 6 };
+enum { STATE_ARRAYS = 7 };
 static inline void state_file_arrays(const StateHeader* h, void* m, void* v, const StateFp8Arrays* fp8,
                                      void* arrays[STATE_ARRAYS], size_t bytes[STATE_ARRAYS]) {
     size_t n = (size_t)h->opt_count, slots = state_fp8_slots(h);
@@ -348,6 +353,33 @@ static inline void state_file_arrays(const StateHeader* h, void* m, void* v, con
     arrays[3] = fp8 ? fp8->last_amax : NULL, bytes[3] = slots * sizeof(float);
     arrays[4] = fp8 ? fp8->window_amax : NULL, bytes[4] = slots * sizeof(float);
     arrays[5] = fp8 ? fp8->stats : NULL, bytes[5] = slots * sizeof(Fp8QuantStats);
+    arrays[6] = fp8 ? fp8->block_scale_range : NULL;
+    bytes[6] = fp8_recipe_is_block_scaled(&h->recipe) ? slots * sizeof(Fp8BlockScaleRange) : 0;
+}
+
+// The FP8 arrays a state file with header h holds, allocated (all NULL when it has none), for the tools that read
+// state files they did not write (dev/compare_runs, the fuzzer); the trainers point the arrays at their own buffers.
+static inline void state_fp8_arrays_alloc(const StateHeader* h, StateFp8Arrays* fp8) {
+    size_t slots = state_fp8_slots(h);
+    memset(fp8, 0, sizeof(*fp8));
+    if (!slots) { return; }
+    fp8->meta = (float*)calloc_or_die(state_fp8_floats(h), sizeof(float), "FP8 metadata");
+    fp8->last_amax = (float*)calloc_or_die(slots, sizeof(float), "FP8 amaxes");
+    fp8->window_amax = (float*)calloc_or_die(slots, sizeof(float), "FP8 window amaxes");
+    fp8->stats = (Fp8QuantStats*)calloc_or_die(slots, sizeof(Fp8QuantStats), "FP8 counters");
+    if (fp8_recipe_is_block_scaled(&h->recipe)) {
+        fp8->block_scale_range = (Fp8BlockScaleRange*)calloc_or_die(slots, sizeof(Fp8BlockScaleRange),
+                                                                    "FP8 block scale ranges");
+    }
+}
+
+static inline void state_fp8_arrays_free(StateFp8Arrays* fp8) {
+    free(fp8->meta);
+    free(fp8->last_amax);
+    free(fp8->window_amax);
+    free(fp8->stats);
+    free(fp8->block_scale_range);
+    memset(fp8, 0, sizeof(*fp8));
 }
 
 // The checksum a state file ends with: of its header and arrays, in file order.
@@ -393,6 +425,8 @@ static inline int state_file_write(const char* path, const StateHeader* h, const
     header[34] = (int32_t)h->recipe.scaling;
     header[35] = h->total_batch;
     put_i64(&header[36], (int64_t)h->model_checksum);
+    memcpy(&header[38], &h->recipe.amax_epsilon, sizeof(float));
+    header[39] = !h->recipe.power_2_scale;
     void* arrays[STATE_ARRAYS];
     size_t bytes[STATE_ARRAYS];
     state_file_arrays(h, (void*)m, (void*)v, fp8, arrays, bytes);
@@ -458,6 +492,8 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
     h->recipe.scaling = (Fp8ScalingRecipe)header[34];
     h->total_batch = header[35];
     h->model_checksum = (uint64_t)get_i64(&header[36]);
+    memcpy(&h->recipe.amax_epsilon, &header[38], sizeof(float));
+    h->recipe.power_2_scale = !header[39];
     char recipe_err[256];
     // every range before any arithmetic on it: sizes below are then products of bounded numbers (no overflow)
     if (h->num_parameters <= 0 || h->num_parameters > STATE_MAX_PARAMETERS || h->opt_offset < 0 || h->opt_count < 0 ||
@@ -489,7 +525,7 @@ static inline int state_file_read_body(const char* path, const StateHeader* h, f
                                        const StateFp8Arrays* fp8, char* err, size_t errlen) {
     static const char* names[STATE_ARRAYS] = {"the AdamW m", "the AdamW v", "the FP8 metadata",
                                               "the FP8 diagnostics amaxes", "the FP8 diagnostics window amaxes",
-                                              "the FP8 diagnostics counters"};
+                                              "the FP8 diagnostics counters", "the FP8 block scale ranges"};
     FILE* f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errlen, "cannot open state file %s: %s", path, strerror(errno));
@@ -530,6 +566,13 @@ static inline int state_fp8_check(const char* path, const StateHeader* h, const 
         if (st->count < 0 || st->saturated < 0 || st->flushed < 0 || st->saturated > st->count ||
             st->flushed > st->count) {
             snprintf(err, errlen, "%s: corrupt FP8 diagnostics state (slot %zu)", path, s);
+            return -1;
+        }
+        // block scales are positive (min +inf and max 0 while a slot has none): never NaN or negative
+        const Fp8BlockScaleRange* range = fp8->block_scale_range ? &fp8->block_scale_range[s] : NULL;
+        if (range && fp8_recipe_is_block_scaled(&h->recipe) &&
+            (!(range->scale_min > 0.0f) || !(range->scale_max >= 0.0f) || isinf(range->scale_max))) {
+            snprintf(err, errlen, "%s: corrupt FP8 block scale range (slot %zu)", path, s);
             return -1;
         }
     }
@@ -780,49 +823,64 @@ typedef struct {
     long long checkpoint, run;
     const char* const* names;  // value -> name, or NULL: printed as a number
     int num_names;
+    int float_bits;            // checkpoint and run are a float's bits: compared as bits, printed as the float
 } ResumeSetting;
+
+static inline long long float_bits_of(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof(bits));
+    return (long long)bits;
+}
+
+// A setting's value as the flag takes it: its name, the float, or the number.
+static inline void resume_setting_format(const ResumeSetting* st, long long value, char* out, size_t outlen) {
+    if (st->float_bits) {
+        uint32_t bits = (uint32_t)value;
+        float x;
+        memcpy(&x, &bits, sizeof(x));
+        snprintf(out, outlen, "%g", (double)x);
+    } else if (st->names && value >= 0 && value < st->num_names) {
+        snprintf(out, outlen, "%s", st->names[value]);
+    } else {
+        snprintf(out, outlen, "%lld", value);
+    }
+}
 
 static inline int checkpoint_check_same_run(const char* path, const StateHeader* file, const StateHeader* run, char* err,
                                             size_t errlen) {
     static const char* const precisions[] = {"fp32", "bf16", "fp8"};
     static const char* const formats[] = {"e4m3", "hybrid", "e5m2"};
     static const char* const algos[] = {"max", "most_recent", "callback"};
-    static const char* const scalings[] = {"delayed", "current"};
+    static const char* const* scalings = fp8_scaling_recipe_names;
     const DelayedScaling *f = &file->recipe, *r = &run->recipe;
     int fp8 = run->precision == PRECISION_FP8;
     // the override flags in the trainer's sense: -fp8_fprop 1 is that GEMM in FP8 (override 0)
     ResumeSetting settings[] = {
-        {"-precision", file->precision, run->precision, precisions, 3},
-        {"-b", file->B, run->B, NULL, 0},
-        {"-t", file->T, run->T, NULL, 0},
-        {"-d", file->total_batch, run->total_batch, NULL, 0},
-        {fp8 ? "-fp8_recipe" : NULL, f->scaling, r->scaling, scalings, 2},
-        {fp8 ? "-fp8" : NULL, f->fp8_format, r->fp8_format, formats, 3},
-        {fp8 ? "-fp8_amax_history_len" : NULL, f->amax_history_len, r->amax_history_len, NULL, 0},
-        {fp8 ? "-fp8_amax_compute_algo" : NULL, f->amax_compute_algo, r->amax_compute_algo, algos, 3},
-        {fp8 ? "-fp8_margin" : NULL, f->margin, r->margin, NULL, 0},
-        {fp8 ? "-fp8_interval" : NULL, f->interval, r->interval, NULL, 0},
-        {fp8 ? "-fp8_fprop" : NULL, !f->override_fprop, !r->override_fprop, NULL, 0},
-        {fp8 ? "-fp8_dgrad" : NULL, !f->override_dgrad, !r->override_dgrad, NULL, 0},
-        {fp8 ? "-fp8_wgrad" : NULL, !f->override_wgrad, !r->override_wgrad, NULL, 0},
-        {fp8 ? "-fp8_reduce_amax" : NULL, f->reduce_amax, r->reduce_amax, NULL, 0},
-        {fp8 ? "-fp8_bf16_first_last" : NULL, file->fp8_bf16_first_last, run->fp8_bf16_first_last, NULL, 0},
-        {fp8 ? "-fp8_lm_head" : NULL, file->fp8_lm_head, run->fp8_lm_head, NULL, 0},
+        {"-precision", file->precision, run->precision, precisions, 3, 0},
+        {"-b", file->B, run->B, NULL, 0, 0},
+        {"-t", file->T, run->T, NULL, 0, 0},
+        {"-d", file->total_batch, run->total_batch, NULL, 0, 0},
+        {fp8 ? "-fp8_recipe" : NULL, f->scaling, r->scaling, scalings, FP8_NUM_SCALING_RECIPES, 0},
+        {fp8 ? "-fp8" : NULL, f->fp8_format, r->fp8_format, formats, 3, 0},
+        {fp8 ? "-fp8_amax_history_len" : NULL, f->amax_history_len, r->amax_history_len, NULL, 0, 0},
+        {fp8 ? "-fp8_amax_compute_algo" : NULL, f->amax_compute_algo, r->amax_compute_algo, algos, 3, 0},
+        {fp8 ? "-fp8_margin" : NULL, f->margin, r->margin, NULL, 0, 0},
+        {fp8 ? "-fp8_interval" : NULL, f->interval, r->interval, NULL, 0, 0},
+        {fp8 ? "-fp8_fprop" : NULL, !f->override_fprop, !r->override_fprop, NULL, 0, 0},
+        {fp8 ? "-fp8_dgrad" : NULL, !f->override_dgrad, !r->override_dgrad, NULL, 0, 0},
+        {fp8 ? "-fp8_wgrad" : NULL, !f->override_wgrad, !r->override_wgrad, NULL, 0, 0},
+        {fp8 ? "-fp8_reduce_amax" : NULL, f->reduce_amax, r->reduce_amax, NULL, 0, 0},
+        {fp8 ? "-fp8_bf16_first_last" : NULL, file->fp8_bf16_first_last, run->fp8_bf16_first_last, NULL, 0, 0},
+        {fp8 ? "-fp8_lm_head" : NULL, file->fp8_lm_head, run->fp8_lm_head, NULL, 0, 0},
+        {fp8 ? "-fp8_amax_epsilon" : NULL, float_bits_of(f->amax_epsilon), float_bits_of(r->amax_epsilon), NULL, 0, 1},
+        {fp8 ? "-fp8_pow2_scales" : NULL, f->power_2_scale, r->power_2_scale, NULL, 0, 0},
     };
     for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
         const ResumeSetting* st = &settings[i];
         if (!st->flag || st->checkpoint == st->run) { continue; }
         char was[32], now[32];
-        if (st->names && st->checkpoint >= 0 && st->checkpoint < st->num_names) {
-            snprintf(was, sizeof(was), "%s", st->names[st->checkpoint]);
-        } else {
-            snprintf(was, sizeof(was), "%lld", st->checkpoint);
-        }
-        if (st->names && st->run >= 0 && st->run < st->num_names) {
-            snprintf(now, sizeof(now), "%s", st->names[st->run]);
-        } else {
-            snprintf(now, sizeof(now), "%lld", st->run);
-        }
+        resume_setting_format(st, st->checkpoint, was, sizeof(was));
+        resume_setting_format(st, st->run, now, sizeof(now));
         snprintf(err, errlen, "%s: cannot resume: %s is %s in the checkpoint but %s in this run (resume with %s %s, or "
                  "start a new run in another -o)", path, st->flag, was, now, st->flag, was);
         return -1;

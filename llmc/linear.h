@@ -119,18 +119,64 @@ static inline size_t fp8_weight_layout(const GPT2Config* config, const LinearPre
 }
 
 // ----------------------------------------------------------------------------
+// the block recipes' shapes
+
+// The block recipes (fp8/block.h) cast in blocks of 128 (blockwise) or 32 (mxfp8) along every blocked GEMM
+// dimension: the widths of every FP8 module (its input IC and output OC: C, 3C, 4C, and the padded vocabulary for an
+// FP8 LM head) and, when some module's wgrad runs in FP8, the tokens of a micro-batch (B*T, the wgrad's reduction
+// dimension). Returns 0, or -1 with one line naming the first dimension that is not a multiple and the flags behind it.
+static inline int linear_check_block_dims(const GPT2Config* config, const LinearPrecision* p, int B, int T, char* err,
+                                          size_t errlen) {
+    if (p->precision != PRECISION_FP8 || !fp8_recipe_is_block_scaled(p->recipe)) { return 0; }
+    int block = p->recipe->scaling == FP8_SCALING_MXFP8 ? 32 : 128;
+    const char* recipe = fp8_scaling_recipe_name(p->recipe->scaling);
+    static const char* const in_names[LINEARS_PER_BLOCK] = {"C", "C", "C", "4C"};
+    static const char* const out_names[LINEARS_PER_BLOCK] = {"3C", "C", "4C", "C"};
+    int wgrad_fp8 = 0;
+    for (int module = 0; module < linear_num_modules(config->num_layers); module++) {
+        if (!linear_is_fp8(p, module)) { continue; }
+        wgrad_fp8 |= linear_gemm_is_fp8(p, module, LINEAR_GEMM_WGRAD);
+        LinearLayout ll = linear_layout(config, module);
+        int is_head = module == linear_lm_head(config->num_layers);
+        const char* in_name = is_head ? "C" : in_names[module % LINEARS_PER_BLOCK];
+        const char* out_name = is_head ? "the padded vocabulary Vp" : out_names[module % LINEARS_PER_BLOCK];
+        if (ll.IC % block != 0 || ll.OC % block != 0) {
+            int bad_in = ll.IC % block != 0;
+            char why[64];
+            if (is_head && !bad_in) {
+                snprintf(why, sizeof(why), "the vocabulary %d padded; -fp8_lm_head 0", config->vocab_size);
+            } else {
+                snprintf(why, sizeof(why), "-C %d", config->channels);
+            }
+            snprintf(err, errlen, "-fp8_recipe %s casts in blocks of %d, so every blocked GEMM dimension must be a "
+                     "multiple of %d: %s is %d (%s)", recipe, block, block, bad_in ? in_name : out_name,
+                     bad_in ? ll.IC : ll.OC, why);
+            return -1;
+        }
+    }
+    if (wgrad_fp8 && (long long)B * T % block != 0) {
+        snprintf(err, errlen, "-fp8_recipe %s casts in blocks of %d, so every blocked GEMM dimension must be a multiple "
+                 "of %d: the tokens of a micro-batch B*T are %lld (-b %d -t %d)", recipe, block, block,
+                 (long long)B * T, B, T);
+        return -1;
+    }
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
 // the FP8 diagnostics file (fp8_diag.tsv): one block per diagnostics step, the rows of every FP8 module
 
-// One block of lines, the rows of every FP8 module in module order (fp8/diag.h says what a row holds). The caller
-// resets stats.
+// One block of lines, the rows of every FP8 module in module order (fp8/diag.h says what a row holds;
+// block_scale_range NULL for the per-tensor recipes). The caller resets stats and block_scale_range.
 static inline void fp8_diag_write_block(FILE* f, int step, const Fp8Meta* meta, const LinearPrecision* lp,
-                                        const float* last_amax, const float* window_amax, const Fp8QuantStats* stats) {
+                                        const float* last_amax, const float* window_amax, const Fp8QuantStats* stats,
+                                        const Fp8BlockScaleRange* block_scale_range) {
     for (int module = 0; module < meta->num_modules; module++) {
         if (!linear_is_fp8(lp, module)) { continue; }
         int is_head = module == linear_lm_head(lp->num_layers);
         fp8_diag_write_module(f, step, meta, module, is_head ? -1 : module / LINEARS_PER_BLOCK,
                               is_head ? "lm_head" : linear_names[module % LINEARS_PER_BLOCK], last_amax, window_amax,
-                              stats);
+                              stats, block_scale_range);
     }
     fflush(f);
 }

@@ -8,7 +8,9 @@ writes, in DIR:
   PREFIX_amax.png                 per GEMM (columns) and tensor (rows), one line per layer: the step's amax (solid)
                                   and the amax its scale came from (dashed: delayed scaling's window max, current
                                   scaling's last cast), log scale
-  PREFIX_scale.png                the scale every cast multiplies by, same grid, log scale
+  PREFIX_scale.png                the scale every cast multiplies by, same grid, log scale; for the block recipes
+                                  (blockwise, mxfp8: one scale per block) the smallest and largest block scale,
+                                  the band between them shaded
   PREFIX_saturated.png            the fraction of the elements cast since the previous line that were clipped to
                                   +-fp8_max, same grid
   PREFIX_flushed.png              the fraction of non-zero elements that were cast to zero, same grid
@@ -16,7 +18,8 @@ writes, in DIR:
                                   GEMMs and tensors
 
 The TSV's columns (fp8/diag.h, fp8_diag_write_module): step module layer gemm tensor format amax window_amax
-scale scale_inv saturated_frac flushed_frac; layer -1 is the LM head.
+scale scale_inv saturated_frac flushed_frac block_scale_min block_scale_max; layer -1 is the LM head; a block recipe's
+scale and scale_inv are nan (one scale does not describe the tensor).
 """
 import argparse
 import csv
@@ -24,7 +27,7 @@ import os
 import sys
 
 COLUMNS = ["step", "module", "layer", "gemm", "tensor", "format", "amax", "window_amax", "scale", "scale_inv",
-           "saturated_frac", "flushed_frac"]
+           "saturated_frac", "flushed_frac", "block_scale_min", "block_scale_max"]
 GEMM_ORDER = ["qkv", "attproj", "fc", "fcproj", "lm_head"]
 TENSOR_ORDER = ["input", "weight", "output", "grad_output", "grad_input"]
 
@@ -194,13 +197,32 @@ def main():
                       f"{run}amax of the step (solid) and amax the scale came from (dashed)", "amax", "log", styles)
     save(fig, "amax")
 
+    # per-tensor recipes: the one scale; block recipes (every scale nan): the range of the block scales
+    block_scaled = all(r["scale"] != r["scale"] for r in rows)
+
     def draw_scale(ax, per_layer, color_of):
         for layer, cols in sorted(per_layer.items()):
-            ax.plot(steps, cols["scale"], color=color_of(layer), linewidth=1.4, marker="o" if few else None,
-                    markersize=3)
+            if not block_scaled:
+                ax.plot(steps, cols["scale"], color=color_of(layer), linewidth=1.4, marker="o" if few else None,
+                        markersize=3)
+                continue
+            ax.plot(steps, cols["block_scale_min"], color=color_of(layer), linewidth=1.4,
+                    marker="o" if few else None, markersize=3)
+            ax.plot(steps, cols["block_scale_max"], color=color_of(layer), linewidth=1.2, linestyle="--",
+                    marker="x" if few else None, markersize=4)
+            ax.fill_between(steps, cols["block_scale_min"], cols["block_scale_max"], color=color_of(layer), alpha=0.12)
 
-    fig = grid_figure(plt, data, steps, draw_scale,
-                      f"{run}scale (FP8 value = x * scale; scale = fp8_max / amax / 2^margin)", "scale", "log")
+    if block_scaled:
+        styles = [plt.Line2D([], [], color="grey", linewidth=1.4, marker="o" if few else None, markersize=3,
+                             label="smallest block scale"),
+                  plt.Line2D([], [], color="grey", linewidth=1.2, linestyle="--", marker="x" if few else None,
+                             markersize=4, label="largest block scale")]
+        fig = grid_figure(plt, data, steps, draw_scale,
+                          f"{run}block scales (FP8 value = x * its block's scale): smallest (solid) and largest "
+                          f"(dashed) over the blocks", "block scale", "log", styles)
+    else:
+        fig = grid_figure(plt, data, steps, draw_scale,
+                          f"{run}scale (FP8 value = x * scale; scale = fp8_max / amax / 2^margin)", "scale", "log")
     save(fig, "scale")
 
     # fractions: mostly 0, with rare values over orders of magnitude: a log axis with a dot for each non-zero value

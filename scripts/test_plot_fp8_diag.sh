@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/test_plot_fp8_diag.sh — tests scripts/plot_fp8_diag.py on real diagnostics: the CPU trainer writes an
-# fp8_diag.tsv (tiny model, 12 steps, a line every 2 steps) with delayed and with current scaling, and the script
-# draws each: every PNG exists, is a PNG, is not trivial (over 15 kB, and its pixels are not one flat colour), and the
+# fp8_diag.tsv (tiny model, 12 steps, a line every 2 steps) with each of the four recipes (delayed, current, blockwise,
+# mxfp8: the block recipes' scale picture draws the range of their block scales), and the script draws each: every PNG exists, is a PNG, is not trivial (over 15 kB, and its pixels are not one flat colour), and the
 # worst-saturation line names a slot of the file. Bad input (a missing file, a file from elsewhere, a short line)
 # exits non-zero with one message naming the problem. Prints "plot-fp8-diag: N passed, M failed" last.
 set -u
@@ -21,9 +21,11 @@ if [ ! -f "$DATA/tiny_shakespeare_train.bin" ] && ! ./dev/data/prepare_tinyshake
 fi
 
 pngs="amax scale saturated flushed saturation_heatmap"
-for recipe in delayed current; do
+for recipe in delayed current blockwise mxfp8; do
+    width=64
+    [ "$recipe" = blockwise ] && width=128  # blocks of 128 along C, 3C, 4C and B*T
     if ! $TRAINER -i "$DATA/tiny_shakespeare_train.bin" -j "$DATA/tiny_shakespeare_val.bin" -tk "$DATA/tokenizer.bin" \
-        -L 2 -C 64 -NH 4 -b 4 -t 32 -x 12 -v 0 -s 0 -l 4e-3 -fp8_diag_every 2 -fp8_recipe "$recipe" \
+        -L 2 -C $width -NH 4 -b 4 -t 32 -x 12 -v 0 -s 0 -l 4e-3 -fp8_diag_every 2 -fp8_recipe "$recipe" \
         -o "$tmp/run_$recipe" >"$tmp/train_$recipe.out" 2>&1; then
         fail "train_$recipe" "$(tail -n 2 "$tmp/train_$recipe.out")"
         continue
@@ -68,7 +70,7 @@ printf 's:1 trl:5.0\n' >"$tmp/main.log"
 expect_error foreign_file "not an fp8_diag.tsv of this version" "$tmp/main.log"
 if [ -s "$tmp/run_delayed/fp8_diag.tsv" ]; then
     { head -n 2 "$tmp/run_delayed/fp8_diag.tsv"; printf '2\t0\t0\tqkv\tinput\n'; } >"$tmp/short.tsv"
-    expect_error short_line "short.tsv:3: 5 fields, expected 12" "$tmp/short.tsv"
+    expect_error short_line "short.tsv:3: 5 fields, expected 14" "$tmp/short.tsv"
     head -n 1 "$tmp/run_delayed/fp8_diag.tsv" >"$tmp/header_only.tsv"
     expect_error header_only "has a header but no lines" "$tmp/header_only.tsv"
 fi

@@ -11,7 +11,8 @@ programs="train_gpt_fp8 test_gpt_fp8 dev/cuda/fp8_quantize dev/cuda/fp8_update d
 if [ -x dev/cuda/attention_cudnn ]; then programs="$programs dev/cuda/attention_cudnn"; fi
 
 # what the CUDA trainer decides from its flags alone, before it looks for a GPU (the same with or without one):
-# -fp8 e5m2 (E5M2 x E5M2 GEMMs, which cuBLASLt lacks on Hopper) is refused in one line, and -h names this program
+# -fp8 e5m2 (E5M2 x E5M2 GEMMs, which cuBLASLt lacks on Hopper) and the block recipes are refused in one line, and
+# -h names this program
 out=$(./train_gpt_fp8 -fp8 e5m2 2>&1)
 rc=$?
 if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q "e5m2 is CPU-only" &&
@@ -26,6 +27,18 @@ if [ "$?" -ne 0 ] && printf '%s' "$out" | grep -q "e5m2 is CPU-only"; then
 else
     fail train_gpt_fp8_refuses_e5m2_recipe_flag "$out"
 fi
+# the block recipes run in the CPU reference only, for now: refused in one line, before any GPU is looked for
+for recipe in blockwise mxfp8; do
+    out=$(./train_gpt_fp8 -fp8_recipe $recipe 2>&1)
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] &&
+        printf '%s' "$out" | grep -q -- "-fp8_recipe $recipe runs in the CPU reference trainer only (train_gpt_fp8_cpu)" &&
+        ! printf '%s' "$out" | grep -q "CUDA device"; then
+        pass train_gpt_fp8_refuses_$recipe
+    else
+        fail train_gpt_fp8_refuses_$recipe "rc $rc: $out"
+    fi
+done
 out=$(./train_gpt_fp8 -h 2>&1)
 if [ "$?" -eq 0 ] && printf '%s\n' "$out" | head -n 1 | grep -q "^usage: train_gpt_fp8 "; then
     pass train_gpt_fp8_help_names_it

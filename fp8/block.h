@@ -1,0 +1,258 @@
+/*
+fp8/block.h — block scaling: Transformer Engine's Float8BlockScaling (-fp8_recipe blockwise, DeepSeek-V3's scheme)
+and MXFP8BlockScaling (-fp8_recipe mxfp8, the OCP MX format), whose casts give every block of a tensor its own scale,
+computed from that block alone just before the cast. The scale rules are host + device (FP8_HD), written once for the
+CPU reference and the GPU; the casts below are the CPU's. Each block is cast by the very chunk loop a per-tensor cast
+uses (fp8/quantize_cpu.h's fp8_quantize_chunk, with the block's scale), so one element's bytes never depend on the
+recipe that chose its scale.
+
+Blocks, for a GEMM out = x @ w^T (x (rows, K), w (N, K); K the reduction dimension):
+  blockwise  activations and gradients: 1x128 blocks along the last dimension (rowwise copy), or 128x1 down a column
+             (columnwise copy, the transposed tensor's 1x128 blocks); weights: 128x128 tiles, so a weight's transpose is
+             its codes and scales transposed, never a second cast (a 128x128 tile is the same block both ways). No GEMM
+             pairs two 128x128 operands.
+  mxfp8      1x32 blocks along the GEMM's reduction dimension of every operand: rowwise (fprop's x and w, dgrad's
+             grad_output), or 32x1 down a column (dgrad's w, wgrad's x and grad_output).
+A columnwise copy is cast from the high-precision tensor, with its own blocks and scales: it is not the rowwise copy's
+codes transposed (a 1x128 block and a 128x1 block share one element, not a scale).
+
+Per block, amax = max |x| over the block, NaN-propagating like every amax here (fp8_amax_merge's order). TE's kernels
+take fmaxf over the block, which skips NaN; the two differ only in a block holding a NaN, and for blocks along the
+reduction dimension every GEMM output such a block reaches is NaN either way (the NaN element reaches it), so the
+GEMM's results are the same. (Only a 128x128 weight tile would differ, and a weight holding NaN never trains on.)
+
+blockwise scale (TE's compute_scale_from_amax): amax = max(amax, amax_epsilon); amax 0, inf or NaN gives scale 1;
+  else scale = fp8_max / amax (fp32, round to nearest), FLT_MAX when that overflows; with power_2_scale the mantissa
+  bits are cleared (rounded down to a power of two, so x * scale never exceeds fp8_max and scale_inv = 1 / scale is
+  exact: FLT_MAX becomes 2^127). scale_inv = 1 / scale.
+mxfp8 scale (TE's software rule, as on Hopper): e = E8M0 exponent of amax * (1 / fp8_max as an fp32 constant), ROUNDED
+  UP: the float's exponent field, plus one when its mantissa is non-zero (so 2^(e-127) >= amax / fp8_max, and no
+  element of the block lands above fp8_max by more than the rounding of that fp32 product); special cases NaN -> 0xFF, inf -> 0xFE, 0 -> 0, a float
+  exponent 0xFE stays (2^127 is E8M0's largest), and a subnormal at or below 2^-127 gives 0. The cast multiplies by
+  2^(127-e) (TE's exp2f_rcp: 1 when e is 0, and the float bits (254 - e) << 23 otherwise, so e = 0xFE multiplies by 0
+  and e = 0xFF by -inf); the GEMM multiplies by 2^(e-127) (e = 0xFF is NaN).
+  Where this differs from the OCP MX specification: OCP takes the exponent as floor(log2(amax)) minus the element
+  format's largest exponent (8 for E4M3), so a block's largest elements can land above 448 and are clipped to it.
+  TE rounds up instead: nothing saturates, at the price of up to one binade of resolution for the block's small
+  elements. Why: NVIDIA's MXFP8 pre-training study (Mishra, Stosic, Layton, "Recipes for Pre-training LLMs with
+  MXFP8", arXiv:2506.08027) found that the OCP rounding, which clips those largest elements, can make pre-training
+  diverge, and that rounding the scale up (toward infinity) trains an 8B model on 15T tokens like BF16.
+Cast: code = fp8(x * scale), round to nearest even, satfinite (fp8_from_float); the values a GEMM multiplies are
+fp8_to_float(code) * scale_inv (the casts' `dequantized` output).
+
+The diagnostics of a block cast (fp8/diag.h's Fp8QuantStats): elements, saturated (|x * scale| > fp8_max), flushed
+(non-zero cast to +-0), as for a per-tensor cast; the tensor's amax max-reduced into the slot's row 0; and the
+smallest and largest scale of its blocks whose amax is finite and non-zero (a block of zeros, or one holding inf or
+NaN, has a scale that says nothing about the tensor).
+*/
+#ifndef GPTFP8_BLOCK_H
+#define GPTFP8_BLOCK_H
+
+#include <float.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fp8.h"
+#include "quantize_cpu.h"
+#include "recipe.h"
+
+#define FP8_BLOCKWISE_BLOCK 128  // blockwise: 1x128 activation/gradient blocks, 128x128 weight tiles
+#define FP8_MXFP8_BLOCK 32       // mxfp8: 1x32 blocks
+
+// ----------------------------------------------------------------------------
+// the scale rules (host + device)
+
+// blockwise: the scale of a block whose amax (max |x|, NaN-propagating) is `amax`.
+FP8_HD float fp8_blockwise_scale(float amax, float fp8_max_value, float amax_epsilon, int power_2_scale) {
+    if (amax < amax_epsilon) { amax = amax_epsilon; }                 // a NaN amax compares false: handled next
+    if (!(amax > 0.0f) || !(amax <= FLT_MAX)) { return 1.0f; }       // 0, inf or NaN
+    float scale = fp8_max_value / amax;
+    if (scale > FLT_MAX) { scale = FLT_MAX; }                         // a tiny amax: fp32's largest, not inf
+    if (power_2_scale) { scale = fp8_bits_float(fp8_float_bits(scale) & 0xFF800000u); }  // sign and exponent only
+    return scale;
+}
+
+// mxfp8: the E8M0 byte of a (non-negative) float, rounded up (see the header comment for the special cases).
+FP8_HD uint8_t fp8_e8m0_round_up(float value) {
+    uint32_t bits = fp8_float_bits(value);
+    if ((bits & 0x7FFFFFFFu) > 0x7F800000u) { return 0xFF; }  // NaN
+    if ((bits & 0x7FFFFFFFu) == 0x7F800000u) { return 0xFE; } // inf
+    if (value == 0.0f) { return 0x00; }
+    uint32_t exponent = (bits >> 23) & 0xFFu, mantissa = bits & 0x7FFFFFu;
+    // a subnormal up to 0x400000 (2^-127 itself) rounds up to 2^-127, E8M0's smallest: exponent 0
+    if (mantissa > 0 && exponent != 0xFE && !(exponent == 0 && mantissa <= 0x400000u)) { exponent++; }
+    return (uint8_t)exponent;
+}
+
+// mxfp8: the E8M0 exponent of a block whose amax is `amax`: amax times 1/fp8_max rounded to an fp32 constant first
+// (TE multiplies by that constant rather than dividing), then rounded up.
+FP8_HD uint8_t fp8_mxfp8_exponent(float amax, Fp8Format format) {
+    float fp8_max_reciprocal = format == FP8_E4M3 ? (float)(1.0 / 448.0) : (float)(1.0 / 57344.0);
+    return fp8_e8m0_round_up(amax * fp8_max_reciprocal);
+}
+
+// mxfp8: what the cast multiplies by, 2^(127 - e), as TE's exp2f_rcp computes it (1 for e = 0; 0 for e = 0xFE,
+// -inf for e = 0xFF, from the unsigned arithmetic of the float bits).
+FP8_HD float fp8_e8m0_cast_scale(uint8_t e) {
+    return e == 0 ? 1.0f : fp8_bits_float((uint32_t)(254 - (int)e) << 23);
+}
+
+// mxfp8: what the GEMM multiplies a code by, 2^(e - 127) (E8M0's value; 0xFF is NaN; e = 0 is the subnormal 2^-127).
+FP8_HD float fp8_e8m0_to_float(uint8_t e) {
+    if (e == 0xFF) { return fp8_bits_float(0x7FC00000u); }
+    return e == 0 ? fp8_bits_float(0x00400000u) : fp8_bits_float((uint32_t)e << 23);
+}
+
+// The parameters of a block cast: the recipe's kind and options, and the format of the tensor.
+typedef struct {
+    Fp8ScalingRecipe scaling;  // FP8_SCALING_BLOCKWISE or FP8_SCALING_MXFP8
+    Fp8Format format;
+    float amax_epsilon;        // blockwise
+    int power_2_scale;         // blockwise
+} Fp8BlockCast;
+
+// One block's scale: what the cast multiplies by, what the GEMM multiplies by, and (mxfp8) the E8M0 byte.
+typedef struct {
+    float scale, scale_inv;
+    uint8_t e8m0;
+} Fp8BlockScale;
+
+FP8_HD Fp8BlockScale fp8_block_scale(const Fp8BlockCast* cast, float amax) {
+    Fp8BlockScale s;
+    if (cast->scaling == FP8_SCALING_MXFP8) {
+        s.e8m0 = fp8_mxfp8_exponent(amax, cast->format);
+        s.scale = fp8_e8m0_cast_scale(s.e8m0);
+        s.scale_inv = fp8_e8m0_to_float(s.e8m0);
+    } else {
+        s.e8m0 = 0;
+        s.scale = fp8_blockwise_scale(amax, fp8_max(cast->format), cast->amax_epsilon, cast->power_2_scale);
+        s.scale_inv = 1.0f / s.scale;
+    }
+    return s;
+}
+
+// The block shape (rows x cols of a row-major tensor) of one copy of a GEMM operand under a block recipe: `weight`
+// whether it is a weight (blockwise: 128x128 tiles either way), `columnwise` whether the copy's blocks run down the
+// columns (the operand's reduction dimension is its first: wgrad's inputs, dgrad's weight) rather than along the rows.
+typedef struct {
+    int rows, cols;
+} Fp8BlockShape;
+
+static inline Fp8BlockShape fp8_block_shape(Fp8ScalingRecipe scaling, int weight, int columnwise) {
+    int len = scaling == FP8_SCALING_MXFP8 ? FP8_MXFP8_BLOCK : FP8_BLOCKWISE_BLOCK;
+    Fp8BlockShape shape = {1, len};
+    if (scaling == FP8_SCALING_BLOCKWISE && weight) {
+        shape.rows = len;
+    } else if (columnwise) {
+        shape.rows = len;
+        shape.cols = 1;
+    }
+    return shape;
+}
+
+static inline Fp8BlockCast fp8_block_cast_of(const DelayedScaling* recipe, Fp8Format format) {
+    Fp8BlockCast cast = {recipe->scaling, format, recipe->amax_epsilon, recipe->power_2_scale};
+    return cast;
+}
+
+// ----------------------------------------------------------------------------
+// the CPU casts
+
+// Cast inp (rows, cols), row-major, in blocks of shape.rows x shape.cols (the last blocks of a row or column may be
+// cut short by the tensor's edge): out (rows, cols) = the codes; dequantized (rows, cols, may be NULL) = the values
+// the GEMM multiplies; block_scale_inv (ceil(rows / shape.rows), ceil(cols / shape.cols), may be NULL) = each block's
+// scale_inv. max |inp| is max-reduced into *amax (NaN-propagating); stats and range (may be NULL) count the cast.
+// isa: which version of the chunk loop (the tests run them all). Threads split the blocks; every result is a max, a
+// min or a count, so they do not depend on how.
+static inline void fp8_quantize_blocks_isa(CpuIsa isa, uint8_t* out, float* dequantized, float* block_scale_inv,
+                                           const float* inp, size_t rows, size_t cols, Fp8BlockShape shape,
+                                           const Fp8BlockCast* cast, float* amax, Fp8QuantStats* stats,
+                                           Fp8BlockScaleRange* range) {
+    Fp8QuantizeChunkFn quantize_chunk = fp8_quantize_chunk_for(isa);
+    float decoded[256];
+    fp8_decode_table(decoded, cast->format);
+    size_t block_rows = (rows + (size_t)shape.rows - 1) / (size_t)shape.rows;
+    size_t block_cols = (cols + (size_t)shape.cols - 1) / (size_t)shape.cols;
+    size_t num_blocks = block_rows * block_cols;
+    uint32_t amax_bits = fp8_float_bits(*amax);
+    long long saturated = 0, flushed = 0;
+    float scale_min = range ? range->scale_min : INFINITY, scale_max = range ? range->scale_max : 0.0f;
+#pragma omp parallel for reduction(max : amax_bits, scale_max) reduction(min : scale_min) \
+    reduction(+ : saturated, flushed) if (rows * cols > CPU_PARALLEL_MIN_ELEMENTS)
+    for (size_t block = 0; block < num_blocks; block++) {
+        size_t row0 = block / block_cols * (size_t)shape.rows, col0 = block % block_cols * (size_t)shape.cols;
+        size_t row_end = row0 + (size_t)shape.rows < rows ? row0 + (size_t)shape.rows : rows;
+        size_t len = col0 + (size_t)shape.cols < cols ? (size_t)shape.cols : cols - col0;
+        // the block's amax: max of the magnitudes' bit patterns (NaN above +inf)
+        uint32_t block_amax_bits = 0;
+        for (size_t r = row0; r < row_end; r++) {
+            const float* x = inp + r * cols + col0;
+            for (size_t i = 0; i < len; i++) {
+                uint32_t magnitude_bits = fp8_float_bits(x[i]) & 0x7FFFFFFFu;
+                block_amax_bits = magnitude_bits > block_amax_bits ? magnitude_bits : block_amax_bits;
+            }
+        }
+        float block_amax = fp8_bits_float(block_amax_bits);
+        Fp8BlockScale s = fp8_block_scale(cast, block_amax);
+        if (block_scale_inv) { block_scale_inv[block] = s.scale_inv; }
+        if (block_amax > 0.0f && block_amax <= FLT_MAX) {
+            scale_min = s.scale < scale_min ? s.scale : scale_min;
+            scale_max = s.scale > scale_max ? s.scale : scale_max;
+        }
+        // each row of the block through the per-tensor cast's chunk loop, with the block's scale
+        for (size_t r = row0; r < row_end; r++) {
+            Fp8ChunkStats c = quantize_chunk(out + r * cols + col0, inp + r * cols + col0, len, cast->format, s.scale);
+            if (dequantized) {
+                fp8_dequantize_chunk(dequantized + r * cols + col0, out + r * cols + col0, len, decoded, s.scale_inv);
+            }
+            saturated += c.saturated;
+            flushed += c.flushed;
+        }
+        amax_bits = block_amax_bits > amax_bits ? block_amax_bits : amax_bits;
+    }
+    *amax = fp8_bits_float(amax_bits);
+    if (stats) {
+        stats->count += (long long)(rows * cols);
+        stats->saturated += saturated;
+        stats->flushed += flushed;
+    }
+    if (range) {
+        range->scale_min = scale_min;
+        range->scale_max = scale_max;
+    }
+}
+
+static inline void fp8_quantize_blocks(uint8_t* out, float* dequantized, float* block_scale_inv, const float* inp,
+                                       size_t rows, size_t cols, Fp8BlockShape shape, const Fp8BlockCast* cast,
+                                       float* amax, Fp8QuantStats* stats, Fp8BlockScaleRange* range) {
+    fp8_quantize_blocks_isa(cpu_isa_best(), out, dequantized, block_scale_inv, inp, rows, cols, shape, cast, amax,
+                            stats, range);
+}
+
+// The columnwise copy of inp (rows, cols): blocks of block_len down each column, cast as the transposed tensor's
+// 1 x block_len blocks (the same blocks as fp8_quantize_blocks with shape block_len x 1 gives, and the same bytes, but
+// every block contiguous). out_transposed (cols, rows) = the codes, laid out as TE's columnwise copy of a blockwise
+// tensor (the transpose the TN-only GEMM reads); dequantized (rows, cols) = the values in inp's layout;
+// block_scale_inv (cols, ceil(rows / block_len)); scratch (2 * rows * cols floats).
+static inline void fp8_quantize_blocks_columnwise(uint8_t* out_transposed, float* dequantized, float* block_scale_inv,
+                                                  const float* inp, size_t rows, size_t cols, int block_len,
+                                                  const Fp8BlockCast* cast, float* amax, Fp8QuantStats* stats,
+                                                  Fp8BlockScaleRange* range, float* scratch) {
+    float* transposed = scratch;                        // (cols, rows)
+    float* dequantized_transposed = scratch + rows * cols;  // (cols, rows)
+#pragma omp parallel for if (rows * cols > CPU_PARALLEL_MIN_ELEMENTS)
+    for (size_t c = 0; c < cols; c++) {
+        for (size_t r = 0; r < rows; r++) { transposed[c * rows + r] = inp[r * cols + c]; }
+    }
+    Fp8BlockShape shape = {1, block_len};
+    fp8_quantize_blocks(out_transposed, dequantized ? dequantized_transposed : NULL, block_scale_inv, transposed, cols,
+                        rows, shape, cast, amax, stats, range);
+    if (!dequantized) { return; }
+#pragma omp parallel for if (rows * cols > CPU_PARALLEL_MIN_ELEMENTS)
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t c = 0; c < cols; c++) { dequantized[r * cols + c] = dequantized_transposed[c * rows + r]; }
+    }
+}
+
+#endif  // GPTFP8_BLOCK_H
