@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# scripts/compare_bf16_fp8.sh [-- extra trainer flags] — trains the same model on the same data and seed in BF16, in
-# FP8 with delayed scaling and in FP8 with current scaling (-fp8_recipe current), one run after the other with each
-# run's progress shown live, then draws the three loss curves and their gaps to BF16 into one PNG, prints the final
-# losses and the gaps, and draws each FP8 run's diagnostics (fp8_diag.tsv: amaxes, scales, saturation, flushing) with
-# scripts/plot_fp8_diag.py into OUT/fp8_{delayed,current}_*.png. `make train` runs it.
+# scripts/compare_bf16_fp8.sh [-- extra trainer flags] — trains the same model on the same data and seed in BF16 and
+# in FP8 with each of Megatron's four recipes: delayed scaling, current scaling (-fp8_recipe current), blockwise and
+# mxfp8 (the block recipes run in the CPU trainer only, for now: the CUDA trainer runs the first three), one run after
+# the other with each run's progress shown live, then draws the loss curves and their gaps to BF16 into one PNG,
+# prints the final losses and the gaps, and draws each FP8 run's diagnostics (fp8_diag.tsv: amaxes, scales or block
+# scales, saturation, flushing) with scripts/plot_fp8_diag.py into OUT/fp8_{delayed,current,blockwise,mxfp8}_*.png.
+# `make train` runs it.
 #
 # Environment (the knobs; `make train STEPS=100 OUT=mine` passes them on):
 #   STEPS     steps per run (default CPU_STEPS or GPU_STEPS below, by trainer)
 #   OUT       output folder (default log_compare): OUT/<run>/main.log (llm.c's log), OUT/<run>.out (everything the
 #             trainer printed), OUT/bf16_vs_fp8.png and OUT/gap.tsv (the plot and the numbers behind its gap panel),
-#             OUT/fp8_delayed_*.png and OUT/fp8_current_*.png (the diagnostics pictures)
+#             OUT/fp8_<recipe>_*.png (the diagnostics pictures)
 #   SEED      seed of every run (default 1337)
 #   INPUT     a local tinyshakespeare input.txt for the data preparation (else ../shared's, else a download)
 #   TRAINER   ./train_gpt_fp8 (CUDA) or ./train_gpt_fp8_cpu; default: the CUDA one when it is built and a GPU answers
@@ -23,21 +25,23 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
 # ---------------------------------------------------------------------------------------------------------------------
-# The defaults, in one place. The CPU ones were sized so that `make deps train` from a fresh clone (data, build, three
-# runs, plot) ends within 5 minutes on 2 busy cores: for a fixed time a 2-layer, 64-wide model taking many small steps
-# gets further than a bigger one taking few. Since the CPU trainer got faster each run takes 4 s on 2 idle cores
-# (README: "What each command does"); a 4-layer, 128-wide model reaches val 4.30 after 1500 steps in 44 s per run, an
-# option for whoever wants a longer comparison (CPU_MODEL below). The GPU ones train GPT-2 small (d12).
-CPU_MODEL=(-L 2 -C 64 -NH 4 -b 8 -t 64 -v 50 -m 8 -l 4e-3 -u 20 -q 0.1)
+# The defaults, in one place. The CPU model is 128 wide because blockwise scaling casts in blocks of 128 along C, 3C,
+# 4C and B*T (mxfp8 in blocks of 32); five runs of it, 600 steps each, take about a minute on 2 idle cores (README:
+# "What each command does"). The GPU ones train GPT-2 small (d12).
+CPU_MODEL=(-L 2 -C 128 -NH 4 -b 8 -t 64 -v 50 -m 8 -l 4e-3 -u 20 -q 0.1)
 CPU_STEPS=600
 GPU_MODEL=(-e d12 -b 16 -t 1024 -v 50 -m 20 -l 6e-4 -u 50 -q 0.1)
 GPU_STEPS=400
 # The runs, in order: a name (its folder), its label in the plot and its flags. The first is the baseline of the
-# plot's gaps; the FP8 runs' diagnostics are drawn too (DIAG_RUNS: run name and the prefix of its pictures).
-RUN_NAMES=(bf16 fp8 fp8_current)
-RUN_LABELS=("bf16" "fp8 delayed" "fp8 current")
-RUN_FLAGS=("-precision bf16" "-precision fp8" "-precision fp8 -fp8_recipe current")
-DIAG_RUNS=("fp8 fp8_delayed" "fp8_current fp8_current")
+# plot's gaps; the FP8 runs' diagnostics are drawn too (DIAG_RUNS: run name and the prefix of its pictures). The CUDA
+# trainer runs the first GPU_RUNS of them (it has no block-scaled casts or GEMMs yet) and draws the first
+# GPU_RUNS - 1 diagnostics.
+RUN_NAMES=(bf16 fp8 fp8_current fp8_blockwise fp8_mxfp8)
+RUN_LABELS=("bf16" "fp8 delayed" "fp8 current" "fp8 blockwise" "fp8 mxfp8")
+RUN_FLAGS=("-precision bf16" "-precision fp8" "-precision fp8 -fp8_recipe current" "-precision fp8 -fp8_recipe blockwise"
+           "-precision fp8 -fp8_recipe mxfp8")
+DIAG_RUNS=("fp8 fp8_delayed" "fp8_current fp8_current" "fp8_blockwise fp8_blockwise" "fp8_mxfp8 fp8_mxfp8")
+GPU_RUNS=3
 # ---------------------------------------------------------------------------------------------------------------------
 
 extra=()
@@ -66,7 +70,11 @@ case $(basename "$trainer") in
     train_gpt_fp8)
         model=("${GPU_MODEL[@]}")
         steps=${STEPS:-$GPU_STEPS}
-        echo "compare_bf16_fp8: CUDA trainer ($gpu)"
+        echo "compare_bf16_fp8: CUDA trainer ($gpu); blockwise and mxfp8 run in the CPU trainer only, for now"
+        RUN_NAMES=("${RUN_NAMES[@]:0:GPU_RUNS}")
+        RUN_LABELS=("${RUN_LABELS[@]:0:GPU_RUNS}")
+        RUN_FLAGS=("${RUN_FLAGS[@]:0:GPU_RUNS}")
+        DIAG_RUNS=("${DIAG_RUNS[@]:0:GPU_RUNS-1}")
         ;;
     train_gpt_fp8_cpu)
         model=("${CPU_MODEL[@]}")
@@ -152,7 +160,7 @@ done
 echo "compare_bf16_fp8: all runs done in $(duration $((SECONDS - start_all)))"
 
 python3 scripts/plot_losses.py --out "$out/bf16_vs_fp8.png" --gap-tsv "$out/gap.tsv" --warmup "$warmup" "${plot_args[@]}" \
-    --title "$(basename "$trainer") ${model[*]} ${extra[*]+${extra[*]} }-x $steps -seed $seed: $(IFS=','; echo "${RUN_LABELS[*]}" | sed 's/,/, /g')"
+    --title "$(basename "$trainer") ${model[*]} ${extra[*]+${extra[*]} }-x $steps -seed $seed"$'\n'"$(IFS=','; echo "${RUN_LABELS[*]}" | sed 's/,/, /g')"
 diag_pictures=""
 for diag in "${DIAG_RUNS[@]}"; do
     read -r name prefix <<<"$diag"
