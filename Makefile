@@ -172,8 +172,9 @@ CPU_PROGRAMS := train_gpt_fp8_cpu
 CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process llmc/test_memory_plan \
              llmc/test_gemm_cpu
 # fp8_codec: the codec on the command line (its Python test); compare_runs: two runs' logs and FP8 states compared
-# step by step (the GPU check's xcheck stage, tested by dev/test_compare_runs.sh)
-CPU_TOOLS := fp8/fp8_codec dev/compare_runs
+# step by step (the GPU check's xcheck stage, tested by dev/test_compare_runs.sh); cast_one_tensor: one tensor of a
+# checkpoint's next step cast with the four recipes (doc/four_recipes.md's table)
+CPU_TOOLS := fp8/fp8_codec dev/compare_runs dev/cast_one_tensor
 CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host llmc/test_kernels_host)
 # Standalone GPU kernel checks and benchmarks (llm.c's dev/cuda): built with everything, run on a GPU by hand or by
 # the GPU check; without a GPU each says so in one line and exits 1.
@@ -233,6 +234,9 @@ fp8/fp8_codec: fp8/fp8_codec.c $(FP8_HEADERS) $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 dev/compare_runs: dev/compare_runs.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
+	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
+
+dev/cast_one_tensor: dev/cast_one_tensor.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 # Host-only: compares fp8.h with cuda_fp8.h's conversions and compiles the shared headers as device code.

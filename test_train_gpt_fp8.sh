@@ -11,6 +11,7 @@
 #   - a NaN gradient: the step is skipped with a warning and the FP8 state stays finite;
 #   - every bad input: a one-line error naming the problem, a non-zero exit, and no checkpoint overwritten: corrupt
 #     files, bad flags, sizes that overflow, and a resume whose settings differ from its checkpoint's;
+#   - dev/cast_one_tensor casts a resumed step's tensor as the run did (its diagnostics row), in every recipe's blocks;
 #   - sampling from a checkpoint (-e model.bin -x 0 -g N): a val loss and a sample that is plain text; -y 1 with a
 #     checkpoint at or past -x: one line, exit 0, nothing written; the start-up box's rows all one width; -h names
 #     the program and shows every flag the parser knows, with defaults.
@@ -179,6 +180,27 @@ if [ "$more_rc" -eq 0 ] && grep -q "resumed from .*model_00000004.bin at step 4"
     pass "resume_with_more_steps_equals_straight"
 else
     fail "resume_with_more_steps_equals_straight" "rc $more_rc: $(diff -r -q "$TMP/eight" "$TMP/four" | head -n 3 | tr '\n' ' ')"
+fi
+
+# dev/cast_one_tensor (doc/four_recipes.md's tables): resumed at checkpoint 2, it casts block 0's fc gradient of step 3
+# with the run's own scale exactly as the run did (its saturated and flushed percentages are the diagnostics row of
+# step 3), and with the block recipes in as many blocks as the shape (512, 256) holds: 1024 of 1x128 and 128x1, 4096
+# of 1x32 and 32x1; the folder is left as it was
+CAST="$TINY -precision fp8 -v 0 -fp8_diag_every 1"
+$TRAINER $CAST -x 3 -n 2 -o "$TMP/cast" >"$TMP/cast.out" 2>&1
+cast_sum=$(cat "$TMP/cast"/* | md5sum)
+./dev/cast_one_tensor 0 fc grad_output $CAST -x 3 -o "$TMP/cast" -y 1 -resume_step 2 >"$TMP/cast_table.out" 2>&1
+cast_rc=$?
+want=$(awk -F'\t' '$1 == 3 && $3 == 0 && $4 == "fc" && $5 == "grad_output" { printf "%.4f%% %.4f%%", 100 * $11, 100 * $12 }' \
+    "$TMP/cast/fp8_diag.tsv")
+got=$(grep '^delayed ' "$TMP/cast_table.out" | grep -o '([ 0-9.]*%)' | tr -d '() ' | tr '\n' ' ' | sed 's/ $//')
+if [ "$cast_rc" -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+    grep -q "^tensor: block 0 fc grad_output, (512, 256), 131072 elements" "$TMP/cast_table.out" &&
+    [ "$(awk '$1 == "blockwise" || $1 == "mxfp8" { printf "%s ", $5 }' "$TMP/cast_table.out")" = "1024 1024 4096 4096 " ] &&
+    [ "$(cat "$TMP/cast"/* | md5sum)" = "$cast_sum" ]; then
+    pass "cast_one_tensor_matches_the_run ($got)"
+else
+    fail "cast_one_tensor_matches_the_run" "rc $cast_rc, delayed '$got' vs diagnostics '$want': $(head -n 4 "$TMP/cast_table.out" | tr '\n' ' ')"
 fi
 
 # ---------------------------------------------------------------------------------------------------------------------
