@@ -1,7 +1,7 @@
 /*
-train_gpt_fp8.c — the CPU reference trainer: GPT-2 in fp32, in emulated BF16, or with FP8 delayed scaling (TE's
-recipe from fp8/), readable first and parallel (OpenMP) second. It is the oracle the CUDA trainer is checked against
-and the trainer CI can run, so it really trains.
+train_gpt_fp8.c — the CPU reference trainer: GPT-2 in fp32, in emulated BF16, or in FP8 with any of TE's four recipes
+(delayed, current, blockwise, mxfp8 scaling, from fp8/), readable first and parallel (OpenMP) second. It is the oracle
+the CUDA trainer is checked against and the trainer CI can run, so it really trains.
 
 Precision modes (-precision):
   fp32  the pure reference.
@@ -27,6 +27,11 @@ When FP8 quantization happens (Transformer Engine's order):
   tensor's amax first and casts with the scale from that amax, stored in the slot; the end of step only clears row 0.
   Evaluation casts compute their own scales too, but leave the slots alone; the backward's re-cast of an input for
   wgrad reuses the scale of its forward cast (same tensor, same scale, same bytes).
+  With -fp8_recipe blockwise or mxfp8 (TE's Float8BlockScaling and MXFP8BlockScaling, fp8/block.h) every block of a
+  tensor gets the scale of its own amax, in the cast itself (fp8_block_operand): activations and gradients in blocks
+  along their rows for fprop and dgrad and down their columns for wgrad (two casts of each, both from the bf16
+  tensor), weights in 128x128 tiles (blockwise: one copy) or 1x32 and 32x1 blocks (mxfp8: two copies). No history,
+  no end-of-step update; row 0 still collects each slot's amax for the diagnostics.
   A step whose loss or gradient norm is not finite is skipped: no weight update, and the amaxes it recorded for
   inputs and gradients are dropped (row 0 of those slots reset), so the FP8 state stays finite.
 

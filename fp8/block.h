@@ -27,10 +27,10 @@ blockwise scale (TE's compute_scale_from_amax): amax = max(amax, amax_epsilon); 
   exact: FLT_MAX becomes 2^127). scale_inv = 1 / scale.
 mxfp8 scale (TE's software rule, as on Hopper): e = E8M0 exponent of amax * (1 / fp8_max as an fp32 constant), ROUNDED
   UP: the float's exponent field, plus one when its mantissa is non-zero (so 2^(e-127) >= amax / fp8_max, and no
-  element of the block lands above fp8_max by more than the rounding of that fp32 product); special cases NaN -> 0xFF, inf -> 0xFE, 0 -> 0, a float
-  exponent 0xFE stays (2^127 is E8M0's largest), and a subnormal at or below 2^-127 gives 0. The cast multiplies by
-  2^(127-e) (TE's exp2f_rcp: 1 when e is 0, and the float bits (254 - e) << 23 otherwise, so e = 0xFE multiplies by 0
-  and e = 0xFF by -inf); the GEMM multiplies by 2^(e-127) (e = 0xFF is NaN).
+  element of the block lands above fp8_max by more than the rounding of that fp32 product); special cases NaN -> 0xFF,
+  inf -> 0xFE, 0 -> 0, a float exponent 0xFE stays (2^127 is E8M0's largest), and a subnormal at or below 2^-127 gives
+  0. The cast multiplies by 2^(127-e) (TE's exp2f_rcp: 1 when e is 0, and the float bits (254 - e) << 23 otherwise, so
+  e = 0xFE multiplies by 0 and e = 0xFF by -inf); the GEMM multiplies by 2^(e-127) (e = 0xFF is NaN).
   Where this differs from the OCP MX specification: OCP takes the exponent as floor(log2(amax)) minus the element
   format's largest exponent (8 for E4M3), so a block's largest elements can land above 448 and are clipped to it.
   TE rounds up instead: nothing saturates, at the price of up to one binade of resolution for the block's small
