@@ -150,6 +150,31 @@ resume_case delayed -fp8_amax_history_len 16
 resume_case current -fp8_recipe current
 resume_case blockwise -fp8_recipe blockwise -C 128
 resume_case mxfp8 -fp8_recipe mxfp8
+# a run whose fp8_diag.tsv an earlier commit began (12 columns, before block_scale_min/max): resumed, the file is
+# upgraded (each row's one scale as its block scales) and ends byte-identical to an uninterrupted run's; a file with
+# foreign column names is refused, and left alone
+UPGRADE="$TINY -precision fp8 -x 4 -n 2 -v 0 -fp8_diag_every 1"
+$TRAINER $UPGRADE -o "$TMP/diag_new" >"$TMP/diag_new.out" 2>&1
+$TRAINER $UPGRADE -x 2 -o "$TMP/diag_old" >"$TMP/diag_old.out" 2>&1
+cut -f 1-12 "$TMP/diag_old/fp8_diag.tsv" >"$TMP/diag_old.tsv" && mv "$TMP/diag_old.tsv" "$TMP/diag_old/fp8_diag.tsv"
+old_header=$(head -n 1 "$TMP/diag_old/fp8_diag.tsv")
+$TRAINER $UPGRADE -y 1 -o "$TMP/diag_old" >"$TMP/diag_old_resumed.out" 2>&1
+upgrade_rc=$?
+if [ "$upgrade_rc" -eq 0 ] && [ "$old_header" = "$(printf 'step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\twindow_amax\tscale\tscale_inv\tsaturated_frac\tflushed_frac')" ] &&
+    cmp -s "$TMP/diag_new/fp8_diag.tsv" "$TMP/diag_old/fp8_diag.tsv"; then
+    pass "resume_upgrades_older_diagnostics_columns"
+else
+    fail "resume_upgrades_older_diagnostics_columns" "rc $upgrade_rc: $(diff "$TMP/diag_new/fp8_diag.tsv" "$TMP/diag_old/fp8_diag.tsv" | head -n 3 | tr '\n' ' ')"
+fi
+$TRAINER $UPGRADE -x 2 -o "$TMP/diag_foreign" >"$TMP/diag_foreign.out" 2>&1
+printf 'time\tvalue\n1\t2\n' >"$TMP/diag_foreign/fp8_diag.tsv"
+foreign=$($TRAINER $UPGRADE -y 1 -o "$TMP/diag_foreign" 2>&1 >/dev/null)
+if [ "$?" -ne 0 ] && printf '%s' "$foreign" | grep -q "fp8_diag.tsv does not start with the FP8 diagnostics' column names" &&
+    [ "$(cat "$TMP/diag_foreign/fp8_diag.tsv")" = "$(printf 'time\tvalue\n1\t2')" ]; then
+    pass "resume_refuses_foreign_diagnostics_file"
+else
+    fail "resume_refuses_foreign_diagnostics_file" "$foreign"
+fi
 # the diagnostics state the checkpoint holds shows most when the first step after the resume is skipped (a NaN
 # gradient at step 7, right after the checkpoint of step 6) and a diagnostics block follows it (step 7): that block's
 # amax and window_amax columns are then the checkpoint's, not a fresh step's
@@ -554,6 +579,18 @@ if [ "$options_rc" -eq 0 ] &&
 else
     fail "block_options_hybrid_fp32_scales_wgrad_bf16" "rc $options_rc: $(grep -m 1 error "$TMP/block_options.out")"
 fi
+# the LM head and the first/last-N blocks mean for mxfp8 what they mean for the other recipes: with -L 3
+# -fp8_bf16_first_last 1 -fp8_lm_head 1, block 1 and the LM head cast, blocks 0 and 2 do not (the LM head's
+# grad_output blocks run along the padded vocabulary, 50304 = 32 * 1572)
+$TRAINER $TINY -L 3 -precision fp8 -fp8_recipe mxfp8 -fp8_lm_head 1 -fp8_bf16_first_last 1 -x 2 -v 0 -fp8_diag_every 1 \
+    -o "$TMP/mxfp8_head" >"$TMP/mxfp8_head.out" 2>&1
+head_rc=$?
+if [ "$head_rc" -eq 0 ] &&
+    [ "$(awk -F'\t' 'NR > 1 { print $3 " " $4 }' "$TMP/mxfp8_head/fp8_diag.tsv" | sort -u | tr '\n' ',')" = "-1 lm_head,1 attproj,1 fc,1 fcproj,1 qkv," ]; then
+    pass "mxfp8_lm_head_and_first_last"
+else
+    fail "mxfp8_lm_head_and_first_last" "rc $head_rc: $(grep -m 1 error "$TMP/mxfp8_head.out")"
+fi
 # a resume that changes a block recipe's options is refused naming the flag (a blockwise checkpoint of step 2)
 $TRAINER $WIDE -precision fp8 -fp8_recipe blockwise -x 2 -v 0 -o "$TMP/ckpt_block" >"$TMP/ckpt_block.out" 2>&1
 RESUME_BLOCK="$WIDE -precision fp8 -x 4 -v 0 -y 1 -o $TMP/ckpt_block"
@@ -564,6 +601,18 @@ expect_error resume_changed_epsilon "-fp8_amax_epsilon is 0 in the checkpoint bu
     -fp8_recipe blockwise -fp8_amax_epsilon 0.001
 expect_error resume_changed_pow2 "-fp8_pow2_scales is 1 in the checkpoint but 0 in this run" $RESUME_BLOCK -fp8_recipe blockwise \
     -fp8_pow2_scales 0
+# an epsilon is named with the digits that give its bits back, so the line's suggestion resumes
+$TRAINER $WIDE -precision fp8 -fp8_recipe blockwise -fp8_amax_epsilon 1.2345678e-3 -x 2 -v 0 -o "$TMP/ckpt_epsilon" \
+    >"$TMP/ckpt_epsilon.out" 2>&1
+epsilon_line=$($TRAINER $WIDE -precision fp8 -fp8_recipe blockwise -x 3 -v 0 -y 1 -o "$TMP/ckpt_epsilon" 2>&1 >/dev/null)
+suggested=$(printf '%s' "$epsilon_line" | sed -nE 's/.*resume with -fp8_amax_epsilon ([^ ,]+).*/\1/p')
+if printf '%s' "$epsilon_line" | grep -q -- "-fp8_amax_epsilon is 0.0012345678 in the checkpoint but 0 in this run" &&
+    $TRAINER $WIDE -precision fp8 -fp8_recipe blockwise -fp8_amax_epsilon "$suggested" -x 3 -v 0 -y 1 -o "$TMP/ckpt_epsilon" \
+        >"$TMP/ckpt_epsilon_resumed.out" 2>&1; then
+    pass "resume_epsilon_suggestion_resumes ($suggested)"
+else
+    fail "resume_epsilon_suggestion_resumes" "'$epsilon_line', then -fp8_amax_epsilon '$suggested': $(grep -m 1 error "$TMP/ckpt_epsilon_resumed.out")"
+fi
 if [ -e "$TMP/ckpt_block/DONE_00000002" ] && [ "$(cat "$TMP/ckpt_block"/* | md5sum)" = "$block_sum" ]; then
     pass "resume_changed_block_options_leave_checkpoint"
 else

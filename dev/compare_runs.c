@@ -343,7 +343,8 @@ static const char* state_mismatch(const StateHeader* a, const StateHeader* b) {
     const DelayedScaling *x = &a->recipe, *y = &b->recipe;
     if (x->scaling != y->scaling) { return "FP8 recipe"; }
     if (x->amax_history_len != y->amax_history_len || x->amax_compute_algo != y->amax_compute_algo ||
-        x->margin != y->margin || x->interval != y->interval || x->fp8_format != y->fp8_format) {
+        x->margin != y->margin || x->interval != y->interval || x->fp8_format != y->fp8_format ||
+        x->amax_epsilon != y->amax_epsilon || x->power_2_scale != y->power_2_scale) {
         return "FP8 recipe settings";
     }
     return NULL;

@@ -6,7 +6,8 @@
 #    bf16, and FP8 with each recipe (delayed, current, blockwise, mxfp8). Prints each run's final val loss and its gap
 #    to BF16, and the mean and worst saturated and flushed fractions of its casts (every row of its fp8_diag.tsv).
 # 2. Picks the step of the delayed run, among the first 100, where one of its gradient casts saturated most (the
-#    spike doc/delayed_scaling.md is about), trains the delayed run again to the step before it with a checkpoint, and
+#    spike doc/delayed_scaling.md is about), trains the delayed run again to the step before it (stopped there, after
+#    its checkpoint: the same 300-step run, whose learning-rate schedule depends on -x), and
 #    casts three tensors of that step with all four recipes (dev/cast_one_tensor): the spiking grad_output, block 1's
 #    fcproj input (GELU's output: many small values) and block 1's fc weight.
 # Everything goes to OUT (default log_doc_recipes); the numbers to OUT/numbers.txt. The runs' numbers do not depend on
@@ -45,11 +46,17 @@ for recipe in delayed current blockwise mxfp8; do run "$recipe" 300 -precision f
     read -r step layer gemm fraction < <(awk -F'\t' 'NR > 1 && $1 <= 100 && $5 == "grad_output" && $11 > best {
         best = $11; line = $1 " " $3 " " $4 " " $11 } END { print line }' "$out/delayed/fp8_diag.tsv")
     echo "== step $step of the delayed run: block $layer $gemm grad_output saturated $(awk -v f="$fraction" 'BEGIN { printf "%.4f%%", 100 * f }')"
-    run delayed_to_spike $((step - 1)) -precision fp8 -fp8_recipe delayed
+    # the same 300-step run (the schedule depends on -x), stopped right after its checkpoint of the step before
+    ckpt=$((step - 1))
+    echo "make_four_recipes_numbers: delayed_to_spike: the delayed run again, stopped after its checkpoint of step $ckpt" >&2
+    { ./train_gpt_fp8_cpu "${common[@]}" -x 300 -precision fp8 -fp8_recipe delayed -n "$ckpt" -debug_kill_step "$ckpt" \
+        -o "$out/delayed_to_spike" -start_over 1 >"$out/delayed_to_spike.out" 2>&1; } 2>/dev/null || true
+    [ -e "$out/delayed_to_spike/DONE_$(printf '%08d' "$ckpt")" ] ||
+        { echo "make_four_recipes_numbers: error: no checkpoint of step $ckpt in $out/delayed_to_spike" >&2; exit 1; }
     for tensor in "$layer $gemm grad_output" "1 fcproj input" "1 fc weight"; do
         # shellcheck disable=SC2086
         ./dev/cast_one_tensor $tensor "${common[@]}" -x 300 -precision fp8 -o "$out/delayed_to_spike" -y 1 \
-            -resume_step $((step - 1))
+            -resume_step "$ckpt"
     done
 } | tee "$out/numbers.txt"
 echo "make_four_recipes_numbers: numbers in $out/numbers.txt" >&2

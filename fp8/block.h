@@ -177,8 +177,11 @@ static inline void fp8_quantize_blocks_isa(CpuIsa isa, uint8_t* out, float* dequ
     size_t num_blocks = block_rows * block_cols;
     uint32_t amax_bits = fp8_float_bits(*amax);
     long long saturated = 0, flushed = 0;
-    float scale_min = range ? range->scale_min : INFINITY, scale_max = range ? range->scale_max : 0.0f;
-#pragma omp parallel for reduction(max : amax_bits, scale_max) reduction(min : scale_min) \
+    // the scale range as bit patterns, which order like the (positive) scales: an unsigned min and max reduce the
+    // same in every OpenMP implementation (a float min's starting value is the implementation's: +inf or FLT_MAX)
+    uint32_t scale_min_bits = fp8_float_bits(range ? range->scale_min : INFINITY);
+    uint32_t scale_max_bits = fp8_float_bits(range ? range->scale_max : 0.0f);
+#pragma omp parallel for reduction(max : amax_bits, scale_max_bits) reduction(min : scale_min_bits) \
     reduction(+ : saturated, flushed) if (rows * cols > CPU_PARALLEL_MIN_ELEMENTS)
     for (size_t block = 0; block < num_blocks; block++) {
         size_t row0 = block / block_cols * (size_t)shape.rows, col0 = block % block_cols * (size_t)shape.cols;
@@ -196,9 +199,10 @@ static inline void fp8_quantize_blocks_isa(CpuIsa isa, uint8_t* out, float* dequ
         float block_amax = fp8_bits_float(block_amax_bits);
         Fp8BlockScale s = fp8_block_scale(cast, block_amax);
         if (block_scale_inv) { block_scale_inv[block] = s.scale_inv; }
-        if (block_amax > 0.0f && block_amax <= FLT_MAX) {
-            scale_min = s.scale < scale_min ? s.scale : scale_min;
-            scale_max = s.scale > scale_max ? s.scale : scale_max;
+        if (block_amax > 0.0f && block_amax <= FLT_MAX) {  // such a block's scale is positive and finite
+            uint32_t scale_bits = fp8_float_bits(s.scale);
+            scale_min_bits = scale_bits < scale_min_bits ? scale_bits : scale_min_bits;
+            scale_max_bits = scale_bits > scale_max_bits ? scale_bits : scale_max_bits;
         }
         // each row of the block through the per-tensor cast's chunk loop, with the block's scale
         for (size_t r = row0; r < row_end; r++) {
@@ -218,8 +222,8 @@ static inline void fp8_quantize_blocks_isa(CpuIsa isa, uint8_t* out, float* dequ
         stats->flushed += flushed;
     }
     if (range) {
-        range->scale_min = scale_min;
-        range->scale_max = scale_max;
+        range->scale_min = fp8_bits_float(scale_min_bits);
+        range->scale_max = fp8_bits_float(scale_max_bits);
     }
 }
 

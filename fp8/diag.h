@@ -32,10 +32,15 @@ static inline void fp8_block_scale_range_reset(Fp8BlockScaleRange* range) {
 }
 
 // fp8_diag.tsv's first line: its column names.
-static inline void fp8_diag_write_header(FILE* f) {
-    fprintf(f, "step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\twindow_amax\tscale\tscale_inv\tsaturated_frac\t"
-               "flushed_frac\tblock_scale_min\tblock_scale_max\n");
-}
+#define FP8_DIAG_COLUMNS                                                                                              \
+    "step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\twindow_amax\tscale\tscale_inv\tsaturated_frac\tflushed_frac\t"     \
+    "block_scale_min\tblock_scale_max\n"
+// The columns before the block recipes (the last two missing): the per-tensor recipes' files of earlier commits, which
+// a resume upgrades (llmc/run_folder.h: their block scales are their one scale, column 9, so nothing is made up).
+#define FP8_DIAG_COLUMNS_PER_TENSOR_ONLY                                                                              \
+    "step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\twindow_amax\tscale\tscale_inv\tsaturated_frac\tflushed_frac\n"
+
+static inline void fp8_diag_write_header(FILE* f) { fputs(FP8_DIAG_COLUMNS, f); }
 
 // The rows of one module (`layer` -1 and `name` "lm_head" for the LM head), one per slot in use: the amax the last
 // update saw (last_amax, per slot: the step's amax), the amax the scale came from (window_amax, per slot: delayed

@@ -75,7 +75,7 @@ static inline int parse_float_in_range(const char* text, float lo, float hi, con
                  (double)lo, (double)hi);
         return -1;
     }
-    *out = value;
+    *out = value + 0.0f;  // -0 is 0
     return 0;
 }
 

@@ -1019,6 +1019,9 @@ static void test_recipe_block_scaling(void) {
     CHECK(delayed_scaling_set(&r, "amax_epsilon", "-1", "-fp8_amax_epsilon", err, sizeof(err)) == -1 &&
               strstr(err, "-fp8_amax_epsilon"), "negative epsilon refused: %s", err);
     CHECK(delayed_scaling_set(&r, "amax_epsilon", "inf", "-fp8_amax_epsilon", err, sizeof(err)) == -1, "inf refused");
+    CHECK(delayed_scaling_set(&r, "amax_epsilon", "-0", "-fp8_amax_epsilon", err, sizeof(err)) == 0 &&
+              fp8_float_bits(r.amax_epsilon) == 0u, "-0 is +0 (one value, one set of bits in a checkpoint)");
+    CHECK(delayed_scaling_set(&r, "amax_epsilon", "0.001", "-fp8_amax_epsilon", err, sizeof(err)) == 0, "%s", err);
     CHECK(delayed_scaling_set(&r, "pow2_scales", "0", "-fp8_pow2_scales", err, sizeof(err)) == 0 &&
               r.power_2_scale == 0, "pow2 parsed");
     CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == -1 && strstr(err, "blockwise scaling only"),

@@ -838,7 +838,11 @@ static inline void resume_setting_format(const ResumeSetting* st, long long valu
         uint32_t bits = (uint32_t)value;
         float x;
         memcpy(&x, &bits, sizeof(x));
-        snprintf(out, outlen, "%g", (double)x);
+        // the fewest digits (up to 9, which always suffice) whose value as a flag gives these bits back
+        for (int digits = 6; digits <= 9; digits++) {
+            snprintf(out, outlen, "%.*g", digits, (double)x);
+            if (strtof(out, NULL) == x) { break; }
+        }
     } else if (st->names && value >= 0 && value < st->num_names) {
         snprintf(out, outlen, "%s", st->names[value]);
     } else {

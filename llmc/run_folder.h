@@ -250,14 +250,83 @@ static inline void log_trim_to_step(const char* dir, const char* name, long long
     free(path);
 }
 
+// Which columns dir/fp8_diag.tsv has, from its first line: FP8_DIAG_FILE_NONE (no such regular file, or empty),
+// _CURRENT (FP8_DIAG_COLUMNS), _PER_TENSOR_ONLY (an earlier commit's, before the block recipes' two columns), or
+// _FOREIGN (other column names: not this run's diagnostics). The file is only read.
+enum { FP8_DIAG_FILE_NONE = 0, FP8_DIAG_FILE_CURRENT, FP8_DIAG_FILE_PER_TENSOR_ONLY, FP8_DIAG_FILE_FOREIGN };
+static inline int fp8_diag_file_columns(const char* path) {
+    struct stat st;
+    FILE* f = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? fopen(path, "rb") : NULL;
+    if (!f) { return FP8_DIAG_FILE_NONE; }
+    char* line = NULL;
+    size_t capacity = 0;
+    ssize_t length = getline(&line, &capacity, f);
+    int columns = length <= 0                                        ? FP8_DIAG_FILE_NONE
+                : strcmp(line, FP8_DIAG_COLUMNS) == 0                ? FP8_DIAG_FILE_CURRENT
+                : strcmp(line, FP8_DIAG_COLUMNS_PER_TENSOR_ONLY) == 0 ? FP8_DIAG_FILE_PER_TENSOR_ONLY
+                                                                     : FP8_DIAG_FILE_FOREIGN;
+    free(line);
+    fclose(f);
+    return columns;
+}
+
+// Resuming a run whose fp8_diag.tsv an earlier commit began, before the block recipes added two columns: the file
+// (already cut back to the checkpoint's step, so every line is whole) is rewritten atomically with today's columns,
+// each row given its one scale (column 9) as its smallest and largest block scale, which is what today's trainer
+// writes for a per-tensor recipe; so the resumed file is what an uninterrupted run of today's trainer writes, and
+// scripts/plot_fp8_diag.py reads it.
+static inline void fp8_diag_upgrade_columns(const char* path) {
+    FILE* f = fopen(path, "rb");
+    if (!f) { die("cannot open %s to resume it: %s", path, strerror(errno)); }
+    char err[ERROR_MESSAGE_MAX];
+    AtomicFile af;
+    if (atomic_open(&af, path, err, sizeof(err))) { die("cannot upgrade %s: %s", path, err); }
+    atomic_write(&af, FP8_DIAG_COLUMNS, strlen(FP8_DIAG_COLUMNS));
+    char* line = NULL;
+    size_t capacity = 0;
+    ssize_t length = getline(&line, &capacity, f);  // the old column names
+    while ((length = getline(&line, &capacity, f)) > 0) {
+        // column 9 (1-based) is the scale: after the eighth tab
+        const char* scale = line;
+        for (int tabs = 0; tabs < 8 && scale; tabs++) {
+            scale = strchr(scale, '\t');
+            if (scale) { scale++; }
+        }
+        size_t scale_length = scale ? strcspn(scale, "\t\n") : 0;
+        if (scale_length == 0 || line[length - 1] != '\n') {
+            die("cannot resume: %s has a line that is not an FP8 diagnostics row (move the file away to resume)", path);
+        }
+        atomic_write(&af, line, (size_t)length - 1);
+        atomic_write(&af, "\t", 1);
+        atomic_write(&af, scale, scale_length);
+        atomic_write(&af, "\t", 1);
+        atomic_write(&af, scale, scale_length);
+        atomic_write(&af, "\n", 1);
+    }
+    int read_failed = ferror(f);
+    free(line);
+    fclose(f);
+    if (read_failed) { die("cannot read %s to resume it", path); }
+    if (atomic_commit(&af, err, sizeof(err))) { die("cannot upgrade %s: %s", path, err); }
+}
+
 // The run's logs in dir: main.log, and fp8_diag.tsv when `diagnostics` (diag_log->file NULL otherwise). A run from
-// step 0 starts both empty; a resumed run cuts both back to its checkpoint's step, then appends (fp8_diag.tsv gets its
-// column names when it is new).
+// step 0 starts both empty; a resumed run cuts both back to its checkpoint's step (an earlier commit's fp8_diag.tsv
+// upgraded to today's columns), then appends (fp8_diag.tsv gets its column names when it is new).
 static inline void open_run_logs(const char* dir, int start_step, int diagnostics, LogFile* main_log,
                                  LogFile* diag_log) {
     if (start_step > 0) {
+        // a diagnostics file with other column names is not this run's: refused before anything is changed
+        char* diag_path = alloc_printf("%s/fp8_diag.tsv", dir);
+        int columns = fp8_diag_file_columns(diag_path);
+        if (columns == FP8_DIAG_FILE_FOREIGN) {
+            die("cannot resume: %s does not start with the FP8 diagnostics' column names (move it away to resume)",
+                diag_path);
+        }
         log_trim_to_step(dir, "main.log", start_step);
         log_trim_to_step(dir, "fp8_diag.tsv", start_step);
+        if (columns == FP8_DIAG_FILE_PER_TENSOR_ONLY) { fp8_diag_upgrade_columns(diag_path); }
+        free(diag_path);
     }
     log_open(main_log, dir, "main.log", start_step > 0);
     memset(diag_log, 0, sizeof(*diag_log));
