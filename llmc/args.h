@@ -6,7 +6,6 @@ flags; the ones a trainer cannot honour it refuses itself.
 #ifndef GPTFP8_ARGS_H
 #define GPTFP8_ARGS_H
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -206,13 +205,9 @@ static inline int parse_int_flag(const char* flag, const char* value, long lo, l
 }
 
 static inline float parse_float_flag(const char* flag, const char* value, float lo, float hi) {
-    char* end = NULL;
-    errno = 0;
-    float v = value && *value ? strtof(value, &end) : 0.0f;
-    if (!value || !*value || errno == ERANGE || end == value || *end != '\0' || !isfinite(v)) {
-        die("invalid value '%s' for %s: expected a number in [%g, %g]", value ? value : "", flag, lo, hi);
-    }
-    if (v < lo || v > hi) { die("invalid value '%s' for %s: must be in [%g, %g]", value, flag, lo, hi); }
+    char err[256];
+    float v;
+    if (parse_float_in_range(value, lo, hi, flag, &v, err, sizeof(err))) { die("%s", err); }
     return v;
 }
 
