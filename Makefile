@@ -190,7 +190,7 @@ KERNEL_HEADERS := llmc/encoder.cuh llmc/layernorm.cuh llmc/gelu.cuh llmc/fused_c
 # A plain `make` builds what a user runs (the data tools come from dev/data/data.mk, included above, hence the
 # explicit default goal); `make test` adds the test programs and, where nvcc is, every CUDA program.
 RUN_PROGRAMS := $(CPU_PROGRAMS) $(DATA_PROGRAMS) $(CPU_TOOLS) $(filter train_gpt_fp8,$(TRAINER))
-TEST_PROGRAMS := $(CPU_TESTS) $(CUDA_HOST_TESTS) $(if $(NVCC),$(DEV_CUDA) $(CUDA_PROGRAMS)) \
+TEST_PROGRAMS := $(CPU_TESTS) $(DATA_TEST_PROGRAMS) $(CUDA_HOST_TESTS) $(if $(NVCC),$(DEV_CUDA) $(CUDA_PROGRAMS)) \
                  $(if $(FUZZ_CAN_BUILD),$(FUZZ_PROGRAMS))
 # built by `make test` but run only on a GPU (scripts/gpu_check.sh); the test summary names them
 GPU_ONLY_PROGRAMS := $(if $(NVCC),$(CUDA_PROGRAMS) $(DEV_CUDA))
@@ -301,7 +301,7 @@ ifeq ($(SANITIZE),1)
 # Reports go to files (expected-error runs included, whose stderr the tests only grep), and the last test line fails
 # when there is any. allocator_may_return_null: the trainer's "out of memory" test asks for 256 TB on purpose.
 SANITIZER_LOG_DIR := $(CURDIR)/sanitizer-reports
-test: $(CPU_PROGRAMS) $(CPU_TOOLS) $(CPU_TESTS) $(DATA_PROGRAMS)
+test: $(CPU_PROGRAMS) $(CPU_TOOLS) $(CPU_TESTS) $(DATA_PROGRAMS) $(DATA_TEST_PROGRAMS)
 	@rm -rf $(SANITIZER_LOG_DIR) && mkdir -p $(SANITIZER_LOG_DIR)
 	@ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:log_path=$(SANITIZER_LOG_DIR)/asan \
 	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SANITIZER_LOG_DIR)/ubsan \
@@ -312,13 +312,18 @@ test: $(RUN_PROGRAMS) $(TEST_PROGRAMS)
 endif
 
 # The default dataset (tinyshakespeare, our own BPE tokenizer) in data/tinyshakespeare/; INPUT=path/input.txt uses a
-# local copy of the text instead of looking for one (see dev/data/prepare_tinyshakespeare.sh).
+# local copy of its text instead of looking for one (see dev/data/prepare_tinyshakespeare.sh). NAME=mytext INPUT=...
+# makes data/mytext/ from your own text instead (dev/data/prepare_dataset.sh; INPUT: files and folders of .txt files,
+# separated by spaces), with VOCAB, VAL_FRACTION, SHARD_TOKENS, SAMPLE_MB and TOKENIZER passed on when given.
+DATASET_OPTIONS = $(if $(VOCAB),--vocab $(VOCAB)) $(if $(VAL_FRACTION),--val-fraction $(VAL_FRACTION)) \
+                  $(if $(SHARD_TOKENS),--shard-tokens $(SHARD_TOKENS)) $(if $(SAMPLE_MB),--sample-mb $(SAMPLE_MB)) \
+                  $(if $(TOKENIZER),--tokenizer "$(TOKENIZER)")
 data: dev/data/tokenizer
-	@./dev/data/prepare_tinyshakespeare.sh $(if $(INPUT),"$(INPUT)")
+	@$(if $(filter-out tinyshakespeare,$(NAME)),./dev/data/prepare_dataset.sh "$(NAME)" $(foreach i,$(INPUT),"$(i)") $(DATASET_OPTIONS),$(if $(strip $(VOCAB) $(VAL_FRACTION) $(SHARD_TOKENS) $(SAMPLE_MB) $(TOKENIZER)),echo "make data: VOCAB, VAL_FRACTION, SHARD_TOKENS, SAMPLE_MB and TOKENIZER are for NAME=... datasets (tinyshakespeare: VOCAB_SIZE=N ./dev/data/prepare_tinyshakespeare.sh)" >&2; exit 1;) ./dev/data/prepare_tinyshakespeare.sh $(if $(INPUT),"$(INPUT)"))
 
 # only what it runs: the tokenizer and one trainer (the script asks has_gpu.sh too, and takes TRAINER from here)
 train: $(DATA_PROGRAMS) $(TRAINER)
-	@TRAINER=./$(TRAINER) ./scripts/compare_bf16_fp8.sh
+	@TRAINER=./$(TRAINER) $(if $(DATA),DATA="$(DATA)") ./scripts/compare_bf16_fp8.sh
 
 # The frontend's pin in requirements.txt is installed on its own, headers only (scripts/install_cudnn_frontend.sh):
 # its Python package would pull in CUTLASS's DSL and more, which nothing here uses. Only where nvcc could build cuDNN
@@ -369,6 +374,9 @@ help:
 	@echo "  make deps            pip install requirements.txt (ml_dtypes, numpy, matplotlib: tests and plots) and"
 	@echo "                       xxHash's header and the cuDNN frontend's headers into deps/ (checksums, cuDNN attention)"
 	@echo "  make data            prepare data/tinyshakespeare (INPUT=path/to/input.txt, else ../shared, else a download)"
+	@echo "  make data NAME=mytext INPUT=path   your own text (a file, several, or folders of .txt files) into data/mytext/:"
+	@echo "                       its tokenizer and llm.c shards (VOCAB VAL_FRACTION SHARD_TOKENS SAMPLE_MB TOKENIZER;"
+	@echo "                       dev/data/prepare_dataset.sh -h); then make train DATA=mytext"
 	@echo "  make test            build everything and run every CPU test; the last line is 'N passed, M failed'"
 	@echo "  make test SANITIZE=1 the CPU programs under ASan + UBSan, the CPU suite on them (reports: sanitizer-reports/)"
 	@echo "  make fuzz            libFuzzer on the shard, model, state and tokenizer readers (needs clang)"
@@ -380,7 +388,10 @@ help:
 	@echo "  STEPS=N              make train: steps per run (default: the script's, by trainer; see README)"
 	@echo "  OUT=DIR              make train: output folder (default log_compare)"
 	@echo "  SEED=N               make train: seed of every run (default 1337)"
-	@echo "  INPUT=FILE           make data / make train: a local tinyshakespeare input.txt (no network needed)"
+	@echo "  INPUT=FILE           make data / make train: a local tinyshakespeare input.txt (no network needed);"
+	@echo "                       with NAME=: your own text (files and folders, separated by spaces)"
+	@echo "  NAME=NAME            make data: a dataset of your own text in data/NAME (default: tinyshakespeare)"
+	@echo "  DATA=NAME            make train: train on data/NAME (made by make data NAME=NAME; default tinyshakespeare)"
 	@echo "  TRAINER=NAME         make train: train_gpt_fp8 or train_gpt_fp8_cpu (now: $(TRAINER))"
 	@echo "  GPU=0|1              override the GPU detection (scripts/has_gpu.sh, nvidia-smi; now: $(GPU))"
 	@echo "  CUDA_ARCH=90|89      Hopper (default) or Ada"

@@ -14,6 +14,9 @@
 #             OUT/fp8_<recipe>_*.png (the diagnostics pictures)
 #   SEED      seed of every run (default 1337)
 #   INPUT     a local tinyshakespeare input.txt for the data preparation (else ../shared's, else a download)
+#   DATA      a dataset made by `make data NAME=DATA INPUT=...` (data/DATA/: DATA_train_*.bin, DATA_val.bin,
+#             tokenizer.bin) instead of tinyshakespeare (the default); a path with a / names a dataset's folder
+#             elsewhere (dev/data/prepare_dataset.sh --data-root)
 #   TRAINER   ./train_gpt_fp8 (CUDA) or ./train_gpt_fp8_cpu; default: the CUDA one when it is built and a GPU answers
 #             (scripts/has_gpu.sh), else the CPU one
 #   PROGRESS  bar (one updating line per run; the default on a terminal) or lines (a step line every STEPS/20 steps,
@@ -92,10 +95,27 @@ if [ ! -x "$trainer" ]; then
     make -s "$(basename "$trainer")"
 fi
 
-data=data/tinyshakespeare
-if [ ! -f "$data/tiny_shakespeare_train.bin" ]; then
-    ./dev/data/prepare_tinyshakespeare.sh ${INPUT:+"$INPUT"}
+dataset=${DATA:-tinyshakespeare}
+if [ "$dataset" = tinyshakespeare ]; then
+    data=data/tinyshakespeare
+    if [ ! -f "$data/tiny_shakespeare_train.bin" ]; then
+        ./dev/data/prepare_tinyshakespeare.sh ${INPUT:+"$INPUT"}
+    fi
+    data_flags=(-i "$data/tiny_shakespeare_train.bin" -j "$data/tiny_shakespeare_val.bin" -tk "$data/tokenizer.bin")
+else
+    data=data/$dataset
+    if [[ $dataset == */* ]]; then  # a dataset folder elsewhere (prepare_dataset.sh --data-root): its files are NAME_*
+        data=${dataset%/}
+        dataset=$(basename "$data")
+    fi
+    if [ ! -f "$data/${dataset}_val.bin" ] || [ ! -f "$data/tokenizer.bin" ] ||
+        ! compgen -G "$data/${dataset}_train_*.bin" >/dev/null; then
+        echo "compare_bf16_fp8: error: DATA=$dataset: no dataset in $data/ (make it with: make data NAME=$dataset INPUT=path/to/text)" >&2
+        exit 1
+    fi
+    data_flags=(-i "$data/${dataset}_train_*.bin" -j "$data/${dataset}_val.bin" -tk "$data/tokenizer.bin")
 fi
+echo "compare_bf16_fp8: data: $data/"
 
 # the warmup the runs use (the last -u wins), for the plot's marker
 warmup=0
@@ -144,7 +164,7 @@ for ((r = 0; r < n; r++)); do
     read -r -a run_flags <<<"${RUN_FLAGS[r]}"
     echo "compare_bf16_fp8: run $((r + 1))/$n: $name (${RUN_FLAGS[r]}), output in $out/$name.out"
     start=$SECONDS
-    if ! "$trainer" -i "$data/tiny_shakespeare_train.bin" -j "$data/tiny_shakespeare_val.bin" -tk "$data/tokenizer.bin" \
+    if ! "$trainer" "${data_flags[@]}" \
         "${model[@]}" -x "$steps" -s 0 -seed "$seed" "${run_flags[@]}" -o "$out/$name" -start_over 1 \
         ${extra[@]+"${extra[@]}"} 2>&1 |
         tee "$out/$name.out" | show_progress "$name"; then
@@ -160,7 +180,7 @@ done
 echo "compare_bf16_fp8: all runs done in $(duration $((SECONDS - start_all)))"
 
 python3 scripts/plot_losses.py --out "$out/bf16_vs_fp8.png" --gap-tsv "$out/gap.tsv" --warmup "$warmup" "${plot_args[@]}" \
-    --title "$(basename "$trainer") ${model[*]} ${extra[*]+${extra[*]} }-x $steps -seed $seed"$'\n'"$(IFS=','; echo "${RUN_LABELS[*]}" | sed 's/,/, /g')"
+    --title "$(basename "$trainer") on $dataset: ${model[*]} ${extra[*]+${extra[*]} }-x $steps -seed $seed"$'\n'"$(IFS=','; echo "${RUN_LABELS[*]}" | sed 's/,/, /g')"
 diag_pictures=""
 for diag in "${DIAG_RUNS[@]}"; do
     read -r name prefix <<<"$diag"

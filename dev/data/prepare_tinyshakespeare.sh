@@ -7,6 +7,8 @@
 # copy on a machine without network, such as the GPU machine); else the public copy in karpathy/char-rnn (curl or
 # wget), saved there. It says which one it used. VOCAB_SIZE (default 1024) sets the vocabulary. Quick and idempotent:
 # files already made from the same input and vocabulary are kept.
+# The text must be tinyshakespeare's (its SHA-256 below): another text is refused, pointing to `make data NAME=...`
+# (dev/data/prepare_dataset.sh), so your own corpus never replaces the default one under its name.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 out="$repo/data/tinyshakespeare"
@@ -39,6 +41,14 @@ else
         mv "$input.tmp" "$input"
         echo "prepare_tinyshakespeare: using $input (downloaded)"
     fi
+fi
+
+# char-rnn's input.txt: 1115394 bytes
+want_sha256=86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed
+have_sha256=$(sha256sum <"$input" | cut -d' ' -f1)
+if [ "$have_sha256" != "$want_sha256" ]; then
+    echo "prepare_tinyshakespeare: error: $input is not tinyshakespeare's input.txt (SHA-256 $have_sha256); to prepare your own text: make data NAME=mytext INPUT=$input" >&2
+    exit 1
 fi
 
 tool="$repo/dev/data/tokenizer"

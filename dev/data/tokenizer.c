@@ -1,11 +1,16 @@
 /*
-dev/data/tokenizer.c — a byte-level BPE tokenizer in C: trains on a text file, writes llm.c's tokenizer and data
-files, encodes and decodes.
+dev/data/tokenizer.c — a byte-level BPE tokenizer in C: trains on text, writes llm.c's tokenizer and data files,
+encodes and decodes. dev/data/prepare_dataset.sh (make data NAME=... INPUT=...) and prepare_tinyshakespeare.sh run it.
 
-  tokenizer train  -i input.txt -o DIR [-v vocab_size]          -> DIR/tokenizer.bin, DIR/tokenizer.merges
-  tokenizer encode -i input.txt -k DIR/tokenizer.bin -o PREFIX [-f val_fraction]
-                                                               -> PREFIX_val.bin (first fraction), PREFIX_train.bin
+  tokenizer train  -i INPUT [-i INPUT ...] -o DIR [-v vocab_size] [-m sample_mb]
+                                                      -> DIR/tokenizer.bin, DIR/tokenizer.merges
+  tokenizer encode -i INPUT [-i INPUT ...] -k DIR/tokenizer.bin -o PREFIX [-f val_fraction] [-s shard_tokens]
+                                                      -> PREFIX_val.bin and PREFIX_train.bin, or with -s:
+                                                         PREFIX_val.bin and PREFIX_train_000001.bin, _000002, ...
   tokenizer decode -k DIR/tokenizer.bin -i shard.bin -o out.txt
+
+INPUT is a text file or a folder, whose .txt files (all the folders below it too) are taken in byte order of their
+paths; the inputs are one corpus in the order given, each file a document.
 
 Vocabulary: ids 0..255 are the bytes, 256.. the merges in the order they were learned, and the last id is the
 end-of-text token "<|endoftext|>" (so vocab_size = 256 + merges + 1). Text is first split into pieces the way GPT-2
@@ -13,20 +18,40 @@ does (a word with its leading space, a run of digits, a run of punctuation, whit
 and training counts each distinct piece once with its frequency, so a merge updates only the pieces that hold its
 pair. Ties between equally frequent pairs go to the smallest (left, right) ids: training is deterministic.
 
+Training reads a bounded sample of the corpus (-m, 64 MB by default): all of it when it is smaller, else 64 windows
+spread evenly over it, each cut at line ends. Why bounded: every merge visits each distinct piece of the sample that
+holds its pair, so time and memory grow with the sample, while the merge order only needs the pair frequencies,
+which a sample of tens of MB already ranks as the whole corpus would for the vocabularies used here (1K to 64K);
+windows spread over the corpus keep a corpus whose topics drift represented. A multi-GB corpus therefore trains its
+tokenizer in the same time as a 64 MB one, and encoding, which streams, grows linearly with the corpus.
+
+Encoding streams: each input is read in 8 MiB blocks, never held whole; a piece is encoded once the block shows where
+it ends, so the tokens are those of encoding each document at once. Distinct pieces' tokens are cached, the cache
+emptied when it reaches 2^19 pieces, so memory stays bounded whatever the corpus. A progress line (bytes done,
+tokens/s, ETA) goes to stderr. The val split is the first val_fraction of the corpus's bytes, ending at the next line
+end (or its document's end), at most one shard with -s (a larger one would only slow evaluation: the trainers read a
+fixed number of val batches); the rest is the train split. Each document and each split starts with the eot token,
+as llm.c's scripts do. With -s, train shards hold shard_tokens tokens each (llm.c's are 100M), the last one what is
+left; a last one under a quarter of a shard is joined to the one before, so no shard is too small for a batch. Shards
+of an earlier encoding with higher numbers are removed, so a glob over PREFIX_train_*.bin sees this corpus only.
+
 tokenizer.bin is exactly llm.c's format (int32 header[256] = {20240328, 2, vocab_size, eot}, then per token a uint8
 length and the bytes), so llm.c can decode with it. Encoding needs the merge order, which that format does not hold
 (a token's bytes can be split in several ways), so it goes into tokenizer.merges beside it: int32 {20241123, 1,
 num_merges}, then num_merges pairs of int32 (left, right). Shards are llm.c's data files: int32 header[256] =
-{20240520, 1, num_tokens}, then uint16 tokens, each split starting with the eot token, as llm.c's scripts do.
+{20240520, 1, num_tokens}, then uint16 tokens.
 
 Every output is written to PATH.tmp, fsynced and renamed, so a failed run never leaves a partial file in place.
 */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TOKENIZER_MAGIC 20240328
@@ -59,6 +84,21 @@ static void* xrealloc(void* p, size_t bytes) {
     return p;
 }
 
+// A string printed into memory of its own size: paths have no length limit here.
+static char* alloc_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static char* alloc_printf(const char* fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    int n = vsnprintf(NULL, 0, fmt, args);
+    va_end(args);
+    if (n < 0) { die("cannot format a path"); }
+    char* s = xcalloc((size_t)n + 1, 1);
+    va_start(args, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, args);
+    va_end(args);
+    return s;
+}
+
 static unsigned char* read_file(const char* path, size_t* size) {
     FILE* f = fopen(path, "rb");
     if (!f) { die("cannot open %s: %s", path, strerror(errno)); }
@@ -80,13 +120,13 @@ static unsigned char* read_file(const char* path, size_t* size) {
 
 typedef struct {
     FILE* f;
-    char path[1024], tmp[1100];
+    char *path, *tmp;  // (allocated) the file, and the temporary it is written as
 } OutFile;
 
 static void out_open(OutFile* o, const char* path) {
-    snprintf(o->path, sizeof(o->path), "%s", path);
-    snprintf(o->tmp, sizeof(o->tmp), "%s.tmp", path);
-    o->f = fopen(o->tmp, "wb");
+    o->path = alloc_printf("%s", path);
+    o->tmp = alloc_printf("%s.tmp", path);
+    o->f = fopen(o->tmp, "w+b");  // w+: a shard being filled can be read back (a short last shard is joined)
     if (!o->f) { die("cannot create %s: %s", o->tmp, strerror(errno)); }
 }
 
@@ -107,6 +147,104 @@ static void out_commit(OutFile* o) {
         unlink(o->tmp);
         die("cannot rename %s to %s: %s", o->tmp, o->path, strerror(errno));
     }
+    free(o->path);
+    free(o->tmp);
+}
+
+// ----------------------------------------------------------------------------
+// inputs: text files, and folders of .txt files, taken as one corpus in a fixed order
+
+typedef struct {
+    char** paths;       // (count)
+    long long* sizes;   // (count) bytes, when the list was made
+    size_t count, cap;
+    long long total_bytes;
+} InputList;
+
+static void inputs_push(InputList* in, const char* path, long long size) {
+    if (in->count == in->cap) {
+        in->cap = in->cap ? 2 * in->cap : 64;
+        in->paths = xrealloc(in->paths, in->cap * sizeof(*in->paths));
+        in->sizes = xrealloc(in->sizes, in->cap * sizeof(*in->sizes));
+    }
+    in->paths[in->count] = xcalloc(strlen(path) + 1, 1);
+    memcpy(in->paths[in->count], path, strlen(path));
+    in->sizes[in->count] = size;
+    in->count++;
+    in->total_bytes += size;
+}
+
+static int has_txt_suffix(const char* name) {
+    size_t n = strlen(name);
+    return n > 4 && strcmp(name + n - 4, ".txt") == 0;
+}
+
+// A folder's .txt files and its subfolders', in byte order of their names (alphasort compares with strcoll, which is
+// strcmp in the C locale this program runs in), hidden ones (".name") left out. Returns how many it added.
+static size_t inputs_add_folder(InputList* in, const char* dir, int depth) {
+    if (depth > 64) { die("%s: folders nested more than 64 deep (a link loop?)", dir); }
+    struct dirent** entries;
+    int n = scandir(dir, &entries, NULL, alphasort);
+    if (n < 0) { die("cannot read folder %s: %s", dir, strerror(errno)); }
+    size_t added = 0;
+    for (int i = 0; i < n; i++) {
+        const char* name = entries[i]->d_name;
+        if (name[0] != '.') {
+            char* path = alloc_printf("%s/%s", dir, name);
+            struct stat st;
+            if (stat(path, &st) != 0) { die("cannot read %s: %s", path, strerror(errno)); }
+            if (S_ISDIR(st.st_mode)) {
+                added += inputs_add_folder(in, path, depth + 1);
+            } else if (S_ISREG(st.st_mode) && has_txt_suffix(name)) {
+                inputs_push(in, path, (long long)st.st_size);
+                added++;
+            }
+            free(path);
+        }
+        free(entries[i]);
+    }
+    free(entries);
+    return added;
+}
+
+// One -i: a file (whatever its name) or a folder of .txt files.
+static void inputs_add(InputList* in, const char* path) {
+    struct stat st;
+    if (stat(path, &st) != 0) { die("cannot open %s: %s", path, strerror(errno)); }
+    if (S_ISDIR(st.st_mode)) {
+        if (inputs_add_folder(in, path, 0) == 0) { die("folder %s holds no .txt file", path); }
+    } else if (S_ISREG(st.st_mode)) {
+        inputs_push(in, path, (long long)st.st_size);
+    } else {
+        die("%s is neither a file nor a folder", path);
+    }
+}
+
+static void inputs_free(InputList* in) {
+    for (size_t k = 0; k < in->count; k++) { free(in->paths[k]); }
+    free(in->paths);
+    free(in->sizes);
+    memset(in, 0, sizeof(*in));
+}
+
+// The corpus's name in messages: its one file, or how many.
+static const char* inputs_name(const InputList* in, char* buf, size_t len) {
+    if (in->count == 1) { return in->paths[0]; }
+    snprintf(buf, len, "the input (%zu files)", in->count);
+    return buf;
+}
+
+// Reads len bytes at offset of an input file, which must still be as large as when it was listed.
+static void read_exact_at(FILE* f, const char* path, long long offset, unsigned char* buf, size_t len) {
+    if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(buf, 1, len, f) != len) {
+        die("cannot read %s: %s", path, ferror(f) ? strerror(errno) : "it became shorter while being read");
+    }
+}
+
+static FILE* open_input(const char* path) {
+    FILE* f = fopen(path, "rb");
+    if (!f) { die("cannot open %s: %s", path, strerror(errno)); }
+    return f;
 }
 
 // ----------------------------------------------------------------------------
@@ -167,37 +305,51 @@ static void strmap_free(StrMap* m) {
     memset(m, 0, sizeof(*m));
 }
 
-// Index of the key, inserting it (the key memory must outlive the map) if new; *is_new tells which.
-static int strmap_get(StrMap* m, const unsigned char* s, size_t n, int* is_new) {
-    if (2 * (m->count + 1) > m->cap) {  // grow: rehash the indices
-        size_t cap = m->cap * 2;
-        int32_t* slots = xcalloc(cap, sizeof(int32_t));
-        memset(slots, 0xFF, cap * sizeof(int32_t));
-        for (size_t k = 0; k < m->count; k++) {
-            size_t h = hash_bytes(m->keys[k], m->key_lens[k]) & (cap - 1);
-            while (slots[h] >= 0) { h = (h + 1) & (cap - 1); }
-            slots[h] = (int32_t)k;
-        }
-        free(m->slots);
-        m->slots = slots;
-        m->keys = xrealloc(m->keys, cap * sizeof(*m->keys));
-        m->key_lens = xrealloc(m->key_lens, cap * sizeof(size_t));
-        m->cap = cap;
+static void strmap_grow(StrMap* m) {  // double the slots, rehash the indices
+    size_t cap = m->cap * 2;
+    int32_t* slots = xcalloc(cap, sizeof(int32_t));
+    memset(slots, 0xFF, cap * sizeof(int32_t));
+    for (size_t k = 0; k < m->count; k++) {
+        size_t h = hash_bytes(m->keys[k], m->key_lens[k]) & (cap - 1);
+        while (slots[h] >= 0) { h = (h + 1) & (cap - 1); }
+        slots[h] = (int32_t)k;
     }
+    free(m->slots);
+    m->slots = slots;
+    m->keys = xrealloc(m->keys, cap * sizeof(*m->keys));
+    m->key_lens = xrealloc(m->key_lens, cap * sizeof(size_t));
+    m->cap = cap;
+}
+
+// Index of the key, or -1; *slot is where it goes if absent (for strmap_insert, before the map changes).
+static int strmap_find(const StrMap* m, const unsigned char* s, size_t n, size_t* slot) {
     size_t h = hash_bytes(s, n) & (m->cap - 1);
     while (m->slots[h] >= 0) {
         int32_t k = m->slots[h];
-        if (m->key_lens[k] == n && memcmp(m->keys[k], s, n) == 0) {
-            *is_new = 0;
-            return k;
-        }
+        if (m->key_lens[k] == n && memcmp(m->keys[k], s, n) == 0) { return k; }
         h = (h + 1) & (m->cap - 1);
     }
-    m->slots[h] = (int32_t)m->count;
+    *slot = h;
+    return -1;
+}
+
+// Inserts an absent key (its memory must outlive the map); returns its index.
+static int strmap_insert(StrMap* m, const unsigned char* s, size_t n) {
+    size_t slot;
+    if (2 * (m->count + 1) > m->cap) { strmap_grow(m); }
+    if (strmap_find(m, s, n, &slot) >= 0) { die("internal error: strmap_insert of a present key"); }
+    m->slots[slot] = (int32_t)m->count;
     m->keys[m->count] = s;
     m->key_lens[m->count] = n;
-    *is_new = 1;
     return (int)m->count++;
+}
+
+// Index of the key, inserting it (the key memory must outlive the map) if new; *is_new tells which.
+static int strmap_get(StrMap* m, const unsigned char* s, size_t n, int* is_new) {
+    size_t slot;
+    int k = strmap_find(m, s, n, &slot);
+    *is_new = k < 0;
+    return k >= 0 ? k : strmap_insert(m, s, n);
 }
 
 // ----------------------------------------------------------------------------
@@ -278,8 +430,7 @@ static void vocab_set(Vocab* v, int id, const unsigned char* b, int len) {
 }
 
 static void write_vocab(const Vocab* v, const char* dir) {
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/tokenizer.bin", dir);
+    char* path = alloc_printf("%s/tokenizer.bin", dir);
     OutFile o;
     out_open(&o, path);
     int32_t header[256] = {0};
@@ -294,12 +445,14 @@ static void write_vocab(const Vocab* v, const char* dir) {
         out_write(&o, v->bytes[i], (size_t)v->lens[i]);
     }
     out_commit(&o);
-    snprintf(path, sizeof(path), "%s/tokenizer.merges", dir);
+    free(path);
+    path = alloc_printf("%s/tokenizer.merges", dir);
     out_open(&o, path);
     int32_t mheader[3] = {MERGES_MAGIC, 1, v->num_merges};
     out_write(&o, mheader, sizeof(mheader));
     out_write(&o, v->merges, (size_t)v->num_merges * 2 * sizeof(int32_t));
     out_commit(&o);
+    free(path);
 }
 
 static void read_vocab(Vocab* v, const char* tokenizer_path) {
@@ -324,11 +477,10 @@ static void read_vocab(Vocab* v, const char* tokenizer_path) {
         pos += 1 + (size_t)data[pos];
     }
     free(data);
-    char path[1100];
-    snprintf(path, sizeof(path), "%.*s.merges", (int)(strlen(tokenizer_path) - 4), tokenizer_path);
-    if (strlen(tokenizer_path) < 4 || strcmp(tokenizer_path + strlen(tokenizer_path) - 4, ".bin") != 0) {
-        snprintf(path, sizeof(path), "%s.merges", tokenizer_path);
-    }
+    // DIR/tokenizer.bin -> DIR/tokenizer.merges; a name not ending in .bin gets .merges added
+    size_t stem = strlen(tokenizer_path);
+    if (stem >= 4 && strcmp(tokenizer_path + stem - 4, ".bin") == 0) { stem -= 4; }
+    char* path = alloc_printf("%.*s.merges", (int)stem, tokenizer_path);
     unsigned char* mdata = read_file(path, &n);
     int32_t mheader[3];
     if (n < sizeof(mheader)) { die("%s is truncated", path); }
@@ -348,6 +500,7 @@ static void read_vocab(Vocab* v, const char* tokenizer_path) {
         }
     }
     free(mdata);
+    free(path);
 }
 
 // ----------------------------------------------------------------------------
@@ -363,30 +516,87 @@ static void add_pairs(PairMap* counts, const Piece* p, int64_t sign) {
     for (int i = 0; i + 1 < p->len; i++) { *pairmap_slot(counts, (uint32_t)p->ids[i], (uint32_t)p->ids[i + 1], 1) += sign * p->freq; }
 }
 
-static void cmd_train(const char* input, const char* out_dir, int vocab_size) {
-    size_t n;
-    unsigned char* text = read_file(input, &n);
-    if (n == 0) {
-        free(text);
-        die("%s is empty", input);
+// The text BPE training counts: the corpus whole when it is at most sample_bytes, else SAMPLE_WINDOWS windows of
+// sample_bytes / SAMPLE_WINDOWS bytes at evenly spaced offsets, each starting after a line end and ending at one
+// (unless it meets its file's start or end), so no piece is cut. Pieces never cross a segment's end.
+#define SAMPLE_WINDOWS 64
+typedef struct {
+    unsigned char* text;  // (bytes)
+    size_t bytes;
+    size_t* ends;         // (num_segments) end offset of each segment in text: a file, or a window
+    size_t num_segments;
+} Sample;
+
+static void sample_corpus(const InputList* in, long long sample_bytes, Sample* sample) {
+    memset(sample, 0, sizeof(*sample));
+    int whole = in->total_bytes <= sample_bytes;
+    size_t segments = whole ? in->count : SAMPLE_WINDOWS;
+    size_t capacity = (size_t)(whole ? in->total_bytes : sample_bytes);
+    sample->text = xcalloc(capacity, 1);
+    sample->ends = xcalloc(segments, sizeof(size_t));
+    if (whole) {
+        for (size_t k = 0; k < in->count; k++) {
+            FILE* f = open_input(in->paths[k]);
+            read_exact_at(f, in->paths[k], 0, sample->text + sample->bytes, (size_t)in->sizes[k]);
+            fclose(f);
+            sample->bytes += (size_t)in->sizes[k];
+            sample->ends[sample->num_segments++] = sample->bytes;
+        }
+        return;
     }
+    size_t window = (size_t)(sample_bytes / SAMPLE_WINDOWS);
+    size_t k = 0;
+    long long file_start = 0;  // corpus offset of file k
+    for (size_t w = 0; w < SAMPLE_WINDOWS; w++) {
+        long long start = (long long)((double)w * (double)in->total_bytes / SAMPLE_WINDOWS);
+        while (file_start + in->sizes[k] <= start) { file_start += in->sizes[k++]; }
+        long long offset = start - file_start;
+        size_t len = (size_t)(in->sizes[k] - offset < (long long)window ? in->sizes[k] - offset : (long long)window);
+        unsigned char* dst = sample->text + sample->bytes;
+        FILE* f = open_input(in->paths[k]);
+        read_exact_at(f, in->paths[k], offset, dst, len);
+        fclose(f);
+        size_t begin = 0, end = len;
+        if (offset > 0) {  // mid-file: start after the first line end
+            while (begin < len && dst[begin] != '\n') { begin++; }
+            begin = begin < len ? begin + 1 : len;
+        }
+        if (offset + (long long)len < in->sizes[k]) {  // the file goes on: end after the last line end
+            while (end > begin && dst[end - 1] != '\n') { end--; }
+        }
+        memmove(dst, dst + begin, end - begin);
+        sample->bytes += end - begin;
+        sample->ends[sample->num_segments++] = sample->bytes;
+    }
+}
+
+static void cmd_train(const InputList* in, const char* out_dir, int vocab_size, long long sample_bytes) {
+    char name[64];
+    if (in->total_bytes == 0) { die("%s is empty", inputs_name(in, name, sizeof(name))); }
+    Sample sample;
+    sample_corpus(in, sample_bytes, &sample);
+    if (sample.bytes == 0) { die("%s: the sample holds no complete line (lines longer than %lld bytes?)", inputs_name(in, name, sizeof(name)), sample_bytes / SAMPLE_WINDOWS); }
+    const unsigned char* text = sample.text;
     StrMap map;
     strmap_init(&map);
     Piece* pieces = NULL;
     size_t cap = 0;
-    for (size_t i = 0; i < n;) {
-        size_t len = next_piece(text, n, i);
-        int is_new;
-        int k = strmap_get(&map, text + i, len, &is_new);
-        if (is_new) {
-            if ((size_t)k >= cap) { pieces = xrealloc(pieces, (cap = cap ? cap * 2 : 4096) * sizeof(Piece)); }
-            pieces[k].ids = xcalloc(len, sizeof(int32_t));
-            for (size_t j = 0; j < len; j++) { pieces[k].ids[j] = text[i + j]; }
-            pieces[k].len = (int)len;
-            pieces[k].freq = 0;
+    for (size_t seg = 0, i = 0; seg < sample.num_segments; seg++) {
+        size_t n = sample.ends[seg];
+        while (i < n) {
+            size_t len = next_piece(text, n, i);
+            int is_new;
+            int k = strmap_get(&map, text + i, len, &is_new);
+            if (is_new) {
+                if ((size_t)k >= cap) { pieces = xrealloc(pieces, (cap = cap ? cap * 2 : 4096) * sizeof(Piece)); }
+                pieces[k].ids = xcalloc(len, sizeof(int32_t));
+                for (size_t j = 0; j < len; j++) { pieces[k].ids[j] = text[i + j]; }
+                pieces[k].len = (int)len;
+                pieces[k].freq = 0;
+            }
+            pieces[k].freq++;
+            i += len;
         }
-        pieces[k].freq++;
-        i += len;
     }
     size_t num_pieces = map.count;
     Vocab v;
@@ -455,41 +665,63 @@ static void cmd_train(const char* input, const char* out_dir, int vocab_size) {
     v.eot = v.vocab_size - 1;
     vocab_set(&v, v.eot, (const unsigned char*)EOT_TEXT, (int)strlen(EOT_TEXT));
     write_vocab(&v, out_dir);
-    printf("tokenizer: %d merges learned from %zu bytes (%zu distinct pieces); vocabulary %d, eot %d -> %s/tokenizer.bin\n",
-           v.num_merges, n, num_pieces, v.vocab_size, v.eot, out_dir);
+    char sampled[128] = "";
+    if (sample.bytes < (size_t)in->total_bytes) {
+        snprintf(sampled, sizeof(sampled), " (a sample: %d windows of a %.1f MB corpus)", SAMPLE_WINDOWS,
+                 (double)in->total_bytes / 1e6);
+    }
+    printf("tokenizer: %d merges learned from %zu bytes%s (%zu distinct pieces); vocabulary %d, eot %d -> %s/tokenizer.bin\n",
+           v.num_merges, sample.bytes, sampled, num_pieces, v.vocab_size, v.eot, out_dir);
     v.vocab_size = allocated;
     vocab_free(&v);
     for (size_t k = 0; k < num_pieces; k++) { free(pieces[k].ids); }
     free(pieces);
     pairmap_free(&counts);
     strmap_free(&map);
-    free(text);
+    free(sample.text);
+    free(sample.ends);
 }
 
 // ----------------------------------------------------------------------------
 // encode
 
+// Distinct pieces whose tokens are remembered; past this the cache is emptied and starts again, so encoding's memory
+// is bounded whatever the corpus (2^19 pieces: some 40 MB; tinyshakespeare has 25K distinct pieces, and a corpus's
+// frequent pieces come back into the cache at once).
+#define ENCODE_CACHE_MAX (1 << 19)
+
 typedef struct {
     PairMap ranks;  // (left, right) -> merge index
     StrMap cache;   // piece -> index into cached token lists
-    int32_t** cached;
+    int32_t** cached;  // (cache.count) each piece's tokens, followed in the same allocation by the piece's bytes (its key)
     int* cached_len;
     size_t cached_cap;
 } Encoder;
 
+static void encoder_cache_clear(Encoder* e) {
+    for (size_t k = 0; k < e->cache.count; k++) { free(e->cached[k]); }
+    strmap_free(&e->cache);
+    strmap_init(&e->cache);
+}
+
 static const int32_t* encode_piece(Encoder* e, const Vocab* v, const unsigned char* s, size_t len, int* out_len) {
-    int is_new;
-    int k = strmap_get(&e->cache, s, len, &is_new);
-    if (!is_new) {
+    size_t slot;
+    int k = strmap_find(&e->cache, s, len, &slot);
+    if (k >= 0) {
         *out_len = e->cached_len[k];
         return e->cached[k];
     }
+    if (e->cache.count >= ENCODE_CACHE_MAX) { encoder_cache_clear(e); }
+    // the key is a copy: s lies in a block of the stream that the next read overwrites
+    int32_t* ids = xcalloc(len * sizeof(int32_t) + len, 1);
+    unsigned char* key = (unsigned char*)(ids + len);
+    memcpy(key, s, len);
+    k = strmap_insert(&e->cache, key, len);
     if ((size_t)k >= e->cached_cap) {
         e->cached_cap = e->cached_cap ? e->cached_cap * 2 : 4096;
         e->cached = xrealloc(e->cached, e->cached_cap * sizeof(*e->cached));
         e->cached_len = xrealloc(e->cached_len, e->cached_cap * sizeof(int));
     }
-    int32_t* ids = xcalloc(len, sizeof(int32_t));
     int n = (int)len;
     for (int i = 0; i < n; i++) { ids[i] = s[i]; }
     for (;;) {  // apply the earliest-learned merge present, everywhere in the piece, until none applies
@@ -524,63 +756,302 @@ static void encoder_free(Encoder* e) {
     strmap_free(&e->cache);
 }
 
-static void write_shard(const char* path, const uint16_t* tokens, size_t count) {
-    if (count > 0x7FFFFFFF) { die("%s would hold %zu tokens, more than a shard header can count", path, count); }
-    OutFile o;
-    out_open(&o, path);
-    int32_t header[256] = {0};
-    header[0] = SHARD_MAGIC;
-    header[1] = 1;
-    header[2] = (int32_t)count;
-    out_write(&o, header, sizeof(header));
-    out_write(&o, tokens, count * sizeof(uint16_t));
-    out_commit(&o);
+// ----------------------------------------------------------------------------
+// shards, filled as the tokens come: the header's count is written when the shard is complete
+
+#define SHARD_HEADER_BYTES 1024
+#define SHARD_MAX_TOKENS 0x7FFFFFFF  // the header's int32 count
+
+static void shard_open(OutFile* o, const char* path) {
+    out_open(o, path);
+    int32_t header[256] = {SHARD_MAGIC, 1, 0};  // the count is set by shard_commit
+    out_write(o, header, sizeof(header));
 }
 
-static size_t encode_text(Encoder* e, const Vocab* v, const unsigned char* text, size_t n, uint16_t* out) {
-    size_t count = 0;
-    out[count++] = (uint16_t)v->eot;  // each split starts with eot, as llm.c's scripts do
-    for (size_t i = 0; i < n;) {
-        size_t len = next_piece(text, n, i);
-        int m;
-        const int32_t* ids = encode_piece(e, v, text + i, len, &m);
-        for (int j = 0; j < m; j++) { out[count++] = (uint16_t)ids[j]; }
-        i += len;
+static void shard_commit(OutFile* o, size_t count) {
+    int32_t n = (int32_t)count;
+    if (fseeko(o->f, 8, SEEK_SET) != 0) {
+        fclose(o->f);
+        unlink(o->tmp);
+        die("writing %s failed: %s", o->tmp, strerror(errno));
     }
-    return count;
+    out_write(o, &n, sizeof(n));
+    out_commit(o);
 }
 
-static void cmd_encode(const char* input, const char* tokenizer_path, const char* prefix, double val_fraction) {
+static void shard_discard(OutFile* o) {
+    fclose(o->f);
+    unlink(o->tmp);
+    free(o->path);
+    free(o->tmp);
+}
+
+// Where the tokens go: the val file first, then the train file, or train shards of shard_tokens each.
+typedef struct {
+    const char* prefix;
+    size_t shard_tokens;  // 0: one train file
+    int in_train;         // 0 while the val split is being written
+    OutFile val;
+    size_t val_count, val_limit;
+    OutFile current, previous;  // the train shard being filled; the one before it, kept open until `current` holds
+    size_t current_count, previous_count;  // a quarter of a shard, so a short last shard can still be joined to it
+    int current_index, previous_open;
+    size_t train_count;
+    int last_was_eot;     // the destination's last token is the eot: a document starting there needs no second one
+    uint16_t eot;
+} TokenSink;
+
+static void sink_open_train_shard(TokenSink* k) {
+    char* path = k->shard_tokens ? alloc_printf("%s_train_%06d.bin", k->prefix, ++k->current_index)
+                                 : alloc_printf("%s_train.bin", k->prefix);
+    shard_open(&k->current, path);
+    free(path);
+    k->current_count = 0;
+}
+
+static void sink_init(TokenSink* k, const char* prefix, size_t shard_tokens, uint16_t eot) {
+    memset(k, 0, sizeof(*k));
+    k->prefix = prefix;
+    k->shard_tokens = shard_tokens;
+    k->eot = eot;
+    char* path = alloc_printf("%s_val.bin", prefix);
+    shard_open(&k->val, path);
+    free(path);
+    k->val_limit = shard_tokens ? shard_tokens : SHARD_MAX_TOKENS;
+}
+
+static void sink_write_train(TokenSink* k, const uint16_t* tokens, size_t n) {
+    while (n > 0) {
+        size_t room = (k->shard_tokens ? k->shard_tokens : SHARD_MAX_TOKENS) - k->current_count;
+        if (room == 0) {
+            if (!k->shard_tokens) { die("the train split holds more than %d tokens, more than one file's header can count: give -s", SHARD_MAX_TOKENS); }
+            if (k->previous_open) { shard_commit(&k->previous, k->previous_count); }
+            k->previous = k->current;
+            k->previous_count = k->current_count;
+            k->previous_open = 1;
+            sink_open_train_shard(k);
+            continue;
+        }
+        size_t m = n < room ? n : room;
+        out_write(&k->current, tokens, m * sizeof(uint16_t));
+        k->current_count += m;
+        k->train_count += m;
+        tokens += m;
+        n -= m;
+        if (k->previous_open && k->current_count >= k->shard_tokens / 4) {
+            shard_commit(&k->previous, k->previous_count);
+            k->previous_open = 0;
+        }
+    }
+}
+
+// The val split ends here (its bytes are done, or it is full): the train split starts, with an eot.
+static void sink_start_train(TokenSink* k) {
+    if (k->in_train) { return; }
+    k->in_train = 1;
+    sink_open_train_shard(k);
+    sink_write_train(k, &k->eot, 1);
+    k->last_was_eot = 1;
+}
+
+// One piece's tokens, never split between val and train.
+static void sink_push(TokenSink* k, const uint16_t* tokens, size_t n) {
+    if (!k->in_train && k->val_count + n > k->val_limit) { sink_start_train(k); }
+    if (k->in_train) {
+        sink_write_train(k, tokens, n);
+    } else {
+        out_write(&k->val, tokens, n * sizeof(uint16_t));
+        k->val_count += n;
+    }
+    k->last_was_eot = 0;
+}
+
+static void sink_push_document_start(TokenSink* k) {
+    if (!k->in_train && k->val_count + 1 > k->val_limit) { sink_start_train(k); }  // (it starts with an eot)
+    if (!k->last_was_eot) { sink_push(k, &k->eot, 1); }
+    k->last_was_eot = 1;
+}
+
+// Commits every file; a last shard under a quarter of a shard joins the one before it. Returns the train shards.
+static int sink_finish(TokenSink* k) {
+    shard_commit(&k->val, k->val_count);
+    sink_start_train(k);  // a corpus that is all val still gets a train split (its eot alone)
+    if (k->previous_open) {  // the last shard is short: append it to the previous one, which stays under 1.25 shards
+        uint16_t block[65536];
+        if (fseeko(k->current.f, SHARD_HEADER_BYTES, SEEK_SET) != 0) { die("cannot read back %s: %s", k->current.tmp, strerror(errno)); }
+        for (size_t done = 0; done < k->current_count;) {
+            size_t m = k->current_count - done < 65536 ? k->current_count - done : 65536;
+            if (fread(block, sizeof(uint16_t), m, k->current.f) != m) { die("cannot read back %s: %s", k->current.tmp, strerror(errno)); }
+            out_write(&k->previous, block, m * sizeof(uint16_t));
+            done += m;
+        }
+        shard_discard(&k->current);
+        shard_commit(&k->previous, k->previous_count + k->current_count);
+        k->current_index--;
+        k->previous_open = 0;
+    } else {
+        shard_commit(&k->current, k->current_count);
+    }
+    if (k->shard_tokens) {  // an earlier encoding's higher-numbered shards would join this corpus in a glob
+        for (int index = k->current_index + 1;; index++) {
+            char* path = alloc_printf("%s_train_%06d.bin", k->prefix, index);
+            int removed = unlink(path) == 0;
+            free(path);
+            if (!removed) { break; }
+        }
+    }
+    return k->shard_tokens ? k->current_index : 1;
+}
+
+// ----------------------------------------------------------------------------
+// encode
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+// The progress line on stderr: rewritten in place on a terminal (twice a second), else a line every 10 s.
+typedef struct {
+    long long total_bytes, done_bytes;
+    size_t tokens;
+    double start, last_print;
+    int tty, printed;
+} Progress;
+
+static void progress_update(Progress* p, int final) {
+    double now = seconds_now();
+    if (!final && now - p->last_print < (p->tty ? 0.5 : 10.0)) { return; }
+    if (final && !p->printed) { return; }  // quick runs print no progress at all
+    p->last_print = now;
+    p->printed = 1;
+    double elapsed = now - p->start > 1e-9 ? now - p->start : 1e-9;
+    double rate = (double)p->done_bytes / elapsed;
+    double eta = rate > 0 ? (double)(p->total_bytes - p->done_bytes) / rate : 0.0;
+    fprintf(stderr, "%stokenizer: %.1f of %.1f MB (%.0f%%) | %.2f M tokens/s | %.1f MB/s | ETA %dm%02ds%s",
+            p->tty ? "\r" : "", (double)p->done_bytes / 1e6, (double)p->total_bytes / 1e6,
+            100.0 * (double)p->done_bytes / (double)p->total_bytes, (double)p->tokens / elapsed / 1e6, rate / 1e6,
+            (int)eta / 60, (int)eta % 60, p->tty ? (final ? "\033[K\n" : "\033[K") : "\n");
+}
+
+// The streamed block; dev/data/test_prepare_dataset.sh builds the tool with a small one too (data.mk), whose tokens
+// must equal this one's.
+#ifndef ENCODE_BLOCK_BYTES
+#define ENCODE_BLOCK_BYTES (8u << 20)
+#endif
+
+// Encodes bytes [begin, end) of one input file, streamed through `block`: a piece is encoded once the block shows
+// where it ends (next_piece reached a byte of another class before the block's end), so the tokens are those of
+// encoding the segment at once. One piece filling a whole block (8 MiB of one class) is cut there.
+static void encode_segment(Encoder* e, const Vocab* v, const char* path, long long begin, long long end,
+                           unsigned char* block, TokenSink* sink, Progress* progress) {
+    FILE* f = open_input(path);
+    long long position = begin;  // file offset of block[0]
+    size_t have = 0;
+    uint16_t tokens[256];  // a piece's tokens (a piece of more bytes is pushed in parts)
+    for (;;) {
+        long long left = end - (position + (long long)have);
+        size_t want = (size_t)(left < (long long)(ENCODE_BLOCK_BYTES - have) ? left : (long long)(ENCODE_BLOCK_BYTES - have));
+        read_exact_at(f, path, position + (long long)have, block + have, want);
+        have += want;
+        int at_end = position + (long long)have == end;
+        size_t i = 0;
+        while (i < have) {
+            size_t len = next_piece(block, have, i);
+            if (i + len == have && !at_end) {
+                if (i > 0) { break; }  // it may go on in the next block
+                static int warned = 0;
+                if (!warned++) { fprintf(stderr, "tokenizer: note: %s has a run of %u bytes of one kind; it is cut into pieces of that size\n", path, ENCODE_BLOCK_BYTES); }
+            }
+            int m;
+            const int32_t* ids = encode_piece(e, v, block + i, len, &m);
+            for (int j = 0; j < m; j += 256) {
+                int part = m - j < 256 ? m - j : 256;
+                for (int t = 0; t < part; t++) { tokens[t] = (uint16_t)ids[j + t]; }
+                sink_push(sink, tokens, (size_t)part);
+            }
+            progress->tokens += (size_t)m;
+            i += len;
+        }
+        progress->done_bytes += (long long)i;
+        progress_update(progress, 0);
+        memmove(block, block + i, have - i);
+        position += (long long)i;
+        have -= i;
+        if (at_end && have == 0) { break; }
+    }
+    fclose(f);
+}
+
+// Where the val split ends: the corpus offset val_fraction of the way in, moved on to just past the next line end
+// (or to its file's end). Returns the file (*file) and the offset in it (*offset).
+static void find_val_split(const InputList* in, double val_fraction, size_t* file, long long* offset) {
+    long long target = (long long)(val_fraction * (double)in->total_bytes), file_start = 0;
+    size_t k = 0;
+    while (k + 1 < in->count && file_start + in->sizes[k] <= target) { file_start += in->sizes[k++]; }
+    long long local = target - file_start;
+    if (local > 0 && local < in->sizes[k]) {  // look for the line end from the byte before the target on
+        FILE* f = open_input(in->paths[k]);
+        if (fseeko(f, (off_t)(local - 1), SEEK_SET) != 0) { die("cannot read %s: %s", in->paths[k], strerror(errno)); }
+        int c;
+        while ((c = fgetc(f)) != EOF && c != '\n') { local++; }
+        if (ferror(f)) { die("cannot read %s: %s", in->paths[k], strerror(errno)); }
+        fclose(f);
+        if (local > in->sizes[k]) { local = in->sizes[k]; }
+    }
+    *file = k;
+    *offset = local;
+}
+
+static void cmd_encode(const InputList* in, const char* tokenizer_path, const char* prefix, double val_fraction,
+                       size_t shard_tokens) {
+    char name[64];
+    if (in->total_bytes == 0) { die("%s is empty: nothing to encode", inputs_name(in, name, sizeof(name))); }
     Vocab v;
     memset(&v, 0, sizeof(v));
     read_vocab(&v, tokenizer_path);
-    size_t n;
-    unsigned char* text = read_file(input, &n);
-    if (n == 0) {  // no tokens to write: each shard would hold the eot alone
-        free(text);
-        vocab_free(&v);
-        die("%s is empty: nothing to encode", input);
-    }
     Encoder e;
     memset(&e, 0, sizeof(e));
     pairmap_init(&e.ranks, 1 << 17);
     for (int k = 0; k < v.num_merges; k++) { *pairmap_slot(&e.ranks, (uint32_t)v.merges[2 * k], (uint32_t)v.merges[2 * k + 1], 1) = k; }
     strmap_init(&e.cache);
-    // the val split ends at the first newline after the fraction, so no word is cut in two
-    size_t split = (size_t)(val_fraction * (double)n);
-    while (split > 0 && split < n && text[split - 1] != '\n') { split++; }
-    uint16_t* tokens = xcalloc(n + 2, sizeof(uint16_t));
-    char path[1100];
-    size_t val_count = encode_text(&e, &v, text, split, tokens);
-    snprintf(path, sizeof(path), "%s_val.bin", prefix);
-    write_shard(path, tokens, val_count);
-    size_t train_count = encode_text(&e, &v, text + split, n - split, tokens);
-    snprintf(path, sizeof(path), "%s_train.bin", prefix);
-    write_shard(path, tokens, train_count);
-    printf("tokenizer: %s -> %s_val.bin (%zu tokens) and %s_train.bin (%zu tokens), %.2f bytes per token\n", input,
-           prefix, val_count, prefix, train_count, (double)n / (double)(val_count + train_count - 2));
-    free(tokens);
-    free(text);
+    size_t split_file;
+    long long split_offset;
+    find_val_split(in, val_fraction, &split_file, &split_offset);
+    unsigned char* block = xcalloc(ENCODE_BLOCK_BYTES, 1);
+    Progress progress = {in->total_bytes, 0, 0, seconds_now(), seconds_now(), isatty(2), 0};
+    TokenSink sink;
+    sink_init(&sink, prefix, shard_tokens, (uint16_t)v.eot);
+    sink_push_document_start(&sink);  // the val split starts with an eot
+    for (size_t k = 0; k < in->count; k++) {
+        if (in->sizes[k] == 0) { continue; }  // an empty document adds nothing
+        if (k == split_file && split_offset == 0) { sink_start_train(&sink); }
+        sink_push_document_start(&sink);
+        if (k == split_file && split_offset > 0) {
+            encode_segment(&e, &v, in->paths[k], 0, split_offset, block, &sink, &progress);
+            sink_start_train(&sink);
+            if (split_offset < in->sizes[k]) { encode_segment(&e, &v, in->paths[k], split_offset, in->sizes[k], block, &sink, &progress); }
+        } else {
+            encode_segment(&e, &v, in->paths[k], 0, in->sizes[k], block, &sink, &progress);
+        }
+    }
+    if (progress.done_bytes != in->total_bytes) { die("internal error: encoded %lld of %lld bytes", progress.done_bytes, in->total_bytes); }
+    size_t val_count = sink.val_count, train_count = sink.train_count;
+    int shards = sink_finish(&sink);
+    progress_update(&progress, 1);
+    double seconds = seconds_now() - progress.start;
+    char train_name[1200];
+    if (shard_tokens) {
+        snprintf(train_name, sizeof(train_name), "%d train shard%s %s_train_000001.bin%s", shards, shards > 1 ? "s" : "",
+                 prefix, shards > 1 ? " .." : "");
+    } else {
+        snprintf(train_name, sizeof(train_name), "%s_train.bin", prefix);
+    }
+    printf("tokenizer: %s -> %s_val.bin (%zu tokens) and %s (%zu tokens), %.2f bytes per token, %.1f MB/s\n",
+           inputs_name(in, name, sizeof(name)), prefix, val_count, train_name, train_count,
+           (double)in->total_bytes / (double)progress.tokens, (double)in->total_bytes / 1e6 / (seconds > 1e-9 ? seconds : 1e-9));
+    free(block);
     encoder_free(&e);
     vocab_free(&v);
 }
@@ -624,17 +1095,24 @@ static void cmd_decode(const char* tokenizer_path, const char* shard, const char
 
 static void usage_and_exit(void) {
     fprintf(stderr,
-            "usage: tokenizer train  -i input.txt -o DIR [-v vocab_size (257..65535, default 1024)]\n"
-            "       tokenizer encode -i input.txt -k DIR/tokenizer.bin -o PREFIX [-f val_fraction (0..1, default 0.1)]\n"
-            "       tokenizer decode -k DIR/tokenizer.bin -i shard.bin -o out.txt\n");
+            "usage: tokenizer train  -i INPUT [-i INPUT ...] -o DIR [-v vocab_size (257..65535, default 1024)]\n"
+            "                        [-m sample_mb (1..1048576, default 64)]\n"
+            "       tokenizer encode -i INPUT [-i INPUT ...] -k DIR/tokenizer.bin -o PREFIX\n"
+            "                        [-f val_fraction (0..1, default 0.1)] [-s shard_tokens (1024..1073741824: shards)]\n"
+            "       tokenizer decode -k DIR/tokenizer.bin -i shard.bin -o out.txt\n"
+            "INPUT: a text file, or a folder of .txt files (its subfolders too); several -i are one corpus, in order\n");
     exit(2);
 }
 
 int main(int argc, char** argv) {
     if (argc < 2) { usage_and_exit(); }
     const char* cmd = argv[1];
-    const char *input = NULL, *output = NULL, *tokenizer = NULL;
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) { usage_and_exit(); }
+    const char *output = NULL, *tokenizer = NULL;
+    const char* inputs[4096];
+    int num_inputs = 0;
     int vocab_size = 1024;
+    long long sample_mb = 64, shard_tokens = 0;
     double val_fraction = 0.1;
     for (int i = 2; i < argc; i++) {
         const char* flag = argv[i];
@@ -643,7 +1121,8 @@ int main(int argc, char** argv) {
         char* end = NULL;
         errno = 0;
         if (strcmp(flag, "-i") == 0) {
-            input = value;
+            if (num_inputs == (int)(sizeof(inputs) / sizeof(inputs[0]))) { die("more than %d -i inputs (give a folder)", num_inputs); }
+            inputs[num_inputs++] = value;
         } else if (strcmp(flag, "-o") == 0) {
             output = value;
         } else if (strcmp(flag, "-k") == 0) {
@@ -651,9 +1130,21 @@ int main(int argc, char** argv) {
         } else if (strcmp(flag, "-v") == 0) {
             long v = strtol(value, &end, 10);
             if (end == value || *end || errno || v < 257 || v > MAX_VOCAB) {
-                die("invalid value '%s' for -v: expected an integer in [257, %d]", value, MAX_VOCAB);
+                die("invalid value '%s' for -v: expected an integer in [257, %d] (tokens are stored as uint16)", value, MAX_VOCAB);
             }
             vocab_size = (int)v;
+        } else if (strcmp(flag, "-m") == 0) {
+            long long m = strtoll(value, &end, 10);
+            if (end == value || *end || errno || m < 1 || m > (1LL << 20)) {
+                die("invalid value '%s' for -m: expected an integer in [1, 1048576] (MB)", value);
+            }
+            sample_mb = m;
+        } else if (strcmp(flag, "-s") == 0) {
+            long long t = strtoll(value, &end, 10);
+            if (end == value || *end || errno || t < 1024 || t > (1LL << 30)) {
+                die("invalid value '%s' for -s: expected an integer in [1024, 1073741824] (tokens per shard)", value);
+            }
+            shard_tokens = t;
         } else if (strcmp(flag, "-f") == 0) {
             double f = strtod(value, &end);
             if (end == value || *end || errno || !(f >= 0.0 && f < 1.0)) {
@@ -664,17 +1155,22 @@ int main(int argc, char** argv) {
             die("unknown flag %s", flag);
         }
     }
+    InputList in;
+    memset(&in, 0, sizeof(in));
     if (strcmp(cmd, "train") == 0) {
-        if (!input || !output) { die("train needs -i input.txt and -o DIR"); }
-        cmd_train(input, output, vocab_size);
+        if (!num_inputs || !output) { die("train needs -i INPUT and -o DIR"); }
+        for (int k = 0; k < num_inputs; k++) { inputs_add(&in, inputs[k]); }
+        cmd_train(&in, output, vocab_size, sample_mb * 1000000LL);
     } else if (strcmp(cmd, "encode") == 0) {
-        if (!input || !output || !tokenizer) { die("encode needs -i input.txt, -k tokenizer.bin and -o PREFIX"); }
-        cmd_encode(input, tokenizer, output, val_fraction);
+        if (!num_inputs || !output || !tokenizer) { die("encode needs -i INPUT, -k tokenizer.bin and -o PREFIX"); }
+        for (int k = 0; k < num_inputs; k++) { inputs_add(&in, inputs[k]); }
+        cmd_encode(&in, tokenizer, output, val_fraction, (size_t)shard_tokens);
     } else if (strcmp(cmd, "decode") == 0) {
-        if (!input || !output || !tokenizer) { die("decode needs -k tokenizer.bin, -i shard.bin and -o out.txt"); }
-        cmd_decode(tokenizer, input, output);
+        if (num_inputs != 1 || !output || !tokenizer) { die("decode needs -k tokenizer.bin, -i shard.bin and -o out.txt"); }
+        cmd_decode(tokenizer, inputs[0], output);
     } else {
         die("unknown command '%s' (train, encode or decode)", cmd);
     }
+    inputs_free(&in);
     return 0;
 }

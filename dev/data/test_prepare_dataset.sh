@@ -1,0 +1,284 @@
+#!/usr/bin/env bash
+# dev/data/test_prepare_dataset.sh — tests of your own data in: the tokenizer tool on several inputs and folders,
+# streamed encoding (tokens equal to encoding each document at once, checked against a build with 4099-byte blocks),
+# train shards of a fixed token count (a short last one joined, stale ones removed), the val split's cap, the bounded
+# BPE sample, dev/data/prepare_dataset.sh (data/NAME made whole or not at all, idempotent, every bad input one line),
+# tinyshakespeare never overwritten by another text, and the trainer on a sharded dataset. Prints
+# "prepare_dataset: N passed, M failed" last.
+set -u
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+. scripts/test_lib.sh
+tool=./dev/data/tokenizer
+small_blocks=./dev/data/tokenizer_small_blocks
+prepare=./dev/data/prepare_dataset.sh
+for program in "$tool" "$small_blocks" ./train_gpt_fp8_cpu; do
+    [ -x "$program" ] || { fail build "$program missing (make test builds it)"; finish prepare_dataset; }
+done
+
+# Shard reading, independent of the tool: shard_tokens PATH prints the token count after checking the header and size;
+# shard_ids PATH... prints every id, one per line, of the shards in order.
+shard_tokens() {
+    python3 - "$1" <<'EOF'
+import struct, sys, os
+p = sys.argv[1]
+h = struct.unpack("<256i", open(p, "rb").read(1024))
+assert h[0] == 20240520 and h[1] == 1 and os.path.getsize(p) == 1024 + 2 * h[2], (p, h[:3])
+print(h[2])
+EOF
+}
+shard_ids() {
+    python3 - "$@" <<'EOF'
+import struct, sys
+for p in sys.argv[1:]:
+    d = open(p, "rb").read()
+    n = struct.unpack("<i", d[8:12])[0]
+    sys.stdout.write("".join(f"{t}\n" for t in struct.unpack(f"<{n}H", d[1024:])))
+EOF
+}
+decode_all() {  # tokenizer, output, shards...: the shards' text, concatenated
+    local tk=$1 out=$2 shard
+    shift 2
+    : >"$out"
+    for shard in "$@"; do
+        "$tool" decode -k "$tk" -i "$shard" -o "$TMP/decoded_one.txt" && cat "$TMP/decoded_one.txt" >>"$out"
+    done
+}
+
+# ---------------------------------------------------------------------------------------------------------------------
+# a corpus of several documents, with the whitespace runs, digits, punctuation and UTF-8 that piece splitting cares
+# about, in a folder with a subfolder, a non-.txt file and a hidden file (neither taken)
+corpus=$TMP/corpus
+mkdir -p "$corpus/b_more" "$corpus/.hidden"
+python3 - "$corpus" <<'EOF'
+import random, sys
+random.seed(7)
+d = sys.argv[1]
+syllables = ["th", "e", "an", "kin", "g", "sha", "ll", "spe", "ak", "ro", "me", "o", "thou", "art", "lo", "ve", "ca",
+             "f\u00e9", "\u65e5\u672c", "mor", "row", "qu", "een", "st", "ing", "er", "ed", "y", "ou", "wh", "at"]
+words = ["".join(random.choice(syllables) for _ in range(random.randint(1, 4))) for _ in range(2000)]
+words += ["Romeo:", "1599,", "--", "to-morrow", "love!", "?!", "x\ty", "42", "3.14"]
+def doc(n):
+    out = []
+    for _ in range(n):
+        out.append(random.choice(words))
+        out.append(random.choice([" ", " ", " ", "  ", "\n", "\n\n  ", " \n", "\t", "   \n "]))
+    return "".join(out)
+for name, n in [("a_first.txt", 40000), ("b_more/c_third.txt", 30000), ("b_more/d_fourth.txt", 50)]:
+    open(f"{d}/{name}", "w").write(doc(n))
+open(f"{d}/b_second.txt", "w").write(doc(20000))
+open(f"{d}/b_more/e_empty.txt", "w").write("")
+open(f"{d}/notes.md", "w").write("not a .txt file")
+open(f"{d}/.hidden/h.txt", "w").write("hidden")
+EOF
+# the order the tool takes them in: byte order of paths, subfolders in place, the empty document adding nothing
+order=("$corpus/a_first.txt" "$corpus/b_more/c_third.txt" "$corpus/b_more/d_fourth.txt" "$corpus/b_second.txt")
+cat "${order[@]}" >"$TMP/corpus_concat.txt"
+
+mkdir -p "$TMP/tk" "$TMP/tk_concat" "$TMP/sampled" "$TMP/sampled_again"
+"$tool" train -i "$corpus" -o "$TMP/tk" -v 400 >"$TMP/train.out" 2>&1 || fail folder_train "$(tail -n 2 "$TMP/train.out")"
+"$tool" train -i "$TMP/corpus_concat.txt" -o "$TMP/tk_concat" -v 400 >/dev/null 2>&1
+# pieces never cross a document's end: only where a document's last piece would run into the next one's first could
+# the two trainings differ, and these documents end and start with different classes of bytes or whitespace, so the
+# merges are the same
+if cmp -s "$TMP/tk/tokenizer.merges" "$TMP/tk_concat/tokenizer.merges"; then pass folder_train_same_merges; else fail folder_train_same_merges "a folder's documents trained otherwise than their concatenation"; fi
+tk=$TMP/tk/tokenizer.bin
+
+# one train file (no -s): the val split then every document, each starting with the eot
+"$tool" encode -i "$corpus" -k "$tk" -o "$TMP/one" -f 0.1 >"$TMP/one.out" 2>&1 || fail encode_folder "$(tail -n 2 "$TMP/one.out")"
+decode_all "$tk" "$TMP/one.txt" "$TMP/one_val.bin" "$TMP/one_train.bin"
+if cmp -s "$TMP/one.txt" "$TMP/corpus_concat.txt"; then pass folder_round_trip_in_order; else fail folder_round_trip_in_order "decode(encode(folder)) is not its .txt files in byte order of their paths"; fi
+eots=$(shard_ids "$TMP/one_val.bin" "$TMP/one_train.bin" | grep -cx 399)
+# one eot per non-empty document, plus the train split's own (the split falls inside the first document)
+if [ "$eots" = 5 ]; then pass eot_per_document; else fail eot_per_document "$eots eot tokens, expected 4 documents + 1 split"; fi
+first_val=$(shard_ids "$TMP/one_val.bin" | head -n 1)
+first_train=$(shard_ids "$TMP/one_train.bin" | head -n 1)
+if [ "$first_val" = 399 ] && [ "$first_train" = 399 ]; then pass splits_start_with_eot; else fail splits_start_with_eot "first ids $first_val, $first_train"; fi
+
+# streaming: 4099-byte blocks give the tokens of 8 MiB ones (each document here fits one 8 MiB block: encoded at once)
+"$small_blocks" encode -i "$corpus" -k "$tk" -o "$TMP/small" -f 0.1 >/dev/null 2>&1
+if cmp -s "$TMP/small_val.bin" "$TMP/one_val.bin" && cmp -s "$TMP/small_train.bin" "$TMP/one_train.bin"; then
+    pass streamed_blocks_same_tokens
+else
+    fail streamed_blocks_same_tokens "4099-byte blocks encode otherwise than whole documents"
+fi
+# several -i: one corpus in the order given, the same as the folder
+"$tool" encode -i "${order[0]}" -i "${order[1]}" -i "${order[2]}" -i "$corpus/b_more/e_empty.txt" -i "${order[3]}" \
+    -k "$tk" -o "$TMP/several" -f 0.1 >/dev/null 2>&1
+if cmp -s "$TMP/several_val.bin" "$TMP/one_val.bin" && cmp -s "$TMP/several_train.bin" "$TMP/one_train.bin"; then pass several_inputs_in_order; else fail several_inputs_in_order "several -i differ from their folder"; fi
+
+# shards: -s 20000 with the val split under one shard (-f 0.02): every train shard holds 20000 tokens but the last,
+# which is the rest unless under a quarter of a shard (then joined to the one before); together they are the one-file
+# split
+"$tool" encode -i "$corpus" -k "$tk" -o "$TMP/one2" -f 0.02 >/dev/null 2>&1
+total=$(shard_tokens "$TMP/one2_train.bin")
+touch "$TMP/sh_train_000099.bin"  # not next in line: left alone
+"$tool" encode -i "$corpus" -k "$tk" -o "$TMP/sh" -f 0.02 -s 20000 >/dev/null 2>&1
+shards=("$TMP"/sh_train_0000[0-8]*.bin)
+counts=$(for s in "${shards[@]}"; do shard_tokens "$s"; done | tr '\n' ' ')
+expected=$(python3 -c "
+t, s = $total, 20000
+full, rest = divmod(t, s)
+c = [s] * full + ([rest] if rest else [])
+if len(c) > 1 and c[-1] < s // 4:
+    last = c.pop()
+    c[-1] += last
+print(' '.join(map(str, c)) + ' ')")
+if [ "$counts" = "$expected" ]; then pass "shard_sizes ($counts)"; else fail shard_sizes "got '$counts', expected '$expected'"; fi
+if [ "$(shard_ids "${shards[@]}" | md5sum)" = "$(shard_ids "$TMP/one2_train.bin" | md5sum)" ] && cmp -s "$TMP/sh_val.bin" "$TMP/one2_val.bin"; then
+    pass shards_are_the_split
+else
+    fail shards_are_the_split "the shards together are not the one-file train split"
+fi
+# the short last shard: a size whose remainder is under a quarter is joined, one over a quarter is not
+short=$(python3 -c "t = $total; print(next(s for s in range(t // 3, 1024, -1) if 0 < t % s < s // 4))")
+"$tool" encode -i "$corpus" -k "$tk" -o "$TMP/short" -f 0.02 -s "$short" >/dev/null 2>&1
+last=$(ls "$TMP"/short_train_*.bin | tail -n 1)
+if [ "$(ls "$TMP"/short_train_*.bin | wc -l)" = $((total / short)) ] && [ "$(shard_tokens "$last")" = $((short + total % short)) ]; then
+    pass short_last_shard_joined
+else
+    fail short_last_shard_joined "-s $short over $total tokens: $(ls "$TMP"/short_train_*.bin | wc -l) shards, last $(shard_tokens "$last")"
+fi
+# a second encoding into fewer shards removes the first one's higher-numbered shards (a glob would take them)
+"$tool" encode -i "$corpus" -k "$tk" -o "$TMP/sh" -f 0.02 -s 60000 >/dev/null 2>&1
+now=$(ls "$TMP"/sh_train_0000[0-8]*.bin | wc -l)
+want=$(python3 -c "full, rest = divmod($total, 60000); print(max(1, full + (rest >= 60000 // 4)))")
+if [ "$now" = "$want" ] && [ -e "$TMP/sh_train_000099.bin" ]; then pass stale_shards_removed; else fail stale_shards_removed "$now shards after re-encoding, expected $want (or an unrelated file removed)"; fi
+
+# the val split's cap: at most one shard; the rest of its text starts the train split (with an eot); nothing is lost
+"$tool" encode -i "$corpus" -k "$tk" -o "$TMP/cap" -f 0.5 -s 4096 >/dev/null 2>&1
+val_tokens=$(shard_tokens "$TMP/cap_val.bin")
+decode_all "$tk" "$TMP/cap.txt" "$TMP/cap_val.bin" "$TMP"/cap_train_*.bin
+if [ "$val_tokens" -le 4096 ] && [ "$val_tokens" -gt 4000 ] && cmp -s "$TMP/cap.txt" "$TMP/corpus_concat.txt"; then
+    pass "val_capped_at_one_shard ($val_tokens tokens)"
+else
+    fail val_capped_at_one_shard "val $val_tokens tokens, or the text changed"
+fi
+
+# the BPE sample: -m 1 on a 1.5 MB corpus reads 64 windows of 15625 bytes cut at line ends, and says so
+big=$TMP/big.txt
+for _ in 1 2 3; do cat "$TMP/corpus_concat.txt"; done >"$big"
+out=$("$tool" train -i "$big" -o "$TMP/sampled" -v 400 -m 1 2>&1)
+sampled=$(printf '%s' "$out" | sed -nE 's/.*learned from ([0-9]+) bytes \(a sample: 64 windows of a ([0-9.]+) MB corpus\).*/\1 \2/p')
+if [ -n "$sampled" ] && [ "${sampled% *}" -le 1000000 ] && [ "${sampled% *}" -gt 900000 ]; then
+    pass "bpe_sample_bounded ($sampled)"
+else
+    fail bpe_sample_bounded "$out"
+fi
+"$tool" train -i "$big" -o "$TMP/sampled_again" -v 400 -m 1 >/dev/null 2>&1
+if cmp -s "$TMP/sampled/tokenizer.merges" "$TMP/sampled_again/tokenizer.merges"; then pass bpe_sample_deterministic; else fail bpe_sample_deterministic "two sampled trainings differ"; fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# dev/data/prepare_dataset.sh into a data root of the test's own
+root=$TMP/data
+if $prepare mine "$corpus" --vocab 400 --shard-tokens 20000 --data-root "$root" >"$TMP/prep.out" 2>&1 &&
+    [ -f "$root/mine/tokenizer.bin" ] && [ -f "$root/mine/tokenizer.merges" ] && [ -f "$root/mine/mine_val.bin" ] &&
+    [ -f "$root/mine/mine_train_000001.bin" ] && [ -z "$(ls -d "$root"/mine.* 2>/dev/null)" ]; then
+    pass prepare_named_dataset
+else
+    fail prepare_named_dataset "$(tail -n 3 "$TMP/prep.out")"
+fi
+if $prepare mine "$corpus" --vocab 400 --shard-tokens 20000 --data-root "$root" 2>&1 | grep -q "is up to date"; then pass prepare_idempotent; else fail prepare_idempotent "a second run with the same inputs did not keep the dataset"; fi
+before=$(ls "$root/mine" | wc -l)
+$prepare mine "$corpus" --vocab 400 --shard-tokens 60000 --data-root "$root" >/dev/null 2>&1
+after=$(ls "$root/mine"/mine_train_*.bin | wc -l)
+if [ "$after" -lt "$((before - 3))" ]; then pass prepare_remade_without_stale_shards; else fail prepare_remade_without_stale_shards "$after train shards after remaking with larger shards (before: $before files)"; fi
+# encoding with an existing tokenizer (fine-tuning a model on new text in its vocabulary): the same tokenizer files
+$prepare more "${order[1]}" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 1024 --data-root "$root" >/dev/null 2>&1
+if cmp -s "$root/more/tokenizer.bin" "$root/mine/tokenizer.bin" && cmp -s "$root/more/tokenizer.merges" "$root/mine/tokenizer.merges" &&
+    [ -f "$root/more/more_train_000001.bin" ]; then
+    pass prepare_with_existing_tokenizer
+else
+    fail prepare_with_existing_tokenizer "data/more was not encoded with mine's tokenizer"
+fi
+# a failure leaves the earlier dataset as it was
+cp -r "$root/mine" "$TMP/mine_before"
+chmod 000 "${order[3]}"
+if [ "$(id -u)" != 0 ]; then
+    $prepare mine "$corpus" --vocab 401 --shard-tokens 60000 --data-root "$root" >/dev/null 2>&1
+    if diff -r "$root/mine" "$TMP/mine_before" >/dev/null && [ -z "$(ls -d "$root"/mine.* 2>/dev/null)" ]; then pass failed_prepare_keeps_dataset; else fail failed_prepare_keeps_dataset "data/mine changed"; fi
+else  # root reads a mode-000 file: fail the run with a tokenizer that cannot encode instead
+    head -c 2000 "$root/mine/tokenizer.bin" >"$TMP/broken.bin"
+    cp "$root/mine/tokenizer.merges" "$TMP/broken.merges"
+    $prepare mine "$corpus" --tokenizer "$TMP/broken.bin" --shard-tokens 60000 --data-root "$root" >/dev/null 2>&1
+    if diff -r "$root/mine" "$TMP/mine_before" >/dev/null && [ -z "$(ls -d "$root"/mine.* 2>/dev/null)" ]; then pass failed_prepare_keeps_dataset; else fail failed_prepare_keeps_dataset "data/mine changed"; fi
+fi
+chmod 644 "${order[3]}"
+
+# the trainer on the sharded dataset: a glob over the train shards, batches crossing from one shard to the next
+$prepare tiny "$corpus" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 4096 --data-root "$root" >/dev/null 2>&1
+if ./train_gpt_fp8_cpu -i "$root/tiny/tiny_train_*.bin" -j "$root/tiny/tiny_val.bin" -tk "$root/tiny/tokenizer.bin" \
+    -L 1 -C 32 -NH 2 -b 4 -t 64 -x 40 -v 20 -m 2 -s 0 >"$TMP/trainer.out" 2>&1 &&
+    grep -q "^step *40/40" "$TMP/trainer.out"; then
+    pass "trainer_on_shards ($(ls "$root"/tiny/tiny_train_*.bin | wc -l) shards)"
+else
+    fail trainer_on_shards "$(tail -n 2 "$TMP/trainer.out")"
+fi
+
+# make train's comparison on a dataset of one's own (DATA: a name under data/, or a dataset folder's path)
+if DATA="$root/tiny" STEPS=10 OUT="$TMP/compare" PROGRESS=lines TRAINER=./train_gpt_fp8_cpu \
+    ./scripts/compare_bf16_fp8.sh >"$TMP/compare.out" 2>&1 && grep -q "^compare_bf16_fp8: data: $root/tiny/" "$TMP/compare.out" &&
+    grep -qF "| train data            | $root/tiny/tiny_train_*.bin" "$TMP/compare/bf16.out" && [ -f "$TMP/compare/bf16_vs_fp8.png" ]; then
+    pass compare_runs_on_own_dataset
+else
+    fail compare_runs_on_own_dataset "$(tail -n 3 "$TMP/compare.out")"
+fi
+out=$(DATA=no_such_dataset ./scripts/compare_bf16_fp8.sh 2>&1 >/dev/null)
+if [ $? -ne 0 ] && printf '%s' "$out" | grep -q "DATA=no_such_dataset: no dataset in data/no_such_dataset/ (make it with: make data NAME=no_such_dataset INPUT="; then
+    pass compare_runs_missing_dataset
+else
+    fail compare_runs_missing_dataset "$out"
+fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# bad input: one error line naming the problem, a non-zero exit, nothing left behind
+expect_error() {  # name, expected text, command...
+    local name=$1 want=$2 out rc
+    shift 2
+    out=$("$@" 2>&1 >/dev/null)
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -qF -- "$want" &&
+        [ -z "$(ls -d "$root"/*.tmp.* "$TMP"/*.tmp 2>/dev/null)" ]; then
+        pass "bad_input_$name"
+    else
+        fail "bad_input_$name" "rc $rc, wanted one line with '$want', got: $out"
+    fi
+}
+mkdir -p "$TMP/no_text/sub" "$TMP/empty_docs"
+echo "words" >"$TMP/no_text/sub/readme.md"
+: >"$TMP/empty_docs/a.txt"
+: >"$TMP/empty_docs/b.txt"
+expect_error folder_without_text "folder $TMP/no_text holds no .txt file" "$tool" train -i "$TMP/no_text" -o "$TMP/x"
+expect_error empty_corpus "the input (2 files) is empty" "$tool" train -i "$TMP/empty_docs" -o "$TMP/x"
+expect_error empty_corpus_encode "is empty: nothing to encode" "$tool" encode -i "$TMP/empty_docs" -k "$tk" -o "$TMP/x"
+expect_error vocab_too_large "[257, 65535] (tokens are stored as uint16)" "$tool" train -i "$corpus" -o "$TMP/x" -v 70000
+expect_error shard_tokens "for -s: expected an integer in [1024, 1073741824]" "$tool" encode -i "$corpus" -k "$tk" -o "$TMP/x" -s 100
+expect_error sample_mb "for -m" "$tool" train -i "$corpus" -o "$TMP/x" -m 0
+expect_error missing_input "cannot open $TMP/nothing_here" "$tool" encode -i "$TMP/nothing_here" -k "$tk" -o "$TMP/x"
+expect_error prepare_no_name "no NAME given" $prepare
+expect_error prepare_bad_name "NAME 'a/b'" $prepare a/b "$corpus" --data-root "$root"
+expect_error prepare_no_input "no INPUT given for foo" $prepare foo --data-root "$root"
+expect_error prepare_missing_input "$TMP/nothing_here does not exist" $prepare foo "$TMP/nothing_here" --data-root "$root"
+expect_error prepare_tinyshakespeare "data/tinyshakespeare is the default corpus" $prepare tinyshakespeare "$corpus"
+expect_error prepare_vocab "--vocab 70000: expected an integer in [257, 65535]" $prepare foo "$corpus" --vocab 70000 --data-root "$root"
+expect_error prepare_fraction "--val-fraction 1.5" $prepare foo "$corpus" --val-fraction 1.5 --data-root "$root"
+expect_error prepare_unknown_option "unknown option --frobnicate" $prepare foo "$corpus" --frobnicate 1 --data-root "$root"
+expect_error prepare_folder_without_text "holds no .txt file" $prepare foo "$TMP/no_text" --data-root "$root"
+cp "$tk" "$TMP/lonely.bin"
+expect_error prepare_tokenizer_without_merges "has no $TMP/lonely.merges beside it" $prepare foo "$corpus" --tokenizer "$TMP/lonely.bin" --data-root "$root"
+if [ ! -e "$root/foo" ]; then pass bad_inputs_make_no_dataset; else fail bad_inputs_make_no_dataset "$root/foo exists"; fi
+if $prepare -h | grep -q "^usage: dev/data/prepare_dataset.sh NAME INPUT"; then pass prepare_help; else fail prepare_help "-h shows no usage"; fi
+
+# tinyshakespeare's preparation refuses another text, leaving data/tinyshakespeare as it is
+ts=data/tinyshakespeare
+sums_before=$(cat "$ts"/tokenizer.bin "$ts"/tiny_shakespeare_*.bin 2>/dev/null | md5sum)
+out=$(./dev/data/prepare_tinyshakespeare.sh "$TMP/corpus_concat.txt" 2>&1 >/dev/null)
+rc=$?
+if [ "$rc" -ne 0 ] && printf '%s' "$out" | grep -q "is not tinyshakespeare's input.txt.*make data NAME=mytext INPUT=" &&
+    [ "$(cat "$ts"/tokenizer.bin "$ts"/tiny_shakespeare_*.bin 2>/dev/null | md5sum)" = "$sums_before" ]; then
+    pass tinyshakespeare_never_overwritten
+else
+    fail tinyshakespeare_never_overwritten "rc $rc: $out"
+fi
+
+finish prepare_dataset
