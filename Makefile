@@ -5,7 +5,8 @@
 #   make train                    prepare tinyshakespeare, train BF16 and FP8 on it, plot the comparison (the CUDA
 #                                 trainer where a GPU answers, else the CPU one with a small model); builds only that
 #   make test                     build everything (the CUDA programs too, when nvcc is here) and run every CPU test
-#   make deps                     install the Python packages the tests and plots use (requirements.txt), xxHash's
+#   make deps                     install the Python packages the tests and plots use (requirements.txt, and
+#                                 requirements-hf.txt's for the Hugging Face export unless NO_HF=1), xxHash's
 #                                 header into deps/xxhash (checkpoint checksums; fetched by the first build otherwise)
 #                                 and the cuDNN frontend's headers into deps/cudnn_frontend/include (cuDNN attention)
 #   make cuda                     the CUDA trainer, its GPU test and the dev/cuda checks (needs nvcc, not a GPU)
@@ -328,9 +329,13 @@ train: $(DATA_PROGRAMS) $(TRAINER)
 # The frontend's pin in requirements.txt is installed on its own, headers only (scripts/install_cudnn_frontend.sh):
 # its Python package would pull in CUTLASS's DSL and more, which nothing here uses. Only where nvcc could build cuDNN
 # attention: a CPU-only machine needs neither the headers nor the network to fetch them.
+# requirements-hf.txt (torch, transformers, safetensors, tokenizers: the Hugging Face export and its test) too, unless
+# NO_HF=1.
+DEPS_IMPORTS := ml_dtypes, numpy, matplotlib, xxhash$(if $(filter 1,$(NO_HF)),,$(comma) torch, transformers, safetensors, tokenizers)
 deps:
-	@$(PYTHON) -c "import ml_dtypes, numpy, matplotlib, xxhash" 2>/dev/null && echo "deps: Python packages already present" \
+	@$(PYTHON) -c "import $(DEPS_IMPORTS)" 2>/dev/null && echo "deps: Python packages already present" \
 	  || { grep -v '^nvidia-cudnn-frontend' requirements.txt >.deps_requirements.txt && \
+	       $(if $(filter 1,$(NO_HF)),,cat requirements-hf.txt >>.deps_requirements.txt &&) \
 	       $(PYTHON) -m pip install --quiet -r .deps_requirements.txt; rc=$$?; rm -f .deps_requirements.txt; exit $$rc; }
 	@PYTHON=$(PYTHON) ./scripts/install_xxhash.sh
 	@$(if $(and $(NVCC),$(if $(filter 1,$(NO_CUDNN)),,1)),PYTHON=$(PYTHON) ./scripts/install_cudnn_frontend.sh,echo \
@@ -371,7 +376,8 @@ help:
 	@echo "  make                 build what you run: $(RUN_PROGRAMS)"
 	@echo "  make train           prepare tinyshakespeare, train BF16 and FP8 (same data and seed), plot both into OUT"
 	@echo "                       (trainer here: $(TRAINER); knobs STEPS OUT SEED INPUT TRAINER below)"
-	@echo "  make deps            pip install requirements.txt (ml_dtypes, numpy, matplotlib: tests and plots) and"
+	@echo "  make deps            pip install requirements.txt (ml_dtypes, numpy, matplotlib: tests and plots),"
+	@echo "                       requirements-hf.txt (torch, transformers: the HF export; NO_HF=1 leaves them out) and"
 	@echo "                       xxHash's header and the cuDNN frontend's headers into deps/ (checksums, cuDNN attention)"
 	@echo "  make data            prepare data/tinyshakespeare (INPUT=path/to/input.txt, else ../shared, else a download)"
 	@echo "  make data NAME=mytext INPUT=path   your own text (a file, several, or folders of .txt files) into data/mytext/:"
@@ -399,6 +405,7 @@ help:
 	@echo "  NO_OMP=1             build the CPU code without OpenMP"
 	@echo "  NO_MULTI_GPU=1       the CUDA trainer without NCCL; NO_USE_MPI=1 without MPI (ids via -pi fs|tcp)"
 	@echo "  NO_CUDNN=1           the CUDA trainer without cuDNN attention (-attn plain only)"
+	@echo "  NO_HF=1              make deps: without torch and transformers (5.6 GB; only the HF export needs them)"
 	@echo "  CUDNN_FRONTEND_PATH  the cuDNN frontend's include/ folder (default: what make deps put in deps/)"
 	@echo "  FUZZ_SECONDS=N       make fuzz: seconds per reader (default 60); FUZZ_SMOKE_SECONDS: the test's (20)"
 	@echo "  FUZZ_CC=clang        the compiler of the fuzz harnesses (default clang-14 or clang)"

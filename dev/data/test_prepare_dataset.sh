@@ -165,6 +165,16 @@ if [ -n "$sampled" ] && [ "${sampled% *}" -le 1000000 ] && [ "${sampled% *}" -gt
 else
     fail bpe_sample_bounded "$out"
 fi
+# many short documents: each window goes on through the files after it, so the sample is as large as for one file
+mkdir -p "$TMP/many" "$TMP/sampled_many"
+split -l 40 -d -a 4 --additional-suffix=.txt "$big" "$TMP/many/doc_"
+out=$("$tool" train -i "$TMP/many" -o "$TMP/sampled_many" -v 400 -m 1 2>&1)
+sampled=$(printf '%s' "$out" | sed -nE 's/.*learned from ([0-9]+) bytes \(a sample.*/\1/p')
+if [ -n "$sampled" ] && [ "$sampled" -le 1000000 ] && [ "$sampled" -gt 900000 ]; then
+    pass "bpe_sample_across_documents ($sampled bytes from $(ls "$TMP/many" | wc -l) documents)"
+else
+    fail bpe_sample_across_documents "$out"
+fi
 "$tool" train -i "$big" -o "$TMP/sampled_again" -v 400 -m 1 >/dev/null 2>&1
 if cmp -s "$TMP/sampled/tokenizer.merges" "$TMP/sampled_again/tokenizer.merges"; then pass bpe_sample_deterministic; else fail bpe_sample_deterministic "two sampled trainings differ"; fi
 
@@ -268,6 +278,7 @@ cp "$tk" "$TMP/lonely.bin"
 expect_error prepare_tokenizer_without_merges "has no $TMP/lonely.merges beside it" $prepare foo "$corpus" --tokenizer "$TMP/lonely.bin" --data-root "$root"
 if [ ! -e "$root/foo" ]; then pass bad_inputs_make_no_dataset; else fail bad_inputs_make_no_dataset "$root/foo exists"; fi
 if $prepare -h | grep -q "^usage: dev/data/prepare_dataset.sh NAME INPUT"; then pass prepare_help; else fail prepare_help "-h shows no usage"; fi
+if "$tool" -h | grep -q "^usage: tokenizer train  -i INPUT \[-i INPUT ...\]"; then pass tokenizer_help; else fail tokenizer_help "tokenizer -h shows no usage or fails"; fi
 
 # tinyshakespeare's preparation refuses another text, leaving data/tinyshakespeare as it is
 ts=data/tinyshakespeare

@@ -517,56 +517,68 @@ static void add_pairs(PairMap* counts, const Piece* p, int64_t sign) {
 }
 
 // The text BPE training counts: the corpus whole when it is at most sample_bytes, else SAMPLE_WINDOWS windows of
-// sample_bytes / SAMPLE_WINDOWS bytes at evenly spaced offsets, each starting after a line end and ending at one
-// (unless it meets its file's start or end), so no piece is cut. Pieces never cross a segment's end.
+// sample_bytes / SAMPLE_WINDOWS bytes at evenly spaced offsets, each going on through the files that follow (a corpus
+// of many short documents is sampled as fully as one long one), starting after a line end and ending at one (unless
+// it meets its file's start or end), so no piece is cut. Each file's part of a window is a segment: pieces never cross
+// a segment's end, as they never cross a document's in encoding.
 #define SAMPLE_WINDOWS 64
 typedef struct {
     unsigned char* text;  // (bytes)
     size_t bytes;
-    size_t* ends;         // (num_segments) end offset of each segment in text: a file, or a window
-    size_t num_segments;
+    size_t* ends;         // (num_segments) end offset of each segment in text
+    size_t num_segments, segments_cap;
 } Sample;
+
+static void sample_add_segment(Sample* sample, size_t end) {
+    if (sample->num_segments == sample->segments_cap) {
+        sample->segments_cap = sample->segments_cap ? 2 * sample->segments_cap : 256;
+        sample->ends = xrealloc(sample->ends, sample->segments_cap * sizeof(size_t));
+    }
+    sample->ends[sample->num_segments++] = end;
+}
 
 static void sample_corpus(const InputList* in, long long sample_bytes, Sample* sample) {
     memset(sample, 0, sizeof(*sample));
     int whole = in->total_bytes <= sample_bytes;
-    size_t segments = whole ? in->count : SAMPLE_WINDOWS;
-    size_t capacity = (size_t)(whole ? in->total_bytes : sample_bytes);
-    sample->text = xcalloc(capacity, 1);
-    sample->ends = xcalloc(segments, sizeof(size_t));
+    sample->text = xcalloc((size_t)(whole ? in->total_bytes : sample_bytes), 1);
     if (whole) {
         for (size_t k = 0; k < in->count; k++) {
             FILE* f = open_input(in->paths[k]);
             read_exact_at(f, in->paths[k], 0, sample->text + sample->bytes, (size_t)in->sizes[k]);
             fclose(f);
             sample->bytes += (size_t)in->sizes[k];
-            sample->ends[sample->num_segments++] = sample->bytes;
+            sample_add_segment(sample, sample->bytes);
         }
         return;
     }
-    size_t window = (size_t)(sample_bytes / SAMPLE_WINDOWS);
+    long long window = sample_bytes / SAMPLE_WINDOWS;
     size_t k = 0;
     long long file_start = 0;  // corpus offset of file k
-    for (size_t w = 0; w < SAMPLE_WINDOWS; w++) {
+    for (int w = 0; w < SAMPLE_WINDOWS; w++) {
         long long start = (long long)((double)w * (double)in->total_bytes / SAMPLE_WINDOWS);
         while (file_start + in->sizes[k] <= start) { file_start += in->sizes[k++]; }
-        long long offset = start - file_start;
-        size_t len = (size_t)(in->sizes[k] - offset < (long long)window ? in->sizes[k] - offset : (long long)window);
-        unsigned char* dst = sample->text + sample->bytes;
-        FILE* f = open_input(in->paths[k]);
-        read_exact_at(f, in->paths[k], offset, dst, len);
-        fclose(f);
-        size_t begin = 0, end = len;
-        if (offset > 0) {  // mid-file: start after the first line end
-            while (begin < len && dst[begin] != '\n') { begin++; }
-            begin = begin < len ? begin + 1 : len;
+        long long offset = start - file_start, left = window;
+        for (size_t j = k; left > 0 && j < in->count; j++, offset = 0) {
+            long long len = in->sizes[j] - offset < left ? in->sizes[j] - offset : left;
+            left -= len;
+            unsigned char* dst = sample->text + sample->bytes;
+            FILE* f = open_input(in->paths[j]);
+            read_exact_at(f, in->paths[j], offset, dst, (size_t)len);
+            fclose(f);
+            size_t begin = 0, end = (size_t)len;
+            if (offset > 0) {  // the window starts mid-file: after the first line end
+                while (begin < end && dst[begin] != '\n') { begin++; }
+                begin = begin < end ? begin + 1 : end;
+            }
+            if (offset + len < in->sizes[j]) {  // the window ends mid-file: after the last line end
+                while (end > begin && dst[end - 1] != '\n') { end--; }
+            }
+            if (end > begin) {
+                memmove(dst, dst + begin, end - begin);
+                sample->bytes += end - begin;
+                sample_add_segment(sample, sample->bytes);
+            }
         }
-        if (offset + (long long)len < in->sizes[k]) {  // the file goes on: end after the last line end
-            while (end > begin && dst[end - 1] != '\n') { end--; }
-        }
-        memmove(dst, dst + begin, end - begin);
-        sample->bytes += end - begin;
-        sample->ends[sample->num_segments++] = sample->bytes;
     }
 }
 
@@ -1093,21 +1105,21 @@ static void cmd_decode(const char* tokenizer_path, const char* shard, const char
 
 // ----------------------------------------------------------------------------
 
-static void usage_and_exit(void) {
-    fprintf(stderr,
+static void usage_and_exit(int rc) {  // -h: 0, on stdout; a call without a command: 2, on stderr
+    fprintf(rc == 0 ? stdout : stderr,
             "usage: tokenizer train  -i INPUT [-i INPUT ...] -o DIR [-v vocab_size (257..65535, default 1024)]\n"
             "                        [-m sample_mb (1..1048576, default 64)]\n"
             "       tokenizer encode -i INPUT [-i INPUT ...] -k DIR/tokenizer.bin -o PREFIX\n"
             "                        [-f val_fraction (0..1, default 0.1)] [-s shard_tokens (1024..1073741824: shards)]\n"
             "       tokenizer decode -k DIR/tokenizer.bin -i shard.bin -o out.txt\n"
             "INPUT: a text file, or a folder of .txt files (its subfolders too); several -i are one corpus, in order\n");
-    exit(2);
+    exit(rc);
 }
 
 int main(int argc, char** argv) {
-    if (argc < 2) { usage_and_exit(); }
+    if (argc < 2) { usage_and_exit(2); }
     const char* cmd = argv[1];
-    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) { usage_and_exit(); }
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) { usage_and_exit(0); }
     const char *output = NULL, *tokenizer = NULL;
     const char* inputs[4096];
     int num_inputs = 0;
