@@ -431,14 +431,19 @@ struct.pack_into("<i", data, 12, 999999)  # header[3]: the eot token
 open(sys.argv[2], "wb").write(data)
 EOF
 expect_error tokenizer_eot_outside_vocab "eot token 999999 is outside its vocabulary" $TINY -tk "$TMP/tok_eot.bin"
-# model files (-e): wrong magic, wrong version, truncated, from the checkpoint written above
+# model files (-e): wrong magic, a version llm.c never wrote, an fp32 file labelled bf16 (version 5: its size is then
+# twice what the header needs), truncated, from the checkpoint written above (dev/data/test_llmc_formats.sh has llm.c's
+# own versions 3 and 5)
 model="$TMP/ckpt/model_00000002.bin"
 cp "$model" "$TMP/model_magic.bin"
 printf '\x01\x00\x00\x00' | dd of="$TMP/model_magic.bin" bs=1 conv=notrunc 2>/dev/null
 expect_error model_magic "not a model file" $TINY -e "$TMP/model_magic.bin" -x 1 -v 0
 cp "$model" "$TMP/model_version.bin"
-printf '\x05\x00\x00\x00' | dd of="$TMP/model_version.bin" bs=1 seek=4 conv=notrunc 2>/dev/null
-expect_error model_version "version 5" $TINY -e "$TMP/model_version.bin" -x 1 -v 0
+printf '\x04\x00\x00\x00' | dd of="$TMP/model_version.bin" bs=1 seek=4 conv=notrunc 2>/dev/null
+expect_error model_version "model file version 4 is not supported" $TINY -e "$TMP/model_version.bin" -x 1 -v 0
+cp "$model" "$TMP/model_relabelled.bin"
+printf '\x05\x00\x00\x00' | dd of="$TMP/model_relabelled.bin" bs=1 seek=4 conv=notrunc 2>/dev/null
+expect_error model_fp32_labelled_bf16 "corrupt model file (version 5, bf16 parameters" $TINY -e "$TMP/model_relabelled.bin" -x 1 -v 0
 head -c 5000 "$model" >"$TMP/model_trunc.bin"
 expect_error model_truncated "truncated" $TINY -e "$TMP/model_trunc.bin" -x 1 -v 0
 # checkpoints: a corrupt and a truncated state file in a copy of the run folder, resumed with -y 1

@@ -50,16 +50,24 @@ put("shard", "too_short", shard([1] * 10))
 put("shard", "count_mismatch", shard([1] * 40, count=41))
 
 
-# model: {20240326, 3, maxT, V, L, NH, C, Vp}, then the fp32 parameters in llm.c's order
-def model(maxT, V, L, NH, C, Vp, value=0.5):
+# model: {20240326, version, maxT, V, L, NH, C, Vp}, then the parameters in llm.c's order: fp32 in version 3, bf16 (the
+# upper half of each fp32) in llm.c's version 5
+def model(maxT, V, L, NH, C, Vp, value=0.5, version=3):
     n = Vp * C + maxT * C + L * (2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + 4 * C * C + 4 * C + 4 * C * C + C) + 2 * C
-    return header(20240326, 3, maxT, V, L, NH, C, Vp) + struct.pack(f"<{n}f", *([value] * n))
+    values = struct.pack(f"<{n}f", *([value] * n))
+    if version == 5:
+        values = b"".join(values[i + 2 : i + 4] for i in range(0, len(values), 4))  # 0.5 and NaN are exact in bf16
+    return header(20240326, version, maxT, V, L, NH, C, Vp) + values
 
 
 put("model", "valid_tiny", model(2, 2, 1, 1, 1, 2))
 put("model", "valid_two_layers", model(4, 3, 2, 2, 2, 4))
 put("model", "nan_parameter", model(2, 2, 1, 1, 1, 2, value=float("nan")))
-put("model", "bf16_version", header(20240326, 5, 2, 2, 1, 1, 1, 2))
+put("model", "bf16_version", header(20240326, 5, 2, 2, 1, 1, 1, 2))  # a bf16 header without its parameters
+put("model", "valid_bf16_two_layers", model(4, 3, 2, 2, 2, 4, version=5))
+put("model", "bf16_nan_parameter", model(2, 2, 1, 1, 1, 2, value=float("nan"), version=5))
+put("model", "bf16_truncated", model(2, 2, 1, 1, 1, 2, version=5)[:-2])
+put("model", "unknown_version", model(2, 2, 1, 1, 1, 2)[:4] + struct.pack("<i", 4) + model(2, 2, 1, 1, 1, 2)[8:])
 put("model", "truncated", model(2, 2, 1, 1, 1, 2)[:-4])
 put("model", "heads_do_not_divide", header(20240326, 3, 2, 2, 1, 2, 3, 2))
 

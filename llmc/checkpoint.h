@@ -15,6 +15,8 @@ processes never write the same one.
 What ties a checkpoint together, checked on every resume (checkpoint_load), each failure one line naming the file:
   - the state file holds the step it belongs to, which must be the step in its name;
   - the model file holds its step too (header[8], which llm.c leaves 0 and never reads), again the name's;
+  - the model file is version 3, fp32, as we write it: a bf16 one (version 5, which llm.c's train_gpt2cu writes under
+    the same name) has lost the masters' low bits and is refused by name (-e starts a new run from it);
   - the state file holds the checksum of its model file's bytes and of its own: a model damaged without changing its
     size (a zeroed tail, flipped bits) or replaced by another step's, and a state file replaced by another
     checkpoint's, are refused. The checksum is xxHash's XXH3, 64 bits (https://github.com/Cyan4973/xxHash, one header
@@ -249,11 +251,13 @@ static inline int model_file_write(const char* path, const int32_t header[256], 
     return atomic_commit(&af, err, errlen);
 }
 
-// Reads a model file into a freshly allocated parameter buffer (*params, *num_parameters), validating the header,
-// the exact size and that every parameter is finite. checksum (may be NULL): the checksum of the file's bytes;
-// header_step (may be NULL): header[MODEL_HEADER_STEP]. Returns 0, or -1 with a one-line message (nothing allocated).
+// Reads a model file, version 3 (fp32) or 5 (bf16, widened exactly), into a freshly allocated fp32 parameter buffer
+// (*params, *num_parameters), validating the header, the exact size and that every parameter is finite. checksum
+// (may be NULL): XXH3-64 of the file's bytes as they are on disk (a version-5 file's: its bf16 bytes);
+// header_step (may be NULL): header[MODEL_HEADER_STEP]; version (may be NULL): header[1]. Returns 0, or -1 with a
+// one-line message (nothing allocated).
 static inline int model_file_read(const char* path, GPT2Config* config, float** params, size_t* num_parameters,
-                                  uint64_t* checksum, long long* header_step, char* err, size_t errlen) {
+                                  uint64_t* checksum, long long* header_step, int* version, char* err, size_t errlen) {
     *params = NULL;
     *num_parameters = 0;
     FILE* f = fopen(path, "rb");
@@ -267,14 +271,17 @@ static inline int model_file_read(const char* path, GPT2Config* config, float** 
         fclose(f);
         return -1;
     }
+    const int bytes_each = model_file_parameter_bytes(header[1]), bf16 = header[1] == MODEL_VERSION_BF16;
     size_t sizes[NUM_PARAMETER_TENSORS];
     fill_in_parameter_sizes(sizes, config);
     size_t n = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { n += sizes[i]; }
-    long long expected = (long long)sizeof(header) + (long long)n * 4, actual = file_size_of(path);
+    long long expected = (long long)sizeof(header) + (long long)n * bytes_each, actual = file_size_of(path);
     if (actual != expected) {
-        snprintf(err, errlen, "%s: %s model file (%lld bytes, expected %lld for this header)", path,
-                 actual < expected ? "truncated" : "corrupt", actual, expected);
+        // the version in the line: a file of the other version under this header (a relabelled one) shows as such
+        snprintf(err, errlen, "%s: %s model file (version %d, %s parameters: %lld bytes, expected %lld for this "
+                 "header)", path, actual < expected ? "truncated" : "corrupt", header[1], bf16 ? "bf16" : "fp32",
+                 actual, expected);
         fclose(f);
         return -1;
     }
@@ -284,8 +291,37 @@ static inline int model_file_read(const char* path, GPT2Config* config, float** 
         fclose(f);
         return -1;
     }
-    int rc = read_exact(f, values, n * sizeof(float), path, "the parameters", err, errlen);
+    Checksum c = {NULL};
+    if (checksum) {
+        checksum_begin(&c);
+        checksum_add(&c, header, sizeof(header));
+    }
+    int rc = 0;
+    if (!bf16) {
+        rc = read_exact(f, values, n * sizeof(float), path, "the parameters", err, errlen);
+        if (!rc && checksum) { checksum_add(&c, values, n * sizeof(float)); }
+    } else {
+        // in pieces, widened as they come: a d48 file needs no second, bf16 copy of its 1.5 billion parameters
+        const size_t PIECE = (size_t)1 << 20;
+        uint16_t* piece = (uint16_t*)malloc(PIECE * sizeof(uint16_t));
+        if (!piece) {
+            snprintf(err, errlen, "%s: out of memory reading bf16 parameters", path);
+            rc = -1;
+        }
+        for (size_t done = 0; !rc && done < n;) {
+            size_t count = n - done < PIECE ? n - done : PIECE;
+            rc = read_exact(f, piece, count * sizeof(uint16_t), path, "the bf16 parameters", err, errlen);
+            if (rc) { break; }
+            if (checksum) { checksum_add(&c, piece, count * sizeof(uint16_t)); }
+            // widened exactly (a bf16 is the top half of an fp32): rounding it back to bf16, as bf16 and fp8 runs do
+            // to the weights, gives the same bits
+            for (size_t i = 0; i < count; i++) { values[done + i] = bf16_to_float(piece[i]); }
+            done += count;
+        }
+        free(piece);
+    }
     fclose(f);
+    uint64_t sum = checksum ? checksum_end(&c) : 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (!isfinite(values[i])) {
             snprintf(err, errlen, "%s: corrupt model file (parameter %zu is not finite)", path, i);
@@ -296,8 +332,9 @@ static inline int model_file_read(const char* path, GPT2Config* config, float** 
         free(values);
         return -1;
     }
-    if (checksum) { *checksum = model_file_checksum(header, values, n); }
+    if (checksum) { *checksum = sum; }
     if (header_step) { *header_step = header[MODEL_HEADER_STEP]; }
+    if (version) { *version = header[1]; }
     *params = values;
     *num_parameters = n;
     return 0;
@@ -671,11 +708,12 @@ static inline long long latest_checkpoint_step(const char* dir) { return checkpo
 // ----------------------------------------------------------------------------
 // what the trainers call: model files, a checkpoint's save, verification and load
 
-// Reads a model file into a freshly allocated parameter buffer; validates header, exact size and finiteness.
+// Reads a model file (version 3, or llm.c's bf16 version 5 widened to fp32) into a freshly allocated parameter
+// buffer; validates header, exact size and finiteness. What -e FILE starts from, in both trainers.
 static inline float* read_model_file(const char* path, GPT2Config* config, size_t* num_parameters) {
     char err[ERROR_MESSAGE_MAX];
     float* params;
-    if (model_file_read(path, config, &params, num_parameters, NULL, NULL, err, sizeof(err))) { die("%s", err); }
+    if (model_file_read(path, config, &params, num_parameters, NULL, NULL, NULL, err, sizeof(err))) { die("%s", err); }
     return params;
 }
 
@@ -927,8 +965,21 @@ static inline void checkpoint_load(const char* dir, int step, const GPT2Config* 
     size_t n;
     uint64_t model_checksum;
     long long model_step;
+    int model_version;
     float* file_params;
-    if (model_file_read(model_path, &file_config, &file_params, &n, &model_checksum, &model_step, err, sizeof(err))) {
+    if (model_file_read(model_path, &file_config, &file_params, &n, &model_checksum, &model_step, &model_version, err,
+                        sizeof(err))) {
+        checkpoint_refuse_damaged(dir, step, rank, err);
+    }
+    // A checkpoint's model file is ours, version 3: the fp32 masters a resume continues bit for bit, and the bytes its
+    // state file's checksum was taken of. A bf16 one (llm.c's train_gpt2cu writes them under the same name) has lost
+    // the low 16 bits of every master and cannot be what the state file recorded: said as such rather than as a
+    // checksum mismatch. Such a file starts a new run with -e instead (with fresh AdamW moments).
+    if (model_version != MODEL_VERSION_FP32) {
+        free(file_params);
+        snprintf(err, sizeof(err), "%s: a bf16 model file (version %d, as llm.c writes), not this trainer's checkpoint "
+                 "(version %d, fp32 masters) that %s recorded (-e %s with another -o starts a new run from it)",
+                 model_path, model_version, MODEL_VERSION_FP32, state_path, model_path);
         checkpoint_refuse_damaged(dir, step, rank, err);
     }
     if (model_checksum != file.model_checksum) {

@@ -1,7 +1,9 @@
 /*
 llmc/dataloader.h — reads llm.c data shards (by glob) into (B, T) batches of inputs and next-token targets.
 
-Shard format (llm.c): int32 header[256] = {20240520 magic, 1 version, token count, 0...}, then token count uint16.
+Shard format (llm.c's GPT-2 shards, as its dev/data scripts write them): int32 header[256] = {20240520 magic, 1 version,
+token count, 0...}, then token count uint16. llm.c's LLaMA-3 shards (20240801, version 7, uint32 tokens) are refused
+by name.
 Every shard is checked up front (magic, version, exact file size, at least one batch of tokens), so a bad file is one
 clear error at startup rather than garbage mid-run; token ids are checked against the vocabulary as they are read.
 
@@ -24,6 +26,7 @@ needs to resume exactly.
 #define SHARD_MAGIC 20240520
 #define SHARD_VERSION 1
 #define SHARD_HEADER_INTS 256
+#define SHARD_MAGIC_LLAMA3 20240801  // llm.c's shards of LLaMA-3 tokens (version 7, uint32): recognised to be refused
 
 typedef struct {
     size_t B, T;
@@ -51,6 +54,12 @@ static inline int shard_check(const char* path, size_t min_tokens, size_t* num_t
     fclose(f);
     if (got != SHARD_HEADER_INTS) {
         snprintf(err, errlen, "data shard %s is truncated (shorter than its 1024-byte header)", path);
+        return -1;
+    }
+    if (header[0] == SHARD_MAGIC_LLAMA3) {  // llm.c's scripts write these with -m llama-3: said, not "bad magic"
+        snprintf(err, errlen, "data shard %s is llm.c's LLaMA-3 format (magic %d, uint32 tokens): this trainer trains "
+                 "GPT-2 on GPT-2 shards (magic %d, uint16 tokens: llm.c's dev/data scripts with -m gpt-2, their "
+                 "default)", path, SHARD_MAGIC_LLAMA3, SHARD_MAGIC);
         return -1;
     }
     if (header[0] != SHARD_MAGIC) {

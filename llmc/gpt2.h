@@ -1,10 +1,14 @@
 /*
 llmc/gpt2.h — what both trainers share about the model itself: the GPT-2 configuration, the parameter layout (the 16
 tensors in llm.c's order, one contiguous fp32 buffer), depth presets, llm.c's initialisation, and the model file in
-llm.c's format (magic 20240326, version 3 = fp32 parameters), so llm.c checkpoints load here and ours load in llm.c.
+llm.c's format, so llm.c's model files load here and ours load in llm.c.
 
-Model file: int32 header[256] = {20240326, 3, max_seq_len, vocab_size, num_layers, num_heads, channels,
-padded_vocab_size, 0...}, then every parameter as fp32 in the order of ParameterTensors.
+Model file: int32 header[256] = {20240326, version, max_seq_len, vocab_size, num_layers, num_heads, channels,
+padded_vocab_size, 0...}, then every parameter in the order of ParameterTensors: as fp32 in version 3 (what we write,
+and train_gpt2.py's gpt2_124M.bin), as bf16 in version 5 (train_gpt2.py's gpt2_124M_bf16.bin and every checkpoint
+llm.c's train_gpt2cu writes in its default bf16 build). We write version 3 only, and read both: version 5's values
+are widened to fp32 exactly (a bf16 is the top half of an fp32), so the masters start at the very weights llm.c
+trained with.
 */
 #ifndef GPTFP8_GPT2_H
 #define GPTFP8_GPT2_H
@@ -159,6 +163,11 @@ static inline void model_header_fill(int32_t header[256], const GPT2Config* conf
     header[7] = config->padded_vocab_size;
 }
 
+// The bytes one parameter takes in a model file of this version (3: fp32, 5: bf16), or 0 for a version we do not read.
+static inline int model_file_parameter_bytes(int version) {
+    return version == MODEL_VERSION_FP32 ? 4 : version == MODEL_VERSION_BF16 ? 2 : 0;
+}
+
 // Validates a model header read from `path`; fills config. Returns 0, or -1 with a one-line message.
 static inline int model_header_parse(const int32_t header[256], const char* path, GPT2Config* config, char* err,
                                      size_t errlen) {
@@ -166,9 +175,9 @@ static inline int model_header_parse(const int32_t header[256], const char* path
         snprintf(err, errlen, "%s: not a model file (magic %d, expected %d)", path, header[0], MODEL_MAGIC);
         return -1;
     }
-    if (header[1] != MODEL_VERSION_FP32) {
-        snprintf(err, errlen, "%s: model file version %d is not supported (expected %d: fp32 parameters%s)", path,
-                 header[1], MODEL_VERSION_FP32, header[1] == MODEL_VERSION_BF16 ? "; this one holds bf16" : "");
+    if (!model_file_parameter_bytes(header[1])) {
+        snprintf(err, errlen, "%s: model file version %d is not supported (%d: fp32 parameters, %d: bf16, as llm.c "
+                 "writes them)", path, header[1], MODEL_VERSION_FP32, MODEL_VERSION_BF16);
         return -1;
     }
     config->max_seq_len = header[2];
