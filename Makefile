@@ -174,8 +174,9 @@ CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_pr
              llmc/test_gemm_cpu
 # fp8_codec: the codec on the command line (its Python test); compare_runs: two runs' logs and FP8 states compared
 # step by step (the GPU check's xcheck stage, tested by dev/test_compare_runs.sh); cast_one_tensor: one tensor of a
-# checkpoint's next step cast with the four recipes (doc/four_recipes.md's table)
-CPU_TOOLS := fp8/fp8_codec dev/compare_runs dev/cast_one_tensor
+# checkpoint's next step cast with the four recipes (doc/four_recipes.md's table); model_logits: the trainer's fp32
+# logits of a model file on a window of a shard, the reference scripts/test_export_hf.sh holds an HF export to
+CPU_TOOLS := fp8/fp8_codec dev/compare_runs dev/cast_one_tensor dev/model_logits
 CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host llmc/test_kernels_host)
 # Standalone GPU kernel checks and benchmarks (llm.c's dev/cuda): built with everything, run on a GPU by hand or by
 # the GPU check; without a GPU each says so in one line and exits 1.
@@ -240,6 +241,9 @@ dev/compare_runs: dev/compare_runs.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAG
 dev/cast_one_tensor: dev/cast_one_tensor.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
+dev/model_logits: dev/model_logits.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
+	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
+
 # Host-only: compares fp8.h with cuda_fp8.h's conversions and compiles the shared headers as device code.
 fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/testing.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
@@ -293,7 +297,8 @@ CPU_TEST_COMMANDS := ./fp8/test_fp8 \
                      ./scripts/test_plot_fp8_diag.sh \
                      ./scripts/test_run_scripts.sh \
                      ./scripts/test_gpu_check.sh \
-                     ./dev/test_compare_runs.sh
+                     ./dev/test_compare_runs.sh \
+                     ./scripts/test_export_hf.sh
 TEST_COMMANDS := $(CPU_TEST_COMMANDS) \
                  $(if $(NVCC),./fp8/test_fp8_cuda_host ./llmc/test_kernels_host ./dev/cuda/test_without_gpu.sh) \
                  "./fuzz/run_fuzz.sh $(FUZZ_SMOKE_SECONDS)"

@@ -1,0 +1,380 @@
+#!/usr/bin/env bash
+# scripts/test_export_hf.sh — tests scripts/export_hf.py end to end: trains a small model with the CPU trainer on
+# tinyshakespeare, exports it, and checks with transformers (offline, on the CPU) that
+#   (a) the exported model's logits on val batches equal the trainer's own forward's (dev/model_logits) within a
+#       tolerance derived below, and that an export with one weight left untransposed is caught by it;
+#   (b) its mean cross-entropy over the batches the trainer evaluates equals the trainer's printed val loss;
+#   (c) the exported tokenizer (AutoTokenizer) encodes the val text to exactly the val shard's ids and decodes them
+#       back byte for byte, and encodes hard cases (whitespace runs, tabs, digits, non-ASCII, emoji, punctuation, a
+#       random mix of every byte class) as dev/data/tokenizer does; GPT-2's own pre-tokenizer on the same vocabulary
+#       does not, so the cases tell the two apart;
+#   (d) a --dtype bf16 export holds the fp32 weights rounded to nearest even, bit for bit, and its logits are within a
+#       bf16-derived tolerance; a version-5 (bf16) model file, written here as llm.c writes one, exports to the same
+#       weights;
+#   (e) bad inputs (a missing file, a file that is not a model, a truncated one, an unknown version, a NaN parameter,
+#       a tokenizer of another vocabulary, an existing non-empty folder) each stop with one line and exit 1, leaving no
+#       output folder; a tokenizer with a string learned twice or without merges is left out with one line, the model
+#       still exported.
+# Prints "export_hf: N passed, M failed" last.
+set -u
+cd "$(dirname "$0")/.."
+. scripts/test_lib.sh
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+export TRANSFORMERS_VERBOSITY=error  # the loaders' progress bars and length warnings are not test output
+
+if ! python3 -c "import torch, transformers, safetensors, tokenizers" 2>/dev/null; then
+    fail python_packages "torch, transformers, safetensors and tokenizers must import (requirements.txt)"
+    finish export_hf
+fi
+# the programs come built, as for the other suites (make test builds them; a make from here would rebuild them with
+# other flags under make test SANITIZE=1)
+if [ ! -x ./dev/data/tokenizer ]; then fail build "./dev/data/tokenizer missing (make dev/data/tokenizer)"; finish export_hf; fi
+# dev/model_logits: the Makefile's build when it has the rule (so SANITIZE=1 runs it sanitized), else built here with
+# the Makefile's CFLAGS
+if grep -q '^dev/model_logits:' Makefile; then
+    LOGITS=./dev/model_logits
+    if [ ! -x "$LOGITS" ]; then fail build "$LOGITS missing (make dev/model_logits)"; finish export_hf; fi
+else
+    LOGITS=$TMP/model_logits
+    if ! gcc -O3 -std=c11 -Wall -Wextra -Werror -ffp-contract=off -fno-math-errno -fno-trapping-math -D_GNU_SOURCE \
+        -isystem deps/xxhash -fopenmp dev/model_logits.c -o "$LOGITS" -lm; then
+        fail build "dev/model_logits.c"
+        finish export_hf
+    fi
+fi
+TRAINER=./train_gpt_fp8_cpu
+trainer_suite_setup export_hf
+EXPORT="python3 scripts/export_hf.py"
+VAL=$DATA/tiny_shakespeare_val.bin
+
+# the model: 40 steps of a small one (fp32, so the steps are quick; a checkpoint holds fp32 masters in any precision)
+B=4
+T=64
+M=4  # val batches the trainer evaluates, and the HF side recomputes
+if ! $TRAINER $DATA_FLAGS -L 2 -C 64 -NH 4 -b $B -t $T -x 40 -l 3e-3 -s 0 -v 0 -seed 1337 -precision fp32 \
+    -o "$TMP/run" >"$TMP/train.log" 2>&1 || [ ! -f "$TMP/run/model_00000040.bin" ]; then
+    fail train "$(tail -n 3 "$TMP/train.log")"
+    finish export_hf
+fi
+MODEL=$TMP/run/model_00000040.bin
+
+# the trainer's numbers: the logits of its M val batches (batch i from OFFSET i*B*T), and its val loss over them
+for i in $(seq 0 $((M - 1))); do
+    if ! $LOGITS "$MODEL" "$VAL" $B $T "$TMP/logits_$i.f32" $((i * B * T)) >"$TMP/logits_$i.log" 2>&1; then
+        fail model_logits "$(cat "$TMP/logits_$i.log")"
+        finish export_hf
+    fi
+done
+val_line=$($TRAINER $DATA_FLAGS -e "$MODEL" -x 0 -precision fp32 -m $M -b $B -t $T -s 0 2>&1 | grep '^val loss ')
+if [ -z "$val_line" ]; then fail trainer_val_loss "no 'val loss' line from -x 0"; finish export_hf; fi
+./dev/data/tokenizer decode -k "$DATA/tokenizer.bin" -i "$VAL" -o "$TMP/val.txt" >/dev/null
+
+# the exports
+export_ok() {  # name, outdir, args...: exit 0 and the folder's files
+    local name=$1 out=$2
+    shift 2
+    if $EXPORT "$@" "$out" >"$TMP/$name.log" 2>&1 && [ -f "$out/config.json" ] && [ -f "$out/model.safetensors" ]; then
+        pass "$name"
+    else
+        fail "$name" "$(tail -n 2 "$TMP/$name.log")"
+    fi
+}
+export_ok export_fp32 "$TMP/hf_fp32" "$MODEL" --tokenizer "$DATA/tokenizer.bin"
+[ -f "$TMP/hf_fp32/tokenizer.json" ] && [ -f "$TMP/hf_fp32/tokenizer_config.json" ] && pass tokenizer_written ||
+    fail tokenizer_written "no tokenizer.json/tokenizer_config.json in $TMP/hf_fp32"
+export_ok export_bf16 "$TMP/hf_bf16" "$MODEL" --dtype bf16
+
+# small files written as llm.c and our tokenizer write them: the trained model as version 5 (bf16, round to nearest
+# even, as train_gpt2.py's write_model); a random model of V 261; a tokenizer for it with the string "abc" learned
+# twice (256 ab, 257 bc, 258 ab+c, 259 a+bc, 260 eot), and the same vocabulary without merges (as llm.c's
+# gpt2_tokenizer.bin); the trained model damaged three ways (truncated, version 4, a NaN)
+python3 - "$MODEL" "$TMP" <<'PY'
+import struct, sys
+import numpy as np
+model, tmp = sys.argv[1], sys.argv[2]
+raw = open(model, "rb").read()
+header = np.frombuffer(raw[:1024], dtype="<i4").copy()
+params = np.frombuffer(raw[1024:], dtype="<f4")
+bits = params.view("<u4").astype(np.uint64)
+bf16 = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")  # round to nearest even (all values finite)
+header[1] = 5
+open(f"{tmp}/model_v5.bin", "wb").write(header.tobytes() + bf16.tobytes())
+# damaged copies of the trained model
+open(f"{tmp}/truncated.bin", "wb").write(raw[:-100])
+bad_version = header.copy()
+bad_version[1] = 4
+open(f"{tmp}/bad_version.bin", "wb").write(bad_version.tobytes() + raw[1024:])
+nan = params.copy()
+nan[12345] = np.nan
+open(f"{tmp}/nan.bin", "wb").write(raw[:1024] + nan.tobytes())
+# the V 261 model: maxT 8, L 1, NH 2, C 8, Vp 384
+maxT, V, L, NH, C, Vp = 8, 261, 1, 2, 8, 384
+h = np.zeros(256, dtype="<i4")
+h[:8] = [20240326, 3, maxT, V, L, NH, C, Vp]
+n = Vp * C + maxT * C + L * (C + C + 3 * C * C + 3 * C + C * C + C + C + C + 4 * C * C + 4 * C + 4 * C * C + C) + 2 * C
+rng = np.random.default_rng(0)
+open(f"{tmp}/small.bin", "wb").write(h.tobytes() + (0.02 * rng.standard_normal(n)).astype("<f4").tobytes())
+tokens = [bytes([b]) for b in range(256)] + [b"ab", b"bc", b"abc", b"abc", b"<|endoftext|>"]
+th = np.zeros(256, dtype="<i4")
+th[:4] = [20240328, 2, len(tokens), len(tokens) - 1]
+body = b"".join(bytes([len(t)]) + t for t in tokens)
+for name in ("twice", "nomerges"):
+    open(f"{tmp}/{name}.bin", "wb").write(th.tobytes() + body)
+merges = [(97, 98), (98, 99), (256, 99), (97, 257)]
+open(f"{tmp}/twice.merges", "wb").write(struct.pack("<3i", 20241123, 1, len(merges)) +
+                                        b"".join(struct.pack("<2i", a, b) for a, b in merges))
+PY
+export_ok export_v5 "$TMP/hf_v5" "$TMP/model_v5.bin"
+export_ok export_v5_to_fp32 "$TMP/hf_v5_fp32" "$TMP/model_v5.bin" --dtype fp32
+# left out with one line, the model exported
+note_only() {  # name, tokenizer, expected text of the note
+    local name=$1 tokenizer=$2 expected=$3
+    rm -rf "$TMP/hf_$name"
+    out=$($EXPORT "$TMP/small.bin" "$TMP/hf_$name" --tokenizer "$tokenizer" 2>&1)
+    notes=$(printf '%s\n' "$out" | grep -c 'tokenizer not exported')
+    if [ "$notes" -eq 1 ] && printf '%s\n' "$out" | grep -q "$expected" &&
+        [ -f "$TMP/hf_$name/model.safetensors" ] && [ ! -e "$TMP/hf_$name/tokenizer.json" ]; then
+        pass "$name"
+    else
+        fail "$name" "expected one 'tokenizer not exported' line with '$expected' and the model alone; got: $out"
+    fi
+}
+note_only tokenizer_string_twice "$TMP/twice.bin" "ids 258 and 259 .* are both b'abc'"
+note_only tokenizer_without_merges "$TMP/nomerges.bin" 'stock tokenizer, AutoTokenizer.from_pretrained("gpt2")'
+
+# errors: one line on stderr naming the problem, exit 1, no output folder (nor its temporary) left
+expect_error() {  # name, expected text, args...
+    local name=$1 expected=$2
+    shift 2
+    local out=$TMP/err_$name
+    $EXPORT "$@" "$out" >"$TMP/err.out" 2>"$TMP/err.txt"
+    local rc=$?
+    if [ $rc -eq 1 ] && [ "$(wc -l <"$TMP/err.txt")" -eq 1 ] && grep -q "^export_hf: error: .*$expected" "$TMP/err.txt" &&
+        [ ! -s "$TMP/err.out" ] && [ ! -e "$out" ] && [ -z "$(ls -d "$out".* 2>/dev/null)" ]; then
+        pass "error_$name"
+    else
+        fail "error_$name" "exit $rc, stderr: $(head -c 400 "$TMP/err.txt"), stdout: $(head -c 200 "$TMP/err.out")"
+    fi
+}
+expect_error missing_checkpoint "cannot open model file .*: no such file" "$TMP/no_such_model.bin"
+expect_error not_a_model "not a model file (magic 20240328" "$DATA/tokenizer.bin"
+expect_error truncated "truncated model file" "$TMP/truncated.bin"
+expect_error bad_version "model file version 4 is not supported" "$TMP/bad_version.bin"
+expect_error nan_parameter "parameter 12345, wte\[12345\], is not finite" "$TMP/nan.bin"
+expect_error vocab_mismatch "has 261 tokens but the model has a vocabulary of 1024" "$MODEL" --tokenizer "$TMP/twice.bin"
+expect_error missing_tokenizer "cannot open tokenizer" "$MODEL" --tokenizer "$TMP/no_such_tokenizer.bin"
+# an existing non-empty folder: refused and left as it was; --force replaces it
+mkdir -p "$TMP/occupied" && echo keep >"$TMP/occupied/file.txt"
+out=$($EXPORT "$MODEL" "$TMP/occupied" 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && printf '%s\n' "$out" | grep -q "is not empty (--force replaces it)" &&
+    [ "$(cat "$TMP/occupied/file.txt")" = keep ] && [ -z "$(ls -d "$TMP/occupied".?* 2>/dev/null)" ]; then
+    pass error_outdir_not_empty
+else
+    fail error_outdir_not_empty "exit $rc: $out"
+fi
+if $EXPORT "$MODEL" "$TMP/occupied" --force >/dev/null 2>&1 && [ ! -e "$TMP/occupied/file.txt" ] &&
+    [ -f "$TMP/occupied/model.safetensors" ] && [ -z "$(ls -d "$TMP/occupied".?* 2>/dev/null)" ]; then
+    pass force_replaces
+else
+    fail force_replaces "$TMP/occupied after --force: $(ls "$TMP/occupied" | tr '\n' ' ')"
+fi
+
+# the checks that need transformers, in one Python process (torch's import is most of its time): one line each,
+# "PASS name" or "FAIL name: why", counted below
+python3 - "$TMP" "$B" "$T" "$M" "$VAL" "$DATA/tokenizer.bin" "$val_line" >"$TMP/checks.txt" 2>"$TMP/checks.err" <<'PY'
+import os, random, subprocess, sys
+import numpy as np
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2LMHeadModel
+
+tmp, B, T, M, val_path, tokenizer_bin, val_line = sys.argv[1], *map(int, sys.argv[2:5]), *sys.argv[5:8]
+torch.set_num_threads(2)
+
+
+def check(name, ok, why=""):
+    print(f"PASS {name}" if ok else f"FAIL {name}: {why}", flush=True)
+
+
+val = np.fromfile(val_path, dtype="<u2", offset=1024).astype(np.int64)
+
+
+def batch(i):  # the trainer's i-th val batch (llmc/dataloader.h, one process): B*T + 1 tokens from i*B*T
+    window = torch.from_numpy(val[i * B * T:(i + 1) * B * T + 1])
+    return window[:-1].view(B, T), window[1:].view(B, T)
+
+
+def logits_of(model, x):
+    with torch.no_grad():
+        return model(x).logits.float()
+
+
+def reference(i):
+    return torch.from_numpy(np.fromfile(f"{tmp}/logits_{i}.f32", dtype="<f4").reshape(B, T, -1))
+
+
+fp32 = GPT2LMHeadModel.from_pretrained(f"{tmp}/hf_fp32").eval()
+config = fp32.config
+L, C = config.n_layer, config.n_embd
+V = config.vocab_size
+
+# (a) Tolerance for fp32 against fp32: the same arithmetic in other orders (our GEMMs sum each dot product serially,
+# torch's in blocks; sdpa, LayerNorm's mean and variance, tanh and exp come from other code). A dot product of K
+# terms summed in any order is within K * eps32 * sum |terms| of the exact one (eps32 = 2^-23, counting the rounding
+# of both sides), the longest in the forward is fc projection's K = 4C (the LM head's C, attention's T <= 4C here),
+# each of the L blocks and the head adds its own error to what it passes on, and every logit is a sum of terms no
+# larger than the largest logit in magnitude (after LayerNorm): tol = eps32 * 4C * (L + 1) * max|logit|.
+# Worst-case rounding errors add up linearly; real ones mostly cancel (they grow as sqrt(K)), so the measured
+# difference must sit far below it (we ask 10x) while any wrong weight moves logits by O(1).
+eps32 = 2.0 ** -23
+worst_a = 0.0
+ref = {i: reference(i) for i in range(M)}
+scale = max(1.0, max(float(r.abs().max()) for r in ref.values()))
+tol_a = eps32 * 4 * C * (L + 1) * scale
+hf_logits = {i: logits_of(fp32, batch(i)[0]) for i in range(M)}
+for i in range(M):
+    worst_a = max(worst_a, float((hf_logits[i] - ref[i]).abs().max()))
+check("logits_fp32", tuple(ref[0].shape) == (B, T, V) and worst_a <= tol_a / 10,
+      f"max |HF - trainer| {worst_a:.3g}, tolerance {tol_a:.3g} / 10 (shape {tuple(ref[0].shape)})")
+print(f"# (a) fp32 logits: max |HF - trainer| {worst_a:.3g} over {M} batches, tolerance {tol_a:.3g} "
+      f"(max |logit| {scale:.3g})", flush=True)
+# the tolerance catches a wrong export: block 0's attention projection left as (out, in) (square, so it loads)
+wrong = load_file(f"{tmp}/hf_fp32/model.safetensors")
+wrong["transformer.h.0.attn.c_proj.weight"] = wrong["transformer.h.0.attn.c_proj.weight"].T.contiguous()
+wrong_model = GPT2LMHeadModel(config).eval()
+wrong_model.load_state_dict(wrong, strict=False)  # lm_head.weight is tied to wte
+wrong_model.tie_weights()
+wrong_diff = float((logits_of(wrong_model, batch(0)[0]) - ref[0]).abs().max())
+check("logits_catch_untransposed_weight", wrong_diff > tol_a,
+      f"an untransposed attn.c_proj moved logits by {wrong_diff:.3g} only, tolerance {tol_a:.3g}")
+print(f"# (a) untransposed block-0 attn.c_proj: max |HF - trainer| {wrong_diff:.3g}", flush=True)
+
+# (b) The trainer's val loss over M batches: the mean of each batch's mean cross-entropy, which we take in double
+# from the HF logits. A row's cross-entropy, logsumexp(logits) - logit[target], moves by at most 2 max|d logit|
+# (logsumexp is 1-Lipschitz in the max norm), and (a) measured max|d logit| on exactly these batches: 2 worst_a.
+# The trainer evaluates it in float (softmax_forward, crossentropy_forward): the sum of V exponentials in order is
+# within V eps32 of itself relatively, the exponentials, the division and logf add about 3 eps32, all relative
+# errors of p that -log turns into absolute ones: (V + 3) eps32. Its batch mean is stored as a float (eps32 * loss),
+# and the print rounds to 6 decimals (0.5e-6).
+printed = float(val_line.split()[-1])
+losses = []
+for i in range(M):
+    y = batch(i)[1]
+    losses.append(float(torch.nn.functional.cross_entropy(hf_logits[i].view(-1, V).double(), y.reshape(-1))))
+hf_val = sum(losses) / M
+tol_b = 2 * worst_a + (V + 3) * eps32 + eps32 * abs(printed) + 0.5e-6
+check("val_loss", abs(hf_val - printed) <= tol_b,
+      f"HF {hf_val:.6f}, trainer printed {printed:.6f}, tolerance {tol_b:.3g}")
+print(f"# (b) val loss over {M} batches: HF {hf_val:.7f}, trainer {val_line.split()[-1]}, |diff| "
+      f"{abs(hf_val - printed):.3g}, tolerance {tol_b:.3g}", flush=True)
+batch_losses = []
+for i in range(M):
+    with open(f"{tmp}/logits_{i}.log") as f:
+        batch_losses.append(float([line for line in f if line.startswith("mean loss ")][0].split()[-1]))
+check("model_logits_loss", all(abs(losses[i] - batch_losses[i]) <= tol_b for i in range(M)),
+      f"HF batch losses {[round(x, 6) for x in losses]}, model_logits printed {batch_losses}")
+
+# loads through the Auto classes too
+auto = AutoModelForCausalLM.from_pretrained(f"{tmp}/hf_fp32").eval()
+check("auto_model", type(auto).__name__ == "GPT2LMHeadModel" and torch.equal(logits_of(auto, batch(0)[0]),
+                                                                             logits_of(fp32, batch(0)[0])),
+      f"AutoModelForCausalLM gave {type(auto).__name__}")
+check("config", config.activation_function == "gelu_new" and config.layer_norm_epsilon == 1e-5 and
+      config.tie_word_embeddings and config.eos_token_id == V - 1 and config.bos_token_id == V - 1 and
+      config.n_positions == T and fp32.dtype == torch.float32,
+      f"{config.activation_function} {config.layer_norm_epsilon} {config.tie_word_embeddings} {config.eos_token_id} "
+      f"{config.n_positions} {fp32.dtype}")
+
+# (c) the tokenizer
+tok = AutoTokenizer.from_pretrained(f"{tmp}/hf_fp32")
+check("tokenizer_loads", tok.is_fast and tok.eos_token_id == V - 1 and tok.bos_token_id == V - 1 and
+      tok.unk_token_id == V - 1 and tok.eos_token == "<|endoftext|>", f"{type(tok).__name__} eos {tok.eos_token_id}")
+text_bytes = open(f"{tmp}/val.txt", "rb").read()
+text = text_bytes.decode("utf-8")
+ids = tok(text)["input_ids"]
+expected = val[1:].tolist()  # the shard starts with the eot token, which encoding the text does not add
+first = next((k for k, (a, b) in enumerate(zip(ids, expected)) if a != b), min(len(ids), len(expected)))
+check("tokenizer_val_text", val[0] == V - 1 and ids == expected,
+      f"{len(ids)} ids vs {len(expected)} in the shard, first difference at {first}")
+check("tokenizer_decode_val", tok.decode(ids).encode("utf-8") == text_bytes, "decode(encode(val text)) differs")
+cases = ["\n\n  x", "a  \n b", "\tx\t\ty \t z", "a \t b", "trailing   ", "   ", " ", "\n", " \n", "\n \n  \n   x",
+         "123 4567 89a x1", "café é", "日本語 日本", "emoji 🙂🙂 x🙂", "?!... -- ;;", "don't 'quoted'", "a\r\nb",
+         "\v\f x", "The  quick\n\n\nbrown", "speak.\n\nAll:\nx", "x\x00y\x7f z", "\xa0a \u0085 \u2028 b",
+         "  leading", "tab\t\n x", "a<|endoftext|>b"]
+alphabet = [" ", " ", " ", "\t", "\n", "\r", "\v", "\f", "a", "e", "Z", "1", "7", ".", "!", "'", "é", "日", "🙂",
+            "\x00", "\x7f", "\xa0", "\u0085", "\u2028", "th", "the ", " and"]
+rng = random.Random(1)
+cases.append("".join(rng.choice(alphabet) for _ in range(20000)))  # every class next to every other
+
+
+def c_encode(s, k):  # dev/data/tokenizer encode of s, its eot tokens (split and document starts) left out
+    path = f"{tmp}/case_{k}.txt"
+    with open(path, "wb") as f:
+        f.write(s.encode("utf-8"))
+    subprocess.run(["./dev/data/tokenizer", "encode", "-i", path, "-k", tokenizer_bin, "-o", f"{tmp}/case_{k}",
+                    "-f", "0"], check=True, capture_output=True)
+    out = []
+    for split in ("val", "train"):
+        out += [t for t in np.fromfile(f"{tmp}/case_{k}_{split}.bin", dtype="<u2", offset=1024).tolist() if t != V - 1]
+    return out
+
+
+c_ids = [c_encode(s, k) for k, s in enumerate(cases)]
+bad = [repr(s[:30]) for s, c in zip(cases, c_ids) if tok(s)["input_ids"] != c or tok.decode(c) != s]
+check("tokenizer_hard_cases", not bad, f"differ from dev/data/tokenizer: {', '.join(bad[:4])}")
+# the checks tell a wrong pre-tokenizer apart: GPT-2's own (its regex, on the same vocabulary and merges) splits
+# "\n\nAll" as "\n", "\n", "All" where next_piece() keeps "\n\n" (a run not ending in ' ' stays whole), so it
+# differs on the val text and on the cases that hold such a run
+from tokenizers import Tokenizer, pre_tokenizers
+gpt2_style = Tokenizer.from_file(f"{tmp}/hf_fp32/tokenizer.json")
+gpt2_style.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+differ = sum(gpt2_style.encode(s).ids != c for s, c in zip(cases, c_ids))
+val_differs = gpt2_style.encode(text).ids != expected
+check("tokenizer_checks_catch_gpt2_regex", val_differs and differ >= 2,
+      f"GPT-2's pre-tokenizer passes: val text {'differs' if val_differs else 'identical'}, {differ} cases differ")
+print(f"# (c) val text: {len(ids)} tokens, {'identical' if ids == expected else 'DIFFERENT'}; "
+      f"{len(cases) - len(bad)} of {len(cases)} hard cases identical; GPT-2's regex differs on {differ} and "
+      f"{'on' if val_differs else 'NOT on'} the val text", flush=True)
+
+# (d) bf16: the export holds round-to-nearest-even of the fp32 weights (torch's cast), bit for bit
+w32 = load_file(f"{tmp}/hf_fp32/model.safetensors")
+w16 = load_file(f"{tmp}/hf_bf16/model.safetensors")
+same = w32.keys() == w16.keys() and all(w16[k].dtype == torch.bfloat16 and torch.equal(w16[k], w32[k].to(torch.bfloat16))
+                                        for k in w32)
+check("bf16_weights_rounded", same, "bf16 tensors are not the fp32 ones rounded to nearest even")
+bf16 = GPT2LMHeadModel.from_pretrained(f"{tmp}/hf_bf16").eval()
+loaded_dtype = bf16.dtype
+# Tolerance: rounding to bf16 moves each weight by at most u16 = 2^-9 of itself; to first order a relative change
+# d of one weight tensor moves a logit by at most d times its magnitude, and a token's logit passes through
+# S = 6L + 3 weight tensors in series (wte and wpe; per block ln_1, c_attn, c_proj, ln_2, c_fc, c_proj; ln_f; the
+# head): tol = u16 * (6L + 3) * max|logit| + tol_a, computed in fp32 so only the weights' rounding counts.
+u16 = 2.0 ** -9
+tol_d = u16 * (6 * L + 3) * scale + tol_a
+bf16.float()
+worst_d = max(float((logits_of(bf16, batch(i)[0]) - ref[i]).abs().max()) for i in range(M))
+check("logits_bf16", loaded_dtype == torch.bfloat16 and 0 < worst_d <= tol_d,
+      f"loaded as {loaded_dtype}, max |HF bf16 - trainer| {worst_d:.3g}, tolerance {tol_d:.3g}")
+print(f"# (d) bf16 logits: max |HF - trainer fp32| {worst_d:.3g}, tolerance {tol_d:.3g}", flush=True)
+# a version-5 file (the trained model in bf16, as llm.c writes it) exports as the same bf16 weights, and widens
+# exactly to fp32
+w_v5 = load_file(f"{tmp}/hf_v5/model.safetensors")
+w_v5_fp32 = load_file(f"{tmp}/hf_v5_fp32/model.safetensors")
+check("v5_export", w_v5.keys() == w16.keys() and all(torch.equal(w_v5[k], w16[k]) and w_v5[k].dtype == torch.bfloat16
+                                                       for k in w16) and
+      all(w_v5_fp32[k].dtype == torch.float32 and torch.equal(w_v5_fp32[k], w16[k].float()) for k in w16),
+      "the version-5 export differs from the bf16 export of the same weights")
+v5 = AutoModelForCausalLM.from_pretrained(f"{tmp}/hf_v5").eval()
+check("v5_loads", v5.dtype == torch.bfloat16 and torch.isfinite(logits_of(v5, batch(0)[0])).all(),
+      f"loaded as {v5.dtype}")
+PY
+rc=$?
+while IFS= read -r line; do
+    case $line in
+        "PASS "*) pass "${line#PASS }" ;;
+        "FAIL "*) rest=${line#FAIL }; fail "${rest%%: *}" "${rest#*: }" ;;
+        "# "*) echo "${line#\# }" ;;
+    esac
+done <"$TMP/checks.txt"
+if [ $rc -ne 0 ]; then fail python_checks "exit $rc: $(tail -n 3 "$TMP/checks.err")"; fi
+finish export_hf
