@@ -460,7 +460,7 @@ if __name__ == "__main__":
         sys.exit(1)
     except ImportError as e:
         print(f"export_hf: error: {e} (torch, transformers, safetensors and tokenizers: pip install -r "
-              f"requirements.txt)", file=sys.stderr)
+              f"requirements-hf.txt, or make deps)", file=sys.stderr)
         sys.exit(1)
     except OSError as e:
         print(f"export_hf: error: {e.filename or ''}{': ' if e.filename else ''}{e.strerror or e}", file=sys.stderr)

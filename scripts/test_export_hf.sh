@@ -23,25 +23,14 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_
 export TRANSFORMERS_VERBOSITY=error  # the loaders' progress bars and length warnings are not test output
 
 if ! python3 -c "import torch, transformers, safetensors, tokenizers" 2>/dev/null; then
-    fail python_packages "torch, transformers, safetensors and tokenizers must import (requirements.txt)"
+    fail python_packages "torch, transformers, safetensors and tokenizers must import (requirements-hf.txt: make deps)"
     finish export_hf
 fi
 # the programs come built, as for the other suites (make test builds them; a make from here would rebuild them with
 # other flags under make test SANITIZE=1)
 if [ ! -x ./dev/data/tokenizer ]; then fail build "./dev/data/tokenizer missing (make dev/data/tokenizer)"; finish export_hf; fi
-# dev/model_logits: the Makefile's build when it has the rule (so SANITIZE=1 runs it sanitized), else built here with
-# the Makefile's CFLAGS
-if grep -q '^dev/model_logits:' Makefile; then
-    LOGITS=./dev/model_logits
-    if [ ! -x "$LOGITS" ]; then fail build "$LOGITS missing (make dev/model_logits)"; finish export_hf; fi
-else
-    LOGITS=$TMP/model_logits
-    if ! gcc -O3 -std=c11 -Wall -Wextra -Werror -ffp-contract=off -fno-math-errno -fno-trapping-math -D_GNU_SOURCE \
-        -isystem deps/xxhash -fopenmp dev/model_logits.c -o "$LOGITS" -lm; then
-        fail build "dev/model_logits.c"
-        finish export_hf
-    fi
-fi
+LOGITS=./dev/model_logits
+if [ ! -x "$LOGITS" ]; then fail build "$LOGITS missing (make dev/model_logits)"; finish export_hf; fi
 TRAINER=./train_gpt_fp8_cpu
 trainer_suite_setup export_hf
 EXPORT="python3 scripts/export_hf.py"
