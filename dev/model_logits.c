@@ -28,9 +28,11 @@ static long long parse_count(const char* what, const char* text, long long min, 
 }
 
 int main(int argc, char** argv) {
-    if (argc != 6 && argc != 7) {
-        fprintf(stderr, "usage: model_logits MODEL.bin SHARD.bin B T OUT.f32 [OFFSET]\n");
-        return 2;
+    int help = argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0);
+    if (help || (argc != 6 && argc != 7)) {  // -h: on stdout, exit 0; a wrong call: on stderr, exit 2
+        fprintf(help ? stdout : stderr, "usage: model_logits MODEL.bin SHARD.bin B T OUT.f32 [OFFSET]: the CPU trainer's "
+                "fp32 logits (B, T, V) of MODEL.bin on B*T tokens of SHARD.bin from token OFFSET\n");
+        return help ? 0 : 2;
     }
     const char *model_path = argv[1], *shard_path = argv[2], *out_path = argv[5];
     int B = (int)parse_count("B", argv[3], 1, INT_MAX);

@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # dev/data/bench_prepare_dataset.sh [SIZE_MB ...] — how fast your own text becomes a dataset, and that its memory does
 # not grow with the corpus: for each size (default 100 and 1000 MB) it writes a corpus of that many MB, drawn word by
-# word from tinyshakespeare's own word frequencies (so it has the distinct pieces and lines of real text, at any
-# size), runs dev/data/prepare_dataset.sh on it (BPE on the default 64 MB sample, then streamed encoding into 100M-token
-# shards) and prints, for the tokenizer's training and its encoding apart, the wall time, the MB/s and the maximum
-# resident size (GNU time's %M). A benchmark: it prints numbers and asserts nothing. Needs about 2x the largest size in
-# free disk space under BENCH_DIR (default a temporary folder, removed at the end).
+# word from tinyshakespeare's word frequencies (real words and line lengths at any size, though few distinct pieces),
+# runs the two steps of `make data NAME=...` apart (dev/data/tokenizer train on the default 64 MB sample, then encode,
+# streamed into 100M-token shards) and prints for each the wall time, the MB/s and the maximum resident size (GNU
+# time's %M). A benchmark: it prints numbers and asserts nothing. Needs about 2x the largest size in free disk space
+# under BENCH_DIR (default a temporary folder, removed at the end).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
+    sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+fi
 sizes=("$@")
+for mb in ${sizes[@]+"${sizes[@]}"}; do
+    [[ $mb =~ ^[1-9][0-9]{0,5}$ ]] || { echo "bench_prepare_dataset: error: size '$mb': expected MB, an integer in [1, 999999]" >&2; exit 1; }
+done
 [ ${#sizes[@]} -gt 0 ] || sizes=(100 1000)
 [ -x /usr/bin/time ] || { echo "bench_prepare_dataset: error: needs GNU time (/usr/bin/time; Debian: apt-get install time)" >&2; exit 1; }
 make -s dev/data/tokenizer
