@@ -325,7 +325,7 @@ DATASET_OPTIONS = $(if $(VOCAB),--vocab $(VOCAB)) $(if $(VAL_FRACTION),--val-fra
                   $(if $(SHARD_TOKENS),--shard-tokens $(SHARD_TOKENS)) $(if $(SAMPLE_MB),--sample-mb $(SAMPLE_MB)) \
                   $(if $(TOKENIZER),--tokenizer "$(TOKENIZER)")
 data: dev/data/tokenizer
-	@$(if $(filter-out tinyshakespeare,$(NAME)),./dev/data/prepare_dataset.sh "$(NAME)" $(foreach i,$(INPUT),"$(i)") $(DATASET_OPTIONS),$(if $(strip $(VOCAB) $(VAL_FRACTION) $(SHARD_TOKENS) $(SAMPLE_MB) $(TOKENIZER)),echo "make data: VOCAB, VAL_FRACTION, SHARD_TOKENS, SAMPLE_MB and TOKENIZER are for NAME=... datasets (tinyshakespeare: VOCAB_SIZE=N ./dev/data/prepare_tinyshakespeare.sh)" >&2; exit 1;) ./dev/data/prepare_tinyshakespeare.sh $(if $(INPUT),"$(INPUT)"))
+	@$(if $(filter-out tinyshakespeare,$(NAME)),./dev/data/prepare_dataset.sh "$(NAME)" $(foreach i,$(INPUT),"$(i)") $(DATASET_OPTIONS),$(if $(strip $(VOCAB) $(VAL_FRACTION) $(SHARD_TOKENS) $(SAMPLE_MB) $(TOKENIZER)),echo "make data: VOCAB VAL_FRACTION SHARD_TOKENS SAMPLE_MB TOKENIZER are for your own text: NAME=mytext (tinyshakespeare: VOCAB_SIZE=N ./dev/data/prepare_tinyshakespeare.sh)" >&2; exit 1;) ./dev/data/prepare_tinyshakespeare.sh $(if $(INPUT),"$(INPUT)"))
 
 # only what it runs: the tokenizer and one trainer (the script asks has_gpu.sh too, and takes TRAINER from here)
 train: $(DATA_PROGRAMS) $(TRAINER)
