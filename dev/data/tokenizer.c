@@ -1071,30 +1071,54 @@ static void cmd_encode(const InputList* in, const char* tokenizer_path, const ch
 // ----------------------------------------------------------------------------
 // decode
 
+// What is wrong with a shard's header and size, or NULL: a message in `err`.
+static const char* shard_problem(const char* shard, const unsigned char* data, size_t n, char* err, size_t errlen) {
+    int32_t header[256];
+    if (n < sizeof(header)) {
+        snprintf(err, errlen, "data shard %s is truncated (shorter than its header)", shard);
+        return err;
+    }
+    memcpy(header, data, sizeof(header));
+    if (header[0] != SHARD_MAGIC) {
+        snprintf(err, errlen, "data shard %s has bad magic %d (expected %d)", shard, header[0], SHARD_MAGIC);
+    } else if (header[1] != 1) {
+        snprintf(err, errlen, "data shard %s has version %d (expected 1)", shard, header[1]);
+    } else if (header[2] < 0 || n != sizeof(header) + 2 * (size_t)header[2]) {
+        snprintf(err, errlen, "data shard %s is truncated or corrupt: %zu bytes, its header says %zu", shard, n,
+                 sizeof(header) + 2 * (size_t)(header[2] < 0 ? 0 : header[2]));
+    } else {
+        return NULL;
+    }
+    return err;
+}
+
 static void cmd_decode(const char* tokenizer_path, const char* shard, const char* out_path) {
     Vocab v;
     memset(&v, 0, sizeof(v));
     read_vocab(&v, tokenizer_path);
     size_t n;
     unsigned char* data = read_file(shard, &n);
-    int32_t header[256];
-    if (n < sizeof(header)) { die("data shard %s is truncated (shorter than its header)", shard); }
-    memcpy(header, data, sizeof(header));
-    if (header[0] != SHARD_MAGIC) { die("data shard %s has bad magic %d (expected %d)", shard, header[0], SHARD_MAGIC); }
-    if (header[1] != 1) { die("data shard %s has version %d (expected 1)", shard, header[1]); }
-    if (header[2] < 0 || n != sizeof(header) + 2 * (size_t)header[2]) {
-        die("data shard %s is truncated or corrupt: %zu bytes, its header says %zu", shard, n,
-            sizeof(header) + 2 * (size_t)(header[2] < 0 ? 0 : header[2]));
+    char err[2048];
+    // every failure frees what it holds before the one-line exit, so the sanitizers' leak check stays quiet
+    if (shard_problem(shard, data, n, err, sizeof(err))) {
+        free(data);
+        vocab_free(&v);
+        die("%s", err);
     }
+    int32_t num_tokens;
+    memcpy(&num_tokens, data + 8, sizeof(num_tokens));
     OutFile o;
     out_open(&o, out_path);
-    for (int32_t i = 0; i < header[2]; i++) {
+    for (int32_t i = 0; i < num_tokens; i++) {
         uint16_t t;
-        memcpy(&t, data + sizeof(header) + 2 * (size_t)i, 2);
+        memcpy(&t, data + SHARD_HEADER_BYTES + 2 * (size_t)i, 2);
         if (t >= v.vocab_size) {
-            fclose(o.f);
-            unlink(o.tmp);
-            die("data shard %s: token id %u at position %d is not below the vocabulary size %d", shard, t, i, v.vocab_size);
+            snprintf(err, sizeof(err), "data shard %s: token id %u at position %d is not below the vocabulary size %d",
+                     shard, t, i, v.vocab_size);
+            shard_discard(&o);
+            free(data);
+            vocab_free(&v);
+            die("%s", err);
         }
         if (t != v.eot) { out_write(&o, v.bytes[t], (size_t)v.lens[t]); }
     }
