@@ -633,6 +633,38 @@ static float* recorded_amaxes_of_last_step(gpu::GPT2* gpu) {
     return download_floats(gpu->fp8.amax_history + (size_t)(H - 1) * S, (size_t)S);
 }
 
+// The diagnostics' amaxes the GPU kept on the device at the last end of step (delayed scaling), copied to the host as
+// for a file: each slot's step amax is the value the update then rolled into history row H - 1 (R1, the same float
+// moved), and both it and the window amax are the CPU's within the tolerance of that row (the window is a max over
+// rows of which H - 1 has the most updates behind it, so the largest tolerance), 0 on both sides or on neither.
+static void check_diag_amaxes(gpu::GPT2* gpu, cpu::GPT2* cpu, int steps) {
+    int S = gpu->fp8.num_slots, H = gpu->fp8.amax_history_len, moved_bad = 0, bad = 0;
+    gpu::gpt2_fp8_diag_amaxes_to_host(gpu);
+    float* newest_row = download_floats(gpu->fp8.amax_history + (size_t)(H - 1) * S, (size_t)S);
+    StateTolerance st = state_tolerance_of(cpu, steps);
+    for (int slot = 0; slot < S; slot++) {
+        float last = gpu->fp8_last_amax[slot];
+        moved_bad += last != 0.0f && fp8_float_bits(last) != fp8_float_bits(newest_row[slot]);
+        for (int k = 0; k < 2; k++) {
+            float got = k ? gpu->fp8_window_amax[slot] : last, want = k ? cpu->fp8_window_amax[slot] : cpu->fp8_last_amax[slot];
+            char why[128];
+            double tolerance = fp8_entry_tolerance(&st, &gpu->fp8, slot, H - 1, want, why, sizeof(why));
+            double difference = want == 0.0f ? fabs((double)got) : fabs((double)got - want) / fabs((double)want);
+            if ((want == 0.0f) != (got == 0.0f) || difference > tolerance) {
+                if (bad < 5) {
+                    printf("  OVER slot %d %s amax: gpu %g cpu %g, relative difference %.3g, tolerance %.3g (%s)\n", slot,
+                           k ? "window" : "last", got, want, difference, tolerance, why);
+                }
+                bad++;
+            }
+        }
+    }
+    CHECK(moved_bad == 0, "diagnostics: %d slots' step amax is not the value the update rolled into row H - 1", moved_bad);
+    CHECK(bad == 0, "diagnostics: %d step or window amaxes off the CPU's (each within its row's tolerance: see above)",
+          bad);
+    free(newest_row);
+}
+
 // 5 training steps on both sides from the same weights and batches, with the recipe of `args`: the loss and the
 // gradient norm of every step (R4, R5, R6 for the step's updates), the FP8 state after 1 and after 5 steps
 // (compare_fp8_state), and the last step's amaxes against the GPU's own tensors (R1).
@@ -666,6 +698,7 @@ static void fp8_five_steps(TrainArgs args) {
     check_amaxes_of_own_tensors(&gpu, recorded, row0, recipe);
     free(recorded);
     free(row0);
+    if (args.recipe.scaling == FP8_SCALING_DELAYED) { check_diag_amaxes(&gpu, &cpu, 5); }
     gpt2_free(&cpu);
 }
 
@@ -863,9 +896,10 @@ static void test_zero1_two_ranks_on_one_gpu(void) {
     gpt2_free(&cpu);
 }
 
-// The diagnostics kernel counts exactly what the CPU's fp8_quantize counts (the codecs agree bit for bit): elements,
-// clipped above the format's max, and nonzero values flushed to zero, on values spread over 2^-40 .. 2^20.
-static void test_fp8_range_stats(void) {
+// The casts' diagnostics counters count exactly what the CPU's fp8_quantize counts (the codecs agree bit for bit):
+// elements, clipped above the format's max, and nonzero values flushed to zero, on values spread over 2^-40 .. 2^20,
+// through both cast kernels (the plain one and the transposing one the gradients and weights go through).
+static void test_fp8_cast_counts(void) {
     const size_t n = 1 << 16;
     uint16_t* x = (uint16_t*)malloc(n * sizeof(uint16_t));
     Rng rng;
@@ -875,34 +909,50 @@ static void test_fp8_range_stats(void) {
         x[i] = bf16_from_float(i % 17 == 0 ? 0.0f : (rng_next_u64(&rng) & 1 ? magnitude : -magnitude));
     }
     floatX* device_x;
-    float* device_scale;
+    float *device_scale, *device_amax;
     unsigned long long* device_stats;
+    uint8_t *device_out, *device_out_t;
     cudaCheck(cudaMalloc(&device_x, n * 2));
     cudaCheck(cudaMalloc(&device_scale, 4));
+    cudaCheck(cudaMalloc(&device_amax, 4));
     cudaCheck(cudaMalloc(&device_stats, 3 * 8));
+    cudaCheck(cudaMalloc(&device_out, n));
+    cudaCheck(cudaMalloc(&device_out_t, n));
     cudaCheck(cudaMemcpy(device_x, x, n * 2, cudaMemcpyHostToDevice));
     uint8_t* codes = (uint8_t*)malloc(n);
     for (int f = 0; f < 2; f++) {
         Fp8Format format = f == 0 ? FP8_E4M3 : FP8_E5M2;
         float scale = f == 0 ? 0.5f : 3.0f;
-        cudaCheck(cudaMemcpy(device_scale, &scale, 4, cudaMemcpyHostToDevice));
-        cudaCheck(cudaMemset(device_stats, 0, 3 * 8));
-        cudaCheck(fp8_range_stats(device_stats, device_x, n, device_scale, format, 4, 0));
-        unsigned long long got[3];
-        cudaCheck(cudaMemcpy(got, device_stats, sizeof(got), cudaMemcpyDeviceToHost));
         Fp8QuantStats want = {0, 0, 0};
         float amax = 0.0f;
         fp8_quantize_bf16(codes, x, n, format, scale, &amax, &want);
-        CHECK(got[0] == (unsigned long long)want.count && got[1] == (unsigned long long)want.saturated &&
-                  got[2] == (unsigned long long)want.flushed && want.saturated > 0 && want.flushed > 0,
-              "%s: GPU counts %llu %llu %llu, CPU %lld %lld %lld", fp8_format_name(format), got[0], got[1], got[2],
-              want.count, want.saturated, want.flushed);
+        cudaCheck(cudaMemcpy(device_scale, &scale, 4, cudaMemcpyHostToDevice));
+        for (int transposed = 0; transposed < 2; transposed++) {
+            cudaCheck(cudaMemset(device_stats, 0, 3 * 8));
+            cudaCheck(cudaMemset(device_amax, 0, 4));
+            if (transposed) {  // (256, 256): n as a tile-aligned matrix
+                cudaCheck(fp8_cast_transpose_amax(device_out, device_out_t, device_x, 256, (int)(n / 256), device_scale,
+                                                  device_amax, device_stats, format, 0));
+            } else {
+                cudaCheck(fp8_cast_amax(device_out, device_x, n, device_scale, device_amax, device_stats, format, 4, 0));
+            }
+            unsigned long long got[3];
+            cudaCheck(cudaMemcpy(got, device_stats, sizeof(got), cudaMemcpyDeviceToHost));
+            CHECK(got[0] == (unsigned long long)want.count && got[1] == (unsigned long long)want.saturated &&
+                      got[2] == (unsigned long long)want.flushed && want.saturated > 0 && want.flushed > 0,
+                  "%s %s: GPU counts %llu %llu %llu, CPU %lld %lld %lld", fp8_format_name(format),
+                  transposed ? "cast+transpose" : "cast", got[0], got[1], got[2], want.count, want.saturated,
+                  want.flushed);
+        }
     }
     free(codes);
     free(x);
     cudaCheck(cudaFree(device_x));
     cudaCheck(cudaFree(device_scale));
+    cudaCheck(cudaFree(device_amax));
     cudaCheck(cudaFree(device_stats));
+    cudaCheck(cudaFree(device_out));
+    cudaCheck(cudaFree(device_out_t));
 }
 
 // Sampling's next-token distribution: the GPU's (bf16 logits, host softmax) against the CPU's at the same position.
@@ -978,6 +1028,12 @@ static void test_checkpoints(void) {
               memcmp(resumed.fp8_last_amax, saved_last_amax, (size_t)S * 4) == 0 &&
               memcmp(resumed.fp8_window_amax, saved_window_amax, (size_t)S * 4) == 0,
           "CPU checkpoint on the GPU: FP8 diagnostics counters, last and window amaxes restored");
+    // and on the device, where the next file written takes them from (delayed: row 1 of fp8_diag_amax is the window)
+    float* device_amaxes = download_floats(resumed.fp8_diag_amax, 2 * (size_t)S);
+    CHECK(memcmp(device_amaxes, saved_last_amax, (size_t)S * 4) == 0 &&
+              memcmp(device_amaxes + S, saved_window_amax, (size_t)S * 4) == 0,
+          "CPU checkpoint on the GPU: the last and window amaxes are in the device's cells too");
+    free(device_amaxes);
     free(device_stats);
     free(saved_stats);
     free(saved_last_amax);
@@ -1307,7 +1363,7 @@ int main(void) {
     RUN_TEST(test_fp8_five_steps);
     RUN_TEST(test_fp8_current_scaling_casts);
     RUN_TEST(test_fp8_current_five_steps);
-    RUN_TEST(test_fp8_range_stats);
+    RUN_TEST(test_fp8_cast_counts);
     RUN_TEST(test_zero1_two_ranks_on_one_gpu);
     RUN_TEST(test_next_token_probs);
     RUN_TEST(test_checkpoints);

@@ -168,7 +168,9 @@ typedef struct {
     float* amax_discard;       // where casts that must not record write their amax
     int fp8_collect_stats;     // count clipped / flushed elements of every recorded cast (for fp8_diag.tsv)
     Fp8QuantStats* fp8_stats;  // (num_slots) device: elements, saturated, flushed since the last diagnostics block
-    // rank 0's diagnostics state, on the host where the diagnostics file and the state file are written:
+    float* fp8_diag_amax;      // (2, num_slots) device: row 0 as the last update saw it (the step's amax), and
+                               // (delayed) the window its scale came from: written every step, read where a file is
+    // rank 0's diagnostics state, on the host where the diagnostics file and the state file are written (copies):
     float* fp8_last_amax;      // (num_slots) row 0 as the last update saw it (the step's amax)
     float* fp8_window_amax;    // (num_slots) the amax each scale came from (delayed: the window before the update;
                                // current: fp8_current_amax as the last diagnostics block or checkpoint read it)
@@ -239,13 +241,12 @@ static void current_scale_before_cast(GPT2* m, int slot, const floatX* inp, size
                              m->stream));
 }
 
-// Diagnostics beside a recorded cast of inp (n) bf16 into `slot` (only while the diagnostics file is written).
-static void record_range_stats(GPT2* m, int slot, const floatX* inp, size_t n, int record) {
-    // the kernel counts (count, saturated, flushed) in three 64-bit integers: Fp8QuantStats' layout
+// The counters a recorded cast into `slot` adds what it clipped and flushed to (the cast kernel counts them in the
+// same pass), or NULL: only while the diagnostics file is written, and only for casts that record.
+static unsigned long long* slot_cast_stats(GPT2* m, int slot, int record) {
+    // the kernels count (elements, saturated, flushed) in three 64-bit integers: Fp8QuantStats' layout
     static_assert(sizeof(Fp8QuantStats) == 3 * sizeof(unsigned long long), "Fp8QuantStats is three 64-bit counts");
-    if (!m->fp8_collect_stats || !record) { return; }
-    cudaCheck(fp8_range_stats((unsigned long long*)(m->fp8_stats + slot), inp, n, slot_scale(m, slot),
-                              fp8_meta_slot_format(&m->fp8, slot), m->num_sms, m->stream));
+    return m->fp8_collect_stats && record ? (unsigned long long*)(m->fp8_stats + slot) : NULL;
 }
 
 static void* device_alloc(size_t bytes) {
@@ -273,8 +274,8 @@ static void gpt2_cast_weights_fp8(GPT2* model, int record) {
         if (record) { current_scale_before_cast(model, slot, lm.weight, (size_t)lm.OC * lm.IC); }
         float* amax = record ? fp8_meta_amax_row0(&model->fp8, slot) : model->amax_discard;
         cudaCheck(fp8_cast_transpose_amax(model->weight_fp8 + off, model->weight_t_fp8 + off, lm.weight, lm.OC, lm.IC,
-                                          slot_scale(model, slot), amax, model->fp8.forward_format, model->stream));
-        record_range_stats(model, slot, lm.weight, (size_t)lm.OC * lm.IC, record);
+                                          slot_scale(model, slot), amax, slot_cast_stats(model, slot, record),
+                                          model->fp8.forward_format, model->stream));
     }
     model->training = saved;
 }
@@ -455,6 +456,7 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
         cudaCheck(cudaMemcpy(model->fp8.memory, initial, model->fp8.num_floats * 4, cudaMemcpyHostToDevice));
         free(initial);
         model->fp8_stats = (Fp8QuantStats*)buffer[GPU_FP8_STATS];
+        model->fp8_diag_amax = (float*)buffer[GPU_FP8_DIAG_AMAX];
         int modules = linear_num_modules(model->config.num_layers);
         model->weight_fp8_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 weight offsets");
         LinearPrecision lp = gpt2_linear_precision(model);
@@ -522,8 +524,8 @@ static void linear_forward(GPT2* model, int module, floatX* out, const floatX* i
         int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT), w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
         current_scale_before_cast(model, in_slot, inp, (size_t)rows * lm.IC);
         cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lm.IC, cast_scale(model, in_slot),
-                                slot_amax(model, in_slot, 1), meta->forward_format, model->num_sms, model->stream));
-        record_range_stats(model, in_slot, inp, (size_t)rows * lm.IC, model->training);
+                                slot_amax(model, in_slot, 1), slot_cast_stats(model, in_slot, model->training),
+                                meta->forward_format, model->num_sms, model->stream));
         gemm_tn(&model->gemm, out, CUDA_R_16BF, model->weight_fp8 + model->weight_fp8_offset[module],
                 fp8_cuda_type(meta->forward_format), slot_scale_inv(model, w_slot), model->x_fp8,
                 fp8_cuda_type(meta->forward_format), cast_scale_inv(model, in_slot), lm.bias, rows, lm.OC, lm.IC, 0, 1,
@@ -535,8 +537,8 @@ static void linear_forward(GPT2* model, int module, floatX* out, const floatX* i
         int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
         current_scale_before_cast(model, in_slot, inp, (size_t)rows * lm.IC);
         cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lm.IC, cast_scale(model, in_slot),
-                                slot_amax(model, in_slot, 1), meta->forward_format, model->num_sms, model->stream));
-        record_range_stats(model, in_slot, inp, (size_t)rows * lm.IC, model->training);
+                                slot_amax(model, in_slot, 1), slot_cast_stats(model, in_slot, model->training),
+                                meta->forward_format, model->num_sms, model->stream));
     }
     gemm_tn(&model->gemm, out, CUDA_R_16BF, lm.weight, CUDA_R_16BF, NULL, inp, CUDA_R_16BF, NULL, lm.bias, rows, lm.OC,
             lm.IC, 0, 0, model->stream);
@@ -559,8 +561,8 @@ static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX*
         w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
         current_scale_before_cast(model, g_slot, dout, (size_t)rows * lm.OC);
         cudaCheck(fp8_cast_transpose_amax(model->dy_fp8, model->dy_t_fp8, dout, rows, lm.OC, cast_scale(model, g_slot),
-                                          slot_amax(model, g_slot, 1), meta->backward_format, model->stream));
-        record_range_stats(model, g_slot, dout, (size_t)rows * lm.OC, model->training);
+                                          slot_amax(model, g_slot, 1), slot_cast_stats(model, g_slot, model->training),
+                                          meta->backward_format, model->stream));
     }
     if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD)) {
         gemm_tn(&model->gemm, dinp, CUDA_R_16BF, model->weight_t_fp8 + model->weight_fp8_offset[module],
@@ -575,7 +577,7 @@ static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX*
         // the input's transpose, cast with the forward's scale (same bytes, no record; with current scaling too: the
         // slot holds the forward cast's scale)
         cudaCheck(fp8_cast_transpose_amax(NULL, model->x_t_fp8, inp, rows, lm.IC, slot_scale(model, in_slot),
-                                          model->amax_discard, meta->forward_format, model->stream));
+                                          model->amax_discard, NULL, meta->forward_format, model->stream));
         gemm_tn(&model->gemm, lm.dweight, CUDA_R_32F, model->x_t_fp8, fp8_cuda_type(meta->forward_format),
                 slot_scale_inv(model, in_slot), model->dy_t_fp8, fp8_cuda_type(meta->backward_format),
                 cast_scale_inv(model, g_slot), NULL, lm.OC, lm.IC, rows, 1, 0, model->stream);
@@ -882,21 +884,37 @@ static Fp8Meta fp8_meta_host_copy(GPT2* model) {
 }
 
 // The FP8 end-of-step, as the CPU's: the amax all-reduce hook, then the update rule for every slot (fp8/update.cuh,
-// one launch). `step` is the optimizer step that just finished. With diagnostics, rank 0 keeps row 0 as this update
-// sees it and, for delayed scaling, the window each new scale comes from (computed on a host copy of the history
-// before the update rolls its oldest row out: a copy and a synchronization per step, only while fp8_diag.tsv is
+// one launch). `step` is the optimizer step that just finished. First, as the CPU keeps them, row 0 as this update
+// sees it and, with a history, the window each new scale comes from, into fp8_diag_amax on the device (one small
+// launch; nothing comes to the host and nothing waits: gpt2_fp8_diag_amaxes_to_host copies them where a file is
 // written). Current scaling: no reduction, and the update only clears row 0.
 static void gpt2_fp8_end_of_step(GPT2* model, int step) {
     if (model->precision != PRECISION_FP8) { return; }
     if (fp8_meta_update_needs_host(&model->recipe)) { die("FP8 recipe callbacks run on the CPU trainer only"); }
     fp8_meta_reduce_amax(&model->fp8, &model->recipe);
-    if (model->fp8_collect_stats) {
-        Fp8Meta host = fp8_meta_host_copy(model);
-        memcpy(model->fp8_last_amax, host.amax_history, (size_t)host.num_slots * sizeof(float));
-        if (model->recipe.scaling == FP8_SCALING_DELAYED) { fp8_meta_window_amax(&host, &model->recipe, model->fp8_window_amax); }
-        fp8_meta_free(&host);
-    }
+    float* window_amax = fp8_recipe_has_history(&model->recipe) ? model->fp8_diag_amax + model->fp8.num_slots : NULL;
+    cudaCheck(fp8_meta_window_amax_launch(&model->fp8, &model->recipe, model->fp8_diag_amax, window_amax, model->stream));
     cudaCheck(fp8_meta_update_launch(&model->fp8, &model->recipe, step, model->stream));
+}
+
+// The host's copies of the diagnostics' amaxes, for a file about to be written: fp8_last_amax, and fp8_window_amax
+// (delayed scaling: the update's window; current: each slot's last recorded cast's amax). Synchronizes the stream.
+static void gpt2_fp8_diag_amaxes_to_host(GPT2* model) {
+    size_t bytes = (size_t)model->fp8.num_slots * sizeof(float);
+    cudaCheck(cudaStreamSynchronize(model->stream));
+    cudaCheck(cudaMemcpy(model->fp8_last_amax, model->fp8_diag_amax, bytes, cudaMemcpyDeviceToHost));
+    const float* window = fp8_recipe_has_history(&model->recipe) ? model->fp8_diag_amax + model->fp8.num_slots
+                                                                 : model->fp8_current_amax;
+    cudaCheck(cudaMemcpy(model->fp8_window_amax, window, bytes, cudaMemcpyDeviceToHost));
+}
+
+// The other way, for a state file just read: the device's cells take the host's values.
+static void gpt2_fp8_diag_amaxes_to_device(GPT2* model) {
+    size_t bytes = (size_t)model->fp8.num_slots * sizeof(float);
+    cudaCheck(cudaMemcpy(model->fp8_diag_amax, model->fp8_last_amax, bytes, cudaMemcpyHostToDevice));
+    float* window = fp8_recipe_has_history(&model->recipe) ? model->fp8_diag_amax + model->fp8.num_slots
+                                                           : model->fp8_current_amax;
+    cudaCheck(cudaMemcpy(window, model->fp8_window_amax, bytes, cudaMemcpyHostToDevice));
 }
 
 // A skipped step must not leave its (possibly non-finite) activation and gradient amaxes behind. Weight slots keep
@@ -992,10 +1010,7 @@ static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_
         cudaCheck(cudaMemcpy(fp8.meta, model->fp8.memory, model->fp8.num_floats * 4, cudaMemcpyDeviceToHost));
         cudaCheck(cudaMemcpy(fp8.stats, model->fp8_stats, (size_t)model->fp8.num_slots * sizeof(Fp8QuantStats),
                              cudaMemcpyDeviceToHost));
-        if (model->recipe.scaling == FP8_SCALING_CURRENT) {  // current scaling keeps its window amaxes on the device
-            cudaCheck(cudaMemcpy(model->fp8_window_amax, model->fp8_current_amax, (size_t)model->fp8.num_slots * 4,
-                                 cudaMemcpyDeviceToHost));
-        }
+        gpt2_fp8_diag_amaxes_to_host(model);
     }
     StateHeader h = gpt2_state_header(model, step, rng_state, loader);
     // every rank has the gathered masters: each state file records the model file's checksum, rank 0 writes the file
@@ -1027,10 +1042,7 @@ static void gpt2_load_checkpoint(GPT2* model, const char* dir, int step, uint64_
         cudaCheck(cudaMemcpy(model->fp8.memory, fp8.meta, model->fp8.num_floats * 4, cudaMemcpyHostToDevice));
         cudaCheck(cudaMemcpy(model->fp8_stats, fp8.stats, (size_t)model->fp8.num_slots * sizeof(Fp8QuantStats),
                              cudaMemcpyHostToDevice));
-        if (model->recipe.scaling == FP8_SCALING_CURRENT) {
-            cudaCheck(cudaMemcpy(model->fp8_current_amax, model->fp8_window_amax, (size_t)model->fp8.num_slots * 4,
-                                 cudaMemcpyHostToDevice));
-        }
+        gpt2_fp8_diag_amaxes_to_device(model);
     }
     gpt2_state_fp8_arrays_free(&fp8);
     free(params);
@@ -1055,9 +1067,7 @@ static void write_fp8_diagnostics(GPT2* model, FILE* f, int step) {
     Fp8QuantStats* stats = (Fp8QuantStats*)calloc_or_die((size_t)S, sizeof(Fp8QuantStats), "FP8 stats");
     cudaCheck(cudaMemcpy(stats, model->fp8_stats, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
     cudaCheck(cudaMemset(model->fp8_stats, 0, (size_t)S * sizeof(Fp8QuantStats)));
-    if (model->recipe.scaling == FP8_SCALING_CURRENT) {
-        cudaCheck(cudaMemcpy(model->fp8_window_amax, model->fp8_current_amax, (size_t)S * 4, cudaMemcpyDeviceToHost));
-    }
+    gpt2_fp8_diag_amaxes_to_host(model);
     LinearPrecision lp = gpt2_linear_precision(model);
     fp8_diag_write_block(f, step, &host, &lp, model->fp8_last_amax, model->fp8_window_amax, stats, NULL);
     free(stats);

@@ -8,6 +8,10 @@ Why one pass: delayed scaling exists so that a cast reads its input once (the sc
 Hopper's FP8 GEMMs accept only the TN layout, so dgrad and wgrad need transposed FP8 operands: making the transpose
 in the same pass as the cast, from the tile already in shared memory, costs no second read of the bf16 tensor.
 
+Diagnostics ride on the same pass: a cast given a `stats` pointer also counts how many elements it clipped and
+flushed (fp8_diag.tsv's fractions), from the values and bytes it already holds; one without (NULL) is compiled
+without the counting (a template flag), so the casts of a run that writes no diagnostics do exactly what they did.
+
 The conversion is __nv_cvt_float2_to_fp8x2(..., __NV_SATFINITE, ...), on sm_89+ the instruction cvt.rn.satfinite,
 which fp8/fp8.h's fp8_from_float reproduces bit for bit on the CPU (fp8/test_fp8_cuda_host.cu). x * scale is one
 fp32 multiply, as on the CPU. The amax is max |x| of the unscaled input as float bits: each block reduces with warp
@@ -38,15 +42,34 @@ __device__ __forceinline__ uint16_t fp8_cvt_pair(float first, float second, Fp8F
     return (uint16_t)__nv_cvt_float2_to_fp8x2(pair, __NV_SATFINITE, format == FP8_E4M3 ? __NV_E4M3 : __NV_E5M2);
 }
 
+// What a diagnostics cast counts, per thread (the CPU's Fp8QuantStats, same definitions): saturated, |x * scale|
+// above the format's max (satfinite clipped it; inf too); flushed, x != 0 cast to +-0 (NaN casts to NaN: neither).
+typedef struct {
+    unsigned int saturated, flushed;
+} Fp8CastCounts;
+
+// One element's share of the counts, from its value x, its scaled value and the byte the cast made of it.
+__device__ __forceinline__ void fp8_count(Fp8CastCounts* counts, float x, float scaled, uint32_t code, float fp8_max_value) {
+    counts->saturated += fabsf(scaled) > fp8_max_value;
+    counts->flushed += x != 0.0f && (code & 0x7Fu) == 0u;
+}
+
 // Eight bf16 (one 16-byte load) -> eight FP8 bytes (packed in a uint2, first value in the lowest byte), folding
-// their magnitudes into *thread_max.
-__device__ __forceinline__ uint2 fp8_cast8(uint4 packed, float s, Fp8Format format, unsigned int* thread_max) {
+// their magnitudes into *thread_max and, when COUNT, their clipped / flushed counts into *counts.
+template <bool COUNT>
+__device__ __forceinline__ uint2 fp8_cast8(uint4 packed, float s, Fp8Format format, unsigned int* thread_max,
+                                           Fp8CastCounts* counts) {
     const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(&packed);
     uint16_t bytes[4];
     for (int i = 0; i < 4; i++) {
         float a = __bfloat162float(x[2 * i]), b = __bfloat162float(x[2 * i + 1]);
         *thread_max = max(*thread_max, max(fp8_magnitude_bits(a), fp8_magnitude_bits(b)));
         bytes[i] = fp8_cvt_pair(a * s, b * s, format);
+        if (COUNT) {
+            float fp8_max_value = fp8_max(format);
+            fp8_count(counts, a, a * s, bytes[i] & 0xFFu, fp8_max_value);
+            fp8_count(counts, b, b * s, (uint32_t)bytes[i] >> 8, fp8_max_value);
+        }
     }
     uint2 out;
     out.x = (uint32_t)bytes[0] | ((uint32_t)bytes[1] << 16);
@@ -76,6 +99,31 @@ __device__ __forceinline__ void fp8_block_amax_to_global(unsigned int thread_max
     if (threadIdx.x == 0 && v != 0u) { atomicMax(amax_bits, v); }
 }
 
+// Block-wide sums of the counts, then one 64-bit atomicAdd of each nonzero sum into stats (3: elements, saturated,
+// flushed); the block that `counts_elements` adds the tensor's n. Integer atomics: the totals do not depend on the
+// order the blocks finish. blockDim.x * blockDim.y a multiple of 32; a block's sums fit 32 bits (a block casts far
+// fewer than 2^32 elements).
+__device__ __forceinline__ void fp8_block_counts_to_global(Fp8CastCounts counts, unsigned long long* stats, size_t n,
+                                                           bool counts_elements) {
+    __shared__ unsigned int warp_saturated[32], warp_flushed[32];
+    unsigned int thread = threadIdx.y * blockDim.x + threadIdx.x, lane = thread % 32, warp = thread / 32;
+    unsigned int saturated = __reduce_add_sync(0xFFFFFFFFu, counts.saturated);
+    unsigned int flushed = __reduce_add_sync(0xFFFFFFFFu, counts.flushed);
+    if (lane == 0) {
+        warp_saturated[warp] = saturated;
+        warp_flushed[warp] = flushed;
+    }
+    __syncthreads();
+    if (warp != 0) { return; }
+    unsigned int warps = blockDim.x * blockDim.y / 32;
+    saturated = __reduce_add_sync(0xFFFFFFFFu, lane < warps ? warp_saturated[lane] : 0u);
+    flushed = __reduce_add_sync(0xFFFFFFFFu, lane < warps ? warp_flushed[lane] : 0u);
+    if (lane != 0) { return; }
+    if (saturated) { atomicAdd(&stats[1], (unsigned long long)saturated); }
+    if (flushed) { atomicAdd(&stats[2], (unsigned long long)flushed); }
+    if (counts_elements) { atomicAdd(&stats[0], (unsigned long long)n); }
+}
+
 // ----------------------------------------------------------------------------
 // cast + amax: out (n) FP8 = fp8(inp (n) bf16 * *scale); *amax = max(*amax, max|inp|). n a multiple of 8.
 // A "vector" is 8 bf16 (one 16-byte load) and its 8 FP8 bytes (one 8-byte store). The kernel is a pure stream, so its
@@ -89,13 +137,16 @@ __device__ __forceinline__ void fp8_block_amax_to_global(unsigned int thread_max
 #define FP8_CAST_BLOCKS_PER_SM 8
 #define FP8_CAST_UNROLL 2
 
+// COUNT: also count into stats (3) what the cast clipped and flushed (the diagnostics casts)
+template <bool COUNT>
 __global__ void __launch_bounds__(FP8_CAST_BLOCK_SIZE)
     fp8_cast_amax_kernel(uint8_t* __restrict__ out, const __nv_bfloat16* __restrict__ inp, size_t n,
-                         const float* __restrict__ scale, float* amax, Fp8Format format) {
+                         const float* __restrict__ scale, float* amax, Fp8Format format, unsigned long long* stats) {
     const float s = *scale;
     const uint4* in_vectors = reinterpret_cast<const uint4*>(inp);
     uint2* out_vectors = reinterpret_cast<uint2*>(out);
     unsigned int thread_max = 0u;
+    Fp8CastCounts counts = {0u, 0u};
     const size_t vectors = n / 8, stride = (size_t)gridDim.x * blockDim.x;
     size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     // FP8_CAST_UNROLL vectors per trip, v + i * stride, all loaded before any is converted
@@ -105,13 +156,14 @@ __global__ void __launch_bounds__(FP8_CAST_BLOCK_SIZE)
         for (int i = 0; i < FP8_CAST_UNROLL; i++) { packed[i] = in_vectors[v + i * stride]; }
 #pragma unroll
         for (int i = 0; i < FP8_CAST_UNROLL; i++) {
-            out_vectors[v + i * stride] = fp8_cast8(packed[i], s, format, &thread_max);
+            out_vectors[v + i * stride] = fp8_cast8<COUNT>(packed[i], s, format, &thread_max, &counts);
         }
     }
     for (; v < vectors; v += stride) {  // the last trip's remainder: fewer than FP8_CAST_UNROLL vectors
-        out_vectors[v] = fp8_cast8(in_vectors[v], s, format, &thread_max);
+        out_vectors[v] = fp8_cast8<COUNT>(in_vectors[v], s, format, &thread_max, &counts);
     }
     fp8_block_amax_to_global(thread_max, reinterpret_cast<unsigned int*>(amax));
+    if (COUNT) { fp8_block_counts_to_global(counts, stats, n, blockIdx.x == 0); }
 }
 
 // ----------------------------------------------------------------------------
@@ -122,20 +174,23 @@ __global__ void __launch_bounds__(FP8_CAST_BLOCK_SIZE)
 
 #define FP8_TRANSPOSE_TILE 64
 
+template <bool COUNT>
 __global__ void fp8_cast_transpose_amax_kernel(uint8_t* out, uint8_t* out_t, const __nv_bfloat16* inp, int rows,
-                                               int cols, const float* scale, float* amax, Fp8Format format) {
+                                               int cols, const float* scale, float* amax, Fp8Format format,
+                                               unsigned long long* stats) {
     // +4 bytes per row so the column-wise reads of the transpose do not all hit one shared-memory bank
     __shared__ uint8_t tile[FP8_TRANSPOSE_TILE][FP8_TRANSPOSE_TILE + 4];
     const float s = *scale;
     int tile_row = blockIdx.y * FP8_TRANSPOSE_TILE, tile_col = blockIdx.x * FP8_TRANSPOSE_TILE;
     unsigned int thread_max = 0u;
+    Fp8CastCounts counts = {0u, 0u};
     // 256 threads: each reads 8 consecutive bf16 (16 bytes) of a row; 8 threads cover a 64-wide row, 32 rows per
     // pass, two passes for the 64 rows
     int sub_col = (threadIdx.x % 8) * 8, sub_row = threadIdx.x / 8;
     for (int pass = 0; pass < 2; pass++) {
         int r = sub_row + pass * 32;
         size_t offset = (size_t)(tile_row + r) * cols + tile_col + sub_col;
-        uint2 bytes = fp8_cast8(*reinterpret_cast<const uint4*>(inp + offset), s, format, &thread_max);
+        uint2 bytes = fp8_cast8<COUNT>(*reinterpret_cast<const uint4*>(inp + offset), s, format, &thread_max, &counts);
         memcpy(&tile[r][sub_col], &bytes, 8);  // little-endian: byte i is column sub_col + i
         if (out) { *reinterpret_cast<uint2*>(out + offset) = bytes; }
     }
@@ -150,31 +205,7 @@ __global__ void fp8_cast_transpose_amax_kernel(uint8_t* out, uint8_t* out_t, con
         *reinterpret_cast<uint2*>(out_t + (size_t)(tile_col + c) * rows + tile_row + sub_col) = packed_out;
     }
     fp8_block_amax_to_global(thread_max, reinterpret_cast<unsigned int*>(amax));
-}
-
-// ----------------------------------------------------------------------------
-// diagnostics: how much of a tensor the cast clipped or flushed (the CPU's Fp8QuantStats, same definitions), run
-// beside a recorded cast only when the trainer writes the FP8 diagnostics file, so the casts themselves stay lean.
-// stats (3) unsigned long long: += elements, saturated (|x * scale| > FP8 max), flushed (x != 0 but cast to +-0).
-// Integer atomics: the counts do not depend on the order blocks finish.
-
-__global__ void fp8_range_stats_kernel(unsigned long long* stats, const __nv_bfloat16* inp, size_t n, const float* scale,
-                                       Fp8Format format) {
-    const float s = *scale, fp8_max_value = fp8_max(format);
-    unsigned int saturated = 0u, flushed = 0u;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float x = __bfloat162float(inp[i]), scaled = x * s;
-        uint8_t code = (uint8_t)__nv_cvt_float_to_fp8(scaled, __NV_SATFINITE, format == FP8_E4M3 ? __NV_E4M3 : __NV_E5M2);
-        saturated += fabsf(scaled) > fp8_max_value;
-        flushed += x != 0.0f && (code & 0x7Fu) == 0u;
-    }
-    saturated = __reduce_add_sync(0xFFFFFFFFu, saturated);
-    flushed = __reduce_add_sync(0xFFFFFFFFu, flushed);
-    if (threadIdx.x % 32 == 0 && (saturated | flushed)) {
-        atomicAdd(&stats[1], (unsigned long long)saturated);
-        atomicAdd(&stats[2], (unsigned long long)flushed);
-    }
-    if (blockIdx.x == 0 && threadIdx.x == 0) { atomicAdd(&stats[0], (unsigned long long)n); }
+    if (COUNT) { fp8_block_counts_to_global(counts, stats, (size_t)rows * cols, blockIdx.x == 0 && blockIdx.y == 0); }
 }
 
 // ----------------------------------------------------------------------------
@@ -187,7 +218,7 @@ __global__ void fp8_range_stats_kernel(unsigned long long* stats, const __nv_bfl
 // block max-reduces its grid-stride share of |x| into its own partial, counts itself done (threadfence, then an
 // atomic ticket), and the block that draws the last ticket reduces the partials, computes the scale with
 // fp8_current_scale (the CPU's code) and resets the ticket counter for the next cast. No atomics on floats, no
-// zeroing launch. The row 0 merge and the diagnostics stay with the cast kernel, as for delayed scaling.
+// zeroing launch. The row 0 merge and the diagnostics' counts stay with the cast kernel, as for delayed scaling.
 
 // Where a current-scaling cast's scale comes from and goes. In training the three outputs are the slot's own cells
 // (previous_scale == scale); an evaluation cast writes scratch cells so the training state stays as it was.
@@ -253,15 +284,18 @@ static inline int fp8_launch_aligned(const char* launcher, const char* what, con
     return 0;
 }
 
+// stats: NULL, or (3) counters the cast adds its elements, saturated and flushed counts to (fp8_diag.tsv's)
 static inline cudaError_t fp8_cast_amax(uint8_t* out, const __nv_bfloat16* inp, size_t n, const float* scale,
-                                        float* amax, Fp8Format format, int num_sms, cudaStream_t stream) {
+                                        float* amax, unsigned long long* stats, Fp8Format format, int num_sms,
+                                        cudaStream_t stream) {
     if (n % 8 != 0) {
         fprintf(stderr, "fp8_cast_amax: %zu elements is not a multiple of 8 (one 16-byte vector of bf16)\n", n);
         return cudaErrorInvalidValue;
     }
     if (!fp8_launch_aligned("fp8_cast_amax", "the bf16 input", inp, 16) ||
         !fp8_launch_aligned("fp8_cast_amax", "the FP8 output", out, 8) ||
-        !fp8_launch_aligned("fp8_cast_amax", "the amax", amax, 4)) {
+        !fp8_launch_aligned("fp8_cast_amax", "the amax", amax, 4) ||
+        (stats && !fp8_launch_aligned("fp8_cast_amax", "the counters", stats, 8))) {
         return cudaErrorInvalidValue;
     }
     size_t vectors = n / 8;
@@ -270,13 +304,17 @@ static inline cudaError_t fp8_cast_amax(uint8_t* out, const __nv_bfloat16* inp, 
     size_t max_blocks = (size_t)(num_sms > 0 ? num_sms : 1) * FP8_CAST_BLOCKS_PER_SM;
     int grid = (int)(blocks_needed < max_blocks ? blocks_needed : max_blocks);
     if (grid < 1) { grid = 1; }
-    fp8_cast_amax_kernel<<<grid, FP8_CAST_BLOCK_SIZE, 0, stream>>>(out, inp, n, scale, amax, format);
+    if (stats) {
+        fp8_cast_amax_kernel<true><<<grid, FP8_CAST_BLOCK_SIZE, 0, stream>>>(out, inp, n, scale, amax, format, stats);
+    } else {
+        fp8_cast_amax_kernel<false><<<grid, FP8_CAST_BLOCK_SIZE, 0, stream>>>(out, inp, n, scale, amax, format, NULL);
+    }
     return cudaGetLastError();
 }
 
 static inline cudaError_t fp8_cast_transpose_amax(uint8_t* out, uint8_t* out_t, const __nv_bfloat16* inp, int rows,
-                                                  int cols, const float* scale, float* amax, Fp8Format format,
-                                                  cudaStream_t stream) {
+                                                  int cols, const float* scale, float* amax,
+                                                  unsigned long long* stats, Fp8Format format, cudaStream_t stream) {
     if (rows <= 0 || cols <= 0 || rows % FP8_TRANSPOSE_TILE != 0 || cols % FP8_TRANSPOSE_TILE != 0) {
         fprintf(stderr, "fp8_cast_transpose_amax: rows %d and cols %d must be positive multiples of %d (the tile)\n", rows,
                 cols, FP8_TRANSPOSE_TILE);
@@ -290,11 +328,16 @@ static inline cudaError_t fp8_cast_transpose_amax(uint8_t* out, uint8_t* out_t, 
     if (!fp8_launch_aligned("fp8_cast_transpose_amax", "the bf16 input", inp, 16) ||
         (out && !fp8_launch_aligned("fp8_cast_transpose_amax", "the FP8 output", out, 8)) ||
         !fp8_launch_aligned("fp8_cast_transpose_amax", "the transposed FP8 output", out_t, 8) ||
-        !fp8_launch_aligned("fp8_cast_transpose_amax", "the amax", amax, 4)) {
+        !fp8_launch_aligned("fp8_cast_transpose_amax", "the amax", amax, 4) ||
+        (stats && !fp8_launch_aligned("fp8_cast_transpose_amax", "the counters", stats, 8))) {
         return cudaErrorInvalidValue;
     }
     dim3 grid(cols / FP8_TRANSPOSE_TILE, rows / FP8_TRANSPOSE_TILE);
-    fp8_cast_transpose_amax_kernel<<<grid, 256, 0, stream>>>(out, out_t, inp, rows, cols, scale, amax, format);
+    if (stats) {
+        fp8_cast_transpose_amax_kernel<true><<<grid, 256, 0, stream>>>(out, out_t, inp, rows, cols, scale, amax, format, stats);
+    } else {
+        fp8_cast_transpose_amax_kernel<false><<<grid, 256, 0, stream>>>(out, out_t, inp, rows, cols, scale, amax, format, NULL);
+    }
     return cudaGetLastError();
 }
 
@@ -313,14 +356,6 @@ static inline cudaError_t fp8_amax_scale(const __nv_bfloat16* inp, size_t n, Fp8
     int grid = (int)(blocks_needed < max_blocks ? blocks_needed : max_blocks);
     if (grid < 1) { grid = 1; }
     fp8_amax_scale_kernel<<<grid, block_size, 0, stream>>>(inp, n, target, fp8_max(format), workspace);
-    return cudaGetLastError();
-}
-
-static inline cudaError_t fp8_range_stats(unsigned long long* stats, const __nv_bfloat16* inp, size_t n,
-                                          const float* scale, Fp8Format format, int num_sms, cudaStream_t stream) {
-    size_t blocks_needed = (n + 255) / 256;
-    int grid = (int)(blocks_needed < (size_t)num_sms * 4 ? blocks_needed : (size_t)num_sms * 4);
-    fp8_range_stats_kernel<<<grid < 1 ? 1 : grid, 256, 0, stream>>>(stats, inp, n, scale, format);
     return cudaGetLastError();
 }
 

@@ -49,18 +49,23 @@ static void test_quantize_launch_preconditions(void) {
     float* amax = (float*)0x7f0000300000;
     const float* scale = (const float*)0x7f0000300010;
     fprintf(stderr, "(the launchers' refusals below are expected)\n");
-    CHECK(fp8_cast_amax(out, inp + 1, 1024, scale, amax, FP8_E4M3, 132, 0) == cudaErrorInvalidValue, "input at 2 bytes");
-    CHECK(fp8_cast_amax(out + 4, inp, 1024, scale, amax, FP8_E4M3, 132, 0) == cudaErrorInvalidValue, "output at 4 bytes");
-    CHECK(fp8_cast_amax(out, inp, 1020, scale, amax, FP8_E4M3, 132, 0) == cudaErrorInvalidValue, "n not a multiple of 8");
-    CHECK(fp8_cast_transpose_amax(out, out_t, inp + 4, 64, 64, scale, amax, FP8_E4M3, 0) == cudaErrorInvalidValue,
+    CHECK(fp8_cast_amax(out, inp + 1, 1024, scale, amax, NULL, FP8_E4M3, 132, 0) == cudaErrorInvalidValue, "input at 2 bytes");
+    CHECK(fp8_cast_amax(out + 4, inp, 1024, scale, amax, NULL, FP8_E4M3, 132, 0) == cudaErrorInvalidValue, "output at 4 bytes");
+    CHECK(fp8_cast_amax(out, inp, 1020, scale, amax, NULL, FP8_E4M3, 132, 0) == cudaErrorInvalidValue, "n not a multiple of 8");
+    CHECK(fp8_cast_transpose_amax(out, out_t, inp + 4, 64, 64, scale, amax, NULL, FP8_E4M3, 0) == cudaErrorInvalidValue,
           "transpose input at 8 bytes");
-    CHECK(fp8_cast_transpose_amax(out, out_t + 2, inp, 64, 64, scale, amax, FP8_E4M3, 0) == cudaErrorInvalidValue,
+    CHECK(fp8_cast_transpose_amax(out, out_t + 2, inp, 64, 64, scale, amax, NULL, FP8_E4M3, 0) == cudaErrorInvalidValue,
           "transposed output at 2 bytes");
-    CHECK(fp8_cast_transpose_amax(out, out_t, inp, 96, 64, scale, amax, FP8_E4M3, 0) == cudaErrorInvalidValue,
+    CHECK(fp8_cast_transpose_amax(out, out_t, inp, 96, 64, scale, amax, NULL, FP8_E4M3, 0) == cudaErrorInvalidValue,
           "rows off the tile");
-    CHECK(fp8_cast_transpose_amax(out, out_t, inp, 65536 * FP8_TRANSPOSE_TILE, 64, scale, amax, FP8_E4M3, 0) ==
+    CHECK(fp8_cast_transpose_amax(out, out_t, inp, 65536 * FP8_TRANSPOSE_TILE, 64, scale, amax, NULL, FP8_E4M3, 0) ==
               cudaErrorInvalidValue,
           "65536 tile rows: gridDim.y is at most 65535");
+    unsigned long long* stats = (unsigned long long*)0x7f0000300024;  // 4 bytes off the counters' 8-byte alignment
+    CHECK(fp8_cast_amax(out, inp, 1024, scale, amax, stats, FP8_E4M3, 132, 0) == cudaErrorInvalidValue,
+          "counters at 4 bytes");
+    CHECK(fp8_cast_transpose_amax(out, out_t, inp, 64, 64, scale, amax, stats, FP8_E4M3, 0) == cudaErrorInvalidValue,
+          "transpose counters at 4 bytes");
 }
 
 static void test_encode_against_cuda_fp8(void) {

@@ -16,6 +16,11 @@ merge is fp8_amax_merge, a max of bit patterns). The skip rule, the scale formul
 functions; dev/cuda/fp8_update checks the whole kernel bit for bit against fp8_meta_update on random histories (0,
 tiny, inf and NaN amaxes), histories 1 to 1024, both algorithms, margins and intervals.
 
+Beside it, for the diagnostics (fp8_diag.tsv and the state file record each slot's step amax and the window amax its
+scale came from), fp8_meta_window_amax_launch writes those two per slot into device arrays before the update, with
+the same block layout and meta.h's merge: the GPU twin of fp8_meta_window_amax, so the trainer copies nothing to the
+host and waits for nothing at the end of a step; it reads the arrays only where it writes a file.
+
 The amax_compute_algo and scaling_factor_compute_algo callbacks are host functions; a recipe with either runs the
 host rule (fp8_meta_update) on a copy instead, see fp8_meta_update_needs_host. With current scaling the same launch
 only clears row 0 (update_scale 0 and a one-row history): the casts set the scales (fp8/quantize.cuh).
@@ -83,6 +88,35 @@ __global__ void __launch_bounds__(FP8_UPDATE_SLOTS_PER_BLOCK * FP8_UPDATE_ROW_TH
     column[0] = 0.0f;
 }
 
+// The diagnostics' amaxes of every slot, before the update: last_amax[slot] = row 0 (this step's amax), and, when
+// window_amax is not NULL, window_amax[slot] = the window the update's scale comes from (row 0 and every older row,
+// or row 0 alone: most_recent), fp8_history_window_amax's value for every slot, used this step or not.
+// Block (FP8_UPDATE_SLOTS_PER_BLOCK, FP8_UPDATE_ROW_THREADS) as the update's: threadIdx.x a slot (coalesced along a
+// row), threadIdx.y a stride over its rows; a max over a set, so the same bits in any order.
+__global__ void __launch_bounds__(FP8_UPDATE_SLOTS_PER_BLOCK * FP8_UPDATE_ROW_THREADS)
+    fp8_window_amax_kernel(const float* amax_history, float* last_amax, float* window_amax, int num_slots,
+                           int amax_history_len, int most_recent) {
+    __shared__ float column_max[FP8_UPDATE_ROW_THREADS][FP8_UPDATE_SLOTS_PER_BLOCK];
+    const int slot = blockIdx.x * FP8_UPDATE_SLOTS_PER_BLOCK + threadIdx.x;
+    float thread_max = 0.0f;  // the merge's identity
+    if (slot < num_slots && window_amax && !most_recent) {
+        for (int row = 1 + threadIdx.y; row < amax_history_len; row += FP8_UPDATE_ROW_THREADS) {
+            thread_max = fp8_amax_merge(thread_max, amax_history[(size_t)row * num_slots + slot]);
+        }
+    }
+    column_max[threadIdx.y][threadIdx.x] = thread_max;
+    __syncthreads();
+    if (threadIdx.y != 0 || slot >= num_slots) { return; }
+    const float newest = amax_history[slot];
+    last_amax[slot] = newest;
+    if (!window_amax) { return; }
+    float amax = newest;
+    if (!most_recent) {
+        for (int y = 0; y < FP8_UPDATE_ROW_THREADS; y++) { amax = fp8_amax_merge(amax, column_max[y][threadIdx.x]); }
+    }
+    window_amax[slot] = amax;
+}
+
 // Whether this recipe needs the host path (a C callback replaces part of the rule).
 static inline int fp8_meta_update_needs_host(const DelayedScaling* recipe) {
     return recipe->amax_compute_algo == AMAX_COMPUTE_CALLBACK || recipe->scaling_factor_compute_fn != NULL;
@@ -100,6 +134,19 @@ static inline cudaError_t fp8_meta_update_launch(const Fp8Meta* meta, const Dela
         fp8_max(meta->forward_format), fp8_max(meta->backward_format), recipe->margin,
         recipe->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT,
         fp8_end_of_step_updates_scales(!fp8_recipe_has_history(recipe), step, recipe->interval));
+    return cudaGetLastError();
+}
+
+// Launch fp8_window_amax_kernel on `stream` for the device metadata `meta`: last_amax (num_slots) always, window_amax
+// (num_slots) when not NULL (a recipe with a history: current scaling's window is its casts' own amax). Call it
+// before fp8_meta_update_launch, which rolls the window.
+static inline cudaError_t fp8_meta_window_amax_launch(const Fp8Meta* meta, const DelayedScaling* recipe, float* last_amax,
+                                                      float* window_amax, cudaStream_t stream) {
+    int grid = (meta->num_slots + FP8_UPDATE_SLOTS_PER_BLOCK - 1) / FP8_UPDATE_SLOTS_PER_BLOCK;
+    dim3 block(FP8_UPDATE_SLOTS_PER_BLOCK, FP8_UPDATE_ROW_THREADS);
+    fp8_window_amax_kernel<<<grid, block, 0, stream>>>(meta->amax_history, last_amax, window_amax, meta->num_slots,
+                                                       meta->amax_history_len,
+                                                       recipe->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT);
     return cudaGetLastError();
 }
 

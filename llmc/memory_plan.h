@@ -85,6 +85,7 @@ typedef enum {
     // FP8
     GPU_FP8_META,      // amax histories, scales, scale_invs (Fp8Meta.num_floats) fp32
     GPU_FP8_STATS,     // (num_slots, 3) uint64 diagnostics counters
+    GPU_FP8_DIAG_AMAX,  // (2, num_slots) fp32: each slot's step amax as the last update saw it, and its window amax
     GPU_WEIGHT_FP8,    // every FP8 module's W (OC, IC), one byte each
     GPU_WEIGHT_T_FP8,  // and W^T (IC, OC)
     GPU_X_FP8,         // (B*T, widest input of a module whose fprop or wgrad is FP8)
@@ -125,7 +126,7 @@ static const MemoryGroup gpu_buffer_group[] = {
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
     // fp8 (meta .. dy_t, then current scaling's four)
-    MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
+    MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     // inputs .. gemm workspace
     MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES,
@@ -230,6 +231,7 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
     if (in->linear.precision == PRECISION_FP8) {
         b[GPU_FP8_META] = in->fp8_meta_floats * fp32;
         b[GPU_FP8_STATS] = (size_t)in->fp8_slots * 3 * sizeof(unsigned long long);
+        b[GPU_FP8_DIAG_AMAX] = 2 * (size_t)in->fp8_slots * fp32;
         b[GPU_WEIGHT_FP8] = b[GPU_WEIGHT_T_FP8] = fp8_weight_layout(c, &in->linear, NULL);
         Fp8ScratchWidths w = fp8_scratch_widths(c, &in->linear);
         b[GPU_X_FP8] = BT * w.x;

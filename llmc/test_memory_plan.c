@@ -89,8 +89,9 @@ static void test_groups_by_hand(void) {
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_ATTENTION) == L * 8 * NH * 1024 * 4 + ASSUMED_CUDNN_WORKSPACE,
           "attention %zu", gpu_memory_group_bytes(&plan, MEMORY_ATTENTION));
     // FP8: the weights of every block's four linears (12 C^2 per layer) twice (W and W^T), the LM head in BF16; cast
-    // scratch x, x_t, dy, dy_t of 4C columns each (fcproj's input, fc's output); the scaling state; the counters
-    size_t fp8 = 2 * L * 12 * C * C + 4 * BT * 4 * C + s.in.fp8_meta_floats * 4 + (size_t)s.in.fp8_slots * 3 * 8;
+    // scratch x, x_t, dy, dy_t of 4C columns each (fcproj's input, fc's output); the scaling state; the counters and
+    // the diagnostics' two amaxes per slot
+    size_t fp8 = 2 * L * 12 * C * C + 4 * BT * 4 * C + s.in.fp8_meta_floats * 4 + (size_t)s.in.fp8_slots * (3 * 8 + 2 * 4);
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_FP8) == fp8, "fp8 %zu, by hand %zu", gpu_memory_group_bytes(&plan, MEMORY_FP8),
           fp8);
     CHECK(s.in.fp8_meta_floats == (size_t)(1024 + 2) * 5 * (4 * 12 + 1), "FP8 state: (history + 2) * 5 slots * modules");
@@ -191,6 +192,8 @@ static void test_fp8_current_scaling_buffers(void) {
     CHECK(current.bytes[GPU_FP8_WINDOW_AMAX] == S * 4 && current.bytes[GPU_FP8_EVAL_SCALES] == 2 * S * 4 &&
               current.bytes[GPU_AMAX_PARTIALS] == FP8_AMAX_MAX_BLOCKS * 4 && current.bytes[GPU_AMAX_TICKETS] == 4,
           "current scaling: %zu slots' amax and evaluation scales, the amax workspace", S);
+    CHECK(current.bytes[GPU_FP8_DIAG_AMAX] == 2 * S * 4 && delayed.bytes[GPU_FP8_DIAG_AMAX] == 2 * S * 4,
+          "the diagnostics' step and window amaxes: (2, slots) fp32 in both recipes");
     CHECK(current.bytes[GPU_FP8_META] == (1 + 2) * S * 4 && delayed.bytes[GPU_FP8_META] == (1024 + 2) * S * 4,
           "FP8 metadata: one history row instead of 1024");
 }

@@ -92,9 +92,9 @@ static void check_cast(int rows, int cols, Fp8Format format, int margin, Values 
     Fp8CurrentScale target = {d_cells + CELL_PREVIOUS, scale_cell, d_cells + CELL_SCALE_INV, d_cells + CELL_AMAX, margin};
     cudaCheck(fp8_amax_scale(d_x, n, format, target, workspace, num_sms, 0));
     if (transpose) {
-        cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, scale_cell, d_cells + CELL_ROW0, format, 0));
+        cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, scale_cell, d_cells + CELL_ROW0, NULL, format, 0));
     } else {
-        cudaCheck(fp8_cast_amax(d_out, d_x, n, scale_cell, d_cells + CELL_ROW0, format, num_sms, 0));
+        cudaCheck(fp8_cast_amax(d_out, d_x, n, scale_cell, d_cells + CELL_ROW0, NULL, format, num_sms, 0));
     }
     uint8_t* got = (uint8_t*)malloc(n);
     uint8_t* got_t = (uint8_t*)malloc(n);
@@ -191,9 +191,9 @@ static void benchmark(void) {
                 if (current) { cudaCheck(fp8_amax_scale(d_x, n, FP8_E4M3, target, workspace, device_sms, 0)); }
                 if (transpose) {
                     cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_cells, d_cells + CELL_ROW0,
-                                                      FP8_E4M3, 0));
+                                                      NULL, FP8_E4M3, 0));
                 } else {
-                    cudaCheck(fp8_cast_amax(d_out, d_x, n, d_cells, d_cells + CELL_ROW0, FP8_E4M3, device_sms, 0));
+                    cudaCheck(fp8_cast_amax(d_out, d_x, n, d_cells, d_cells + CELL_ROW0, NULL, FP8_E4M3, device_sms, 0));
                 }
             }
             cudaCheck(cudaEventRecord(stop));

@@ -2,11 +2,12 @@
 dev/cuda/fp8_quantize.cu — the FP8 cast kernels (fp8/quantize.cuh) on their own: every output byte and the amax against
 the CPU reference (fp8_quantize_bf16 in fp8/quantize_cpu.h, bit-exact: R1 of llmc/tolerance.h, the same bf16 values, scale and
 rounding, and an amax is a maximum, whatever the order), for E4M3 and E5M2, with scales that make values saturate and
-flush, a NaN case, and the transposed copy; the plain cast also at a size whose grid-stride loop runs its unrolled trips
-and its remainder (the launchers' refusals of bad sizes and alignments are tested without a GPU in
-fp8/test_fp8_cuda_host); then the achieved bandwidth at the trainer's shapes, each line next to a device-to-device
-cudaMemcpy of the same bf16 tensor measured the same way (bytes read + written per second; the target is >= 80% of the
-copy).
+flush, a NaN case, and the transposed copy; each cast again with its diagnostics counters (the same bytes and amax,
+and exactly the CPU's element, saturated and flushed counts: integers); the plain cast also at a size whose
+grid-stride loop runs its unrolled trips and its remainder (the launchers' refusals of bad sizes and alignments are
+tested without a GPU in fp8/test_fp8_cuda_host); then the achieved bandwidth at the trainer's shapes, each line next
+to a device-to-device cudaMemcpy of the same bf16 tensor measured the same way (bytes read + written per second; the
+target is >= 80% of the copy), and the casts with counters against those without.
 
 Build: make dev/cuda/fp8_quantize     Run: ./dev/cuda/fp8_quantize    (prints one line and exits 1 without a GPU)
 */
@@ -37,22 +38,36 @@ static uint16_t* random_bf16(size_t n, Rng* rng) {
     return x;
 }
 
+// The GPU's counters (elements, saturated, flushed) against the CPU's Fp8QuantStats
+static int stats_equal(const unsigned long long got[3], const Fp8QuantStats* want) {
+    return got[0] == (unsigned long long)want->count && got[1] == (unsigned long long)want->saturated &&
+           got[2] == (unsigned long long)want->flushed;
+}
+
+static void print_counts(const unsigned long long got[3], const Fp8QuantStats* want) {
+    printf("  counts: GPU %llu elements, %llu saturated, %llu flushed; CPU %lld, %lld, %lld\n", got[0], got[1], got[2],
+           want->count, want->saturated, want->flushed);
+}
+
 static void check_shape(int rows, int cols, Fp8Format format, float scale, int with_nan, Rng* rng) {
     size_t n = (size_t)rows * cols;
     uint16_t* x = random_bf16(n, rng);
     if (with_nan) { x[n / 3] = 0x7FC0; }
     uint8_t* want = (uint8_t*)malloc(n);
     float want_amax = 0.125f;  // an earlier cast of the same slot this step
-    fp8_quantize_bf16(want, x, n, format, scale, &want_amax, NULL);
+    Fp8QuantStats want_stats = {0, 0, 0};
+    fp8_quantize_bf16(want, x, n, format, scale, &want_amax, &want_stats);
 
     __nv_bfloat16* d_x;
     uint8_t *d_out, *d_out_t;
     float *d_scale, *d_amax;
+    unsigned long long* d_stats;
     cudaCheck(cudaMalloc(&d_x, n * 2));
     cudaCheck(cudaMalloc(&d_out, n));
     cudaCheck(cudaMalloc(&d_out_t, n));
     cudaCheck(cudaMalloc(&d_scale, 4));
     cudaCheck(cudaMalloc(&d_amax, 4));
+    cudaCheck(cudaMalloc(&d_stats, 3 * sizeof(unsigned long long)));
     cudaCheck(cudaMemcpy(d_x, x, n * 2, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_scale, &scale, 4, cudaMemcpyHostToDevice));
     float amax0 = 0.125f;
@@ -61,30 +76,47 @@ static void check_shape(int rows, int cols, Fp8Format format, float scale, int w
     uint8_t* got_t = (uint8_t*)malloc(n);
     char what[160];
 
-    cudaCheck(cudaMemcpy(d_amax, &amax0, 4, cudaMemcpyHostToDevice));
-    cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, format, sms, 0));
-    float got_amax;
-    cudaCheck(cudaMemcpy(got, d_out, n, cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(&got_amax, d_amax, 4, cudaMemcpyDeviceToHost));
-    // R1: bytes and amax bit for bit
-    snprintf(what, sizeof(what), "cast %s %dx%d scale %g%s: bytes and amax bit-exact", fp8_format_name(format), rows, cols,
-             scale, with_nan ? " with a NaN" : "");
-    report(memcmp(got, want, n) == 0 && fp8_float_bits(got_amax) == fp8_float_bits(want_amax), what);
+    // each cast without counters, then with (the COUNT kernel): the same bytes and amax, and the CPU's counts
+    for (int counted = 0; counted < 2; counted++) {
+        unsigned long long* stats = counted ? d_stats : NULL;
+        unsigned long long got_stats[3] = {0, 0, 0};
+        const char* with = counted ? " with counters" : "";
+        cudaCheck(cudaMemset(d_stats, 0, 3 * sizeof(unsigned long long)));
+        cudaCheck(cudaMemcpy(d_amax, &amax0, 4, cudaMemcpyHostToDevice));
+        cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, stats, format, sms, 0));
+        float got_amax;
+        cudaCheck(cudaMemcpy(got, d_out, n, cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(&got_amax, d_amax, 4, cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(got_stats, d_stats, sizeof(got_stats), cudaMemcpyDeviceToHost));
+        // R1: bytes and amax bit for bit; the counts are integers, equal
+        int counts_ok = !counted || stats_equal(got_stats, &want_stats);
+        snprintf(what, sizeof(what), "cast%s %s %dx%d scale %g%s: bytes and amax bit-exact%s", with,
+                 fp8_format_name(format), rows, cols, scale, with_nan ? " with a NaN" : "",
+                 counted ? ", counts the CPU's" : "");
+        report(memcmp(got, want, n) == 0 && fp8_float_bits(got_amax) == fp8_float_bits(want_amax) && counts_ok, what);
+        if (!counts_ok) { print_counts(got_stats, &want_stats); }
 
-    cudaCheck(cudaMemcpy(d_amax, &amax0, 4, cudaMemcpyHostToDevice));
-    cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, format, 0));
-    cudaCheck(cudaMemcpy(got, d_out, n, cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(got_t, d_out_t, n, cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(&got_amax, d_amax, 4, cudaMemcpyDeviceToHost));
-    int transposed_ok = 1;
-    for (int r = 0; r < rows && transposed_ok; r++) {
-        for (int c = 0; c < cols; c++) {
-            if (got_t[(size_t)c * rows + r] != want[(size_t)r * cols + c]) { transposed_ok = 0; break; }
+        cudaCheck(cudaMemset(d_stats, 0, 3 * sizeof(unsigned long long)));
+        cudaCheck(cudaMemcpy(d_amax, &amax0, 4, cudaMemcpyHostToDevice));
+        cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, stats, format, 0));
+        cudaCheck(cudaMemcpy(got, d_out, n, cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(got_t, d_out_t, n, cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(&got_amax, d_amax, 4, cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(got_stats, d_stats, sizeof(got_stats), cudaMemcpyDeviceToHost));
+        int transposed_ok = 1;
+        for (int r = 0; r < rows && transposed_ok; r++) {
+            for (int c = 0; c < cols; c++) {
+                if (got_t[(size_t)c * rows + r] != want[(size_t)r * cols + c]) { transposed_ok = 0; break; }
+            }
         }
+        counts_ok = !counted || stats_equal(got_stats, &want_stats);
+        snprintf(what, sizeof(what), "cast+transpose%s %s %dx%d: bytes, transposed bytes and amax bit-exact%s", with,
+                 fp8_format_name(format), rows, cols, counted ? ", counts the CPU's" : "");
+        report(memcmp(got, want, n) == 0 && transposed_ok && fp8_float_bits(got_amax) == fp8_float_bits(want_amax) &&
+                   counts_ok,
+               what);
+        if (!counts_ok) { print_counts(got_stats, &want_stats); }
     }
-    snprintf(what, sizeof(what), "cast+transpose %s %dx%d: bytes, transposed bytes and amax bit-exact",
-             fp8_format_name(format), rows, cols);
-    report(memcmp(got, want, n) == 0 && transposed_ok && fp8_float_bits(got_amax) == fp8_float_bits(want_amax), what);
 
     free(x);
     free(want);
@@ -95,6 +127,7 @@ static void check_shape(int rows, int cols, Fp8Format format, float scale, int w
     cudaCheck(cudaFree(d_out_t));
     cudaCheck(cudaFree(d_scale));
     cudaCheck(cudaFree(d_amax));
+    cudaCheck(cudaFree(d_stats));
 }
 
 // The plain cast alone on n elements (n a multiple of 8 but not of the grid's stride: the kernel's unrolled trips and
@@ -103,10 +136,14 @@ static void check_cast_only(size_t n, Fp8Format format, float scale, int sms, Rn
     uint16_t* x = random_bf16(n, rng);
     uint8_t* want = (uint8_t*)malloc(n);
     float want_amax = 0.0f;
-    fp8_quantize_bf16(want, x, n, format, scale, &want_amax, NULL);
+    Fp8QuantStats want_stats = {0, 0, 0};
+    fp8_quantize_bf16(want, x, n, format, scale, &want_amax, &want_stats);
     __nv_bfloat16* d_x;
     uint8_t* d_out;
     float *d_scale, *d_amax;
+    unsigned long long* d_stats;
+    cudaCheck(cudaMalloc(&d_stats, 3 * sizeof(unsigned long long)));
+    cudaCheck(cudaMemset(d_stats, 0, 3 * sizeof(unsigned long long)));
     cudaCheck(cudaMalloc(&d_x, n * 2));
     cudaCheck(cudaMalloc(&d_out, n));
     cudaCheck(cudaMalloc(&d_scale, 4));
@@ -115,16 +152,22 @@ static void check_cast_only(size_t n, Fp8Format format, float scale, int sms, Rn
     cudaCheck(cudaMemcpy(d_scale, &scale, 4, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemset(d_amax, 0, 4));
     cudaCheck(cudaMemset(d_out, 0xAA, n));  // a byte the cast must overwrite everywhere
-    cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, format, sms, 0));
+    cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, d_stats, format, sms, 0));
     uint8_t* got = (uint8_t*)malloc(n);
     float got_amax;
+    unsigned long long got_stats[3];
     cudaCheck(cudaMemcpy(got, d_out, n, cudaMemcpyDeviceToHost));
     cudaCheck(cudaMemcpy(&got_amax, d_amax, 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(got_stats, d_stats, sizeof(got_stats), cudaMemcpyDeviceToHost));
     size_t stride = (size_t)sms * FP8_CAST_BLOCKS_PER_SM * FP8_CAST_BLOCK_SIZE;
     char what[160];
-    snprintf(what, sizeof(what), "cast %s, %zu elements (%.2f grid strides of vectors): bytes and amax bit-exact",
+    snprintf(what, sizeof(what),
+             "cast with counters %s, %zu elements (%.2f grid strides of vectors): bytes and amax bit-exact, counts the CPU's",
              fp8_format_name(format), n, (double)(n / 8) / (double)stride);
-    report(memcmp(got, want, n) == 0 && fp8_float_bits(got_amax) == fp8_float_bits(want_amax), what);
+    int counts_ok = stats_equal(got_stats, &want_stats);
+    report(memcmp(got, want, n) == 0 && fp8_float_bits(got_amax) == fp8_float_bits(want_amax) && counts_ok, what);
+    if (!counts_ok) { print_counts(got_stats, &want_stats); }
+    cudaCheck(cudaFree(d_stats));
     free(x);
     free(want);
     free(got);
@@ -163,6 +206,9 @@ int main(void) {
         __nv_bfloat16* d_x;
         uint8_t *d_out, *d_out_t, *d_copy;
         float *d_scale, *d_amax;
+        unsigned long long* d_stats;
+        cudaCheck(cudaMalloc(&d_stats, 3 * sizeof(unsigned long long)));
+        cudaCheck(cudaMemset(d_stats, 0, 3 * sizeof(unsigned long long)));
         cudaCheck(cudaMalloc(&d_x, n * 2));
         cudaCheck(cudaMalloc(&d_out, n));
         cudaCheck(cudaMalloc(&d_out_t, n));
@@ -178,30 +224,40 @@ int main(void) {
         const int reps = 20;
         // one untimed run of each first (module load, clocks up)
         cudaCheck(cudaMemcpyAsync(d_copy, d_x, n * 2, cudaMemcpyDeviceToDevice));
-        cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, FP8_E4M3, sms, 0));
-        cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, FP8_E4M3, 0));
+        cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, NULL, FP8_E4M3, sms, 0));
+        cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, NULL, FP8_E4M3, 0));
+        cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, d_stats, FP8_E4M3, sms, 0));
+        cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, d_stats, FP8_E4M3, 0));
         cudaCheck(cudaEventRecord(start));
         for (int r = 0; r < reps; r++) { cudaCheck(cudaMemcpyAsync(d_copy, d_x, n * 2, cudaMemcpyDeviceToDevice)); }
         cudaCheck(cudaEventRecord(stop));
         double copy_gbs = 2.0 * n * 2 * reps / (time_ms(start, stop) * 1e6);  // read + write
-        cudaCheck(cudaEventRecord(start));
-        for (int r = 0; r < reps; r++) { cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, FP8_E4M3, sms, 0)); }
-        cudaCheck(cudaEventRecord(stop));
-        double cast_gbs = 3.0 * n * reps / (time_ms(start, stop) * 1e6);  // 2 bytes in, 1 out
-        cudaCheck(cudaEventRecord(start));
-        for (int r = 0; r < reps; r++) {
-            cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, FP8_E4M3, 0));
+        double cast_gbs[2], transpose_gbs[2];  // without, with the diagnostics counters
+        for (int counted = 0; counted < 2; counted++) {
+            unsigned long long* stats = counted ? d_stats : NULL;
+            cudaCheck(cudaEventRecord(start));
+            for (int r = 0; r < reps; r++) { cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, stats, FP8_E4M3, sms, 0)); }
+            cudaCheck(cudaEventRecord(stop));
+            cast_gbs[counted] = 3.0 * n * reps / (time_ms(start, stop) * 1e6);  // 2 bytes in, 1 out
+            cudaCheck(cudaEventRecord(start));
+            for (int r = 0; r < reps; r++) {
+                cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, stats, FP8_E4M3, 0));
+            }
+            cudaCheck(cudaEventRecord(stop));
+            transpose_gbs[counted] = 4.0 * n * reps / (time_ms(start, stop) * 1e6);  // 2 in, 1 + 1 out
         }
-        cudaCheck(cudaEventRecord(stop));
-        double transpose_gbs = 4.0 * n * reps / (time_ms(start, stop) * 1e6);  // 2 in, 1 + 1 out
-        printf("%d x %d: device copy %.0f GB/s | cast+amax %.0f GB/s (%.0f%%) | cast+transpose+amax %.0f GB/s (%.0f%%)\n",
-               rows, cols, copy_gbs, cast_gbs, 100 * cast_gbs / copy_gbs, transpose_gbs, 100 * transpose_gbs / copy_gbs);
+        printf("%d x %d: device copy %.0f GB/s | cast+amax %.0f GB/s (%.0f%%) | cast+transpose+amax %.0f GB/s (%.0f%%) | "
+               "with counters: cast %.0f GB/s (%.0f%% of without), cast+transpose %.0f GB/s (%.0f%%)\n",
+               rows, cols, copy_gbs, cast_gbs[0], 100 * cast_gbs[0] / copy_gbs, transpose_gbs[0],
+               100 * transpose_gbs[0] / copy_gbs, cast_gbs[1], 100 * cast_gbs[1] / cast_gbs[0], transpose_gbs[1],
+               100 * transpose_gbs[1] / transpose_gbs[0]);
         cudaCheck(cudaFree(d_x));
         cudaCheck(cudaFree(d_out));
         cudaCheck(cudaFree(d_out_t));
         cudaCheck(cudaFree(d_copy));
         cudaCheck(cudaFree(d_scale));
         cudaCheck(cudaFree(d_amax));
+        cudaCheck(cudaFree(d_stats));
     }
     printf("fp8_quantize: %d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

@@ -3,7 +3,8 @@ dev/cuda/fp8_update.cu — the end-of-step delayed-scaling update (fp8/update.cu
 bit (R1 of llmc/tolerance.h: the same float operations, a maximum and a division, on the same values) against the CPU
 rule (fp8_meta_update in fp8/meta.h) on random histories with 0, tiny, inf and NaN amaxes, for both algorithms, several
 margins and intervals, histories of 1 row, a few rows, fewer and more rows than one of the kernel's passes covers, and
-1024; then times one launch at the model sizes (d12: 49 modules, d48: 193, amax_history_len 1024) on histories full of
+1024; before every update, the diagnostics' amaxes (fp8_meta_window_amax_launch: row 0 and the window of every
+slot) against the CPU's fp8_meta_window_amax, bit for bit too (a maximum); then times one launch at the model sizes (d12: 49 modules, d48: 193, amax_history_len 1024) on histories full of
 real amaxes, with row 0 refilled before every timed launch (the kernel zeroes it, and a slot whose row 0 is 0 is
 skipped: timing launches after the first would time an empty kernel).
 
@@ -27,7 +28,16 @@ static float random_amax(Rng* rng) {
     return ldexpf(0.5f + rng_uniform(rng), (int)(rng_next_u64(rng) % 40) - 20);
 }
 
-// Runs `steps` updates on the CPU and on the GPU from the same start; returns the number of differing floats.
+// Whether two floats are the same bits, or both NaN (R1: a NaN for a NaN)
+static int same_float(float a, float b) {
+    uint32_t x, y;
+    memcpy(&x, &a, 4);
+    memcpy(&y, &b, 4);
+    return x == y || (isnan(a) && isnan(b));
+}
+
+// Runs `steps` updates on the CPU and on the GPU from the same start, the diagnostics' amaxes before each; returns
+// the number of differing floats (metadata at the end, and every step's row 0 and window amaxes).
 static size_t compare_run(int modules, int history_len, AmaxComputeAlgo algo, int margin, int interval, int steps,
                           uint64_t seed) {
     DelayedScaling recipe;
@@ -48,22 +58,34 @@ static size_t compare_run(int modules, int history_len, AmaxComputeAlgo algo, in
     cudaCheck(cudaMemcpy(device, meta.memory, bytes, cudaMemcpyHostToDevice));
     Fp8Meta on_device = meta;  // the same layout, pointing into the device copy
     fp8_meta_point_into(&on_device, device);
+    size_t S = (size_t)meta.num_slots, mismatches = 0;
+    float *device_amaxes, *host_window = (float*)malloc(S * sizeof(float)), *back_amaxes = (float*)malloc(2 * S * sizeof(float));
+    cudaCheck(cudaMalloc(&device_amaxes, 2 * S * sizeof(float)));  // (2, S): last, window
     for (int step = 0; step < steps; step++) {
         // both sides get the same fresh row 0, as the casts of a step would leave it
         for (int s = 0; s < meta.num_slots; s++) { meta.amax_history[s] = random_amax(&rng); }
         cudaCheck(cudaMemcpy(device, meta.amax_history, meta.num_slots * sizeof(float), cudaMemcpyHostToDevice));
+        fp8_meta_window_amax(&meta, &recipe, host_window);
+        cudaCheck(fp8_meta_window_amax_launch(&on_device, &recipe, device_amaxes, device_amaxes + S, 0));
+        cudaCheck(cudaMemcpy(back_amaxes, device_amaxes, 2 * S * sizeof(float), cudaMemcpyDeviceToHost));
+        for (size_t s = 0; s < S; s++) {
+            int ok = same_float(back_amaxes[s], meta.amax_history[s]) && same_float(back_amaxes[S + s], host_window[s]);
+            if (!ok && mismatches < 5) {
+                printf("  step %d slot %zu: gpu last %a window %a, cpu %a %a\n", step, s, back_amaxes[s],
+                       back_amaxes[S + s], meta.amax_history[s], host_window[s]);
+            }
+            mismatches += !ok;
+        }
         fp8_meta_update(&meta, &recipe, step);
         cudaCheck(fp8_meta_update_launch(&on_device, &recipe, step, 0));
     }
+    cudaCheck(cudaFree(device_amaxes));
+    free(host_window);
+    free(back_amaxes);
     float* back = (float*)malloc(bytes);
     cudaCheck(cudaMemcpy(back, device, bytes, cudaMemcpyDeviceToHost));
-    size_t mismatches = 0;
     for (size_t i = 0; i < meta.num_floats; i++) {
-        uint32_t a, b;
-        memcpy(&a, &back[i], 4);
-        memcpy(&b, &meta.memory[i], 4);
-        int both_nan = isnan(back[i]) && isnan(meta.memory[i]);  // R1: every float's bits, a NaN for a NaN
-        if (a != b && !both_nan) {
+        if (!same_float(back[i], meta.memory[i])) {
             if (mismatches < 5) { printf("  mismatch at float %zu: gpu %a cpu %a\n", i, back[i], meta.memory[i]); }
             mismatches++;
         }
@@ -85,7 +107,8 @@ int main(void) {
                 int interval = 1 + margin;
                 size_t bad = compare_run(49, lens[li], (AmaxComputeAlgo)algo, margin, interval, 25, 1000 + li * 10 + algo);
                 printf("%s len %4d %-11s margin %d interval %d: %s\n", bad ? "FAIL" : "PASS", lens[li],
-                       amax_compute_algo_name((AmaxComputeAlgo)algo), margin, interval, bad ? "differs from the CPU rule" : "bit-exact");
+                       amax_compute_algo_name((AmaxComputeAlgo)algo), margin, interval,
+                       bad ? "differs from the CPU rule" : "update and diagnostics' amaxes bit-exact");
                 failures += bad != 0;
                 checks++;
             }
