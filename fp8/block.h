@@ -104,6 +104,40 @@ FP8_HD float fp8_e8m0_to_float(uint8_t e) {
     return e == 0 ? fp8_bits_float(0x00400000u) : fp8_bits_float((uint32_t)e << 23);
 }
 
+// ----------------------------------------------------------------------------
+// cuBLASLt's scale layouts (host + device: the GPU casts write them, the CPU tests read them back)
+//
+// A block-scaled GEMM operand is an (M, K) row-major FP8 matrix, K its reduction dimension (cuBLASLt's view: a
+// column-major K x M matrix, K contiguous, taken transposed: the TN GEMM's A or B). Its fp32 scale_invs go in one of:
+//   VEC128 (CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, 1x128 blocks along K): [ceil(K/128)][round_up(M, 4)], M
+//          contiguous: the scale of row m's k-th block at k * round_up(M, 4) + m.
+//   BLK128x128 (CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, 128x128 tiles): [ceil(M/128)][round_up(ceil(K/128), 4)],
+//          K-blocks contiguous: the scale of tile (i, k) at i * round_up(ceil(K/128), 4) + k.
+// Sources: cublasLt.h (13.1) names the two modes and says only "a scaling factor per 128-element block in the
+// innermost dimension" / "per 128x128-element block"; the layouts are the ones Transformer Engine's Float8BlockQuantizer
+// allocates for cuBLASLt (transformer_engine/pytorch/tensor/float8_blockwise_tensor.py, get_scale_shape: 1D
+// (ceil(K/128), M), the rows padded to a multiple of 4 in later versions; 2D (ceil(M/128), round_up(ceil(K/128), 4)))
+// and its cast kernels write (transpose/quantize_transpose_vector_blockwise.cu, "GEMM_READY": stride 1 along the rows,
+// the padded row count between K-blocks). The padding to 4 keeps every K-block's column 16-byte aligned, which is
+// what cuBLASLt asks of every scale pointer. dev/cuda/fp8_block_gemm checks both against a GEMM on the CPU.
+
+FP8_HD size_t fp8_round_up4(size_t n) { return (n + 3) / 4 * 4; }
+FP8_HD size_t fp8_ceil_div(size_t n, size_t d) { return (n + d - 1) / d; }
+
+// VEC128: where the scale_inv of row m's k_block-th block along K goes, for an operand of M rows; and the floats of
+// the whole array for (M, K).
+FP8_HD size_t fp8_vec128_scale_index(size_t m, size_t k_block, size_t M) { return k_block * fp8_round_up4(M) + m; }
+FP8_HD size_t fp8_vec128_scale_floats(size_t M, size_t K) {
+    return fp8_ceil_div(K, FP8_BLOCKWISE_BLOCK) * fp8_round_up4(M);
+}
+// BLK128x128: where the scale_inv of tile (m_block, k_block) goes, for an operand whose K is K; and the array's floats.
+FP8_HD size_t fp8_blk128_scale_index(size_t m_block, size_t k_block, size_t K) {
+    return m_block * fp8_round_up4(fp8_ceil_div(K, FP8_BLOCKWISE_BLOCK)) + k_block;
+}
+FP8_HD size_t fp8_blk128_scale_floats(size_t M, size_t K) {
+    return fp8_ceil_div(M, FP8_BLOCKWISE_BLOCK) * fp8_round_up4(fp8_ceil_div(K, FP8_BLOCKWISE_BLOCK));
+}
+
 // The parameters of a block cast: the recipe's kind and options, and the format of the tensor.
 typedef struct {
     Fp8ScalingRecipe scaling;  // FP8_SCALING_BLOCKWISE or FP8_SCALING_MXFP8

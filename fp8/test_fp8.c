@@ -1083,6 +1083,43 @@ static void test_recipe_block_scaling(void) {
     fp8_meta_free(&meta);
 }
 
+// cuBLASLt's scale layouts (fp8/block.h): every block of an (M, K) operand gets its own cell, the cells of one K-block
+// (VEC128) or one row of tiles (BLK128x128) start 16 bytes apart (4 floats), and the arrays hold exactly the padded
+// sizes. Worked values: M 5, K 256 has 2 K-blocks of round_up(5, 4) = 8 rows each (16 floats), row 4's second block at
+// 1 * 8 + 4 = 12; M 256, K 384 has 2 x round_up(3, 4) = 8 tiles' floats, tile (1, 2) at 1 * 4 + 2 = 6.
+static void test_block_scale_layouts(void) {
+    CHECK(fp8_vec128_scale_floats(5, 256) == 16 && fp8_vec128_scale_index(4, 1, 5) == 12, "VEC128 (5, 256)");
+    CHECK(fp8_blk128_scale_floats(256, 384) == 8 && fp8_blk128_scale_index(1, 2, 384) == 6, "BLK128x128 (256, 384)");
+    static const size_t shapes[][2] = {{1, 128}, {5, 256}, {64, 128}, {128, 384}, {130, 640}, {768, 3072}};
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+        size_t M = shapes[s][0], K = shapes[s][1], k_blocks = fp8_ceil_div(K, 128), m_blocks = fp8_ceil_div(M, 128);
+        size_t vec_floats = fp8_vec128_scale_floats(M, K), blk_floats = fp8_blk128_scale_floats(M, K);
+        unsigned char* seen = (unsigned char*)calloc(vec_floats > blk_floats ? vec_floats : blk_floats, 1);
+        int ok = 1;
+        for (size_t k = 0; k < k_blocks; k++) {
+            ok &= fp8_vec128_scale_index(0, k, M) % 4 == 0;  // each K-block's column 16-byte aligned
+            for (size_t m = 0; m < M; m++) {
+                size_t i = fp8_vec128_scale_index(m, k, M);
+                ok &= i < vec_floats && !seen[i];
+                if (i < vec_floats) { seen[i] = 1; }
+            }
+        }
+        CHECK(ok, "VEC128 (%zu, %zu): one cell per block, inside %zu floats, columns 16-byte aligned", M, K, vec_floats);
+        memset(seen, 0, blk_floats);
+        ok = 1;
+        for (size_t i = 0; i < m_blocks; i++) {
+            ok &= fp8_blk128_scale_index(i, 0, K) % 4 == 0;  // each row of tiles 16-byte aligned
+            for (size_t k = 0; k < k_blocks; k++) {
+                size_t cell = fp8_blk128_scale_index(i, k, K);
+                ok &= cell < blk_floats && !seen[cell];
+                if (cell < blk_floats) { seen[cell] = 1; }
+            }
+        }
+        CHECK(ok, "BLK128x128 (%zu, %zu): one cell per tile, inside %zu floats, rows 16-byte aligned", M, K, blk_floats);
+        free(seen);
+    }
+}
+
 // A block cast in every instruction set and with 1 and 4 threads: the same codes, dequantized values and scales, and
 // the diagnostics count what the codes say (saturated: |x * the block's scale| > max; flushed: x != 0 cast to +-0;
 // the scale range over the blocks with a finite non-zero amax; the amax NaN-propagating). The columnwise cast (through
@@ -1230,5 +1267,6 @@ int main(void) {
     RUN_TEST(test_quantize_chunks_and_dequantize_every_code);
     RUN_TEST(test_recipe_block_scaling);
     RUN_TEST(test_quantize_blocks_isas_threads_columnwise);
+    RUN_TEST(test_block_scale_layouts);
     return test_summary("fp8");
 }
