@@ -7,7 +7,7 @@ cvt.rn.satfinite; we compare fp8_from_float with it (__NV_SATFINITE) over every 
 and its rounding bit is never below bit 19 of a float's significand (subnormals included), so the low 12 bits only
 act as the sticky bit and this set covers every rounding case. Also checks __nv_cvt_fp8_to_halfraw decoding of all
 256 codes, and that the fp8 headers and update.cuh's kernel compile as device code (compiled, not launched); and
-quantize.cuh's launchers refusing bad sizes, grids and alignments before any CUDA call.
+quantize.cuh's and block_quantize.cuh's launchers refusing bad sizes, grids and alignments before any CUDA call.
 */
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -16,6 +16,7 @@ quantize.cuh's launchers refusing bad sizes, grids and alignments before any CUD
 #include "../llmc/testing.h"
 #include "meta.h"
 #include "quantize_cpu.h"
+#include "block_quantize.cuh"
 #include "quantize.cuh"
 #include "update.cuh"
 
@@ -66,6 +67,87 @@ static void test_quantize_launch_preconditions(void) {
           "counters at 4 bytes");
     CHECK(fp8_cast_transpose_amax(out, out_t, inp, 64, 64, scale, amax, stats, FP8_E4M3, 0) == cudaErrorInvalidValue,
           "transpose counters at 4 bytes");
+}
+
+// block_quantize.cuh's launchers refuse, before any CUDA call, the shapes and pointers their kernels cannot take: a
+// block length that is not the recipe's, columns off the block, a columnwise copy whose rows are off the block, a
+// misaligned input or transposed output, the other recipe's scale array, counters without a scale range or at 4
+// bytes, a weight off the 128x128 tiles, and mxfp8 given to the 2D cast.
+static void test_block_cast_launch_preconditions(void) {
+    uint8_t* codes = (uint8_t*)0x7f0000000000;  // never dereferenced: every call below is refused first
+    uint8_t* codes_t = (uint8_t*)0x7f0000100000;
+    const __nv_bfloat16* inp = (const __nv_bfloat16*)0x7f0000200000;
+    float* amax = (float*)0x7f0000300000;
+    float* scale_inv = (float*)0x7f0000400000;
+    uint8_t* e8m0 = (uint8_t*)0x7f0000500000;
+    unsigned long long* stats = (unsigned long long*)0x7f0000600000;
+    unsigned int* scale_range = (unsigned int*)0x7f0000600100;
+    Fp8BlockCast blockwise = {FP8_SCALING_BLOCKWISE, FP8_E4M3, 0.0f, 1}, mxfp8 = {FP8_SCALING_MXFP8, FP8_E4M3, 0.0f, 1};
+    Fp8BlockCast1d good;
+    memset(&good, 0, sizeof(good));
+    good.inp = inp;
+    good.rows = 256;
+    good.cols = 768;
+    good.block_len = FP8_BLOCKWISE_BLOCK;
+    good.cast = blockwise;
+    good.rowwise.codes = codes;
+    good.rowwise.scale_inv = scale_inv;
+    good.columnwise.codes = codes_t;
+    good.columnwise.scale_inv = scale_inv;
+    good.amax = amax;
+    CHECK(fp8_block_cast_1d_check(&good) == cudaSuccess, "the trainer's blockwise cast of (256, 768) passes");
+    Fp8BlockCast1d a = good;
+    a.block_len = FP8_MXFP8_BLOCK;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "blockwise with 32-element blocks");
+    a = good;
+    a.cols = 800;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "800 columns: not a multiple of 128");
+    a = good;
+    a.rows = 200;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "a columnwise copy of 200 rows");
+    a.columnwise.codes = NULL;
+    a.columnwise.scale_inv = NULL;
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "a rowwise-only copy of 200 rows passes (the rows are masked)");
+    a = good;
+    a.inp = inp + 4;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "input at 8 bytes");
+    a = good;
+    a.columnwise.codes = codes_t + 8;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "transposed codes at 8 bytes");
+    a = good;
+    a.rowwise.e8m0 = e8m0;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "E8M0 scales for blockwise");
+    a = good;
+    a.cast = mxfp8;
+    a.block_len = FP8_MXFP8_BLOCK;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "VEC128 scale_invs for mxfp8");
+    a.rowwise.scale_inv = a.columnwise.scale_inv = NULL;
+    a.rowwise.e8m0 = e8m0;
+    a.cols = 96;
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "mxfp8 with E8M0 scales and 96 columns passes");
+    a = good;
+    a.stats = stats;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "counters without a scale range");
+    a.scale_range = scale_range;
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "counters with a scale range pass");
+    a.stats = (unsigned long long*)((char*)stats + 4);
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "counters at 4 bytes");
+    a = good;
+    a.amax = NULL;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "no amax cell");
+    Fp8BlockCast2d w = {inp, 384, 768, blockwise, codes, codes_t, scale_inv, scale_inv, amax, NULL, NULL, NULL};
+    Fp8BlockCast2d b = w;
+    b.rows = 320;
+    CHECK(fp8_block_cast_2d(&b, 0) == cudaErrorInvalidValue, "a weight of 320 rows: off the 128x128 tiles");
+    b = w;
+    b.cast = mxfp8;
+    CHECK(fp8_block_cast_2d(&b, 0) == cudaErrorInvalidValue, "mxfp8 has no 2D blocks");
+    b = w;
+    b.codes_t = codes_t + 4;
+    CHECK(fp8_block_cast_2d(&b, 0) == cudaErrorInvalidValue, "transposed codes at 4 bytes");
+    b = w;
+    b.scale_inv_t = NULL;
+    CHECK(fp8_block_cast_2d(&b, 0) == cudaErrorInvalidValue, "no W^T scale array");
 }
 
 static void test_encode_against_cuda_fp8(void) {
@@ -121,6 +203,7 @@ static void test_bf16_against_cuda(void) {
 int main(void) {
     RUN_TEST(test_update_launcher_host_path_choice);
     RUN_TEST(test_quantize_launch_preconditions);
+    RUN_TEST(test_block_cast_launch_preconditions);
     RUN_TEST(test_encode_against_cuda_fp8);
     RUN_TEST(test_decode_against_cuda_fp8);
     RUN_TEST(test_bf16_against_cuda);

@@ -1,0 +1,1026 @@
+/*
+dev/cuda/fp8_block_quantize.cu — the block recipes' GPU casts (fp8/block_quantize.cuh) on their own, bit for bit
+against the CPU reference casts of fp8/block.h (R1 of llmc/tolerance.h: a block's amax is a maximum whatever the
+order, then the same fp32 scale rule, fp8_block_scale, host + device, and the same multiply and RNE-satfinite cast):
+  - fp8_block_cast_1d, blockwise (1x128 blocks along the rows and 128x1 down the columns, in one launch): the rowwise
+    codes (rows, cols) against fp8_quantize_blocks with 1x128 blocks, the columnwise codes (cols, rows) against
+    fp8_quantize_blocks_columnwise, every scale_inv read back through fp8_vec128_scale_index (float bits), and no
+    other cell of the VEC128 arrays written; E4M3 and E5M2, power_2_scale 1 and 0, amax_epsilon 0 and > 0;
+  - fp8_block_cast_1d, mxfp8 (1x32 and 32x1 blocks): the codes as above, the E8M0 bytes (rowwise (rows, cols / 32),
+    columnwise (cols, rows / 32): fp8_e8m0_to_float of each is the CPU block's scale_inv, bit for bit; the map is
+    one-to-one), and both dequantized bf16 copies (inp's layout) against bf16_from_float of the CPU's dequantized
+    floats (a NaN matches any NaN: the GPU's cvt.rn.bf16.f32 makes the canonical NaN, bf16_from_float keeps payloads);
+  - fp8_block_cast_2d (blockwise weights, 128x128 tiles): the codes against fp8_quantize_blocks with 128x128 blocks,
+    the transposed codes against their transpose, scale_inv and scale_inv_t through fp8_blk128_scale_index;
+  - every cast: the amax cell (holding an earlier cast's amax: max-merged, NaN above inf), the tensor amax cell
+    (garbage before: the launcher zeroes it), and with the diagnostics the element / saturated / flushed counts and
+    the block scale range (float bits) against the CPU's Fp8QuantStats and Fp8BlockScaleRange of the same casts (two
+    copies are two casts: 2 * rows * cols elements); then the lean kernel (stats NULL): the same codes, scales, amaxes;
+  - shapes: d12's activations and gradients (B*T = 8 * 1024 = 8192 rows; C, 3C, 4C = 768, 2304, 3072 columns) and
+    weights ((2304, 768), (768, 3072), (3072, 768)); a rowwise-only cast of 200 rows (the last tile cut short); mxfp8
+    with 96 columns and 160 rows (tiles cut short both ways); a tensor of zeros (the tensor amax cell must read 0);
+  - values: random bf16 whose magnitude changes every 16 x 32 elements (2^-20 .. 2^12: the blocks that span several
+    flush some elements), and every other 128 x 128 tile an edge case, in turn: all +-0; one +inf and one -inf; a NaN
+    of either sign; tiny values (2^-136 .. 2^-95: bf16 subnormals, blockwise's FLT_MAX and 2^127 scales, mxfp8's E8M0
+    0 and 1); block maxima at 448 * 2^k and its bf16 neighbours (mxfp8's round-up boundaries, E8M0 0 / 1 at k = -127
+    and k = -120 for E5M2); block maxima v with fl(v * fl(fp8_max / v)) > fp8_max (they saturate under blockwise
+    without power_2_scale); magnitudes up to bf16's largest finite value;
+  - the launchers' refusals (cudaErrorInvalidValue before anything is launched: no error left behind, the tensor amax
+    cell not zeroed, no output written) of bad shapes, alignments, pointers and recipes.
+Then the bandwidth of each cast at d12's shapes (bytes read + written: the bf16 tensor; codes, scales, dequantized
+copies), next to a device-to-device cudaMemcpy of the bf16 tensor measured the same way (read + write): printed
+numbers, never a pass or a fail.
+
+Build: make dev/cuda/fp8_block_quantize     Run: ./dev/cuda/fp8_block_quantize    (one line, exit 1 without a GPU)
+*/
+#include <cuda_bf16.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../fp8/block.h"
+#include "../../fp8/block_quantize.cuh"
+#include "../../llmc/cuda_utils.cuh"
+#include "../../llmc/rand.h"
+#include "../../llmc/testing.h"
+
+#define AMAX_BEFORE 0.125f            // what an earlier cast of the slot left in its amax cell this step
+#define TENSOR_AMAX_BEFORE 1.0e30f    // garbage: the launcher must zero the tensor amax cell before the cast
+#define SCALE_MIN_BEFORE 0xFFFFFFFFu  // the scale range's cells before a cast: {all ones, 0}
+#define SCALE_SENTINEL 0xFFFFFFFFu    // a -NaN: what the scale_inv arrays hold before a cast (no scale_inv is NaN)
+
+static Rng rng;
+
+// ----------------------------------------------------------------------------
+// test tensors
+
+// The kinds of 128 x 128 tile a test tensor is made of (every other tile is an edge case when asked)
+typedef enum {
+    TILE_RANDOM,    // random values, a magnitude per 16 x 32 cell
+    TILE_ZERO,      // +0 and -0
+    TILE_INF,       // random, with one +inf and one -inf
+    TILE_NAN,       // random, with a NaN and a negative NaN
+    TILE_TINY,      // magnitudes 2^-136 .. 2^-95 per cell: bf16 subnormals, blockwise's largest scales
+    TILE_BOUNDARY,  // each 1x32 run's max at 448 * 2^k or a bf16 neighbour: mxfp8's exponent rounding edges
+    TILE_OVER,      // each 1x32 run's max one of over_values: blockwise without power_2_scale saturates it
+    TILE_HUGE,      // magnitudes 2^100 .. 2^127 and bf16's largest finite value
+    NUM_TILE_KINDS
+} TileKind;
+
+typedef enum { VALUES_RANDOM, VALUES_EDGES, VALUES_ZERO } Values;
+
+// bf16 values v with fl(v * fl(448 / v)) > 448: a block whose amax is v has an element (v) that blockwise without
+// power_2_scale scales just past fp8_max, so it saturates (counted; the code clips to the one it rounds to anyway).
+// The same v do it for E5M2: fl(57344 / v) is exactly 128 * fl(448 / v). Found by trying every bf16 in [1, 65536).
+static float over_values[2048];
+static int num_over_values = 0;
+
+static void find_over_values(void) {
+    for (uint32_t bits = 0x3F80u; bits < 0x4780u && num_over_values < 2048; bits++) {
+        float v = bf16_to_float((uint16_t)bits);
+        float scale = 448.0f / v;
+        if (scale * v > 448.0f) { over_values[num_over_values++] = v; }
+    }
+}
+
+// Exponents k of the TILE_BOUNDARY maxima 448 * 2^k: around E4M3's E8M0 0 / 1 edge (k = -127: amax / 448 = 2^-127),
+// E5M2's (k = -120: amax / 57344 = 2^-127), the bottom and top of bf16's normal range and some ordinary ones
+static const int boundary_exponents[] = {-133, -128, -127, -126, -125, -121, -120, -119, -118, -100, -8, 0, 3, 119};
+#define NUM_BOUNDARY_EXPONENTS ((int)(sizeof(boundary_exponents) / sizeof(boundary_exponents[0])))
+
+// A test tensor: its bf16 values on the host and the device, the same values as floats (what the CPU casts take: what
+// the GPU reads), and its amax
+typedef struct {
+    int rows, cols;
+    uint16_t* bf16;         // (rows, cols)
+    float* values;          // (rows, cols) bf16_to_float of bf16
+    __nv_bfloat16* d_bf16;  // (rows, cols) on the device
+    uint32_t amax_bits;     // max |x| as float bits, NaN above inf
+} Tensor;
+
+static float uniform_signed(void) { return rng_uniform(&rng) * 2.0f - 1.0f; }  // [-1, 1)
+
+// One 128 x 128 tile of kind `kind` at (row0, col0) of x (rows, cols), cut short by the tensor's edges.
+static void fill_tile(uint16_t* x, int rows, int cols, int row0, int col0, TileKind kind) {
+    int row_end = row0 + 128 < rows ? row0 + 128 : rows, col_end = col0 + 128 < cols ? col0 + 128 : cols;
+    int exponents[8][4];  // per 16 x 32 cell of the tile
+    for (int i = 0; i < 8; i++) {
+        for (int j = 0; j < 4; j++) {
+            int e = (int)(rng_next_u64(&rng) % 33) - 20;                                      // 2^-20 .. 2^12
+            if (kind == TILE_TINY) { e = (int)(rng_next_u64(&rng) % 42) - 136; }              // 2^-136 .. 2^-95
+            if (kind == TILE_HUGE) { e = (int)(rng_next_u64(&rng) % 28) + 100; }              // 2^100 .. 2^127
+            exponents[i][j] = e;
+        }
+    }
+    for (int r = row0; r < row_end; r++) {
+        float run_max = 0.0f;  // TILE_BOUNDARY, TILE_OVER: the maximum of the 1x32 run starting at c
+        for (int c = col0; c < col_end; c++) {
+            uint16_t* out = &x[(size_t)r * cols + c];
+            if (kind == TILE_ZERO) {
+                *out = (r + c) % 2 ? 0x8000u : 0x0000u;
+                continue;
+            }
+            if (kind == TILE_BOUNDARY || kind == TILE_OVER) {
+                if ((c - col0) % 32 == 0) {
+                    if (kind == TILE_OVER) {
+                        run_max = over_values[rng_next_u64(&rng) % (uint64_t)num_over_values];
+                    } else {  // 448 * 2^k, or one bf16 step below or above it
+                        int k = boundary_exponents[rng_next_u64(&rng) % NUM_BOUNDARY_EXPONENTS];
+                        int step = (int)(rng_next_u64(&rng) % 3) - 1;
+                        run_max = bf16_to_float((uint16_t)(bf16_from_float(ldexpf(448.0f, k)) + step));
+                    }
+                }
+                // the run's maximum on a diagonal (one element per run and per 32 rows of a column), the rest below
+                float v = (c - col0) % 32 == r % 32 ? run_max : run_max * 0.5f * uniform_signed();
+                *out = bf16_from_float(rng_next_u64(&rng) % 2 ? v : -v);
+                continue;
+            }
+            int e = exponents[(r - row0) / 16][(c - col0) / 32];
+            *out = bf16_from_float(uniform_signed() * ldexpf(1.0f, e));
+        }
+    }
+    // single special values, where the tile has room for them (a row and a column each of their own)
+    int r1 = row0 + 5, c1 = col0 + 7, r2 = row0 + 70, c2 = col0 + 100;
+    int first_fits = r1 < rows && c1 < cols, second_fits = r2 < rows && c2 < cols;
+    uint16_t first = 0, second = 0;
+    int special = 1;
+    if (kind == TILE_INF) {
+        first = 0x7F80u, second = 0xFF80u;  // +inf, -inf
+    } else if (kind == TILE_NAN) {
+        first = 0x7FC0u, second = 0xFFC1u;  // a NaN, a negative NaN with a payload
+    } else if (kind == TILE_HUGE) {
+        first = 0x7F7Fu, second = 0xFF7Fu;  // bf16's largest finite, both signs
+    } else {
+        special = 0;
+    }
+    if (special && first_fits) { x[(size_t)r1 * cols + c1] = first; }
+    if (special && second_fits) { x[(size_t)r2 * cols + c2] = second; }
+}
+
+// rows x cols bf16 of tiles: all random, every other one an edge kind (in turn, from kind first_edge), or all zeros
+static Tensor make_tensor(int rows, int cols, Values values, int first_edge) {
+    Tensor t;
+    size_t n = (size_t)rows * cols;
+    t.rows = rows;
+    t.cols = cols;
+    t.bf16 = (uint16_t*)malloc(n * sizeof(uint16_t));
+    t.values = (float*)malloc(n * sizeof(float));
+    int tile_rows = (rows + 127) / 128, tile_cols = (cols + 127) / 128;
+    for (int tr = 0; tr < tile_rows; tr++) {
+        for (int tc = 0; tc < tile_cols; tc++) {
+            int tile = tr * tile_cols + tc;
+            TileKind kind = TILE_RANDOM;
+            if (values == VALUES_ZERO) {
+                kind = TILE_ZERO;
+            } else if (values == VALUES_EDGES && tile % 2 == 1) {
+                kind = (TileKind)(1 + (first_edge + tile / 2) % (NUM_TILE_KINDS - 1));
+            }
+            fill_tile(t.bf16, rows, cols, tr * 128, tc * 128, kind);
+        }
+    }
+    t.amax_bits = 0u;
+    for (size_t i = 0; i < n; i++) {
+        t.values[i] = bf16_to_float(t.bf16[i]);
+        uint32_t magnitude = fp8_float_bits(t.values[i]) & 0x7FFFFFFFu;
+        t.amax_bits = magnitude > t.amax_bits ? magnitude : t.amax_bits;
+    }
+    cudaCheck(cudaMalloc(&t.d_bf16, n * sizeof(uint16_t)));
+    cudaCheck(cudaMemcpy(t.d_bf16, t.bf16, n * sizeof(uint16_t), cudaMemcpyHostToDevice));
+    return t;
+}
+
+static void free_tensor(Tensor* t) {
+    free(t->bf16);
+    free(t->values);
+    cudaCheck(cudaFree(t->d_bf16));
+}
+
+// ----------------------------------------------------------------------------
+// comparisons
+
+// The small cells a cast reduces into, in one device allocation
+typedef struct {
+    unsigned long long stats[3];  // elements, saturated, flushed
+    unsigned int scale_range[2];  // float bits: the smallest and the largest block scale
+    float amax, tensor_amax;
+} Cells;
+
+static Cells* d_cells;
+
+// The cells before a cast: an earlier amax in the amax cell, garbage in the tensor amax cell, the range's start
+static void reset_cells(void) {
+    Cells cells;
+    memset(&cells, 0, sizeof(cells));
+    cells.scale_range[0] = SCALE_MIN_BEFORE;
+    cells.scale_range[1] = 0u;
+    cells.amax = AMAX_BEFORE;
+    cells.tensor_amax = TENSOR_AMAX_BEFORE;
+    cudaCheck(cudaMemcpy(d_cells, &cells, sizeof(cells), cudaMemcpyHostToDevice));
+}
+
+// The cells after a cast against the CPU's amax (an earlier AMAX_BEFORE merged in), the tensor's amax and, when the
+// cast counted, its stats and scale range.
+static void check_cells(const char* what, float want_amax, uint32_t want_tensor_amax_bits, int counted,
+                        const Fp8QuantStats* want_stats, const Fp8BlockScaleRange* want_range) {
+    Cells got;
+    cudaCheck(cudaMemcpy(&got, d_cells, sizeof(got), cudaMemcpyDeviceToHost));
+    CHECK(fp8_float_bits(got.amax) == fp8_float_bits(want_amax), "%s: amax 0x%08x, CPU 0x%08x", what,
+          fp8_float_bits(got.amax), fp8_float_bits(want_amax));
+    CHECK(fp8_float_bits(got.tensor_amax) == want_tensor_amax_bits, "%s: tensor amax 0x%08x, CPU 0x%08x", what,
+          fp8_float_bits(got.tensor_amax), want_tensor_amax_bits);
+    if (!counted) { return; }
+    CHECK(got.stats[0] == (unsigned long long)want_stats->count &&
+              got.stats[1] == (unsigned long long)want_stats->saturated &&
+              got.stats[2] == (unsigned long long)want_stats->flushed,
+          "%s: counts %llu elements, %llu saturated, %llu flushed; CPU %lld, %lld, %lld", what, got.stats[0],
+          got.stats[1], got.stats[2], want_stats->count, want_stats->saturated, want_stats->flushed);
+    // the CPU's range starts at {+inf, 0} and stays so when no block had a finite non-zero amax; the GPU's cells then
+    // keep what they started with
+    uint32_t want_min = want_range->scale_max == 0.0f ? SCALE_MIN_BEFORE : fp8_float_bits(want_range->scale_min);
+    uint32_t want_max = fp8_float_bits(want_range->scale_max);
+    CHECK(got.scale_range[0] == want_min && got.scale_range[1] == want_max,
+          "%s: scale range 0x%08x .. 0x%08x, CPU 0x%08x .. 0x%08x", what, got.scale_range[0], got.scale_range[1],
+          want_min, want_max);
+}
+
+// How many of n bytes differ; *first: the first that does (n when none)
+static size_t byte_diffs(const uint8_t* got, const uint8_t* want, size_t n, size_t* first) {
+    size_t bad = 0;
+    *first = n;
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] != want[i]) {
+            if (bad == 0) { *first = i; }
+            bad++;
+        }
+    }
+    return bad;
+}
+
+// The codes a cast wrote (n) against the CPU's, in the same layout
+static void check_codes(const char* what, const char* copy, const uint8_t* got, const uint8_t* want, size_t n) {
+    size_t first;
+    size_t bad = byte_diffs(got, want, n, &first);
+    CHECK(bad == 0, "%s: %zu of %zu %s codes differ (first at %zu: GPU 0x%02x, CPU 0x%02x)", what, bad, n, copy, first,
+          bad ? got[first] : 0, bad ? want[first] : 0);
+}
+
+// The dequantized bf16 copy (n) against the CPU's floats rounded to bf16: the same bits, or NaN for NaN
+static void check_dequantized(const char* what, const char* copy, const uint16_t* got, const float* want, size_t n) {
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t w = bf16_from_float(want[i]);
+        int both_nan = (got[i] & 0x7FFFu) > 0x7F80u && (w & 0x7FFFu) > 0x7F80u;
+        if (got[i] != w && !both_nan) {
+            if (bad == 0) { first = i; }
+            bad++;
+        }
+    }
+    CHECK(bad == 0, "%s: %zu of %zu %s dequantized values differ (first at %zu: GPU 0x%04x, CPU 0x%04x)", what, bad,
+          n, copy, first, bad ? got[first] : 0, bad ? bf16_from_float(want[first]) : 0);
+}
+
+// How many cells of a scale_inv array (n floats) the cast wrote (no longer the sentinel)
+static size_t scales_written(const float* got, size_t n) {
+    size_t written = 0;
+    for (size_t i = 0; i < n; i++) { written += fp8_float_bits(got[i]) != SCALE_SENTINEL; }
+    return written;
+}
+
+// A VEC128 scale_inv array (for an operand of m rows, k_blocks blocks of 128 per row) against the CPU's block
+// scale_invs (m, k_blocks) row-major: every block's cell the same bits, and no other cell written
+static void check_vec128_scales(const char* what, const char* copy, const float* got, const float* want, size_t m,
+                                size_t k_blocks) {
+    size_t bad = 0, first_m = 0, first_k = 0;
+    for (size_t row = 0; row < m; row++) {
+        for (size_t kb = 0; kb < k_blocks; kb++) {
+            if (fp8_float_bits(got[fp8_vec128_scale_index(row, kb, m)]) != fp8_float_bits(want[row * k_blocks + kb])) {
+                if (bad == 0) { first_m = row, first_k = kb; }
+                bad++;
+            }
+        }
+    }
+    CHECK(bad == 0, "%s: %zu of %zu %s scale_invs differ (first: row %zu block %zu, GPU 0x%08x, CPU 0x%08x)", what,
+          bad, m * k_blocks, copy, first_m, first_k,
+          bad ? fp8_float_bits(got[fp8_vec128_scale_index(first_m, first_k, m)]) : 0u,
+          bad ? fp8_float_bits(want[first_m * k_blocks + first_k]) : 0u);
+    size_t written = scales_written(got, fp8_vec128_scale_floats(m, k_blocks * FP8_BLOCKWISE_BLOCK));
+    CHECK(written == m * k_blocks, "%s: %zu cells of the %s VEC128 array written, %zu blocks", what, written, copy,
+          m * k_blocks);
+}
+
+// E8M0 bytes (m, k_blocks) row-major against the CPU's block scale_invs (m, k_blocks): each byte's value is the
+// CPU's scale_inv, bit for bit (fp8_e8m0_to_float is one-to-one: this is the byte itself)
+static void check_e8m0(const char* what, const char* copy, const uint8_t* got, const float* want, size_t m,
+                       size_t k_blocks) {
+    size_t bad = 0, first = 0, n = m * k_blocks;
+    for (size_t i = 0; i < n; i++) {
+        if (fp8_float_bits(fp8_e8m0_to_float(got[i])) != fp8_float_bits(want[i])) {
+            if (bad == 0) { first = i; }
+            bad++;
+        }
+    }
+    CHECK(bad == 0, "%s: %zu of %zu %s E8M0 scales differ (first at row %zu block %zu: GPU 0x%02x = 0x%08x, CPU "
+          "scale_inv 0x%08x)", what, bad, n, copy, first / k_blocks, first % k_blocks, bad ? got[first] : 0,
+          bad ? fp8_float_bits(fp8_e8m0_to_float(got[first])) : 0u, bad ? fp8_float_bits(want[first]) : 0u);
+}
+
+// ----------------------------------------------------------------------------
+// the 1D cast
+
+static Fp8BlockCast blockwise_cast(Fp8Format format, float amax_epsilon, int power_2_scale) {
+    Fp8BlockCast cast = {FP8_SCALING_BLOCKWISE, format, amax_epsilon, power_2_scale};
+    return cast;
+}
+
+static Fp8BlockCast mxfp8_cast(Fp8Format format) {
+    Fp8BlockCast cast = {FP8_SCALING_MXFP8, format, 0.0f, 0};
+    return cast;
+}
+
+// A cast's name for the messages
+static void cast_name(char* out, size_t len, const char* kind, const Tensor* t, const Fp8BlockCast* cast,
+                      int rowwise, int columnwise) {
+    int mxfp8 = cast->scaling == FP8_SCALING_MXFP8;
+    snprintf(out, len, "%s %s %s %dx%d%s%s", kind, mxfp8 ? "mxfp8" : "blockwise", fp8_format_name(cast->format),
+             t->rows, t->cols, rowwise ? " rowwise" : "", columnwise ? " columnwise" : "");
+    if (!mxfp8) {
+        size_t used = strlen(out);
+        snprintf(out + used, len - used, " power_2_scale %d amax_epsilon %g", cast->power_2_scale, cast->amax_epsilon);
+    }
+}
+
+// One 1D cast of t (its rowwise and/or columnwise copy in one launch), with the diagnostics and then without, against
+// the CPU's casts of the same copies.
+static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int columnwise) {
+    const int mxfp8 = cast.scaling == FP8_SCALING_MXFP8;
+    const int block_len = mxfp8 ? FP8_MXFP8_BLOCK : FP8_BLOCKWISE_BLOCK;
+    const size_t rows = (size_t)t->rows, cols = (size_t)t->cols, n = rows * cols;
+    const size_t row_blocks = cols / block_len;                       // blocks per row of the rowwise copy
+    const size_t col_blocks = columnwise ? rows / block_len : 0;      // blocks per column of the columnwise copy
+    char what[200];
+    cast_name(what, sizeof(what), "1d", t, &cast, rowwise, columnwise);
+
+    // CPU: the rowwise copy, then the columnwise one, as two casts into one amax, stats and scale range
+    uint8_t* want_codes = (uint8_t*)malloc(n);                               // (rows, cols)
+    uint8_t* want_codes_t = (uint8_t*)malloc(n);                             // (cols, rows)
+    float* want_scale_inv = (float*)malloc(rows * row_blocks * sizeof(float));   // (rows, cols / block_len)
+    float* want_scale_inv_t = (float*)malloc((cols * col_blocks + 1) * sizeof(float));  // (cols, rows / block_len)
+    float* want_dequantized = mxfp8 ? (float*)malloc(n * sizeof(float)) : NULL;    // (rows, cols)
+    float* want_dequantized_t = mxfp8 ? (float*)malloc(n * sizeof(float)) : NULL;  // (rows, cols): inp's layout
+    float want_amax = AMAX_BEFORE;
+    Fp8QuantStats want_stats = {0, 0, 0};
+    Fp8BlockScaleRange want_range;
+    fp8_block_scale_range_reset(&want_range);
+    if (rowwise) {
+        Fp8BlockShape shape = {1, block_len};
+        fp8_quantize_blocks(want_codes, want_dequantized, want_scale_inv, t->values, rows, cols, shape, &cast,
+                            &want_amax, &want_stats, &want_range);
+    }
+    if (columnwise) {
+        float* scratch = (float*)malloc(2 * n * sizeof(float));
+        fp8_quantize_blocks_columnwise(want_codes_t, want_dequantized_t, want_scale_inv_t, t->values, rows, cols,
+                                       block_len, &cast, &want_amax, &want_stats, &want_range, scratch);
+        free(scratch);
+    }
+
+    // GPU: every output filled with a sentinel before each cast (0xFF: no code the cast makes, a -NaN scale_inv;
+    // 0x7F7F for the dequantized bf16: bf16's largest finite, which no FP8 code times a power of two is)
+    const size_t scale_floats = fp8_vec128_scale_floats(rows, cols);    // VEC128 for M = rows, K = cols
+    const size_t scale_floats_t = fp8_vec128_scale_floats(cols, rows);  // VEC128 for M = cols, K = rows
+    uint8_t *d_codes, *d_codes_t, *d_e8m0, *d_e8m0_t;
+    float *d_scale_inv, *d_scale_inv_t;
+    __nv_bfloat16 *d_dequantized, *d_dequantized_t;
+    cudaCheck(cudaMalloc(&d_codes, n));                                   // (rows, cols)
+    cudaCheck(cudaMalloc(&d_codes_t, n));                                 // (cols, rows)
+    cudaCheck(cudaMalloc(&d_e8m0, n / 32));                               // (rows, cols / 32)
+    cudaCheck(cudaMalloc(&d_e8m0_t, n / 32 + 1));                         // (cols, rows / 32)
+    cudaCheck(cudaMalloc(&d_scale_inv, scale_floats * sizeof(float)));   // VEC128 for M = rows, K = cols
+    cudaCheck(cudaMalloc(&d_scale_inv_t, scale_floats_t * sizeof(float)));  // VEC128 for M = cols, K = rows
+    cudaCheck(cudaMalloc(&d_dequantized, n * sizeof(__nv_bfloat16)));    // (rows, cols)
+    cudaCheck(cudaMalloc(&d_dequantized_t, n * sizeof(__nv_bfloat16)));  // (rows, cols)
+    uint8_t* got_codes = (uint8_t*)malloc(n);
+    uint8_t* got_codes_t = (uint8_t*)malloc(n);
+    uint8_t* got_e8m0 = (uint8_t*)malloc(n / 32 + 1);
+    uint8_t* got_e8m0_t = (uint8_t*)malloc(n / 32 + 1);
+    float* got_scale_inv = (float*)malloc(scale_floats * sizeof(float));
+    float* got_scale_inv_t = (float*)malloc(scale_floats_t * sizeof(float));
+    uint16_t* got_dequantized = (uint16_t*)malloc(n * sizeof(uint16_t));
+    uint16_t* got_dequantized_t = (uint16_t*)malloc(n * sizeof(uint16_t));
+
+    for (int counted = 1; counted >= 0; counted--) {  // the diagnostics kernel, then the lean one
+        char label[240];
+        snprintf(label, sizeof(label), "%s%s", what, counted ? ", with diagnostics" : ", lean");
+        cudaCheck(cudaMemset(d_codes, 0xFF, n));
+        cudaCheck(cudaMemset(d_codes_t, 0xFF, n));
+        cudaCheck(cudaMemset(d_e8m0, 0xFF, n / 32));
+        cudaCheck(cudaMemset(d_e8m0_t, 0xFF, n / 32 + 1));
+        cudaCheck(cudaMemset(d_scale_inv, 0xFF, scale_floats * sizeof(float)));
+        cudaCheck(cudaMemset(d_scale_inv_t, 0xFF, scale_floats_t * sizeof(float)));
+        cudaCheck(cudaMemset(d_dequantized, 0x7F, n * sizeof(__nv_bfloat16)));
+        cudaCheck(cudaMemset(d_dequantized_t, 0x7F, n * sizeof(__nv_bfloat16)));
+        reset_cells();
+
+        Fp8BlockCast1d a;
+        memset(&a, 0, sizeof(a));
+        a.inp = t->d_bf16;
+        a.rows = t->rows;
+        a.cols = t->cols;
+        a.block_len = block_len;
+        a.cast = cast;
+        if (rowwise) {
+            a.rowwise.codes = d_codes;
+            if (mxfp8) {
+                a.rowwise.e8m0 = d_e8m0;
+                a.rowwise.dequantized = d_dequantized;
+            } else {
+                a.rowwise.scale_inv = d_scale_inv;
+            }
+        }
+        if (columnwise) {
+            a.columnwise.codes = d_codes_t;
+            if (mxfp8) {
+                a.columnwise.e8m0 = d_e8m0_t;
+                a.columnwise.dequantized = d_dequantized_t;
+            } else {
+                a.columnwise.scale_inv = d_scale_inv_t;
+            }
+        }
+        a.amax = &d_cells->amax;
+        a.tensor_amax = &d_cells->tensor_amax;
+        a.stats = counted ? d_cells->stats : NULL;
+        a.scale_range = counted ? d_cells->scale_range : NULL;
+        cudaCheck(fp8_block_cast_1d(&a, 0));
+        cudaCheck(cudaDeviceSynchronize());
+
+        if (rowwise) {
+            cudaCheck(cudaMemcpy(got_codes, d_codes, n, cudaMemcpyDeviceToHost));
+            check_codes(label, "rowwise", got_codes, want_codes, n);
+            if (mxfp8) {
+                cudaCheck(cudaMemcpy(got_e8m0, d_e8m0, rows * row_blocks, cudaMemcpyDeviceToHost));
+                cudaCheck(cudaMemcpy(got_dequantized, d_dequantized, n * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+                check_e8m0(label, "rowwise", got_e8m0, want_scale_inv, rows, row_blocks);
+                check_dequantized(label, "rowwise", got_dequantized, want_dequantized, n);
+            } else {
+                cudaCheck(cudaMemcpy(got_scale_inv, d_scale_inv, scale_floats * sizeof(float), cudaMemcpyDeviceToHost));
+                check_vec128_scales(label, "rowwise", got_scale_inv, want_scale_inv, rows, row_blocks);
+            }
+        }
+        if (columnwise) {
+            cudaCheck(cudaMemcpy(got_codes_t, d_codes_t, n, cudaMemcpyDeviceToHost));
+            check_codes(label, "columnwise", got_codes_t, want_codes_t, n);
+            if (mxfp8) {
+                cudaCheck(cudaMemcpy(got_e8m0_t, d_e8m0_t, cols * col_blocks, cudaMemcpyDeviceToHost));
+                cudaCheck(cudaMemcpy(got_dequantized_t, d_dequantized_t, n * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+                check_e8m0(label, "columnwise", got_e8m0_t, want_scale_inv_t, cols, col_blocks);
+                check_dequantized(label, "columnwise", got_dequantized_t, want_dequantized_t, n);
+            } else {
+                cudaCheck(cudaMemcpy(got_scale_inv_t, d_scale_inv_t, scale_floats_t * sizeof(float),
+                                     cudaMemcpyDeviceToHost));
+                check_vec128_scales(label, "columnwise", got_scale_inv_t, want_scale_inv_t, cols, col_blocks);
+            }
+        }
+        check_cells(label, want_amax, t->amax_bits, counted, &want_stats, &want_range);
+    }
+
+    free(want_codes);
+    free(want_codes_t);
+    free(want_scale_inv);
+    free(want_scale_inv_t);
+    free(want_dequantized);
+    free(want_dequantized_t);
+    free(got_codes);
+    free(got_codes_t);
+    free(got_e8m0);
+    free(got_e8m0_t);
+    free(got_scale_inv);
+    free(got_scale_inv_t);
+    free(got_dequantized);
+    free(got_dequantized_t);
+    cudaCheck(cudaFree(d_codes));
+    cudaCheck(cudaFree(d_codes_t));
+    cudaCheck(cudaFree(d_e8m0));
+    cudaCheck(cudaFree(d_e8m0_t));
+    cudaCheck(cudaFree(d_scale_inv));
+    cudaCheck(cudaFree(d_scale_inv_t));
+    cudaCheck(cudaFree(d_dequantized));
+    cudaCheck(cudaFree(d_dequantized_t));
+}
+
+// ----------------------------------------------------------------------------
+// the 2D cast
+
+// One 2D cast of t (a weight: rows and cols multiples of 128), with the diagnostics and then without, against the
+// CPU's cast in 128 x 128 blocks (the transposed copy: the same codes transposed, the same scales in the transposed
+// tile grid).
+static void check_cast_2d(const Tensor* t, Fp8BlockCast cast) {
+    const size_t rows = (size_t)t->rows, cols = (size_t)t->cols, n = rows * cols;
+    const size_t tiles_m = rows / FP8_BLOCKWISE_BLOCK, tiles_k = cols / FP8_BLOCKWISE_BLOCK;
+    char what[200];
+    cast_name(what, sizeof(what), "2d", t, &cast, 0, 0);
+
+    uint8_t* want_codes = (uint8_t*)malloc(n);                                    // (rows, cols)
+    float* want_scale_inv = (float*)malloc(tiles_m * tiles_k * sizeof(float));   // (rows / 128, cols / 128)
+    float want_amax = AMAX_BEFORE;
+    Fp8QuantStats want_stats = {0, 0, 0};
+    Fp8BlockScaleRange want_range;
+    fp8_block_scale_range_reset(&want_range);
+    Fp8BlockShape shape = {FP8_BLOCKWISE_BLOCK, FP8_BLOCKWISE_BLOCK};
+    fp8_quantize_blocks(want_codes, NULL, want_scale_inv, t->values, rows, cols, shape, &cast, &want_amax, &want_stats,
+                        &want_range);
+    uint8_t* want_codes_t = (uint8_t*)malloc(n);  // (cols, rows)
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t c = 0; c < cols; c++) { want_codes_t[c * rows + r] = want_codes[r * cols + c]; }
+    }
+
+    const size_t scale_floats = fp8_blk128_scale_floats(rows, cols);    // BLK128x128 for M = rows, K = cols
+    const size_t scale_floats_t = fp8_blk128_scale_floats(cols, rows);  // BLK128x128 for M = cols, K = rows
+    uint8_t *d_codes, *d_codes_t;
+    float *d_scale_inv, *d_scale_inv_t;
+    cudaCheck(cudaMalloc(&d_codes, n));                                      // (rows, cols)
+    cudaCheck(cudaMalloc(&d_codes_t, n));                                    // (cols, rows)
+    cudaCheck(cudaMalloc(&d_scale_inv, scale_floats * sizeof(float)));      // BLK128x128 for M = rows, K = cols
+    cudaCheck(cudaMalloc(&d_scale_inv_t, scale_floats_t * sizeof(float)));  // BLK128x128 for M = cols, K = rows
+    uint8_t* got_codes = (uint8_t*)malloc(n);
+    uint8_t* got_codes_t = (uint8_t*)malloc(n);
+    float* got_scale_inv = (float*)malloc(scale_floats * sizeof(float));
+    float* got_scale_inv_t = (float*)malloc(scale_floats_t * sizeof(float));
+
+    for (int counted = 1; counted >= 0; counted--) {
+        char label[240];
+        snprintf(label, sizeof(label), "%s%s", what, counted ? ", with diagnostics" : ", lean");
+        cudaCheck(cudaMemset(d_codes, 0xFF, n));
+        cudaCheck(cudaMemset(d_codes_t, 0xFF, n));
+        cudaCheck(cudaMemset(d_scale_inv, 0xFF, scale_floats * sizeof(float)));
+        cudaCheck(cudaMemset(d_scale_inv_t, 0xFF, scale_floats_t * sizeof(float)));
+        reset_cells();
+        Fp8BlockCast2d a;
+        memset(&a, 0, sizeof(a));
+        a.inp = t->d_bf16;
+        a.rows = t->rows;
+        a.cols = t->cols;
+        a.cast = cast;
+        a.codes = d_codes;
+        a.codes_t = d_codes_t;
+        a.scale_inv = d_scale_inv;
+        a.scale_inv_t = d_scale_inv_t;
+        a.amax = &d_cells->amax;
+        a.tensor_amax = &d_cells->tensor_amax;
+        a.stats = counted ? d_cells->stats : NULL;
+        a.scale_range = counted ? d_cells->scale_range : NULL;
+        cudaCheck(fp8_block_cast_2d(&a, 0));
+        cudaCheck(cudaDeviceSynchronize());
+        cudaCheck(cudaMemcpy(got_codes, d_codes, n, cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(got_codes_t, d_codes_t, n, cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(got_scale_inv, d_scale_inv, scale_floats * sizeof(float), cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(got_scale_inv_t, d_scale_inv_t, scale_floats_t * sizeof(float), cudaMemcpyDeviceToHost));
+        check_codes(label, "rowwise", got_codes, want_codes, n);
+        check_codes(label, "transposed", got_codes_t, want_codes_t, n);
+        // tile (i, k)'s scale_inv at BLK128x128 (i, k) for M = rows, K = cols and at (k, i) for M = cols, K = rows
+        size_t bad = 0, bad_t = 0;
+        for (size_t i = 0; i < tiles_m; i++) {
+            for (size_t k = 0; k < tiles_k; k++) {
+                uint32_t want = fp8_float_bits(want_scale_inv[i * tiles_k + k]);
+                bad += fp8_float_bits(got_scale_inv[fp8_blk128_scale_index(i, k, cols)]) != want;
+                bad_t += fp8_float_bits(got_scale_inv_t[fp8_blk128_scale_index(k, i, rows)]) != want;
+            }
+        }
+        CHECK(bad == 0 && bad_t == 0, "%s: %zu scale_invs and %zu transposed scale_invs of %zu tiles differ", label,
+              bad, bad_t, tiles_m * tiles_k);
+        size_t written = scales_written(got_scale_inv, scale_floats);
+        size_t written_t = scales_written(got_scale_inv_t, scale_floats_t);
+        CHECK(written == tiles_m * tiles_k && written_t == tiles_m * tiles_k,
+              "%s: %zu and %zu cells of the BLK128x128 arrays written, %zu tiles", label, written, written_t,
+              tiles_m * tiles_k);
+        check_cells(label, want_amax, t->amax_bits, counted, &want_stats, &want_range);
+    }
+
+    free(want_codes);
+    free(want_codes_t);
+    free(want_scale_inv);
+    free(got_codes);
+    free(got_codes_t);
+    free(got_scale_inv);
+    free(got_scale_inv_t);
+    cudaCheck(cudaFree(d_codes));
+    cudaCheck(cudaFree(d_codes_t));
+    cudaCheck(cudaFree(d_scale_inv));
+    cudaCheck(cudaFree(d_scale_inv_t));
+}
+
+// ----------------------------------------------------------------------------
+// the test cases
+
+static const Fp8Format formats[2] = {FP8_E4M3, FP8_E5M2};
+
+// Every edge kind (4 x 8 tiles, half of them edges: each kind twice) through every cast, both formats, the
+// blockwise options, and one-copy casts (rows * cols elements counted, not twice that)
+static void test_edge_values(void) {
+    CHECK(num_over_values > 0, "no bf16 value saturates under blockwise without power_2_scale: TILE_OVER is random");
+    Tensor t = make_tensor(512, 1024, VALUES_EDGES, 0);
+    for (int f = 0; f < 2; f++) {
+        check_cast_1d(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 1);
+        check_cast_1d(&t, blockwise_cast(formats[f], 0.0f, 0), 1, 1);
+        check_cast_1d(&t, mxfp8_cast(formats[f]), 1, 1);
+        check_cast_2d(&t, blockwise_cast(formats[f], 0.0f, 1));
+        check_cast_2d(&t, blockwise_cast(formats[f], 0.0f, 0));
+    }
+    // amax_epsilon above the tiny tiles' amaxes (and the zero blocks': they take its scale, not 1)
+    check_cast_1d(&t, blockwise_cast(FP8_E4M3, 1.0f / 1024.0f, 1), 1, 1);
+    check_cast_1d(&t, blockwise_cast(FP8_E5M2, 1.0e-20f, 0), 1, 1);
+    check_cast_2d(&t, blockwise_cast(FP8_E4M3, 1.0f / 1024.0f, 1));
+    check_cast_1d(&t, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 0);
+    check_cast_1d(&t, blockwise_cast(FP8_E5M2, 0.0f, 1), 0, 1);
+    check_cast_1d(&t, mxfp8_cast(FP8_E4M3), 1, 0);
+    check_cast_1d(&t, mxfp8_cast(FP8_E5M2), 0, 1);
+    free_tensor(&t);
+}
+
+// Tiles cut short: a rowwise-only cast of 200 rows (columnwise needs rows % block_len == 0), mxfp8 with 96 columns
+// (not a multiple of 128) and 160 rows; and a tensor of zeros (the tensor amax cell must read 0, the range untouched)
+static void test_partial_tiles(void) {
+    Tensor t = make_tensor(200, 256, VALUES_EDGES, TILE_TINY - 1);  // 2 x 2 tiles, the second row of them 72 rows
+    for (int f = 0; f < 2; f++) {
+        check_cast_1d(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 0);
+        check_cast_1d(&t, mxfp8_cast(formats[f]), 1, 0);
+    }
+    free_tensor(&t);
+    Tensor u = make_tensor(160, 96, VALUES_EDGES, TILE_BOUNDARY - 1);  // 2 x 1 tiles of 96 columns
+    for (int f = 0; f < 2; f++) {
+        check_cast_1d(&u, mxfp8_cast(formats[f]), 1, 1);
+        check_cast_1d(&u, mxfp8_cast(formats[f]), 0, 1);
+    }
+    free_tensor(&u);
+    Tensor z = make_tensor(256, 384, VALUES_ZERO, 0);
+    check_cast_1d(&z, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 1);
+    check_cast_1d(&z, blockwise_cast(FP8_E4M3, 1.0f / 1024.0f, 0), 1, 1);
+    check_cast_1d(&z, mxfp8_cast(FP8_E4M3), 1, 1);
+    check_cast_2d(&z, blockwise_cast(FP8_E5M2, 0.0f, 1));
+    free_tensor(&z);
+}
+
+// d12's activations and gradients: B*T = 8192 rows of C, 3C and 4C columns, both copies, both recipes and formats
+static void test_d12_activations(void) {
+    const int cols[3] = {768, 2304, 3072};
+    for (int i = 0; i < 3; i++) {
+        Tensor t = make_tensor(8192, cols[i], VALUES_EDGES, i);
+        for (int f = 0; f < 2; f++) {
+            check_cast_1d(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 1);
+            check_cast_1d(&t, mxfp8_cast(formats[f]), 1, 1);
+        }
+        free_tensor(&t);
+    }
+}
+
+// d12's weights under blockwise: qkv (3C, C), the MLP's (4C, C) and (C, 4C); the attention projection's (C, C) is
+// (768, 768), covered by the others' tile shapes
+static void test_d12_weights(void) {
+    const int shapes[3][2] = {{2304, 768}, {768, 3072}, {3072, 768}};
+    for (int i = 0; i < 3; i++) {
+        Tensor t = make_tensor(shapes[i][0], shapes[i][1], VALUES_EDGES, i);
+        for (int f = 0; f < 2; f++) { check_cast_2d(&t, blockwise_cast(formats[f], 0.0f, 1)); }
+        free_tensor(&t);
+    }
+}
+
+static void expect_refused_1d(const Fp8BlockCast1d* a, const char* why) {
+    cudaError_t err = fp8_block_cast_1d(a, 0);
+    CHECK(err == cudaErrorInvalidValue, "a 1d cast with %s: %s, not cudaErrorInvalidValue", why, cudaGetErrorName(err));
+}
+
+static void expect_refused_2d(const Fp8BlockCast2d* a, const char* why) {
+    cudaError_t err = fp8_block_cast_2d(a, 0);
+    CHECK(err == cudaErrorInvalidValue, "a 2d cast with %s: %s, not cudaErrorInvalidValue", why, cudaGetErrorName(err));
+}
+
+// The launchers refuse bad shapes, alignments, pointers and recipes before they touch anything: each returns
+// cudaErrorInvalidValue, no error is left for cudaGetLastError, the tensor amax cell (which a launcher zeroes first
+// thing once the checks pass) and the outputs keep what they held. Then the valid casts the cases start from are
+// accepted, so each refusal is its one change's.
+static void test_refusals(void) {
+    const int rows = 256, cols = 256;
+    const size_t n = (size_t)rows * cols;
+    __nv_bfloat16* d_x;
+    uint8_t *d_codes, *d_codes_t, *d_e8m0;
+    float *d_scale_inv, *d_scale_inv_t;
+    cudaCheck(cudaMalloc(&d_x, n * sizeof(__nv_bfloat16)));  // (rows, cols)
+    cudaCheck(cudaMalloc(&d_codes, n));                      // (rows, cols)
+    cudaCheck(cudaMalloc(&d_codes_t, n));                    // (cols, rows)
+    cudaCheck(cudaMalloc(&d_e8m0, n / 32));                  // (rows, cols / 32)
+    cudaCheck(cudaMalloc(&d_scale_inv, fp8_vec128_scale_floats(cols, cols) * sizeof(float)));  // fits every layout
+    cudaCheck(cudaMalloc(&d_scale_inv_t, fp8_vec128_scale_floats(cols, cols) * sizeof(float)));
+    cudaCheck(cudaMemset(d_x, 0, n * sizeof(__nv_bfloat16)));
+    cudaCheck(cudaMemset(d_codes, 0xAB, n));
+    cudaCheck(cudaMemset(d_codes_t, 0xAB, n));
+    reset_cells();
+
+    Fp8BlockCast1d good;  // blockwise, both copies
+    memset(&good, 0, sizeof(good));
+    good.inp = d_x;
+    good.rows = rows;
+    good.cols = cols;
+    good.block_len = FP8_BLOCKWISE_BLOCK;
+    good.cast = blockwise_cast(FP8_E4M3, 0.0f, 1);
+    good.rowwise.codes = d_codes;
+    good.rowwise.scale_inv = d_scale_inv;
+    good.columnwise.codes = d_codes_t;
+    good.columnwise.scale_inv = d_scale_inv_t;
+    good.amax = &d_cells->amax;
+    good.tensor_amax = &d_cells->tensor_amax;
+    Fp8BlockCast1d good_mx = good;  // mxfp8, both copies
+    good_mx.block_len = FP8_MXFP8_BLOCK;
+    good_mx.cast = mxfp8_cast(FP8_E4M3);
+    good_mx.rowwise.scale_inv = NULL;
+    good_mx.columnwise.scale_inv = NULL;
+    good_mx.rowwise.e8m0 = d_e8m0;
+    Fp8BlockCast1d a;
+
+    a = good, a.cols = 200;
+    expect_refused_1d(&a, "cols 200, not a multiple of block_len 128");
+    a = good_mx, a.cols = 80;
+    expect_refused_1d(&a, "mxfp8 and cols 80, not a multiple of block_len 32");
+    a = good, a.rows = 200;
+    expect_refused_1d(&a, "a columnwise copy of 200 rows, not a multiple of 128");
+    a = good_mx, a.rows = 48;
+    expect_refused_1d(&a, "an mxfp8 columnwise copy of 48 rows, not a multiple of 32");
+    a = good_mx, a.rowwise.scale_inv = d_scale_inv;
+    expect_refused_1d(&a, "mxfp8 given a rowwise scale_inv");
+    a = good_mx, a.columnwise.scale_inv = d_scale_inv_t;
+    expect_refused_1d(&a, "mxfp8 given a columnwise scale_inv");
+    a = good, a.rowwise.e8m0 = d_e8m0;
+    expect_refused_1d(&a, "blockwise given E8M0 bytes");
+    a = good, a.block_len = FP8_MXFP8_BLOCK;
+    expect_refused_1d(&a, "blockwise with block_len 32");
+    a = good_mx, a.block_len = FP8_BLOCKWISE_BLOCK;
+    expect_refused_1d(&a, "mxfp8 with block_len 128");
+    a = good, a.stats = d_cells->stats;
+    expect_refused_1d(&a, "stats without scale_range");
+    a = good, a.amax = NULL;
+    expect_refused_1d(&a, "no amax cell");
+    a = good, a.inp = d_x + 1;
+    expect_refused_1d(&a, "inp not 16-byte aligned");
+    a = good, a.columnwise.codes = d_codes_t + 4;
+    expect_refused_1d(&a, "columnwise codes not 16-byte aligned");
+    a = good, a.rows = 0;
+    expect_refused_1d(&a, "0 rows");
+
+    Fp8BlockCast2d good_2d;
+    memset(&good_2d, 0, sizeof(good_2d));
+    good_2d.inp = d_x;
+    good_2d.rows = rows;
+    good_2d.cols = cols;
+    good_2d.cast = blockwise_cast(FP8_E4M3, 0.0f, 1);
+    good_2d.codes = d_codes;
+    good_2d.codes_t = d_codes_t;
+    good_2d.scale_inv = d_scale_inv;
+    good_2d.scale_inv_t = d_scale_inv_t;
+    good_2d.amax = &d_cells->amax;
+    good_2d.tensor_amax = &d_cells->tensor_amax;
+    Fp8BlockCast2d b;
+    b = good_2d, b.rows = 200;
+    expect_refused_2d(&b, "rows 200, not a multiple of 128");
+    b = good_2d, b.rows = 128, b.cols = 96;
+    expect_refused_2d(&b, "cols 96, not a multiple of 128");
+    b = good_2d, b.cast = mxfp8_cast(FP8_E4M3);
+    expect_refused_2d(&b, "the mxfp8 recipe");
+    b = good_2d, b.scale_inv_t = NULL;
+    expect_refused_2d(&b, "no transposed scale_inv");
+    b = good_2d, b.codes_t = d_codes_t + 8;
+    expect_refused_2d(&b, "transposed codes not 16-byte aligned");
+    b = good_2d, b.scale_range = d_cells->scale_range;
+    expect_refused_2d(&b, "scale_range without stats");
+
+    cudaCheck(cudaDeviceSynchronize());
+    cudaError_t left = cudaGetLastError();
+    CHECK(left == cudaSuccess, "the refused casts left an error behind: %s", cudaGetErrorName(left));
+    Cells cells;
+    cudaCheck(cudaMemcpy(&cells, d_cells, sizeof(cells), cudaMemcpyDeviceToHost));
+    CHECK(cells.tensor_amax == TENSOR_AMAX_BEFORE && cells.amax == AMAX_BEFORE,
+          "a refused cast touched the cells: tensor amax %g, amax %g", cells.tensor_amax, cells.amax);
+    uint8_t* codes = (uint8_t*)malloc(n);
+    cudaCheck(cudaMemcpy(codes, d_codes, n, cudaMemcpyDeviceToHost));
+    size_t written = 0;
+    for (size_t i = 0; i < n; i++) { written += codes[i] != 0xABu; }
+    CHECK(written == 0, "refused casts wrote %zu codes", written);
+    free(codes);
+
+    CHECK(fp8_block_cast_1d(&good, 0) == cudaSuccess, "the valid blockwise 1d cast the refusals start from is refused");
+    CHECK(fp8_block_cast_1d(&good_mx, 0) == cudaSuccess, "the valid mxfp8 1d cast the refusals start from is refused");
+    CHECK(fp8_block_cast_2d(&good_2d, 0) == cudaSuccess, "the valid 2d cast the refusals start from is refused");
+    cudaCheck(cudaDeviceSynchronize());
+    cudaCheck(cudaFree(d_x));
+    cudaCheck(cudaFree(d_codes));
+    cudaCheck(cudaFree(d_codes_t));
+    cudaCheck(cudaFree(d_e8m0));
+    cudaCheck(cudaFree(d_scale_inv));
+    cudaCheck(cudaFree(d_scale_inv_t));
+}
+
+// ----------------------------------------------------------------------------
+// bandwidth
+
+#define BENCH_REPS 20
+
+static float elapsed_ms(cudaEvent_t start, cudaEvent_t stop) {
+    float ms;
+    cudaCheck(cudaEventSynchronize(stop));
+    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+    return ms;
+}
+
+// What one timed launch does: a device copy of bytes, a 1D cast or a 2D cast
+typedef struct {
+    const Fp8BlockCast1d* cast_1d;
+    const Fp8BlockCast2d* cast_2d;
+    void* copy_dst;
+    const void* copy_src;
+    size_t copy_bytes;
+} BenchOp;
+
+static void bench_launch(const BenchOp* op) {
+    if (op->cast_1d) {
+        cudaCheck(fp8_block_cast_1d(op->cast_1d, 0));
+    } else if (op->cast_2d) {
+        cudaCheck(fp8_block_cast_2d(op->cast_2d, 0));
+    } else {
+        cudaCheck(cudaMemcpyAsync(op->copy_dst, op->copy_src, op->copy_bytes, cudaMemcpyDeviceToDevice, 0));
+    }
+}
+
+// GB/s of `bytes` moved per launch: one untimed launch (module load, clocks up), then BENCH_REPS back to back
+static double bench_gbs(const BenchOp* op, double bytes, cudaEvent_t start, cudaEvent_t stop) {
+    bench_launch(op);
+    cudaCheck(cudaEventRecord(start));
+    for (int r = 0; r < BENCH_REPS; r++) { bench_launch(op); }
+    cudaCheck(cudaEventRecord(stop));
+    return bytes * BENCH_REPS / (elapsed_ms(start, stop) * 1e6);
+}
+
+// Each cast at d12's shapes, E4M3 (the activations' and weights' format), on random values: activations (8192, C /
+// 3C / 4C) blockwise rowwise only, both copies without and with the diagnostics, and mxfp8's both copies with their
+// dequantized bf16; weights blockwise 128 x 128 tiles with the transpose. Each line starts with the device copy of the
+// same bf16 tensor (read + write).
+static void benchmark(void) {
+    cudaEvent_t start, stop;
+    cudaCheck(cudaEventCreate(&start));
+    cudaCheck(cudaEventCreate(&stop));
+    const int act_cols[3] = {768, 2304, 3072};
+    for (int i = 0; i < 3; i++) {
+        const int rows = 8192, cols = act_cols[i];
+        const size_t n = (size_t)rows * cols;
+        Tensor t = make_tensor(rows, cols, VALUES_RANDOM, 0);
+        __nv_bfloat16 *d_copy, *d_dequantized, *d_dequantized_t;
+        uint8_t *d_codes, *d_codes_t, *d_e8m0, *d_e8m0_t;
+        float *d_scale_inv, *d_scale_inv_t;
+        cudaCheck(cudaMalloc(&d_copy, n * sizeof(__nv_bfloat16)));
+        cudaCheck(cudaMalloc(&d_dequantized, n * sizeof(__nv_bfloat16)));    // (rows, cols)
+        cudaCheck(cudaMalloc(&d_dequantized_t, n * sizeof(__nv_bfloat16)));  // (rows, cols)
+        cudaCheck(cudaMalloc(&d_codes, n));                                   // (rows, cols)
+        cudaCheck(cudaMalloc(&d_codes_t, n));                                 // (cols, rows)
+        cudaCheck(cudaMalloc(&d_e8m0, n / 32));                               // (rows, cols / 32)
+        cudaCheck(cudaMalloc(&d_e8m0_t, n / 32));                             // (cols, rows / 32)
+        cudaCheck(cudaMalloc(&d_scale_inv, fp8_vec128_scale_floats(rows, cols) * sizeof(float)));
+        cudaCheck(cudaMalloc(&d_scale_inv_t, fp8_vec128_scale_floats(cols, rows) * sizeof(float)));
+        reset_cells();
+
+        Fp8BlockCast1d rowwise;  // blockwise, the rowwise copy alone
+        memset(&rowwise, 0, sizeof(rowwise));
+        rowwise.inp = t.d_bf16;
+        rowwise.rows = rows;
+        rowwise.cols = cols;
+        rowwise.block_len = FP8_BLOCKWISE_BLOCK;
+        rowwise.cast = blockwise_cast(FP8_E4M3, 0.0f, 1);
+        rowwise.rowwise.codes = d_codes;
+        rowwise.rowwise.scale_inv = d_scale_inv;
+        rowwise.amax = &d_cells->amax;
+        Fp8BlockCast1d both = rowwise;  // blockwise, both copies
+        both.columnwise.codes = d_codes_t;
+        both.columnwise.scale_inv = d_scale_inv_t;
+        Fp8BlockCast1d counted = both;  // with the diagnostics, as a run that writes them casts
+        counted.tensor_amax = &d_cells->tensor_amax;
+        counted.stats = d_cells->stats;
+        counted.scale_range = d_cells->scale_range;
+        Fp8BlockCast1d mx;  // mxfp8, both copies and their dequantized bf16
+        memset(&mx, 0, sizeof(mx));
+        mx.inp = t.d_bf16;
+        mx.rows = rows;
+        mx.cols = cols;
+        mx.block_len = FP8_MXFP8_BLOCK;
+        mx.cast = mxfp8_cast(FP8_E4M3);
+        mx.rowwise.codes = d_codes;
+        mx.rowwise.e8m0 = d_e8m0;
+        mx.rowwise.dequantized = d_dequantized;
+        mx.columnwise.codes = d_codes_t;
+        mx.columnwise.e8m0 = d_e8m0_t;
+        mx.columnwise.dequantized = d_dequantized_t;
+        mx.amax = &d_cells->amax;
+
+        // bytes per launch: bf16 in; then per copy the codes and the scales (4 bytes a block; mxfp8 1 byte a block
+        // and 2 bytes an element of the dequantized copy)
+        const double in = 2.0 * n, blocks_128 = (double)n / 128.0, blocks_32 = (double)n / 32.0;
+        const double rowwise_bytes = in + n + 4.0 * blocks_128;
+        const double both_bytes = in + 2.0 * (n + 4.0 * blocks_128);
+        const double mx_bytes = in + 2.0 * (n + blocks_32 + 2.0 * n);
+        BenchOp op;
+        memset(&op, 0, sizeof(op));
+        op.copy_dst = d_copy;
+        op.copy_src = t.d_bf16;
+        op.copy_bytes = n * sizeof(__nv_bfloat16);
+        double copy_gbs = bench_gbs(&op, 2.0 * in, start, stop);
+        op.copy_dst = NULL;
+        op.cast_1d = &rowwise;
+        double rowwise_gbs = bench_gbs(&op, rowwise_bytes, start, stop);
+        op.cast_1d = &both;
+        double both_gbs = bench_gbs(&op, both_bytes, start, stop);
+        op.cast_1d = &counted;
+        double counted_gbs = bench_gbs(&op, both_bytes, start, stop);
+        op.cast_1d = &mx;
+        double mx_gbs = bench_gbs(&op, mx_bytes, start, stop);
+        printf("%d x %d: device copy %.0f GB/s | blockwise rowwise %.0f GB/s (%.0f%%), rowwise+columnwise %.0f GB/s "
+               "(%.0f%%), with diagnostics %.0f GB/s (%.0f%% of without) | mxfp8 rowwise+columnwise+dequantized %.0f "
+               "GB/s (%.0f%%)\n",
+               rows, cols, copy_gbs, rowwise_gbs, 100 * rowwise_gbs / copy_gbs, both_gbs, 100 * both_gbs / copy_gbs,
+               counted_gbs, 100 * counted_gbs / both_gbs, mx_gbs, 100 * mx_gbs / copy_gbs);
+
+        cudaCheck(cudaFree(d_copy));
+        cudaCheck(cudaFree(d_dequantized));
+        cudaCheck(cudaFree(d_dequantized_t));
+        cudaCheck(cudaFree(d_codes));
+        cudaCheck(cudaFree(d_codes_t));
+        cudaCheck(cudaFree(d_e8m0));
+        cudaCheck(cudaFree(d_e8m0_t));
+        cudaCheck(cudaFree(d_scale_inv));
+        cudaCheck(cudaFree(d_scale_inv_t));
+        free_tensor(&t);
+    }
+
+    // the weights (a few MB: they may sit in L2, the copy as much as the cast)
+    const int weights[3][2] = {{2304, 768}, {768, 3072}, {3072, 768}};
+    for (int i = 0; i < 3; i++) {
+        const int rows = weights[i][0], cols = weights[i][1];
+        const size_t n = (size_t)rows * cols;
+        Tensor t = make_tensor(rows, cols, VALUES_RANDOM, 0);
+        __nv_bfloat16* d_copy;
+        uint8_t *d_codes, *d_codes_t;
+        float *d_scale_inv, *d_scale_inv_t;
+        cudaCheck(cudaMalloc(&d_copy, n * sizeof(__nv_bfloat16)));
+        cudaCheck(cudaMalloc(&d_codes, n));    // (rows, cols)
+        cudaCheck(cudaMalloc(&d_codes_t, n));  // (cols, rows)
+        cudaCheck(cudaMalloc(&d_scale_inv, fp8_blk128_scale_floats(rows, cols) * sizeof(float)));
+        cudaCheck(cudaMalloc(&d_scale_inv_t, fp8_blk128_scale_floats(cols, rows) * sizeof(float)));
+        reset_cells();
+        Fp8BlockCast2d w;
+        memset(&w, 0, sizeof(w));
+        w.inp = t.d_bf16;
+        w.rows = rows;
+        w.cols = cols;
+        w.cast = blockwise_cast(FP8_E4M3, 0.0f, 1);
+        w.codes = d_codes;
+        w.codes_t = d_codes_t;
+        w.scale_inv = d_scale_inv;
+        w.scale_inv_t = d_scale_inv_t;
+        w.amax = &d_cells->amax;
+        Fp8BlockCast2d w_counted = w;
+        w_counted.stats = d_cells->stats;
+        w_counted.scale_range = d_cells->scale_range;
+        const double in = 2.0 * n, tiles = (double)n / (128.0 * 128.0);
+        const double bytes = in + 2.0 * (n + 4.0 * tiles);
+        BenchOp op;
+        memset(&op, 0, sizeof(op));
+        op.copy_dst = d_copy;
+        op.copy_src = t.d_bf16;
+        op.copy_bytes = n * sizeof(__nv_bfloat16);
+        double copy_gbs = bench_gbs(&op, 2.0 * in, start, stop);
+        op.copy_dst = NULL;
+        op.cast_2d = &w;
+        double cast_gbs = bench_gbs(&op, bytes, start, stop);
+        op.cast_2d = &w_counted;
+        double counted_gbs = bench_gbs(&op, bytes, start, stop);
+        printf("weight %d x %d: device copy %.0f GB/s | blockwise 128x128 tiles + transpose %.0f GB/s (%.0f%%), with "
+               "diagnostics %.0f GB/s (%.0f%% of without)\n",
+               rows, cols, copy_gbs, cast_gbs, 100 * cast_gbs / copy_gbs, counted_gbs, 100 * counted_gbs / cast_gbs);
+        cudaCheck(cudaFree(d_copy));
+        cudaCheck(cudaFree(d_codes));
+        cudaCheck(cudaFree(d_codes_t));
+        cudaCheck(cudaFree(d_scale_inv));
+        cudaCheck(cudaFree(d_scale_inv_t));
+        free_tensor(&t);
+    }
+    cudaCheck(cudaEventDestroy(start));
+    cudaCheck(cudaEventDestroy(stop));
+}
+
+int main(void) {
+    require_cuda_device("fp8_block_quantize");
+    rng_seed(&rng, 128);
+    find_over_values();
+    cudaCheck(cudaMalloc(&d_cells, sizeof(Cells)));
+    RUN_TEST(test_edge_values);
+    RUN_TEST(test_partial_tiles);
+    RUN_TEST(test_d12_activations);
+    RUN_TEST(test_d12_weights);
+    RUN_TEST(test_refusals);
+    benchmark();
+    cudaCheck(cudaFree(d_cells));
+    return test_summary("fp8_block_quantize");
+}
