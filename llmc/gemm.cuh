@@ -24,6 +24,13 @@ replayed on a bias less aligned than the one it was found for. FP8 operands must
 line). When no algorithm fits, the error names the shapes, types, transposes, alignments and epilogue.
 32 MiB workspace, the size cuBLASLt's Hopper kernels ask for.
 
+Block-scaled GEMMs (-fp8_recipe blockwise; gemm_tn_block_scaled): each FP8 operand comes with an array of fp32
+scale_invs, one per 1x128 block along k (CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F: activations and gradients) or per
+128x128 tile (BLK128x128_32F: weights), in the layouts fp8/block.h documents; the scale modes are set on the plan's
+descriptor (CUBLASLT_MATMUL_DESC_A/B_SCALE_MODE) and are part of its key. cuBLASLt runs them on compute capability 9.0
+only, from 12.9 on (gemm_block_scaling_check), without fast accumulation, and never with both operands in tiles.
+NEVER RUN ON A GPU: dev/cuda/fp8_block_gemm checks them against the CPU on the dequantized operands.
+
 Scale pointers: cuBLASLt (13.1, on an H200) refuses an FP8 GEMM at the call, CUBLAS_STATUS_NOT_SUPPORTED after its
 heuristic had found an algorithm, when the A or B scale pointer is not 16-byte aligned (it ran with them at 16 and at
 256 bytes, and refused them at 4 and 8: dev/cuda/fp8_gemm checks both). The trainers' FP8 metadata keeps one scale_inv
@@ -53,6 +60,7 @@ typedef struct {
     cudaDataType_t a_type, b_type, out_type;
     int has_bias, accumulate, fast_accum, trans_a, trans_b;
     uint32_t a_align, b_align, out_align, bias_align;  // bytes, powers of two up to 256 (bias: 0 without one)
+    int a_scale_mode, b_scale_mode;  // cublasLtMatmulMatrixScale_t: SCALAR_32F (0, one scale_inv) or a block mode
 } GemmKey;
 
 typedef struct {
@@ -118,23 +126,37 @@ static inline uint32_t gemm_pointer_alignment(const void* p) {
     return lowest_bit >= 256 ? 256u : (uint32_t)lowest_bit;
 }
 
+static inline const char* gemm_scale_mode_name(int mode) {
+    switch (mode) {
+        case CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F: return "scalar";
+        case CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F: return "VEC128_32F (1x128 blocks)";
+        case CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F: return "BLK128x128_32F (128x128 tiles)";
+        default: return "other";
+    }
+}
+
+static inline int gemm_scale_mode_is_block(int mode) {
+    return mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F || mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+}
+
 // One line describing a GEMM problem, for error messages: the shapes in both terms, types, transposes, alignments,
 // epilogue and flags.
 static inline void gemm_describe(char* out, size_t len, const GemmKey* key) {
     snprintf(out, len,
              "D (%d x %d, %s, align %u) = op(A) @ op(B), k %d [row-major: out (%d, %d)]; A %s %s (align %u), "
-             "B %s %s (align %u); epilogue %s (bias align %u); %s; fast accumulation %s",
+             "B %s %s (align %u); epilogue %s (bias align %u); %s; fast accumulation %s; scales A %s, B %s",
              key->m, key->n, gemm_type_name(key->out_type), key->out_align, key->k, key->n, key->m,
              gemm_type_name(key->a_type), key->trans_a ? "transposed" : "not transposed", key->a_align,
              gemm_type_name(key->b_type), key->trans_b ? "transposed" : "not transposed", key->b_align,
              key->has_bias ? "bias (bf16)" : "none", key->bias_align, key->accumulate ? "D += (beta 1)" : "D = (beta 0)",
-             key->fast_accum ? "on" : "off");
+             key->fast_accum ? "on" : "off", gemm_scale_mode_name(key->a_scale_mode),
+             gemm_scale_mode_name(key->b_scale_mode));
 }
 
 // The plan key of a call (see the top): the problem and the alignment of each pointer.
 static inline GemmKey gemm_key(const void* out, cudaDataType_t out_type, const void* a, cudaDataType_t a_type, int trans_a,
                                const void* b, cudaDataType_t b_type, int trans_b, const void* bias, int m, int n, int k,
-                               int accumulate, int fast_accum) {
+                               int accumulate, int fast_accum, int a_scale_mode, int b_scale_mode) {
     GemmKey key;
     memset(&key, 0, sizeof(key));  // the key is compared with memcmp: no stray padding bytes
     key.m = m;
@@ -152,20 +174,37 @@ static inline GemmKey gemm_key(const void* out, cudaDataType_t out_type, const v
     key.b_align = gemm_pointer_alignment(b);
     key.out_align = gemm_pointer_alignment(out);
     key.bias_align = bias ? gemm_pointer_alignment(bias) : 0;
+    key.a_scale_mode = a_scale_mode;
+    key.b_scale_mode = b_scale_mode;
     return key;
 }
 
 // What cuBLASLt's FP8 GEMMs require on Hopper and the trainer could get wrong: the TN layout, dimensions that are
-// multiples of 16, 16-byte-aligned operands. Returns 0, or -1 with one line (what is wrong: the problem) in err.
+// multiples of 16, 16-byte-aligned operands; and for block scale modes two FP8 operands, both in blocks, not both in
+// tiles, k a multiple of 128, no fast accumulation. Returns 0, or -1 with one line (what is wrong: the problem) in err.
 static inline int gemm_problem_check(const GemmKey* key, char* err, size_t errlen) {
-    if (!gemm_type_is_fp8(key->a_type) && !gemm_type_is_fp8(key->b_type)) { return 0; }
+    int block_scaled = gemm_scale_mode_is_block(key->a_scale_mode) || gemm_scale_mode_is_block(key->b_scale_mode);
+    if (!block_scaled && !gemm_type_is_fp8(key->a_type) && !gemm_type_is_fp8(key->b_type)) { return 0; }
     const char* wrong = NULL;
-    if (!key->trans_a || key->trans_b) {
+    if (block_scaled && (!gemm_type_is_fp8(key->a_type) || !gemm_type_is_fp8(key->b_type))) {
+        wrong = "block-scaled GEMMs take two FP8 operands";
+    } else if (!key->trans_a || key->trans_b) {
         wrong = "Hopper FP8 GEMMs take only the TN layout (A transposed, B not)";
     } else if (key->k % 16 != 0 || key->m % 16 != 0 || key->n % 16 != 0) {
         wrong = "FP8 GEMMs need m, n and k to be multiples of 16";
     } else if (key->a_align < GEMM_FP8_ALIGNMENT || key->b_align < GEMM_FP8_ALIGNMENT) {
         wrong = "FP8 operands must be 16-byte aligned";
+    } else if (block_scaled) {
+        if (key->fast_accum) {
+            wrong = "block-scaled GEMMs do not allow fast accumulation";
+        } else if (key->k % 128 != 0) {
+            wrong = "block-scaled GEMMs need k to be a multiple of 128 (the scales' blocks along k)";
+        } else if (key->a_scale_mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F &&
+                   key->b_scale_mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F) {
+            wrong = "no GEMM pairs two 128x128-tile operands (one must be VEC128)";
+        } else if (!gemm_scale_mode_is_block(key->a_scale_mode) || !gemm_scale_mode_is_block(key->b_scale_mode)) {
+            wrong = "a block-scaled GEMM scales both operands in blocks";
+        }
     }
     if (!wrong) { return 0; }
     char problem[512];
@@ -202,6 +241,14 @@ static inline void gemm_plan_build(GemmContext* ctx, GemmPlan* plan, const GemmK
     if (gemm_type_is_fp8(key->a_type) || gemm_type_is_fp8(key->b_type)) {
         int8_t fast = key->fast_accum ? 1 : 0;
         cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+    }
+    if (key->a_scale_mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F ||
+        key->b_scale_mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F) {
+        int32_t a_mode = key->a_scale_mode, b_mode = key->b_scale_mode;
+        cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode,
+                                                   sizeof(a_mode)));
+        cublasCheck(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode,
+                                                   sizeof(b_mode)));
     }
     if (key->has_bias) {
         cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
@@ -269,11 +316,16 @@ static inline const float* gemm_aligned_scale_inv(GemmContext* ctx, int plan_ind
 // A is stored (k, m) when trans_a, else (m, k); B is stored (n, k) when trans_b, else (k, n) (column-major, so a
 // row-major (r, c) array is a column-major (c, r) one). FP8 operands need trans_a = 1, trans_b = 0 on Hopper, 16-byte
 // alignment and their scale_inv device pointers; bias is bf16 or NULL.
-static inline void gemm_lt(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* a, cudaDataType_t a_type,
-                           const float* a_scale_inv, int trans_a, const void* b, cudaDataType_t b_type,
-                           const float* b_scale_inv, int trans_b, const void* bias, int m, int n, int k, int accumulate,
-                           int fast_accum, cudaStream_t stream) {
-    GemmKey key = gemm_key(out, out_type, a, a_type, trans_a, b, b_type, trans_b, bias, m, n, k, accumulate, fast_accum);
+// With block scale modes (gemm_tn_block_scaled) a_scale_inv and b_scale_inv are whole arrays in cuBLASLt's layouts
+// (fp8/block.h), 16-byte aligned as cuBLASLt requires (checked: they are not copied into the plan's cell).
+static inline void gemm_lt_scaled(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* a,
+                                  cudaDataType_t a_type, const float* a_scale_inv, int a_scale_mode, int trans_a,
+                                  const void* b, cudaDataType_t b_type, const float* b_scale_inv, int b_scale_mode,
+                                  int trans_b, const void* bias, int m, int n, int k, int accumulate, int fast_accum,
+                                  cudaStream_t stream) {
+    GemmKey key = gemm_key(out, out_type, a, a_type, trans_a, b, b_type, trans_b, bias, m, n, k, accumulate, fast_accum,
+                           a_scale_mode, b_scale_mode);
+    int block_scaled = gemm_scale_mode_is_block(a_scale_mode) || gemm_scale_mode_is_block(b_scale_mode);
     char problem[640];
     if (gemm_problem_check(&key, problem, sizeof(problem))) {
         fprintf(stderr, "error: %s\n", problem);
@@ -289,8 +341,17 @@ static inline void gemm_lt(GemmContext* ctx, void* out, cudaDataType_t out_type,
         plan = &ctx->plans[ctx->num_plans++];
     }
     int plan_index = (int)(plan - ctx->plans);
-    a_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 0, a_scale_inv, stream);
-    b_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 1, b_scale_inv, stream);
+    if (block_scaled) {
+        if (!a_scale_inv || !b_scale_inv || (uintptr_t)a_scale_inv % 16 != 0 || (uintptr_t)b_scale_inv % 16 != 0) {
+            gemm_describe(problem, sizeof(problem), &key);
+            fprintf(stderr, "error: a block-scaled GEMM needs both scale arrays, 16-byte aligned (A %p, B %p): %s\n",
+                    (const void*)a_scale_inv, (const void*)b_scale_inv, problem);
+            exit(1);
+        }
+    } else {
+        a_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 0, a_scale_inv, stream);
+        b_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 1, b_scale_inv, stream);
+    }
     if (new_plan) {
         gemm_plan_build(ctx, plan, &key, a_scale_inv, b_scale_inv, bias);
     } else {
@@ -308,6 +369,16 @@ static inline void gemm_lt(GemmContext* ctx, void* out, cudaDataType_t out_type,
     }
 }
 
+// gemm_lt_scaled with one scale_inv per operand (or none: BF16)
+static inline void gemm_lt(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* a, cudaDataType_t a_type,
+                           const float* a_scale_inv, int trans_a, const void* b, cudaDataType_t b_type,
+                           const float* b_scale_inv, int trans_b, const void* bias, int m, int n, int k, int accumulate,
+                           int fast_accum, cudaStream_t stream) {
+    gemm_lt_scaled(ctx, out, out_type, a, a_type, a_scale_inv, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, trans_a, b,
+                   b_type, b_scale_inv, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, trans_b, bias, m, n, k, accumulate,
+                   fast_accum, stream);
+}
+
 // The trainers' row-major form: out (rows, out_cols) = inp (rows, k) @ weight (out_cols, k)^T (+ bias) (+ out), the
 // TN problem described at the top. weight_scale_inv / inp_scale_inv: device pointers for FP8 operands, else NULL.
 static inline void gemm_tn(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* weight,
@@ -316,6 +387,43 @@ static inline void gemm_tn(GemmContext* ctx, void* out, cudaDataType_t out_type,
                            int out_cols, int k, int accumulate, int fast_accum, cudaStream_t stream) {
     gemm_lt(ctx, out, out_type, weight, weight_type, weight_scale_inv, 1, inp, inp_type, inp_scale_inv, 0, bias, out_cols,
             rows, k, accumulate, fast_accum, stream);
+}
+
+// The block-scaled form (-fp8_recipe blockwise): gemm_tn's out = inp @ weight^T with each FP8 operand's scale_invs
+// in blocks, `weight_scale_mode` / `inp_scale_mode` CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F (1x128 blocks along k,
+// [k/128][round_up(rows, 4)]) or BLK128x128_32F (128x128 tiles, [rows/128][round_up(k/128, 4)]), fp8/block.h's
+// layouts. No bias epilogue (cuBLASLt documents only the default one for Hopper's block-scaled GEMMs; the trainer puts
+// the bias in `out` first and accumulates) and no fast accumulation (not allowed with block scales). Hopper (compute
+// capability 9.0) and cuBLASLt 12.9 or later only: gemm_block_scaling_check says whether this GPU and library have it.
+static inline void gemm_tn_block_scaled(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* weight,
+                                        cudaDataType_t weight_type, const float* weight_scale_inv,
+                                        int weight_scale_mode, const void* inp, cudaDataType_t inp_type,
+                                        const float* inp_scale_inv, int inp_scale_mode, int rows, int out_cols, int k,
+                                        int accumulate, cudaStream_t stream) {
+    gemm_lt_scaled(ctx, out, out_type, weight, weight_type, weight_scale_inv, weight_scale_mode, 1, inp, inp_type,
+                   inp_scale_inv, inp_scale_mode, 0, NULL, out_cols, rows, k, accumulate, 0, stream);
+}
+
+// Whether the current GPU and the cuBLASLt loaded run block-scaled FP8 GEMMs (VEC128, BLK128x128): compute capability
+// 9.0 exactly (cuBLASLt's only architecture for these modes; Blackwell runs MXFP8 instead) and cuBLASLt 12.9 or later
+// (where they appeared). Returns 0, or -1 with one line saying what was found in err.
+static inline int gemm_block_scaling_check(char* err, size_t errlen) {
+    int device = 0, major = 0, minor = 0;
+    cudaCheck(cudaGetDevice(&device));
+    cudaCheck(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    cudaCheck(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    size_t version = cublasLtGetVersion();  // major * 10000 + minor * 100 + patch
+    if (major != 9 || minor != 0) {
+        snprintf(err, errlen, "this GPU has compute capability %d.%d, and cuBLASLt runs block-scaled FP8 GEMMs "
+                 "(-fp8_recipe blockwise) on compute capability 9.0 (Hopper) only", major, minor);
+        return -1;
+    }
+    if (version < 120900) {
+        snprintf(err, errlen, "cuBLASLt %zu.%zu.%zu is loaded, and block-scaled FP8 GEMMs (-fp8_recipe blockwise) need "
+                 "cuBLASLt 12.9 or later", version / 10000, version / 100 % 100, version % 100);
+        return -1;
+    }
+    return 0;
 }
 
 #endif  // GPTFP8_GEMM_CUH

@@ -107,35 +107,36 @@ static void test_gemm_key_and_checks(void) {
               gemm_pointer_alignment(NULL) == 256,
           "alignments: 256 (capped), 16, 2, 256");
     char* base = (char*)0x7f0000000000;
+    const int S = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;  // one scale_inv per operand
     // the trainer's FP8 fprop: TN, E4M3 x E4M3, bias, at 256-byte-aligned pointers and at a later layer's offsets
     GemmKey first = gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0,
-                             base + 256, 2304, 8192, 768, 0, 1);
+                             base + 256, 2304, 8192, 768, 0, 1, S, S);
     GemmKey later = gemm_key(base + 16, CUDA_R_16BF, base + 4096 + 48, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0,
-                             base + 256 + 8, 2304, 8192, 768, 0, 1);
+                             base + 256 + 8, 2304, 8192, 768, 0, 1, S, S);
     CHECK(memcmp(&first, &later, sizeof(first)) != 0 && later.a_align == 16 && later.out_align == 16 &&
               later.bias_align == 8 && first.bias_align == 256 && first.fast_accum == 1,
           "alignment is part of the plan key (a %u out %u bias %u)", later.a_align, later.out_align, later.bias_align);
     GemmKey again = gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0,
-                             base + 256, 2304, 8192, 768, 0, 1);
+                             base + 256, 2304, 8192, 768, 0, 1, S, S);
     CHECK(memcmp(&first, &again, sizeof(first)) == 0, "the same call gives the same key (no stray bytes)");
     char err[640];
     CHECK(gemm_problem_check(&first, err, sizeof(err)) == 0 && gemm_problem_check(&later, err, sizeof(err)) == 0,
           "aligned FP8 TN problems pass: %s", err);
     GemmKey misaligned = gemm_key(base, CUDA_R_16BF, base + 4104, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0,
-                                  NULL, 2304, 8192, 768, 0, 1);
+                                  NULL, 2304, 8192, 768, 0, 1, S, S);
     CHECK(gemm_problem_check(&misaligned, err, sizeof(err)) != 0 && strstr(err, "16-byte aligned") &&
               strstr(err, "align 8") && strstr(err, "e4m3") && strstr(err, "k 768"),
           "a misaligned FP8 operand is refused with the problem described: %s", err);
     GemmKey nn = gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 0, base + 8192, CUDA_R_8F_E5M2, 0, NULL, 768,
-                          8192, 2304, 0, 0);
+                          8192, 2304, 0, 0, S, S);
     CHECK(gemm_problem_check(&nn, err, sizeof(err)) != 0 && strstr(err, "TN layout") && strstr(err, "not transposed"),
           "FP8 outside TN is refused: %s", err);
     GemmKey odd = gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0, NULL, 200,
-                           64, 64, 0, 0);
+                           64, 64, 0, 0, S, S);
     CHECK(gemm_problem_check(&odd, err, sizeof(err)) != 0 && strstr(err, "multiples of 16"), "m 200 refused: %s", err);
     // BF16 problems have no such requirement (cuBLASLt's preferences take their alignment)
     GemmKey bf16 = gemm_key(base + 2, CUDA_R_32F, base + 4098, CUDA_R_16BF, 0, base + 8194, CUDA_R_16BF, 1, NULL, 100,
-                            36, 50, 1, 1);
+                            36, 50, 1, 1, S, S);
     CHECK(gemm_problem_check(&bf16, err, sizeof(err)) == 0 && bf16.fast_accum == 0 && bf16.a_align == 2,
           "BF16 NT at 2-byte alignment is left to cuBLASLt");
     gemm_describe(err, sizeof(err), &bf16);
@@ -143,9 +144,58 @@ static void test_gemm_key_and_checks(void) {
           "the description names shapes, types, transposes and accumulation: %s", err);
 }
 
+// The block-scaled GEMMs' problems (-fp8_recipe blockwise): the trainer's three pass, and what cuBLASLt does not run
+// on Hopper is refused in one line before any call: fast accumulation, k not a multiple of 128, two 128x128-tile
+// operands, a block mode beside a scalar one, a BF16 operand.
+static void test_gemm_block_scaled_checks(void) {
+    char* base = (char*)0x7f0000000000;
+    const int V = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, B = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    const int S = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    char err[640];
+    // fprop: W's tiles x x's 1x128 blocks; dgrad: W^T's tiles x dy's; wgrad: x^T's and dy^T's 1x128 blocks, fp32 out
+    GemmKey fprop = gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0, NULL,
+                             2304, 8192, 768, 1, 0, B, V);
+    GemmKey dgrad = gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E5M2, 0, NULL,
+                             768, 8192, 2304, 0, 0, B, V);
+    GemmKey wgrad = gemm_key(base, CUDA_R_32F, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E5M2, 0, NULL,
+                             768, 2304, 8192, 1, 0, V, V);
+    CHECK(gemm_problem_check(&fprop, err, sizeof(err)) == 0 && gemm_problem_check(&dgrad, err, sizeof(err)) == 0 &&
+              gemm_problem_check(&wgrad, err, sizeof(err)) == 0,
+          "the trainer's block-scaled fprop, dgrad and wgrad pass: %s", err);
+    GemmKey scalar = gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0, NULL,
+                              2304, 8192, 768, 0, 0, S, S);
+    CHECK(memcmp(&fprop, &scalar, sizeof(fprop)) != 0, "the scale modes are part of the plan key");
+    const struct {
+        GemmKey key;
+        const char* says;
+    } refused[] = {
+        {gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0, NULL, 2304, 8192,
+                  768, 0, 1, B, V), "fast accumulation"},
+        {gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0, NULL, 2304, 8192,
+                  784, 0, 0, B, V), "multiple of 128"},
+        {gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0, NULL, 2304, 8192,
+                  768, 0, 0, B, B), "two 128x128-tile"},
+        {gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_8F_E4M3, 0, NULL, 2304, 8192,
+                  768, 0, 0, B, S), "both operands in blocks"},
+        {gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_8F_E4M3, 1, base + 8192, CUDA_R_16BF, 0, NULL, 2304, 8192,
+                  768, 0, 0, B, V), "two FP8 operands"},
+    };
+    // BF16 x BF16 with block modes: refused too, not let through as a BF16 problem
+    GemmKey bf16 = gemm_key(base, CUDA_R_16BF, base + 4096, CUDA_R_16BF, 1, base + 8192, CUDA_R_16BF, 0, NULL, 2304,
+                            8192, 768, 0, 0, B, V);
+    CHECK(gemm_problem_check(&bf16, err, sizeof(err)) != 0 && strstr(err, "two FP8 operands"),
+          "BF16 operands with block scale modes refused: %s", err);
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        CHECK(gemm_problem_check(&refused[i].key, err, sizeof(err)) != 0 && strstr(err, refused[i].says) &&
+                  strstr(err, "scales A BLK128x128_32F"),
+              "refused (%s) with the problem and its scale modes named: %s", refused[i].says, err);
+    }
+}
+
 int main(void) {
     RUN_TEST(test_encoder_buckets);
     RUN_TEST(test_grid_limits);
     RUN_TEST(test_gemm_key_and_checks);
+    RUN_TEST(test_gemm_block_scaled_checks);
     return test_summary("kernels-host");
 }
