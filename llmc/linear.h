@@ -10,6 +10,7 @@ FP8 casts that follows from, where its FP8 weight copy sits, and the FP8 diagnos
 #include <stdio.h>
 #include <string.h>
 
+#include "../fp8/block.h"
 #include "../fp8/diag.h"
 #include "../fp8/meta.h"
 #include "gpt2.h"
@@ -113,6 +114,24 @@ static inline size_t fp8_weight_layout(const GPT2Config* config, const LinearPre
         if (linear_casts_weight(p, module)) {
             LinearLayout ll = linear_layout(config, module);
             total += (size_t)ll.OC * ll.IC;
+        }
+    }
+    return total;
+}
+
+// Blockwise on the GPU: where each module's weight scale_invs start (floats; offsets (num_modules) may be NULL) in
+// cuBLASLt's BLK128x128 layout (fp8/block.h), for W (OC, IC), or for W^T (IC, OC) when `transposed`, the modules that
+// cast their weight. Every module's array is a multiple of 4 floats, so every one starts 16-byte aligned. Returns the
+// floats of all of them.
+static inline size_t fp8_weight_scale_layout(const GPT2Config* config, const LinearPrecision* p, size_t* offsets,
+                                             int transposed) {
+    size_t total = 0;
+    for (int module = 0; module < linear_num_modules(config->num_layers); module++) {
+        if (offsets) { offsets[module] = total; }
+        if (linear_casts_weight(p, module)) {
+            LinearLayout ll = linear_layout(config, module);
+            total += transposed ? fp8_blk128_scale_floats((size_t)ll.IC, (size_t)ll.OC)
+                                : fp8_blk128_scale_floats((size_t)ll.OC, (size_t)ll.IC);
         }
     }
     return total;

@@ -92,7 +92,18 @@ typedef enum {
     GPU_X_T_FP8,       // (widest input of an FP8 wgrad, B*T)
     GPU_DY_FP8,        // (B*T, widest output of a module whose dgrad or wgrad is FP8)
     GPU_DY_T_FP8,      // its transpose
-    GPU_FP8_WINDOW_AMAX,  // current scaling: (num_slots) fp32, the amax of each slot's last recorded cast
+    GPU_WEIGHT_SCALE_INV,    // blockwise: every FP8 module's W scale_invs, BLK128x128 layout (fp8_weight_scale_layout)
+    GPU_WEIGHT_T_SCALE_INV,  // blockwise: and W^T's
+    GPU_X_SCALE_INV,         // blockwise: x's rowwise scale_invs, VEC128 layout of (B*T, widest input)
+    GPU_X_T_SCALE_INV,       // blockwise: x's columnwise ones, VEC128 of (widest input of an FP8 wgrad, B*T)
+    GPU_DY_SCALE_INV,        // blockwise: dy's rowwise, VEC128 of (B*T, widest output)
+    GPU_DY_T_SCALE_INV,      // blockwise: dy's columnwise, VEC128 of (widest output, B*T)
+    GPU_WEIGHT_DEQUANTIZED,             // mxfp8: every FP8 module's W cast in 1x32 blocks, dequantized, bf16
+    GPU_WEIGHT_DEQUANTIZED_COLUMNWISE,  // mxfp8: and in 32x1 blocks (dgrad's), bf16
+    GPU_X_DEQUANTIZED,                  // mxfp8: (B*T, widest input) bf16, x's cast (either copy) dequantized
+    GPU_DY_DEQUANTIZED,                 // mxfp8: (B*T, widest output) bf16, dy's
+    GPU_FP8_BLOCK_SCALE_RANGE,  // block recipes: (num_slots, 2) uint32, the smallest and largest block scale's bits
+    GPU_FP8_WINDOW_AMAX,  // current scaling and block recipes: (num_slots) fp32, the amax of each slot's last recorded cast
     GPU_FP8_EVAL_SCALES,  // current scaling: (2, num_slots) fp32, scale and scale_inv of evaluation casts
     GPU_AMAX_PARTIALS,    // current scaling: (FP8_AMAX_MAX_BLOCKS) uint32, the amax pass's per-block maxima
     GPU_AMAX_TICKETS,     // current scaling: (1) uint32, the amax pass's ticket counter
@@ -125,9 +136,10 @@ static const MemoryGroup gpu_buffer_group[] = {
     // att .. attention workspace
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
-    // fp8 (meta .. dy_t, then current scaling's four)
+    // fp8 (meta .. dy_t, the block recipes' eleven, then current scaling's four)
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
-    MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
+    MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
+    MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     // inputs .. gemm workspace
     MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES,
     MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES,
@@ -232,12 +244,32 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
         b[GPU_FP8_META] = in->fp8_meta_floats * fp32;
         b[GPU_FP8_STATS] = (size_t)in->fp8_slots * 3 * sizeof(unsigned long long);
         b[GPU_FP8_DIAG_AMAX] = 2 * (size_t)in->fp8_slots * fp32;
-        b[GPU_WEIGHT_FP8] = b[GPU_WEIGHT_T_FP8] = fp8_weight_layout(c, &in->linear, NULL);
+        Fp8ScalingRecipe scaling = in->linear.recipe ? in->linear.recipe->scaling : FP8_SCALING_DELAYED;
         Fp8ScratchWidths w = fp8_scratch_widths(c, &in->linear);
-        b[GPU_X_FP8] = BT * w.x;
-        b[GPU_X_T_FP8] = BT * w.x_t;
-        b[GPU_DY_FP8] = b[GPU_DY_T_FP8] = BT * w.dy;
-        if (in->linear.recipe && in->linear.recipe->scaling == FP8_SCALING_CURRENT) {
+        size_t weight_elements = fp8_weight_layout(c, &in->linear, NULL);
+        if (scaling == FP8_SCALING_MXFP8) {  // emulated: the casts' values dequantized to bf16, BF16 GEMMs
+            b[GPU_WEIGHT_DEQUANTIZED] = b[GPU_WEIGHT_DEQUANTIZED_COLUMNWISE] = weight_elements * bf16;
+            b[GPU_X_DEQUANTIZED] = BT * w.x * bf16;
+            b[GPU_DY_DEQUANTIZED] = BT * w.dy * bf16;
+        } else {  // FP8 codes (and, blockwise, their scale_inv arrays)
+            b[GPU_WEIGHT_FP8] = b[GPU_WEIGHT_T_FP8] = weight_elements;
+            b[GPU_X_FP8] = BT * w.x;
+            b[GPU_X_T_FP8] = BT * w.x_t;
+            b[GPU_DY_FP8] = b[GPU_DY_T_FP8] = BT * w.dy;
+        }
+        if (scaling == FP8_SCALING_BLOCKWISE) {
+            b[GPU_WEIGHT_SCALE_INV] = fp8_weight_scale_layout(c, &in->linear, NULL, 0) * fp32;
+            b[GPU_WEIGHT_T_SCALE_INV] = fp8_weight_scale_layout(c, &in->linear, NULL, 1) * fp32;
+            b[GPU_X_SCALE_INV] = fp8_vec128_scale_floats(BT, w.x) * fp32;
+            b[GPU_X_T_SCALE_INV] = fp8_vec128_scale_floats(w.x_t, BT) * fp32;
+            b[GPU_DY_SCALE_INV] = fp8_vec128_scale_floats(BT, w.dy) * fp32;
+            b[GPU_DY_T_SCALE_INV] = fp8_vec128_scale_floats(w.dy, BT) * fp32;
+        }
+        if (scaling == FP8_SCALING_BLOCKWISE || scaling == FP8_SCALING_MXFP8) {
+            b[GPU_FP8_BLOCK_SCALE_RANGE] = 2 * (size_t)in->fp8_slots * sizeof(unsigned int);
+            b[GPU_FP8_WINDOW_AMAX] = (size_t)in->fp8_slots * fp32;
+        }
+        if (scaling == FP8_SCALING_CURRENT) {
             b[GPU_FP8_WINDOW_AMAX] = (size_t)in->fp8_slots * fp32;
             b[GPU_FP8_EVAL_SCALES] = 2 * (size_t)in->fp8_slots * fp32;
             b[GPU_AMAX_PARTIALS] = FP8_AMAX_MAX_BLOCKS * sizeof(unsigned int);
@@ -281,8 +313,8 @@ static inline int gpu_memory_fits(const GpuMemoryInputs* in, size_t available) {
 
 // The largest micro-batch B' <= in->B that fits `available` and still divides the total batch (total_batch tokens
 // a multiple of B' * T * num_processes, so -d stays and gradient accumulation makes up the difference), with B' * T a
-// multiple of 64 in FP8 (the casts' tiles); 0 if none. cuDNN's workspace is kept at the size measured for in->B, an
-// upper bound for the smaller batches.
+// multiple of 64 in FP8 (the casts' tiles) and of the block recipes' blocks where they need it; 0 if none. cuDNN's
+// workspace is kept at the size measured for in->B, an upper bound for the smaller batches.
 static inline int gpu_memory_largest_batch(const GpuMemoryInputs* in, size_t available, long long total_batch,
                                            int num_processes) {
     GpuMemoryInputs trial = *in;
@@ -290,6 +322,8 @@ static inline int gpu_memory_largest_batch(const GpuMemoryInputs* in, size_t ava
         long long tokens = (long long)b * in->T * num_processes;
         if (total_batch % tokens != 0) { continue; }
         if (in->linear.precision == PRECISION_FP8 && ((long long)b * in->T) % 64 != 0) { continue; }
+        char why[256];  // the block recipes: B*T a multiple of the block when a wgrad runs in FP8
+        if (linear_check_block_dims(&in->config, &in->linear, b, in->T, why, sizeof(why))) { continue; }
         trial.B = b;
         if (gpu_memory_fits(&trial, available)) { return b; }
     }

@@ -198,6 +198,52 @@ static void test_fp8_current_scaling_buffers(void) {
           "FP8 metadata: one history row instead of 1024");
 }
 
+// The block recipes' buffers at d12, B 8, T 1024 (BT 8192), sums written out from the shapes. blockwise: the FP8 codes
+// as for delayed scaling, plus scale_inv arrays: per layer W's BLK128x128 tiles, qkv (3C/128 = 18 rows of
+// round_up(C/128 = 6, 4) = 8) + attproj (6 x 8) + fc (24 x 8) + fcproj (6 x round_up(24, 4) = 24) = 144 + 48 + 192 +
+// 144 = 528 floats, W^T's qkv (6 x round_up(18, 4) = 20) + attproj 48 + fc (6 x 24) + fcproj (24 x 8) = 120 + 48 + 144
+// + 192 = 504; x's VEC128 (4C/128 = 24 blocks of 8192 rows), dy's likewise. mxfp8: no FP8 codes, every weight
+// dequantized twice in bf16 (2 x 2 bytes an element), x and dy dequantized in bf16. Both: the block scale ranges
+// and the window amaxes.
+static void test_fp8_block_recipe_buffers(void) {
+    Setup s;
+    setup(&s, "d12", 8, 1024, PRECISION_FP8, 0, ATTENTION_CUDNN);
+    setup_fp8_meta(&s);
+    GpuMemoryPlan delayed, blockwise, mxfp8;
+    gpu_memory_plan(&delayed, &s.in);
+    float8_block_scaling_apply(&s.recipe, FP8_SCALING_BLOCKWISE);
+    setup_fp8_meta(&s);
+    gpu_memory_plan(&blockwise, &s.in);
+    size_t S = 5 * (4 * 12 + 1), L = 12, C = 768, BT = 8192;
+    CHECK(blockwise.bytes[GPU_WEIGHT_FP8] == delayed.bytes[GPU_WEIGHT_FP8] &&
+              blockwise.bytes[GPU_X_FP8] == delayed.bytes[GPU_X_FP8] &&
+              blockwise.bytes[GPU_DY_T_FP8] == delayed.bytes[GPU_DY_T_FP8],
+          "blockwise: the FP8 codes of delayed scaling");
+    CHECK(blockwise.bytes[GPU_WEIGHT_SCALE_INV] == L * 528 * 4 && blockwise.bytes[GPU_WEIGHT_T_SCALE_INV] == L * 504 * 4,
+          "blockwise: W's and W^T's tile scales, %zu and %zu bytes", blockwise.bytes[GPU_WEIGHT_SCALE_INV],
+          blockwise.bytes[GPU_WEIGHT_T_SCALE_INV]);
+    CHECK(blockwise.bytes[GPU_X_SCALE_INV] == 24 * BT * 4 && blockwise.bytes[GPU_X_T_SCALE_INV] == BT / 128 * 4 * C * 4 &&
+              blockwise.bytes[GPU_DY_SCALE_INV] == 24 * BT * 4 && blockwise.bytes[GPU_DY_T_SCALE_INV] == BT / 128 * 4 * C * 4,
+          "blockwise: x's and dy's VEC128 scales, both copies");
+    CHECK(blockwise.bytes[GPU_WEIGHT_DEQUANTIZED] == 0 && blockwise.bytes[GPU_X_DEQUANTIZED] == 0,
+          "blockwise: nothing dequantized");
+    CHECK(blockwise.bytes[GPU_FP8_BLOCK_SCALE_RANGE] == 2 * S * 4 && blockwise.bytes[GPU_FP8_WINDOW_AMAX] == S * 4 &&
+              delayed.bytes[GPU_FP8_BLOCK_SCALE_RANGE] == 0 && delayed.bytes[GPU_WEIGHT_SCALE_INV] == 0,
+          "block scale ranges and window amaxes for blockwise only, not delayed scaling");
+    float8_block_scaling_apply(&s.recipe, FP8_SCALING_MXFP8);
+    setup_fp8_meta(&s);
+    gpu_memory_plan(&mxfp8, &s.in);
+    CHECK(mxfp8.bytes[GPU_WEIGHT_FP8] == 0 && mxfp8.bytes[GPU_X_FP8] == 0 && mxfp8.bytes[GPU_DY_T_FP8] == 0 &&
+              mxfp8.bytes[GPU_X_SCALE_INV] == 0,
+          "mxfp8: no FP8 codes or scale_inv arrays (the GEMMs are BF16)");
+    CHECK(mxfp8.bytes[GPU_WEIGHT_DEQUANTIZED] == 2 * delayed.bytes[GPU_WEIGHT_FP8] &&
+              mxfp8.bytes[GPU_WEIGHT_DEQUANTIZED_COLUMNWISE] == 2 * delayed.bytes[GPU_WEIGHT_FP8] &&
+              mxfp8.bytes[GPU_X_DEQUANTIZED] == 2 * BT * 4 * C && mxfp8.bytes[GPU_DY_DEQUANTIZED] == 2 * BT * 4 * C,
+          "mxfp8: weights dequantized twice, x and dy once, in bf16");
+    CHECK(mxfp8.bytes[GPU_FP8_BLOCK_SCALE_RANGE] == 2 * S * 4 && mxfp8.bytes[GPU_FP8_WINDOW_AMAX] == S * 4,
+          "mxfp8: block scale ranges and window amaxes");
+}
+
 // Issue 12: GPT-2 1.5B (d48) at B=16, T=1024 fits one 80 GB GPU by the estimate, BF16 and FP8, with cuDNN attention
 // and -r 2 (and without recompute too); B=64 does not, and the largest -b that keeps -d 65536 is 16 in FP8.
 static void test_d48_fits_80gb(void) {
@@ -261,6 +307,7 @@ int main(void) {
     RUN_TEST(test_attention_kinds);
     RUN_TEST(test_fp8_scratch_sized_for_its_users);
     RUN_TEST(test_fp8_current_scaling_buffers);
+    RUN_TEST(test_fp8_block_recipe_buffers);
     RUN_TEST(test_d48_fits_80gb);
     RUN_TEST(test_refusal_line);
     return test_summary("memory-plan");
