@@ -19,6 +19,11 @@ differing bf16 roundings on a tensor's path), computed there, and printed beside
   current scaling (-fp8_recipe current): a weight cast and an activation cast give the CPU's bytes, scale, scale_inv
         and amax bit for bit from the GPU's own bf16 tensors (R1); an evaluation forward changes no FP8 state and gives
         the logits of a recording forward (R1); 5 steps track the CPU run as for delayed scaling;
+  block recipes (-fp8_recipe blockwise, mxfp8; C 128, B*T 128): every weight cast counts the CPU's clipped and
+        flushed elements and block scale range (R1), the fcproj weight's and input's codes and scales (blockwise, in
+        cuBLASLt's layouts) or dequantized values (mxfp8) are the CPU's block casts of the same bf16 values (R1), 5
+        steps track the CPU's losses and norms (R4, R5, R6), and a checkpoint goes CPU -> GPU -> CPU bit for bit (R1);
+        blockwise's only on a GPU that runs block-scaled GEMMs (compute capability 9.0, cuBLASLt 12.9+);
   checkpoints: a CPU checkpoint continues on the GPU with the CPU's loss (R4, as the first forward); GPU save -> load
         -> continue gives bit-identical losses (R1); ZeRO-1 on two ranks is ZeRO-0's bits (R1);
   cuDNN attention (built with cuDNN): the trainer's loss and every gradient against the CPU at a medium shape
@@ -29,8 +34,8 @@ differing bf16 roundings on a tensor's path), computed there, and printed beside
 The tests above the cuDNN ones run the plain attention (-attn plain), so that they check the rest of the trainer
 whatever cuDNN does.
 The per-kernel checks (cast bytes, update rule bit-exact on random histories, GEMMs, current scaling's amax pass) are
-dev/cuda/fp8_quantize, fp8_update, fp8_gemm and fp8_current_scaling. STATUS: written and compiled without a GPU; not
-yet run.
+dev/cuda/fp8_quantize, fp8_update, fp8_gemm, fp8_current_scaling, fp8_block_quantize and fp8_block_gemm. STATUS: run
+on an H200 and an H100 (RESULTS.md) but for the block recipes' tests, which have never run on a GPU.
 
 Build: make test_gpt_fp8    Run: ./test_gpt_fp8    (prints one line and exits 1 without a GPU)
 */
@@ -626,10 +631,10 @@ static int compare_fp8_state(gpu::GPT2* gpu, cpu::GPT2* cpu, int steps, const ch
 }
 
 // Each slot's amax of the last step's casts, as the GPU keeps it after the end of the step: delayed, the history row
-// the update rolled it into (H - 1); current, the window amaxes.
+// the update rolled it into (H - 1); current and the block recipes, the window amaxes.
 static float* recorded_amaxes_of_last_step(gpu::GPT2* gpu) {
     int S = gpu->fp8.num_slots, H = gpu->fp8.amax_history_len;
-    if (gpu->recipe.scaling == FP8_SCALING_CURRENT) { return download_floats(gpu->fp8_current_amax, (size_t)S); }
+    if (!fp8_recipe_has_history(&gpu->recipe)) { return download_floats(gpu->fp8_current_amax, (size_t)S); }
     return download_floats(gpu->fp8.amax_history + (size_t)(H - 1) * S, (size_t)S);
 }
 
@@ -1119,34 +1124,294 @@ static void shaped_step(cpu::GPT2* cpu, gpu::GPT2* gpu, int step, const TestShap
 // one side's move relative to the largest weights per block: 4e-3 / 0.1 = 4% a block after the 4 updates behind the
 // fifth step, on top of R4's roundings. The fcproj fprop's fast accumulation over k = 3072 adds one rounding to every
 // path through it (gpt2_linear_roundings).
-static void test_medium_fp8_state_after_1_and_5_steps(void) {
-    const TestShape* shape = &medium_shape;
+// 5 training steps of `shape` on both sides from the same weights (seed) and batches (seed + 1), with the flags of
+// `args`: the loss and the gradient norm of every step (R4, R5, R6), the FP8 state after 1 and 5 steps when the recipe
+// keeps one worth comparing (`compare_state`), and the last step's amaxes against the GPU's own tensors (R1).
+static void shaped_five_steps(TrainArgs args, const TestShape* shape, uint64_t seed, const char* label,
+                              int compare_state) {
     cpu::GPT2 cpu;
     gpu::GPT2 gpu;
-    make_shaped_pair(&cpu, &gpu, test_args("fp8"), 43, shape);
+    make_shaped_pair(&cpu, &gpu, args, seed, shape);
     Rng rng;
-    rng_seed(&rng, 44);
+    rng_seed(&rng, seed + 1);
     for (int step = 0; step < 5; step++) {
         float gpu_loss, gpu_norm, cpu_norm;
         shaped_step(&cpu, &gpu, step, shape, &rng, &gpu_loss, &gpu_norm, &cpu_norm);
         char what[48];
-        snprintf(what, sizeof(what), "medium fp8 step %d: ", step);
+        snprintf(what, sizeof(what), "%s step %d: ", label, step);
         check_loss(&cpu, gpu_loss, shape->B * shape->T, step, what);
         check_grad_norm(&cpu, gpu_norm, cpu_norm, step, what);
-        if (step == 0 || step == 4) {
+        if (compare_state && (step == 0 || step == 4)) {
             char when[48];
-            snprintf(when, sizeof(when), "medium after %d step%s", step + 1, step ? "s" : "");
+            snprintf(when, sizeof(when), "%s after %d step%s", label, step + 1, step ? "s" : "");
             int bad = compare_fp8_state(&gpu, &cpu, step + 1, when);
             CHECK(bad == 0, "%s: %d FP8 state entries off (each within its own tolerance: see above)", when, bad);
         }
     }
     float* recorded = recorded_amaxes_of_last_step(&gpu);
     float* row0 = download_floats(gpu.fp8.amax_history, (size_t)gpu.fp8.num_slots);
-    check_amaxes_of_own_tensors(&gpu, recorded, row0, "medium");
+    check_amaxes_of_own_tensors(&gpu, recorded, row0, label);
     free(recorded);
     free(row0);
     gpt2_free(&cpu);
 }
+
+static void test_medium_fp8_state_after_1_and_5_steps(void) {
+    shaped_five_steps(test_args("fp8"), &medium_shape, 43, "medium fp8", 1);
+}
+
+// ----------------------------------------------------------------------------
+// the block recipes (-fp8_recipe blockwise | mxfp8): a shape whose every blocked dimension is a multiple of 128
+// (C 128, 3C, 4C; B*T 128, the FP8 wgrad's reduction dimension)
+
+static const TestShape block_shape = {2, 64, 2, 128, 4, TV};
+
+// fp8 with -fp8_recipe `recipe` (blockwise or mxfp8), plain attention
+static TrainArgs test_args_block(const char* recipe) {
+    char prog[] = "test", flag[] = "-precision", value[] = "fp8", recipe_flag[] = "-fp8_recipe", recipe_value[16];
+    char attn_flag[] = "-attn", attn_value[] = "plain";
+    snprintf(recipe_value, sizeof(recipe_value), "%s", recipe);
+    char* argv[] = {prog, flag, value, recipe_flag, recipe_value, attn_flag, attn_value};
+    TrainArgs a;
+    parse_args(&a, 7, argv);
+    return a;
+}
+
+static uint8_t* download_bytes(const uint8_t* device, size_t n) {
+    uint8_t* host = (uint8_t*)malloc(n);
+    cudaCheck(cudaMemcpy(host, device, n, cudaMemcpyDeviceToHost));
+    return host;
+}
+
+// A GPU bf16 tensor (rows, cols) against the CPU's block cast of the same bf16 values (downloaded) in blocks of
+// `shape`, R1: blockwise, the GPU's codes and its scale_invs read through cuBLASLt's layout (`blk`: BLK128x128, else
+// VEC128), and `codes_t` (may be NULL) the codes transposed; mxfp8, the GPU's dequantized bf16 copy against the CPU's
+// dequantized values rounded to bf16 (a power-of-two multiple of an FP8 value: exact). Returns the CPU cast's amax.
+static float check_block_cast(const gpu::GPT2* gpu, int slot, const floatX* device_tensor, int rows, int cols,
+                              Fp8BlockShape shape, const uint8_t* device_codes, const uint8_t* device_codes_t,
+                              const float* device_scale_inv, int blk, const floatX* device_dequantized,
+                              const char* what) {
+    size_t n = (size_t)rows * cols, block_rows = (size_t)(rows + shape.rows - 1) / shape.rows;
+    size_t block_cols = (size_t)(cols + shape.cols - 1) / shape.cols;
+    float* x = download_bf16(device_tensor, n);
+    uint8_t* codes = (uint8_t*)malloc(n);
+    float* dequantized = (float*)malloc(n * sizeof(float));
+    float* scale_inv = (float*)malloc(block_rows * block_cols * sizeof(float));
+    Fp8BlockCast cast = fp8_block_cast_of(&gpu->recipe, fp8_meta_slot_format(&gpu->fp8, slot));
+    float amax = 0.0f;
+    fp8_quantize_blocks(codes, dequantized, scale_inv, x, (size_t)rows, (size_t)cols, shape, &cast, &amax, NULL, NULL);
+    if (gpu->recipe.scaling == FP8_SCALING_BLOCKWISE) {
+        uint8_t* got = download_bytes(device_codes, n);
+        CHECK(memcmp(got, codes, n) == 0, "%s: GPU codes differ from the CPU's block cast (R1)", what);
+        if (device_codes_t) {
+            uint8_t* got_t = download_bytes(device_codes_t, n);
+            int transposed = 1;
+            for (int r = 0; r < rows && transposed; r++) {
+                for (int c = 0; c < cols; c++) {
+                    transposed &= got_t[(size_t)c * rows + r] == codes[(size_t)r * cols + c];
+                }
+            }
+            CHECK(transposed, "%s: the transposed codes are not the codes transposed", what);
+            free(got_t);
+        }
+        size_t floats = blk ? fp8_blk128_scale_floats((size_t)rows, (size_t)cols)
+                            : fp8_vec128_scale_floats((size_t)rows, (size_t)cols);
+        float* got_scale_inv = download_floats(device_scale_inv, floats);
+        int same = 1;
+        for (size_t i = 0; i < block_rows; i++) {
+            for (size_t k = 0; k < block_cols; k++) {
+                size_t at = blk ? fp8_blk128_scale_index(i, k, (size_t)cols)
+                                : fp8_vec128_scale_index(i, k, (size_t)rows);
+                same &= fp8_float_bits(got_scale_inv[at]) == fp8_float_bits(scale_inv[i * block_cols + k]);
+            }
+        }
+        CHECK(same, "%s: GPU scale_invs (in cuBLASLt's %s layout) differ from the CPU's (R1)", what,
+              blk ? "BLK128x128" : "VEC128");
+        free(got_scale_inv);
+        free(got);
+    } else {
+        float* got = download_bf16(device_dequantized, n);
+        size_t off = 0;
+        for (size_t i = 0; i < n; i++) { off += fp8_float_bits(got[i]) != fp8_float_bits(bf16_round(dequantized[i])); }
+        CHECK(off == 0, "%s: %zu of %zu GPU dequantized values differ from the CPU's block cast (R1)", what, off, n);
+        free(got);
+    }
+    free(x);
+    free(codes);
+    free(dequantized);
+    free(scale_inv);
+    return amax;
+}
+
+// The casts of a block recipe on the GPU against the CPU's (R1, from the same bf16 values): every FP8 module's weight
+// cast, cast again with the diagnostics on, counts the CPU's elements, clipped and flushed and has the CPU's block
+// scale range (the same bf16 weights); the last block's fcproj weight's copies, code by code and scale by scale; after
+// a training forward, the last fcproj input's cast likewise, and its slot's window amax is max|x| of that input.
+static void fp8_block_casts(const char* recipe) {
+    cpu::GPT2 cpu;
+    gpu::GPT2 gpu;
+    make_shaped_pair(&cpu, &gpu, test_args_block(recipe), 51, &block_shape);
+    int S = cpu.fp8.num_slots, L = cpu.config.num_layers, mxfp8 = cpu.recipe.scaling == FP8_SCALING_MXFP8;
+    memset(cpu.fp8_stats, 0, (size_t)S * sizeof(Fp8QuantStats));
+    for (int slot = 0; slot < S; slot++) { fp8_block_scale_range_reset(&cpu.fp8_block_scale_range[slot]); }
+    gpu.fp8_collect_stats = 1;
+    cudaCheck(cudaMemset(gpu.fp8_stats, 0, (size_t)S * sizeof(Fp8QuantStats)));
+    gpt2_cast_weights_fp8(&cpu, 1);
+    gpt2_cast_weights_fp8(&gpu, 1);
+    cudaCheck(cudaDeviceSynchronize());
+    Fp8QuantStats* stats = (Fp8QuantStats*)malloc((size_t)S * sizeof(Fp8QuantStats));
+    cudaCheck(cudaMemcpy(stats, gpu.fp8_stats, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
+    gpu::gpt2_fp8_block_scale_ranges_to_host(&gpu);
+    int off = 0;
+    for (int module = 0; module < linear_num_modules(L); module++) {
+        int slot = fp8_meta_fwd_slot(&cpu.fp8, module, FP8_FWD_WEIGHT);
+        off += memcmp(&stats[slot], &cpu.fp8_stats[slot], sizeof(Fp8QuantStats)) != 0 ||
+               memcmp(&gpu.fp8_block_scale_range_host[slot], &cpu.fp8_block_scale_range[slot],
+                      sizeof(Fp8BlockScaleRange)) != 0;
+    }
+    CHECK(off == 0, "%s weight casts: %d weight slots whose counts or block scale range differ from the CPU's (R1)",
+          recipe, off);
+    free(stats);
+    int module = (L - 1) * LINEARS_PER_BLOCK + LINEAR_FCPROJ;
+    gpu::LinearModule lm = linear_module(&gpu, module);
+    int w_slot = fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_WEIGHT);
+    int in_slot = fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_INPUT);
+    size_t w_off = gpu.weight_fp8_offset[module];
+    char what[64];
+    snprintf(what, sizeof(what), "%s fcproj weight", recipe);
+    if (mxfp8) {
+        check_block_cast(&gpu, w_slot, lm.weight, lm.OC, lm.IC, fp8_block_shape(FP8_SCALING_MXFP8, 1, 0), NULL, NULL,
+                         NULL, 0, gpu.weight_dequantized + w_off, what);
+        snprintf(what, sizeof(what), "%s fcproj weight, 32x1 blocks", recipe);
+        check_block_cast(&gpu, w_slot, lm.weight, lm.OC, lm.IC, fp8_block_shape(FP8_SCALING_MXFP8, 1, 1), NULL, NULL,
+                         NULL, 0, gpu.weight_dequantized_columnwise + w_off, what);
+    } else {
+        check_block_cast(&gpu, w_slot, lm.weight, lm.OC, lm.IC, fp8_block_shape(FP8_SCALING_BLOCKWISE, 1, 0),
+                         gpu.weight_fp8 + w_off, gpu.weight_t_fp8 + w_off,
+                         gpu.weight_scale_inv + gpu.weight_scale_offset[module], 1, NULL, what);
+        // W^T's tiles: the same scales, the tile grid transposed
+        float* scale_inv = download_floats(gpu.weight_scale_inv + gpu.weight_scale_offset[module],
+                                           fp8_blk128_scale_floats((size_t)lm.OC, (size_t)lm.IC));
+        float* scale_inv_t = download_floats(gpu.weight_t_scale_inv + gpu.weight_t_scale_offset[module],
+                                             fp8_blk128_scale_floats((size_t)lm.IC, (size_t)lm.OC));
+        int same = 1;
+        for (size_t i = 0; i < (size_t)lm.OC / 128; i++) {
+            for (size_t k = 0; k < (size_t)lm.IC / 128; k++) {
+                same &= fp8_float_bits(scale_inv[fp8_blk128_scale_index(i, k, (size_t)lm.IC)]) ==
+                        fp8_float_bits(scale_inv_t[fp8_blk128_scale_index(k, i, (size_t)lm.OC)]);
+            }
+        }
+        CHECK(same, "%s: W^T's tile scales are W's, the grid transposed", what);
+        free(scale_inv);
+        free(scale_inv_t);
+    }
+    int n = block_shape.B * block_shape.T;
+    int* inputs = (int*)malloc((size_t)n * sizeof(int));
+    int* targets = (int*)malloc((size_t)n * sizeof(int));
+    Rng rng;
+    rng_seed(&rng, 52);
+    random_batch(inputs, targets, n, block_shape.V, &rng);
+    gpt2_forward(&gpu, inputs, targets, block_shape.B, block_shape.T);
+    cudaCheck(cudaDeviceSynchronize());
+    const floatX* x = gpu.acts.fch_gelu + (size_t)(L - 1) * gelu_layer_stride(&gpu);  // (B*T, 4C): the last cast
+    snprintf(what, sizeof(what), "%s fcproj input", recipe);
+    float amax = check_block_cast(&gpu, in_slot, x, n, lm.IC, fp8_block_shape(cpu.recipe.scaling, 0, 0), gpu.x_fp8,
+                                  NULL, gpu.x_scale_inv, 0, gpu.x_dequantized, what);
+    float window;
+    cudaCheck(cudaMemcpy(&window, gpu.fp8_current_amax + in_slot, 4, cudaMemcpyDeviceToHost));
+    CHECK(fp8_float_bits(window) == fp8_float_bits(amax), "%s: the slot's window amax %a, max|x| %a (R1)", what,
+          window, amax);
+    free(inputs);
+    free(targets);
+    gpt2_free(&cpu);
+}
+
+static void test_fp8_blockwise_casts(void) { fp8_block_casts("blockwise"); }
+static void test_fp8_mxfp8_casts(void) { fp8_block_casts("mxfp8"); }
+
+// 5 training steps of a block recipe, as for delayed and current scaling (shaped_five_steps), but for the FP8 state:
+// the block recipes' metadata keeps scale 1 and clears row 0 every step (their casts are checked above).
+static void fp8_block_five_steps(const char* recipe) {
+    shaped_five_steps(test_args_block(recipe), &block_shape, 53, recipe, 0);
+}
+
+static void test_fp8_blockwise_five_steps(void) { fp8_block_five_steps("blockwise"); }
+static void test_fp8_mxfp8_five_steps(void) { fp8_block_five_steps("mxfp8"); }
+
+// A block recipe's checkpoint CPU -> GPU -> CPU: the CPU's after one step loads on the GPU with its diagnostics state
+// (counters, last and window amaxes, block scale ranges, on the host and on the device) and continues with the CPU's
+// loss (R4, an evaluation forward on the same weights); the GPU then saves it, untouched by that evaluation, and a
+// fresh CPU model loads from the GPU's files the first CPU's masters, moments and FP8 state, bit for bit (R1).
+static void fp8_block_checkpoints(const char* recipe) {
+    char dir[] = "/tmp/test_gpt_fp8_blocks_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    const TestShape* shape = &block_shape;
+    TrainArgs args = test_args_block(recipe);
+    cpu::GPT2 cpu;
+    gpu::GPT2 gpu;
+    make_shaped_pair(&cpu, &gpu, args, 55, shape);
+    int n = shape->B * shape->T, S = cpu.fp8.num_slots;
+    int* inputs = (int*)malloc((size_t)n * sizeof(int));
+    int* targets = (int*)malloc((size_t)n * sizeof(int));
+    Rng rng;
+    rng_seed(&rng, 56);
+    random_batch(inputs, targets, n, shape->V, &rng);
+    float norm;
+    train_step(&cpu, inputs, targets, shape->B, shape->T, 0, &norm);
+    gpt2_save_checkpoint(&cpu, dir, 1, 0, NULL);
+    gpu::GPT2 resumed;
+    GPT2Config config = shape_config(shape);
+    gpu::gpt2_gpu_allocate(&resumed, &config, &args, shape->B, shape->T, &one_process);
+    uint64_t rng_state;
+    size_t shard_index, shard_position;
+    gpt2_load_checkpoint(&resumed, dir, 1, &rng_state, &shard_index, &shard_position);
+    Fp8BlockScaleRange* device_ranges = (Fp8BlockScaleRange*)malloc((size_t)S * sizeof(Fp8BlockScaleRange));
+    cudaCheck(cudaMemcpy(device_ranges, resumed.fp8_block_scale_range, (size_t)S * sizeof(Fp8BlockScaleRange),
+                         cudaMemcpyDeviceToHost));
+    float* device_window = download_floats(resumed.fp8_current_amax, (size_t)S);
+    size_t range_bytes = (size_t)S * sizeof(Fp8BlockScaleRange);
+    CHECK(memcmp(resumed.fp8_block_scale_range_host, cpu.fp8_block_scale_range, range_bytes) == 0 &&
+              memcmp(device_ranges, cpu.fp8_block_scale_range, range_bytes) == 0,
+          "%s: CPU checkpoint on the GPU: block scale ranges restored, on the host and the device", recipe);
+    CHECK(memcmp(resumed.fp8_window_amax, cpu.fp8_window_amax, (size_t)S * 4) == 0 &&
+              memcmp(device_window, cpu.fp8_window_amax, (size_t)S * 4) == 0,
+          "%s: CPU checkpoint on the GPU: window amaxes restored, on the host and the device", recipe);
+    free(device_ranges);
+    free(device_window);
+    gpt2_cast_weights_fp8(&resumed, 0);
+    float gpu_loss = eval_forward(&resumed, inputs, targets, shape->B, shape->T);
+    eval_forward(&cpu, inputs, targets, shape->B, shape->T);  // the CPU's logits of the same forward, for the tolerance
+    char what[64];
+    snprintf(what, sizeof(what), "%s: CPU checkpoint on the GPU: ", recipe);
+    check_loss(&cpu, gpu_loss, n, 0, what);
+    gpt2_save_checkpoint(&resumed, dir, 2, 0, NULL);
+    cpu::GPT2 back;
+    cpu::ModelOptions opt;
+    memset(&opt, 0, sizeof(opt));
+    opt.config = config;
+    opt.precision = args.precision;
+    opt.recipe = args.recipe;
+    gpt2_allocate(&back, &opt, shape->B, shape->T);
+    gpt2_load_checkpoint(&back, dir, 2, &rng_state, &shard_index, &shard_position);
+    CHECK(memcmp(back.master_memory, cpu.master_memory, cpu.num_parameters * 4) == 0 &&
+              memcmp(back.m_memory, cpu.m_memory, cpu.shard.count * 4) == 0 &&
+              memcmp(back.v_memory, cpu.v_memory, cpu.shard.count * 4) == 0,
+          "%s: CPU -> GPU -> CPU: masters and AdamW moments bit for bit", recipe);
+    CHECK(memcmp(back.fp8.memory, cpu.fp8.memory, cpu.fp8.num_floats * 4) == 0 &&
+              memcmp(back.fp8_stats, cpu.fp8_stats, (size_t)S * sizeof(Fp8QuantStats)) == 0 &&
+              memcmp(back.fp8_last_amax, cpu.fp8_last_amax, (size_t)S * 4) == 0 &&
+              memcmp(back.fp8_window_amax, cpu.fp8_window_amax, (size_t)S * 4) == 0 &&
+              memcmp(back.fp8_block_scale_range, cpu.fp8_block_scale_range, range_bytes) == 0,
+          "%s: CPU -> GPU -> CPU: FP8 metadata, counters, amaxes and block scale ranges bit for bit", recipe);
+    gpt2_free(&back);
+    gpu::gpt2_free(&resumed);
+    free(inputs);
+    free(targets);
+    gpt2_free(&cpu);
+}
+
+static void test_fp8_blockwise_checkpoints(void) { fp8_block_checkpoints("blockwise"); }
+static void test_fp8_mxfp8_checkpoints(void) { fp8_block_checkpoints("mxfp8"); }
 
 // The encoder backward's bucket loop strides by gridDim.y when there are more buckets than one grid holds (65535):
 // run the kernel with a grid of 5 bucket rows over a batch of 384 positions with many distinct tokens, against the
@@ -1371,6 +1636,18 @@ int main(void) {
     RUN_TEST(test_medium_fp8_state_after_1_and_5_steps);
     RUN_TEST(test_encoder_backward_bucket_stride);
     RUN_TEST(test_recompute_bit_identical);
+    // the block recipes: blockwise needs Hopper's block-scaled GEMMs (compute capability 9.0, cuBLASLt 12.9+)
+    char why[256];
+    if (gemm_block_scaling_check(why, sizeof(why)) == 0) {
+        RUN_TEST(test_fp8_blockwise_casts);
+        RUN_TEST(test_fp8_blockwise_five_steps);
+        RUN_TEST(test_fp8_blockwise_checkpoints);
+    } else {
+        printf("SKIP the blockwise tests: %s\n", why);
+    }
+    RUN_TEST(test_fp8_mxfp8_casts);
+    RUN_TEST(test_fp8_mxfp8_five_steps);
+    RUN_TEST(test_fp8_mxfp8_checkpoints);
 #ifdef ENABLE_CUDNN
     RUN_TEST(test_cudnn_attention_against_cpu);
     RUN_TEST(test_cudnn_unsupported_head_size_falls_back);

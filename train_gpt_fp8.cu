@@ -1,6 +1,7 @@
 /*
 train_gpt_fp8.cu — the GPU trainer: the same GPT-2, flags, data, logs and checkpoints as the CPU reference
-(train_gpt_fp8.c), on cuBLASLt, with BF16 or FP8 delayed scaling for the four linear layers of every block.
+(train_gpt_fp8.c), on cuBLASLt, with BF16 or FP8 (delayed, current, blockwise or mxfp8 scaling) for the four linear
+layers of every block.
 
 STATUS: run on one H200 (2026-11-26, RESULTS.md): test_gpt_fp8 against the CPU reference passes, and so does the
 step-by-step comparison with the CPU trainer (scripts/gpu_check.sh's xcheck). Several GPUs have not run it yet, and
@@ -17,6 +18,12 @@ Data flow of one FP8 linear layer (module), forward and backward, as in Transfor
 With -fp8_recipe current every cast that records is preceded by an amax pass that leaves the tensor's own scale in
 its slot (fp8_amax_scale in fp8/quantize.cuh), and the cast and GEMM read it there; the end-of-step launch only
 clears row 0; evaluation casts write their scales to scratch cells (fp8_eval_scales), so they change nothing.
+With -fp8_recipe blockwise or mxfp8 (fp8/block.h) every cast computes a scale per block in the kernel
+(fp8/block_quantize.cuh: one read of the bf16 tensor makes the rowwise and the columnwise copy it needs): blockwise
+feeds cuBLASLt's block-scaled GEMMs (linear_forward_blocks, linear_backward_blocks; compute capability 9.0 and
+cuBLASLt 12.9+, checked at start-up), mxfp8 is emulated: its casts' values dequantized to bf16 go through the BF16
+GEMMs (no Hopper GEMM takes E8M0 scales), so it shows MXFP8's accuracy, not its speed. STATUS: the block recipes
+have never run on a GPU (test_gpt_fp8's block tests and dev/cuda/fp8_block_* are ready for one).
 The BF16 path runs the same GEMMs on bf16 operands. LayerNorm, attention, GELU, residuals and the loss are bf16
 kernels, one family a header with its launchers (llmc/encoder.cuh, layernorm.cuh, gelu.cuh, fused_classifier.cuh,
 bias.cuh, global_norm.cuh, adamw.cuh); parameter gradients, master weights and AdamW moments are fp32.
@@ -45,6 +52,8 @@ Not in this version yet (see README, Status): fusing the casts into LayerNorm/GE
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fp8/block.h"
+#include "fp8/block_quantize.cuh"
 #include "fp8/diag.h"
 #include "fp8/meta.h"
 #include "fp8/quantize.cuh"
@@ -174,13 +183,25 @@ typedef struct {
     float* fp8_last_amax;      // (num_slots) row 0 as the last update saw it (the step's amax)
     float* fp8_window_amax;    // (num_slots) the amax each scale came from (delayed: the window before the update;
                                // current: fp8_current_amax as the last diagnostics block or checkpoint read it)
-    // current scaling only
+    // current scaling and the block recipes
     float* fp8_current_amax;   // (num_slots) device: the amax of each slot's last recorded cast (what its scale is from)
+    // current scaling only
     float* fp8_eval_scales;    // (2, num_slots) device: scale, scale_inv of casts that do not record (evaluation)
     Fp8AmaxWorkspace amax_workspace;  // the amax pass's per-block partials and ticket counter
     uint8_t *weight_fp8, *weight_t_fp8;  // per module at weight_fp8_offset: W (OC, IC) and W^T (IC, OC)
     size_t* weight_fp8_offset;
     uint8_t *x_fp8, *x_t_fp8, *dy_fp8, *dy_t_fp8;  // (B*T*widest) scratch
+    // the block recipes (fp8/block_quantize.cuh)
+    Fp8BlockScaleRange* fp8_block_scale_range;  // (num_slots) device, as float bits: the smallest and largest block
+                                                // scale since the last diagnostics line (counted with the diagnostics)
+    Fp8BlockScaleRange* fp8_block_scale_range_host;  // (num_slots) its host copy, where a file is written or read
+    // blockwise: the scale_invs of every FP8 operand, in cuBLASLt's layouts (fp8/block.h)
+    float *weight_scale_inv, *weight_t_scale_inv;  // BLK128x128, per module at weight_scale_offset / weight_t_scale_offset
+    size_t *weight_scale_offset, *weight_t_scale_offset;
+    float *x_scale_inv, *x_t_scale_inv, *dy_scale_inv, *dy_t_scale_inv;  // VEC128, of x_fp8, x_t_fp8, dy_fp8, dy_t_fp8
+    // mxfp8 (emulated): the casts' values dequantized to bf16, which BF16 GEMMs multiply
+    floatX *weight_dequantized, *weight_dequantized_columnwise;  // 1x32 and 32x1 blocks, at weight_fp8_offset
+    floatX *x_dequantized, *dy_dequantized;                      // (B*T*widest) scratch
     GemmContext gemm;
     cublasHandle_t cublas;
     cudaStream_t stream;
@@ -249,6 +270,26 @@ static unsigned long long* slot_cast_stats(GPT2* m, int slot, int record) {
     return m->fp8_collect_stats && record ? (unsigned long long*)(m->fp8_stats + slot) : NULL;
 }
 
+// A block recipe's cast of inp (rows, cols) into `slot` (fp8/block_quantize.cuh), no copy chosen yet: the recipe's
+// block length and scale rule, the slot's format; when the cast records (training, `record`), its amax into row 0 and
+// into the slot's window cell (the amax of its last recorded cast, as the CPU's fp8_block_operand keeps), and, with the
+// diagnostics on, its counts and block scale range.
+static Fp8BlockCast1d block_cast_of(GPT2* m, int slot, const floatX* inp, int rows, int cols, int record) {
+    Fp8BlockCast1d a;
+    memset(&a, 0, sizeof(a));
+    a.inp = inp;
+    a.rows = rows;
+    a.cols = cols;
+    a.block_len = m->recipe.scaling == FP8_SCALING_MXFP8 ? FP8_MXFP8_BLOCK : FP8_BLOCKWISE_BLOCK;
+    a.cast = fp8_block_cast_of(&m->recipe, fp8_meta_slot_format(&m->fp8, slot));
+    int recording = record && m->training;
+    a.amax = slot_amax(m, slot, record);
+    a.tensor_amax = recording ? m->fp8_current_amax + slot : NULL;
+    a.stats = slot_cast_stats(m, slot, recording);
+    a.scale_range = a.stats ? reinterpret_cast<unsigned int*>(m->fp8_block_scale_range + slot) : NULL;
+    return a;
+}
+
 static void* device_alloc(size_t bytes) {
     void* p = NULL;
     cudaCheck(cudaMalloc(&p, bytes ? bytes : 16));
@@ -271,6 +312,26 @@ static void gpt2_cast_weights_fp8(GPT2* model, int record) {
         LinearModule lm = linear_module(model, module);
         int slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_WEIGHT);
         size_t off = model->weight_fp8_offset[module];
+        if (model->recipe.scaling == FP8_SCALING_BLOCKWISE) {  // 128x128 tiles: W and W^T (dgrad's) from one cast
+            Fp8BlockCast1d w = block_cast_of(model, slot, lm.weight, lm.OC, lm.IC, record);
+            Fp8BlockCast2d tiles = {lm.weight, lm.OC, lm.IC, w.cast, model->weight_fp8 + off, model->weight_t_fp8 + off,
+                                    model->weight_scale_inv + model->weight_scale_offset[module],
+                                    model->weight_t_scale_inv + model->weight_t_scale_offset[module], w.amax,
+                                    w.tensor_amax, w.stats, w.scale_range};
+            cudaCheck(fp8_block_cast_2d(&tiles, model->stream));
+            continue;
+        }
+        if (model->recipe.scaling == FP8_SCALING_MXFP8) {  // 1x32 blocks for fprop, 32x1 for dgrad: one pass, two casts
+            Fp8BlockCast1d w = block_cast_of(model, slot, lm.weight, lm.OC, lm.IC, record);
+            if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
+                w.rowwise.dequantized = model->weight_dequantized + off;
+            }
+            if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD)) {
+                w.columnwise.dequantized = model->weight_dequantized_columnwise + off;
+            }
+            cudaCheck(fp8_block_cast_1d(&w, model->stream));
+            continue;
+        }
         if (record) { current_scale_before_cast(model, slot, lm.weight, (size_t)lm.OC * lm.IC); }
         float* amax = record ? fp8_meta_amax_row0(&model->fp8, slot) : model->amax_discard;
         cudaCheck(fp8_cast_transpose_amax(model->weight_fp8 + off, model->weight_t_fp8 + off, lm.weight, lm.OC, lm.IC,
@@ -334,6 +395,13 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
         model->fp8.amax_reduce_user = model;
         model->fp8_last_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, 4, "FP8 amaxes");
         model->fp8_window_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, 4, "FP8 amaxes");
+        if (fp8_recipe_is_block_scaled(&model->recipe)) {
+            model->fp8_block_scale_range_host = (Fp8BlockScaleRange*)calloc_or_die(
+                (size_t)model->fp8.num_slots, sizeof(Fp8BlockScaleRange), "FP8 block scale ranges");
+            for (int slot = 0; slot < model->fp8.num_slots; slot++) {
+                fp8_block_scale_range_reset(&model->fp8_block_scale_range_host[slot]);
+            }
+        }
     }
     gemm_context_init(&model->gemm);
     cublasCheck(cublasCreate(&model->cublas));
@@ -467,7 +535,27 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
         model->x_t_fp8 = (uint8_t*)buffer[GPU_X_T_FP8];
         model->dy_fp8 = (uint8_t*)buffer[GPU_DY_FP8];
         model->dy_t_fp8 = (uint8_t*)buffer[GPU_DY_T_FP8];
-        model->fp8_current_amax = (float*)buffer[GPU_FP8_WINDOW_AMAX];  // these four: current scaling only
+        // blockwise's scale_inv arrays, mxfp8's dequantized copies, the block recipes' scale ranges (NULL otherwise)
+        model->weight_scale_inv = (float*)buffer[GPU_WEIGHT_SCALE_INV];
+        model->weight_t_scale_inv = (float*)buffer[GPU_WEIGHT_T_SCALE_INV];
+        model->weight_scale_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 scale offsets");
+        model->weight_t_scale_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 scale offsets");
+        fp8_weight_scale_layout(&model->config, &lp, model->weight_scale_offset, 0);
+        fp8_weight_scale_layout(&model->config, &lp, model->weight_t_scale_offset, 1);
+        model->x_scale_inv = (float*)buffer[GPU_X_SCALE_INV];
+        model->x_t_scale_inv = (float*)buffer[GPU_X_T_SCALE_INV];
+        model->dy_scale_inv = (float*)buffer[GPU_DY_SCALE_INV];
+        model->dy_t_scale_inv = (float*)buffer[GPU_DY_T_SCALE_INV];
+        model->weight_dequantized = (floatX*)buffer[GPU_WEIGHT_DEQUANTIZED];
+        model->weight_dequantized_columnwise = (floatX*)buffer[GPU_WEIGHT_DEQUANTIZED_COLUMNWISE];
+        model->x_dequantized = (floatX*)buffer[GPU_X_DEQUANTIZED];
+        model->dy_dequantized = (floatX*)buffer[GPU_DY_DEQUANTIZED];
+        model->fp8_block_scale_range = (Fp8BlockScaleRange*)buffer[GPU_FP8_BLOCK_SCALE_RANGE];
+        if (model->fp8_block_scale_range) {  // min +inf, max 0: fp8_block_scale_range_reset's values
+            cudaCheck(cudaMemcpy(model->fp8_block_scale_range, model->fp8_block_scale_range_host,
+                                 (size_t)model->fp8.num_slots * sizeof(Fp8BlockScaleRange), cudaMemcpyHostToDevice));
+        }
+        model->fp8_current_amax = (float*)buffer[GPU_FP8_WINDOW_AMAX];  // current scaling and the block recipes
         model->fp8_eval_scales = (float*)buffer[GPU_FP8_EVAL_SCALES];
         model->amax_workspace.partials = (unsigned int*)buffer[GPU_AMAX_PARTIALS];
         model->amax_workspace.blocks_done = (unsigned int*)buffer[GPU_AMAX_TICKETS];  // zeroed: no cast under way
@@ -501,6 +589,9 @@ static void gpt2_free(GPT2* model) {
     free(model->host_bucket_token);
     free(model->host_token_count);
     free(model->weight_fp8_offset);
+    free(model->weight_scale_offset);
+    free(model->weight_t_scale_offset);
+    free(model->fp8_block_scale_range_host);
     free(model->fp8_last_amax);
     free(model->fp8_window_amax);
     memset(model, 0, sizeof(*model));
@@ -514,11 +605,43 @@ static void gpt2_gpu_allocate(GPT2* model, const GPT2Config* config, const Train
 }
 #endif
 
+// linear_forward's FP8 fprop under a block recipe: x cast in 1 x block blocks along its rows, then blockwise: the
+// block-scaled GEMM of x's codes (VEC128 scales) with W's 128x128 tiles; mxfp8 (emulated): x dequantized to bf16, the
+// BF16 GEMM with W's 1x32-block copy. (A BF16 fprop casts nothing here: an FP8 wgrad casts its own copy of x.)
+static void linear_forward_blocks(GPT2* model, int module, floatX* out, const floatX* inp, int rows) {
+    LinearModule lm = linear_module(model, module);
+    Fp8Meta* meta = &model->fp8;
+    size_t off = model->weight_fp8_offset[module];
+    Fp8BlockCast1d x = block_cast_of(model, fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT), inp, rows, lm.IC, 1);
+    if (model->recipe.scaling == FP8_SCALING_MXFP8) {
+        x.rowwise.dequantized = model->x_dequantized;  // (rows, IC)
+        cudaCheck(fp8_block_cast_1d(&x, model->stream));
+        gemm_tn(&model->gemm, out, CUDA_R_16BF, model->weight_dequantized + off, CUDA_R_16BF, NULL,
+                model->x_dequantized, CUDA_R_16BF, NULL, lm.bias, rows, lm.OC, lm.IC, 0, 0, model->stream);
+        return;
+    }
+    x.rowwise.codes = model->x_fp8;             // (rows, IC)
+    x.rowwise.scale_inv = model->x_scale_inv;   // VEC128 of (rows, IC)
+    cudaCheck(fp8_block_cast_1d(&x, model->stream));
+    // no bias epilogue with block scales: out starts as the bias and the GEMM adds its product (beta 1)
+    if (lm.bias) { bias_broadcast(out, lm.bias, rows, lm.OC, model->stream); }
+    cudaDataType_t e4m3 = fp8_cuda_type(meta->forward_format);
+    gemm_tn_block_scaled(&model->gemm, out, CUDA_R_16BF, model->weight_fp8 + off, e4m3,
+                         model->weight_scale_inv + model->weight_scale_offset[module],
+                         CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, model->x_fp8, e4m3, model->x_scale_inv,
+                         CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, rows, lm.OC, lm.IC, lm.bias != NULL, model->stream);
+}
+
 // out (B, T, OC) = inp (B, T, IC) @ W^T + b, in the module's precision
 static void linear_forward(GPT2* model, int module, floatX* out, const floatX* inp, int B, int T) {
     LinearModule lm = linear_module(model, module);
     int rows = B * T;
     LinearPrecision lp = gpt2_linear_precision(model);
+    int block_scaled = fp8_recipe_is_block_scaled(&model->recipe);
+    if (block_scaled && linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
+        linear_forward_blocks(model, module, out, inp, rows);
+        return;
+    }
     if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
         Fp8Meta* meta = &model->fp8;
         int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT), w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
@@ -532,7 +655,7 @@ static void linear_forward(GPT2* model, int module, floatX* out, const floatX* i
                 model->stream);
         return;
     }
-    if (linear_casts_input(&lp, module)) {  // fprop overridden to BF16, wgrad in FP8: the input's amax is still recorded
+    if (linear_casts_input(&lp, module) && !block_scaled) {  // fprop in BF16, wgrad in FP8: the input's amax recorded
         Fp8Meta* meta = &model->fp8;
         int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
         current_scale_before_cast(model, in_slot, inp, (size_t)rows * lm.IC);
@@ -542,6 +665,81 @@ static void linear_forward(GPT2* model, int module, floatX* out, const floatX* i
     }
     gemm_tn(&model->gemm, out, CUDA_R_16BF, lm.weight, CUDA_R_16BF, NULL, inp, CUDA_R_16BF, NULL, lm.bias, rows, lm.OC,
             lm.IC, 0, 0, model->stream);
+}
+
+// linear_backward's GEMMs for an FP8 module under a block recipe (the bias gradient done). grad_output is cast in
+// blocks along its rows for dgrad and down its columns (along the tokens) for wgrad, and so is the input for wgrad,
+// each copy from the bf16 tensor (fp8/block.h). blockwise: one pass makes both of dy's copies, and the block-scaled
+// GEMMs read the codes with their VEC128 scales (and W^T's 128x128 tiles for dgrad); mxfp8 (emulated): each copy
+// dequantized to bf16 in turn (one scratch per tensor), and the BF16 GEMMs of the BF16 path read them, dgrad with W's
+// 32x1-block copy. A GEMM overridden to BF16 reads the bf16 tensors as in BF16.
+static void linear_backward_blocks(GPT2* model, int module, floatX* dinp, const floatX* dout, const floatX* inp,
+                                   int rows) {
+    LinearModule lm = linear_module(model, module);
+    LinearPrecision lp = gpt2_linear_precision(model);
+    Fp8Meta* meta = &model->fp8;
+    int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
+    int g_slot = fp8_meta_bwd_slot(meta, module, FP8_BWD_GRAD_OUTPUT);
+    size_t off = model->weight_fp8_offset[module];
+    int dgrad_fp8 = linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD);
+    int wgrad_fp8 = linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD);
+    int mxfp8 = model->recipe.scaling == FP8_SCALING_MXFP8;
+    cudaDataType_t fwd = fp8_cuda_type(meta->forward_format), bwd = fp8_cuda_type(meta->backward_format);
+    const int vec128 = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, blk128 = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    if (!mxfp8 && (dgrad_fp8 || wgrad_fp8)) {  // blockwise: dgrad's rowwise copy and wgrad's columnwise copy of dy
+        Fp8BlockCast1d dy = block_cast_of(model, g_slot, dout, rows, lm.OC, 1);
+        if (dgrad_fp8) {
+            dy.rowwise.codes = model->dy_fp8;            // (rows, OC)
+            dy.rowwise.scale_inv = model->dy_scale_inv;  // VEC128 of (rows, OC)
+        }
+        if (wgrad_fp8) {
+            dy.columnwise.codes = model->dy_t_fp8;            // (OC, rows)
+            dy.columnwise.scale_inv = model->dy_t_scale_inv;  // VEC128 of (OC, rows)
+        }
+        cudaCheck(fp8_block_cast_1d(&dy, model->stream));
+    }
+    // dgrad: dinp (rows, IC) = dy (rows, OC) @ W (OC, IC), reducing over OC
+    if (dgrad_fp8 && !mxfp8) {
+        gemm_tn_block_scaled(&model->gemm, dinp, CUDA_R_16BF, model->weight_t_fp8 + off, fwd,
+                             model->weight_t_scale_inv + model->weight_t_scale_offset[module], blk128, model->dy_fp8,
+                             bwd, model->dy_scale_inv, vec128, rows, lm.IC, lm.OC, 0, model->stream);
+    } else {
+        const floatX* w = lm.weight;
+        const floatX* dy = dout;
+        if (dgrad_fp8) {  // mxfp8
+            Fp8BlockCast1d c = block_cast_of(model, g_slot, dout, rows, lm.OC, 1);
+            c.rowwise.dequantized = model->dy_dequantized;  // (rows, OC)
+            cudaCheck(fp8_block_cast_1d(&c, model->stream));
+            w = model->weight_dequantized_columnwise + off;
+            dy = model->dy_dequantized;
+        }
+        gemm_lt(&model->gemm, dinp, CUDA_R_16BF, w, CUDA_R_16BF, NULL, 0, dy, CUDA_R_16BF, NULL, 0, NULL, lm.IC, rows,
+                lm.OC, 0, 0, model->stream);
+    }
+    // wgrad: dW (OC, IC) += dy^T (OC, rows) @ x (rows, IC), reducing over the tokens
+    if (wgrad_fp8 && !mxfp8) {
+        Fp8BlockCast1d x = block_cast_of(model, in_slot, inp, rows, lm.IC, 1);
+        x.columnwise.codes = model->x_t_fp8;            // (IC, rows)
+        x.columnwise.scale_inv = model->x_t_scale_inv;  // VEC128 of (IC, rows)
+        cudaCheck(fp8_block_cast_1d(&x, model->stream));
+        gemm_tn_block_scaled(&model->gemm, lm.dweight, CUDA_R_32F, model->x_t_fp8, fwd, model->x_t_scale_inv, vec128,
+                             model->dy_t_fp8, bwd, model->dy_t_scale_inv, vec128, lm.OC, lm.IC, rows, 1, model->stream);
+    } else {
+        const floatX* x = inp;
+        const floatX* dy = dout;
+        if (wgrad_fp8) {  // mxfp8: both operands in 32x1 blocks down the tokens, dequantized in their own layouts
+            Fp8BlockCast1d xc = block_cast_of(model, in_slot, inp, rows, lm.IC, 1);
+            xc.columnwise.dequantized = model->x_dequantized;  // (rows, IC)
+            cudaCheck(fp8_block_cast_1d(&xc, model->stream));
+            Fp8BlockCast1d dyc = block_cast_of(model, g_slot, dout, rows, lm.OC, 1);
+            dyc.columnwise.dequantized = model->dy_dequantized;  // (rows, OC)
+            cudaCheck(fp8_block_cast_1d(&dyc, model->stream));
+            x = model->x_dequantized;
+            dy = model->dy_dequantized;
+        }
+        gemm_lt(&model->gemm, lm.dweight, CUDA_R_32F, x, CUDA_R_16BF, NULL, 0, dy, CUDA_R_16BF, NULL, 1, NULL, lm.IC,
+                lm.OC, rows, 1, 0, model->stream);
+    }
 }
 
 // dinp (B, T, IC) = dout @ W (written: the CPU accumulates into a zeroed buffer), dW += dout^T @ inp, db += column
@@ -555,6 +753,10 @@ static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX*
     Fp8Meta* meta = &model->fp8;
     int g_slot = 0, in_slot = 0, w_slot = 0;
     LinearPrecision lp = gpt2_linear_precision(model);
+    if (fp8_recipe_is_block_scaled(&model->recipe) && linear_is_fp8(&lp, module)) {
+        linear_backward_blocks(model, module, dinp, dout, inp, rows);
+        return;
+    }
     if (linear_casts_grad_output(&lp, module)) {  // one cast of grad_output feeds dgrad and wgrad
         g_slot = fp8_meta_bwd_slot(meta, module, FP8_BWD_GRAD_OUTPUT);
         in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
@@ -917,6 +1119,21 @@ static void gpt2_fp8_diag_amaxes_to_device(GPT2* model) {
     cudaCheck(cudaMemcpy(window, model->fp8_window_amax, bytes, cudaMemcpyHostToDevice));
 }
 
+// The block recipes' block scale ranges since the last diagnostics line, device -> host copy (for a file about to be
+// written) and back (after a state file was read); nothing for the per-tensor recipes.
+static void gpt2_fp8_block_scale_ranges_to_host(GPT2* model) {
+    if (!model->fp8_block_scale_range) { return; }
+    cudaCheck(cudaStreamSynchronize(model->stream));
+    cudaCheck(cudaMemcpy(model->fp8_block_scale_range_host, model->fp8_block_scale_range,
+                         (size_t)model->fp8.num_slots * sizeof(Fp8BlockScaleRange), cudaMemcpyDeviceToHost));
+}
+
+static void gpt2_fp8_block_scale_ranges_to_device(GPT2* model) {
+    if (!model->fp8_block_scale_range) { return; }
+    cudaCheck(cudaMemcpy(model->fp8_block_scale_range, model->fp8_block_scale_range_host,
+                         (size_t)model->fp8.num_slots * sizeof(Fp8BlockScaleRange), cudaMemcpyHostToDevice));
+}
+
 // A skipped step must not leave its (possibly non-finite) activation and gradient amaxes behind. Weight slots keep
 // theirs: the weights did not change, and row 0 holds exactly their amax. (The CPU's loop, one 4-byte memset a slot:
 // a skipped step is rare.)
@@ -976,13 +1193,15 @@ static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_s
 }
 
 // Host buffers for the FP8 arrays of this rank's state file: the metadata and the cast counters (fresh, filled from
-// the device or from the file), the diagnostics' last and window amaxes (the host's own). NULL arrays without FP8.
+// the device or from the file), the diagnostics' last and window amaxes and the block recipes' block scale ranges (the
+// host's own copies). NULL arrays without FP8.
 static StateFp8Arrays gpt2_state_fp8_arrays(GPT2* model) {
-    StateFp8Arrays a = {NULL, NULL, NULL, NULL, NULL};  // no block recipe on the GPU: no block scale ranges
+    StateFp8Arrays a = {NULL, NULL, NULL, NULL, NULL};
     if (model->precision != PRECISION_FP8) { return a; }
     a.meta = (float*)calloc_or_die(model->fp8.num_floats, 4, "FP8 metadata");
     a.last_amax = model->fp8_last_amax;
     a.window_amax = model->fp8_window_amax;
+    a.block_scale_range = model->fp8_block_scale_range_host;  // NULL but for the block recipes
     a.stats = (Fp8QuantStats*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(Fp8QuantStats), "FP8 stats");
     return a;
 }
@@ -1011,6 +1230,7 @@ static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_
         cudaCheck(cudaMemcpy(fp8.stats, model->fp8_stats, (size_t)model->fp8.num_slots * sizeof(Fp8QuantStats),
                              cudaMemcpyDeviceToHost));
         gpt2_fp8_diag_amaxes_to_host(model);
+        gpt2_fp8_block_scale_ranges_to_host(model);
     }
     StateHeader h = gpt2_state_header(model, step, rng_state, loader);
     // every rank has the gathered masters: each state file records the model file's checksum, rank 0 writes the file
@@ -1043,6 +1263,7 @@ static void gpt2_load_checkpoint(GPT2* model, const char* dir, int step, uint64_
         cudaCheck(cudaMemcpy(model->fp8_stats, fp8.stats, (size_t)model->fp8.num_slots * sizeof(Fp8QuantStats),
                              cudaMemcpyHostToDevice));
         gpt2_fp8_diag_amaxes_to_device(model);
+        gpt2_fp8_block_scale_ranges_to_device(model);
     }
     gpt2_state_fp8_arrays_free(&fp8);
     free(params);
@@ -1068,8 +1289,14 @@ static void write_fp8_diagnostics(GPT2* model, FILE* f, int step) {
     cudaCheck(cudaMemcpy(stats, model->fp8_stats, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
     cudaCheck(cudaMemset(model->fp8_stats, 0, (size_t)S * sizeof(Fp8QuantStats)));
     gpt2_fp8_diag_amaxes_to_host(model);
+    gpt2_fp8_block_scale_ranges_to_host(model);
     LinearPrecision lp = gpt2_linear_precision(model);
-    fp8_diag_write_block(f, step, &host, &lp, model->fp8_last_amax, model->fp8_window_amax, stats, NULL);
+    fp8_diag_write_block(f, step, &host, &lp, model->fp8_last_amax, model->fp8_window_amax, stats,
+                         model->fp8_block_scale_range_host);
+    if (model->fp8_block_scale_range) {  // a new range for the next line, on both sides
+        for (int slot = 0; slot < S; slot++) { fp8_block_scale_range_reset(&model->fp8_block_scale_range_host[slot]); }
+        gpt2_fp8_block_scale_ranges_to_device(model);
+    }
     free(stats);
     fp8_meta_free(&host);
 }
@@ -1113,12 +1340,6 @@ int main(int argc, char** argv) {
         die("-fp8 e5m2 is CPU-only (cuBLASLt has no E5M2 x E5M2 GEMM on Hopper): use -fp8 hybrid or e4m3 here, or "
             "train_gpt_fp8_cpu");
     }
-    // the block recipes run in the CPU reference only: no block-scaled cast kernel or GEMM here yet
-    if (args.precision == PRECISION_FP8 && fp8_recipe_is_block_scaled(&args.recipe)) {
-        die("-fp8_recipe %s runs in the CPU reference trainer only (train_gpt_fp8_cpu): the CUDA trainer has no "
-            "block-scaled casts or GEMMs yet; use -fp8_recipe delayed or current here",
-            fp8_scaling_recipe_name(args.recipe.scaling));
-    }
     ProcessGroupConfig pg;
     if (process_group_resolve(&pg, args.num_processes, args.process_rank, args.gpus_per_node, args.init_method,
                               args.fs_path, args.server_ip, err, sizeof(err))) {
@@ -1130,6 +1351,12 @@ int main(int argc, char** argv) {
     require_cuda_device("train_gpt_fp8");
     MultiGpu mg;
     multi_gpu_init(&mg, &pg, args.zero_stage);
+    // -fp8_recipe blockwise runs cuBLASLt's block-scaled GEMMs, which exist on compute capability 9.0 with cuBLASLt
+    // 12.9 or later only: any other GPU or library is refused in one line, before anything is allocated
+    if (args.precision == PRECISION_FP8 && args.recipe.scaling == FP8_SCALING_BLOCKWISE &&
+        gemm_block_scaling_check(err, sizeof(err))) {
+        die("-fp8_recipe blockwise: %s", err);
+    }
     int rank0 = mg.process_rank == 0;  // prints, logs and writes the model file
     if (!rank0) {  // only rank 0 speaks; errors still reach stderr from every rank
         if (!freopen("/dev/null", "w", stdout)) { die("cannot silence stdout of rank %d", mg.process_rank); }
@@ -1261,6 +1488,14 @@ int main(int argc, char** argv) {
     box_row(stdout, "attention", "%s, recompute -r %d",
             model.attention_kind == ATTENTION_CUDNN ? "cuDNN flash attention (-attn cudnn)" : "plain CUDA/cuBLAS (-attn plain)",
             args.recompute);
+    if (args.precision == PRECISION_FP8 && args.recipe.scaling == FP8_SCALING_BLOCKWISE) {
+        box_row(stdout, "fp8 gemms", "cuBLASLt block-scaled: 1x128 (VEC128) activations and gradients, "
+                "128x128 weights");
+    } else if (args.precision == PRECISION_FP8 && args.recipe.scaling == FP8_SCALING_MXFP8) {
+        box_row(stdout, "fp8 gemms", "mxfp8 EMULATED: MXFP8 casts (E8M0 block scales), dequantized to bf16, "
+                "BF16 GEMMs;");
+        box_row(stdout, "", "this run measures MXFP8's accuracy, not its speed (Hopper has no MXFP8 GEMM)");
+    }
     box_rule(stdout);
 
     // MFU: 6 FLOPs per parameter per token (forward + backward) plus attention's 12 * L * C * T (llm.c's estimate)

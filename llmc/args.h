@@ -171,6 +171,8 @@ static inline void print_usage(const char* program) {
     usage_flag("-fp8_recipe R", "delayed|current|blockwise|mxfp8: TE's DelayedScaling,", "%s",
                fp8_scaling_recipe_name(r->scaling));
     printf("  %-26s %s\n", "", "Float8CurrentScaling, Float8BlockScaling, MXFP8BlockScaling");
+    printf("  %-26s %s\n", "", "(GPU: blockwise on Hopper's block-scaled GEMMs, H100/H200 only; mxfp8 emulated:");
+    printf("  %-26s %s\n", "", " MXFP8 casts, then BF16 GEMMs: it measures MXFP8's accuracy, not its speed)");
     usage_flag("-fp8_margin N", "scale = fp8_max / amax / 2^margin (delayed, current)", "%d", r->margin);
     usage_flag("-fp8_fprop 0|1", "1: run the forward GEMMs in FP8, 0: in BF16", "%d", !r->override_fprop);
     usage_flag("-fp8_dgrad 0|1", "the same for the input-gradient GEMMs", "%d", !r->override_dgrad);
@@ -184,7 +186,7 @@ static inline void print_usage(const char* program) {
                amax_compute_algo_name(r->amax_compute_algo));
     usage_flag("-fp8_interval N", "recompute scales every N steps", "%d", r->interval);
     usage_flag("-fp8_reduce_amax 0|1", "all-reduce(MAX) amaxes over ranks", "%d", r->reduce_amax);
-    printf("fp8, blockwise scaling only (CPU trainer)\n");
+    printf("fp8, blockwise scaling only\n");
     usage_flag("-fp8_amax_epsilon F", "a block's amax is at least F", "%g", (double)r->amax_epsilon);
     usage_flag("-fp8_pow2_scales 0|1", "1: block scales rounded down to powers of two", "%d", r->power_2_scale);
     printf("several GPUs (CUDA trainer; mpirun and srun set -pn -pr -pg)\n");

@@ -1,7 +1,8 @@
 /*
-llmc/bias.cuh — a linear layer's bias gradient on the GPU: the column sums of its output gradient, deterministic
-(llmc/cuda_common.cuh's two passes). The CPU reference computes it in matmul_backward; the GPU's GEMMs do not, so
-linear_backward calls this beside them.
+llmc/bias.cuh — a linear layer's bias on the GPU, where cuBLASLt's epilogues do not do it: the bias gradient, the
+column sums of its output gradient, deterministic (llmc/cuda_common.cuh's two passes; the CPU reference computes it in
+matmul_backward, the GPU's GEMMs do not, so linear_backward calls this beside them); and the bias broadcast into a
+GEMM's output before a block-scaled GEMM accumulates onto it (those GEMMs take no bias epilogue on Hopper).
 */
 #ifndef GPTFP8_BIAS_CUH
 #define GPTFP8_BIAS_CUH
@@ -27,6 +28,20 @@ static inline void bias_backward(float* dbias, const floatX* dout, int rows, int
     dim3 grid(blocks_for(OC, 256), chunks);
     bias_backward_partials_kernel<<<grid, 256, 0, stream>>>(column_partials, dout, rows, OC);
     column_partials_reduce_kernel<<<blocks_for(OC, 256), 256, 0, stream>>>(dbias, column_partials, chunks, OC, OC);
+    cudaCheck(cudaGetLastError());
+}
+
+// out (rows, OC) bf16 = bias (OC) on every row: what a GEMM with beta 1 then adds its product to, in fp32 before its one
+// rounding to bf16, as the bias epilogue would (the bias is a bf16 value either way)
+__global__ void bias_broadcast_kernel(floatX* out, const floatX* bias, size_t n, int OC) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        out[i] = bias[i % (size_t)OC];
+    }
+}
+
+static inline void bias_broadcast(floatX* out, const floatX* bias, int rows, int OC, cudaStream_t stream) {
+    size_t n = (size_t)rows * OC;
+    bias_broadcast_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(out, bias, n, OC);
     cudaCheck(cudaGetLastError());
 }
 

@@ -6,13 +6,13 @@ set -u
 cd "$(dirname "$0")/../.."
 . scripts/test_lib.sh
 programs="train_gpt_fp8 test_gpt_fp8 dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes
-          dev/cuda/fp8_current_scaling"
+          dev/cuda/fp8_current_scaling dev/cuda/fp8_block_quantize dev/cuda/fp8_block_gemm"
 # built only where the Makefile finds cuDNN and its frontend (make info)
 if [ -x dev/cuda/attention_cudnn ]; then programs="$programs dev/cuda/attention_cudnn"; fi
 
 # what the CUDA trainer decides from its flags alone, before it looks for a GPU (the same with or without one):
-# -fp8 e5m2 (E5M2 x E5M2 GEMMs, which cuBLASLt lacks on Hopper) and the block recipes are refused in one line, and
-# -h names this program
+# -fp8 e5m2 (E5M2 x E5M2 GEMMs, which cuBLASLt lacks on Hopper) is refused in one line, -h names this program and says
+# what the block recipes run on
 out=$(./train_gpt_fp8 -fp8 e5m2 2>&1)
 rc=$?
 if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q "e5m2 is CPU-only" &&
@@ -27,23 +27,17 @@ if [ "$?" -ne 0 ] && printf '%s' "$out" | grep -q "e5m2 is CPU-only"; then
 else
     fail train_gpt_fp8_refuses_e5m2_recipe_flag "$out"
 fi
-# the block recipes run in the CPU reference only, for now: refused in one line, before any GPU is looked for
-for recipe in blockwise mxfp8; do
-    out=$(./train_gpt_fp8 -fp8_recipe $recipe 2>&1)
-    rc=$?
-    if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] &&
-        printf '%s' "$out" | grep -q -- "-fp8_recipe $recipe runs in the CPU reference trainer only (train_gpt_fp8_cpu)" &&
-        ! printf '%s' "$out" | grep -q "CUDA device"; then
-        pass train_gpt_fp8_refuses_$recipe
-    else
-        fail train_gpt_fp8_refuses_$recipe "rc $rc: $out"
-    fi
-done
 out=$(./train_gpt_fp8 -h 2>&1)
 if [ "$?" -eq 0 ] && printf '%s\n' "$out" | head -n 1 | grep -q "^usage: train_gpt_fp8 "; then
     pass train_gpt_fp8_help_names_it
 else
     fail train_gpt_fp8_help_names_it "$(printf '%s\n' "$out" | head -n 1)"
+fi
+if printf '%s\n' "$out" | grep -q "blockwise on Hopper's block-scaled GEMMs" &&
+    printf '%s\n' "$out" | grep -q "it measures MXFP8's accuracy, not its speed"; then
+    pass train_gpt_fp8_help_says_what_the_block_recipes_run_on
+else
+    fail train_gpt_fp8_help_says_what_the_block_recipes_run_on "$out"
 fi
 
 if ./scripts/has_gpu.sh >/dev/null; then
@@ -51,6 +45,16 @@ if ./scripts/has_gpu.sh >/dev/null; then
     pass gpu_present
     finish gpu-programs
 fi
+# the block recipes run on the GPU now: their flags pass, and the trainer goes on to look for a GPU like any run
+for recipe in blockwise mxfp8; do
+    out=$(./train_gpt_fp8 -precision fp8 -fp8_recipe $recipe 2>&1)
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q "no CUDA device found"; then
+        pass "train_gpt_fp8_${recipe}_looks_for_a_gpu"
+    else
+        fail "train_gpt_fp8_${recipe}_looks_for_a_gpu" "rc $rc: $out"
+    fi
+done
 for p in $programs; do
     out=$("./$p" 2>&1)
     rc=$?
