@@ -8,22 +8,26 @@
 #             everything, otherwise only the programs the selected stages run
 #   dev       dev/cuda/fp8_quantize (+ quantize_bandwidth: its cast vs a device-to-device copy), fp8_update, fp8_gemm,
 #             fp8_current_scaling (the current-scaling amax pass and cast, bit-exact against fp8/current.h),
+#             fp8_block_quantize (the blockwise and mxfp8 casts, bit-exact against fp8/block.h, and their GB/s),
+#             fp8_block_gemm (cuBLASLt's block-scaled GEMMs against the CPU on the dequantized operands, TFLOP/s),
 #             attention_cudnn (cuDNN's flash attention against the CPU and the plain attention; built with cuDNN): the
 #             CPU reference vs the GPU, then timings
 #   test      ./test_gpt_fp8: the CUDA trainer against the CPU reference
 #   xcheck    the two real trainers against each other: train_gpt_fp8 and train_gpt_fp8_cpu from the same model file
 #             (-e) and shards, with gradient accumulation and one NaN-skipped step, 20 steps of a small model in every
-#             recipe (XCHECK_RECIPES: bf16, fp8_delayed, fp8_current); dev/compare_runs compares their main.log losses,
+#             recipe (XCHECK_RECIPES: bf16, fp8_delayed, fp8_current, fp8_blockwise, fp8_mxfp8); dev/compare_runs
+#             compares their main.log losses,
 #             norms and learning rates step by step and their final FP8 histories and scales, each within a tolerance
 #             this script states with its reason (stage_xcheck), and the table shows the largest difference of each
-#   train     data, then d12 on tinyshakespeare in BF16 and FP8, same seed, TRAIN_STEPS steps (as
-#             scripts/compare_bf16_fp8.sh runs them, at B 8; with FP8 diagnostics, in the archive), and the plot
+#   train     data, then d12 on tinyshakespeare in BF16 and FP8 (delayed, then blockwise and mxfp8), same seed,
+#             TRAIN_STEPS steps (as scripts/compare_bf16_fp8.sh runs them, at B 8; with FP8 diagnostics, in the
+#             archive), and the plot
 #             LOGDIR/bf16_vs_fp8.png; resume: a small FP8 run killed between checkpoints and resumed with -y 1 ends with
 #             every file byte-identical to an uninterrupted run's; nan_skip: a NaN gradient at step 4 skips that step
 #             with a warning and the run ends with a finite loss; faults: scripts/check_run_faults.sh on train_gpt_fp8
 #             (logs that cannot be written, damaged checkpoints, the folder lock, -start_over, -max_skipped, long paths)
 #   bench     d12, d24, d48 in BF16 and FP8, BENCH_STEPS steps each: mean ms and tok/s after the first 5 steps, MFU and
-#             peak memory (timing runs: no -o, -fp8_diag_every 0). d48 first asks the trainer's memory estimate
+#             peak memory (timing runs: no -o, -fp8_diag_every 0); d12 in FP8 blockwise too, against both. d48 first asks the trainer's memory estimate
 #             (fit_d48: -estimate 1) for the largest micro-batch of d48 at T 1024 that fits this GPU in BF16 and in FP8,
 #             and runs both at the smaller of the two, with gradient accumulation to D48_TOTAL_TOKENS (default 32768)
 #   gemm      ./dev/cuda/gemm_shapes -e d12: BF16 vs FP8 TFLOP/s of every GEMM of a step
@@ -358,7 +362,8 @@ row() { add_step_row "$1" "$2"; write_summary; }
 # the programs each stage runs (the build of a run without the build stage makes only these)
 stage_programs() {
     case $1 in
-        dev) echo "dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/fp8_current_scaling$(cudnn_programs)" ;;
+        dev) echo "dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/fp8_current_scaling" \
+            "dev/cuda/fp8_block_quantize dev/cuda/fp8_block_gemm$(cudnn_programs)" ;;
         test | sanitize) echo "test_gpt_fp8" ;;
         xcheck) echo "train_gpt_fp8 train_gpt_fp8_cpu dev/compare_runs" ;;
         train) echo "train_gpt_fp8 dev/data/tokenizer" ;;
@@ -397,7 +402,8 @@ stage_build() {
     done
     if stage_selected build; then
         for program in train_gpt_fp8 test_gpt_fp8 train_gpt_fp8_cpu dev/compare_runs dev/cuda/fp8_quantize \
-            dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes dev/cuda/fp8_current_scaling$(cudnn_programs); do
+            dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes dev/cuda/fp8_current_scaling \
+            dev/cuda/fp8_block_quantize dev/cuda/fp8_block_gemm$(cudnn_programs); do
             [ -x "$program" ] || missing="$missing $program"
         done
     fi
@@ -417,7 +423,8 @@ stage_build() {
 
 stage_dev() {
     local p
-    for p in fp8_quantize fp8_update fp8_gemm fp8_current_scaling $(cudnn_programs | sed 's|dev/cuda/||'); do
+    for p in fp8_quantize fp8_update fp8_gemm fp8_current_scaling fp8_block_quantize fp8_block_gemm \
+        $(cudnn_programs | sed 's|dev/cuda/||'); do
         run_step "$p" 120 "./dev/cuda/$p"
         add_step_row "$p" "$(suite_result "$WORK/$p.log")"
         if [ "$p" = fp8_quantize ]; then
@@ -433,12 +440,14 @@ stage_test() {
 }
 
 # The xcheck stage's recipes: each name's trainer flags (a recipe the trainers gain joins this list and the case)
-XCHECK_RECIPES="bf16 fp8_delayed fp8_current"
+XCHECK_RECIPES="bf16 fp8_delayed fp8_current fp8_blockwise fp8_mxfp8"
 xcheck_recipe_flags() {
     case $1 in
         bf16) echo "-precision bf16" ;;
         fp8_delayed) echo "-precision fp8 -fp8_recipe delayed -fp8_amax_history_len 32" ;;
         fp8_current) echo "-precision fp8 -fp8_recipe current" ;;
+        fp8_blockwise) echo "-precision fp8 -fp8_recipe blockwise" ;;
+        fp8_mxfp8) echo "-precision fp8 -fp8_recipe mxfp8" ;;
     esac
 }
 
@@ -558,11 +567,16 @@ stage_train() {
     else
         row data "train ${train_tokens:-?} tokens, val ${val_tokens:-?} tokens"
     fi
-    local precision stats run_dir
-    for precision in bf16 fp8; do
+    local precision stats run_dir recipe_flags
+    # the block recipes after delayed scaling (blockwise: Hopper's block-scaled GEMMs; mxfp8: emulated, its accuracy)
+    for precision in bf16 fp8 fp8_blockwise fp8_mxfp8; do
         run_dir="$WORK/train_$precision"
+        case $precision in
+            fp8_*) recipe_flags=(-precision fp8 -fp8_recipe "${precision#fp8_}") ;;
+            *) recipe_flags=(-precision "$precision") ;;
+        esac
         run_step "train_$precision" 240 ./train_gpt_fp8 "${DATA_FLAGS[@]}" -e d12 -b 8 -t 1024 -v 50 -m 20 -l 6e-4 \
-            -u 50 -q 0.1 -x "$TRAIN_STEPS" -s 0 -seed 1337 -precision "$precision" -o "$run_dir" \
+            -u 50 -q 0.1 -x "$TRAIN_STEPS" -s 0 -seed 1337 "${recipe_flags[@]}" -o "$run_dir" \
             ${EXTRA[@]+"${EXTRA[@]}"}
         remove_checkpoints "$run_dir"
         read -r -a stats <<<"$(progress_stats "$WORK/train_$precision.log" "$SKIP")"
@@ -656,6 +670,20 @@ stage_bench() {
             fi
             row "bench_${depth}_$precision" "$key"
         done
+        if [ "$depth" = d12 ]; then  # blockwise (Hopper's block-scaled GEMMs) against BF16 and FP8 delayed
+            run_step bench_d12_fp8_blockwise "$limit" ./train_gpt_fp8 "${DATA_FLAGS[@]}" -e d12 "${batch_flags[@]}" \
+                -t 1024 -x "$BENCH_STEPS" -v 0 -s 0 -seed 1337 -precision fp8 -fp8_recipe blockwise -fp8_diag_every 0 \
+                ${EXTRA[@]+"${EXTRA[@]}"}
+            key=$(bench_key "$WORK/bench_d12_fp8_blockwise.log" "$SKIP")
+            bf16_ms=$(progress_stats "$WORK/bench_d12_bf16.log" "$SKIP" | awk '{ print $1 }')
+            fp8_ms=$(progress_stats "$WORK/bench_d12_fp8.log" "$SKIP" | awk '{ print $1 }')
+            local blockwise_ms
+            blockwise_ms=$(progress_stats "$WORK/bench_d12_fp8_blockwise.log" "$SKIP" | awk '{ print $1 }')
+            speedup=$(awk -v a="$bf16_ms" -v b="$fp8_ms" -v c="$blockwise_ms" 'BEGIN {
+                if (a + 0 > 0 && b + 0 > 0 && c + 0 > 0) { printf "%.2fx vs bf16, %.2fx vs fp8 delayed", a / c, b / c }
+                else { print "n/a" } }')
+            row bench_d12_fp8_blockwise "$key, $speedup"
+        fi
     done
 }
 

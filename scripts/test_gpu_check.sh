@@ -250,6 +250,18 @@ if [ "$rc" -eq 0 ] && printf '%s\n' "$out" | grep -qE '^\| train_fp8 +\| DRY RUN
 else
     fail only_train_bench_rows "rc $rc: $out"
 fi
+# the block recipes: trained at d12 beside BF16 and delayed scaling, blockwise timed at d12 against both
+blockwise_train_cmd=$(tar -xzOf "$archive" ./train_fp8_blockwise.log 2>/dev/null | head -n 1)
+mxfp8_train_cmd=$(tar -xzOf "$archive" ./train_fp8_mxfp8.log 2>/dev/null | head -n 1)
+blockwise_bench_cmd=$(tar -xzOf "$archive" ./bench_d12_fp8_blockwise.log 2>/dev/null | head -n 1)
+if [[ $blockwise_train_cmd == *" -e d12 "*" -precision fp8 -fp8_recipe blockwise -o "* ]] &&
+    [[ $mxfp8_train_cmd == *" -e d12 "*" -precision fp8 -fp8_recipe mxfp8 -o "* ]] &&
+    [[ $blockwise_bench_cmd == *" -e d12 "*" -precision fp8 -fp8_recipe blockwise -fp8_diag_every 0"* ]] &&
+    [[ $blockwise_bench_cmd != *" -o "* ]] && printf '%s\n' "$out" | grep -qE '^\| bench_d12_fp8_blockwise +\| DRY RUN'; then
+    pass block_recipes_trained_and_timed
+else
+    fail block_recipes_trained_and_timed "$blockwise_train_cmd / $mxfp8_train_cmd / $blockwise_bench_cmd"
+fi
 if [[ $bench_cmd == *" -fp8_diag_every 0"* ]] && [[ $bench_cmd != *" -o "* ]] && [[ $bench_cmd == *" -e d48 "* ]]; then
     pass timing_runs_no_diagnostics_no_output
 else
@@ -293,12 +305,12 @@ if printf '%s\n' "$out" | grep -qE 'built what the stages run: train_gpt_fp8 tra
 else
     fail xcheck_model_command "$model_cmd / $out"
 fi
-for recipe in bf16 fp8_delayed fp8_current; do
+for recipe in bf16 fp8_delayed fp8_current fp8_blockwise fp8_mxfp8; do
     cmd=$(xcheck_log "xcheck_$recipe")
     case $recipe in
         bf16) recipe_flags=" -precision bf16" ;;
         fp8_delayed) recipe_flags=" -precision fp8 -fp8_recipe delayed -fp8_amax_history_len 32" ;;
-        *) recipe_flags=" -precision fp8 -fp8_recipe current" ;;
+        *) recipe_flags=" -precision fp8 -fp8_recipe ${recipe#fp8_}" ;;
     esac
     if printf '%s\n' "$out" | grep -qE "^\| xcheck_$recipe +\| DRY RUN" && [[ $cmd == *" ./train_gpt_fp8 "* ]] &&
         [[ $cmd == *" ./dev/compare_runs "*" -skipped 4 -- "* ]] &&
