@@ -172,15 +172,20 @@ static void random_batch(int* inputs, int* targets, int n, int V, Rng* rng) {
 #define TEST_BETA1 0.9f
 #define TEST_BETA2 0.95f
 
+// A CPU model of `config` for batch B x T in the precision and recipe of `args` (its parameters left to the caller).
+static void cpu_model_allocate(cpu::GPT2* cpu, const GPT2Config* config, const TrainArgs* args, int B, int T) {
+    cpu::ModelOptions opt;
+    memset(&opt, 0, sizeof(opt));
+    opt.config = *config;
+    opt.precision = args->precision;
+    opt.recipe = args->recipe;
+    gpt2_allocate(cpu, &opt, B, T);
+}
+
 // A CPU model and a GPU model of `shape` with identical weights (GPT-2 init from `seed`).
 static void make_shaped_pair(cpu::GPT2* cpu, gpu::GPT2* gpu, TrainArgs args, uint64_t seed, const TestShape* shape) {
     GPT2Config config = shape_config(shape);
-    cpu::ModelOptions opt;
-    memset(&opt, 0, sizeof(opt));
-    opt.config = config;
-    opt.precision = args.precision;
-    opt.recipe = args.recipe;
-    gpt2_allocate(cpu, &opt, shape->B, shape->T);
+    cpu_model_allocate(cpu, &config, &args, shape->B, shape->T);
     Rng rng;
     rng_seed(&rng, seed);
     gpt2_init_parameters(&cpu->master, cpu->param_sizes, &config, &rng);
@@ -1386,12 +1391,7 @@ static void fp8_block_checkpoints(const char* recipe) {
     check_loss(&cpu, gpu_loss, n, 0, what);
     gpt2_save_checkpoint(&resumed, dir, 2, 0, NULL);
     cpu::GPT2 back;
-    cpu::ModelOptions opt;
-    memset(&opt, 0, sizeof(opt));
-    opt.config = config;
-    opt.precision = args.precision;
-    opt.recipe = args.recipe;
-    gpt2_allocate(&back, &opt, shape->B, shape->T);
+    cpu_model_allocate(&back, &config, &args, shape->B, shape->T);
     gpt2_load_checkpoint(&back, dir, 2, &rng_state, &shard_index, &shard_position);
     CHECK(memcmp(back.master_memory, cpu.master_memory, cpu.num_parameters * 4) == 0 &&
               memcmp(back.m_memory, cpu.m_memory, cpu.shard.count * 4) == 0 &&
@@ -1495,12 +1495,7 @@ static void test_cudnn_attention_against_cpu(void) {
     GPT2Config config = config_of(2, 768, 12, MV, MT);
     TrainArgs args = test_args_with("bf16", "cudnn", "0");
     cpu::GPT2 cpu;
-    cpu::ModelOptions opt;
-    memset(&opt, 0, sizeof(opt));
-    opt.config = config;
-    opt.precision = args.precision;
-    opt.recipe = args.recipe;
-    gpt2_allocate(&cpu, &opt, MB, MT);
+    cpu_model_allocate(&cpu, &config, &args, MB, MT);
     Rng rng;
     rng_seed(&rng, 21);
     gpt2_init_parameters(&cpu.master, cpu.param_sizes, &config, &rng);

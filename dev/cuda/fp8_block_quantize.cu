@@ -326,6 +326,60 @@ static void check_e8m0(const char* what, const char* copy, const uint8_t* got, c
 }
 
 // ----------------------------------------------------------------------------
+// a cast's outputs
+
+// The codes and scale_invs a cast writes, on the device, and their host copies: codes (rows, cols), codes_t
+// (cols, rows), scale_inv and scale_inv_t in cuBLASLt's layout for M = rows and for M = cols (VEC128 for a 1D cast,
+// BLK128x128 for a 2D one: their sizes are the caller's). Before each cast every byte is set to 0xFF: no code a cast
+// makes, a -NaN scale_inv.
+typedef struct {
+    size_t n, scale_floats, scale_floats_t;
+    uint8_t *codes, *codes_t;          // device
+    float *scale_inv, *scale_inv_t;    // device
+    uint8_t *got_codes, *got_codes_t;  // host copies
+    float *got_scale_inv, *got_scale_inv_t;
+} CastOutputs;
+
+static CastOutputs cast_outputs_alloc(size_t n, size_t scale_floats, size_t scale_floats_t) {
+    CastOutputs o = {n, scale_floats, scale_floats_t, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    cudaCheck(cudaMalloc(&o.codes, n));
+    cudaCheck(cudaMalloc(&o.codes_t, n));
+    cudaCheck(cudaMalloc(&o.scale_inv, scale_floats * sizeof(float)));
+    cudaCheck(cudaMalloc(&o.scale_inv_t, scale_floats_t * sizeof(float)));
+    o.got_codes = (uint8_t*)malloc(n);
+    o.got_codes_t = (uint8_t*)malloc(n);
+    o.got_scale_inv = (float*)malloc(scale_floats * sizeof(float));
+    o.got_scale_inv_t = (float*)malloc(scale_floats_t * sizeof(float));
+    return o;
+}
+
+static void cast_outputs_fill_sentinel(const CastOutputs* o) {
+    cudaCheck(cudaMemset(o->codes, 0xFF, o->n));
+    cudaCheck(cudaMemset(o->codes_t, 0xFF, o->n));
+    cudaCheck(cudaMemset(o->scale_inv, 0xFF, o->scale_floats * sizeof(float)));
+    cudaCheck(cudaMemset(o->scale_inv_t, 0xFF, o->scale_floats_t * sizeof(float)));
+}
+
+static void cast_outputs_download(CastOutputs* o) {
+    cudaCheck(cudaMemcpy(o->got_codes, o->codes, o->n, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(o->got_codes_t, o->codes_t, o->n, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(o->got_scale_inv, o->scale_inv, o->scale_floats * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(o->got_scale_inv_t, o->scale_inv_t, o->scale_floats_t * sizeof(float),
+                         cudaMemcpyDeviceToHost));
+}
+
+static void cast_outputs_free(CastOutputs* o) {
+    cudaCheck(cudaFree(o->codes));
+    cudaCheck(cudaFree(o->codes_t));
+    cudaCheck(cudaFree(o->scale_inv));
+    cudaCheck(cudaFree(o->scale_inv_t));
+    free(o->got_codes);
+    free(o->got_codes_t);
+    free(o->got_scale_inv);
+    free(o->got_scale_inv_t);
+}
+
+// ----------------------------------------------------------------------------
 // the 1D cast
 
 static Fp8BlockCast blockwise_cast(Fp8Format format, float amax_epsilon, int power_2_scale) {
@@ -386,37 +440,25 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
 
     // GPU: every output filled with a sentinel before each cast (0xFF: no code the cast makes, a -NaN scale_inv;
     // 0x7F7F for the dequantized bf16: bf16's largest finite, which no FP8 code times a power of two is)
-    const size_t scale_floats = fp8_vec128_scale_floats(rows, cols);    // VEC128 for M = rows, K = cols
-    const size_t scale_floats_t = fp8_vec128_scale_floats(cols, rows);  // VEC128 for M = cols, K = rows
-    uint8_t *d_codes, *d_codes_t, *d_e8m0, *d_e8m0_t;
-    float *d_scale_inv, *d_scale_inv_t;
+    // VEC128 for M = rows, K = cols and for M = cols, K = rows
+    CastOutputs out = cast_outputs_alloc(n, fp8_vec128_scale_floats(rows, cols), fp8_vec128_scale_floats(cols, rows));
+    uint8_t *d_e8m0, *d_e8m0_t;
     __nv_bfloat16 *d_dequantized, *d_dequantized_t;
-    cudaCheck(cudaMalloc(&d_codes, n));                                   // (rows, cols)
-    cudaCheck(cudaMalloc(&d_codes_t, n));                                 // (cols, rows)
     cudaCheck(cudaMalloc(&d_e8m0, n / 32));                               // (rows, cols / 32)
     cudaCheck(cudaMalloc(&d_e8m0_t, n / 32 + 1));                         // (cols, rows / 32)
-    cudaCheck(cudaMalloc(&d_scale_inv, scale_floats * sizeof(float)));   // VEC128 for M = rows, K = cols
-    cudaCheck(cudaMalloc(&d_scale_inv_t, scale_floats_t * sizeof(float)));  // VEC128 for M = cols, K = rows
     cudaCheck(cudaMalloc(&d_dequantized, n * sizeof(__nv_bfloat16)));    // (rows, cols)
     cudaCheck(cudaMalloc(&d_dequantized_t, n * sizeof(__nv_bfloat16)));  // (rows, cols)
-    uint8_t* got_codes = (uint8_t*)malloc(n);
-    uint8_t* got_codes_t = (uint8_t*)malloc(n);
     uint8_t* got_e8m0 = (uint8_t*)malloc(n / 32 + 1);
     uint8_t* got_e8m0_t = (uint8_t*)malloc(n / 32 + 1);
-    float* got_scale_inv = (float*)malloc(scale_floats * sizeof(float));
-    float* got_scale_inv_t = (float*)malloc(scale_floats_t * sizeof(float));
     uint16_t* got_dequantized = (uint16_t*)malloc(n * sizeof(uint16_t));
     uint16_t* got_dequantized_t = (uint16_t*)malloc(n * sizeof(uint16_t));
 
     for (int counted = 1; counted >= 0; counted--) {  // the diagnostics kernel, then the lean one
         char label[240];
         snprintf(label, sizeof(label), "%s%s", what, counted ? ", with diagnostics" : ", lean");
-        cudaCheck(cudaMemset(d_codes, 0xFF, n));
-        cudaCheck(cudaMemset(d_codes_t, 0xFF, n));
+        cast_outputs_fill_sentinel(&out);
         cudaCheck(cudaMemset(d_e8m0, 0xFF, n / 32));
         cudaCheck(cudaMemset(d_e8m0_t, 0xFF, n / 32 + 1));
-        cudaCheck(cudaMemset(d_scale_inv, 0xFF, scale_floats * sizeof(float)));
-        cudaCheck(cudaMemset(d_scale_inv_t, 0xFF, scale_floats_t * sizeof(float)));
         cudaCheck(cudaMemset(d_dequantized, 0x7F, n * sizeof(__nv_bfloat16)));
         cudaCheck(cudaMemset(d_dequantized_t, 0x7F, n * sizeof(__nv_bfloat16)));
         reset_cells();
@@ -429,21 +471,21 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
         a.block_len = block_len;
         a.cast = cast;
         if (rowwise) {
-            a.rowwise.codes = d_codes;
+            a.rowwise.codes = out.codes;
             if (mxfp8) {
                 a.rowwise.e8m0 = d_e8m0;
                 a.rowwise.dequantized = d_dequantized;
             } else {
-                a.rowwise.scale_inv = d_scale_inv;
+                a.rowwise.scale_inv = out.scale_inv;
             }
         }
         if (columnwise) {
-            a.columnwise.codes = d_codes_t;
+            a.columnwise.codes = out.codes_t;
             if (mxfp8) {
                 a.columnwise.e8m0 = d_e8m0_t;
                 a.columnwise.dequantized = d_dequantized_t;
             } else {
-                a.columnwise.scale_inv = d_scale_inv_t;
+                a.columnwise.scale_inv = out.scale_inv_t;
             }
         }
         a.amax = &d_cells->amax;
@@ -452,32 +494,28 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
         a.scale_range = counted ? d_cells->scale_range : NULL;
         cudaCheck(fp8_block_cast_1d(&a, 0));
         cudaCheck(cudaDeviceSynchronize());
+        cast_outputs_download(&out);
 
         if (rowwise) {
-            cudaCheck(cudaMemcpy(got_codes, d_codes, n, cudaMemcpyDeviceToHost));
-            check_codes(label, "rowwise", got_codes, want_codes, n);
+            check_codes(label, "rowwise", out.got_codes, want_codes, n);
             if (mxfp8) {
                 cudaCheck(cudaMemcpy(got_e8m0, d_e8m0, rows * row_blocks, cudaMemcpyDeviceToHost));
                 cudaCheck(cudaMemcpy(got_dequantized, d_dequantized, n * sizeof(uint16_t), cudaMemcpyDeviceToHost));
                 check_e8m0(label, "rowwise", got_e8m0, want_scale_inv, rows, row_blocks);
                 check_dequantized(label, "rowwise", got_dequantized, want_dequantized, n);
             } else {
-                cudaCheck(cudaMemcpy(got_scale_inv, d_scale_inv, scale_floats * sizeof(float), cudaMemcpyDeviceToHost));
-                check_vec128_scales(label, "rowwise", got_scale_inv, want_scale_inv, rows, row_blocks);
+                check_vec128_scales(label, "rowwise", out.got_scale_inv, want_scale_inv, rows, row_blocks);
             }
         }
         if (columnwise) {
-            cudaCheck(cudaMemcpy(got_codes_t, d_codes_t, n, cudaMemcpyDeviceToHost));
-            check_codes(label, "columnwise", got_codes_t, want_codes_t, n);
+            check_codes(label, "columnwise", out.got_codes_t, want_codes_t, n);
             if (mxfp8) {
                 cudaCheck(cudaMemcpy(got_e8m0_t, d_e8m0_t, cols * col_blocks, cudaMemcpyDeviceToHost));
                 cudaCheck(cudaMemcpy(got_dequantized_t, d_dequantized_t, n * sizeof(uint16_t), cudaMemcpyDeviceToHost));
                 check_e8m0(label, "columnwise", got_e8m0_t, want_scale_inv_t, cols, col_blocks);
                 check_dequantized(label, "columnwise", got_dequantized_t, want_dequantized_t, n);
             } else {
-                cudaCheck(cudaMemcpy(got_scale_inv_t, d_scale_inv_t, scale_floats_t * sizeof(float),
-                                     cudaMemcpyDeviceToHost));
-                check_vec128_scales(label, "columnwise", got_scale_inv_t, want_scale_inv_t, cols, col_blocks);
+                check_vec128_scales(label, "columnwise", out.got_scale_inv_t, want_scale_inv_t, cols, col_blocks);
             }
         }
         check_cells(label, want_amax, t->amax_bits, counted, &want_stats, &want_range);
@@ -489,20 +527,13 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
     free(want_scale_inv_t);
     free(want_dequantized);
     free(want_dequantized_t);
-    free(got_codes);
-    free(got_codes_t);
     free(got_e8m0);
     free(got_e8m0_t);
-    free(got_scale_inv);
-    free(got_scale_inv_t);
     free(got_dequantized);
     free(got_dequantized_t);
-    cudaCheck(cudaFree(d_codes));
-    cudaCheck(cudaFree(d_codes_t));
+    cast_outputs_free(&out);
     cudaCheck(cudaFree(d_e8m0));
     cudaCheck(cudaFree(d_e8m0_t));
-    cudaCheck(cudaFree(d_scale_inv));
-    cudaCheck(cudaFree(d_scale_inv_t));
     cudaCheck(cudaFree(d_dequantized));
     cudaCheck(cudaFree(d_dequantized_t));
 }
@@ -533,26 +564,13 @@ static void check_cast_2d(const Tensor* t, Fp8BlockCast cast) {
         for (size_t c = 0; c < cols; c++) { want_codes_t[c * rows + r] = want_codes[r * cols + c]; }
     }
 
-    const size_t scale_floats = fp8_blk128_scale_floats(rows, cols);    // BLK128x128 for M = rows, K = cols
-    const size_t scale_floats_t = fp8_blk128_scale_floats(cols, rows);  // BLK128x128 for M = cols, K = rows
-    uint8_t *d_codes, *d_codes_t;
-    float *d_scale_inv, *d_scale_inv_t;
-    cudaCheck(cudaMalloc(&d_codes, n));                                      // (rows, cols)
-    cudaCheck(cudaMalloc(&d_codes_t, n));                                    // (cols, rows)
-    cudaCheck(cudaMalloc(&d_scale_inv, scale_floats * sizeof(float)));      // BLK128x128 for M = rows, K = cols
-    cudaCheck(cudaMalloc(&d_scale_inv_t, scale_floats_t * sizeof(float)));  // BLK128x128 for M = cols, K = rows
-    uint8_t* got_codes = (uint8_t*)malloc(n);
-    uint8_t* got_codes_t = (uint8_t*)malloc(n);
-    float* got_scale_inv = (float*)malloc(scale_floats * sizeof(float));
-    float* got_scale_inv_t = (float*)malloc(scale_floats_t * sizeof(float));
+    // BLK128x128 for M = rows, K = cols and for M = cols, K = rows
+    CastOutputs out = cast_outputs_alloc(n, fp8_blk128_scale_floats(rows, cols), fp8_blk128_scale_floats(cols, rows));
 
     for (int counted = 1; counted >= 0; counted--) {
         char label[240];
         snprintf(label, sizeof(label), "%s%s", what, counted ? ", with diagnostics" : ", lean");
-        cudaCheck(cudaMemset(d_codes, 0xFF, n));
-        cudaCheck(cudaMemset(d_codes_t, 0xFF, n));
-        cudaCheck(cudaMemset(d_scale_inv, 0xFF, scale_floats * sizeof(float)));
-        cudaCheck(cudaMemset(d_scale_inv_t, 0xFF, scale_floats_t * sizeof(float)));
+        cast_outputs_fill_sentinel(&out);
         reset_cells();
         Fp8BlockCast2d a;
         memset(&a, 0, sizeof(a));
@@ -560,35 +578,32 @@ static void check_cast_2d(const Tensor* t, Fp8BlockCast cast) {
         a.rows = t->rows;
         a.cols = t->cols;
         a.cast = cast;
-        a.codes = d_codes;
-        a.codes_t = d_codes_t;
-        a.scale_inv = d_scale_inv;
-        a.scale_inv_t = d_scale_inv_t;
+        a.codes = out.codes;
+        a.codes_t = out.codes_t;
+        a.scale_inv = out.scale_inv;
+        a.scale_inv_t = out.scale_inv_t;
         a.amax = &d_cells->amax;
         a.tensor_amax = &d_cells->tensor_amax;
         a.stats = counted ? d_cells->stats : NULL;
         a.scale_range = counted ? d_cells->scale_range : NULL;
         cudaCheck(fp8_block_cast_2d(&a, 0));
         cudaCheck(cudaDeviceSynchronize());
-        cudaCheck(cudaMemcpy(got_codes, d_codes, n, cudaMemcpyDeviceToHost));
-        cudaCheck(cudaMemcpy(got_codes_t, d_codes_t, n, cudaMemcpyDeviceToHost));
-        cudaCheck(cudaMemcpy(got_scale_inv, d_scale_inv, scale_floats * sizeof(float), cudaMemcpyDeviceToHost));
-        cudaCheck(cudaMemcpy(got_scale_inv_t, d_scale_inv_t, scale_floats_t * sizeof(float), cudaMemcpyDeviceToHost));
-        check_codes(label, "rowwise", got_codes, want_codes, n);
-        check_codes(label, "transposed", got_codes_t, want_codes_t, n);
+        cast_outputs_download(&out);
+        check_codes(label, "rowwise", out.got_codes, want_codes, n);
+        check_codes(label, "transposed", out.got_codes_t, want_codes_t, n);
         // tile (i, k)'s scale_inv at BLK128x128 (i, k) for M = rows, K = cols and at (k, i) for M = cols, K = rows
         size_t bad = 0, bad_t = 0;
         for (size_t i = 0; i < tiles_m; i++) {
             for (size_t k = 0; k < tiles_k; k++) {
                 uint32_t want = fp8_float_bits(want_scale_inv[i * tiles_k + k]);
-                bad += fp8_float_bits(got_scale_inv[fp8_blk128_scale_index(i, k, cols)]) != want;
-                bad_t += fp8_float_bits(got_scale_inv_t[fp8_blk128_scale_index(k, i, rows)]) != want;
+                bad += fp8_float_bits(out.got_scale_inv[fp8_blk128_scale_index(i, k, cols)]) != want;
+                bad_t += fp8_float_bits(out.got_scale_inv_t[fp8_blk128_scale_index(k, i, rows)]) != want;
             }
         }
         CHECK(bad == 0 && bad_t == 0, "%s: %zu scale_invs and %zu transposed scale_invs of %zu tiles differ", label,
               bad, bad_t, tiles_m * tiles_k);
-        size_t written = scales_written(got_scale_inv, scale_floats);
-        size_t written_t = scales_written(got_scale_inv_t, scale_floats_t);
+        size_t written = scales_written(out.got_scale_inv, out.scale_floats);
+        size_t written_t = scales_written(out.got_scale_inv_t, out.scale_floats_t);
         CHECK(written == tiles_m * tiles_k && written_t == tiles_m * tiles_k,
               "%s: %zu and %zu cells of the BLK128x128 arrays written, %zu tiles", label, written, written_t,
               tiles_m * tiles_k);
@@ -598,14 +613,7 @@ static void check_cast_2d(const Tensor* t, Fp8BlockCast cast) {
     free(want_codes);
     free(want_codes_t);
     free(want_scale_inv);
-    free(got_codes);
-    free(got_codes_t);
-    free(got_scale_inv);
-    free(got_scale_inv_t);
-    cudaCheck(cudaFree(d_codes));
-    cudaCheck(cudaFree(d_codes_t));
-    cudaCheck(cudaFree(d_scale_inv));
-    cudaCheck(cudaFree(d_scale_inv_t));
+    cast_outputs_free(&out);
 }
 
 // ----------------------------------------------------------------------------
@@ -856,6 +864,16 @@ static double bench_gbs(const BenchOp* op, double bytes, cudaEvent_t start, cuda
     return bytes * BENCH_REPS / (elapsed_ms(start, stop) * 1e6);
 }
 
+// GB/s of a device-to-device copy of t's bf16 values into `scratch` (read + write), the line each cast is held to
+static double bench_copy_gbs(const Tensor* t, __nv_bfloat16* scratch, cudaEvent_t start, cudaEvent_t stop) {
+    BenchOp op;
+    memset(&op, 0, sizeof(op));
+    op.copy_dst = scratch;
+    op.copy_src = t->d_bf16;
+    op.copy_bytes = (size_t)t->rows * t->cols * sizeof(__nv_bfloat16);
+    return bench_gbs(&op, 2.0 * (double)op.copy_bytes, start, stop);
+}
+
 // Each cast at d12's shapes, E4M3 (the activations' and weights' format), on random values: activations (8192, C /
 // 3C / 4C) blockwise rowwise only, both copies without and with the diagnostics, and mxfp8's both copies with their
 // dequantized bf16; weights blockwise 128 x 128 tiles with the transpose. Each line starts with the device copy of the
@@ -870,17 +888,14 @@ static void benchmark(void) {
         const size_t n = (size_t)rows * cols;
         Tensor t = make_tensor(rows, cols, VALUES_RANDOM, 0);
         __nv_bfloat16 *d_copy, *d_dequantized, *d_dequantized_t;
-        uint8_t *d_codes, *d_codes_t, *d_e8m0, *d_e8m0_t;
-        float *d_scale_inv, *d_scale_inv_t;
+        uint8_t *d_e8m0, *d_e8m0_t;
+        CastOutputs out = cast_outputs_alloc(n, fp8_vec128_scale_floats(rows, cols),
+                                             fp8_vec128_scale_floats(cols, rows));
         cudaCheck(cudaMalloc(&d_copy, n * sizeof(__nv_bfloat16)));
         cudaCheck(cudaMalloc(&d_dequantized, n * sizeof(__nv_bfloat16)));    // (rows, cols)
         cudaCheck(cudaMalloc(&d_dequantized_t, n * sizeof(__nv_bfloat16)));  // (rows, cols)
-        cudaCheck(cudaMalloc(&d_codes, n));                                   // (rows, cols)
-        cudaCheck(cudaMalloc(&d_codes_t, n));                                 // (cols, rows)
         cudaCheck(cudaMalloc(&d_e8m0, n / 32));                               // (rows, cols / 32)
         cudaCheck(cudaMalloc(&d_e8m0_t, n / 32));                             // (cols, rows / 32)
-        cudaCheck(cudaMalloc(&d_scale_inv, fp8_vec128_scale_floats(rows, cols) * sizeof(float)));
-        cudaCheck(cudaMalloc(&d_scale_inv_t, fp8_vec128_scale_floats(cols, rows) * sizeof(float)));
         reset_cells();
 
         Fp8BlockCast1d rowwise;  // blockwise, the rowwise copy alone
@@ -890,12 +905,12 @@ static void benchmark(void) {
         rowwise.cols = cols;
         rowwise.block_len = FP8_BLOCKWISE_BLOCK;
         rowwise.cast = blockwise_cast(FP8_E4M3, 0.0f, 1);
-        rowwise.rowwise.codes = d_codes;
-        rowwise.rowwise.scale_inv = d_scale_inv;
+        rowwise.rowwise.codes = out.codes;
+        rowwise.rowwise.scale_inv = out.scale_inv;
         rowwise.amax = &d_cells->amax;
         Fp8BlockCast1d both = rowwise;  // blockwise, both copies
-        both.columnwise.codes = d_codes_t;
-        both.columnwise.scale_inv = d_scale_inv_t;
+        both.columnwise.codes = out.codes_t;
+        both.columnwise.scale_inv = out.scale_inv_t;
         Fp8BlockCast1d counted = both;  // with the diagnostics, as a run that writes them casts
         counted.tensor_amax = &d_cells->tensor_amax;
         counted.stats = d_cells->stats;
@@ -907,10 +922,10 @@ static void benchmark(void) {
         mx.cols = cols;
         mx.block_len = FP8_MXFP8_BLOCK;
         mx.cast = mxfp8_cast(FP8_E4M3);
-        mx.rowwise.codes = d_codes;
+        mx.rowwise.codes = out.codes;
         mx.rowwise.e8m0 = d_e8m0;
         mx.rowwise.dequantized = d_dequantized;
-        mx.columnwise.codes = d_codes_t;
+        mx.columnwise.codes = out.codes_t;
         mx.columnwise.e8m0 = d_e8m0_t;
         mx.columnwise.dequantized = d_dequantized_t;
         mx.amax = &d_cells->amax;
@@ -921,13 +936,9 @@ static void benchmark(void) {
         const double rowwise_bytes = in + n + 4.0 * blocks_128;
         const double both_bytes = in + 2.0 * (n + 4.0 * blocks_128);
         const double mx_bytes = in + 2.0 * (n + blocks_32 + 2.0 * n);
+        double copy_gbs = bench_copy_gbs(&t, d_copy, start, stop);
         BenchOp op;
         memset(&op, 0, sizeof(op));
-        op.copy_dst = d_copy;
-        op.copy_src = t.d_bf16;
-        op.copy_bytes = n * sizeof(__nv_bfloat16);
-        double copy_gbs = bench_gbs(&op, 2.0 * in, start, stop);
-        op.copy_dst = NULL;
         op.cast_1d = &rowwise;
         double rowwise_gbs = bench_gbs(&op, rowwise_bytes, start, stop);
         op.cast_1d = &both;
@@ -945,12 +956,9 @@ static void benchmark(void) {
         cudaCheck(cudaFree(d_copy));
         cudaCheck(cudaFree(d_dequantized));
         cudaCheck(cudaFree(d_dequantized_t));
-        cudaCheck(cudaFree(d_codes));
-        cudaCheck(cudaFree(d_codes_t));
         cudaCheck(cudaFree(d_e8m0));
         cudaCheck(cudaFree(d_e8m0_t));
-        cudaCheck(cudaFree(d_scale_inv));
-        cudaCheck(cudaFree(d_scale_inv_t));
+        cast_outputs_free(&out);
         free_tensor(&t);
     }
 
@@ -961,13 +969,9 @@ static void benchmark(void) {
         const size_t n = (size_t)rows * cols;
         Tensor t = make_tensor(rows, cols, VALUES_RANDOM, 0);
         __nv_bfloat16* d_copy;
-        uint8_t *d_codes, *d_codes_t;
-        float *d_scale_inv, *d_scale_inv_t;
+        CastOutputs out = cast_outputs_alloc(n, fp8_blk128_scale_floats(rows, cols),
+                                             fp8_blk128_scale_floats(cols, rows));
         cudaCheck(cudaMalloc(&d_copy, n * sizeof(__nv_bfloat16)));
-        cudaCheck(cudaMalloc(&d_codes, n));    // (rows, cols)
-        cudaCheck(cudaMalloc(&d_codes_t, n));  // (cols, rows)
-        cudaCheck(cudaMalloc(&d_scale_inv, fp8_blk128_scale_floats(rows, cols) * sizeof(float)));
-        cudaCheck(cudaMalloc(&d_scale_inv_t, fp8_blk128_scale_floats(cols, rows) * sizeof(float)));
         reset_cells();
         Fp8BlockCast2d w;
         memset(&w, 0, sizeof(w));
@@ -975,23 +979,19 @@ static void benchmark(void) {
         w.rows = rows;
         w.cols = cols;
         w.cast = blockwise_cast(FP8_E4M3, 0.0f, 1);
-        w.codes = d_codes;
-        w.codes_t = d_codes_t;
-        w.scale_inv = d_scale_inv;
-        w.scale_inv_t = d_scale_inv_t;
+        w.codes = out.codes;
+        w.codes_t = out.codes_t;
+        w.scale_inv = out.scale_inv;
+        w.scale_inv_t = out.scale_inv_t;
         w.amax = &d_cells->amax;
         Fp8BlockCast2d w_counted = w;
         w_counted.stats = d_cells->stats;
         w_counted.scale_range = d_cells->scale_range;
         const double in = 2.0 * n, tiles = (double)n / (128.0 * 128.0);
         const double bytes = in + 2.0 * (n + 4.0 * tiles);
+        double copy_gbs = bench_copy_gbs(&t, d_copy, start, stop);
         BenchOp op;
         memset(&op, 0, sizeof(op));
-        op.copy_dst = d_copy;
-        op.copy_src = t.d_bf16;
-        op.copy_bytes = n * sizeof(__nv_bfloat16);
-        double copy_gbs = bench_gbs(&op, 2.0 * in, start, stop);
-        op.copy_dst = NULL;
         op.cast_2d = &w;
         double cast_gbs = bench_gbs(&op, bytes, start, stop);
         op.cast_2d = &w_counted;
@@ -1000,10 +1000,7 @@ static void benchmark(void) {
                "diagnostics %.0f GB/s (%.0f%% of without)\n",
                rows, cols, copy_gbs, cast_gbs, 100 * cast_gbs / copy_gbs, counted_gbs, 100 * counted_gbs / cast_gbs);
         cudaCheck(cudaFree(d_copy));
-        cudaCheck(cudaFree(d_codes));
-        cudaCheck(cudaFree(d_codes_t));
-        cudaCheck(cudaFree(d_scale_inv));
-        cudaCheck(cudaFree(d_scale_inv_t));
+        cast_outputs_free(&out);
         free_tensor(&t);
     }
     cudaCheck(cudaEventDestroy(start));
