@@ -395,7 +395,8 @@ __global__ void __launch_bounds__(FP8_BLOCK_THREADS) fp8_block_cast_2d_kernel(Fp
     }
     unsigned int scale_min = 0xFFFFFFFFu, scale_max = 0u;
     if (COUNT && threadIdx.x == 0) { fp8_block_scale_range_add(&scale_min, &scale_max, block_amax, s.scale); }
-    __syncthreads();  // fp8_block_cast_finish's fp8_block_max reuses the per-warp cells of the one above
+    // (fp8_block_cast_finish's fp8_block_max reuses the per-warp cells of the one above: the barrier after tile_amax
+    // already keeps its writes after warp 0's reads)
     fp8_block_cast_finish<COUNT>(thread_max, counts, scale_min, scale_max, a.amax, a.tensor_amax, a.stats,
                                  a.scale_range, (size_t)a.rows * (size_t)a.cols);
 }
