@@ -641,6 +641,8 @@ expect_error flag_recompute_old_seed "(the seed is -seed)" $TINY -r 1337
 expect_error flag_attention "invalid value 'flash' for -attn: expected cudnn or plain" $TINY -attn flash
 expect_error flag_estimate "-estimate" $TINY -estimate 2
 expect_error cpu_multi_process "the CPU reference trainer runs one process" $TINY -pn 2
+expect_error flag_profile_step "invalid value '0' for -profile_step: must be in \[1, 1073741824\]" $TINY -profile_step 0
+expect_error cpu_profile_step "-profile_step marks a step for a GPU profiler (ncu): it is train_gpt_fp8's flag" $TINY -profile_step 2
 expect_error resume_without_dir "-y 1 needs -o" $DATA_FLAGS -y 1
 # -h names this program (the CUDA trainer shares the flags) and says which -fp8 format is CPU-only
 help=$($TRAINER -h 2>&1)

@@ -1197,6 +1197,9 @@ int main(int argc, char** argv) {
         die("the CPU reference trainer runs one process (-pn, -pi are the CUDA trainer's; test_data_parallel checks the "
             "multi-rank semantics on simulated ranks)");
     }
+    if (args.profile_step > 0) {
+        die("-profile_step marks a step for a GPU profiler (ncu): it is train_gpt_fp8's flag, not the CPU trainer's");
+    }
     RunSetup run;
     run_setup(&args, &run, 0, 1);
     run_folder_prepare(&args, 1);  // the folder's lock, for the whole run; an earlier run's checkpoints

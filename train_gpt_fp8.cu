@@ -44,6 +44,7 @@ is deterministic (no float atomics), so the same data gives the same bits, run a
 Not in this version yet (see README, Status): fusing the casts into LayerNorm/GELU.
 */
 #include <cuda_bf16.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1369,6 +1370,9 @@ int main(int argc, char** argv) {
     int train_steps = run.train_steps, val_steps = run.val_steps, have_val = run.have_val;
     DataLoader* train_loader = &run.train_loader;
     DataLoader* val_loader = &run.val_loader;
+    if (args.profile_step > train_steps) {  // a profiler waiting for a step that never comes would record nothing
+        die("-profile_step %d is past the run's last step (%d)", args.profile_step, train_steps);
+    }
     if (args.precision == PRECISION_FP8 && (config.channels % 64 != 0 || (B * T) % 64 != 0)) {
         die("fp8 on the GPU needs C and B*T to be multiples of 64 (C %d, B*T %d)", config.channels, B * T);
     }
@@ -1466,6 +1470,10 @@ int main(int argc, char** argv) {
             gpt2_load_checkpoint(&model, args.output_dir, (int)latest, &sample_rng.state, &shard_index, &shard_position);
             if (dataloader_resume(train_loader, shard_index, shard_position, err, sizeof(err))) { die("%s", err); }
             start_step = (int)latest;
+            if (args.profile_step > 0 && args.profile_step <= start_step) {
+                die("-profile_step %d: this run resumes after step %d, so it never trains that step", args.profile_step,
+                    start_step);
+            }
             printf("resumed from %s/model_%08lld.bin at step %d\n", args.output_dir, latest, start_step);
             multi_gpu_barrier(&mg);  // every rank has read its files before rank 0 removes any later ones
             if (rank0) { run_folder_drop_later_checkpoints(args.output_dir, latest); }
@@ -1539,6 +1547,10 @@ int main(int argc, char** argv) {
         }
         if (last_step) { break; }
         if (step == args.debug_kill_step) { fflush(stdout); raise(SIGKILL); }  // test hook (the GPU check's resume step)
+        // -profile_step: a profiler started with collection off (ncu --profile-from-start off) records this step's
+        // kernels alone, from the gradients' zeroing to the weights' FP8 cast, after the steps that warmed up cuBLASLt
+        int profiled = step + 1 == args.profile_step;
+        if (profiled) { cudaCheck(cudaProfilerStart()); }
         cudaEvent_t start, stop;
         cudaCheck(cudaEventCreate(&start));
         cudaCheck(cudaEventCreate(&stop));
@@ -1576,6 +1588,7 @@ int main(int argc, char** argv) {
         }
         cudaCheck(cudaEventRecord(stop, model.stream));
         cudaCheck(cudaEventSynchronize(stop));
+        if (profiled) { cudaCheck(cudaProfilerStop()); }
         float ms;
         cudaCheck(cudaEventElapsedTime(&ms, start, stop));
         cudaCheck(cudaEventDestroy(start));
