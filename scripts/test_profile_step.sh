@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# scripts/test_profile_step.sh — tests scripts/profile_step.py on CSVs laid out as ncu's raw page (a "==PROF==" line
+# before the header, a units row, quoted demangled names with commas in their template and parameter lists, thousands
+# separators): kernel names reduced to their base names and put in the right kinds; the exact sums by kind and by
+# kernel, in ms from nsecond, usecond and msecond alike; the difference of a second run to the first; the time outside
+# kernels against --step-ms; --top; --brief's lines; --out; and each bad input (missing file, no header, unknown unit,
+# a duration that is not a number, no kernel rows, --step-ms after its CSV, a bad --top) exits 1 with one line naming
+# the problem. Prints "profile-step: N passed, M failed" last.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+. scripts/test_lib.sh
+tmp=$TMP
+script=scripts/profile_step.py
+
+# expect NAME WANT GOT
+expect() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "want '$2', got '$3'"; fi; }
+
+header='"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpu__time_duration.sum"'
+# kernel_row NAME DURATION: one data row as ncu writes it
+kernel_row() { printf '"0","4242","train_gpt_fp8","127.0.0.1","%s","1","7","(256, 1, 1)","(132, 1, 1)","0","9.0","%s"\n' "$1" "$2"; }
+# write_csv FILE UNIT ROWS...: the "==PROF==" note, the header, the units row, then "NAME|DURATION" rows
+write_csv() {
+    local file=$1 unit=$2 spec
+    shift 2
+    {
+        echo "==PROF== Connected to process 4242 (/work/train_gpt_fp8)"
+        echo "$header"
+        echo '"","","","","","","","","","","","'"$unit"'"'
+        for spec in "$@"; do kernel_row "${spec%%|*}" "${spec##*|}"; done
+    } >"$file"
+}
+
+# a BF16 step (durations in nsecond, with separators) and an FP8 one (the same kernels in usecond, GEMMs faster, casts
+# added): names as cuBLASLt, cuDNN and nvcc's demangler give them
+gemm=nvjet_sm90_tst_112x64_64x9_1x2_h_bz_bias_TNN
+sdpa=cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x128_4x1x1_kernel0_0
+split='void cublasLt::splitKreduce_kernel<(int)32, (int)16, int, float, __nv_bfloat16, float, (bool)1>(cublasLt::cublasSplitKParams<float>, const float *, __nv_bfloat16 *, long)'
+ln='void layernorm_forward_kernel<(int)768>(__nv_bfloat16 *, float *, float *, const __nv_bfloat16 *, int, int)'
+cast='void fp8_cast_transpose_amax_kernel<__nv_fp8_e4m3, (bool)0>(__nv_fp8_e4m3 *, __nv_fp8_e4m3 *, float *, const __nv_bfloat16 *, const float *, int, int)'
+adamw='void adamw_kernel(float *, float *, float *, __nv_bfloat16 *, const float *, unsigned long, float, float)'
+odd='void (anonymous namespace)::mystery_kernel<(int)4>(int)'
+write_csv "$tmp/bf16.csv" nsecond "$gemm|1,500,000" "$sdpa|700,000" "$split|8,000" "$ln|20,000" "$gemm|1,500,000" \
+    "$adamw|300,000" "$odd|1,000"
+write_csv "$tmp/fp8.csv" usecond "$gemm|900" "$sdpa|700" "$split|8" "$ln|20" "$cast|150.5" "$cast|149.5" "$gemm|900" \
+    "$adamw|300" "$odd|1"
+
+out=$(python3 "$script" --label bf16 --step-ms 5 "$tmp/bf16.csv" --label fp8 --step-ms 4.5 "$tmp/fp8.csv" --top 3 \
+    --out "$tmp/out.md" 2>&1)
+rc=$?
+expect exit_status 0 "$rc"
+# by kind, ms (share of the kernels' sum: bf16 4.029 ms, fp8 3.129 ms): gemm = 2 x 1.5 + 0.008 = 3.008 (74.7%); fp8
+# 2 x 0.9 + 0.008 = 1.808 (57.8%)
+row() { printf '%s\n' "$out" | grep -E "^\| $1 \|" | head -n 1; }
+expect kind_gemm "| gemm | 3.008 (74.7%) | 1.808 (57.8%) | -1.200 |" "$(row gemm)"
+expect kind_attention "| attention | 0.700 (17.4%) | 0.700 (22.4%) | +0.000 |" "$(row attention)"
+expect kind_fp8_cast "| fp8 cast | 0.000 (0.0%) | 0.300 (9.6%) | +0.300 |" "$(row 'fp8 cast')"
+expect kind_layernorm "| layernorm | 0.020 (0.5%) | 0.020 (0.6%) | +0.000 |" "$(row layernorm)"
+expect kind_optimizer "| optimizer | 0.300 (7.4%) | 0.300 (9.6%) | +0.000 |" "$(row optimizer)"
+expect kind_other "| other | 0.001 (0.0%) | 0.001 (0.0%) | +0.000 |" "$(row other)"
+expect kernels_sum "| **kernels' sum** | 4.029 | 3.129 | -0.900 |" "$(row "\*\*kernels' sum\*\*")"
+expect kernels_launched "| kernels launched | 7 | 9 | +2 |" "$(row 'kernels launched')"
+expect step_ms "| step without the profiler | 5.000 | 4.500 | -0.500 |" "$(row 'step without the profiler')"
+expect outside_kernels "| outside kernels (step - sum) | 0.971 | 1.371 |  |" "$(row 'outside kernels \(step - sum\)')"
+# kinds ordered by their largest time in any run (a tie in the order of profile_step.py's KINDS)
+expect kinds_order "gemm attention fp8 cast optimizer layernorm other" \
+    "$(printf '%s\n' "$out" | awk '/^\| \*\*kernels/ { exit } /^\| [a-z]/ && !/^\| kind / { print }' | cut -d'|' -f2 |
+        sed 's/^ //; s/ $//' | paste -sd' ' -)"
+# per kernel: base names (no return type, template arguments or parameters), calls, ms, mean us, share; --top 3
+fp8_top=$(printf '%s\n' "$out" | sed -n '/^### fp8: /,$p')
+if printf '%s\n' "$fp8_top" | grep -qxF "| $gemm | gemm | 2 | 1.800 | 900.0 | 57.5% |" &&
+    printf '%s\n' "$fp8_top" | grep -qxF "| $sdpa | attention | 1 | 0.700 | 700.0 | 22.4% |" &&
+    printf '%s\n' "$fp8_top" | grep -qxF "| fp8_cast_transpose_amax_kernel | fp8 cast | 2 | 0.300 | 150.0 | 9.6% |" &&
+    printf '%s\n' "$fp8_top" | grep -qF '### fp8: the 3 kernels' && [ "$(printf '%s\n' "$fp8_top" | grep -c '^| [a-z]')" -eq 4 ]; then
+    pass top_kernels
+else
+    fail top_kernels "$fp8_top"
+fi
+if python3 "$script" --top 10 "$tmp/bf16.csv" | grep -qxF '| cublasLt::splitKreduce_kernel | gemm | 1 | 0.008 | 8.0 | 0.2% |'; then
+    pass library_name_reduced
+else
+    fail library_name_reduced "$(python3 "$script" --top 10 "$tmp/bf16.csv")"
+fi
+if python3 "$script" --top 10 "$tmp/bf16.csv" | grep -qxF '| anonymous_namespace::mystery_kernel | other | 1 | 0.001 | 1.0 | 0.0% |'; then
+    pass unknown_kernel_is_other
+else
+    fail unknown_kernel_is_other "$(python3 "$script" --top 10 "$tmp/bf16.csv")"
+fi
+if cmp -s <(printf '%s\n' "$out") "$tmp/out.md"; then pass out_file_holds_the_tables; else fail out_file_holds_the_tables "differs"; fi
+
+# milliseconds as the unit: the same sum
+write_csv "$tmp/ms.csv" msecond "$gemm|1.5" "$ln|0.02"
+expect unit_msecond "| **kernels' sum** | 1.520 |" "$(python3 "$script" "$tmp/ms.csv" | grep -F "| **kernels' sum")"
+
+# --brief: one line per run, then the differences
+brief=$(python3 "$script" --brief --label bf16 --step-ms 5 "$tmp/bf16.csv" --label fp8 --step-ms 4.5 "$tmp/fp8.csv")
+expect brief_lines "bf16: 7 kernels, 4.029 ms of 5.000 ms/step; gemm 3.008, attention 0.700, optimizer 0.300
+fp8: 9 kernels, 3.129 ms of 4.500 ms/step; gemm 1.808, attention 0.700, fp8 cast 0.300
+fp8 - bf16: kernels -0.900 ms, step -0.500 ms; gemm -1.200, fp8 cast +0.300, attention +0.000" "$brief"
+
+# bad input: exit 1, one line on stderr, naming the problem
+# expect_error NAME PATTERN ARGS...
+expect_error() {
+    local name=$1 pattern=$2
+    shift 2
+    python3 "$script" "$@" >"$tmp/err_out" 2>"$tmp/err"
+    local rc=$?
+    if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^profile_step: error: .*$pattern" "$tmp/err"; then
+        pass "$name"
+    else
+        fail "$name" "rc $rc: $(cat "$tmp/err")"
+    fi
+}
+expect_error missing_file "cannot read" "$tmp/no_such.csv"
+printf 'a,b\n1,2\n' >"$tmp/noheader.csv"
+expect_error no_header "no header row" "$tmp/noheader.csv"
+write_csv "$tmp/unit.csv" cycle "$gemm|1"
+expect_error unknown_unit "unknown unit 'cycle'" "$tmp/unit.csv"
+write_csv "$tmp/nan.csv" nsecond "$gemm|n/a"
+expect_error duration_not_a_number "duration 'n/a' is not a number" "$tmp/nan.csv"
+write_csv "$tmp/empty.csv" nsecond
+expect_error no_kernel_rows "no kernel rows" "$tmp/empty.csv"
+expect_error step_ms_after_csv "go before the CSV" "$tmp/bf16.csv" --step-ms 5
+expect_error step_ms_not_a_number "'abc' is not a number" --step-ms abc "$tmp/bf16.csv"
+expect_error top_zero "must be positive" --top 0 "$tmp/bf16.csv"
+expect_error no_csv "no CSV given"
+expect_error unknown_option "unknown option --bogus" --bogus "$tmp/bf16.csv"
+
+finish profile-step
