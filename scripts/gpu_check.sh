@@ -34,32 +34,38 @@
 #   nccl      20 FP8 steps of d12 without and with a 1-rank NCCL communicator (bit-identical logs); with N >= 2 GPUs, N
 #             ranks at the same global batch as one rank
 #   sanitize  compute-sanitizer memcheck and racecheck on ./test_gpt_fp8 (slow; not run unless named in --only)
-# Default: every stage but sanitize. --only picks stages, e.g. a first short call `--only build,dev,test,xcheck,train`
-# with TRAIN_STEPS=20 and a later one `--only bench,gemm,nccl`.
+#   profile   where a d12 step's GPU time goes, at PROFILE_B (64) x 1024, for each of PROFILE_RUNS (bf16 fp8
+#             fp8_current): its ms/step without a profiler (15 steps, mean after 5), then Nsight Compute (ncu, or $NCU)
+#             timing every kernel of step 3 alone (-profile_step 3, ncu --profile-from-start off, clocks and caches left
+#             as they are); scripts/profile_step.py sums them by kind (GEMMs, attention, FP8 casts, LayerNorm, ...) and
+#             by kernel into LOGDIR/profile_step.md, each run beside the first (not run unless named in --only)
+# Default: every stage but sanitize and profile. --only picks stages, e.g. a first short call
+# `--only build,dev,test,xcheck,train` with TRAIN_STEPS=20 and a later one `--only bench,gemm,nccl`.
 #
 # The corpus, without network: the prepared shards in data/tinyshakespeare/ when they are there (carry that folder to
 # a GPU machine), else the text given by --input or INPUT=, else what dev/data/prepare_tinyshakespeare.sh finds
 # (../shared beside the repository, then data/tinyshakespeare/input.txt, the git-ignored place for a local copy;
 # see data/README.md), else it says how to pass one.
 #
-# What comes back, in LOGDIR (3 files, so the whole of it fits a GPU machine's 8 files of 16 MiB): summary.txt (the
+# What comes back, in LOGDIR (4 files, so the whole of it fits a GPU machine's 8 files of 16 MiB): summary.txt (the
 # table under a header: date, GPU, driver, commit, command line), gpu_check_logs.tar.gz (every step's full output,
-# its first line the command, the training runs' main.log and fp8_diag.tsv; at most 16 MiB, the longest logs cut in
-# the middle if need be) and bf16_vs_fp8.png. Both the table and the archive are rewritten after every step, so a
+# its first line the command, the training runs' main.log and fp8_diag.tsv, the profile stage's ncu reports and CSVs;
+# at most 16 MiB, the longest logs cut in the middle if need be), bf16_vs_fp8.png and profile_step.md. Both the table and the archive are rewritten after every step, so a
 # run stopped from outside still leaves them. Checkpoints the runs write are deleted as soon as each run ends.
 # Every step has a timeout, and the whole run a budget (GPU_CHECK_BUDGET seconds, default 540, so it ends within 9
 # minutes): a step gets at most what is left; a step that cannot start in time, or that the budget cuts short, is
 # SKIPPED (budget), which is not a failure. Exit status: 0 when no step FAILED or hit its own timeout, 1 otherwise (and
 # 1 at once, before building anything, when no GPU answers), 2 on bad arguments. --dry-run writes each step's command
 # into its log and the table without running it. --append-results also appends the table to RESULTS.md.
-# Environment: GPU_CHECK_BUDGET, TRAIN_STEPS (200), BENCH_STEPS (30), BENCH_B (8), INPUT, GPU_CHECK_RESULTS (the file
-# --append-results appends to, default RESULTS.md in the repository root), GPU_CHECK_ARCHIVE_MAX_BYTES (16 MiB).
+# Environment: GPU_CHECK_BUDGET, TRAIN_STEPS (200), BENCH_STEPS (30), BENCH_B (8), PROFILE_B (64), PROFILE_RUNS, NCU,
+# INPUT, GPU_CHECK_RESULTS (the file --append-results appends to, default RESULTS.md in the repository root),
+# GPU_CHECK_ARCHIVE_MAX_BYTES (16 MiB).
 #
 # Sourcing this file (as scripts/test_gpu_check.sh does) defines the functions below and runs nothing.
 set -u
 
 GPU_CHECK_USAGE="usage: scripts/gpu_check.sh [--only STAGE,...] [--input input.txt] [--append-results] [--dry-run] LOGDIR [-- extra trainer flags]"
-GPU_CHECK_STAGES="build dev test xcheck train bench gemm nccl sanitize"
+GPU_CHECK_STAGES="build dev test xcheck train bench gemm nccl sanitize profile"
 GPU_CHECK_DEFAULT_STAGES="build dev test xcheck train bench gemm nccl"
 GPU_CHECK_ARCHIVE=gpu_check_logs.tar.gz
 
@@ -334,6 +340,18 @@ parse_stages() {
     echo "$list"
 }
 
+# find_ncu: Nsight Compute's command line: $NCU when set (whether or not it exists: the stage says so), else ncu on
+# PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin, else the newest /opt/nvidia/nsight-compute/*/ncu; nothing if none
+find_ncu() {
+    if [ -n "${NCU:-}" ]; then echo "$NCU"; return; fi
+    if command -v ncu >/dev/null 2>&1; then command -v ncu; return; fi
+    local d
+    for d in "${CUDA_HOME:-}" /usr/local/cuda; do
+        if [ -n "$d" ] && [ -x "$d/bin/ncu" ]; then echo "$d/bin/ncu"; return; fi
+    done
+    find /opt/nvidia/nsight-compute -maxdepth 2 -name ncu -type f -perm -u+x 2>/dev/null | sort -V | tail -n 1
+}
+
 find_sanitizer() {
     if command -v compute-sanitizer >/dev/null 2>&1; then command -v compute-sanitizer; return; fi
     local home=${CUDA_HOME:-}
@@ -367,7 +385,7 @@ stage_programs() {
         test | sanitize) echo "test_gpt_fp8" ;;
         xcheck) echo "train_gpt_fp8 train_gpt_fp8_cpu dev/compare_runs" ;;
         train) echo "train_gpt_fp8 dev/data/tokenizer" ;;
-        bench | nccl) echo "train_gpt_fp8" ;;
+        bench | nccl | profile) echo "train_gpt_fp8" ;;
         gemm) echo "dev/cuda/gemm_shapes" ;;
     esac
 }
@@ -754,6 +772,85 @@ stage_sanitize() {
     done
 }
 
+# The profile stage's runs: each name's trainer flags (PROFILE_RUNS picks among them)
+profile_recipe_flags() {
+    case $1 in
+        bf16) echo "-precision bf16" ;;
+        fp8) echo "-precision fp8" ;;
+        fp8_current) echo "-precision fp8 -fp8_recipe current" ;;
+        fp8_blockwise) echo "-precision fp8 -fp8_recipe blockwise" ;;
+        *) return 1 ;;
+    esac
+}
+
+# profile_brief CSV LABEL [STEP_MS]: profile_step.py's line for one run ("N kernels, X ms of Y ms/step; gemm ...")
+profile_brief() {
+    local brief
+    brief=$(python3 scripts/profile_step.py --brief --label "$2" ${3:+--step-ms "$3"} "$1" 2>&1 | tail -n 1)
+    echo "${brief#"$2": }"
+}
+
+# profile_differences LOG: the "RUN - FIRST: ..." lines of profile_step.py --brief, joined by " / "
+profile_differences() {
+    local lines
+    lines=$(grep -E '^[A-Za-z0-9_]+ - [A-Za-z0-9_]+: kernels ' "$1" 2>/dev/null | awk 'NR > 1 { printf " / " } { printf "%s", $0 }')
+    echo "${lines:-one run: see profile_step.md}"
+}
+
+# Where a step's GPU time goes: per run, the step's time without a profiler, then every kernel of step 3 through ncu
+# (-profile_step 3: the trainer starts the profiler there and stops it after the step, so steps 1-2 warm cuBLASLt's
+# plans and cuDNN's graphs unrecorded), then the kinds and kernels of all runs side by side (profile_step.md)
+stage_profile() {
+    local ncu run flags step_ms summary_args=() b=${PROFILE_B:-64} trainer=${PROFILE_TRAINER:-./train_gpt_fp8}
+    ncu=$(find_ncu)
+    [ -z "$ncu" ] && [ "${DRY_RUN:-0}" = 1 ] && ncu=ncu  # a dry run shows the command wherever ncu is
+    local common=("${DATA_FLAGS[@]}" -e d12 -b "$b" -t 1024 -v 0 -s 0 -seed 1337 -fp8_diag_every 0)
+    for run in ${PROFILE_RUNS:-bf16 fp8 fp8_current}; do
+        if ! flags=$(profile_recipe_flags "$run"); then
+            echo "gpu_check: profile: unknown run '$run' in PROFILE_RUNS (bf16 fp8 fp8_current fp8_blockwise)" >"$WORK/profile_$run.log"
+            add_row "profile_$run" "FAILED (unknown run)" "PROFILE_RUNS: bf16 fp8 fp8_current fp8_blockwise"
+            ANY_FAILED=1
+            write_summary
+            continue
+        fi
+        # a timing run as the bench stage's: no -o, no diagnostics; the mean after the first 5 steps
+        run_step "profile_time_$run" 120 "$trainer" "${common[@]}" -x 15 $flags ${EXTRA[@]+"${EXTRA[@]}"}
+        step_ms=$(progress_stats "$WORK/profile_time_$run.log" "$SKIP" | awk '$1 != "n/a" { print $1 }')
+        row "profile_time_$run" "$(bench_key "$WORK/profile_time_$run.log" "$SKIP")"
+        if [ "${DRY_RUN:-0}" != 1 ] && { [ -z "$ncu" ] || [ ! -x "$ncu" ]; }; then
+            echo "gpu_check: profile_$run: skipped, no Nsight Compute: ${ncu:-ncu is neither on PATH nor in \$CUDA_HOME/bin} (NCU= names one)" \
+                >"$WORK/profile_$run.log"
+            add_row "profile_$run" "SKIPPED (no ncu)" "-"
+            write_summary
+            continue
+        fi
+        run_step "profile_$run" 240 bash -c '
+            ncu=$1 report=$2
+            shift 2
+            "$ncu" --profile-from-start off --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+                --force-overwrite --export "$report" "$@" || exit
+            [ -s "$report.ncu-rep" ] || { echo "profile: ncu wrote no report: was step 3 reached?"; exit 1; }
+            "$ncu" --import "$report.ncu-rep" --csv --page raw --print-units base --metrics gpu__time_duration.sum \
+                >"$report.csv" || exit
+            python3 scripts/profile_step.py --brief --label "$(basename "$report")" "$report.csv"' profile "$ncu" \
+            "$WORK/profile_$run" "$trainer" "${common[@]}" -x 3 -profile_step 3 $flags ${EXTRA[@]+"${EXTRA[@]}"}
+        if [ "$STEP_RC" -eq 0 ]; then
+            row "profile_$run" "$(profile_brief "$WORK/profile_$run.csv" "$run" "$step_ms")"
+            summary_args+=(--label "$run" ${step_ms:+--step-ms "$step_ms"} "$WORK/profile_$run.csv")
+        elif [ "${DRY_RUN:-0}" = 1 ]; then
+            row "profile_$run" "-"
+            summary_args+=(--label "$run" --step-ms MS "$WORK/profile_$run.csv")
+        else
+            row "profile_$run" ""
+        fi
+    done
+    [ ${#summary_args[@]} -gt 0 ] || return 0
+    STEP_MIN_SECONDS=5 run_step profile_summary 60 python3 scripts/profile_step.py --brief --out "$WORK/profile_step.md" \
+        "${summary_args[@]}"
+    [ -s "$WORK/profile_step.md" ] && cp "$WORK/profile_step.md" "$LOGDIR/profile_step.md"
+    row profile_summary "$(profile_differences "$WORK/profile_summary.log")"
+}
+
 main() {
     local append=0 logdir="" stages_arg=""
     EXTRA=()
@@ -827,7 +924,7 @@ main() {
     # step logs and run outputs live outside LOGDIR, which gets only the table, the archive and the plot
     WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX") || { echo "gpu_check: error: no temporary folder" >&2; exit 2; }
     trap 'rm -rf "$WORK"' EXIT
-    rm -f "$LOGDIR/summary.txt" "$LOGDIR/$GPU_CHECK_ARCHIVE" "$LOGDIR/bf16_vs_fp8.png"
+    rm -f "$LOGDIR/summary.txt" "$LOGDIR/$GPU_CHECK_ARCHIVE" "$LOGDIR/bf16_vs_fp8.png" "$LOGDIR/profile_step.md"
 
     # a CUDA toolkit installed but not on PATH: the Makefile finds nvcc (and with it CUDA_HOME) through PATH only
     if ! command -v nvcc >/dev/null 2>&1; then
@@ -846,7 +943,7 @@ main() {
     cudnn_programs >/dev/null  # ask make info once, here: the stages read it in subshells
     stage_build
     local stage
-    for stage in dev test xcheck train bench gemm nccl sanitize; do
+    for stage in dev test xcheck train bench gemm nccl sanitize profile; do
         stage_selected "$stage" && "stage_$stage"
     done
 

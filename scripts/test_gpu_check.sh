@@ -336,6 +336,30 @@ if printf '%s\n' "$out" | grep -qE '^\| memcheck +\|' && printf '%s\n' "$out" | 
 else
     fail sanitize_when_asked "$out"
 fi
+out=$(dry --only profile "$tmp/dry5")
+profile_log() { tar -xzOf "$tmp/dry5/gpu_check_logs.tar.gz" "./$1.log" 2>/dev/null | head -n 1; }
+time_cmd=$(profile_log profile_time_fp8_current)
+ncu_cmd=$(profile_log profile_fp8)
+if printf '%s\n' "$out" | grep -qE 'built what the stages run: train_gpt_fp8 *\|' &&
+    [ "$(printf '%s\n' "$out" | grep -cE '^\| profile_(time_)?(bf16|fp8|fp8_current) +\| DRY RUN')" -eq 6 ] &&
+    printf '%s\n' "$out" | grep -qE '^\| profile_summary +\| DRY RUN' &&
+    [[ $time_cmd == *"./train_gpt_fp8 "*" -e d12 -b 64 -t 1024 "*" -fp8_diag_every 0 -x 15 -precision fp8 -fp8_recipe current"* ]] &&
+    [[ $time_cmd != *" -o "* ]] && [[ $ncu_cmd == *" --profile-from-start off "* ]] &&
+    [[ $ncu_cmd == *" ./train_gpt_fp8 "*" -e d12 -b 64 "*" -x 3 -profile_step 3 -precision fp8"* ]] &&
+    ! printf '%s\n' "$out" | grep -qE '^\| (train_fp8|bench_d12_bf16|memcheck) '; then
+    pass profile_when_asked
+else
+    fail profile_when_asked "$time_cmd / $ncu_cmd / $out"
+fi
+if ! dry "$tmp/dry6" | grep -qE '^\| profile_'; then
+    pass profile_not_by_default
+else
+    fail profile_not_by_default "the default stages ran a profile step"
+fi
+printf 'bf16: 7 kernels, 4.029 ms\nfp8 - bf16: kernels -0.900 ms; gemm -1.200\nfp8_current - bf16: kernels +0.100 ms; gemm -1.000\n' \
+    >"$tmp/profile_summary.log"
+expect profile_differences "fp8 - bf16: kernels -0.900 ms; gemm -1.200 / fp8_current - bf16: kernels +0.100 ms; gemm -1.000" \
+    "$(profile_differences "$tmp/profile_summary.log")"
 if [ "$(ls "$tmp/dry3" | wc -l)" -le 8 ] && [ -s "$tmp/dry3/summary.txt" ] && [ -s "$tmp/dry3/gpu_check_logs.tar.gz" ]; then
     pass logdir_holds_few_files
 else
@@ -368,6 +392,88 @@ else
     fail run_append_results "$(cat "$tmp/RESULTS.md" 2>/dev/null)"
 fi
 if [ ! -e "$tmp/make_called" ]; then pass run_without_budget_builds_nothing; else fail run_without_budget_builds_nothing "make ran"; fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the profile stage run for real without a GPU: a stand-in trainer prints progress lines (its step time: 100 ms for
+# bf16, 80 for fp8); a stand-in ncu checks that it was asked for one step with collection off and writes a report, and
+# on --import prints a CSV laid out as ncu's raw page with that run's kernels. Then the same with an ncu whose step was
+# never reached (no report), and with no ncu at all.
+cat >"$tmp/fake_trainer" <<'EOF'
+#!/usr/bin/env bash
+ms=100
+[[ " $* " == *" -precision fp8 "* ]] && ms=80
+for i in $(seq 1 15); do
+    printf 'step %4d/15 | loss 5.000000 | norm 1.0000 | lr 3.00e-04 | %d.00 ms | 655360 tok/s | mfu 30.0%% | peak memory 20.00 GiB\n' "$i" "$ms"
+done
+EOF
+cat >"$tmp/fake_ncu" <<'EOF'
+#!/usr/bin/env bash
+if [ "$1" = --import ]; then
+    echo '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpu__time_duration.sum"'
+    echo '"","","","","","","","","","","","nsecond"'
+    gemm=60,000,000
+    case $2 in
+        *fp8*)
+            gemm=40,000,000
+            echo '"1","1","t","h","void fp8_cast_transpose_amax_kernel<(bool)0>(float *)","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","9,000,000"'
+            ;;
+    esac
+    echo '"0","1","t","h","nvjet_sm90_tst_112x64_64x9_1x2_h_bz_bias_TNN","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","'"$gemm"'"'
+    echo '"2","1","t","h","void layernorm_forward_kernel<(int)768>(float *)","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","20,000,000"'
+    exit 0
+fi
+report="" args=" $* "
+while [ $# -gt 0 ]; do [ "$1" = --export ] && report=$2; shift; done
+if [[ $args != *" --profile-from-start off "* ]] || [[ $args != *" -profile_step 3 "* ]]; then
+    echo "stand-in ncu: not asked for one step"
+    exit 1
+fi
+if [ -n "${FAKE_NCU_NO_REPORT:-}" ]; then echo "==PROF== No kernels were profiled."; exit 0; fi
+echo report >"$report.ncu-rep"
+EOF
+chmod +x "$tmp/fake_trainer" "$tmp/fake_ncu"
+profile_run() {  # profile_run NAME NCU: stage_profile alone (bf16 and fp8), its table in $tmp/NAME.table
+    (
+        # shellcheck disable=SC2034 # globals of the sourced stage
+        WORK="$tmp/$1" LOGDIR="$tmp/$1_out" DEADLINE=$((SECONDS + 120)) ANY_FAILED=0 ARCHIVE_OVER=0 STARTED=now
+        # shellcheck disable=SC2034
+        GPU_NAME=cpu GPU_DRIVER=- GPU_MEMORY=- COMMIT=- COMMAND_LINE=test STAGES=profile DRY_RUN=0 EXTRA=() SKIP=5
+        ROW_STEP=() ROW_RESULT=() ROW_KEY=() DATA_FLAGS=(-i train.bin)
+        mkdir -p "$WORK" "$LOGDIR"
+        NCU=$2 PROFILE_TRAINER="$tmp/fake_trainer" PROFILE_RUNS="bf16 fp8" stage_profile 2>/dev/null
+        print_table
+        exit "$ANY_FAILED"
+    ) >"$tmp/$1.table"
+}
+profile_run profile_fake "$tmp/fake_ncu"
+rc=$?
+table=$(cat "$tmp/profile_fake.table")
+if [ "$rc" -eq 0 ] && printf '%s\n' "$table" | grep -qE '^\| profile_time_fp8 +\| OK .*\| 80\.00 ms/step' &&
+    printf '%s\n' "$table" | grep -qE '^\| profile_bf16 +\| OK .*\| 2 kernels, 80\.000 ms of 100\.000 ms/step; gemm 60\.000, layernorm 20\.000 +\|' &&
+    printf '%s\n' "$table" | grep -qE '^\| profile_fp8 +\| OK .*\| 3 kernels, 69\.000 ms of 80\.000 ms/step; gemm 40\.000, layernorm 20\.000, fp8 cast 9\.000 +\|' &&
+    printf '%s\n' "$table" | grep -qE '^\| profile_summary +\| OK .*\| fp8 - bf16: kernels -11\.000 ms, step -20\.000 ms; gemm -20\.000, fp8 cast \+9\.000, layernorm \+0\.000 +\|' &&
+    grep -qxF '| outside kernels (step - sum) | 20.000 | 11.000 |  |' "$tmp/profile_fake_out/profile_step.md" &&
+    [ -s "$tmp/profile_fake/profile_fp8.ncu-rep" ]; then
+    pass profile_stage_with_a_stand_in_ncu
+else
+    fail profile_stage_with_a_stand_in_ncu "rc $rc: $table / $(cat "$tmp/profile_fake_out/profile_step.md" 2>/dev/null)"
+fi
+FAKE_NCU_NO_REPORT=1 profile_run profile_unreached "$tmp/fake_ncu"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -qE '^\| profile_fp8 +\| FAILED \(rc 1.*ncu wrote no report: was step 3 reached' "$tmp/profile_unreached.table" &&
+    ! grep -qE '^\| profile_summary ' "$tmp/profile_unreached.table" && [ ! -e "$tmp/profile_unreached_out/profile_step.md" ]; then
+    pass profile_stage_fails_without_a_report
+else
+    fail profile_stage_fails_without_a_report "rc $rc: $(cat "$tmp/profile_unreached.table")"
+fi
+profile_run profile_no_ncu "$tmp/no_such_ncu"
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(grep -cE '^\| profile_(bf16|fp8) +\| SKIPPED \(no ncu\)' "$tmp/profile_no_ncu.table")" -eq 2 ] &&
+    grep -qE '^\| profile_time_bf16 +\| OK .*100\.00 ms/step' "$tmp/profile_no_ncu.table"; then
+    pass profile_stage_without_ncu_times_and_skips
+else
+    fail profile_stage_without_ncu_times_and_skips "rc $rc: $(cat "$tmp/profile_no_ncu.table")"
+fi
 
 # ---------------------------------------------------------------------------------------------------------------------
 # the xcheck stage run for real on the CPU, the CPU trainer standing in for the GPU's: every recipe agrees; then a
