@@ -296,6 +296,7 @@ CPU_TEST_COMMANDS := ./fp8/test_fp8 \
                      ./scripts/test_plot_losses.sh \
                      ./scripts/test_plot_fp8_diag.sh \
                      ./scripts/test_profile_step.sh \
+                     ./scripts/test_case_selection.sh \
                      ./scripts/test_run_scripts.sh \
                      ./scripts/test_gpu_check.sh \
                      ./dev/test_compare_runs.sh \

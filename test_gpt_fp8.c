@@ -1020,7 +1020,8 @@ static void test_box_rows_fit(void) {
     fclose(f);
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+    test_select(argc, argv);  // NAME... / --skip NAME: some of the cases (llmc/testing.h)
     RUN_TEST(test_matmul_bit_identical_to_naive_loops);
     RUN_TEST(test_gelu_bit_identical_to_naive_loop);
     RUN_TEST(test_attention_bit_identical_to_naive_loops);

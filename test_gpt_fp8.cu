@@ -1612,7 +1612,8 @@ static void test_recompute_bit_identical(void) {
     gpt2_free(&cpu);
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+    test_select(argc, argv);  // NAME... / --skip NAME: some of the cases (llmc/testing.h), e.g. under racecheck
     require_cuda_device("test_gpt_fp8");
     ProcessGroupConfig pg;
     char err[256];

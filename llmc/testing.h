@@ -5,11 +5,17 @@ what went wrong, and the closing "<suite>: N passed, M failed" line that .ci/run
 A test case is a function returning void; CHECK records a failure (with file:line and a printf-style message) without
 stopping, so one run shows every broken assertion. RUN_TEST prints PASS or FAIL per case. run_captured runs a piece
 that must exit (a one-line error) in a child and hands back its exit code and stderr.
+
+A program whose main passes its arguments to test_select runs only some of its cases: `prog NAME...` those whose
+names contain one of the NAMEs, `prog --skip NAME` all but those containing NAME (both may be given; a compute-sanitizer
+run leaves out the slow cases this way). A NAME that matches no case makes the run fail, so a typo cannot pass.
 */
 #ifndef GPTFP8_TESTING_H
 #define GPTFP8_TESTING_H
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,8 +39,53 @@ static int test_cases_failed = 0;
         }                                                                                                    \
     } while (0)
 
+// The case selection (test_select): the NAMEs to run and to skip, and how many cases each matched
+#define TEST_MAX_SELECTION 32
+static const char* test_only[TEST_MAX_SELECTION];
+static const char* test_skip[TEST_MAX_SELECTION];
+static int test_only_matched[TEST_MAX_SELECTION], test_skip_matched[TEST_MAX_SELECTION];
+static int test_num_only = 0, test_num_skip = 0, test_cases_not_selected = 0;
+
+// Reads main's arguments: NAME... and --skip NAME. Anything else (an option it does not know, --skip without a NAME,
+// more than TEST_MAX_SELECTION names) exits 2 with one line.
+static inline void test_select(int argc, char** argv) {
+    for (int i = 1; i < argc; i++) {
+        int skip = strcmp(argv[i], "--skip") == 0;
+        if (skip && i + 1 >= argc) {
+            fprintf(stderr, "error: --skip needs a test name (usage: %s [NAME...] [--skip NAME]...)\n", argv[0]);
+            exit(2);
+        }
+        const char* name = skip ? argv[++i] : argv[i];
+        if (name[0] == '-' || name[0] == '\0') {
+            fprintf(stderr, "error: unknown option '%s' (usage: %s [NAME...] [--skip NAME]...)\n", name, argv[0]);
+            exit(2);
+        }
+        if ((skip ? test_num_skip : test_num_only) >= TEST_MAX_SELECTION) {
+            fprintf(stderr, "error: more than %d test names\n", TEST_MAX_SELECTION);
+            exit(2);
+        }
+        if (skip) { test_skip[test_num_skip++] = name; } else { test_only[test_num_only++] = name; }
+    }
+}
+
+// Whether the case named `name` runs: it contains one of the NAMEs (or none was given) and no --skip NAME
+static inline int test_case_selected(const char* name) {
+    int skipped = 0, wanted = test_num_only == 0;
+    for (int i = 0; i < test_num_skip; i++) {
+        if (strstr(name, test_skip[i])) { test_skip_matched[i]++; skipped = 1; }
+    }
+    for (int i = 0; i < test_num_only; i++) {
+        if (strstr(name, test_only[i])) { test_only_matched[i]++; wanted = 1; }
+    }
+    return wanted && !skipped;
+}
+
 #define RUN_TEST(fn)                                                                                         \
     do {                                                                                                     \
+        if (!test_case_selected(#fn)) {                                                                      \
+            test_cases_not_selected++;                                                                       \
+            break;                                                                                           \
+        }                                                                                                    \
         test_failures_in_case = 0;                                                                           \
         fn();                                                                                                \
         if (test_failures_in_case == 0) {                                                                    \
@@ -72,8 +123,17 @@ static inline int run_captured(void (*fn)(void*), void* arg, char* out, size_t o
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// Prints the summary line and returns the process exit code.
+// Prints the summary line and returns the process exit code. A selection NAME that matched no case is one failure.
 static inline int test_summary(const char* suite) {
+    for (int i = 0; i < test_num_only + test_num_skip; i++) {
+        int only = i < test_num_only;
+        if ((only ? test_only_matched[i] : test_skip_matched[i - test_num_only]) == 0) {
+            printf("FAIL selection: no test case of %s matches '%s'\n", suite,
+                   only ? test_only[i] : test_skip[i - test_num_only]);
+            test_cases_failed++;
+        }
+    }
+    if (test_cases_not_selected > 0) { printf("(%d test cases not selected)\n", test_cases_not_selected); }
     printf("%s: %d passed, %d failed\n", suite, test_cases_passed, test_cases_failed);
     return test_cases_failed == 0 ? 0 : 1;
 }
