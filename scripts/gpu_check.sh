@@ -33,7 +33,9 @@
 #   gemm      ./dev/cuda/gemm_shapes -e d12: BF16 vs FP8 TFLOP/s of every GEMM of a step
 #   nccl      20 FP8 steps of d12 without and with a 1-rank NCCL communicator (bit-identical logs); with N >= 2 GPUs, N
 #             ranks at the same global batch as one rank
-#   sanitize  compute-sanitizer memcheck and racecheck on ./test_gpt_fp8 (slow; not run unless named in --only)
+#   sanitize  compute-sanitizer memcheck on ./test_gpt_fp8, and racecheck on it without its two medium-model cases
+#             (--skip medium); a memcheck error, or a race in one of our kernels (not inside cuBLASLt's or cuDNN's),
+#             fails the step (slow; not run unless named in --only)
 #   profile   where a d12 step's GPU time goes, at PROFILE_B (64) x 1024, for each of PROFILE_RUNS (bf16 fp8
 #             fp8_current): its ms/step without a profiler (15 steps, mean after 5), then Nsight Compute (ncu, or $NCU)
 #             timing every kernel of step 3 alone (-profile_step 3, ncu --profile-from-start off, clocks and caches left
@@ -50,8 +52,8 @@
 # What comes back, in LOGDIR (4 files, so the whole of it fits a GPU machine's 8 files of 16 MiB): summary.txt (the
 # table under a header: date, GPU, driver, commit, command line), gpu_check_logs.tar.gz (every step's full output,
 # its first line the command, the training runs' main.log and fp8_diag.tsv, the profile stage's ncu reports and CSVs;
-# at most 16 MiB, the longest logs cut in the middle if need be), bf16_vs_fp8.png and profile_step.md. Both the table and the archive are rewritten after every step, so a
-# run stopped from outside still leaves them. Checkpoints the runs write are deleted as soon as each run ends.
+# at most 16 MiB, the longest logs cut in the middle if need be), bf16_vs_fp8.png and profile_step.md. Both the table
+# and the archive are rewritten after every step, so a run stopped from outside still leaves them. Checkpoints the runs write are deleted as soon as each run ends.
 # Every step has a timeout, and the whole run a budget (GPU_CHECK_BUDGET seconds, default 540, so it ends within 9
 # minutes): a step gets at most what is left; a step that cannot start in time, or that the budget cuts short, is
 # SKIPPED (budget), which is not a failure. Exit status: 0 when no step FAILED or hit its own timeout, 1 otherwise (and
@@ -129,6 +131,25 @@ sanitizer_errors() {
     local n
     n=$(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$1" 2>/dev/null | tail -n 1 | grep -oE '[0-9]+')
     if [ -n "$n" ]; then echo "$n sanitizer errors"; else echo "no summary"; fi
+}
+
+# racecheck_hazards LOG: "OURS LIBRARY NAMES" from compute-sanitizer racecheck's reports, one per "Race reported
+# between" line: LIBRARY counts those inside cuBLASLt's or cuDNN's kernels (nvjet, xmma, cutlass, cublas, cudnn, sdpa
+# in the line: their asynchronous copies and tensor-core pipelines synchronize through hardware barriers that racecheck
+# does not follow), OURS the others, NAMES the kernels of ours named (comma-separated, "-" when none)
+#   ========= Error: Race reported between Write access at fp8_block_cast_2d_kernel(...)+0x1a30 in block_quantize.cuh:210
+racecheck_hazards() {
+    awk '
+        /Race reported between/ {
+            if ($0 ~ /nvjet|xmma|cutlass|cublas|cudnn|sdpa/) { library++; next }
+            ours++
+            name = $0
+            sub(/.*access at /, "", name)
+            sub(/[(+ ].*/, "", name)
+            if (name != "" && !(name in seen)) { seen[name] = 1; names = names (names == "" ? "" : ",") name }
+        }
+        END { printf "%d %d %s\n", ours, library, names == "" ? "-" : names }
+    ' "$1" 2>/dev/null || echo "0 0 -"
 }
 
 # quantize_bandwidth LOG: from fp8_quantize's lines
@@ -767,8 +788,25 @@ stage_sanitize() {
             write_summary
             continue
         fi
-        run_step "$tool" 300 "$sanitizer" --tool "$tool" ./test_gpt_fp8
-        row "$tool" "$(sanitizer_errors "$WORK/$tool.log")"
+        # racecheck runs every case but the two medium models, whose kernels the small cases run too: instrumented,
+        # they alone took most of the budget, and the cases after them (the block recipes') were never reached
+        local cases=()
+        [ "$tool" = racecheck ] && cases=(--skip medium)
+        run_step "$tool" 300 "$sanitizer" --tool "$tool" ./test_gpt_fp8 ${cases[@]+"${cases[@]}"}
+        local key hazards
+        key=$(sanitizer_errors "$WORK/$tool.log")
+        if [ "$tool" = racecheck ]; then
+            read -r -a hazards <<<"$(racecheck_hazards "$WORK/$tool.log")"
+            key="$key: ${hazards[0]} hazard reports in our kernels (${hazards[2]}), ${hazards[1]} inside cuBLASLt/cuDNN's"
+            if [ "${hazards[0]}" -gt 0 ] && [ "$STEP_RC" -ge 0 ]; then
+                STEP_RESULT="FAILED (races in our kernels)"
+                ANY_FAILED=1
+            fi
+        elif [[ $key =~ ^[1-9][0-9]*\ sanitizer ]] && [ "$STEP_RC" -ge 0 ]; then
+            STEP_RESULT="FAILED (memory errors)"
+            ANY_FAILED=1
+        fi
+        row "$tool" "$key"
     done
 }
 
@@ -793,7 +831,8 @@ profile_brief() {
 # profile_differences LOG: the "RUN - FIRST: ..." lines of profile_step.py --brief, joined by " / "
 profile_differences() {
     local lines
-    lines=$(grep -E '^[A-Za-z0-9_]+ - [A-Za-z0-9_]+: kernels ' "$1" 2>/dev/null | awk 'NR > 1 { printf " / " } { printf "%s", $0 }')
+    lines=$(grep -E '^[A-Za-z0-9_]+ - [A-Za-z0-9_]+: kernels ' "$1" 2>/dev/null |
+        awk 'NR > 1 { printf " / " } { printf "%s", $0 }')
     echo "${lines:-one run: see profile_step.md}"
 }
 
@@ -807,7 +846,8 @@ stage_profile() {
     local common=("${DATA_FLAGS[@]}" -e d12 -b "$b" -t 1024 -v 0 -s 0 -seed 1337 -fp8_diag_every 0)
     for run in ${PROFILE_RUNS:-bf16 fp8 fp8_current}; do
         if ! flags=$(profile_recipe_flags "$run"); then
-            echo "gpu_check: profile: unknown run '$run' in PROFILE_RUNS (bf16 fp8 fp8_current fp8_blockwise)" >"$WORK/profile_$run.log"
+            echo "gpu_check: profile: unknown run '$run' in PROFILE_RUNS (bf16 fp8 fp8_current fp8_blockwise)" \
+                >"$WORK/profile_$run.log"
             add_row "profile_$run" "FAILED (unknown run)" "PROFILE_RUNS: bf16 fp8 fp8_current fp8_blockwise"
             ANY_FAILED=1
             write_summary
@@ -818,8 +858,8 @@ stage_profile() {
         step_ms=$(progress_stats "$WORK/profile_time_$run.log" "$SKIP" | awk '$1 != "n/a" { print $1 }')
         row "profile_time_$run" "$(bench_key "$WORK/profile_time_$run.log" "$SKIP")"
         if [ "${DRY_RUN:-0}" != 1 ] && { [ -z "$ncu" ] || [ ! -x "$ncu" ]; }; then
-            echo "gpu_check: profile_$run: skipped, no Nsight Compute: ${ncu:-ncu is neither on PATH nor in \$CUDA_HOME/bin} (NCU= names one)" \
-                >"$WORK/profile_$run.log"
+            echo "gpu_check: profile_$run: skipped, no Nsight Compute:" \
+                "${ncu:-ncu is neither on PATH nor in \$CUDA_HOME/bin} (NCU= names one)" >"$WORK/profile_$run.log"
             add_row "profile_$run" "SKIPPED (no ncu)" "-"
             write_summary
             continue
@@ -845,8 +885,8 @@ stage_profile() {
         fi
     done
     [ ${#summary_args[@]} -gt 0 ] || return 0
-    STEP_MIN_SECONDS=5 run_step profile_summary 60 python3 scripts/profile_step.py --brief --out "$WORK/profile_step.md" \
-        "${summary_args[@]}"
+    STEP_MIN_SECONDS=5 run_step profile_summary 60 python3 scripts/profile_step.py --brief \
+        --out "$WORK/profile_step.md" "${summary_args[@]}"
     [ -s "$WORK/profile_step.md" ] && cp "$WORK/profile_step.md" "$LOGDIR/profile_step.md"
     row profile_summary "$(profile_differences "$WORK/profile_summary.log")"
 }

@@ -4,13 +4,14 @@ step, summed by kind (GEMMs, attention, FP8 casts, LayerNorm, ...) and by kernel
 against each run's ms/step measured without the profiler (the difference is time the GPU spent outside kernels:
 launch gaps, host work, copies and memsets).
 
-    profile_step.py [--top N] [--out FILE.md] --label bf16 [--step-ms 114.6] bf16.csv --label fp8 [--step-ms 110.6] fp8.csv
+    profile_step.py [--top N] [--out FILE.md] [--brief] --label bf16 [--step-ms 114.6] bf16.csv \\
+                    --label fp8 [--step-ms 110.6] fp8.csv
 
 How a CSV is made (scripts/gpu_check.sh's profile stage does this):
 
     ncu --profile-from-start off --clock-control none --cache-control none --metrics gpu__time_duration.sum \\
-        -f -o fp8 ./train_gpt_fp8 ... -x 4 -profile_step 3
-    ncu -i fp8.ncu-rep --csv --page raw --print-units base --metrics gpu__time_duration.sum > fp8.csv
+        --force-overwrite --export fp8 ./train_gpt_fp8 ... -x 3 -profile_step 3
+    ncu --import fp8.ncu-rep --csv --page raw --print-units base --metrics gpu__time_duration.sum > fp8.csv
 
 The trainer calls cudaProfilerStart and cudaProfilerStop around step 3 only, so the report holds that step's kernels
 (forward, backward, norm, update, weight casts), each run alone (ncu serializes kernels), with the GPU's clocks and
@@ -21,10 +22,11 @@ row per kernel. Values may carry thousands separators. Columns are found by name
 Kinds are read off the kernel names (KINDS below: cuBLASLt's nvjet/xmma/cutlass kernels are GEMMs, cuDNN's sdpa
 kernels attention, this project's kernels by their names); a kernel no pattern knows is "other" and is listed by name.
 Prints the Markdown tables (also into --out): kinds per run with the difference to the first run, then each run's
---top kernels (default 15). --brief prints instead one line per run ("fp8: 600 kernels, 95.100 ms of 110.600 ms/step;
-gemm 38.000, ...": its three largest kinds) and one per run after the first with its differences to the first
-("fp8 - bf16: kernels -16.000 ms, step -4.000 ms; gemm -23.200, fp8 cast +9.300, ...": the three largest changes). Exit status 1 with one line on stderr for a missing file, a CSV without the columns, a
-duration that is not a number, or a run with no kernel rows (the profiled step was never reached).
+--top kernels (default 15). --brief prints instead one line per run ("fp8: 600 kernels, 95.100 ms of 110.600
+ms/step; gemm 38.000, ...": its three largest kinds) and one per run after the first with its differences to the
+first ("fp8 - bf16: kernels -16.000 ms, step -4.000 ms; gemm -23.200, fp8 cast +9.300, ...": the three largest
+changes). Exit status 1 with one line on stderr for a missing file, a CSV without the columns, a duration that is not
+a number, or a run with no kernel rows (the profiled step was never reached).
 """
 import csv
 import re
@@ -161,12 +163,14 @@ def kinds_table(runs):
                 [f"{r.total_ms - first.total_ms:+.3f}" for r in runs[1:]])
     rows.append(["kernels launched"] + [str(len(r.kernels)) for r in runs] +
                 [f"{len(r.kernels) - len(first.kernels):+d}" for r in runs[1:]])
-    if any(r.step_ms is not None for r in runs):
-        rows.append(["step without the profiler"] + [f"{r.step_ms:.3f}" if r.step_ms is not None else "-" for r in runs] +
-                    [f"{r.step_ms - first.step_ms:+.3f}" if r.step_ms is not None and first.step_ms is not None else "-"
-                     for r in runs[1:]])
+    timed = [r.step_ms is not None for r in runs]
+    if any(timed):
+        rows.append(["step without the profiler"] + [f"{r.step_ms:.3f}" if t else "-" for r, t in zip(runs, timed)] +
+                    [f"{r.step_ms - first.step_ms:+.3f}" if t and timed[0] else "-"
+                     for r, t in zip(runs[1:], timed[1:])])
         rows.append(["outside kernels (step - sum)"] +
-                    [f"{r.step_ms - r.total_ms:.3f}" if r.step_ms is not None else "-" for r in runs] + ["" for _ in runs[1:]])
+                    [f"{r.step_ms - r.total_ms:.3f}" if t else "-" for r, t in zip(runs, timed)] +
+                    ["" for _ in runs[1:]])
     return table(header, rows)
 
 

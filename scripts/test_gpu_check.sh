@@ -394,6 +394,75 @@ fi
 if [ ! -e "$tmp/make_called" ]; then pass run_without_budget_builds_nothing; else fail run_without_budget_builds_nothing "make ran"; fi
 
 # ---------------------------------------------------------------------------------------------------------------------
+# the sanitize stage with a stand-in compute-sanitizer: racecheck's reports inside cuBLASLt/cuDNN kernels leave the step
+# OK and are counted apart; one in our kernel fails it and names the kernel; a memcheck error fails memcheck
+cat >"$tmp/race_library.log" <<'EOF'
+========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at nvjet_sm90_tst_112x64_64x9_1x2_h_bz_bias_TNN+0x1a30
+=========     and Read access at nvjet_sm90_tst_112x64_64x9_1x2_h_bz_bias_TNN+0x1b80 [64 hazards]
+========= Error: Race reported between Write access at cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma+0x30
+=========     and Read access at cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma+0x80 [2 hazards]
+========= ERROR SUMMARY: 2 errors
+EOF
+cat >"$tmp/race_ours.log" <<'EOF'
+========= Error: Race reported between Write access at fp8_block_cast_2d_kernel(const __nv_bfloat16 *, int)+0x1a30 in /w/fp8/block_quantize.cuh:210
+=========     and Read access at fp8_block_cast_2d_kernel(const __nv_bfloat16 *, int)+0x1b80 in /w/fp8/block_quantize.cuh:230 [128 hazards]
+========= Error: Race reported between Write access at nvjet_sm90_tst_112x64_64x9_1x2_h_bz_bias_TNN+0x1a30
+=========     and Read access at nvjet_sm90_tst_112x64_64x9_1x2_h_bz_bias_TNN+0x1b80 [64 hazards]
+========= Error: Race reported between Read access at layernorm_forward_kernel<768>+0x10 in /w/llmc/layernorm.cuh:40
+=========     and Write access at layernorm_forward_kernel<768>+0x20 in /w/llmc/layernorm.cuh:44 [1 hazards]
+========= Error: Race reported between Write access at fp8_block_cast_2d_kernel(const __nv_bfloat16 *, int)+0x1c00 in /w/fp8/block_quantize.cuh:212
+=========     and Read access at fp8_block_cast_2d_kernel(const __nv_bfloat16 *, int)+0x1d00 in /w/fp8/block_quantize.cuh:232 [4 hazards]
+========= ERROR SUMMARY: 4 errors
+EOF
+expect racecheck_hazards_library "0 2 -" "$(racecheck_hazards "$tmp/race_library.log")"
+expect racecheck_hazards_ours "3 1 fp8_block_cast_2d_kernel,layernorm_forward_kernel<768>" "$(racecheck_hazards "$tmp/race_ours.log")"
+expect racecheck_hazards_missing_log "0 0 -" "$(racecheck_hazards "$tmp/no_such.log")"
+mkdir -p "$tmp/sanitizer_bin"
+cat >"$tmp/sanitizer_bin/compute-sanitizer" <<'EOF'
+#!/usr/bin/env bash
+echo "sanitizer: $*"
+case "$2" in
+    racecheck) cat "$RACE_LOG" ;;
+    memcheck) echo "========= ERROR SUMMARY: ${MEMCHECK_ERRORS:-0} errors" ;;
+esac
+EOF
+chmod +x "$tmp/sanitizer_bin/compute-sanitizer"
+sanitize_run() {  # sanitize_run NAME RACE_LOG MEMCHECK_ERRORS: stage_sanitize alone, its table in $tmp/NAME.table
+    (
+        # shellcheck disable=SC2034 # globals of the sourced stage
+        WORK="$tmp/$1" LOGDIR="$tmp/$1_out" DEADLINE=$((SECONDS + 120)) ANY_FAILED=0 ARCHIVE_OVER=0 STARTED=now
+        # shellcheck disable=SC2034
+        GPU_NAME=cpu GPU_DRIVER=- GPU_MEMORY=- COMMIT=- COMMAND_LINE=test STAGES=sanitize DRY_RUN=0 EXTRA=()
+        ROW_STEP=() ROW_RESULT=() ROW_KEY=()
+        mkdir -p "$WORK" "$LOGDIR"
+        PATH="$tmp/sanitizer_bin:$PATH" RACE_LOG=$2 MEMCHECK_ERRORS=$3 stage_sanitize 2>/dev/null
+        print_table
+        exit "$ANY_FAILED"
+    ) >"$tmp/$1.table"
+}
+sanitize_run sanitize_library "$tmp/race_library.log" 0
+rc=$?
+if [ "$rc" -eq 0 ] && grep -qE '^\| memcheck +\| OK .*\| 0 sanitizer errors +\|' "$tmp/sanitize_library.table" &&
+    grep -qE '^\| racecheck +\| OK .*\| 2 sanitizer errors: 0 hazard reports in our kernels \(-\), 2 inside cuBLASLt/cuDNN.s +\|' \
+        "$tmp/sanitize_library.table" &&
+    grep -qx 'sanitizer: --tool racecheck ./test_gpt_fp8 --skip medium' "$tmp/sanitize_library/racecheck.log" &&
+    grep -qx 'sanitizer: --tool memcheck ./test_gpt_fp8' "$tmp/sanitize_library/memcheck.log"; then
+    pass sanitize_library_races_counted_apart
+else
+    fail sanitize_library_races_counted_apart "rc $rc: $(cat "$tmp/sanitize_library.table")"
+fi
+sanitize_run sanitize_ours "$tmp/race_ours.log" 3
+rc=$?
+if [ "$rc" -eq 1 ] && grep -qE '^\| memcheck +\| FAILED \(memory errors\) +\| 3 sanitizer errors' "$tmp/sanitize_ours.table" &&
+    grep -qE '^\| racecheck +\| FAILED \(races in our kernels\) +\| 4 sanitizer errors: 3 hazard reports in our kernels \(fp8_block_cast_2d_kernel,layernorm_forward_kernel<768>\), 1 inside' \
+        "$tmp/sanitize_ours.table"; then
+    pass sanitize_our_races_fail
+else
+    fail sanitize_our_races_fail "rc $rc: $(cat "$tmp/sanitize_ours.table")"
+fi
+
+# ---------------------------------------------------------------------------------------------------------------------
 # the profile stage run for real without a GPU: a stand-in trainer prints progress lines (its step time: 100 ms for
 # bf16, 80 for fp8); a stand-in ncu checks that it was asked for one step with collection off and writes a report, and
 # on --import prints a CSV laid out as ncu's raw page with that run's kernels. Then the same with an ncu whose step was
