@@ -1472,6 +1472,51 @@ static void test_encoder_backward_bucket_stride(void) {
     cudaCheck(cudaFree(d_token));
 }
 
+// GELU's two paths (llmc/gelu.cuh): the 16-byte one (aligned pointers) and the element-by-element one (a pointer 2
+// bytes off 16, and every tensor's tail past a multiple of 8) compute each element alike, so they give the same bits
+// (R1), forward and backward, the backward also in place (dinp = dout, as the trainer calls it). N = 8 * 1000 + 5: a
+// tail of 5 on the aligned path.
+static void test_gelu_vector_and_element_paths_agree(void) {
+    const size_t n = 8 * 1000 + 5;
+    Rng rng;
+    rng_seed(&rng, 46);
+    uint16_t* host = (uint16_t*)malloc(2 * n * 2);  // inp, then dout
+    for (size_t i = 0; i < 2 * n; i++) { host[i] = bf16_from_float((rng_uniform(&rng) * 2.0f - 1.0f) * 6.0f); }
+    // each buffer has room for n + 1 values: the aligned view starts at 0, the unaligned one at 1
+    floatX *d_inp, *d_dout, *d_out;
+    cudaCheck(cudaMalloc(&d_inp, (n + 1) * 2));
+    cudaCheck(cudaMalloc(&d_dout, (n + 1) * 2));
+    cudaCheck(cudaMalloc(&d_out, (n + 1) * 2));
+    uint16_t* got[2][3];  // [aligned, unaligned][forward, backward, backward in place]
+    for (int offset = 0; offset < 2; offset++) {
+        floatX *inp = d_inp + offset, *dout = d_dout + offset, *out = d_out + offset;
+        CHECK(gelu_vectorized(out, inp, dout) == (offset == 0), "offset %d: the 16-byte path iff aligned", offset);
+        cudaCheck(cudaMemcpy(inp, host, n * 2, cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemcpy(dout, host + n, n * 2, cudaMemcpyHostToDevice));
+        for (int pass = 0; pass < 3; pass++) {
+            if (pass == 0) { gelu_forward(out, inp, n, 0); }
+            if (pass == 1) { gelu_backward(out, inp, dout, n, 0); }
+            if (pass == 2) { gelu_backward(dout, inp, dout, n, 0); }
+            got[offset][pass] = (uint16_t*)malloc(n * 2);
+            cudaCheck(cudaMemcpy(got[offset][pass], pass == 2 ? dout : out, n * 2, cudaMemcpyDeviceToHost));
+        }
+    }
+    const char* what[3] = {"forward", "backward", "backward in place"};
+    for (int pass = 0; pass < 3; pass++) {
+        CHECK(memcmp(got[0][pass], got[1][pass], n * 2) == 0, "GELU %s: the 16-byte and the element paths agree (R1)",
+              what[pass]);
+        CHECK(memcmp(got[0][pass], got[0][pass == 2 ? 1 : pass], n * 2) == 0, "GELU %s: in place as out of place",
+              what[pass]);
+    }
+    for (int offset = 0; offset < 2; offset++) {
+        for (int pass = 0; pass < 3; pass++) { free(got[offset][pass]); }
+    }
+    free(host);
+    cudaCheck(cudaFree(d_inp));
+    cudaCheck(cudaFree(d_dout));
+    cudaCheck(cudaFree(d_out));
+}
+
 // ----------------------------------------------------------------------------
 // cuDNN attention and recompute
 
@@ -1631,6 +1676,7 @@ int main(int argc, char** argv) {
     RUN_TEST(test_medium_bf16_forward_backward);
     RUN_TEST(test_medium_fp8_state_after_1_and_5_steps);
     RUN_TEST(test_encoder_backward_bucket_stride);
+    RUN_TEST(test_gelu_vector_and_element_paths_agree);
     RUN_TEST(test_recompute_bit_identical);
     // the block recipes: blockwise needs Hopper's block-scaled GEMMs (compute capability 9.0, cuBLASLt 12.9+)
     char why[256];
