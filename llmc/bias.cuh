@@ -31,8 +31,9 @@ static inline void bias_backward(float* dbias, const floatX* dout, int rows, int
     cudaCheck(cudaGetLastError());
 }
 
-// out (rows, OC) bf16 = bias (OC) on every row: what a GEMM with beta 1 then adds its product to, in fp32 before its one
-// rounding to bf16, as the bias epilogue would (the bias is a bf16 value either way)
+// out (rows, OC) bf16 = bias (OC) on every row: what a GEMM with beta 1 then adds its product to. A bias epilogue would
+// round once; cuBLASLt's block-scaled GEMM into bf16 rounds the product to bf16 before it adds the bias, and the sum
+// again (seen on an H100: dev/cuda/fp8_block_gemm's bound counts it), at most half a bf16 ulp of the product more
 __global__ void bias_broadcast_kernel(floatX* out, const floatX* bias, size_t n, int OC) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         out[i] = bias[i % (size_t)OC];

@@ -31,14 +31,19 @@ Tolerance, per output element, against the exact sum of the products of the dequ
 scale_inv of its block, as the CPU cast's `dequantized`), relative to sum |a_i * b_i| (the magnitude the sum passes
 through; the result itself can cancel to near 0):
   accumulation (R2): per 128-element block along k (one scale_inv per operand), the tensor cores add the code products
-    (exact: 4 x 4 or 4 x 3 significant bits) of 4 instructions of k = 32 in an accumulator that keeps about 14 bits,
-    up to 2^-13 of the partial sum per instruction (truncation): 4 * 2^-13 of the block's sum |a * b|; the partial sum
+    (exact: 4 x 4 or 4 x 3 significant bits) of 4 instructions of k = 32 in an accumulator that keeps about 13 bits,
+    up to 2^-12 of the partial sum per instruction (truncation): 8 * 2^-13 of the block's sum |a * b|; the partial sum
     is then multiplied by the two scale_invs (two fp32 roundings, 2 * 2^-24 of it; exact with power-of-two scales) and
     added into the fp32 sum (k / 128 - 1 additions, round to nearest). Over the blocks: tolerance_fp8_accumulation(k,
-    0) + 2 * 2^-24, times sum |a * b|. (Not k * 2^-24, fp32 accumulation alone: the 14-bit accumulator inside a
-    block, up to 2^-11 of sum |a * b|, is above that at every k checked but the largest, 8192, where the two meet.)
+    0) + 4 * 2^-13 + 2 * 2^-24, times sum |a * b|. (Not k * 2^-24, fp32 accumulation alone: the accumulator inside a
+    block is above that at every k checked.) 13 bits, not the 14 of the per-tensor FP8 GEMM's bound: on an H100
+    (2026-11-26, RESULTS.md) one wgrad element at k 256 was off by 4.7 x 2^-13 of its sum |a * b|, with power-of-two
+    and fp32 scales alike, past the 14-bit bound.
   epilogue (R2): D's old value (the pre-filled bias, wgrad's beta 1) added to that in fp32, round to nearest:
-    tolerance_sum_rn(2) of sum |a * b| + |D_old|.
+    tolerance_sum_rn(2) of sum |a * b| + |D_old|. With a bf16 D, cuBLASLt rounds the product to bf16 before it adds
+    D's old value (seen on the H100: an output of exactly 0 where the exact sum was -3.9e-4, the product having rounded
+    to minus the bias), so that sum has a rounding more: half a bf16 ulp of the product, 2^-8 of |exact - D_old| plus
+    the accumulation's bound.
   output (R3): a bf16 output is rounded once more, half an ulp: 2^-8 of the exact value plus the above.
 The CPU's sum is in double (products of two floats, 2^-53 per addition: nothing next to these bounds). The bounds are
 loose (errors of random sign mostly cancel); a correct GEMM stays well inside them, a wrong scale index misses by a
@@ -375,11 +380,13 @@ static void reference_free(Reference* ref) {
 // exact result, before D's old value when accumulating.
 static double block_gemm_bound(int k, double magnitude, double want, double before, int accumulate,
                                cudaDataType_t out_type) {
-    // R2: Hopper's FP8 accumulation within each 128-block (4 x 2^-13), the two fp32 multiplies by the block's
-    // scale_invs (2 x 2^-24) and the k / 128 - 1 fp32 additions of the blocks' partial sums
-    double accumulation = (tolerance_fp8_accumulation(k, 0) + 2.0 * FP32_ROUNDOFF) * magnitude;
-    // R2: D's old value added in fp32, round to nearest, relative to both terms
+    // R2: Hopper's FP8 accumulation within each 128-block (8 x 2^-13: a 13-bit accumulator, as measured), the two
+    // fp32 multiplies by the block's scale_invs (2 x 2^-24) and the k / 128 - 1 fp32 additions of the blocks' sums
+    double accumulation = (tolerance_fp8_accumulation(k, 0) + 4.0 * 0x1p-13 + 2.0 * FP32_ROUNDOFF) * magnitude;
+    // R2: D's old value added in fp32, round to nearest, relative to both terms; into a bf16 D, the product rounded to
+    // bf16 first (half an ulp of it)
     double epilogue = accumulate ? tolerance_sum_rn(2) * (magnitude + fabs(before)) : 0.0;
+    if (accumulate && out_type == CUDA_R_16BF) { epilogue += 0.5 * BF16_ULP * (fabs(want - before) + accumulation); }
     double sum_tol = accumulation + epilogue;
     // R3: a bf16 output rounds the fp32 result once more, half an ulp (2^-8 of it at most); the 1e-30 lets 0 equal 0
     double rounding = out_type == CUDA_R_16BF ? 0.5 * BF16_ULP * (fabs(want) + sum_tol) : 0.0;
