@@ -126,10 +126,13 @@ suite_result() {
     echo "$summary${failed_cases:+ ($failed_cases)}"
 }
 
-# sanitizer_errors LOG: "N errors" from compute-sanitizer's "ERROR SUMMARY: N errors", or "no summary"
+# sanitizer_errors LOG: "N sanitizer errors" from compute-sanitizer's last summary line, memcheck's "ERROR SUMMARY: N
+# errors" or racecheck's "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)" (seen on an H100), or "no
+# summary" (a run cut short prints none)
 sanitizer_errors() {
     local n
-    n=$(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$1" 2>/dev/null | tail -n 1 | grep -oE '[0-9]+')
+    n=$(grep -oE 'ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazards? displayed \([0-9]+ error' "$1" 2>/dev/null |
+        tail -n 1 | grep -oE '[0-9]+ error' | grep -oE '[0-9]+')
     if [ -n "$n" ]; then echo "$n sanitizer errors"; else echo "no summary"; fi
 }
 

@@ -101,6 +101,8 @@ printf '========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n' >"$tmp
 expect sanitizer_zero "0 sanitizer errors" "$(sanitizer_errors "$tmp/san.log")"
 printf '========= ERROR SUMMARY: 12 errors\n' >"$tmp/san2.log"
 expect sanitizer_some "12 sanitizer errors" "$(sanitizer_errors "$tmp/san2.log")"
+echo '========= RACECHECK SUMMARY: 85 hazards displayed (85 errors, 0 warnings)' >"$tmp/san3.log"
+expect sanitizer_racecheck_summary "85 sanitizer errors" "$(sanitizer_errors "$tmp/san3.log")"
 cat >"$tmp/quant.log" <<'EOF'
 PASS cast E4M3 256x768 scale 224: bytes and amax bit-exact
 65536 x 768: device copy 2900 GB/s | cast+amax 2500 GB/s (86%) | cast+transpose+amax 2100 GB/s (72%)
