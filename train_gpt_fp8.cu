@@ -749,23 +749,35 @@ static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX*
                             int T) {
     LinearModule lm = linear_module(model, module);
     int rows = B * T;
-    // the bias gradient comes from the high-precision grad_output (TE computes it in the cast kernel)
-    if (lm.dbias) { bias_backward(lm.dbias, dout, rows, lm.OC, model->column_partials, model->stream); }
     Fp8Meta* meta = &model->fp8;
     int g_slot = 0, in_slot = 0, w_slot = 0;
     LinearPrecision lp = gpt2_linear_precision(model);
-    if (fp8_recipe_is_block_scaled(&model->recipe) && linear_is_fp8(&lp, module)) {
+    int block_scaled = fp8_recipe_is_block_scaled(&model->recipe) && linear_is_fp8(&lp, module);
+    int casts_grad_output = !block_scaled && linear_casts_grad_output(&lp, module);
+    // the bias gradient comes from the high-precision grad_output: in its own pass, or, where grad_output is cast
+    // per tensor below, in the cast's pass (TE's cast_transpose_dbias), the same sums in the same order
+    if (lm.dbias && !casts_grad_output) { bias_backward(lm.dbias, dout, rows, lm.OC, model->column_partials, model->stream); }
+    if (block_scaled) {
         linear_backward_blocks(model, module, dinp, dout, inp, rows);
         return;
     }
-    if (linear_casts_grad_output(&lp, module)) {  // one cast of grad_output feeds dgrad and wgrad
+    if (casts_grad_output) {  // one cast of grad_output feeds dgrad and wgrad (and the bias gradient)
         g_slot = fp8_meta_bwd_slot(meta, module, FP8_BWD_GRAD_OUTPUT);
         in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
         w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
         current_scale_before_cast(model, g_slot, dout, (size_t)rows * lm.OC);
-        cudaCheck(fp8_cast_transpose_amax(model->dy_fp8, model->dy_t_fp8, dout, rows, lm.OC, cast_scale(model, g_slot),
-                                          slot_amax(model, g_slot, 1), slot_cast_stats(model, g_slot, model->training),
-                                          meta->backward_format, model->stream));
+        float* g_scale = cast_scale(model, g_slot);
+        float* g_amax = slot_amax(model, g_slot, 1);
+        unsigned long long* g_stats = slot_cast_stats(model, g_slot, model->training);
+        if (lm.dbias) {
+            cudaCheck(fp8_cast_transpose_dbias_amax(model->dy_fp8, model->dy_t_fp8, model->column_partials, dout, rows,
+                                                    lm.OC, g_scale, g_amax, g_stats, meta->backward_format,
+                                                    model->stream));
+            bias_backward_reduce(lm.dbias, model->column_partials, rows, lm.OC, model->stream);
+        } else {
+            cudaCheck(fp8_cast_transpose_amax(model->dy_fp8, model->dy_t_fp8, dout, rows, lm.OC, g_scale, g_amax,
+                                              g_stats, meta->backward_format, model->stream));
+        }
     }
     if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD)) {
         gemm_tn(&model->gemm, dinp, CUDA_R_16BF, model->weight_t_fp8 + model->weight_fp8_offset[module],

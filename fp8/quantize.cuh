@@ -171,15 +171,25 @@ __global__ void __launch_bounds__(FP8_CAST_BLOCK_SIZE)
 // A block owns a 64 x 64 tile: it reads the tile once (coalesced along cols), writes the FP8 tile in place, stores
 // the FP8 bytes in shared memory, and writes them back transposed (coalesced along rows). rows, cols multiples of 64
 // (the trainer's shapes: B*T and C, 3C, 4C are). out may be NULL when only the transpose is needed.
+//
+// DBIAS (TE's cast_transpose_dbias, for a linear layer's grad_output): the same pass also writes the column sums of
+// its tile's 64 rows into dbias_partials (rows / 64, cols) fp32, so the bias gradient needs no pass of its own over
+// the bf16 tensor (it was one read of dy per biased layer: 4.5 ms of a d12 FP8 step on an H100). Each sum runs down
+// its column from the tile's first row, from 0.0f, in fp32: exactly llmc/bias.cuh's bias_backward_partials_kernel
+// with its 64-row chunks (COLUMN_SUM_ROWS), so the bias gradient keeps its bits; pass 2 (adding the chunks in order)
+// is bias.cuh's too.
 
 #define FP8_TRANSPOSE_TILE 64
 
-template <bool COUNT>
-__global__ void fp8_cast_transpose_amax_kernel(uint8_t* out, uint8_t* out_t, const __nv_bfloat16* inp, int rows,
-                                               int cols, const float* scale, float* amax, Fp8Format format,
-                                               unsigned long long* stats) {
+template <bool COUNT, bool DBIAS>
+__global__ void fp8_cast_transpose_amax_kernel(uint8_t* out, uint8_t* out_t, float* dbias_partials,
+                                               const __nv_bfloat16* inp, int rows, int cols, const float* scale,
+                                               float* amax, Fp8Format format, unsigned long long* stats) {
     // +4 bytes per row so the column-wise reads of the transpose do not all hit one shared-memory bank
     __shared__ uint8_t tile[FP8_TRANSPOSE_TILE][FP8_TRANSPOSE_TILE + 4];
+    // DBIAS: the bf16 tile for the column sums (rows padded by 16 bytes, still 16-byte aligned for the vector stores);
+    // one row only otherwise, unused
+    __shared__ __align__(16) __nv_bfloat16 tile_bf16[DBIAS ? FP8_TRANSPOSE_TILE : 1][FP8_TRANSPOSE_TILE + 8];
     const float s = *scale;
     int tile_row = blockIdx.y * FP8_TRANSPOSE_TILE, tile_col = blockIdx.x * FP8_TRANSPOSE_TILE;
     unsigned int thread_max = 0u;
@@ -190,11 +200,19 @@ __global__ void fp8_cast_transpose_amax_kernel(uint8_t* out, uint8_t* out_t, con
     for (int pass = 0; pass < 2; pass++) {
         int r = sub_row + pass * 32;
         size_t offset = (size_t)(tile_row + r) * cols + tile_col + sub_col;
-        uint2 bytes = fp8_cast8<COUNT>(*reinterpret_cast<const uint4*>(inp + offset), s, format, &thread_max, &counts);
+        uint4 packed = *reinterpret_cast<const uint4*>(inp + offset);
+        uint2 bytes = fp8_cast8<COUNT>(packed, s, format, &thread_max, &counts);
         memcpy(&tile[r][sub_col], &bytes, 8);  // little-endian: byte i is column sub_col + i
         if (out) { *reinterpret_cast<uint2*>(out + offset) = bytes; }
+        if (DBIAS) { *reinterpret_cast<uint4*>(&tile_bf16[r][sub_col]) = packed; }
     }
     __syncthreads();
+    // DBIAS: the first 64 threads each sum one column of the tile, row by row (bias_backward_partials_kernel's order)
+    if (DBIAS && threadIdx.x < FP8_TRANSPOSE_TILE) {
+        float sum = 0.0f;
+        for (int r = 0; r < FP8_TRANSPOSE_TILE; r++) { sum += __bfloat162float(tile_bf16[r][threadIdx.x]); }
+        dbias_partials[(size_t)blockIdx.y * cols + tile_col + threadIdx.x] = sum;
+    }
     // transposed write: thread writes 8 consecutive bytes of a row of out_t (a column of the tile)
     for (int pass = 0; pass < 2; pass++) {
         int c = sub_row + pass * 32;  // column of the tile = row of out_t
@@ -312,33 +330,69 @@ static inline cudaError_t fp8_cast_amax(uint8_t* out, const __nv_bfloat16* inp, 
     return cudaGetLastError();
 }
 
+// What fp8_cast_transpose_amax_kernel assumes of its arguments, checked for `launcher`: 1 if it can run.
+static inline int fp8_cast_transpose_args_ok(const char* launcher, const uint8_t* out, const uint8_t* out_t,
+                                             const __nv_bfloat16* inp, int rows, int cols, const float* amax,
+                                             const unsigned long long* stats) {
+    if (rows <= 0 || cols <= 0 || rows % FP8_TRANSPOSE_TILE != 0 || cols % FP8_TRANSPOSE_TILE != 0) {
+        fprintf(stderr, "%s: rows %d and cols %d must be positive multiples of %d (the tile)\n", launcher, rows, cols,
+                FP8_TRANSPOSE_TILE);
+        return 0;
+    }
+    if (rows / FP8_TRANSPOSE_TILE > 65535) {  // one block row of tiles per gridDim.y, which CUDA caps at 65535
+        fprintf(stderr, "%s: rows %d need %d tile rows, more than gridDim.y's 65535 (at most %d rows)\n", launcher, rows,
+                rows / FP8_TRANSPOSE_TILE, 65535 * FP8_TRANSPOSE_TILE);
+        return 0;
+    }
+    return fp8_launch_aligned(launcher, "the bf16 input", inp, 16) &&
+           (!out || fp8_launch_aligned(launcher, "the FP8 output", out, 8)) &&
+           fp8_launch_aligned(launcher, "the transposed FP8 output", out_t, 8) &&
+           fp8_launch_aligned(launcher, "the amax", amax, 4) &&
+           (!stats || fp8_launch_aligned(launcher, "the counters", stats, 8));
+}
+
+// The kernel for stats (counting or not) and dbias_partials (summing or not), launched over the tiles.
+template <bool DBIAS>
+static inline cudaError_t fp8_cast_transpose_launch(uint8_t* out, uint8_t* out_t, float* dbias_partials,
+                                                    const __nv_bfloat16* inp, int rows, int cols, const float* scale,
+                                                    float* amax, unsigned long long* stats, Fp8Format format,
+                                                    cudaStream_t stream) {
+    dim3 grid(cols / FP8_TRANSPOSE_TILE, rows / FP8_TRANSPOSE_TILE);
+    if (stats) {
+        fp8_cast_transpose_amax_kernel<true, DBIAS>
+            <<<grid, 256, 0, stream>>>(out, out_t, dbias_partials, inp, rows, cols, scale, amax, format, stats);
+    } else {
+        fp8_cast_transpose_amax_kernel<false, DBIAS>
+            <<<grid, 256, 0, stream>>>(out, out_t, dbias_partials, inp, rows, cols, scale, amax, format, NULL);
+    }
+    return cudaGetLastError();
+}
+
 static inline cudaError_t fp8_cast_transpose_amax(uint8_t* out, uint8_t* out_t, const __nv_bfloat16* inp, int rows,
                                                   int cols, const float* scale, float* amax,
                                                   unsigned long long* stats, Fp8Format format, cudaStream_t stream) {
-    if (rows <= 0 || cols <= 0 || rows % FP8_TRANSPOSE_TILE != 0 || cols % FP8_TRANSPOSE_TILE != 0) {
-        fprintf(stderr, "fp8_cast_transpose_amax: rows %d and cols %d must be positive multiples of %d (the tile)\n", rows,
-                cols, FP8_TRANSPOSE_TILE);
+    if (!fp8_cast_transpose_args_ok("fp8_cast_transpose_amax", out, out_t, inp, rows, cols, amax, stats)) {
         return cudaErrorInvalidValue;
     }
-    if (rows / FP8_TRANSPOSE_TILE > 65535) {  // one block row of tiles per gridDim.y, which CUDA caps at 65535
-        fprintf(stderr, "fp8_cast_transpose_amax: rows %d need %d tile rows, more than gridDim.y's 65535 (at most %d rows)\n",
-                rows, rows / FP8_TRANSPOSE_TILE, 65535 * FP8_TRANSPOSE_TILE);
+    return fp8_cast_transpose_launch<false>(out, out_t, NULL, inp, rows, cols, scale, amax, stats, format, stream);
+}
+
+// The cast + transpose of a grad_output that also leaves its bias gradient's column partials: dbias_partials
+// (rows / 64, cols) fp32, each row the column sums of 64 rows of inp; llmc/bias.cuh's bias_backward_reduce adds them
+// into dbias.
+static inline cudaError_t fp8_cast_transpose_dbias_amax(uint8_t* out, uint8_t* out_t, float* dbias_partials,
+                                                        const __nv_bfloat16* inp, int rows, int cols, const float* scale,
+                                                        float* amax, unsigned long long* stats, Fp8Format format,
+                                                        cudaStream_t stream) {
+    const char* launcher = "fp8_cast_transpose_dbias_amax";
+    if (!fp8_cast_transpose_args_ok(launcher, out, out_t, inp, rows, cols, amax, stats)) { return cudaErrorInvalidValue; }
+    if (dbias_partials == NULL) {
+        fprintf(stderr, "%s: no dbias partials buffer (fp8_cast_transpose_amax casts without the bias gradient)\n", launcher);
         return cudaErrorInvalidValue;
     }
-    if (!fp8_launch_aligned("fp8_cast_transpose_amax", "the bf16 input", inp, 16) ||
-        (out && !fp8_launch_aligned("fp8_cast_transpose_amax", "the FP8 output", out, 8)) ||
-        !fp8_launch_aligned("fp8_cast_transpose_amax", "the transposed FP8 output", out_t, 8) ||
-        !fp8_launch_aligned("fp8_cast_transpose_amax", "the amax", amax, 4) ||
-        (stats && !fp8_launch_aligned("fp8_cast_transpose_amax", "the counters", stats, 8))) {
-        return cudaErrorInvalidValue;
-    }
-    dim3 grid(cols / FP8_TRANSPOSE_TILE, rows / FP8_TRANSPOSE_TILE);
-    if (stats) {
-        fp8_cast_transpose_amax_kernel<true><<<grid, 256, 0, stream>>>(out, out_t, inp, rows, cols, scale, amax, format, stats);
-    } else {
-        fp8_cast_transpose_amax_kernel<false><<<grid, 256, 0, stream>>>(out, out_t, inp, rows, cols, scale, amax, format, NULL);
-    }
-    return cudaGetLastError();
+    if (!fp8_launch_aligned(launcher, "the dbias partials", dbias_partials, 4)) { return cudaErrorInvalidValue; }
+    return fp8_cast_transpose_launch<true>(out, out_t, dbias_partials, inp, rows, cols, scale, amax, stats, format,
+                                           stream);
 }
 
 // Current scaling's first pass: the scale of inp (n) bf16 (n a multiple of 8) from its amax, into target. Then cast

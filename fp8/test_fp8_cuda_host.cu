@@ -42,7 +42,8 @@ static void test_update_launcher_host_path_choice(void) {
 }
 
 // quantize.cuh's launchers refuse, before any CUDA call, what their kernels cannot do (so no GPU is needed to see it):
-// sizes off the vector or the tile, too many tile rows for gridDim.y, misaligned vector loads and stores.
+// sizes off the vector or the tile, too many tile rows for gridDim.y, misaligned vector loads and stores, and the
+// grad_output cast's bias partials missing or misaligned.
 static void test_quantize_launch_preconditions(void) {
     uint8_t* out = (uint8_t*)0x7f0000000000;  // never dereferenced: every call below is refused first
     uint8_t* out_t = (uint8_t*)0x7f0000100000;
@@ -67,6 +68,23 @@ static void test_quantize_launch_preconditions(void) {
           "counters at 4 bytes");
     CHECK(fp8_cast_transpose_amax(out, out_t, inp, 64, 64, scale, amax, stats, FP8_E4M3, 0) == cudaErrorInvalidValue,
           "transpose counters at 4 bytes");
+    // the grad_output cast with its bias partials: the same checks, and a partials buffer, 4-byte aligned
+    float* partials = (float*)0x7f0000400000;
+    CHECK(fp8_cast_transpose_dbias_amax(out, out_t, NULL, inp, 64, 64, scale, amax, NULL, FP8_E5M2, 0) ==
+              cudaErrorInvalidValue,
+          "dbias cast without a partials buffer");
+    CHECK(fp8_cast_transpose_dbias_amax(out, out_t, (float*)((char*)partials + 2), inp, 64, 64, scale, amax, NULL,
+                                        FP8_E5M2, 0) == cudaErrorInvalidValue,
+          "dbias partials at 2 bytes");
+    CHECK(fp8_cast_transpose_dbias_amax(out, out_t, partials, inp, 64, 96, scale, amax, NULL, FP8_E5M2, 0) ==
+              cudaErrorInvalidValue,
+          "dbias cast: cols off the tile");
+    CHECK(fp8_cast_transpose_dbias_amax(out, out_t, partials, inp + 4, 64, 64, scale, amax, NULL, FP8_E5M2, 0) ==
+              cudaErrorInvalidValue,
+          "dbias cast: input at 8 bytes");
+    CHECK(fp8_cast_transpose_dbias_amax(out, out_t, partials, inp, 64, 64, scale, amax, stats, FP8_E5M2, 0) ==
+              cudaErrorInvalidValue,
+          "dbias cast: counters at 4 bytes");
 }
 
 // block_quantize.cuh's launchers refuse, before any CUDA call, the shapes and pointers their kernels cannot take: a

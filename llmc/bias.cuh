@@ -1,7 +1,8 @@
 /*
 llmc/bias.cuh — a linear layer's bias on the GPU, where cuBLASLt's epilogues do not do it: the bias gradient, the
 column sums of its output gradient, deterministic (llmc/cuda_common.cuh's two passes; the CPU reference computes it in
-matmul_backward, the GPU's GEMMs do not, so linear_backward calls this beside them); and the bias broadcast into a
+matmul_backward, the GPU's GEMMs do not, so linear_backward calls this beside them; an FP8 layer's grad_output cast
+makes pass 1's partials itself, and only pass 2 runs here); and the bias broadcast into a
 GEMM's output before a block-scaled GEMM accumulates onto it (those GEMMs take no bias epilogue on Hopper).
 */
 #ifndef GPTFP8_BIAS_CUH
@@ -21,14 +22,25 @@ __global__ void bias_backward_partials_kernel(float* partials, const floatX* dou
     partials[(size_t)blockIdx.y * OC + o] = sum;
 }
 
+// pass 2 alone: dbias (OC) fp32 += the column partials (rows / COLUMN_SUM_ROWS, OC) of a (rows, OC) grad_output,
+// added in chunk order, from pass 1 here or from the FP8 cast that made them on its way (fp8/quantize.cuh's
+// fp8_cast_transpose_dbias_amax, whose 64-row tiles are these chunks)
+static_assert(COLUMN_SUM_ROWS == 64, "fp8_cast_transpose_dbias_amax's partials are sums of 64-row tiles");
+static inline void bias_backward_reduce(float* dbias, const float* column_partials, int rows, int OC,
+                                        cudaStream_t stream) {
+    int chunks = column_sum_chunks((size_t)rows);
+    column_partials_reduce_kernel<<<blocks_for(OC, 256), 256, 0, stream>>>(dbias, column_partials, chunks, OC, OC);
+    cudaCheck(cudaGetLastError());
+}
+
 // dbias (OC) fp32 += column sums of dout (rows, OC) bf16, through column_partials (rows / COLUMN_SUM_ROWS, OC)
 static inline void bias_backward(float* dbias, const floatX* dout, int rows, int OC, float* column_partials,
                                  cudaStream_t stream) {
     int chunks = column_sum_chunks((size_t)rows);
     dim3 grid(blocks_for(OC, 256), chunks);
     bias_backward_partials_kernel<<<grid, 256, 0, stream>>>(column_partials, dout, rows, OC);
-    column_partials_reduce_kernel<<<blocks_for(OC, 256), 256, 0, stream>>>(dbias, column_partials, chunks, OC, OC);
     cudaCheck(cudaGetLastError());
+    bias_backward_reduce(dbias, column_partials, rows, OC, stream);
 }
 
 // out (rows, OC) bf16 = bias (OC) on every row: what a GEMM with beta 1 then adds its product to. A bias epilogue would

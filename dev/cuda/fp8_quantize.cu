@@ -2,12 +2,16 @@
 dev/cuda/fp8_quantize.cu — the FP8 cast kernels (fp8/quantize.cuh) on their own: every output byte and the amax against
 the CPU reference (fp8_quantize_bf16 in fp8/quantize_cpu.h, bit-exact: R1 of llmc/tolerance.h, the same bf16 values, scale and
 rounding, and an amax is a maximum, whatever the order), for E4M3 and E5M2, with scales that make values saturate and
-flush, a NaN case, and the transposed copy; each cast again with its diagnostics counters (the same bytes and amax,
+flush, a NaN case, and the transposed copy; the cast + transpose of a grad_output with its bias gradient's column
+partials (fp8_cast_transpose_dbias_amax: the same bytes and amax, and partials and a bias gradient bit for bit those of
+llmc/bias.cuh's own pass, bias_backward, and of the CPU's sums in that order: fp32 sums of bf16 values, R1); each cast
+again with its diagnostics counters (the same bytes and amax,
 and exactly the CPU's element, saturated and flushed counts: integers); the plain cast also at a size whose
 grid-stride loop runs its unrolled trips and its remainder (the launchers' refusals of bad sizes and alignments are
 tested without a GPU in fp8/test_fp8_cuda_host); then the achieved bandwidth at the trainer's shapes, each line next
 to a device-to-device cudaMemcpy of the same bf16 tensor measured the same way (bytes read + written per second; the
-target is >= 80% of the copy), and the casts with counters against those without.
+target is >= 80% of the copy), the casts with counters against those without, and the grad_output's cast with its
+bias partials against the cast followed by bias_backward's separate pass (what the trainer did before).
 
 Build: make dev/cuda/fp8_quantize     Run: ./dev/cuda/fp8_quantize    (prints one line and exits 1 without a GPU)
 */
@@ -18,6 +22,7 @@ Build: make dev/cuda/fp8_quantize     Run: ./dev/cuda/fp8_quantize    (prints on
 
 #include "../../fp8/quantize_cpu.h"
 #include "../../fp8/quantize.cuh"
+#include "../../llmc/bias.cuh"
 #include "../../llmc/cuda_utils.cuh"
 #include "../../llmc/rand.h"
 
@@ -47,6 +52,111 @@ static int stats_equal(const unsigned long long got[3], const Fp8QuantStats* wan
 static void print_counts(const unsigned long long got[3], const Fp8QuantStats* want) {
     printf("  counts: GPU %llu elements, %llu saturated, %llu flushed; CPU %lld, %lld, %lld\n", got[0], got[1], got[2],
            want->count, want->saturated, want->flushed);
+}
+
+// Every float bit for bit, except that a NaN matches any NaN: a GPU's fp32 add returns the canonical NaN, the CPU's
+// keeps its operand's payload
+static int floats_identical(const float* got, const float* want, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(got[i]) && isnan(want[i])) { continue; }
+        if (fp8_float_bits(got[i]) != fp8_float_bits(want[i])) {
+            printf("  element %zu: %.9g (0x%08x), want %.9g (0x%08x)\n", i, got[i], fp8_float_bits(got[i]), want[i],
+                   fp8_float_bits(want[i]));
+            return 0;
+        }
+    }
+    return 1;
+}
+
+// bias_backward_partials_kernel's sums on the CPU: partials (rows / 64, cols), each the column's 64 rows of the chunk
+// added in row order from 0.0f in fp32
+static void column_partials_cpu(float* partials, const uint16_t* x, int rows, int cols) {
+    for (int chunk = 0; chunk < rows / COLUMN_SUM_ROWS; chunk++) {
+        for (int c = 0; c < cols; c++) {
+            float sum = 0.0f;
+            for (int r = chunk * COLUMN_SUM_ROWS; r < (chunk + 1) * COLUMN_SUM_ROWS; r++) {
+                sum += bf16_to_float(x[(size_t)r * cols + c]);
+            }
+            partials[(size_t)chunk * cols + c] = sum;
+        }
+    }
+}
+
+// The grad_output cast with its bias partials (fp8_cast_transpose_dbias_amax) on x (rows, cols), already on the
+// device as d_x: the cast's bytes and amax as the CPU's (want, want_amax: R1), the partials the CPU's sums in
+// bias_backward's order (R1: the same fp32 additions in the same order), and the bias gradient reduced from them
+// (bias_backward_reduce, onto a nonzero dbias as in accumulation) bit for bit bias_backward's own from the bf16 tensor.
+static void check_cast_transpose_dbias(const uint16_t* x, const uint8_t* want, float want_amax,
+                                       const __nv_bfloat16* d_x, int rows, int cols, const float* d_scale,
+                                       Fp8Format format) {
+    size_t n = (size_t)rows * cols, chunks = (size_t)rows / COLUMN_SUM_ROWS;
+    uint8_t *d_out, *d_out_t;
+    float *d_amax, *d_partials, *d_dbias_fused, *d_dbias_pass;
+    cudaCheck(cudaMalloc(&d_out, n));
+    cudaCheck(cudaMalloc(&d_out_t, n));
+    cudaCheck(cudaMalloc(&d_amax, 4));
+    cudaCheck(cudaMalloc(&d_partials, chunks * cols * sizeof(float)));
+    cudaCheck(cudaMalloc(&d_dbias_fused, cols * sizeof(float)));
+    cudaCheck(cudaMalloc(&d_dbias_pass, cols * sizeof(float)));
+    float amax0 = 0.125f;  // as check_shape's casts start
+    cudaCheck(cudaMemcpy(d_amax, &amax0, 4, cudaMemcpyHostToDevice));
+    float* dbias0 = (float*)malloc(cols * sizeof(float));  // an earlier micro-batch's gradient
+    for (int c = 0; c < cols; c++) { dbias0[c] = 0.25f * (float)(c % 7) - 0.75f; }
+    cudaCheck(cudaMemcpy(d_dbias_fused, dbias0, cols * sizeof(float), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d_dbias_pass, dbias0, cols * sizeof(float), cudaMemcpyHostToDevice));
+
+    cudaCheck(fp8_cast_transpose_dbias_amax(d_out, d_out_t, d_partials, d_x, rows, cols, d_scale, d_amax, NULL, format, 0));
+    float* got_partials = (float*)malloc(chunks * cols * sizeof(float));
+    uint8_t* got = (uint8_t*)malloc(n);
+    uint8_t* got_t = (uint8_t*)malloc(n);
+    float got_amax;
+    cudaCheck(cudaMemcpy(got_partials, d_partials, chunks * cols * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(got, d_out, n, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(got_t, d_out_t, n, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(&got_amax, d_amax, 4, cudaMemcpyDeviceToHost));
+    bias_backward_reduce(d_dbias_fused, d_partials, rows, cols, 0);
+    // bias_backward's own two passes, through their own scratch
+    float* d_pass_partials;
+    cudaCheck(cudaMalloc(&d_pass_partials, chunks * cols * sizeof(float)));
+    bias_backward(d_dbias_pass, d_x, rows, cols, d_pass_partials, 0);
+    float* dbias_fused = (float*)malloc(cols * sizeof(float));
+    float* dbias_pass = (float*)malloc(cols * sizeof(float));
+    cudaCheck(cudaMemcpy(dbias_fused, d_dbias_fused, cols * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(dbias_pass, d_dbias_pass, cols * sizeof(float), cudaMemcpyDeviceToHost));
+
+    float* want_partials = (float*)malloc(chunks * cols * sizeof(float));
+    column_partials_cpu(want_partials, x, rows, cols);
+    int transposed_ok = 1;
+    for (int r = 0; r < rows && transposed_ok; r++) {
+        for (int c = 0; c < cols; c++) {
+            if (got_t[(size_t)c * rows + r] != want[(size_t)r * cols + c]) { transposed_ok = 0; break; }
+        }
+    }
+    char what[200];
+    snprintf(what, sizeof(what), "cast+transpose+dbias %s %dx%d: bytes, transposed bytes and amax bit-exact",
+             fp8_format_name(format), rows, cols);
+    report(memcmp(got, want, n) == 0 && transposed_ok && fp8_float_bits(got_amax) == fp8_float_bits(want_amax), what);
+    snprintf(what, sizeof(what), "cast+transpose+dbias %s %dx%d: %zu x %d column partials the CPU's, bit for bit",
+             fp8_format_name(format), rows, cols, chunks, cols);
+    report(floats_identical(got_partials, want_partials, chunks * cols), what);
+    snprintf(what, sizeof(what), "cast+transpose+dbias %s %dx%d: dbias (+= onto an earlier one) bias_backward's, bit for bit",
+             fp8_format_name(format), rows, cols);
+    report(floats_identical(dbias_fused, dbias_pass, cols), what);
+
+    free(dbias0);
+    free(got_partials);
+    free(want_partials);
+    free(got);
+    free(got_t);
+    free(dbias_fused);
+    free(dbias_pass);
+    cudaCheck(cudaFree(d_out));
+    cudaCheck(cudaFree(d_out_t));
+    cudaCheck(cudaFree(d_amax));
+    cudaCheck(cudaFree(d_partials));
+    cudaCheck(cudaFree(d_pass_partials));
+    cudaCheck(cudaFree(d_dbias_fused));
+    cudaCheck(cudaFree(d_dbias_pass));
 }
 
 static void check_shape(int rows, int cols, Fp8Format format, float scale, int with_nan, Rng* rng) {
@@ -117,6 +227,7 @@ static void check_shape(int rows, int cols, Fp8Format format, float scale, int w
                what);
         if (!counts_ok) { print_counts(got_stats, &want_stats); }
     }
+    check_cast_transpose_dbias(x, want, want_amax, d_x, rows, cols, d_scale, format);
 
     free(x);
     free(want);
@@ -251,6 +362,42 @@ int main(void) {
                rows, cols, copy_gbs, cast_gbs[0], 100 * cast_gbs[0] / copy_gbs, transpose_gbs[0],
                100 * transpose_gbs[0] / copy_gbs, cast_gbs[1], 100 * cast_gbs[1] / cast_gbs[0], transpose_gbs[1],
                100 * transpose_gbs[1] / transpose_gbs[0]);
+        // a grad_output's cast with its bias gradient: the fused pass (+ the reduction of the partials) against the
+        // cast followed by bias_backward's own two passes, microseconds per call
+        float *d_partials, *d_dbias;
+        cudaCheck(cudaMalloc(&d_partials, (size_t)rows / COLUMN_SUM_ROWS * cols * sizeof(float)));
+        cudaCheck(cudaMalloc(&d_dbias, cols * sizeof(float)));
+        cudaCheck(cudaMemset(d_dbias, 0, cols * sizeof(float)));
+        cudaCheck(fp8_cast_transpose_dbias_amax(d_out, d_out_t, d_partials, d_x, rows, cols, d_scale, d_amax, NULL,
+                                                FP8_E5M2, 0));
+        cudaCheck(cudaEventRecord(start));
+        for (int r = 0; r < reps; r++) {
+            cudaCheck(fp8_cast_transpose_dbias_amax(d_out, d_out_t, d_partials, d_x, rows, cols, d_scale, d_amax, NULL,
+                                                    FP8_E5M2, 0));
+            bias_backward_reduce(d_dbias, d_partials, rows, cols, 0);
+        }
+        cudaCheck(cudaEventRecord(stop));
+        double fused_us = 1000.0 * time_ms(start, stop) / reps;
+        cudaCheck(cudaEventRecord(start));
+        for (int r = 0; r < reps; r++) {
+            cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, NULL, FP8_E5M2, 0));
+            bias_backward(d_dbias, d_x, rows, cols, d_partials, 0);
+        }
+        cudaCheck(cudaEventRecord(stop));
+        double separate_us = 1000.0 * time_ms(start, stop) / reps;
+        cudaCheck(cudaEventRecord(start));
+        for (int r = 0; r < reps; r++) {
+            cudaCheck(fp8_cast_transpose_dbias_amax(d_out, d_out_t, d_partials, d_x, rows, cols, d_scale, d_amax, NULL,
+                                                    FP8_E5M2, 0));
+        }
+        cudaCheck(cudaEventRecord(stop));
+        double dbias_kernel_gbs = 4.0 * n * reps / (time_ms(start, stop) * 1e6);  // the partials are 1/32 more: left out
+        printf("%d x %d: grad_output cast+transpose+dbias %.1f us (its kernel %.0f GB/s, %.0f%% of copy) | cast+transpose "
+               "then bias_backward %.1f us | fused / separate %.2f\n",
+               rows, cols, fused_us, dbias_kernel_gbs, 100 * dbias_kernel_gbs / copy_gbs, separate_us,
+               fused_us / separate_us);
+        cudaCheck(cudaFree(d_partials));
+        cudaCheck(cudaFree(d_dbias));
         cudaCheck(cudaFree(d_x));
         cudaCheck(cudaFree(d_out));
         cudaCheck(cudaFree(d_out_t));
