@@ -54,6 +54,16 @@ static void print_counts(const unsigned long long got[3], const Fp8QuantStats* w
            want->count, want->saturated, want->flushed);
 }
 
+// Whether got_t (cols, rows) is want (rows, cols) transposed, byte for byte
+static int is_transpose(const uint8_t* got_t, const uint8_t* want, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < cols; c++) {
+            if (got_t[(size_t)c * rows + r] != want[(size_t)r * cols + c]) { return 0; }
+        }
+    }
+    return 1;
+}
+
 // Every float bit for bit, except that a NaN matches any NaN: a GPU's fp32 add returns the canonical NaN, the CPU's
 // keeps its operand's payload
 static int floats_identical(const float* got, const float* want, size_t n) {
@@ -126,12 +136,7 @@ static void check_cast_transpose_dbias(const uint16_t* x, const uint8_t* want, f
 
     float* want_partials = (float*)malloc(chunks * cols * sizeof(float));
     column_partials_cpu(want_partials, x, rows, cols);
-    int transposed_ok = 1;
-    for (int r = 0; r < rows && transposed_ok; r++) {
-        for (int c = 0; c < cols; c++) {
-            if (got_t[(size_t)c * rows + r] != want[(size_t)r * cols + c]) { transposed_ok = 0; break; }
-        }
-    }
+    int transposed_ok = is_transpose(got_t, want, rows, cols);
     char what[200];
     snprintf(what, sizeof(what), "cast+transpose+dbias %s %dx%d: bytes, transposed bytes and amax bit-exact",
              fp8_format_name(format), rows, cols);
@@ -213,12 +218,7 @@ static void check_shape(int rows, int cols, Fp8Format format, float scale, int w
         cudaCheck(cudaMemcpy(got_t, d_out_t, n, cudaMemcpyDeviceToHost));
         cudaCheck(cudaMemcpy(&got_amax, d_amax, 4, cudaMemcpyDeviceToHost));
         cudaCheck(cudaMemcpy(got_stats, d_stats, sizeof(got_stats), cudaMemcpyDeviceToHost));
-        int transposed_ok = 1;
-        for (int r = 0; r < rows && transposed_ok; r++) {
-            for (int c = 0; c < cols; c++) {
-                if (got_t[(size_t)c * rows + r] != want[(size_t)r * cols + c]) { transposed_ok = 0; break; }
-            }
-        }
+        int transposed_ok = is_transpose(got_t, want, rows, cols);
         counts_ok = !counted || stats_equal(got_stats, &want_stats);
         snprintf(what, sizeof(what), "cast+transpose%s %s %dx%d: bytes, transposed bytes and amax bit-exact%s", with,
                  fp8_format_name(format), rows, cols, counted ? ", counts the CPU's" : "");
