@@ -29,8 +29,10 @@ differing bf16 roundings on a tensor's path), computed there, and printed beside
   cuDNN attention (built with cuDNN): the trainer's loss and every gradient against the CPU at a medium shape
         (L 2, C 768, NH 12, T 256, V 1024), with the plain attention's counts (cuDNN rounds no more); without -attn, a
         head size cuDNN cannot run (1024) falls back to the plain attention and one it runs keeps cuDNN; recompute (-r 1,
-        -r 2): loss, gradients and recorded amaxes bit-identical to -r 0 (R1), in BF16 and FP8, with plain and with
-        cuDNN attention.
+        -r 2): loss, gradients and recorded amaxes bit-identical to -r 0 (R1), in BF16, FP8 delayed, FP8 current and
+        FP8 with BF16 end blocks, with plain and with cuDNN attention (in FP8 this pins the x^T the forward keeps for a
+        wgrad to the one the backward casts from a remade input, and the layer slices of the inputs; the kept x^T is
+        also the forward's x, transposed, byte for byte, R1).
 The tests above the cuDNN ones run the plain attention (-attn plain), so that they check the rest of the trainer
 whatever cuDNN does.
 The per-kernel checks (cast bytes, update rule bit-exact on random histories, GEMMs, current scaling's amax pass) are
@@ -423,23 +425,67 @@ static float device_bf16_amax(const floatX* device, size_t n) {
     return amax;
 }
 
+// Layer l's bf16 input of its linear of kind `kind` as the last forward made it: its own slice where the backward
+// reads it; otherwise (its wgrad reads the FP8 x^T the forward kept, and the slice is shared) made again into
+// `scratch` (B, T, 4C) by the forward's kernels from what the layer keeps: LayerNorm from its input and saved
+// statistics, GELU from fch (the same bytes: what -r 1 and -r 2 rely on, checked by the recompute tests).
+static const floatX* forward_input_of(gpu::GPT2* gpu, int l, int kind, floatX* scratch) {
+    int C = gpu->config.channels;
+    size_t BTC = (size_t)gpu->B * gpu->T * C;
+    LinearPrecision lp = gpu::gpt2_linear_precision(gpu);
+    if (kind == LINEAR_ATTPROJ) { return gpu->acts.atty + l * BTC; }
+    floatX* buffer = kind == LINEAR_QKV ? gpu->acts.ln1 : kind == LINEAR_FC ? gpu->acts.ln2 : gpu->acts.fch_gelu;
+    int width = kind == LINEAR_FCPROJ ? 4 * C : C;
+    int module = l * LINEARS_PER_BLOCK + kind;
+    if (linear_backward_reads_input(&lp, module, gpu->recompute) &&
+        !linear_input_recomputed(gpu->config.num_layers, module, gpu->recompute)) {
+        return gpu::layer_input(gpu, buffer, kind, l, width);
+    }
+    if (kind == LINEAR_FCPROJ) {
+        gelu_forward(scratch, gpu->acts.fch + l * BTC * 4, BTC * 4, gpu->stream);
+    } else {
+        gpu::LayerNormX ln = gpu::layernorm_x(gpu, l, kind == LINEAR_QKV ? 1 : 2);
+        layernorm_recompute(scratch, ln.inp, ln.weight, ln.bias, ln.mean, ln.rstd, gpu->B, gpu->T, C, gpu->stream);
+    }
+    cudaCheck(cudaStreamSynchronize(gpu->stream));  // the caller's copies run on the default stream
+    return scratch;
+}
+
+// The x^T (IC, rows) a training forward kept for the module's FP8 wgrad is the transpose of the x (rows, IC) its cast
+// wrote in the same pass, byte for byte (R1: the same codes, moved).
+static void check_kept_input_t(gpu::GPT2* gpu, int module, const uint8_t* device_x_fp8, int rows, const char* what) {
+    int IC = linear_layout(&gpu->config, module).IC;
+    size_t n = (size_t)rows * IC;
+    uint8_t* x = (uint8_t*)malloc(n);
+    uint8_t* x_t = (uint8_t*)malloc(n);
+    cudaCheck(cudaMemcpy(x, device_x_fp8, n, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(x_t, gpu::kept_input_t(gpu, module), n, cudaMemcpyDeviceToHost));
+    size_t differ = 0;
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < IC; c++) { differ += x_t[(size_t)c * rows + r] != x[(size_t)r * IC + c]; }
+    }
+    CHECK(differ == 0, "%s: %zu of the kept x^T's %zu bytes are not x's, transposed (R1)", what, differ, n);
+    free(x);
+    free(x_t);
+}
+
 // R1: what the GPU recorded is max|x| of the GPU's own bf16 tensors, bit for bit, which pins each slot's index: every
 // block linear's input slot against the last forward's inputs (inputs_recorded: each slot's amax of the last step's
-// casts), block 0's qkv and fc grad_output slots against the last backward's dqkv and dbt4c (the only gradients still
-// in their buffers), and every weight slot (weights_recorded: row 0 after the weights' last cast) against the bf16
-// weights. Plain attention, -r 0 (every layer's inputs kept).
+// casts; forward_input_of), block 0's qkv and fc grad_output slots against the last backward's dqkv and dbt4c (the
+// only gradients still in their buffers), and every weight slot (weights_recorded: row 0 after the weights' last
+// cast) against the bf16 weights. Plain attention, -r 0.
 static void check_amaxes_of_own_tensors(gpu::GPT2* gpu, const float* inputs_recorded, const float* weights_recorded,
                                         const char* when) {
     const Fp8Meta* meta = &gpu->fp8;  // its layout (the values are on the device)
     int L = gpu->config.num_layers;
     size_t BTC = (size_t)gpu->B * gpu->T * gpu->config.channels;
+    floatX* scratch;
+    cudaCheck(cudaMalloc(&scratch, BTC * 4 * sizeof(floatX)));
     for (int l = 0; l < L; l++) {
-        const floatX* inputs[LINEARS_PER_BLOCK] = {gpu->acts.ln1 + l * ln_layer_stride(gpu), gpu->acts.atty + l * BTC,
-                                                   gpu->acts.ln2 + l * ln_layer_stride(gpu),
-                                                   gpu->acts.fch_gelu + l * gelu_layer_stride(gpu)};
         for (int k = 0; k < LINEARS_PER_BLOCK; k++) {
+            const floatX* input = forward_input_of(gpu, l, k, scratch);
             int module = l * LINEARS_PER_BLOCK + k, slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
-            float own = device_bf16_amax(inputs[k], k == LINEAR_FCPROJ ? 4 * BTC : BTC);
+            float own = device_bf16_amax(input, k == LINEAR_FCPROJ ? 4 * BTC : BTC);
             CHECK(fp8_float_bits(inputs_recorded[slot]) == fp8_float_bits(own),
                   "%s: slot %d (block %d %s input) recorded %a, max|x| of the GPU's input %a (R1)", when, slot, l,
                   linear_names[k], inputs_recorded[slot], own);
@@ -463,6 +509,7 @@ static void check_amaxes_of_own_tensors(gpu::GPT2* gpu, const float* inputs_reco
               "%s: slot %d (block 0 %s grad_output) recorded %a, max|x| of the GPU's gradient %a (R1)", when, slot,
               linear_names[linears[i]], inputs_recorded[slot], own);
     }
+    cudaCheck(cudaFree(scratch));
 }
 
 static void test_bf16_forward_backward(void) {
@@ -501,9 +548,10 @@ static void test_fp8_cast_bytes_and_amaxes(void) {
     uint16_t* gelu = (uint16_t*)malloc(n * 2);
     uint8_t* bytes = (uint8_t*)malloc(n);
     uint8_t* want = (uint8_t*)malloc(n);
-    cudaCheck(cudaMemcpy(gelu, gpu.acts.fch_gelu + (size_t)(L - 1) * n, n * 2, cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(bytes, gpu.x_fp8, n, cudaMemcpyDeviceToHost));
     int module = (L - 1) * LINEARS_PER_BLOCK + LINEAR_FCPROJ;
+    const floatX* last_gelu = gpu::layer_input(&gpu, gpu.acts.fch_gelu, LINEAR_FCPROJ, L - 1, 4 * C);
+    cudaCheck(cudaMemcpy(gelu, last_gelu, n * 2, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(bytes, gpu.x_fp8, n, cudaMemcpyDeviceToHost));
     float scale;
     cudaCheck(cudaMemcpy(&scale, gpu::slot_scale(&gpu, fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_INPUT)), 4,
                          cudaMemcpyDeviceToHost));
@@ -511,6 +559,7 @@ static void test_fp8_cast_bytes_and_amaxes(void) {
     fp8_quantize_bf16(want, gelu, n, FP8_E4M3, scale, &amax, NULL);
     // R1: the same bf16 values, the same scale, the same rounding
     CHECK(memcmp(bytes, want, n) == 0, "fcproj input: GPU FP8 bytes differ from the CPU quantization (R1)");
+    check_kept_input_t(&gpu, module, gpu.x_fp8, TB * TT, "fcproj input");
     gpt2_backward(&gpu, 1.0f);
     cudaCheck(cudaDeviceSynchronize());
     gpt2_zero_grad(&cpu);
@@ -760,7 +809,9 @@ static void test_fp8_current_scaling_casts(void) {
     gpt2_forward(&gpu, inputs, targets, TB, TT);  // a training forward: recording, the logits kept for the backward
     int in_slot = fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_INPUT);
     size_t n = (size_t)TB * TT * 4 * C;
-    check_current_cast(&gpu, in_slot, gpu.acts.fch_gelu + (size_t)(L - 1) * n, gpu.x_fp8, n, 1.0f, "fcproj input");
+    check_current_cast(&gpu, in_slot, gpu::layer_input(&gpu, gpu.acts.fch_gelu, LINEAR_FCPROJ, L - 1, 4 * C), gpu.x_fp8,
+                       n, 1.0f, "fcproj input");
+    check_kept_input_t(&gpu, module, gpu.x_fp8, TB * TT, "current scaling: fcproj input");
     size_t n_logits = (size_t)TB * TT * cpu.config.padded_vocab_size;
     float* logits = download_bf16(gpu.acts.logits, n_logits);
     float* state = download_floats(gpu.fp8.memory, gpu.fp8.num_floats);
@@ -1318,7 +1369,7 @@ static void fp8_block_casts(const char* recipe) {
     random_batch(inputs, targets, n, block_shape.V, &rng);
     gpt2_forward(&gpu, inputs, targets, block_shape.B, block_shape.T);
     cudaCheck(cudaDeviceSynchronize());
-    const floatX* x = gpu.acts.fch_gelu + (size_t)(L - 1) * gelu_layer_stride(&gpu);  // (B*T, 4C): the last cast
+    const floatX* x = gpu::layer_input(&gpu, gpu.acts.fch_gelu, LINEAR_FCPROJ, L - 1, lm.IC);  // (B*T, 4C): the last cast
     snprintf(what, sizeof(what), "%s fcproj input", recipe);
     float amax = check_block_cast(&gpu, in_slot, x, n, lm.IC, fp8_block_shape(cpu.recipe.scaling, 0, 0), gpu.x_fp8,
                                   NULL, gpu.x_scale_inv, 0, gpu.x_dequantized, what);
@@ -1587,24 +1638,39 @@ static void test_cudnn_unsupported_head_size_falls_back(void) {
 }
 #endif
 
+// TrainArgs from one line of flags (at most 16 words, split at spaces), after the program name
+static TrainArgs test_args_line(const char* flags) {
+    char line[256], prog[] = "test";
+    snprintf(line, sizeof(line), "%s", flags);
+    char* argv[17] = {prog};
+    int argc = 1;
+    for (char* word = strtok(line, " "); word && argc < 17; word = strtok(NULL, " ")) { argv[argc++] = word; }
+    TrainArgs a;
+    parse_args(&a, argc, argv);
+    return a;
+}
+
 // -r 1 and -r 2 recompute GELU and LayerNorm in the backward from what the forward kept: the loss, every gradient and
 // every amax the step records must be the bits of -r 0 (the FP8 casts of the recomputed inputs must not record
-// again). For each attention this build has, BF16 and FP8, on a small shape cuDNN supports (head size 64).
+// again). In FP8 this also pins the x^T the forward keeps for an FP8 wgrad (-r 0: every FP8 wgrad reads one) to the
+// x^T the backward casts from the remade input (-r 1: fcproj's, -r 2: qkv's and fc's too), and the layer slices of
+// ln1, ln2 and fch_gelu: with the first and last of 3 blocks in BF16 (-fp8_bf16_first_last 1), blocks 0 and 2 keep
+// slices of their own and block 1 writes the shared one; a slice two layers wrote would give -r 0 other gradients
+// than -r 2, which remakes each before use. For each attention this build has, on a small shape cuDNN supports
+// (head size 64): BF16, FP8 delayed, FP8 current, FP8 with BF16 ends.
 static void test_recompute_bit_identical(void) {
-    GPT2Config config = config_of(2, 256, 4, 200, 64);
     const int B = 2, T = 64;  // B*T = 128: a multiple of 64 for the FP8 casts
-    cpu::GPT2 cpu;  // only for the initial weights
-    cpu::ModelOptions opt;
-    memset(&opt, 0, sizeof(opt));
-    opt.config = config;
-    opt.precision = PRECISION_BF16;
-    delayed_scaling_default(&opt.recipe);
-    gpt2_allocate(&cpu, &opt, B, T);
-    Rng rng;
-    rng_seed(&rng, 31);
-    gpt2_init_parameters(&cpu.master, cpu.param_sizes, &config, &rng);
-    int inputs[2 * 64], targets[2 * 64];
-    random_batch(inputs, targets, B * T, config.vocab_size, &rng);
+    typedef struct {
+        const char* name;
+        const char* flags;
+        int layers;
+    } Variant;
+    const Variant variants[4] = {
+        {"bf16", "-precision bf16", 2},
+        {"fp8", "-precision fp8 -fp8_amax_history_len 16", 2},
+        {"fp8 current", "-precision fp8 -fp8_recipe current", 2},
+        {"fp8 bf16 ends", "-precision fp8 -fp8_amax_history_len 16 -fp8_bf16_first_last 1", 3},
+    };
 #ifdef ENABLE_CUDNN
     const char* attentions[2] = {"plain", "cudnn"};
     int num_attentions = 2;
@@ -1612,18 +1678,31 @@ static void test_recompute_bit_identical(void) {
     const char* attentions[1] = {"plain"};
     int num_attentions = 1;
 #endif
-    const char* precisions[2] = {"bf16", "fp8"};
-    for (int a = 0; a < num_attentions; a++) {
-        for (int p = 0; p < 2; p++) {
+    for (int v = 0; v < 4; v++) {
+        GPT2Config config = config_of(variants[v].layers, 256, 4, 200, 64);
+        cpu::GPT2 cpu;  // only for the initial weights
+        cpu::ModelOptions opt;
+        memset(&opt, 0, sizeof(opt));
+        opt.config = config;
+        opt.precision = PRECISION_BF16;
+        delayed_scaling_default(&opt.recipe);
+        gpt2_allocate(&cpu, &opt, B, T);
+        Rng rng;
+        rng_seed(&rng, 31);
+        gpt2_init_parameters(&cpu.master, cpu.param_sizes, &config, &rng);
+        int inputs[2 * 64], targets[2 * 64];
+        random_batch(inputs, targets, B * T, config.vocab_size, &rng);
+        for (int a = 0; a < num_attentions; a++) {
+            const char* what = variants[v].name;
             float losses[3];
             float* grads[3];
             float* row0[3] = {NULL, NULL, NULL};
             size_t P = 0;
             int slots = 0;
             for (int r = 0; r < 3; r++) {
-                char recompute[4];
-                snprintf(recompute, sizeof(recompute), "%d", r);
-                TrainArgs args = test_args_with(precisions[p], attentions[a], recompute);
+                char flags[200];
+                snprintf(flags, sizeof(flags), "%s -attn %s -r %d", variants[v].flags, attentions[a], r);
+                TrainArgs args = test_args_line(flags);
                 gpu::GPT2 gpu;
                 gpu_model(&gpu, &config, &args, B, T, cpu.master_memory);
                 gpt2_zero_grad(&gpu);
@@ -1637,15 +1716,16 @@ static void test_recompute_bit_identical(void) {
                     slots = gpu.fp8.num_slots;
                     row0[r] = download_floats(gpu.fp8.amax_history, (size_t)slots);
                 }
+                gpt2_free(&gpu);
             }
             for (int r = 1; r < 3; r++) {
                 CHECK(memcmp(&losses[r], &losses[0], sizeof(float)) == 0, "%s %s -r %d: loss %.7f, -r 0 %.7f",
-                      attentions[a], precisions[p], r, losses[r], losses[0]);
+                      attentions[a], what, r, losses[r], losses[0]);
                 CHECK(memcmp(grads[r], grads[0], P * sizeof(float)) == 0, "%s %s -r %d: gradients bit-identical to -r 0",
-                      attentions[a], precisions[p], r);
+                      attentions[a], what, r);
                 if (row0[0]) {
                     CHECK(memcmp(row0[r], row0[0], (size_t)slots * sizeof(float)) == 0,
-                          "%s %s -r %d: the recorded amaxes bit-identical to -r 0", attentions[a], precisions[p], r);
+                          "%s %s -r %d: the recorded amaxes bit-identical to -r 0", attentions[a], what, r);
                 }
             }
             for (int r = 0; r < 3; r++) {
@@ -1653,8 +1733,8 @@ static void test_recompute_bit_identical(void) {
                 free(row0[r]);
             }
         }
+        gpt2_free(&cpu);
     }
-    gpt2_free(&cpu);
 }
 
 int main(int argc, char** argv) {

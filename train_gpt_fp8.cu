@@ -35,7 +35,10 @@ for line; where the GPU must differ (streams, NCCL, the fused classifier, the me
 Attention (-attn): cuDNN's fused flash attention (llmc/cudnn_attention.cpp, the default when built with cuDNN), which
 keeps only the softmax statistics (B, NH, T) per layer, or the plain CUDA/cuBLAS one (llmc/attention.cuh), which keeps
 the (B, NH, T, T) matrix per layer. Recompute (-r, llm.c's): 1 recomputes GELU in the backward instead of keeping its
-output per layer, 2 LayerNorm too (from the residual and the saved mean/rstd); the results are bit-identical.
+output per layer, 2 LayerNorm too (from the residual and the saved mean/rstd); the results are bit-identical. FP8
+with delayed or current scaling keeps, as TE does, what an FP8 wgrad reads: the forward's cast of a linear's input
+writes its transpose in the same pass, kept (1 byte an element) where the bf16 input (2 bytes) was, which the
+backward then neither keeps nor casts again (linear_cast_input; where -r drops the input, it is remade and cast).
 Memory: every device buffer is planned first (llmc/memory_plan.h); the plan is printed, checked against the GPU's
 free memory (one line saying what to change when it does not fit), then allocated as planned.
 
@@ -103,11 +106,13 @@ static void point_parameters_bf16(ParameterTensorsX* p, floatX* memory, const si
     }
 }
 
-// Sizes in llmc/memory_plan.h. With -r 2, ln1 and ln2 hold one layer (stride 0 between layers: the backward
-// recomputes each layer's before it uses it); with -r 1 or 2, so does fch_gelu.
+// Sizes in llmc/memory_plan.h. ln1, ln2 and fch_gelu (the inputs of qkv, fc and fcproj) hold a slice for each layer
+// whose backward reads them, and one slice the others share (layer_input's): with -r 2, ln1 and ln2 hold one slice
+// (the backward recomputes each layer's before it uses it), with -r 1 or 2, so does fch_gelu; in FP8 with delayed or
+// current scaling, a layer whose wgrad reads the FP8 x^T its forward kept (input_t_fp8) needs no slice of its own.
 typedef struct {
     floatX* encoded;    // (B, T, C)
-    floatX* ln1;        // (L, B, T, C), -r 2: (B, T, C)
+    floatX* ln1;        // (L, B, T, C), or fewer slices (see above)
     float* ln1_mean;    // (L, B, T)
     float* ln1_rstd;    // (L, B, T)
     floatX* qkv;        // (L, B, T, 3C)
@@ -115,11 +120,11 @@ typedef struct {
     floatX* att;        // plain attention: (L, B, NH, T, T)
     float* attention_stats;  // cuDNN attention: (L, stats_layer_floats) fp32, the softmax statistics (B, NH, T)
     floatX* residual2;  // (L, B, T, C)
-    floatX* ln2;        // (L, B, T, C), -r 2: (B, T, C)
+    floatX* ln2;        // (L, B, T, C), or fewer slices
     float* ln2_mean;    // (L, B, T)
     float* ln2_rstd;    // (L, B, T)
     floatX* fch;        // (L, B, T, 4C)
-    floatX* fch_gelu;   // (L, B, T, 4C), -r 1 or 2: (B, T, 4C)
+    floatX* fch_gelu;   // (L, B, T, 4C), or fewer slices
     floatX* residual3;  // (L, B, T, C)
     floatX* lnf;        // (B, T, C)
     float* lnf_mean;    // (B, T)
@@ -192,6 +197,11 @@ typedef struct {
     uint8_t *weight_fp8, *weight_t_fp8;  // per module at weight_fp8_offset: W (OC, IC) and W^T (IC, OC)
     size_t* weight_fp8_offset;
     uint8_t *x_fp8, *x_t_fp8, *dy_fp8, *dy_t_fp8;  // (B*T*widest) scratch
+    // delayed and current scaling: the x^T (IC, B*T) of every FP8 wgrad whose input the recompute keeps, which the
+    // forward's cast writes beside x and the backward's wgrad reads, at input_t_offset[module] * B*T (llmc/linear.h's
+    // fp8_input_t_layout, linear_keeps_input_t); the others cast x^T into x_t_fp8 in the backward
+    uint8_t* input_t_fp8;
+    size_t* input_t_offset;
     // the block recipes (fp8/block_quantize.cuh)
     Fp8BlockScaleRange* fp8_block_scale_range;  // (num_slots) device, as float bits: the smallest and largest block
                                                 // scale since the last diagnostics line (counted with the diagnostics)
@@ -530,6 +540,9 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
         model->weight_fp8_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 weight offsets");
         LinearPrecision lp = gpt2_linear_precision(model);
         fp8_weight_layout(&model->config, &lp, model->weight_fp8_offset);
+        model->input_t_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 input transpose offsets");
+        fp8_input_t_layout(&model->config, &lp, model->recompute, model->input_t_offset);
+        model->input_t_fp8 = (uint8_t*)buffer[GPU_INPUT_T_FP8];
         model->weight_fp8 = (uint8_t*)buffer[GPU_WEIGHT_FP8];
         model->weight_t_fp8 = (uint8_t*)buffer[GPU_WEIGHT_T_FP8];
         model->x_fp8 = (uint8_t*)buffer[GPU_X_FP8];
@@ -590,6 +603,7 @@ static void gpt2_free(GPT2* model) {
     free(model->host_bucket_token);
     free(model->host_token_count);
     free(model->weight_fp8_offset);
+    free(model->input_t_offset);
     free(model->weight_scale_offset);
     free(model->weight_t_scale_offset);
     free(model->fp8_block_scale_range_host);
@@ -633,6 +647,35 @@ static void linear_forward_blocks(GPT2* model, int module, floatX* out, const fl
                          CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, rows, lm.OC, lm.IC, lm.bias != NULL, model->stream);
 }
 
+// Where the forward keeps module's FP8 x^T (IC, B*T) for its wgrad (linear_keeps_input_t)
+static uint8_t* kept_input_t(GPT2* model, int module) {
+    return model->input_t_fp8 + model->input_t_offset[module] * (size_t)model->B * model->T;
+}
+
+// The forward's per-tensor cast of a module's input inp (rows, IC) into x (rows, IC) FP8, recording its amax; in
+// training, where the module keeps its x^T for an FP8 wgrad (linear_keeps_input_t), that transpose in the same pass
+// (the bytes a cast in the backward with the same scale would make; one read of inp, not two), and then x may be
+// NULL: not written.
+static void linear_cast_input(GPT2* model, int module, uint8_t* x, const floatX* inp, int rows) {
+    LinearModule lm = linear_module(model, module);
+    LinearPrecision lp = gpt2_linear_precision(model);
+    Fp8Meta* meta = &model->fp8;
+    int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
+    current_scale_before_cast(model, in_slot, inp, (size_t)rows * lm.IC);
+    float* scale = cast_scale(model, in_slot);
+    float* amax = slot_amax(model, in_slot, 1);
+    unsigned long long* stats = slot_cast_stats(model, in_slot, model->training);
+    int keeps_t = model->training && linear_keeps_input_t(&lp, module, model->recompute);
+    if (!x && !keeps_t) { die("linear_cast_input: module %d casts its input to nowhere", module); }
+    if (keeps_t) {
+        cudaCheck(fp8_cast_transpose_amax(x, kept_input_t(model, module), inp, rows, lm.IC, scale, amax, stats,
+                                          meta->forward_format, model->stream));
+    } else {
+        cudaCheck(fp8_cast_amax(x, inp, (size_t)rows * lm.IC, scale, amax, stats, meta->forward_format, model->num_sms,
+                                model->stream));
+    }
+}
+
 // out (B, T, OC) = inp (B, T, IC) @ W^T + b, in the module's precision
 static void linear_forward(GPT2* model, int module, floatX* out, const floatX* inp, int B, int T) {
     LinearModule lm = linear_module(model, module);
@@ -646,10 +689,7 @@ static void linear_forward(GPT2* model, int module, floatX* out, const floatX* i
     if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
         Fp8Meta* meta = &model->fp8;
         int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT), w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
-        current_scale_before_cast(model, in_slot, inp, (size_t)rows * lm.IC);
-        cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lm.IC, cast_scale(model, in_slot),
-                                slot_amax(model, in_slot, 1), slot_cast_stats(model, in_slot, model->training),
-                                meta->forward_format, model->num_sms, model->stream));
+        linear_cast_input(model, module, model->x_fp8, inp, rows);
         gemm_tn(&model->gemm, out, CUDA_R_16BF, model->weight_fp8 + model->weight_fp8_offset[module],
                 fp8_cuda_type(meta->forward_format), slot_scale_inv(model, w_slot), model->x_fp8,
                 fp8_cuda_type(meta->forward_format), cast_scale_inv(model, in_slot), lm.bias, rows, lm.OC, lm.IC, 0, 1,
@@ -657,12 +697,9 @@ static void linear_forward(GPT2* model, int module, floatX* out, const floatX* i
         return;
     }
     if (linear_casts_input(&lp, module) && !block_scaled) {  // fprop in BF16, wgrad in FP8: the input's amax recorded
-        Fp8Meta* meta = &model->fp8;
-        int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
-        current_scale_before_cast(model, in_slot, inp, (size_t)rows * lm.IC);
-        cudaCheck(fp8_cast_amax(model->x_fp8, inp, (size_t)rows * lm.IC, cast_scale(model, in_slot),
-                                slot_amax(model, in_slot, 1), slot_cast_stats(model, in_slot, model->training),
-                                meta->forward_format, model->num_sms, model->stream));
+        // (where the training forward keeps its transpose for the wgrad, the only copy used, x itself is not written)
+        int keeps_t = model->training && linear_keeps_input_t(&lp, module, model->recompute);
+        linear_cast_input(model, module, keeps_t ? NULL : model->x_fp8, inp, rows);
     }
     gemm_tn(&model->gemm, out, CUDA_R_16BF, lm.weight, CUDA_R_16BF, NULL, inp, CUDA_R_16BF, NULL, lm.bias, rows, lm.OC,
             lm.IC, 0, 0, model->stream);
@@ -744,14 +781,18 @@ static void linear_backward_blocks(GPT2* model, int module, floatX* dinp, const 
 }
 
 // dinp (B, T, IC) = dout @ W (written: the CPU accumulates into a zeroed buffer), dW += dout^T @ inp, db += column
-// sums of dout, each GEMM in its precision
+// sums of dout, each GEMM in its precision. inp (B, T, IC) is read where the backward reads the bf16 input
+// (linear_backward_reads_input); elsewhere (NULL may be passed) the FP8 wgrad reads the x^T the forward kept.
 static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX* dout, const floatX* inp, int B,
                             int T) {
     LinearModule lm = linear_module(model, module);
+    LinearPrecision lp = gpt2_linear_precision(model);
+    if (!inp && linear_backward_reads_input(&lp, module, model->recompute)) {
+        die("linear_backward: module %d reads its input, and none was given", module);
+    }
     int rows = B * T;
     Fp8Meta* meta = &model->fp8;
     int g_slot = 0, in_slot = 0, w_slot = 0;
-    LinearPrecision lp = gpt2_linear_precision(model);
     int block_scaled = fp8_recipe_is_block_scaled(&model->recipe) && linear_is_fp8(&lp, module);
     int casts_grad_output = !block_scaled && linear_casts_grad_output(&lp, module);
     // the bias gradient comes from the high-precision grad_output: in its own pass, or, where grad_output is cast
@@ -789,11 +830,17 @@ static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX*
                 rows, lm.OC, 0, 0, model->stream);
     }
     if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD)) {
-        // the input's transpose, cast with the forward's scale (same bytes, no record; with current scaling too: the
-        // slot holds the forward cast's scale)
-        cudaCheck(fp8_cast_transpose_amax(NULL, model->x_t_fp8, inp, rows, lm.IC, slot_scale(model, in_slot),
-                                          model->amax_discard, NULL, meta->forward_format, model->stream));
-        gemm_tn(&model->gemm, lm.dweight, CUDA_R_32F, model->x_t_fp8, fp8_cuda_type(meta->forward_format),
+        // the input's transpose: the one the forward's cast kept (linear_cast_input), or, where the recompute dropped
+        // the input, cast now from the input made again; either way with the scale in the slot since the forward (with
+        // current scaling too: the forward cast's own), so the same bytes, and no record
+        const uint8_t* x_t = model->x_t_fp8;
+        if (linear_keeps_input_t(&lp, module, model->recompute)) {
+            x_t = kept_input_t(model, module);
+        } else {
+            cudaCheck(fp8_cast_transpose_amax(NULL, model->x_t_fp8, inp, rows, lm.IC, slot_scale(model, in_slot),
+                                              model->amax_discard, NULL, meta->forward_format, model->stream));
+        }
+        gemm_tn(&model->gemm, lm.dweight, CUDA_R_32F, x_t, fp8_cuda_type(meta->forward_format),
                 slot_scale_inv(model, in_slot), model->dy_t_fp8, fp8_cuda_type(meta->backward_format),
                 cast_scale_inv(model, g_slot), NULL, lm.OC, lm.IC, rows, 1, 0, model->stream);
     } else {  // dW (OC, IC): column-major m = IC, n = OC, k = rows; A = X (IC x rows, op N), B = dY (op T)
@@ -839,10 +886,30 @@ static void attention_backward_layer(GPT2* model, int l, floatX* dqkv, const flo
 #endif
 }
 
-// Elements between two layers' slices of ln1/ln2 and of fch_gelu: 0 where the recompute keeps one layer's (-r 2 for
-// LayerNorm, -r 1 or 2 for GELU), so every layer writes, and the backward recomputes, the same buffer.
-static size_t ln_layer_stride(const GPT2* m) { return m->recompute >= 2 ? 0 : (size_t)m->B * m->T * m->config.channels; }
-static size_t gelu_layer_stride(const GPT2* m) { return m->recompute >= 1 ? 0 : (size_t)m->B * m->T * 4 * m->config.channels; }
+// Layer l's slice of `buffer`, the input (B, T, width) of its linear of kind `kind` (ln1, ln2, fch_gelu): its own
+// where its backward reads it as the forward left it, else the one every other layer shares (llmc/linear.h's
+// linear_input_slice).
+static floatX* layer_input(const GPT2* m, floatX* buffer, int kind, int l, int width) {
+    LinearPrecision lp = gpt2_linear_precision(m);
+    int slice = linear_input_slice(&lp, kind, m->recompute, l, NULL);
+    return buffer + (size_t)slice * m->B * m->T * width;
+}
+
+// Whether layer l's backward makes its input of kind `kind` again before it reads it: the recompute dropped it (-r 2
+// LayerNorm's outputs, -r 1 or 2 GELU's) and the module's wgrad reads it (in BF16, or to cast it in FP8).
+static int backward_remakes_input(const GPT2* m, int kind, int l) {
+    LinearPrecision lp = gpt2_linear_precision(m);
+    int module = l * LINEARS_PER_BLOCK + kind;
+    return linear_input_recomputed(m->config.num_layers, module, m->recompute) &&
+           linear_backward_reads_input(&lp, module, m->recompute);
+}
+
+// What linear_backward gets as a block linear's input: its layer's slice where its backward reads it, else NULL
+// (its wgrad reads the FP8 x^T the forward kept; a shared slice holds another layer's by then).
+static const floatX* backward_input(const GPT2* m, const floatX* layer_slice, int module) {
+    LinearPrecision lp = gpt2_linear_precision(m);
+    return linear_backward_reads_input(&lp, module, m->recompute) ? layer_slice : NULL;
+}
 
 // inputs, targets (B, T) host -> device (targets may be NULL: not copied), and the token buckets of the encoder
 // backward. The copies are synchronous: the host scratch is reused by the next batch.
@@ -888,17 +955,17 @@ static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int
     encoder_forward(a->encoded, model->inputs, p->wte, p->wpe, B, T, C, s);
     for (int l = 0; l < L; l++) {
         const floatX* residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BTC;
-        floatX* ln1 = a->ln1 + l * ln_layer_stride(model);
+        floatX* ln1 = layer_input(model, a->ln1, LINEAR_QKV, l, C);
         float* ln1_mean = a->ln1_mean + l * BT;
         float* ln1_rstd = a->ln1_rstd + l * BT;
         floatX* qkv = a->qkv + l * BTC * 3;
         floatX* atty = a->atty + l * BTC;
         floatX* residual2 = a->residual2 + l * BTC;
-        floatX* ln2 = a->ln2 + l * ln_layer_stride(model);
+        floatX* ln2 = layer_input(model, a->ln2, LINEAR_FC, l, C);
         float* ln2_mean = a->ln2_mean + l * BT;
         float* ln2_rstd = a->ln2_rstd + l * BT;
         floatX* fch = a->fch + l * BTC * 4;
-        floatX* fch_gelu = a->fch_gelu + l * gelu_layer_stride(model);
+        floatX* fch_gelu = layer_input(model, a->fch_gelu, LINEAR_FCPROJ, l, 4 * C);
         floatX* residual3 = a->residual3 + l * BTC;
         int module = l * LINEARS_PER_BLOCK;
 
@@ -966,21 +1033,22 @@ static LayerNormX layernorm_x(GPT2* model, int l, int which) {
     ParameterTensors* g = &model->grads;
     LayerNormX ln;
     if (which == 1) {
-        LayerNormX ln1 = {l == 0 ? a->encoded : a->residual3 + (l - 1) * BTC, a->ln1 + l * ln_layer_stride(model),
+        LayerNormX ln1 = {l == 0 ? a->encoded : a->residual3 + (l - 1) * BTC, layer_input(model, a->ln1, LINEAR_QKV, l, C),
                           p->ln1w + l * C, p->ln1b + l * C, g->ln1w + l * C, g->ln1b + l * C, a->ln1_mean + l * BT,
                           a->ln1_rstd + l * BT};
         ln = ln1;
     } else {
-        LayerNormX ln2 = {a->residual2 + l * BTC, a->ln2 + l * ln_layer_stride(model), p->ln2w + l * C, p->ln2b + l * C,
+        LayerNormX ln2 = {a->residual2 + l * BTC, layer_input(model, a->ln2, LINEAR_FC, l, C), p->ln2w + l * C, p->ln2b + l * C,
                           g->ln2w + l * C, g->ln2b + l * C, a->ln2_mean + l * BT, a->ln2_rstd + l * BT};
         ln = ln2;
     }
     return ln;
 }
 
-// -r 2: the LayerNorm's output again, from its input and saved statistics (the forward's bytes: layernorm_output).
-static void layernorm_recompute_layer(GPT2* model, const LayerNormX* ln) {
-    if (model->recompute < 2) { return; }
+// -r 2: the LayerNorm's output again, from its input and saved statistics (the forward's bytes: layernorm_output),
+// where the next linear (of kind `kind` in layer l) reads it in its backward.
+static void layernorm_recompute_layer(GPT2* model, const LayerNormX* ln, int kind, int l) {
+    if (!backward_remakes_input(model, kind, l)) { return; }
     layernorm_recompute(ln->out, ln->inp, ln->weight, ln->bias, ln->mean, ln->rstd, model->B, model->T,
                         model->config.channels, model->stream);
 }
@@ -1021,20 +1089,23 @@ static void gpt2_backward(GPT2* model, float loss_scale) {
         LayerNormX ln1 = layernorm_x(model, l, 1), ln2 = layernorm_x(model, l, 2);
         // what the recompute did not keep comes back from the same kernels on the same inputs, so the same bytes;
         // the FP8 casts of it below are wgrad's transposes, which never record an amax (the forward recorded it once)
-        floatX* fch_gelu = a->fch_gelu + l * gelu_layer_stride(model);
-        if (model->recompute >= 1) { gelu_forward(fch_gelu, a->fch + l * BTC * 4, BTC * 4, s); }
+        floatX* fch_gelu = layer_input(model, a->fch_gelu, LINEAR_FCPROJ, l, 4 * C);
+        if (backward_remakes_input(model, LINEAR_FCPROJ, l)) { gelu_forward(fch_gelu, a->fch + l * BTC * 4, BTC * 4, s); }
         // dresidual holds d(residual3); residual3 = residual2 + fcproj: both get it. fcproj's input gradient:
-        linear_backward(model, module + LINEAR_FCPROJ, model->dbt4c, model->dresidual, fch_gelu, B, T);
+        linear_backward(model, module + LINEAR_FCPROJ, model->dbt4c, model->dresidual,
+                        backward_input(model, fch_gelu, module + LINEAR_FCPROJ), B, T);
         gelu_backward(model->dbt4c, a->fch + l * BTC * 4, model->dbt4c, BTC * 4, s);
-        layernorm_recompute_layer(model, &ln2);
-        linear_backward(model, module + LINEAR_FC, model->dbtc, model->dbt4c, ln2.out, B, T);
+        layernorm_recompute_layer(model, &ln2, LINEAR_FC, l);
+        linear_backward(model, module + LINEAR_FC, model->dbtc, model->dbt4c, backward_input(model, ln2.out, module + LINEAR_FC),
+                        B, T);
         // d(residual2) = d(residual3) + LayerNorm2 backward, accumulated in place in dresidual
         layernorm_backward_layer(model, &ln2, model->dbtc);
         // residual2 = residual + attproj: attproj's output gradient is d(residual2)
         linear_backward(model, module + LINEAR_ATTPROJ, model->dbtc2, model->dresidual, a->atty + l * BTC, B, T);
         attention_backward_layer(model, l, model->dqkv, model->dbtc2);
-        layernorm_recompute_layer(model, &ln1);
-        linear_backward(model, module + LINEAR_QKV, model->dbtc, model->dqkv, ln1.out, B, T);
+        layernorm_recompute_layer(model, &ln1, LINEAR_QKV, l);
+        linear_backward(model, module + LINEAR_QKV, model->dbtc, model->dqkv, backward_input(model, ln1.out, module + LINEAR_QKV),
+                        B, T);
         layernorm_backward_layer(model, &ln1, model->dbtc);
         if (model->reduce_in_backward) { gpt2_reduce_gradients_async(model, l); }  // block l's gradients are final
     }

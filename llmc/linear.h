@@ -105,6 +105,67 @@ static inline int linear_casts_grad_output(const LinearPrecision* p, int module)
     return linear_gemm_is_fp8(p, module, LINEAR_GEMM_DGRAD) || linear_gemm_is_fp8(p, module, LINEAR_GEMM_WGRAD);
 }
 
+// ----------------------------------------------------------------------------
+// what the backward reads of a module's input (the GPU trainer's memory; the CPU keeps every activation)
+
+// Whether the recompute (-r, llm.c's) drops a module's input from the forward and makes it again in the backward:
+// -r 1 or 2 GELU's output (fcproj's input), -r 2 also LayerNorm's (qkv's and fc's). Never atty (attproj's, which the
+// attention backward reads anyway) or the final LayerNorm's (the LM head's, one buffer).
+static inline int linear_input_recomputed(int num_layers, int module, int recompute) {
+    if (module == linear_lm_head(num_layers)) { return 0; }
+    int kind = module % LINEARS_PER_BLOCK;
+    return kind == LINEAR_FCPROJ ? recompute >= 1 : (kind == LINEAR_QKV || kind == LINEAR_FC) && recompute >= 2;
+}
+
+// Whether a module's FP8 wgrad reads the FP8 transpose of its input that the forward made and kept (as TE keeps a
+// layer's FP8 input for its backward): with a per-tensor recipe (delayed or current scaling) the forward's cast of x
+// writes x^T in the same pass, with the scale and so the bytes a cast in the backward would make. Not where the
+// recompute drops the input (-r trades that memory for time: the backward makes the input again and casts it), nor
+// under a block recipe (it casts x down its columns in its own blocks in the backward, from the bf16 input).
+static inline int linear_keeps_input_t(const LinearPrecision* p, int module, int recompute) {
+    return linear_gemm_is_fp8(p, module, LINEAR_GEMM_WGRAD) && !fp8_recipe_is_block_scaled(p->recipe) &&
+           !linear_input_recomputed(p->num_layers, module, recompute);
+}
+
+// Whether a module's backward reads its bf16 input (for its wgrad: as it is in BF16, or to cast it in FP8); not
+// where it reads the FP8 transpose the forward kept. dgrad never reads the input.
+static inline int linear_backward_reads_input(const LinearPrecision* p, int module, int recompute) {
+    return !linear_keeps_input_t(p, module, recompute);
+}
+
+// The FP8 input transposes the forward keeps for the backward: where each keeping module's x^T (IC, B*T) starts, in
+// columns of B*T bytes (offsets (num_modules) may be NULL); returns the columns of all of them (0: none kept).
+static inline size_t fp8_input_t_layout(const GPT2Config* config, const LinearPrecision* p, int recompute,
+                                        size_t* offsets) {
+    size_t total = 0;
+    for (int module = 0; module < linear_num_modules(config->num_layers); module++) {
+        if (offsets) { offsets[module] = total; }
+        if (linear_keeps_input_t(p, module, recompute)) { total += (size_t)linear_layout(config, module).IC; }
+    }
+    return total;
+}
+
+// The layer slices of a per-layer bf16 activation that is the input of every block's linear of kind `kind` (the
+// trainer's ln1 for LINEAR_QKV, ln2 for LINEAR_FC, fch_gelu for LINEAR_FCPROJ): the slice layer l writes and reads,
+// and, in *num_slices (may be NULL), how many the buffer holds. A layer keeps a slice of its own where its backward
+// reads that input and the recompute does not drop it; every other layer writes slice 0, which they share (the
+// forward's next GEMM or cast reads it, the next layer overwrites it; the recompute remakes it there before use).
+// With everything kept the slice of layer l is l: (L, B, T, width), the layout without FP8; all recomputed, one slice.
+static inline int linear_input_slice(const LinearPrecision* p, int kind, int recompute, int l, int* num_slices) {
+    int kept_before = 0, kept = 0, shared = 0, l_keeps = 0;
+    for (int layer = 0; layer < p->num_layers; layer++) {
+        int module = layer * LINEARS_PER_BLOCK + kind;
+        int keeps = !linear_input_recomputed(p->num_layers, module, recompute) &&
+                    linear_backward_reads_input(p, module, recompute);
+        kept += keeps;
+        kept_before += keeps && layer < l;
+        shared |= !keeps;
+        if (layer == l) { l_keeps = keeps; }
+    }
+    if (num_slices) { *num_slices = kept + shared; }
+    return l_keeps ? shared + kept_before : 0;
+}
+
 // The FP8 copies of the weights: where each module's W (and on the GPU W^T, at the same offset in its own buffer)
 // starts, for the modules that cast their weight; offsets (num_modules) may be NULL. Returns the elements of one copy.
 static inline size_t fp8_weight_layout(const GPT2Config* config, const LinearPrecision* p, size_t* offsets) {

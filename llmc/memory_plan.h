@@ -12,6 +12,10 @@ What changes the activations (B*T rows of C = channels, L layers; bf16 = 2 bytes
   stored per layer for the backward: qkv 3C, atty C, residual2 C, residual3 C, fch 4C, and
     ln1 C + ln2 C           unless -r 2 (LayerNorm recomputed from the residual and the saved mean/rstd: one layer's)
     fch_gelu 4C             unless -r 1 or 2 (GELU recomputed from fch: one layer's buffer)
+  FP8 with delayed or current scaling: an FP8 wgrad reads the FP8 x^T (1 byte) its forward's cast kept, so the bf16
+    input of qkv, fc, fcproj (ln1, ln2, fch_gelu: 2 bytes) stays only for the layers whose wgrad is BF16; at -r 0, per
+    layer 7C bytes of x^T (qkv C, attproj C, fc C, fcproj 4C) instead of 12C of bf16. An input the recompute drops
+    keeps no x^T either: its backward makes it again and casts it (see llmc/linear.h's linear_keeps_input_t)
   attention: plain keeps att (B, NH, T, T) per layer; cuDNN keeps the softmax statistics (B, NH, T) fp32 per layer
 */
 #ifndef GPTFP8_MEMORY_PLAN_H
@@ -52,17 +56,17 @@ typedef enum {
     GPU_ADAM_V,        // (shard_size) fp32
     // activations
     GPU_ENCODED,       // (B, T, C)
-    GPU_LN1,           // (L, B, T, C), or one layer's (B, T, C) with -r 2
+    GPU_LN1,           // (L, B, T, C), or fewer layers' (linear_input_slice): one with -r 2
     GPU_LN1_MEAN,      // (L, B, T) fp32
     GPU_LN1_RSTD,      // (L, B, T) fp32
     GPU_QKV,           // (L, B, T, 3C)
     GPU_ATTY,          // (L, B, T, C)
     GPU_RESIDUAL2,     // (L, B, T, C)
-    GPU_LN2,           // (L, B, T, C), or one layer's with -r 2
+    GPU_LN2,           // (L, B, T, C), or fewer layers' as ln1
     GPU_LN2_MEAN,      // (L, B, T) fp32
     GPU_LN2_RSTD,      // (L, B, T) fp32
     GPU_FCH,           // (L, B, T, 4C)
-    GPU_FCH_GELU,      // (L, B, T, 4C), or one layer's with -r 1 or 2
+    GPU_FCH_GELU,      // (L, B, T, 4C), or fewer layers': one with -r 1 or 2
     GPU_RESIDUAL3,     // (L, B, T, C)
     GPU_LNF,           // (B, T, C)
     GPU_LNF_MEAN,      // (B, T) fp32
@@ -89,7 +93,8 @@ typedef enum {
     GPU_WEIGHT_FP8,    // every FP8 module's W (OC, IC), one byte each
     GPU_WEIGHT_T_FP8,  // and W^T (IC, OC)
     GPU_X_FP8,         // (B*T, widest input of a module whose fprop or wgrad is FP8)
-    GPU_X_T_FP8,       // (widest input of an FP8 wgrad, B*T)
+    GPU_X_T_FP8,       // (widest input of an FP8 wgrad that casts x^T in the backward, B*T)
+    GPU_INPUT_T_FP8,   // every x^T (IC, B*T) the forward keeps for an FP8 wgrad (fp8_input_t_layout)
     GPU_DY_FP8,        // (B*T, widest output of a module whose dgrad or wgrad is FP8)
     GPU_DY_T_FP8,      // its transpose
     GPU_WEIGHT_SCALE_INV,    // blockwise: every FP8 module's W scale_invs, BLK128x128 layout (fp8_weight_scale_layout)
@@ -137,7 +142,7 @@ static const MemoryGroup gpu_buffer_group[] = {
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
     // fp8 (meta .. dy_t, the block recipes' eleven, then current scaling's four)
-    MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
+    MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     // inputs .. gemm workspace
@@ -179,14 +184,16 @@ static inline size_t attention_stats_layer_floats(int B, int NH, int T) {
 }
 
 // Columns per row of the B*T-row FP8 cast scratch, the widest any FP8 GEMM needs: x holds the forward's input cast
-// (for an FP8 fprop, or to record the input's amax for an FP8 wgrad), x_t the input's transpose for an FP8 wgrad, dy
+// (for an FP8 fprop, or to record the input's amax for an FP8 wgrad), x_t the input's transpose for an FP8 wgrad that
+// casts it in the backward (a block recipe's, or one whose input the recompute drops: the others read the x^T their
+// forward kept, GPU_INPUT_T_FP8), dy
 // and dy_t the output gradient's cast and transpose (dgrad or wgrad). The LM head (Vp columns) counts only when it
 // runs in FP8 (-fp8_lm_head 1).
 typedef struct {
     size_t x, x_t, dy;
 } Fp8ScratchWidths;
 
-static inline Fp8ScratchWidths fp8_scratch_widths(const GPT2Config* config, const LinearPrecision* p) {
+static inline Fp8ScratchWidths fp8_scratch_widths(const GPT2Config* config, const LinearPrecision* p, int recompute) {
     Fp8ScratchWidths w = {0, 0, 0};
     int num_modules = linear_num_modules(config->num_layers);
     for (int module = 0; module < num_modules; module++) {
@@ -196,7 +203,7 @@ static inline Fp8ScratchWidths fp8_scratch_widths(const GPT2Config* config, cons
         if (!fprop && !dgrad && !wgrad) { continue; }
         LinearLayout ll = linear_layout(config, module);
         if ((fprop || wgrad) && (size_t)ll.IC > w.x) { w.x = (size_t)ll.IC; }
-        if (wgrad && (size_t)ll.IC > w.x_t) { w.x_t = (size_t)ll.IC; }
+        if (wgrad && !linear_keeps_input_t(p, module, recompute) && (size_t)ll.IC > w.x_t) { w.x_t = (size_t)ll.IC; }
         if ((dgrad || wgrad) && (size_t)ll.OC > w.dy) { w.dy = (size_t)ll.OC; }
     }
     return w;
@@ -209,19 +216,25 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
     size_t L = (size_t)c->num_layers, C = (size_t)c->channels, NH = (size_t)c->num_heads, Vp = (size_t)c->padded_vocab_size;
     size_t B = (size_t)in->B, T = (size_t)in->T, BT = B * T, BTC = BT * C;
     const size_t bf16 = 2, fp32 = 4, i32 = 4;
-    size_t ln_layers = in->recompute >= 2 ? 1 : L, gelu_layers = in->recompute >= 1 ? 1 : L;
+    // the layer slices of ln1, ln2 (-r 2 recomputes them) and fch_gelu (-r 1 or 2): L without FP8 or recompute, fewer
+    // where the backward reads the FP8 transpose the forward kept instead (llmc/linear.h's linear_input_slice)
+    int ln1_slices, ln2_slices, gelu_slices;
+    linear_input_slice(&in->linear, LINEAR_QKV, in->recompute, 0, &ln1_slices);
+    linear_input_slice(&in->linear, LINEAR_FC, in->recompute, 0, &ln2_slices);
+    linear_input_slice(&in->linear, LINEAR_FCPROJ, in->recompute, 0, &gelu_slices);
 
     b[GPU_PARAMS] = in->shard.padded * bf16;
     b[GPU_GRADS] = in->shard.padded * fp32;
     b[GPU_MASTER] = b[GPU_ADAM_M] = b[GPU_ADAM_V] = in->shard.shard_size * fp32;
 
     b[GPU_ENCODED] = BTC * bf16;
-    b[GPU_LN1] = b[GPU_LN2] = ln_layers * BTC * bf16;
+    b[GPU_LN1] = (size_t)ln1_slices * BTC * bf16;
+    b[GPU_LN2] = (size_t)ln2_slices * BTC * bf16;
     b[GPU_LN1_MEAN] = b[GPU_LN1_RSTD] = b[GPU_LN2_MEAN] = b[GPU_LN2_RSTD] = L * BT * fp32;
     b[GPU_QKV] = L * BTC * 3 * bf16;
     b[GPU_ATTY] = b[GPU_RESIDUAL2] = b[GPU_RESIDUAL3] = L * BTC * bf16;
     b[GPU_FCH] = L * BTC * 4 * bf16;
-    b[GPU_FCH_GELU] = gelu_layers * BTC * 4 * bf16;
+    b[GPU_FCH_GELU] = (size_t)gelu_slices * BTC * 4 * bf16;
     b[GPU_LNF] = BTC * bf16;
     b[GPU_LNF_MEAN] = b[GPU_LNF_RSTD] = BT * fp32;
     b[GPU_LOGITS] = BT * Vp * bf16;
@@ -245,7 +258,7 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
         b[GPU_FP8_STATS] = (size_t)in->fp8_slots * 3 * sizeof(unsigned long long);
         b[GPU_FP8_DIAG_AMAX] = 2 * (size_t)in->fp8_slots * fp32;
         Fp8ScalingRecipe scaling = in->linear.recipe ? in->linear.recipe->scaling : FP8_SCALING_DELAYED;
-        Fp8ScratchWidths w = fp8_scratch_widths(c, &in->linear);
+        Fp8ScratchWidths w = fp8_scratch_widths(c, &in->linear, in->recompute);
         size_t weight_elements = fp8_weight_layout(c, &in->linear, NULL);
         if (scaling == FP8_SCALING_MXFP8) {  // emulated: the casts' values dequantized to bf16, BF16 GEMMs
             b[GPU_WEIGHT_DEQUANTIZED] = b[GPU_WEIGHT_DEQUANTIZED_COLUMNWISE] = weight_elements * bf16;
@@ -255,6 +268,7 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
             b[GPU_WEIGHT_FP8] = b[GPU_WEIGHT_T_FP8] = weight_elements;
             b[GPU_X_FP8] = BT * w.x;
             b[GPU_X_T_FP8] = BT * w.x_t;
+            b[GPU_INPUT_T_FP8] = size_mul(BT, fp8_input_t_layout(c, &in->linear, in->recompute, NULL));
             b[GPU_DY_FP8] = b[GPU_DY_T_FP8] = BT * w.dy;
         }
         if (scaling == FP8_SCALING_BLOCKWISE) {

@@ -79,9 +79,10 @@ static void test_groups_by_hand(void) {
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_PARAMETERS) == 2 * P, "parameters: bf16");
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_GRADIENTS) == 4 * P, "gradients: fp32");
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_OPTIMIZER) == 12 * P, "optimizer: master, m, v in fp32");
-    // per layer: ln1 C, qkv 3C, atty C, residual2 C, ln2 C, fch 4C, fch_gelu 4C, residual3 C = 16C bf16, and four
-    // (B, T) fp32 LayerNorm statistics; once: encoded, lnf, proj_out (B, T, C), lnf's two statistics, logits, losses
-    size_t activations = L * (16 * BTC * 2 + 4 * BT * 4) + 3 * BTC * 2 + 2 * BT * 4 + BT * Vp * 2 + BT * 4;
+    // per layer: qkv 3C, atty C, residual2 C, fch 4C, residual3 C = 10C bf16, and four (B, T) fp32 LayerNorm
+    // statistics; once: encoded, lnf, proj_out (B, T, C), lnf's two statistics, logits, losses; and one slice each of
+    // ln1 C, ln2 C, fch_gelu 4C that every layer shares (each layer's FP8 wgrads read the x^T its forward kept)
+    size_t activations = L * (10 * BTC * 2 + 4 * BT * 4) + 3 * BTC * 2 + 2 * BT * 4 + BT * Vp * 2 + BT * 4 + 6 * BTC * 2;
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_ACTIVATIONS) == activations, "activations %zu, by hand %zu",
           gpu_memory_group_bytes(&plan, MEMORY_ACTIVATIONS), activations);
     // cuDNN: the (B, NH, T) statistics per layer (8*12*1024 floats, already a multiple of 64), and its own workspace
@@ -89,9 +90,10 @@ static void test_groups_by_hand(void) {
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_ATTENTION) == L * 8 * NH * 1024 * 4 + ASSUMED_CUDNN_WORKSPACE,
           "attention %zu", gpu_memory_group_bytes(&plan, MEMORY_ATTENTION));
     // FP8: the weights of every block's four linears (12 C^2 per layer) twice (W and W^T), the LM head in BF16; cast
-    // scratch x, x_t, dy, dy_t of 4C columns each (fcproj's input, fc's output); the scaling state; the counters and
-    // the diagnostics' two amaxes per slot
-    size_t fp8 = 2 * L * 12 * C * C + 4 * BT * 4 * C + s.in.fp8_meta_floats * 4 + (size_t)s.in.fp8_slots * (3 * 8 + 2 * 4);
+    // scratch x, dy, dy_t of 4C columns each (fcproj's input, fc's output); every layer's kept x^T of qkv, attproj, fc
+    // (C each) and fcproj (4C); the scaling state; the counters and the diagnostics' two amaxes per slot
+    size_t fp8 = 2 * L * 12 * C * C + 3 * BT * 4 * C + L * 7 * C * BT + s.in.fp8_meta_floats * 4 +
+                 (size_t)s.in.fp8_slots * (3 * 8 + 2 * 4);
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_FP8) == fp8, "fp8 %zu, by hand %zu", gpu_memory_group_bytes(&plan, MEMORY_FP8),
           fp8);
     CHECK(s.in.fp8_meta_floats == (size_t)(1024 + 2) * 5 * (4 * 12 + 1), "FP8 state: (history + 2) * 5 slots * modules");
@@ -151,7 +153,8 @@ static void test_fp8_scratch_sized_for_its_users(void) {
     GpuMemoryPlan plan;
     gpu_memory_plan(&plan, &s.in);
     size_t scratch = plan.bytes[GPU_X_FP8] + plan.bytes[GPU_X_T_FP8] + plan.bytes[GPU_DY_FP8] + plan.bytes[GPU_DY_T_FP8];
-    CHECK(scratch == 4 * BT * 4 * C, "LM head in BF16: four (B*T, 4C) buffers, %zu bytes", scratch);
+    CHECK(scratch == 3 * BT * 4 * C && plan.bytes[GPU_X_T_FP8] == 0,
+          "LM head in BF16: x, dy, dy_t (B*T, 4C), no x^T scratch (every wgrad's is kept), %zu bytes", scratch);
     printf("  d12 B=64: FP8 cast scratch %.2f GiB, was %.2f GiB sized B*T*max(4C, Vp)\n", (double)scratch / GiB,
            (double)(4 * BT * Vp) / GiB);
     s.in.linear.fp8_lm_head = 1;
@@ -163,7 +166,8 @@ static void test_fp8_scratch_sized_for_its_users(void) {
     s.in.linear.fp8_lm_head = 0;
     s.recipe.override_wgrad = 1;  // every wgrad in BF16: no input transpose
     gpu_memory_plan(&plan, &s.in);
-    CHECK(plan.bytes[GPU_X_T_FP8] == 0 && plan.bytes[GPU_X_FP8] == BT * 4 * C, "wgrad in BF16: no x^T scratch");
+    CHECK(plan.bytes[GPU_X_T_FP8] == 0 && plan.bytes[GPU_INPUT_T_FP8] == 0 && plan.bytes[GPU_X_FP8] == BT * 4 * C,
+          "wgrad in BF16: no x^T, scratch or kept");
     s.recipe.override_wgrad = 0;
     s.recipe.override_fprop = s.recipe.override_dgrad = 1;  // only wgrad in FP8: x still records the input's amax
     gpu_memory_plan(&plan, &s.in);
@@ -172,6 +176,68 @@ static void test_fp8_scratch_sized_for_its_users(void) {
     setup(&b, "d12", 64, 1024, PRECISION_BF16, 0, ATTENTION_CUDNN);
     gpu_memory_plan(&plan, &b.in);
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_FP8) == 0, "BF16: no FP8 buffers");
+}
+
+// Delayed and current scaling keep each FP8 wgrad's x^T (1 byte an element) from the forward instead of the bf16
+// input (2 bytes) where the recompute keeps it: ln1, ln2 and fch_gelu shrink to one shared slice plus one per layer
+// whose wgrad is BF16; an input the recompute drops keeps no x^T (its backward casts it again, into the x^T scratch);
+// the block recipes keep the bf16 inputs. By the plan, FP8 then needs no more than BF16 at d12 B 64 and d48 B 16.
+static void test_fp8_keeps_input_transposes(void) {
+    Setup s;
+    setup(&s, "d12", 64, 1024, PRECISION_FP8, 0, ATTENTION_CUDNN);
+    setup_fp8_meta(&s);
+    size_t L = 12, C = 768, BT = 64 * 1024, BTC = BT * C;
+    GpuMemoryPlan plan;
+    gpu_memory_plan(&plan, &s.in);
+    CHECK(plan.bytes[GPU_LN1] == BTC * 2 && plan.bytes[GPU_LN2] == BTC * 2 && plan.bytes[GPU_FCH_GELU] == 4 * BTC * 2,
+          "-r 0: one shared slice of ln1, ln2, fch_gelu");
+    CHECK(plan.bytes[GPU_INPUT_T_FP8] == L * 7 * BTC && plan.bytes[GPU_X_T_FP8] == 0, "-r 0: every layer's 7C of x^T");
+    size_t fp8_total = plan_total(&s.in);
+    Setup b;
+    setup(&b, "d12", 64, 1024, PRECISION_BF16, 0, ATTENTION_CUDNN);
+    size_t bf16_total = plan_total(&b.in);
+    printf("  d12 B=64 -r 0: bf16 %.2f GiB, fp8 %.2f GiB\n", (double)bf16_total / GiB, (double)fp8_total / GiB);
+    CHECK(fp8_total <= bf16_total, "d12 B=64: FP8 plans %zu bytes, BF16 %zu", fp8_total, bf16_total);
+    // -r 1: fcproj's input is GELU's, made again in the backward and cast there: no x^T kept for it
+    s.in.recompute = 1;
+    gpu_memory_plan(&plan, &s.in);
+    CHECK(plan.bytes[GPU_INPUT_T_FP8] == L * 3 * BTC && plan.bytes[GPU_X_T_FP8] == BT * 4 * C &&
+              plan.bytes[GPU_FCH_GELU] == 4 * BTC * 2,
+          "-r 1: qkv, attproj, fc x^T kept, fcproj's cast in the backward into (4C, B*T) scratch");
+    s.in.recompute = 2;
+    gpu_memory_plan(&plan, &s.in);
+    CHECK(plan.bytes[GPU_INPUT_T_FP8] == L * BTC && plan.bytes[GPU_X_T_FP8] == BT * 4 * C &&
+              plan.bytes[GPU_LN1] == BTC * 2 && plan.bytes[GPU_LN2] == BTC * 2,
+          "-r 2: only attproj's x^T kept (its input atty stays for the attention anyway)");
+    // the first and last block in BF16: they keep their bf16 inputs, the others share one slice
+    s.in.recompute = 0;
+    s.in.linear.fp8_bf16_first_last = 1;
+    gpu_memory_plan(&plan, &s.in);
+    CHECK(plan.bytes[GPU_LN1] == 3 * BTC * 2 && plan.bytes[GPU_FCH_GELU] == 3 * 4 * BTC * 2 &&
+              plan.bytes[GPU_INPUT_T_FP8] == (L - 2) * 7 * BTC,
+          "-fp8_bf16_first_last 1: blocks 0 and 11 keep their own slices, 10 blocks keep x^T");
+    LinearPrecision* lp = &s.in.linear;
+    int slices = 0;
+    int first = linear_input_slice(lp, LINEAR_QKV, 0, 0, &slices), middle = linear_input_slice(lp, LINEAR_QKV, 0, 5, NULL),
+        last = linear_input_slice(lp, LINEAR_QKV, 0, 11, NULL);
+    CHECK(slices == 3 && middle == 0 && first == 1 && last == 2, "slices: block 0 -> %d, 5 -> %d, 11 -> %d of %d",
+          first, middle, last, slices);
+    // BF16: every layer its own slice, as without FP8
+    CHECK(linear_input_slice(&b.in.linear, LINEAR_FC, 0, 7, &slices) == 7 && slices == 12, "BF16: layer 7's slice is 7");
+    // blockwise: bf16 inputs kept, x^T cast in the backward
+    s.in.linear.fp8_bf16_first_last = 0;
+    float8_block_scaling_apply(&s.recipe, FP8_SCALING_BLOCKWISE);
+    setup_fp8_meta(&s);
+    gpu_memory_plan(&plan, &s.in);
+    CHECK(plan.bytes[GPU_LN1] == L * BTC * 2 && plan.bytes[GPU_INPUT_T_FP8] == 0 && plan.bytes[GPU_X_T_FP8] == BT * 4 * C,
+          "blockwise: every layer's bf16 inputs, one x^T scratch");
+    // d48 B 16 -r 0 (issue 12's shape): FP8 below BF16
+    Setup d48, d48_bf16;
+    setup(&d48, "d48", 16, 1024, PRECISION_FP8, 0, ATTENTION_CUDNN);
+    setup_fp8_meta(&d48);
+    setup(&d48_bf16, "d48", 16, 1024, PRECISION_BF16, 0, ATTENTION_CUDNN);
+    CHECK(plan_total(&d48.in) <= plan_total(&d48_bf16.in), "d48 B=16 -r 0: FP8 %.2f GiB, BF16 %.2f GiB",
+          (double)plan_total(&d48.in) / GiB, (double)plan_total(&d48_bf16.in) / GiB);
 }
 
 // Current scaling adds its few small buffers (each slot's last amax, evaluation scales, the amax pass's workspace),
@@ -306,6 +372,7 @@ int main(void) {
     RUN_TEST(test_recompute_saves_what_it_recomputes);
     RUN_TEST(test_attention_kinds);
     RUN_TEST(test_fp8_scratch_sized_for_its_users);
+    RUN_TEST(test_fp8_keeps_input_transposes);
     RUN_TEST(test_fp8_current_scaling_buffers);
     RUN_TEST(test_fp8_block_recipe_buffers);
     RUN_TEST(test_d48_fits_80gb);
