@@ -8,6 +8,9 @@ Why one pass: delayed scaling exists so that a cast reads its input once (the sc
 Hopper's FP8 GEMMs accept only the TN layout, so dgrad and wgrad need transposed FP8 operands: making the transpose
 in the same pass as the cast, from the tile already in shared memory, costs no second read of the bf16 tensor.
 
+A linear layer's grad_output cast also leaves its bias gradient's column partials on the way
+(fp8_cast_transpose_dbias_amax), so the bias gradient reads no tensor of its own either.
+
 Diagnostics ride on the same pass: a cast given a `stats` pointer also counts how many elements it clipped and
 flushed (fp8_diag.tsv's fractions), from the values and bytes it already holds; one without (NULL) is compiled
 without the counting (a template flag), so the casts of a run that writes no diagnostics do exactly what they did.
