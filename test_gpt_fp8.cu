@@ -124,30 +124,30 @@ static GPT2Config config_of(int L, int C, int NH, int V, int maxT) {
     return c;
 }
 
+// TrainArgs from one line of flags (at most 16 words, split at spaces), after the program name
+static TrainArgs test_args_line(const char* flags) {
+    char line[256], prog[] = "test";
+    snprintf(line, sizeof(line), "%s", flags);
+    char* argv[17] = {prog};
+    int argc = 1;
+    for (char* word = strtok(line, " "); word && argc < 17; word = strtok(NULL, " ")) { argv[argc++] = word; }
+    TrainArgs a;
+    parse_args(&a, argc, argv);
+    return a;
+}
+
 // `attention`: "plain" or "cudnn"; `recompute`: -r's value
 static TrainArgs test_args_with(const char* precision, const char* attention, const char* recompute) {
-    char prog[] = "test", flag[] = "-precision", value[16], hl_flag[] = "-fp8_amax_history_len", hl_value[] = "16";
-    char attn_flag[] = "-attn", attn_value[16], r_flag[] = "-r", r_value[4];
-    snprintf(value, sizeof(value), "%s", precision);
-    snprintf(attn_value, sizeof(attn_value), "%s", attention);
-    snprintf(r_value, sizeof(r_value), "%s", recompute);
-    char* argv[] = {prog, flag, value, hl_flag, hl_value, attn_flag, attn_value, r_flag, r_value};
-    TrainArgs a;
-    parse_args(&a, 9, argv);
-    return a;
+    char flags[128];
+    snprintf(flags, sizeof(flags), "-precision %s -fp8_amax_history_len 16 -attn %s -r %s", precision, attention,
+             recompute);
+    return test_args_line(flags);
 }
 
 static TrainArgs test_args(const char* precision) { return test_args_with(precision, "plain", "0"); }
 
 // fp8 with -fp8_recipe current (which has no history length to set), plain attention
-static TrainArgs test_args_current(void) {
-    char prog[] = "test", flag[] = "-precision", value[] = "fp8", recipe_flag[] = "-fp8_recipe", recipe[] = "current";
-    char attn_flag[] = "-attn", attn_value[] = "plain";
-    char* argv[] = {prog, flag, value, recipe_flag, recipe, attn_flag, attn_value};
-    TrainArgs a;
-    parse_args(&a, 7, argv);
-    return a;
-}
+static TrainArgs test_args_current(void) { return test_args_line("-precision fp8 -fp8_recipe current -attn plain"); }
 
 // A test model and its batch: B, T; L layers, C channels, NH heads, V vocabulary (maxT = T).
 typedef struct {
@@ -1224,13 +1224,9 @@ static const TestShape block_shape = {2, 64, 2, 128, 4, TV};
 
 // fp8 with -fp8_recipe `recipe` (blockwise or mxfp8), plain attention
 static TrainArgs test_args_block(const char* recipe) {
-    char prog[] = "test", flag[] = "-precision", value[] = "fp8", recipe_flag[] = "-fp8_recipe", recipe_value[16];
-    char attn_flag[] = "-attn", attn_value[] = "plain";
-    snprintf(recipe_value, sizeof(recipe_value), "%s", recipe);
-    char* argv[] = {prog, flag, value, recipe_flag, recipe_value, attn_flag, attn_value};
-    TrainArgs a;
-    parse_args(&a, 7, argv);
-    return a;
+    char flags[96];
+    snprintf(flags, sizeof(flags), "-precision fp8 -fp8_recipe %s -attn plain", recipe);
+    return test_args_line(flags);
 }
 
 static uint8_t* download_bytes(const uint8_t* device, size_t n) {
@@ -1637,18 +1633,6 @@ static void test_cudnn_unsupported_head_size_falls_back(void) {
     }
 }
 #endif
-
-// TrainArgs from one line of flags (at most 16 words, split at spaces), after the program name
-static TrainArgs test_args_line(const char* flags) {
-    char line[256], prog[] = "test";
-    snprintf(line, sizeof(line), "%s", flags);
-    char* argv[17] = {prog};
-    int argc = 1;
-    for (char* word = strtok(line, " "); word && argc < 17; word = strtok(NULL, " ")) { argv[argc++] = word; }
-    TrainArgs a;
-    parse_args(&a, argc, argv);
-    return a;
-}
 
 // -r 1 and -r 2 recompute GELU and LayerNorm in the backward from what the forward kept: the loss, every gradient and
 // every amax the step records must be the bits of -r 0 (the FP8 casts of the recomputed inputs must not record
