@@ -9,7 +9,9 @@ Hopper's FP8 GEMMs accept only the TN layout, so dgrad and wgrad need transposed
 in the same pass as the cast, from the tile already in shared memory, costs no second read of the bf16 tensor.
 
 A linear layer's grad_output cast also leaves its bias gradient's column partials on the way
-(fp8_cast_transpose_dbias_amax), so the bias gradient reads no tensor of its own either.
+(fp8_cast_transpose_dbias_amax), so the bias gradient reads no tensor of its own either. And the cast + transpose
+takes its values from an Input, which may make them on the way from other tensors (llmc/gelu_fp8.cuh runs GELU in it),
+so a bf16 tensor that only its cast reads need never be written.
 
 Diagnostics ride on the same pass: a cast given a `stats` pointer also counts how many elements it clipped and
 flushed (fp8_diag.tsv's fractions), from the values and bytes it already holds; one without (NULL) is compiled
@@ -181,13 +183,27 @@ __global__ void __launch_bounds__(FP8_CAST_BLOCK_SIZE)
 // its column from the tile's first row, from 0.0f, in fp32: exactly llmc/bias.cuh's bias_backward_partials_kernel
 // with its 64-row chunks (COLUMN_SUM_ROWS), so the bias gradient keeps its bits; pass 2 (adding the chunks in order)
 // is bias.cuh's too.
+//
+// Input: where the tile's values come from. Fp8CastInputBf16 reads them from the bf16 tensor being cast. Another
+// input may make them from what it reads (llmc/gelu_fp8.cuh: GELU of fc's output in the forward, GELU's backward in
+// the backward, TE's fused activation casts), so that a bf16 tensor read only by its cast is never written to memory
+// and read back; such an input must make the very bf16 values the separate kernel would have written, so the bytes,
+// the amax, the counts and the bias partials are the same.
 
 #define FP8_TRANSPOSE_TILE 64
 
-template <bool COUNT, bool DBIAS>
-__global__ void fp8_cast_transpose_amax_kernel(uint8_t* out, uint8_t* out_t, float* dbias_partials,
-                                               const __nv_bfloat16* inp, int rows, int cols, const float* scale,
-                                               float* amax, Fp8Format format, unsigned long long* stats) {
+// The plain input: 8 bf16 values (one 16-byte vector) at element `offset` of inp (rows, cols).
+struct Fp8CastInputBf16 {
+    const __nv_bfloat16* inp;
+    __device__ __forceinline__ uint4 values(size_t offset) const {
+        return *reinterpret_cast<const uint4*>(inp + offset);
+    }
+};
+
+template <bool COUNT, bool DBIAS, class Input>
+__global__ void fp8_cast_transpose_amax_kernel(uint8_t* out, uint8_t* out_t, float* dbias_partials, Input input,
+                                               int rows, int cols, const float* scale, float* amax, Fp8Format format,
+                                               unsigned long long* stats) {
     // +4 bytes per row so the column-wise reads of the transpose do not all hit one shared-memory bank
     __shared__ uint8_t tile[FP8_TRANSPOSE_TILE][FP8_TRANSPOSE_TILE + 4];
     // DBIAS: the bf16 tile for the column sums (rows padded by 16 bytes, still 16-byte aligned for the vector stores);
@@ -203,7 +219,7 @@ __global__ void fp8_cast_transpose_amax_kernel(uint8_t* out, uint8_t* out_t, flo
     for (int pass = 0; pass < 2; pass++) {
         int r = sub_row + pass * 32;
         size_t offset = (size_t)(tile_row + r) * cols + tile_col + sub_col;
-        uint4 packed = *reinterpret_cast<const uint4*>(inp + offset);
+        uint4 packed = input.values(offset);
         uint2 bytes = fp8_cast8<COUNT>(packed, s, format, &thread_max, &counts);
         memcpy(&tile[r][sub_col], &bytes, 8);  // little-endian: byte i is column sub_col + i
         if (out) { *reinterpret_cast<uint2*>(out + offset) = bytes; }
@@ -354,19 +370,19 @@ static inline int fp8_cast_transpose_args_ok(const char* launcher, const uint8_t
            (!stats || fp8_launch_aligned(launcher, "the counters", stats, 8));
 }
 
-// The kernel for stats (counting or not) and dbias_partials (summing or not), launched over the tiles.
-template <bool DBIAS>
-static inline cudaError_t fp8_cast_transpose_launch(uint8_t* out, uint8_t* out_t, float* dbias_partials,
-                                                    const __nv_bfloat16* inp, int rows, int cols, const float* scale,
-                                                    float* amax, unsigned long long* stats, Fp8Format format,
-                                                    cudaStream_t stream) {
+// The kernel for stats (counting or not), dbias_partials (summing or not) and the input, launched over the tiles
+// (the arguments checked first: fp8_cast_transpose_args_ok, and the input's own pointers by whoever made it).
+template <bool DBIAS, class Input>
+static inline cudaError_t fp8_cast_transpose_launch(uint8_t* out, uint8_t* out_t, float* dbias_partials, Input input,
+                                                    int rows, int cols, const float* scale, float* amax,
+                                                    unsigned long long* stats, Fp8Format format, cudaStream_t stream) {
     dim3 grid(cols / FP8_TRANSPOSE_TILE, rows / FP8_TRANSPOSE_TILE);
     if (stats) {
-        fp8_cast_transpose_amax_kernel<true, DBIAS>
-            <<<grid, 256, 0, stream>>>(out, out_t, dbias_partials, inp, rows, cols, scale, amax, format, stats);
+        fp8_cast_transpose_amax_kernel<true, DBIAS, Input>
+            <<<grid, 256, 0, stream>>>(out, out_t, dbias_partials, input, rows, cols, scale, amax, format, stats);
     } else {
-        fp8_cast_transpose_amax_kernel<false, DBIAS>
-            <<<grid, 256, 0, stream>>>(out, out_t, dbias_partials, inp, rows, cols, scale, amax, format, NULL);
+        fp8_cast_transpose_amax_kernel<false, DBIAS, Input>
+            <<<grid, 256, 0, stream>>>(out, out_t, dbias_partials, input, rows, cols, scale, amax, format, NULL);
     }
     return cudaGetLastError();
 }
@@ -377,7 +393,8 @@ static inline cudaError_t fp8_cast_transpose_amax(uint8_t* out, uint8_t* out_t, 
     if (!fp8_cast_transpose_args_ok("fp8_cast_transpose_amax", out, out_t, inp, rows, cols, amax, stats)) {
         return cudaErrorInvalidValue;
     }
-    return fp8_cast_transpose_launch<false>(out, out_t, NULL, inp, rows, cols, scale, amax, stats, format, stream);
+    Fp8CastInputBf16 input = {inp};
+    return fp8_cast_transpose_launch<false>(out, out_t, NULL, input, rows, cols, scale, amax, stats, format, stream);
 }
 
 // The cast + transpose of a grad_output that also leaves its bias gradient's column partials: dbias_partials
@@ -394,7 +411,8 @@ static inline cudaError_t fp8_cast_transpose_dbias_amax(uint8_t* out, uint8_t* o
         return cudaErrorInvalidValue;
     }
     if (!fp8_launch_aligned(launcher, "the dbias partials", dbias_partials, 4)) { return cudaErrorInvalidValue; }
-    return fp8_cast_transpose_launch<true>(out, out_t, dbias_partials, inp, rows, cols, scale, amax, stats, format,
+    Fp8CastInputBf16 input = {inp};
+    return fp8_cast_transpose_launch<true>(out, out_t, dbias_partials, input, rows, cols, scale, amax, stats, format,
                                            stream);
 }
 

@@ -26,25 +26,42 @@ __device__ __forceinline__ float gelu_backward_value(float x, float dout) {
     return grad * dout;
 }
 
+// Eight consecutive elements each way, one 16-byte vector of bf16 in and out: the vectorized kernels below and the
+// FP8 casts with GELU inside them (llmc/gelu_fp8.cuh) both call these, so both make the same bytes.
+__device__ __forceinline__ uint4 gelu_forward8(uint4 in_packed) {
+    const floatX* in_values = reinterpret_cast<const floatX*>(&in_packed);
+    uint4 out_packed;
+    floatX* out_values = reinterpret_cast<floatX*>(&out_packed);
+    for (int j = 0; j < 8; j++) {
+        out_values[j] = __float2bfloat16_rn(gelu_forward_value(__bfloat162float(in_values[j])));
+    }
+    return out_packed;
+}
+
+__device__ __forceinline__ uint4 gelu_backward8(uint4 in_packed, uint4 dout_packed) {
+    const floatX* in_values = reinterpret_cast<const floatX*>(&in_packed);
+    const floatX* dout_values = reinterpret_cast<const floatX*>(&dout_packed);
+    uint4 dinp_packed;
+    floatX* dinp_values = reinterpret_cast<floatX*>(&dinp_packed);
+    for (int j = 0; j < 8; j++) {
+        float x = __bfloat162float(in_values[j]);
+        dinp_values[j] = __float2bfloat16_rn(gelu_backward_value(x, __bfloat162float(dout_values[j])));
+    }
+    return dinp_packed;
+}
+
 // Each thread takes GELU_VECTOR consecutive elements: with `vectorized` (every pointer 16-byte aligned, which the
 // launcher checks) as one 16-byte load per input and one store, else (and for the tail of N) one by one. GELU's
 // tensors (B, T, 4C) are the step's largest elementwise ones; with 2-byte accesses ncu timed them at 0.60 ms forward
 // and 1.02 ms backward per layer of d12 at B 64 on an H100 (RESULTS.md), 1.3 TB/s and less. The arithmetic per
 // element is the same either way, so the two paths give the same bits.
-#define GELU_VECTOR 8
+#define GELU_VECTOR 8  // gelu_forward8's and gelu_backward8's
 
 __global__ void gelu_forward_kernel(floatX* out, const floatX* inp, size_t N, int vectorized) {
     size_t first = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * GELU_VECTOR;
     if (first >= N) { return; }
     if (vectorized && first + GELU_VECTOR <= N) {
-        uint4 in_packed = *reinterpret_cast<const uint4*>(inp + first);
-        const floatX* in_values = reinterpret_cast<const floatX*>(&in_packed);
-        uint4 out_packed;
-        floatX* out_values = reinterpret_cast<floatX*>(&out_packed);
-        for (int j = 0; j < GELU_VECTOR; j++) {
-            out_values[j] = __float2bfloat16_rn(gelu_forward_value(__bfloat162float(in_values[j])));
-        }
-        *reinterpret_cast<uint4*>(out + first) = out_packed;
+        *reinterpret_cast<uint4*>(out + first) = gelu_forward8(*reinterpret_cast<const uint4*>(inp + first));
         return;
     }
     for (size_t i = first; i < N && i < first + GELU_VECTOR; i++) {
@@ -58,17 +75,8 @@ __global__ void gelu_backward_kernel(floatX* dinp, const floatX* inp, const floa
     size_t first = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * GELU_VECTOR;
     if (first >= N) { return; }
     if (vectorized && first + GELU_VECTOR <= N) {
-        uint4 in_packed = *reinterpret_cast<const uint4*>(inp + first);
-        uint4 dout_packed = *reinterpret_cast<const uint4*>(dout + first);
-        const floatX* in_values = reinterpret_cast<const floatX*>(&in_packed);
-        const floatX* dout_values = reinterpret_cast<const floatX*>(&dout_packed);
-        uint4 dinp_packed;
-        floatX* dinp_values = reinterpret_cast<floatX*>(&dinp_packed);
-        for (int j = 0; j < GELU_VECTOR; j++) {
-            float x = __bfloat162float(in_values[j]);
-            dinp_values[j] = __float2bfloat16_rn(gelu_backward_value(x, __bfloat162float(dout_values[j])));
-        }
-        *reinterpret_cast<uint4*>(dinp + first) = dinp_packed;
+        *reinterpret_cast<uint4*>(dinp + first) = gelu_backward8(*reinterpret_cast<const uint4*>(inp + first),
+                                                                 *reinterpret_cast<const uint4*>(dout + first));
         return;
     }
     for (size_t i = first; i < N && i < first + GELU_VECTOR; i++) {

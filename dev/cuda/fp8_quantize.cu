@@ -25,72 +25,7 @@ Build: make dev/cuda/fp8_quantize     Run: ./dev/cuda/fp8_quantize    (prints on
 #include "../../llmc/bias.cuh"
 #include "../../llmc/cuda_utils.cuh"
 #include "../../llmc/rand.h"
-
-static int failures = 0, checks = 0;
-static void report(int ok, const char* what) {
-    checks++;
-    failures += !ok;
-    printf("%s %s\n", ok ? "PASS" : "FAIL", what);
-}
-
-// rows x cols bf16 values over ~24 octaves, so that a scale saturates the top and flushes the bottom
-static uint16_t* random_bf16(size_t n, Rng* rng) {
-    uint16_t* x = (uint16_t*)malloc(n * sizeof(uint16_t));
-    for (size_t i = 0; i < n; i++) {
-        float v = (rng_uniform(rng) * 2.0f - 1.0f) * ldexpf(1.0f, (int)(rng_next_u64(rng) % 24) - 16);
-        x[i] = bf16_from_float(v);
-    }
-    return x;
-}
-
-// The GPU's counters (elements, saturated, flushed) against the CPU's Fp8QuantStats
-static int stats_equal(const unsigned long long got[3], const Fp8QuantStats* want) {
-    return got[0] == (unsigned long long)want->count && got[1] == (unsigned long long)want->saturated &&
-           got[2] == (unsigned long long)want->flushed;
-}
-
-static void print_counts(const unsigned long long got[3], const Fp8QuantStats* want) {
-    printf("  counts: GPU %llu elements, %llu saturated, %llu flushed; CPU %lld, %lld, %lld\n", got[0], got[1], got[2],
-           want->count, want->saturated, want->flushed);
-}
-
-// Whether got_t (cols, rows) is want (rows, cols) transposed, byte for byte
-static int is_transpose(const uint8_t* got_t, const uint8_t* want, int rows, int cols) {
-    for (int r = 0; r < rows; r++) {
-        for (int c = 0; c < cols; c++) {
-            if (got_t[(size_t)c * rows + r] != want[(size_t)r * cols + c]) { return 0; }
-        }
-    }
-    return 1;
-}
-
-// Every float bit for bit, except that a NaN matches any NaN: a GPU's fp32 add returns the canonical NaN, the CPU's
-// keeps its operand's payload
-static int floats_identical(const float* got, const float* want, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        if (isnan(got[i]) && isnan(want[i])) { continue; }
-        if (fp8_float_bits(got[i]) != fp8_float_bits(want[i])) {
-            printf("  element %zu: %.9g (0x%08x), want %.9g (0x%08x)\n", i, got[i], fp8_float_bits(got[i]), want[i],
-                   fp8_float_bits(want[i]));
-            return 0;
-        }
-    }
-    return 1;
-}
-
-// bias_backward_partials_kernel's sums on the CPU: partials (rows / 64, cols), each the column's 64 rows of the chunk
-// added in row order from 0.0f in fp32
-static void column_partials_cpu(float* partials, const uint16_t* x, int rows, int cols) {
-    for (int chunk = 0; chunk < rows / COLUMN_SUM_ROWS; chunk++) {
-        for (int c = 0; c < cols; c++) {
-            float sum = 0.0f;
-            for (int r = chunk * COLUMN_SUM_ROWS; r < (chunk + 1) * COLUMN_SUM_ROWS; r++) {
-                sum += bf16_to_float(x[(size_t)r * cols + c]);
-            }
-            partials[(size_t)chunk * cols + c] = sum;
-        }
-    }
-}
+#include "cast_check.h"
 
 // The grad_output cast with its bias partials (fp8_cast_transpose_dbias_amax) on x (rows, cols), already on the
 // device as d_x: the cast's bytes and amax as the CPU's (want, want_amax: R1), the partials the CPU's sums in
@@ -286,13 +221,6 @@ static void check_cast_only(size_t n, Fp8Format format, float scale, int sms, Rn
     cudaCheck(cudaFree(d_out));
     cudaCheck(cudaFree(d_scale));
     cudaCheck(cudaFree(d_amax));
-}
-
-static float time_ms(cudaEvent_t start, cudaEvent_t stop) {
-    float ms;
-    cudaCheck(cudaEventSynchronize(stop));
-    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
-    return ms;
 }
 
 int main(void) {
