@@ -3,12 +3,14 @@ llmc/test_kernels_host.cu — the host side of llmc/'s CUDA code, tested without
 the token bucketing that makes the encoder backward deterministic (llmc/encoder.cuh) must put every position in
 exactly one bucket, the bucket of its own token, in increasing position order, with buckets in increasing token
 order; the launch grid sizes (llmc/cuda_common.cuh), computed in 64 bits, exact up to CUDA's limits and one error line
-past them; and llmc/gemm.cuh's plan keys with pointer alignments and its FP8 problem checks with their messages.
+past them; llmc/gemm.cuh's plan keys with pointer alignments and its FP8 problem checks with their messages; and
+llmc/gelu_fp8.cuh's launchers refusing, before any CUDA call, what their kernels cannot take.
 */
 #include <stdlib.h>
 
 #include "cuda_common.cuh"
 #include "encoder.cuh"
+#include "gelu_fp8.cuh"
 #include "gemm.cuh"
 #include "rand.h"
 #include "testing.h"
@@ -192,10 +194,40 @@ static void test_gemm_block_scaled_checks(void) {
     }
 }
 
+// GELU inside the FP8 casts (gelu_fp8.cuh): the cast + transpose's own refusals (the tile, alignments) for the input
+// GELU reads, and the backward's extra tensors: the output gradient 16-byte aligned (vector loads), the bias partials
+// 4-byte aligned, each refused in one line with cudaErrorInvalidValue and nothing launched.
+static void test_gelu_fp8_launch_preconditions(void) {
+    uint8_t* out = (uint8_t*)0x7f0000000000;  // never dereferenced: every call below is refused first
+    uint8_t* out_t = (uint8_t*)0x7f0000100000;
+    const floatX* inp = (const floatX*)0x7f0000200000;
+    const floatX* dout = (const floatX*)0x7f0000280000;
+    float* amax = (float*)0x7f0000300000;
+    const float* scale = (const float*)0x7f0000300010;
+    float* partials = (float*)0x7f0000400000;
+    fprintf(stderr, "(the launchers' refusals below are expected)\n");
+    CHECK(gelu_forward_fp8(out, out_t, inp, 64, 100, scale, amax, NULL, FP8_E4M3, 0) == cudaErrorInvalidValue,
+          "forward: 100 columns, off the 64-wide tile");
+    CHECK(gelu_forward_fp8(out, out_t, inp + 1, 64, 64, scale, amax, NULL, FP8_E4M3, 0) == cudaErrorInvalidValue,
+          "forward: fc's output at 2 bytes");
+    CHECK(gelu_forward_fp8(out, out_t + 4, inp, 64, 64, scale, amax, NULL, FP8_E4M3, 0) == cudaErrorInvalidValue,
+          "forward: the transposed output at 4 bytes");
+    CHECK(gelu_backward_fp8(out, out_t, partials, inp, dout + 4, 64, 64, scale, amax, NULL, FP8_E5M2, 0) ==
+              cudaErrorInvalidValue,
+          "backward: the output gradient at 8 bytes");
+    CHECK(gelu_backward_fp8(out, out_t, (float*)((char*)partials + 2), inp, dout, 64, 64, scale, amax, NULL, FP8_E5M2,
+                            0) == cudaErrorInvalidValue,
+          "backward: the bias partials at 2 bytes");
+    CHECK(gelu_backward_fp8(out, out_t, partials, inp, dout, 96, 64, scale, amax, NULL, FP8_E5M2, 0) ==
+              cudaErrorInvalidValue,
+          "backward: 96 rows, off the tile");
+}
+
 int main(void) {
     RUN_TEST(test_encoder_buckets);
     RUN_TEST(test_grid_limits);
     RUN_TEST(test_gemm_key_and_checks);
     RUN_TEST(test_gemm_block_scaled_checks);
+    RUN_TEST(test_gelu_fp8_launch_preconditions);
     return test_summary("kernels-host");
 }

@@ -10,6 +10,8 @@
 #             fp8_current_scaling (the current-scaling amax pass and cast, bit-exact against fp8/current.h),
 #             fp8_block_quantize (the blockwise and mxfp8 casts, bit-exact against fp8/block.h, and their GB/s),
 #             fp8_block_gemm (cuBLASLt's block-scaled GEMMs against the CPU on the dequantized operands, TFLOP/s),
+#             gelu_fp8 (GELU inside the FP8 casts, bit for bit GELU's kernels then the cast; + gelu_fp8_time: fused
+#             against separate),
 #             attention_cudnn (cuDNN's flash attention against the CPU and the plain attention; built with cuDNN): the
 #             CPU reference vs the GPU, then timings
 #   test      ./test_gpt_fp8: the CUDA trainer against the CPU reference
@@ -163,6 +165,18 @@ quantize_bandwidth() {
         "$1" 2>/dev/null | awk '
         { if (!n++ || $2 < cast) { cast = $2 } if (n == 1 || $3 < tr) { tr = $3 } if (n == 1 || $1 < copy) { copy = $1 } }
         END { if (n) { printf "cast >= %s%%, cast+T >= %s%% of copy (copy >= %s GB/s)\n", cast, tr, copy } else { print "no bandwidth lines" } }'
+}
+
+# gelu_fp8_time LOG: from gelu_fp8's two timing lines
+#   65536 x 3072: device copy 2900 GB/s | gelu_forward_fp8 300.0 us (2700 GB/s, 93% of copy), gelu_forward + cast+transpose 500.0 us, fused / separate 0.60
+#   65536 x 3072: gelu_backward_fp8 + dbias reduce 450.0 us (its kernel ...), gelu_backward + cast+transpose+dbias + reduce 700.0 us, fused / separate 0.64
+# "forward 300.0 us (93% of copy), 0.60 of separate; backward 450.0 us, 0.64"
+gelu_fp8_time() {
+    local forward backward
+    forward=$(sed -nE 's/.*gelu_forward_fp8 ([0-9.]+) us \([0-9.]+ GB\/s, ([0-9.]+)% of copy\).*fused \/ separate ([0-9.]+).*/forward \1 us (\2% of copy), \3 of separate/p' "$1" 2>/dev/null | tail -n 1)
+    backward=$(sed -nE 's/.*gelu_backward_fp8 \+ dbias reduce ([0-9.]+) us .*fused \/ separate ([0-9.]+).*/backward \1 us, \2/p' "$1" 2>/dev/null | tail -n 1)
+    if [ -z "$forward" ] || [ -z "$backward" ]; then echo "no timing lines"; return; fi
+    echo "$forward; $backward"
 }
 
 # gemm_shapes_key LOG: the speedups of gemm_shapes' "step total" line
@@ -401,11 +415,18 @@ row() { add_step_row "$1" "$2"; write_summary; }
 # ---------------------------------------------------------------------------------------------------------------------
 # the stages
 
+# the dev stage's programs in dev/cuda/, in the order it runs them (attention_cudnn after them where built)
+DEV_PROGRAMS="fp8_quantize fp8_update fp8_gemm fp8_current_scaling fp8_block_quantize fp8_block_gemm gelu_fp8"
+dev_programs() {
+    local p
+    for p in $DEV_PROGRAMS; do printf 'dev/cuda/%s ' "$p"; done
+    cudnn_programs
+}
+
 # the programs each stage runs (the build of a run without the build stage makes only these)
 stage_programs() {
     case $1 in
-        dev) echo "dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/fp8_current_scaling" \
-            "dev/cuda/fp8_block_quantize dev/cuda/fp8_block_gemm$(cudnn_programs)" ;;
+        dev) dev_programs ;;
         test | sanitize) echo "test_gpt_fp8" ;;
         xcheck) echo "train_gpt_fp8 train_gpt_fp8_cpu dev/compare_runs" ;;
         train) echo "train_gpt_fp8 dev/data/tokenizer" ;;
@@ -443,9 +464,8 @@ stage_build() {
         [ -x "$program" ] || missing="$missing $program"
     done
     if stage_selected build; then
-        for program in train_gpt_fp8 test_gpt_fp8 train_gpt_fp8_cpu dev/compare_runs dev/cuda/fp8_quantize \
-            dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes dev/cuda/fp8_current_scaling \
-            dev/cuda/fp8_block_quantize dev/cuda/fp8_block_gemm$(cudnn_programs); do
+        for program in train_gpt_fp8 test_gpt_fp8 train_gpt_fp8_cpu dev/compare_runs dev/cuda/gemm_shapes \
+            $(dev_programs); do
             [ -x "$program" ] || missing="$missing $program"
         done
     fi
@@ -465,12 +485,14 @@ stage_build() {
 
 stage_dev() {
     local p
-    for p in fp8_quantize fp8_update fp8_gemm fp8_current_scaling fp8_block_quantize fp8_block_gemm \
-        $(cudnn_programs | sed 's|dev/cuda/||'); do
+    for p in $(dev_programs | sed 's|dev/cuda/||g'); do
         run_step "$p" 120 "./dev/cuda/$p"
         add_step_row "$p" "$(suite_result "$WORK/$p.log")"
         if [ "$p" = fp8_quantize ]; then
             add_row quantize_bandwidth "(in fp8_quantize)" "$(quantize_bandwidth "$WORK/fp8_quantize.log")"
+        fi
+        if [ "$p" = gelu_fp8 ]; then
+            add_row gelu_fp8_time "(in gelu_fp8)" "$(gelu_fp8_time "$WORK/gelu_fp8.log")"
         fi
         write_summary
     done

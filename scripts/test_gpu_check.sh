@@ -121,6 +121,15 @@ EOF
 expect failed_targets "train_gpt_fp8 dev/cuda/fp8_gemm" "$(failed_targets "$tmp/make.log")"
 expect failed_targets_none "" "$(failed_targets "$tmp/quant.log")"
 expect quantize_bandwidth_none "no bandwidth lines" "$(quantize_bandwidth "$tmp/suite.log")"
+cat >"$tmp/gelu.log" <<'EOF'
+PASS gelu_forward_fp8 e4m3 256x768 scale 224: bytes, transposed bytes and amax bit-exact
+65536 x 3072: device copy 2900 GB/s | gelu_forward_fp8 301.5 us (2671 GB/s, 92% of copy), gelu_forward + cast+transpose 512.0 us, fused / separate 0.59
+65536 x 3072: gelu_backward_fp8 + dbias reduce 455.2 us (its kernel and the reduce: 2654 GB/s, 92% of copy), gelu_backward + cast+transpose+dbias + reduce 702.4 us, fused / separate 0.65
+gelu_fp8: 20 passed, 0 failed
+EOF
+expect gelu_fp8_time "forward 301.5 us (92% of copy), 0.59 of separate; backward 455.2 us, 0.65" "$(gelu_fp8_time "$tmp/gelu.log")"
+expect gelu_fp8_time_none "no timing lines" "$(gelu_fp8_time "$tmp/suite.log")"
+expect dev_programs_gelu_fp8 "dev/cuda/gelu_fp8" "$(CUDNN_PROGRAMS="" dev_programs | tr ' ' '\n' | grep -x dev/cuda/gelu_fp8)"
 cat >"$tmp/gemm.log" <<'EOF'
 qkv.fprop          8192   2304    768 |  500.1 TFLOP/s |  900.2 TFLOP/s | 1.80x
 step total (12 blocks x 4 linears + LM head, fprop+dgrad+wgrad): 1.23 TFLOP | BF16 2.46 ms (500.0 TFLOP/s) | FP8 1.54 ms (800.0 TFLOP/s) 1.60x | FP8 with LM head in BF16 (trainer default) 1.80 ms 1.37x

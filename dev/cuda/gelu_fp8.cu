@@ -1,0 +1,283 @@
+/*
+dev/cuda/gelu_fp8.cu — GELU inside the FP8 casts (llmc/gelu_fp8.cuh) on their own, against what they replace: GELU's
+own kernels (llmc/gelu.cuh) writing bf16, then the cast of that tensor.
+
+Checks, for E4M3 forward and E5M2 backward, with scales that make values saturate and flush, and a NaN case:
+  gelu_forward_fp8   the FP8 bytes, the transposed bytes and the amax are the CPU's cast (fp8_quantize_bf16) of
+                     gelu_forward's bf16 output, bit for bit (R1 of llmc/tolerance.h: the same bf16 values, scale and
+                     rounding; an amax is a maximum, whatever the order), so those of fp8_cast_transpose_amax on it;
+                     with the diagnostics counters, the CPU's counts; with no row-major output, the same transpose
+  gelu_backward_fp8  the same against gelu_backward's output (fc's grad_output), and its bias partials the CPU's
+                     column sums of that output in bias_backward's order, and the bias gradient reduced from them
+                     (onto a nonzero one, as in accumulation) bias_backward's own, bit for bit; without partials, the
+                     same bytes
+Then the time of each against the kernels it replaces, at d12's fc shape (B*T = 65536 rows, 4C = 3072 columns), and
+its bandwidth (bytes it reads and writes per second) against a device-to-device copy of the bf16 tensor. (The
+launchers' refusals of bad shapes and pointers are tested without a GPU in llmc/test_kernels_host.)
+
+Build: make dev/cuda/gelu_fp8     Run: ./dev/cuda/gelu_fp8    (prints one line and exits 1 without a GPU)
+*/
+#include <cuda_bf16.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../fp8/quantize.cuh"
+#include "../../fp8/quantize_cpu.h"
+#include "../../llmc/bias.cuh"
+#include "../../llmc/cuda_utils.cuh"
+#include "../../llmc/gelu.cuh"
+#include "../../llmc/gelu_fp8.cuh"
+#include "../../llmc/rand.h"
+#include "cast_check.h"
+
+// What one fused cast left on the device, downloaded: FP8 bytes (rows, cols), their transpose, the amax, the counts
+typedef struct {
+    uint8_t *out, *out_t;
+    float amax;
+    unsigned long long stats[3];
+} CastResult;
+
+// The device side of a check: outputs the casts write, reset before each
+typedef struct {
+    uint8_t *out, *out_t;
+    float *scale, *amax, *partials, *dbias;
+    unsigned long long* stats;
+} DeviceOutputs;
+
+static const float AMAX_BEFORE = 0.125f;  // an earlier cast of the same slot this step: the cast max-merges into it
+
+static void reset_outputs(const DeviceOutputs* d, size_t n) {
+    cudaCheck(cudaMemset(d->out, 0xAA, n));  // a byte every element's cast must overwrite
+    cudaCheck(cudaMemset(d->out_t, 0xAA, n));
+    cudaCheck(cudaMemcpy(d->amax, &AMAX_BEFORE, 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemset(d->stats, 0, 3 * sizeof(unsigned long long)));
+}
+
+static void download(CastResult* r, const DeviceOutputs* d, size_t n) {
+    cudaCheck(cudaMemcpy(r->out, d->out, n, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(r->out_t, d->out_t, n, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(&r->amax, d->amax, 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(r->stats, d->stats, sizeof(r->stats), cudaMemcpyDeviceToHost));
+}
+
+// R1: the bytes, the transposed bytes (unless skip_out: only out_t was written, compare it alone), the amax and, when
+// counted, the counts, all the CPU's cast of the same bf16 values
+static void check_result(const CastResult* r, const uint8_t* want, float want_amax, const Fp8QuantStats* want_stats,
+                         int counted, int skip_out, int rows, int cols, const char* what) {
+    size_t n = (size_t)rows * cols;
+    int bytes_ok = skip_out || memcmp(r->out, want, n) == 0;
+    int transposed_ok = is_transpose(r->out_t, want, rows, cols);
+    int amax_ok = fp8_float_bits(r->amax) == fp8_float_bits(want_amax);
+    int counts_ok = !counted || stats_equal(r->stats, want_stats);
+    char line[240];
+    snprintf(line, sizeof(line), "%s: %stransposed bytes and amax bit-exact%s", what, skip_out ? "" : "bytes, ",
+             counted ? ", counts the CPU's" : "");
+    report(bytes_ok && transposed_ok && amax_ok && counts_ok, line);
+    if (!amax_ok) { printf("  amax: GPU %a, CPU %a\n", r->amax, want_amax); }
+    if (!counts_ok) { print_counts(r->stats, want_stats); }
+}
+
+// fch (rows, cols) bf16, fc's output, and d_gelu_out the gradient of GELU's output: the forward cast with scale
+// fwd_scale (E4M3), the backward with bwd_scale (E5M2), each against the CPU's cast of the GPU's own GELU kernels'
+// output.
+static void check_shape(int rows, int cols, float fwd_scale, float bwd_scale, int with_nan, Rng* rng) {
+    size_t n = (size_t)rows * cols, chunks = (size_t)rows / COLUMN_SUM_ROWS;
+    uint16_t* fch = random_bf16(n, rng);
+    uint16_t* dout = random_bf16(n, rng);
+    if (with_nan) { fch[n / 3] = 0x7FC0; }
+    __nv_bfloat16 *d_fch, *d_dout, *d_gelu;
+    cudaCheck(cudaMalloc(&d_fch, n * 2));
+    cudaCheck(cudaMalloc(&d_dout, n * 2));
+    cudaCheck(cudaMalloc(&d_gelu, n * 2));
+    cudaCheck(cudaMemcpy(d_fch, fch, n * 2, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d_dout, dout, n * 2, cudaMemcpyHostToDevice));
+    DeviceOutputs d;
+    cudaCheck(cudaMalloc(&d.out, n));
+    cudaCheck(cudaMalloc(&d.out_t, n));
+    cudaCheck(cudaMalloc(&d.scale, 4));
+    cudaCheck(cudaMalloc(&d.amax, 4));
+    cudaCheck(cudaMalloc(&d.partials, chunks * cols * sizeof(float)));
+    cudaCheck(cudaMalloc(&d.dbias, cols * sizeof(float)));
+    cudaCheck(cudaMalloc(&d.stats, 3 * sizeof(unsigned long long)));
+    CastResult r;
+    r.out = (uint8_t*)malloc(n);
+    r.out_t = (uint8_t*)malloc(n);
+    uint16_t* gelu = (uint16_t*)malloc(n * 2);
+    uint8_t* want = (uint8_t*)malloc(n);
+    char what[200];
+
+    // forward: gelu_forward's bf16 output, and the CPU's cast of it
+    gelu_forward(d_gelu, d_fch, n, 0);
+    cudaCheck(cudaMemcpy(gelu, d_gelu, n * 2, cudaMemcpyDeviceToHost));
+    float want_amax = AMAX_BEFORE;
+    Fp8QuantStats want_stats = {0, 0, 0};
+    fp8_quantize_bf16(want, gelu, n, FP8_E4M3, fwd_scale, &want_amax, &want_stats);
+    cudaCheck(cudaMemcpy(d.scale, &fwd_scale, 4, cudaMemcpyHostToDevice));
+    for (int counted = 0; counted < 2; counted++) {
+        reset_outputs(&d, n);
+        cudaCheck(gelu_forward_fp8(d.out, d.out_t, d_fch, rows, cols, d.scale, d.amax, counted ? d.stats : NULL,
+                                   FP8_E4M3, 0));
+        download(&r, &d, n);
+        snprintf(what, sizeof(what), "gelu_forward_fp8 e4m3 %dx%d scale %g%s%s", rows, cols, fwd_scale,
+                 with_nan ? " with a NaN" : "", counted ? " with counters" : "");
+        check_result(&r, want, want_amax, &want_stats, counted, 0, rows, cols, what);
+    }
+    reset_outputs(&d, n);
+    cudaCheck(gelu_forward_fp8(NULL, d.out_t, d_fch, rows, cols, d.scale, d.amax, NULL, FP8_E4M3, 0));
+    download(&r, &d, n);
+    snprintf(what, sizeof(what), "gelu_forward_fp8 e4m3 %dx%d, the transpose alone", rows, cols);
+    check_result(&r, want, want_amax, &want_stats, 0, 1, rows, cols, what);
+
+    // backward: gelu_backward's bf16 output (fc's grad_output), the CPU's cast of it and its column partials
+    gelu_backward(d_gelu, d_fch, d_dout, n, 0);
+    cudaCheck(cudaMemcpy(gelu, d_gelu, n * 2, cudaMemcpyDeviceToHost));
+    want_amax = AMAX_BEFORE;
+    memset(&want_stats, 0, sizeof(want_stats));
+    fp8_quantize_bf16(want, gelu, n, FP8_E5M2, bwd_scale, &want_amax, &want_stats);
+    float* want_partials = (float*)malloc(chunks * cols * sizeof(float));
+    column_partials_cpu(want_partials, gelu, rows, cols);
+    float* got_partials = (float*)malloc(chunks * cols * sizeof(float));
+    float* dbias0 = (float*)malloc(cols * sizeof(float));  // an earlier micro-batch's bias gradient
+    for (int c = 0; c < cols; c++) { dbias0[c] = 0.25f * (float)(c % 7) - 0.75f; }
+    float* dbias_fused = (float*)malloc(cols * sizeof(float));
+    float* dbias_pass = (float*)malloc(cols * sizeof(float));
+    cudaCheck(cudaMemcpy(d.scale, &bwd_scale, 4, cudaMemcpyHostToDevice));
+    for (int counted = 0; counted < 2; counted++) {
+        reset_outputs(&d, n);
+        cudaCheck(cudaMemcpy(d.dbias, dbias0, cols * sizeof(float), cudaMemcpyHostToDevice));
+        cudaCheck(gelu_backward_fp8(d.out, d.out_t, d.partials, d_fch, d_dout, rows, cols, d.scale, d.amax,
+                                    counted ? d.stats : NULL, FP8_E5M2, 0));
+        download(&r, &d, n);
+        snprintf(what, sizeof(what), "gelu_backward_fp8 e5m2 %dx%d scale %g%s%s", rows, cols, bwd_scale,
+                 with_nan ? " with a NaN" : "", counted ? " with counters" : "");
+        check_result(&r, want, want_amax, &want_stats, counted, 0, rows, cols, what);
+        cudaCheck(cudaMemcpy(got_partials, d.partials, chunks * cols * sizeof(float), cudaMemcpyDeviceToHost));
+        snprintf(what, sizeof(what), "gelu_backward_fp8 %dx%d%s: %zu x %d column partials the CPU's sums of "
+                 "gelu_backward's output, bit for bit", rows, cols, counted ? " with counters" : "", chunks, cols);
+        report(floats_identical(got_partials, want_partials, chunks * cols), what);
+        // the bias gradient from the partials against bias_backward's own passes over gelu_backward's output
+        bias_backward_reduce(d.dbias, d.partials, rows, cols, 0);
+        cudaCheck(cudaMemcpy(dbias_fused, d.dbias, cols * sizeof(float), cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(d.dbias, dbias0, cols * sizeof(float), cudaMemcpyHostToDevice));
+        bias_backward(d.dbias, d_gelu, rows, cols, d.partials, 0);
+        cudaCheck(cudaMemcpy(dbias_pass, d.dbias, cols * sizeof(float), cudaMemcpyDeviceToHost));
+        snprintf(what, sizeof(what), "gelu_backward_fp8 %dx%d%s: dbias (+= onto an earlier one) bias_backward's on "
+                 "gelu_backward's output, bit for bit", rows, cols, counted ? " with counters" : "");
+        report(floats_identical(dbias_fused, dbias_pass, cols), what);
+    }
+    reset_outputs(&d, n);
+    cudaCheck(gelu_backward_fp8(d.out, d.out_t, NULL, d_fch, d_dout, rows, cols, d.scale, d.amax, NULL, FP8_E5M2, 0));
+    download(&r, &d, n);
+    snprintf(what, sizeof(what), "gelu_backward_fp8 e5m2 %dx%d without bias partials", rows, cols);
+    check_result(&r, want, want_amax, &want_stats, 0, 0, rows, cols, what);
+
+    free(fch);
+    free(dout);
+    free(gelu);
+    free(want);
+    free(r.out);
+    free(r.out_t);
+    free(want_partials);
+    free(got_partials);
+    free(dbias0);
+    free(dbias_fused);
+    free(dbias_pass);
+    cudaCheck(cudaFree(d_fch));
+    cudaCheck(cudaFree(d_dout));
+    cudaCheck(cudaFree(d_gelu));
+    cudaCheck(cudaFree(d.out));
+    cudaCheck(cudaFree(d.out_t));
+    cudaCheck(cudaFree(d.scale));
+    cudaCheck(cudaFree(d.amax));
+    cudaCheck(cudaFree(d.partials));
+    cudaCheck(cudaFree(d.dbias));
+    cudaCheck(cudaFree(d.stats));
+}
+
+int main(void) {
+    require_cuda_device("gelu_fp8");
+    Rng rng;
+    rng_seed(&rng, 47);
+    check_shape(256, 768, 448.0f / 2.0f, 57344.0f / 8.0f, 0, &rng);
+    check_shape(192, 3072, 1.0f, 4096.0f, 0, &rng);
+    check_shape(128, 256, 64.0f, 1024.0f, 1, &rng);
+
+    // time at d12's fc shape, B 64: the fused cast against GELU's kernel followed by the cast it replaces
+    int rows = 65536, cols = 3072;
+    size_t n = (size_t)rows * cols, chunks = (size_t)rows / COLUMN_SUM_ROWS;
+    __nv_bfloat16 *d_fch, *d_dout, *d_gelu, *d_copy;
+    uint8_t *d_out, *d_out_t;
+    float *d_scale, *d_amax, *d_partials, *d_dbias;
+    cudaCheck(cudaMalloc(&d_fch, n * 2));
+    cudaCheck(cudaMalloc(&d_dout, n * 2));
+    cudaCheck(cudaMalloc(&d_gelu, n * 2));
+    cudaCheck(cudaMalloc(&d_copy, n * 2));
+    cudaCheck(cudaMalloc(&d_out, n));
+    cudaCheck(cudaMalloc(&d_out_t, n));
+    cudaCheck(cudaMalloc(&d_scale, 4));
+    cudaCheck(cudaMalloc(&d_amax, 4));
+    cudaCheck(cudaMalloc(&d_partials, chunks * cols * sizeof(float)));
+    cudaCheck(cudaMalloc(&d_dbias, cols * sizeof(float)));
+    uint16_t* x = random_bf16(n, &rng);  // real values: the converts and GELU do the work they do in training
+    cudaCheck(cudaMemcpy(d_fch, x, n * 2, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d_dout, x, n * 2, cudaMemcpyHostToDevice));
+    free(x);
+    float scale = 64.0f;
+    cudaCheck(cudaMemcpy(d_scale, &scale, 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemset(d_amax, 0, 4));
+    cudaCheck(cudaMemset(d_dbias, 0, cols * sizeof(float)));
+    cudaEvent_t start, stop;
+    cudaCheck(cudaEventCreate(&start));
+    cudaCheck(cudaEventCreate(&stop));
+    const int reps = 20;
+    double us[5];  // copy, forward fused, forward separate, backward fused, backward separate
+    for (int pass = 0; pass < 2; pass++) {  // the first pass untimed: module load, clocks up
+        for (int which = 0; which < 5; which++) {
+            cudaCheck(cudaEventRecord(start));
+            for (int r = 0; r < reps; r++) {
+                if (which == 0) {
+                    cudaCheck(cudaMemcpyAsync(d_copy, d_fch, n * 2, cudaMemcpyDeviceToDevice));
+                } else if (which == 1) {
+                    cudaCheck(gelu_forward_fp8(d_out, d_out_t, d_fch, rows, cols, d_scale, d_amax, NULL, FP8_E4M3, 0));
+                } else if (which == 2) {
+                    gelu_forward(d_gelu, d_fch, n, 0);
+                    cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_gelu, rows, cols, d_scale, d_amax, NULL,
+                                                      FP8_E4M3, 0));
+                } else if (which == 3) {
+                    cudaCheck(gelu_backward_fp8(d_out, d_out_t, d_partials, d_fch, d_dout, rows, cols, d_scale, d_amax,
+                                                NULL, FP8_E5M2, 0));
+                    bias_backward_reduce(d_dbias, d_partials, rows, cols, 0);
+                } else {
+                    gelu_backward(d_gelu, d_fch, d_dout, n, 0);
+                    cudaCheck(fp8_cast_transpose_dbias_amax(d_out, d_out_t, d_partials, d_gelu, rows, cols, d_scale,
+                                                            d_amax, NULL, FP8_E5M2, 0));
+                    bias_backward_reduce(d_dbias, d_partials, rows, cols, 0);
+                }
+            }
+            cudaCheck(cudaEventRecord(stop));
+            us[which] = 1000.0 * time_ms(start, stop) / reps;
+        }
+    }
+    double copy_gbs = 2.0 * n * 2 / (us[0] * 1e3);        // read + write
+    double forward_gbs = 4.0 * n / (us[1] * 1e3);         // 2 bytes in, 1 + 1 out
+    double backward_gbs = 6.0 * n / (us[3] * 1e3);        // 2 + 2 in, 1 + 1 out (the partials, 1/32 more, left out)
+    printf("%d x %d: device copy %.0f GB/s | gelu_forward_fp8 %.1f us (%.0f GB/s, %.0f%% of copy), gelu_forward + "
+           "cast+transpose %.1f us, fused / separate %.2f\n",
+           rows, cols, copy_gbs, us[1], forward_gbs, 100 * forward_gbs / copy_gbs, us[2], us[1] / us[2]);
+    printf("%d x %d: gelu_backward_fp8 + dbias reduce %.1f us (its kernel and the reduce: %.0f GB/s, %.0f%% of copy), "
+           "gelu_backward + cast+transpose+dbias + reduce %.1f us, fused / separate %.2f\n",
+           rows, cols, us[3], backward_gbs, 100 * backward_gbs / copy_gbs, us[4], us[3] / us[4]);
+    cudaCheck(cudaFree(d_fch));
+    cudaCheck(cudaFree(d_dout));
+    cudaCheck(cudaFree(d_gelu));
+    cudaCheck(cudaFree(d_copy));
+    cudaCheck(cudaFree(d_out));
+    cudaCheck(cudaFree(d_out_t));
+    cudaCheck(cudaFree(d_scale));
+    cudaCheck(cudaFree(d_amax));
+    cudaCheck(cudaFree(d_partials));
+    cudaCheck(cudaFree(d_dbias));
+    printf("gelu_fp8: %d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}
