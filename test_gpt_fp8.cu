@@ -81,6 +81,7 @@ Build: make test_gpt_fp8    Run: ./test_gpt_fp8    (prints one line and exits 1 
 #include "llmc/encoder.cuh"
 #include "llmc/fused_classifier.cuh"
 #include "llmc/gelu.cuh"
+#include "llmc/gelu_fp8.cuh"
 #include "llmc/gemm.cuh"
 #include "llmc/gemm_cpu.h"
 #include "llmc/global_norm.cuh"
@@ -472,8 +473,9 @@ static void check_kept_input_t(gpu::GPT2* gpu, int module, const uint8_t* device
 // R1: what the GPU recorded is max|x| of the GPU's own bf16 tensors, bit for bit, which pins each slot's index: every
 // block linear's input slot against the last forward's inputs (inputs_recorded: each slot's amax of the last step's
 // casts; forward_input_of), block 0's qkv and fc grad_output slots against the last backward's dqkv and dbt4c (the
-// only gradients still in their buffers), and every weight slot (weights_recorded: row 0 after the weights' last
-// cast) against the bf16 weights. Plain attention, -r 0.
+// only gradients still in their buffers; where GELU's backward ran inside fc's grad_output cast, dbt4c holds GELU's
+// output gradient, and gelu_backward makes fc's grad_output from it again: the same bytes), and every weight slot
+// (weights_recorded: row 0 after the weights' last cast) against the bf16 weights. Plain attention, -r 0.
 static void check_amaxes_of_own_tensors(gpu::GPT2* gpu, const float* inputs_recorded, const float* weights_recorded,
                                         const char* when) {
     const Fp8Meta* meta = &gpu->fp8;  // its layout (the values are on the device)
@@ -499,7 +501,13 @@ static void check_amaxes_of_own_tensors(gpu::GPT2* gpu, const float* inputs_reco
             }
         }
     }
-    const floatX* gradients[2] = {gpu->dqkv, gpu->dbt4c};
+    const floatX* fc_grad_output = gpu->dbt4c;
+    if (gpu::gelu_in_fc_grad_output_cast(gpu, 0)) {
+        gelu_backward(scratch, gpu->acts.fch, gpu->dbt4c, 4 * BTC, gpu->stream);  // block 0's fch: the first slice
+        cudaCheck(cudaStreamSynchronize(gpu->stream));
+        fc_grad_output = scratch;
+    }
+    const floatX* gradients[2] = {gpu->dqkv, fc_grad_output};
     const int linears[2] = {LINEAR_QKV, LINEAR_FC};
     const size_t widths[2] = {3, 4};
     for (int i = 0; i < 2; i++) {
@@ -549,8 +557,11 @@ static void test_fp8_cast_bytes_and_amaxes(void) {
     uint8_t* bytes = (uint8_t*)malloc(n);
     uint8_t* want = (uint8_t*)malloc(n);
     int module = (L - 1) * LINEARS_PER_BLOCK + LINEAR_FCPROJ;
-    const floatX* last_gelu = gpu::layer_input(&gpu, gpu.acts.fch_gelu, LINEAR_FCPROJ, L - 1, 4 * C);
+    floatX* scratch;  // GELU runs inside the cast here (llmc/gelu_fp8.cuh): its output is made again, the same bytes
+    cudaCheck(cudaMalloc(&scratch, n * 2));
+    const floatX* last_gelu = forward_input_of(&gpu, L - 1, LINEAR_FCPROJ, scratch);
     cudaCheck(cudaMemcpy(gelu, last_gelu, n * 2, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaFree(scratch));
     cudaCheck(cudaMemcpy(bytes, gpu.x_fp8, n, cudaMemcpyDeviceToHost));
     float scale;
     cudaCheck(cudaMemcpy(&scale, gpu::slot_scale(&gpu, fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_INPUT)), 4,
@@ -1519,6 +1530,84 @@ static void test_encoder_backward_bucket_stride(void) {
     cudaCheck(cudaFree(d_token));
 }
 
+// GELU inside the FP8 casts (llmc/gelu_fp8.cuh: delayed scaling; the forward's at -r 0, the backward's at any -r)
+// against gelu_forward / gelu_backward and the casts after them (gelu_in_fp8_casts 0): three training steps, with the
+// diagnostics counters on, give the same losses, gradients, master and bf16 weights, FP8 state (histories, scales) and
+// counts, bit for bit (R1: the same functions of the same bf16 values). That the fused kernels are what ran: the
+// fused model's fch_gelu still holds the bytes it was filled with, the other's does not.
+static void test_gelu_in_fp8_casts_bit_identical(void) {
+    cpu::GPT2 cpu_fused, cpu_separate;  // only for the same initial weights on both GPU models
+    gpu::GPT2 fused, separate;
+    make_pair(&cpu_fused, &fused, "fp8", 23);
+    make_pair(&cpu_separate, &separate, "fp8", 23);
+    separate.gelu_in_fp8_casts = 0;
+    int L = fused.config.num_layers;
+    for (int l = 0; l < L; l++) {
+        CHECK(gpu::gelu_in_fcproj_cast(&fused, l) && gpu::gelu_in_fc_grad_output_cast(&fused, l) &&
+                  !gpu::gelu_in_fcproj_cast(&separate, l) && !gpu::gelu_in_fc_grad_output_cast(&separate, l),
+              "block %d: GELU inside both casts in the fused model, in neither in the other", l);
+    }
+    gpu::GPT2* models[2] = {&fused, &separate};
+    for (int m = 0; m < 2; m++) {
+        models[m]->fp8_collect_stats = 1;
+        cudaCheck(cudaMemset(models[m]->fp8_stats, 0, (size_t)models[m]->fp8.num_slots * sizeof(Fp8QuantStats)));
+    }
+    size_t gelu_bytes = fused.memory.bytes[GPU_FCH_GELU];
+    cudaCheck(cudaMemset(fused.acts.fch_gelu, 0xA5, gelu_bytes));
+    cudaCheck(cudaMemset(separate.acts.fch_gelu, 0xA5, gelu_bytes));
+    int inputs[TB * TT], targets[TB * TT];
+    Rng rng;
+    rng_seed(&rng, 24);
+    for (int step = 0; step < 3; step++) {
+        tiny_batch(inputs, targets, &rng);
+        float norm[2], loss[2];
+        for (int m = 0; m < 2; m++) { loss[m] = train_step(models[m], inputs, targets, TB, TT, step, &norm[m]); }
+        CHECK(memcmp(&loss[0], &loss[1], 4) == 0 && memcmp(&norm[0], &norm[1], 4) == 0,
+              "step %d: loss %.9g norm %.9g fused, %.9g %.9g separate", step, loss[0], norm[0], loss[1], norm[1]);
+    }
+    cudaCheck(cudaDeviceSynchronize());
+    size_t P = fused.num_parameters;
+    struct {
+        const char* what;
+        const void *a, *b;
+        size_t bytes;
+    } same[] = {
+        {"gradients", fused.grads_memory, separate.grads_memory, P * 4},
+        {"master weights", fused.master_memory, separate.master_memory, P * 4},
+        {"bf16 weights", fused.params_memory, separate.params_memory, P * 2},
+        {"FP8 state (histories, scales, scale_invs)", fused.fp8.memory, separate.fp8.memory, fused.fp8.num_floats * 4},
+        {"diagnostics counts", fused.fp8_stats, separate.fp8_stats,
+         (size_t)fused.fp8.num_slots * sizeof(Fp8QuantStats)},
+    };
+    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+        uint8_t* a = (uint8_t*)malloc(same[i].bytes);
+        uint8_t* b = (uint8_t*)malloc(same[i].bytes);
+        cudaCheck(cudaMemcpy(a, same[i].a, same[i].bytes, cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(b, same[i].b, same[i].bytes, cudaMemcpyDeviceToHost));
+        CHECK(memcmp(a, b, same[i].bytes) == 0, "after 3 steps: %s bit-identical, GELU fused or not (R1)",
+              same[i].what);
+        free(a);
+        free(b);
+    }
+    uint8_t* gelu[2];
+    for (int m = 0; m < 2; m++) {
+        gelu[m] = (uint8_t*)malloc(gelu_bytes);
+        cudaCheck(cudaMemcpy(gelu[m], models[m]->acts.fch_gelu, gelu_bytes, cudaMemcpyDeviceToHost));
+    }
+    size_t untouched[2] = {0, 0};
+    for (int m = 0; m < 2; m++) {
+        for (size_t i = 0; i < gelu_bytes; i++) { untouched[m] += gelu[m][i] == 0xA5; }
+        free(gelu[m]);
+    }
+    CHECK(untouched[0] == gelu_bytes && untouched[1] < gelu_bytes / 2,
+          "fch_gelu (%zu bytes): %zu bytes as filled in the fused model (want all), %zu in the other (want few)",
+          gelu_bytes, untouched[0], untouched[1]);
+    gpt2_free(&fused);
+    gpt2_free(&separate);
+    gpt2_free(&cpu_fused);
+    gpt2_free(&cpu_separate);
+}
+
 // GELU's two paths (llmc/gelu.cuh): the 16-byte one (aligned pointers) and the element-by-element one (a pointer 2
 // bytes off 16, and every tensor's tail past a multiple of 8) compute each element alike, so they give the same bits
 // (R1), forward and backward, the backward also in place (dinp = dout, as the trainer calls it). N = 8 * 1000 + 5: a
@@ -1741,6 +1830,7 @@ int main(int argc, char** argv) {
     RUN_TEST(test_medium_fp8_state_after_1_and_5_steps);
     RUN_TEST(test_encoder_backward_bucket_stride);
     RUN_TEST(test_gelu_vector_and_element_paths_agree);
+    RUN_TEST(test_gelu_in_fp8_casts_bit_identical);
     RUN_TEST(test_recompute_bit_identical);
     // the block recipes: blockwise needs Hopper's block-scaled GEMMs (compute capability 9.0, cuBLASLt 12.9+)
     char why[256];

@@ -39,12 +39,15 @@ output per layer, 2 LayerNorm too (from the residual and the saved mean/rstd); t
 with delayed or current scaling keeps, as TE does, what an FP8 wgrad reads: the forward's cast of a linear's input
 writes its transpose in the same pass, kept (1 byte an element) where the bf16 input (2 bytes) was, which the
 backward then neither keeps nor casts again (linear_cast_input; where -r drops the input, it is remade and cast).
+With delayed scaling GELU runs inside the FP8 casts beside it (llmc/gelu_fp8.cuh, TE's fused activation casts): the
+forward's in fcproj's input cast, the backward's in fc's grad_output cast, so neither bf16 tensor (B, T, 4C) is
+written and read back (gelu_fcproj_forward, gelu_fc_grad_output; the same bytes as the separate kernels).
 Memory: every device buffer is planned first (llmc/memory_plan.h); the plan is printed, checked against the GPU's
 free memory (one line saying what to change when it does not fit), then allocated as planned.
 
 Several GPUs: NCCL data parallelism with ZeRO-1 and one amax all-reduce per step (llmc/multi_gpu.cuh). The backward
 is deterministic (no float atomics), so the same data gives the same bits, run after run and across a resume.
-Not in this version yet (see README, Status): fusing the casts into LayerNorm/GELU.
+Not in this version yet (see README, Status): fusing the casts into LayerNorm, and GELU's with current scaling.
 */
 #include <cuda_bf16.h>
 #include <cuda_profiler_api.h>
@@ -72,6 +75,7 @@ Not in this version yet (see README, Status): fusing the casts into LayerNorm/GE
 #include "llmc/encoder.cuh"
 #include "llmc/fused_classifier.cuh"
 #include "llmc/gelu.cuh"
+#include "llmc/gelu_fp8.cuh"
 #include "llmc/gemm.cuh"
 #include "llmc/global_norm.cuh"
 #include "llmc/layernorm.cuh"
@@ -166,6 +170,9 @@ typedef struct {
     size_t attention_workspace_bytes;      // the largest workspace its graphs need
     size_t stats_layer_floats;             // floats between two layers' softmax statistics
     int recompute;                         // -r 0|1|2
+    int gelu_in_fp8_casts;                 // GELU inside the FP8 casts beside it where it can be (1; the tests set
+                                           // 0 to compare with the separate kernels): gelu_fcproj_forward,
+                                           // gelu_fc_grad_output
     // the device memory: what it depends on, and every buffer's size (llmc/memory_plan.h)
     GpuMemoryInputs memory_inputs;
     GpuMemoryPlan memory;
@@ -393,6 +400,7 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
     model->fp8_lm_head = args->fp8_lm_head;
     model->training = 1;
     model->recompute = args->recompute;
+    model->gelu_in_fp8_casts = 1;
     model->attention_kind = gpu_attention_kind(args->attention);
     fill_in_parameter_sizes(model->param_sizes, config);
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { model->num_parameters += model->param_sizes[i]; }
@@ -676,6 +684,19 @@ static void linear_cast_input(GPT2* model, int module, uint8_t* x, const floatX*
     }
 }
 
+// The per-tensor FP8 fprop GEMM: out (rows, OC) = x (rows, IC) @ W^T + b, x the input's FP8 cast in model->x_fp8
+// (the cast's scale_inv beside it), W the module's FP8 weight; fast accumulation (fprop only).
+static void linear_fprop_fp8(GPT2* model, int module, floatX* out, int rows) {
+    LinearModule lm = linear_module(model, module);
+    Fp8Meta* meta = &model->fp8;
+    int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
+    int w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
+    gemm_tn(&model->gemm, out, CUDA_R_16BF, model->weight_fp8 + model->weight_fp8_offset[module],
+            fp8_cuda_type(meta->forward_format), slot_scale_inv(model, w_slot), model->x_fp8,
+            fp8_cuda_type(meta->forward_format), cast_scale_inv(model, in_slot), lm.bias, rows, lm.OC, lm.IC, 0, 1,
+            model->stream);
+}
+
 // out (B, T, OC) = inp (B, T, IC) @ W^T + b, in the module's precision
 static void linear_forward(GPT2* model, int module, floatX* out, const floatX* inp, int B, int T) {
     LinearModule lm = linear_module(model, module);
@@ -687,13 +708,8 @@ static void linear_forward(GPT2* model, int module, floatX* out, const floatX* i
         return;
     }
     if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
-        Fp8Meta* meta = &model->fp8;
-        int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT), w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
         linear_cast_input(model, module, model->x_fp8, inp, rows);
-        gemm_tn(&model->gemm, out, CUDA_R_16BF, model->weight_fp8 + model->weight_fp8_offset[module],
-                fp8_cuda_type(meta->forward_format), slot_scale_inv(model, w_slot), model->x_fp8,
-                fp8_cuda_type(meta->forward_format), cast_scale_inv(model, in_slot), lm.bias, rows, lm.OC, lm.IC, 0, 1,
-                model->stream);
+        linear_fprop_fp8(model, module, out, rows);
         return;
     }
     if (linear_casts_input(&lp, module) && !block_scaled) {  // fprop in BF16, wgrad in FP8: the input's amax recorded
@@ -780,15 +796,28 @@ static void linear_backward_blocks(GPT2* model, int module, floatX* dinp, const 
     }
 }
 
+// Whether a module's backward can take its grad_output already cast: per tensor (delayed or current scaling), for
+// both its GEMMs in FP8, so that neither reads the bf16 tensor (and the cast made the bias gradient's partials).
+static int linear_reads_only_fp8_grad_output(const GPT2* m, int module) {
+    LinearPrecision lp = gpt2_linear_precision(m);
+    return !fp8_recipe_is_block_scaled(&m->recipe) && linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD) &&
+           linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD);
+}
+
 // dinp (B, T, IC) = dout @ W (written: the CPU accumulates into a zeroed buffer), dW += dout^T @ inp, db += column
 // sums of dout, each GEMM in its precision. inp (B, T, IC) is read where the backward reads the bf16 input
-// (linear_backward_reads_input); elsewhere (NULL may be passed) the FP8 wgrad reads the x^T the forward kept.
+// (linear_backward_reads_input); elsewhere (NULL may be passed) the FP8 wgrad reads the x^T the forward kept. dout
+// NULL: the caller cast grad_output into dy_fp8 and dy_t_fp8 with its slot's scale, recording, and added the bias
+// gradient from the cast's partials (gelu_fc_grad_output), where linear_reads_only_fp8_grad_output.
 static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX* dout, const floatX* inp, int B,
                             int T) {
     LinearModule lm = linear_module(model, module);
     LinearPrecision lp = gpt2_linear_precision(model);
     if (!inp && linear_backward_reads_input(&lp, module, model->recompute)) {
         die("linear_backward: module %d reads its input, and none was given", module);
+    }
+    if (!dout && !linear_reads_only_fp8_grad_output(model, module)) {
+        die("linear_backward: module %d reads its bf16 grad_output, and none was given", module);
     }
     int rows = B * T;
     Fp8Meta* meta = &model->fp8;
@@ -802,10 +831,12 @@ static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX*
         linear_backward_blocks(model, module, dinp, dout, inp, rows);
         return;
     }
-    if (casts_grad_output) {  // one cast of grad_output feeds dgrad and wgrad (and the bias gradient)
+    if (casts_grad_output) {
         g_slot = fp8_meta_bwd_slot(meta, module, FP8_BWD_GRAD_OUTPUT);
         in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
         w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
+    }
+    if (casts_grad_output && dout) {  // one cast of grad_output feeds dgrad and wgrad (and the bias gradient)
         current_scale_before_cast(model, g_slot, dout, (size_t)rows * lm.OC);
         float* g_scale = cast_scale(model, g_slot);
         float* g_amax = slot_amax(model, g_slot, 1);
@@ -847,6 +878,69 @@ static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX*
         gemm_lt(&model->gemm, lm.dweight, CUDA_R_32F, inp, CUDA_R_16BF, NULL, 0, dout, CUDA_R_16BF, NULL, 1, NULL, lm.IC,
                 lm.OC, rows, 1, 0, model->stream);
     }
+}
+
+// ----------------------------------------------------------------------------
+// GELU inside the FP8 casts beside it (llmc/gelu_fp8.cuh): where GELU's output, or its input gradient, is read only by
+// one per-tensor cast whose scale is known before it runs (delayed scaling), the cast makes it from what GELU reads,
+// and the bf16 tensor (B, T, 4C) is neither written nor read back. The same bytes as gelu_forward / gelu_backward and
+// the separate cast (model->gelu_in_fp8_casts 0 runs those; test_gpt_fp8 compares the two).
+
+// Forward: in training, where fcproj's fprop is FP8 and its wgrad reads the x^T the forward keeps (-r 0: the input is
+// not dropped), its input cast is GELU's output's only reader.
+static int gelu_in_fcproj_cast(const GPT2* m, int l) {
+    LinearPrecision lp = gpt2_linear_precision(m);
+    int module = l * LINEARS_PER_BLOCK + LINEAR_FCPROJ;
+    return m->gelu_in_fp8_casts && m->training && m->recipe.scaling == FP8_SCALING_DELAYED &&
+           linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP) && linear_keeps_input_t(&lp, module, m->recompute);
+}
+
+// Backward: where fc's dgrad and wgrad both read its FP8 grad_output, the cast is GELU's input gradient's only reader.
+static int gelu_in_fc_grad_output_cast(const GPT2* m, int l) {
+    return m->gelu_in_fp8_casts && m->recipe.scaling == FP8_SCALING_DELAYED &&
+           linear_reads_only_fp8_grad_output(m, l * LINEARS_PER_BLOCK + LINEAR_FC);
+}
+
+// Layer l's GELU and fcproj forward: out (B, T, C) = fcproj(gelu(fch)), fch (B, T, 4C) fc's output. Either GELU runs
+// inside fcproj's input cast (gelu_in_fcproj_cast: FP8 x and the kept x^T from fch, recording the amax of GELU's
+// output as linear_cast_input would; fch_gelu not written), or gelu_forward writes fch_gelu (B, T, 4C) and
+// linear_forward reads it.
+static void gelu_fcproj_forward(GPT2* model, int l, floatX* out, const floatX* fch, floatX* fch_gelu) {
+    int module = l * LINEARS_PER_BLOCK + LINEAR_FCPROJ;
+    int rows = model->B * model->T, C4 = 4 * model->config.channels;
+    if (!gelu_in_fcproj_cast(model, l)) {
+        gelu_forward(fch_gelu, fch, (size_t)rows * C4, model->stream);
+        linear_forward(model, module, out, fch_gelu, model->B, model->T);
+        return;
+    }
+    int in_slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT);
+    cudaCheck(gelu_forward_fp8(model->x_fp8, kept_input_t(model, module), fch, rows, C4, cast_scale(model, in_slot),
+                               slot_amax(model, in_slot, 1), slot_cast_stats(model, in_slot, model->training),
+                               model->fp8.forward_format, model->stream));
+    linear_fprop_fp8(model, module, out, rows);
+}
+
+// Layer l's GELU backward, as fc's grad_output: dgelu (B, T, 4C) holds the gradient of GELU's output (fcproj's dgrad),
+// fch (B, T, 4C) fc's output. Returns what fc's linear_backward takes as its grad_output: dgelu itself, overwritten by
+// gelu_backward with GELU's input gradient; or NULL where GELU's backward runs inside fc's grad_output cast
+// (gelu_in_fc_grad_output_cast: FP8 dy and dy^T, recording the amax, and fc's bias gradient from the cast's partials,
+// dgelu left as it was).
+static const floatX* gelu_fc_grad_output(GPT2* model, int l, floatX* dgelu, const floatX* fch) {
+    int rows = model->B * model->T, C4 = 4 * model->config.channels;
+    if (!gelu_in_fc_grad_output_cast(model, l)) {
+        gelu_backward(dgelu, fch, dgelu, (size_t)rows * C4, model->stream);
+        return dgelu;
+    }
+    int module = l * LINEARS_PER_BLOCK + LINEAR_FC;
+    LinearModule lm = linear_module(model, module);
+    int g_slot = fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT);
+    float* dbias_partials = lm.dbias ? model->column_partials : NULL;
+    cudaCheck(gelu_backward_fp8(model->dy_fp8, model->dy_t_fp8, dbias_partials, fch, dgelu, rows, C4,
+                                cast_scale(model, g_slot), slot_amax(model, g_slot, 1),
+                                slot_cast_stats(model, g_slot, model->training), model->fp8.backward_format,
+                                model->stream));
+    if (lm.dbias) { bias_backward_reduce(lm.dbias, model->column_partials, rows, C4, model->stream); }
+    return NULL;
 }
 
 // Layer l's attention: out (B, T, C) from qkv (B, T, 3C), keeping what the backward needs when `training` (cuDNN:
@@ -976,8 +1070,7 @@ static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int
         residual_forward(residual2, residual, a->proj_out, BTC, s);
         layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p->ln2w + l * C, p->ln2b + l * C, B, T, C, s);
         linear_forward(model, module + LINEAR_FC, fch, ln2, B, T);
-        gelu_forward(fch_gelu, fch, BTC * 4, s);
-        linear_forward(model, module + LINEAR_FCPROJ, a->proj_out, fch_gelu, B, T);  // the CPU's fcproj (B, T, C)
+        gelu_fcproj_forward(model, l, a->proj_out, fch, fch_gelu);  // the CPU's gelu_forward, fcproj (B, T, C)
         residual_forward(residual3, residual2, a->proj_out, BTC, s);
     }
     const floatX* last = a->residual3 + (L - 1) * BTC;
@@ -1094,10 +1187,10 @@ static void gpt2_backward(GPT2* model, float loss_scale) {
         // dresidual holds d(residual3); residual3 = residual2 + fcproj: both get it. fcproj's input gradient:
         linear_backward(model, module + LINEAR_FCPROJ, model->dbt4c, model->dresidual,
                         backward_input(model, fch_gelu, module + LINEAR_FCPROJ), B, T);
-        gelu_backward(model->dbt4c, a->fch + l * BTC * 4, model->dbt4c, BTC * 4, s);
+        const floatX* fc_grad_output = gelu_fc_grad_output(model, l, model->dbt4c, a->fch + l * BTC * 4);
         layernorm_recompute_layer(model, &ln2, LINEAR_FC, l);
-        linear_backward(model, module + LINEAR_FC, model->dbtc, model->dbt4c, backward_input(model, ln2.out, module + LINEAR_FC),
-                        B, T);
+        linear_backward(model, module + LINEAR_FC, model->dbtc, fc_grad_output,
+                        backward_input(model, ln2.out, module + LINEAR_FC), B, T);
         // d(residual2) = d(residual3) + LayerNorm2 backward, accumulated in place in dresidual
         layernorm_backward_layer(model, &ln2, model->dbtc);
         // residual2 = residual + attproj: attproj's output gradient is d(residual2)
