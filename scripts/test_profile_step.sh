@@ -65,6 +65,17 @@ expect outside_kernels "| outside kernels (step - sum) | 0.971 | 1.371 |  |" "$(
 expect kinds_order "gemm attention fp8 cast optimizer layernorm other" \
     "$(printf '%s\n' "$out" | awk '/^\| \*\*kernels/ { exit } /^\| [a-z]/ && !/^\| kind / { print }' | cut -d'|' -f2 |
         sed 's/^ //; s/ $//' | paste -sd' ' -)"
+# GELU inside the FP8 casts: the cast kernel whose template argument is a GELU input is its own kernel and kind
+gelu_cast='void fp8_cast_transpose_amax_kernel<(bool)0, (bool)1, GeluBackwardInput>(unsigned char *, unsigned char *, float *, GeluBackwardInput, int, int, const float *, float *, Fp8Format, unsigned long long *)'
+write_csv "$tmp/fused.csv" usecond "$cast|100" "$gelu_cast|250" "$gelu_cast|150"
+fused_out=$(python3 "$script" --label fp8 "$tmp/fused.csv" 2>&1)
+expect kind_gelu_fp8_cast "| gelu + fp8 cast | 0.400 (80.0%) |" "$(printf '%s\n' "$fused_out" | grep -E '^\| gelu \+ fp8 cast \|' | head -n 1)"
+expect kind_fp8_cast_apart "| fp8 cast | 0.100 (20.0%) |" "$(printf '%s\n' "$fused_out" | grep -E '^\| fp8 cast \|' | head -n 1)"
+if printf '%s\n' "$fused_out" | grep -qF "| fp8_cast_transpose_amax_kernel[GeluBackwardInput] | gelu + fp8 cast | 2 | 0.400 |"; then
+    pass kernel_gelu_fp8_cast_named_by_its_input
+else
+    fail kernel_gelu_fp8_cast_named_by_its_input "$fused_out"
+fi
 # per kernel: base names (no return type, template arguments or parameters), calls, ms, mean us, share; --top 3
 fp8_top=$(printf '%s\n' "$out" | sed -n '/^### fp8: /,$p')
 if printf '%s\n' "$fp8_top" | grep -qxF "| $gemm | gemm | 2 | 1.800 | 900.0 | 57.5% |" &&
