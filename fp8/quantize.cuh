@@ -181,7 +181,7 @@ __global__ void __launch_bounds__(FP8_CAST_BLOCK_SIZE)
 // its tile's 64 rows into dbias_partials (rows / 64, cols) fp32, so the bias gradient needs no pass of its own over
 // the bf16 tensor (it was one read of dy per biased layer: 4.5 ms of a d12 FP8 step on an H100). Each sum runs down
 // its column from the tile's first row, from 0.0f, in fp32: exactly llmc/bias.cuh's bias_backward_partials_kernel
-// with its 64-row chunks (COLUMN_SUM_ROWS), so the bias gradient keeps its bits; pass 2 (adding the chunks in order)
+// with its 64-row chunks (COLUMN_SUM_ROWS), so the bias gradient keeps its bits; pass 2 (adding the chunks up)
 // is bias.cuh's too.
 //
 // Input: where the tile's values come from. Fp8CastInputBf16 reads them from the bf16 tensor being cast. Another

@@ -11,7 +11,7 @@ GEMM's output before a block-scaled GEMM accumulates onto it (those GEMMs take n
 #include "cuda_common.cuh"
 
 // bias gradient, pass 1: partials (num_chunks, OC) = column sums of dout (rows, OC) bf16 by row chunks; pass 2 is
-// column_partials_reduce_kernel into dbias
+// column_partials_reduce into dbias
 
 __global__ void bias_backward_partials_kernel(float* partials, const floatX* dout, int rows, int OC) {
     int o = blockIdx.x * blockDim.x + threadIdx.x;
@@ -23,14 +23,12 @@ __global__ void bias_backward_partials_kernel(float* partials, const floatX* dou
 }
 
 // pass 2 alone: dbias (OC) fp32 += the column partials (rows / COLUMN_SUM_ROWS, OC) of a (rows, OC) grad_output,
-// added in chunk order, from pass 1 here or from the FP8 cast that made them on its way (fp8/quantize.cuh's
+// added in column_partials_reduce's fixed order, from pass 1 here or from the FP8 cast that made them on its way (fp8/quantize.cuh's
 // fp8_cast_transpose_dbias_amax, whose 64-row tiles are these chunks)
 static_assert(COLUMN_SUM_ROWS == 64, "fp8_cast_transpose_dbias_amax's partials are sums of 64-row tiles");
 static inline void bias_backward_reduce(float* dbias, const float* column_partials, int rows, int OC,
                                         cudaStream_t stream) {
-    int chunks = column_sum_chunks((size_t)rows);
-    column_partials_reduce_kernel<<<blocks_for(OC, 256), 256, 0, stream>>>(dbias, column_partials, chunks, OC, OC);
-    cudaCheck(cudaGetLastError());
+    column_partials_reduce(dbias, column_partials, column_sum_chunks((size_t)rows), OC, OC, stream);
 }
 
 // dbias (OC) fp32 += column sums of dout (rows, OC) bf16, through column_partials (rows / COLUMN_SUM_ROWS, OC)

@@ -1,8 +1,8 @@
 /*
 llmc/cuda_common.cuh — what the GPU trainer's kernel families share: the bf16 storage type (floatX), warp and block
 reductions, launch sizes checked against CUDA's grid limits, and the deterministic column sums (fixed chunks of rows,
-then the chunks in order: no float atomics, so the same inputs give the same bits every run) that the LayerNorm and
-bias backward passes both end with.
+then the chunks in a fixed order: no float atomics, so the same inputs give the same bits every run) that the
+LayerNorm and bias backward passes both end with.
 */
 #ifndef GPTFP8_CUDA_COMMON_CUH
 #define GPTFP8_CUDA_COMMON_CUH
@@ -70,6 +70,11 @@ __device__ __forceinline__ float block_max(float v) {
 static inline unsigned int blocks_for(size_t n, int block_size) {
     return grid_dim_checked(((unsigned long long)n + block_size - 1) / block_size, CUDA_GRID_X_MAX, "an elementwise launch");
 }
+// Whether every pointer allows 16-byte vector accesses (8 bf16 at a time: the elementwise kernels' fast path)
+static inline int all_aligned_16(const void* a, const void* b, const void* c) {
+    return (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16) == 0;
+}
+
 // One block per row of rows (LayerNorm, softmax, the classifier): grid x, checked.
 static inline unsigned int blocks_per_row(size_t rows, const char* what) {
     return grid_dim_checked((unsigned long long)rows, CUDA_GRID_X_MAX, what);
@@ -80,7 +85,7 @@ static inline unsigned int blocks_per_row(size_t rows, const char* what) {
 
 // Column sums over rows, deterministic, in two passes: pass 1 gives each chunk of COLUMN_SUM_ROWS rows one thread per
 // column (coalesced across the warp) and writes the chunk's sum to partials (num_chunks, width); pass 2
-// (column_partials_reduce_kernel) adds the chunks of each column in chunk order. No float atomics, so no run-to-run
+// (column_partials_reduce) adds the chunks of each column in a fixed order. No float atomics, so no run-to-run
 // jitter, at the cost of a (rows / 64, width) scratch buffer.
 #define COLUMN_SUM_ROWS 64
 
@@ -90,13 +95,34 @@ static inline int column_sum_chunks(size_t rows) {
     return (int)grid_dim_checked(chunks, CUDA_GRID_YZ_MAX, "the column sums (B*T / 64 blocks in y)");
 }
 
-// out (n) fp32 += sum over k < num_chunks of partials[k * stride + c], in order of k
-__global__ void column_partials_reduce_kernel(float* out, const float* partials, int num_chunks, int stride, int n) {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= n) { return; }
+// out (n) fp32 += sum over k < num_chunks of partials[k * stride + c]. A block owns 32 columns, one per lane (each
+// warp reads 128 contiguous bytes a chunk); its warp y adds chunks y, y + COLUMN_REDUCE_SLICES, ... in that order, and
+// then one thread per column adds the slices' sums in order of y: a fixed order, so the same bits every run. Why the
+// slices: one thread per column adding every chunk in turn was num_chunks dependent additions (1024 at d12, B 64) on
+// a handful of blocks; the column sums took 3.4 ms of that step on an H100 (RESULTS.md).
+#define COLUMN_REDUCE_SLICES 32
+__global__ void __launch_bounds__(32 * COLUMN_REDUCE_SLICES)
+    column_partials_reduce_kernel(float* out, const float* partials, int num_chunks, int stride, int n) {
+    __shared__ float slice_sum[COLUMN_REDUCE_SLICES][32];
+    int c = blockIdx.x * 32 + threadIdx.x;
     float sum = 0.0f;
-    for (int k = 0; k < num_chunks; k++) { sum += partials[(size_t)k * stride + c]; }
-    out[c] += sum;
+    if (c < n) {
+        for (int k = threadIdx.y; k < num_chunks; k += COLUMN_REDUCE_SLICES) { sum += partials[(size_t)k * stride + c]; }
+    }
+    slice_sum[threadIdx.y][threadIdx.x] = sum;
+    __syncthreads();
+    if (threadIdx.y != 0 || c >= n) { return; }
+    float total = 0.0f;
+    for (int y = 0; y < COLUMN_REDUCE_SLICES; y++) { total += slice_sum[y][threadIdx.x]; }
+    out[c] += total;
+}
+
+// out (n) fp32 += the column sums of partials (num_chunks, stride): column_partials_reduce_kernel over 32-column blocks
+static inline void column_partials_reduce(float* out, const float* partials, int num_chunks, int stride, int n,
+                                          cudaStream_t stream) {
+    column_partials_reduce_kernel<<<blocks_for((size_t)n, 32), dim3(32, COLUMN_REDUCE_SLICES), 0, stream>>>(
+        out, partials, num_chunks, stride, n);
+    cudaCheck(cudaGetLastError());
 }
 
 #endif  // GPTFP8_CUDA_COMMON_CUH

@@ -85,9 +85,7 @@ __global__ void gelu_backward_kernel(floatX* dinp, const floatX* inp, const floa
 }
 
 // Whether every pointer allows the 16-byte path
-static inline int gelu_vectorized(const void* a, const void* b, const void* c) {
-    return (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16) == 0;
-}
+static inline int gelu_vectorized(const void* a, const void* b, const void* c) { return all_aligned_16(a, b, c); }
 
 // out = gelu(inp) (N) bf16
 static inline void gelu_forward(floatX* out, const floatX* inp, size_t N, cudaStream_t stream) {

@@ -1,9 +1,18 @@
 /*
 llmc/layernorm.cuh — LayerNorm on the GPU, and the residual add beside it (llm.c keeps them together): the CPU
 reference's layernorm_forward, layernorm_backward and residual_forward with its names and argument order, the stream
-(and the backward's column-sum scratch) last; and layernorm_recompute, -r 2's forward again in the backward. One
-thread block per row where a row is reduced; the parameter gradients are deterministic column sums
-(llmc/cuda_common.cuh).
+(and the backward's column-sum scratch) last; and layernorm_recompute, -r 2's forward again in the backward. The
+parameter gradients are deterministic column sums (llmc/cuda_common.cuh).
+
+Two ways to reduce a row. Where C is a multiple of 8 up to LAYERNORM_MAX_C (GPT-2's widths, 768 to 1600) and the
+tensors are 16-byte aligned, one warp owns a row: it reads the row once, in 16-byte vectors, into registers, reduces
+with shuffles alone, and writes in 16-byte vectors (layernorm_forward_rows_kernel, layernorm_backward_rows_kernel).
+Elsewhere a 256-thread block owns a row, element by element (layernorm_forward_kernel, layernorm_backward_kernel).
+The first is the fast one: the second, the only one until now, ran LayerNorm at about a quarter of the memory's
+bandwidth (13.7 ms of a 106 ms d12 step at B 64 on an H100, RESULTS.md), its 2-byte accesses and block-wide
+__syncthreads reductions keeping too few bytes in flight. Both compute a row's statistics in fp32 in their own order
+(the CPU's is another; the tests' tolerances count the order, llmc/tolerance.h), and both write the output with
+layernorm_output, as -r 2's recompute does, from the mean and rstd they store.
 */
 #ifndef GPTFP8_LAYERNORM_CUH
 #define GPTFP8_LAYERNORM_CUH
@@ -91,16 +100,211 @@ __global__ void layernorm_param_backward_partials_kernel(float* partials, const 
     partials[(size_t)blockIdx.y * 2 * C + C + c] = db;
 }
 
-__global__ void residual_forward_kernel(floatX* out, const floatX* inp1, const floatX* inp2, size_t N) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) { out[i] = __float2bfloat16_rn(__bfloat162float(inp1[i]) + __bfloat162float(inp2[i])); }
+// ----------------------------------------------------------------------------
+// one warp per row, the row in registers (C a multiple of 8, at most LAYERNORM_MAX_C)
+
+#define LAYERNORM_ROWS_PER_BLOCK 8  // warps of a 256-thread block
+#define LAYERNORM_MAX_VECTORS 8     // 16-byte vectors per lane at most: C <= 32 lanes x 8 vectors x 8 = 2048
+#define LAYERNORM_MAX_C (32 * LAYERNORM_MAX_VECTORS * 8)
+
+// The 8 bf16 of a 16-byte vector as floats
+__device__ __forceinline__ void bf16x8_to_float(float out[8], uint4 packed) {
+    const floatX* values = reinterpret_cast<const floatX*>(&packed);
+    for (int i = 0; i < 8; i++) { out[i] = __bfloat162float(values[i]); }
 }
+
+// out, mean, rstd as layernorm_forward_kernel's. VECTORS: 16-byte vectors per lane, C / 256 rounded up (lane l holds
+// vectors l, l + 32, ...); rows past `rows` (the last block's) have nothing to do.
+template <int VECTORS>
+__global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
+    layernorm_forward_rows_kernel(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
+                                  const floatX* bias, int rows, int C) {
+    int lane = threadIdx.x % 32;
+    size_t row = (size_t)blockIdx.x * LAYERNORM_ROWS_PER_BLOCK + threadIdx.x / 32;
+    if (row >= (size_t)rows) { return; }  // the whole warp: no shuffle below waits for it
+    int vectors = C / 8;
+    const uint4* x_row = reinterpret_cast<const uint4*>(inp + row * C);
+    uint4 x[VECTORS];
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < VECTORS; j++) {
+        int v = lane + 32 * j;
+        if (v >= vectors) { continue; }
+        x[j] = x_row[v];
+        float e[8];
+        bf16x8_to_float(e, x[j]);
+        for (int i = 0; i < 8; i++) { sum += e[i]; }
+    }
+    float m = warp_sum(sum) / C;
+    float var = 0.0f;
+#pragma unroll
+    for (int j = 0; j < VECTORS; j++) {
+        if (lane + 32 * j >= vectors) { continue; }
+        float e[8];
+        bf16x8_to_float(e, x[j]);
+        for (int i = 0; i < 8; i++) {
+            float d = e[i] - m;
+            var += d * d;
+        }
+    }
+    float s = rsqrtf(warp_sum(var) / C + 1e-5f);
+    uint4* out_row = reinterpret_cast<uint4*>(out + row * C);
+#pragma unroll
+    for (int j = 0; j < VECTORS; j++) {
+        int v = lane + 32 * j;
+        if (v >= vectors) { continue; }
+        uint4 w = reinterpret_cast<const uint4*>(weight)[v], b = reinterpret_cast<const uint4*>(bias)[v];
+        const floatX* xs = reinterpret_cast<const floatX*>(&x[j]);
+        const floatX* ws = reinterpret_cast<const floatX*>(&w);
+        const floatX* bs = reinterpret_cast<const floatX*>(&b);
+        uint4 o;
+        floatX* os = reinterpret_cast<floatX*>(&o);
+        for (int i = 0; i < 8; i++) { os[i] = layernorm_output(xs[i], m, s, ws[i], bs[i]); }
+        out_row[v] = o;
+    }
+    if (lane == 0) {
+        mean[row] = m;
+        rstd[row] = s;
+    }
+}
+
+// dinp (rows, C) bf16 += the input gradient, as layernorm_backward_kernel's, one warp per row.
+template <int VECTORS>
+__global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
+    layernorm_backward_rows_kernel(floatX* dinp, const floatX* dout, const floatX* inp, const floatX* weight,
+                                   const float* mean, const float* rstd, int rows, int C) {
+    int lane = threadIdx.x % 32;
+    size_t row = (size_t)blockIdx.x * LAYERNORM_ROWS_PER_BLOCK + threadIdx.x / 32;
+    if (row >= (size_t)rows) { return; }
+    int vectors = C / 8;
+    const uint4* x_row = reinterpret_cast<const uint4*>(inp + row * C);
+    const uint4* dy_row = reinterpret_cast<const uint4*>(dout + row * C);
+    float m = mean[row], s = rstd[row];
+    uint4 x[VECTORS], dy[VECTORS];
+    float dnorm_sum = 0.0f, dnorm_norm_sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < VECTORS; j++) {
+        int v = lane + 32 * j;
+        if (v >= vectors) { continue; }
+        x[j] = x_row[v];
+        dy[j] = dy_row[v];
+        float xe[8], dye[8], we[8];
+        bf16x8_to_float(xe, x[j]);
+        bf16x8_to_float(dye, dy[j]);
+        bf16x8_to_float(we, reinterpret_cast<const uint4*>(weight)[v]);
+        for (int i = 0; i < 8; i++) {
+            float norm = (xe[i] - m) * s;
+            float dnorm = we[i] * dye[i];
+            dnorm_sum += dnorm;
+            dnorm_norm_sum += dnorm * norm;
+        }
+    }
+    float dnorm_mean = warp_sum(dnorm_sum) / C, dnorm_norm_mean = warp_sum(dnorm_norm_sum) / C;
+    uint4* dinp_row = reinterpret_cast<uint4*>(dinp + row * C);
+#pragma unroll
+    for (int j = 0; j < VECTORS; j++) {
+        int v = lane + 32 * j;
+        if (v >= vectors) { continue; }
+        float xe[8], dye[8], we[8], de[8];
+        bf16x8_to_float(xe, x[j]);
+        bf16x8_to_float(dye, dy[j]);
+        bf16x8_to_float(we, reinterpret_cast<const uint4*>(weight)[v]);
+        uint4 d = dinp_row[v];
+        bf16x8_to_float(de, d);
+        floatX* ds = reinterpret_cast<floatX*>(&d);
+        for (int i = 0; i < 8; i++) {
+            float norm = (xe[i] - m) * s;
+            float dx = (we[i] * dye[i] - dnorm_mean - norm * dnorm_norm_mean) * s;
+            ds[i] = __float2bfloat16_rn(de[i] + dx);
+        }
+        dinp_row[v] = d;
+    }
+}
+
+// partials as layernorm_param_backward_partials_kernel's, each thread 8 adjacent columns (one 16-byte vector of dout
+// and of inp per row) instead of one: the same sums, each down its column row by row from 0.0f, so the same bits.
+__global__ void layernorm_param_backward_partials8_kernel(float* partials, const floatX* dout, const floatX* inp,
+                                                          const float* mean, const float* rstd, int rows, int C) {
+    int v = blockIdx.x * blockDim.x + threadIdx.x;  // columns 8v .. 8v + 7
+    if (v >= C / 8) { return; }
+    int r0 = blockIdx.y * COLUMN_SUM_ROWS, r1 = min(rows, r0 + COLUMN_SUM_ROWS);
+    float dw[8], db[8];
+    for (int i = 0; i < 8; i++) { dw[i] = db[i] = 0.0f; }
+    for (int r = r0; r < r1; r++) {
+        float d[8], x[8];
+        bf16x8_to_float(d, reinterpret_cast<const uint4*>(dout + (size_t)r * C)[v]);
+        bf16x8_to_float(x, reinterpret_cast<const uint4*>(inp + (size_t)r * C)[v]);
+        float m = mean[r], s = rstd[r];
+        for (int i = 0; i < 8; i++) {
+            dw[i] += (x[i] - m) * s * d[i];
+            db[i] += d[i];
+        }
+    }
+    float4* dw_out = reinterpret_cast<float4*>(partials + (size_t)blockIdx.y * 2 * C + 8 * v);
+    float4* db_out = reinterpret_cast<float4*>(partials + (size_t)blockIdx.y * 2 * C + C + 8 * v);
+    dw_out[0] = make_float4(dw[0], dw[1], dw[2], dw[3]);
+    dw_out[1] = make_float4(dw[4], dw[5], dw[6], dw[7]);
+    db_out[0] = make_float4(db[0], db[1], db[2], db[3]);
+    db_out[1] = make_float4(db[4], db[5], db[6], db[7]);
+}
+
+// Whether the one-warp-per-row kernels take these tensors: C a multiple of 8 up to LAYERNORM_MAX_C, every pointer
+// 16-byte aligned (then so is every row: C * 2 bytes is a multiple of 16)
+static inline int layernorm_rows_fit(int C, const void* a, const void* b, const void* c, const void* d) {
+    return C % 8 == 0 && C <= LAYERNORM_MAX_C && all_aligned_16(a, b, c) && all_aligned_16(d, d, d);
+}
+
+// ----------------------------------------------------------------------------
+// residual
+
+// out = inp1 + inp2, 8 elements a thread: one 16-byte vector each way where `vectorized` (every pointer 16-byte
+// aligned), else (and for the tail of N) one by one; the same arithmetic either way
+#define RESIDUAL_VECTOR 8
+__global__ void residual_forward_kernel(floatX* out, const floatX* inp1, const floatX* inp2, size_t N, int vectorized) {
+    size_t first = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * RESIDUAL_VECTOR;
+    if (first >= N) { return; }
+    if (vectorized && first + RESIDUAL_VECTOR <= N) {
+        float a[8], b[8];
+        bf16x8_to_float(a, *reinterpret_cast<const uint4*>(inp1 + first));
+        bf16x8_to_float(b, *reinterpret_cast<const uint4*>(inp2 + first));
+        uint4 o;
+        floatX* os = reinterpret_cast<floatX*>(&o);
+        for (int i = 0; i < 8; i++) { os[i] = __float2bfloat16_rn(a[i] + b[i]); }
+        *reinterpret_cast<uint4*>(out + first) = o;
+        return;
+    }
+    for (size_t i = first; i < N && i < first + RESIDUAL_VECTOR; i++) {
+        out[i] = __float2bfloat16_rn(__bfloat162float(inp1[i]) + __bfloat162float(inp2[i]));
+    }
+}
+
+// The launch of a one-warp-per-row kernel for `rows` rows of C: its instance for C / 256 vectors per lane
+#define LAYERNORM_ROWS_LAUNCH(kernel, rows, C, stream, ...)                                                           \
+    do {                                                                                                             \
+        unsigned int blocks = blocks_for((size_t)(rows), LAYERNORM_ROWS_PER_BLOCK);                                  \
+        unsigned int threads = 32 * LAYERNORM_ROWS_PER_BLOCK;                                                        \
+        switch (((C) + 255) / 256) {                                                                                 \
+            case 1: kernel<1><<<blocks, threads, 0, stream>>>(__VA_ARGS__); break;                                   \
+            case 2: kernel<2><<<blocks, threads, 0, stream>>>(__VA_ARGS__); break;                                   \
+            case 3: kernel<3><<<blocks, threads, 0, stream>>>(__VA_ARGS__); break;                                   \
+            case 4: kernel<4><<<blocks, threads, 0, stream>>>(__VA_ARGS__); break;                                   \
+            case 5: kernel<5><<<blocks, threads, 0, stream>>>(__VA_ARGS__); break;                                   \
+            case 6: kernel<6><<<blocks, threads, 0, stream>>>(__VA_ARGS__); break;                                   \
+            case 7: kernel<7><<<blocks, threads, 0, stream>>>(__VA_ARGS__); break;                                   \
+            default: kernel<LAYERNORM_MAX_VECTORS><<<blocks, threads, 0, stream>>>(__VA_ARGS__); break;              \
+        }                                                                                                            \
+    } while (0)
 
 // out (B, T, C) = LayerNorm(inp) * weight + bias; mean, rstd (B, T) kept for the backward
 static inline void layernorm_forward(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
                                      const floatX* bias, int B, int T, int C, cudaStream_t stream) {
-    unsigned int row_blocks = blocks_per_row((size_t)B * T, "LayerNorm and the classifier (one block per token)");
-    layernorm_forward_kernel<<<row_blocks, 256, 0, stream>>>(out, mean, rstd, inp, weight, bias, C);
+    int rows = B * T;
+    if (layernorm_rows_fit(C, out, inp, weight, bias)) {
+        LAYERNORM_ROWS_LAUNCH(layernorm_forward_rows_kernel, rows, C, stream, out, mean, rstd, inp, weight, bias, rows, C);
+    } else {
+        unsigned int row_blocks = blocks_per_row((size_t)rows, "LayerNorm and the classifier (one block per token)");
+        layernorm_forward_kernel<<<row_blocks, 256, 0, stream>>>(out, mean, rstd, inp, weight, bias, C);
+    }
     cudaCheck(cudaGetLastError());
 }
 
@@ -118,18 +322,29 @@ static inline void layernorm_backward(floatX* dinp, float* dweight, float* dbias
                                       const floatX* weight, const float* mean, const float* rstd, int B, int T, int C,
                                       float* column_partials, cudaStream_t stream) {
     int rows = B * T, chunks = column_sum_chunks((size_t)rows);
-    unsigned int row_blocks = blocks_per_row((size_t)rows, "the LayerNorm backward (one block per token)");
-    layernorm_backward_kernel<<<row_blocks, 256, 0, stream>>>(dinp, dout, inp, weight, mean, rstd, C);
-    dim3 grid(blocks_for(C, 256), chunks);
-    layernorm_param_backward_partials_kernel<<<grid, 256, 0, stream>>>(column_partials, dout, inp, mean, rstd, rows, C);
-    column_partials_reduce_kernel<<<blocks_for(C, 256), 256, 0, stream>>>(dweight, column_partials, chunks, 2 * C, C);
-    column_partials_reduce_kernel<<<blocks_for(C, 256), 256, 0, stream>>>(dbias, column_partials + C, chunks, 2 * C, C);
+    if (layernorm_rows_fit(C, dinp, dout, inp, weight)) {
+        LAYERNORM_ROWS_LAUNCH(layernorm_backward_rows_kernel, rows, C, stream, dinp, dout, inp, weight, mean, rstd, rows,
+                              C);
+        dim3 grid(blocks_for(C / 8, 128), chunks);
+        layernorm_param_backward_partials8_kernel<<<grid, 128, 0, stream>>>(column_partials, dout, inp, mean, rstd, rows,
+                                                                            C);
+    } else {
+        unsigned int row_blocks = blocks_per_row((size_t)rows, "the LayerNorm backward (one block per token)");
+        layernorm_backward_kernel<<<row_blocks, 256, 0, stream>>>(dinp, dout, inp, weight, mean, rstd, C);
+        dim3 grid(blocks_for(C, 256), chunks);
+        layernorm_param_backward_partials_kernel<<<grid, 256, 0, stream>>>(column_partials, dout, inp, mean, rstd, rows,
+                                                                           C);
+    }
     cudaCheck(cudaGetLastError());
+    column_partials_reduce(dweight, column_partials, chunks, 2 * C, C, stream);
+    column_partials_reduce(dbias, column_partials + C, chunks, 2 * C, C, stream);
 }
 
 // out = inp1 + inp2 (N) bf16
 static inline void residual_forward(floatX* out, const floatX* inp1, const floatX* inp2, size_t N, cudaStream_t stream) {
-    residual_forward_kernel<<<blocks_for(N, 256), 256, 0, stream>>>(out, inp1, inp2, N);
+    size_t threads = (N + RESIDUAL_VECTOR - 1) / RESIDUAL_VECTOR;
+    residual_forward_kernel<<<blocks_for(threads, 256), 256, 0, stream>>>(out, inp1, inp2, N,
+                                                                          all_aligned_16(out, inp1, inp2));
     cudaCheck(cudaGetLastError());
 }
 

@@ -4,7 +4,8 @@ the token bucketing that makes the encoder backward deterministic (llmc/encoder.
 exactly one bucket, the bucket of its own token, in increasing position order, with buckets in increasing token
 order; the launch grid sizes (llmc/cuda_common.cuh), computed in 64 bits, exact up to CUDA's limits and one error line
 past them; llmc/gemm.cuh's plan keys with pointer alignments and its FP8 problem checks with their messages; and
-llmc/gelu_fp8.cuh's launchers refusing, before any CUDA call, what their kernels cannot take.
+llmc/gelu_fp8.cuh's launchers refusing, before any CUDA call, what their kernels cannot take; and which LayerNorm
+kernels llmc/layernorm.cuh picks for which widths and pointers.
 */
 #include <stdlib.h>
 
@@ -12,6 +13,7 @@ llmc/gelu_fp8.cuh's launchers refusing, before any CUDA call, what their kernels
 #include "encoder.cuh"
 #include "gelu_fp8.cuh"
 #include "gemm.cuh"
+#include "layernorm.cuh"
 #include "rand.h"
 #include "testing.h"
 
@@ -223,11 +225,32 @@ static void test_gelu_fp8_launch_preconditions(void) {
           "backward: 96 rows, off the tile");
 }
 
+// LayerNorm's one-warp-per-row kernels take C a multiple of 8 up to LAYERNORM_MAX_C (2048: every GPT-2 width, 768 to
+// 1600) with every tensor 16-byte aligned; anything else goes to the one-block-per-row kernels.
+static void test_layernorm_rows_fit(void) {
+    const char* a = (const char*)0x7f0000000000;  // 16-byte aligned
+    CHECK(LAYERNORM_MAX_C == 2048, "the widest row in registers is 2048 (32 lanes x 8 vectors x 8)");
+    const int fit[] = {8, 64, 768, 1024, 1280, 1600, 2048};
+    for (size_t i = 0; i < sizeof(fit) / sizeof(fit[0]); i++) {
+        CHECK(layernorm_rows_fit(fit[i], a, a + 4096, a + 8192, a + 12288), "C %d: one warp per row", fit[i]);
+    }
+    const int block[] = {4, 100, 772, 2056, 4096};
+    for (size_t i = 0; i < sizeof(block) / sizeof(block[0]); i++) {
+        CHECK(!layernorm_rows_fit(block[i], a, a + 4096, a + 8192, a + 12288), "C %d: one block per row", block[i]);
+    }
+    for (int which = 0; which < 4; which++) {  // each pointer 2 bytes off 16 in turn
+        const char* p[4] = {a, a + 4096, a + 8192, a + 12288};
+        p[which] += 2;
+        CHECK(!layernorm_rows_fit(768, p[0], p[1], p[2], p[3]), "pointer %d off 16 bytes: one block per row", which);
+    }
+}
+
 int main(void) {
     RUN_TEST(test_encoder_buckets);
     RUN_TEST(test_grid_limits);
     RUN_TEST(test_gemm_key_and_checks);
     RUN_TEST(test_gemm_block_scaled_checks);
     RUN_TEST(test_gelu_fp8_launch_preconditions);
+    RUN_TEST(test_layernorm_rows_fit);
     return test_summary("kernels-host");
 }

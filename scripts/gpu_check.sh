@@ -11,7 +11,8 @@
 #             fp8_block_quantize (the blockwise and mxfp8 casts, bit-exact against fp8/block.h, and their GB/s),
 #             fp8_block_gemm (cuBLASLt's block-scaled GEMMs against the CPU on the dequantized operands, TFLOP/s),
 #             gelu_fp8 (GELU inside the FP8 casts, bit for bit GELU's kernels then the cast; + gelu_fp8_time: fused
-#             against separate),
+#             against separate), layernorm (LayerNorm both ways, the residual and the column sums against the CPU; +
+#             layernorm_time: one warp per row against one block per row),
 #             attention_cudnn (cuDNN's flash attention against the CPU and the plain attention; built with cuDNN): the
 #             CPU reference vs the GPU, then timings
 #   test      ./test_gpt_fp8: the CUDA trainer against the CPU reference
@@ -177,6 +178,18 @@ gelu_fp8_time() {
     backward=$(sed -nE 's/.*gelu_backward_fp8 \+ dbias reduce ([0-9.]+) us .*fused \/ separate ([0-9.]+).*/backward \1 us, \2/p' "$1" 2>/dev/null | tail -n 1)
     if [ -z "$forward" ] || [ -z "$backward" ]; then echo "no timing lines"; return; fi
     echo "$forward; $backward"
+}
+
+# layernorm_time LOG: from layernorm's timing lines
+#   65536 x 768: device copy 2900 GB/s | forward: one warp per row 80.0 us (2516 GB/s, 87% of copy), one block per row 250.0 us (3.12x)
+#   65536 x 768: backward: one warp per row 150.0 us (...), one block per row 270.0 us (1.80x) | parameter partials ... | column sums 5.0 us
+# "forward 80.0 us (87% of copy, 3.12x), backward 150.0 us (1.80x), column sums 5.0 us"
+layernorm_time() {
+    local forward backward
+    forward=$(sed -nE 's/.*forward: one warp per row ([0-9.]+) us \([0-9.]+ GB\/s, ([0-9.]+)% of copy\), one block per row [0-9.]+ us \(([0-9.]+x)\).*/forward \1 us (\2% of copy, \3)/p' "$1" 2>/dev/null | tail -n 1)
+    backward=$(sed -nE 's/.*backward: one warp per row ([0-9.]+) us .*, one block per row [0-9.]+ us \(([0-9.]+x)\) \|.*\| column sums ([0-9.]+) us.*/backward \1 us (\2), column sums \3 us/p' "$1" 2>/dev/null | tail -n 1)
+    if [ -z "$forward" ] || [ -z "$backward" ]; then echo "no timing lines"; return; fi
+    echo "$forward, $backward"
 }
 
 # gemm_shapes_key LOG: the speedups of gemm_shapes' "step total" line
@@ -416,7 +429,7 @@ row() { add_step_row "$1" "$2"; write_summary; }
 # the stages
 
 # the dev stage's programs in dev/cuda/, in the order it runs them (attention_cudnn after them where built)
-DEV_PROGRAMS="fp8_quantize fp8_update fp8_gemm fp8_current_scaling fp8_block_quantize fp8_block_gemm gelu_fp8"
+DEV_PROGRAMS="fp8_quantize fp8_update fp8_gemm fp8_current_scaling fp8_block_quantize fp8_block_gemm gelu_fp8 layernorm"
 dev_programs() {
     local p
     for p in $DEV_PROGRAMS; do printf 'dev/cuda/%s ' "$p"; done
@@ -493,6 +506,9 @@ stage_dev() {
         fi
         if [ "$p" = gelu_fp8 ]; then
             add_row gelu_fp8_time "(in gelu_fp8)" "$(gelu_fp8_time "$WORK/gelu_fp8.log")"
+        fi
+        if [ "$p" = layernorm ]; then
+            add_row layernorm_time "(in layernorm)" "$(layernorm_time "$WORK/layernorm.log")"
         fi
         write_summary
     done

@@ -129,6 +129,13 @@ gelu_fp8: 20 passed, 0 failed
 EOF
 expect gelu_fp8_time "forward 301.5 us (92% of copy), 0.59 of separate; backward 455.2 us, 0.65" "$(gelu_fp8_time "$tmp/gelu.log")"
 expect gelu_fp8_time_none "no timing lines" "$(gelu_fp8_time "$tmp/suite.log")"
+cat >"$tmp/layernorm.log" <<'EOF'
+65536 x 768: device copy 2900 GB/s | forward: one warp per row 80.5 us (2501 GB/s, 86% of copy), one block per row 250.1 us (3.11x)
+65536 x 768: backward: one warp per row 150.2 us (2680 GB/s, 92% of copy), one block per row 270.4 us (1.80x) | parameter partials 8 columns a thread 70.0 us, 1 column 95.0 us (1.36x) | column sums 5.1 us
+65536 x 768: residual_forward 110.0 us (2745 GB/s, 95% of copy)
+EOF
+expect layernorm_time "forward 80.5 us (86% of copy, 3.11x), backward 150.2 us (1.80x), column sums 5.1 us" "$(layernorm_time "$tmp/layernorm.log")"
+expect layernorm_time_none "no timing lines" "$(layernorm_time "$tmp/suite.log")"
 expect dev_programs_gelu_fp8 "dev/cuda/gelu_fp8" "$(CUDNN_PROGRAMS="" dev_programs | tr ' ' '\n' | grep -x dev/cuda/gelu_fp8)"
 cat >"$tmp/gemm.log" <<'EOF'
 qkv.fprop          8192   2304    768 |  500.1 TFLOP/s |  900.2 TFLOP/s | 1.80x
