@@ -168,16 +168,24 @@ quantize_bandwidth() {
         END { if (n) { printf "cast >= %s%%, cast+T >= %s%% of copy (copy >= %s GB/s)\n", cast, tr, copy } else { print "no bandwidth lines" } }'
 }
 
+# timing_key LOG SEPARATOR EXPR1 EXPR2: the last line each sed -E substitution (printing with /p) makes of LOG, joined
+# by SEPARATOR, or "no timing lines" when either makes none
+timing_key() {
+    local first second
+    first=$(sed -nE "$3" "$1" 2>/dev/null | tail -n 1)
+    second=$(sed -nE "$4" "$1" 2>/dev/null | tail -n 1)
+    if [ -z "$first" ] || [ -z "$second" ]; then echo "no timing lines"; return; fi
+    echo "$first$2$second"
+}
+
 # gelu_fp8_time LOG: from gelu_fp8's two timing lines
 #   65536 x 3072: device copy 2900 GB/s | gelu_forward_fp8 300.0 us (2700 GB/s, 93% of copy), gelu_forward + cast+transpose 500.0 us, fused / separate 0.60
 #   65536 x 3072: gelu_backward_fp8 + dbias reduce 450.0 us (its kernel ...), gelu_backward + cast+transpose+dbias + reduce 700.0 us, fused / separate 0.64
 # "forward 300.0 us (93% of copy), 0.60 of separate; backward 450.0 us, 0.64"
 gelu_fp8_time() {
-    local forward backward
-    forward=$(sed -nE 's/.*gelu_forward_fp8 ([0-9.]+) us \([0-9.]+ GB\/s, ([0-9.]+)% of copy\).*fused \/ separate ([0-9.]+).*/forward \1 us (\2% of copy), \3 of separate/p' "$1" 2>/dev/null | tail -n 1)
-    backward=$(sed -nE 's/.*gelu_backward_fp8 \+ dbias reduce ([0-9.]+) us .*fused \/ separate ([0-9.]+).*/backward \1 us, \2/p' "$1" 2>/dev/null | tail -n 1)
-    if [ -z "$forward" ] || [ -z "$backward" ]; then echo "no timing lines"; return; fi
-    echo "$forward; $backward"
+    timing_key "$1" "; " \
+        's/.*gelu_forward_fp8 ([0-9.]+) us \([0-9.]+ GB\/s, ([0-9.]+)% of copy\).*fused \/ separate ([0-9.]+).*/forward \1 us (\2% of copy), \3 of separate/p' \
+        's/.*gelu_backward_fp8 \+ dbias reduce ([0-9.]+) us .*fused \/ separate ([0-9.]+).*/backward \1 us, \2/p'
 }
 
 # layernorm_time LOG: from layernorm's timing lines
@@ -185,11 +193,9 @@ gelu_fp8_time() {
 #   65536 x 768: backward: one warp per row 150.0 us (...), one block per row 270.0 us (1.80x) | parameter partials ... | column sums 5.0 us
 # "forward 80.0 us (87% of copy, 3.12x), backward 150.0 us (1.80x), column sums 5.0 us"
 layernorm_time() {
-    local forward backward
-    forward=$(sed -nE 's/.*forward: one warp per row ([0-9.]+) us \([0-9.]+ GB\/s, ([0-9.]+)% of copy\), one block per row [0-9.]+ us \(([0-9.]+x)\).*/forward \1 us (\2% of copy, \3)/p' "$1" 2>/dev/null | tail -n 1)
-    backward=$(sed -nE 's/.*backward: one warp per row ([0-9.]+) us .*, one block per row [0-9.]+ us \(([0-9.]+x)\) \|.*\| column sums ([0-9.]+) us.*/backward \1 us (\2), column sums \3 us/p' "$1" 2>/dev/null | tail -n 1)
-    if [ -z "$forward" ] || [ -z "$backward" ]; then echo "no timing lines"; return; fi
-    echo "$forward, $backward"
+    timing_key "$1" ", " \
+        's/.*forward: one warp per row ([0-9.]+) us \([0-9.]+ GB\/s, ([0-9.]+)% of copy\), one block per row [0-9.]+ us \(([0-9.]+x)\).*/forward \1 us (\2% of copy, \3)/p' \
+        's/.*backward: one warp per row ([0-9.]+) us .*, one block per row [0-9.]+ us \(([0-9.]+x)\) \|.*\| column sums ([0-9.]+) us.*/backward \1 us (\2), column sums \3 us/p'
 }
 
 # gemm_shapes_key LOG: the speedups of gemm_shapes' "step total" line
