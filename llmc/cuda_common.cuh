@@ -107,7 +107,9 @@ __global__ void __launch_bounds__(32 * COLUMN_REDUCE_SLICES)
     int c = blockIdx.x * 32 + threadIdx.x;
     float sum = 0.0f;
     if (c < n) {
-        for (int k = threadIdx.y; k < num_chunks; k += COLUMN_REDUCE_SLICES) { sum += partials[(size_t)k * stride + c]; }
+        for (int k = threadIdx.y; k < num_chunks; k += COLUMN_REDUCE_SLICES) {
+            sum += partials[(size_t)k * stride + c];
+        }
     }
     slice_sum[threadIdx.y][threadIdx.x] = sum;
     __syncthreads();

@@ -83,6 +83,13 @@ __global__ void layernorm_backward_kernel(floatX* dinp, const floatX* dout, cons
     }
 }
 
+// One row's term of the weight gradient's column sum, added: dw + ((x - mean) * rstd) * dout, every rounding written
+// out (the subtraction, the product, then one fused multiply-add), so both partials kernels below make the same bits
+// whatever the compiler would contract.
+__device__ __forceinline__ float layernorm_dweight_step(float dw, float x, float mean, float rstd, float dout) {
+    return __fmaf_rn(__fmul_rn(__fsub_rn(x, mean), rstd), dout, dw);
+}
+
 // partials (num_chunks, 2C): [chunk, c] = sum over the chunk's rows of norm * dout (for dweight), [chunk, C + c] =
 // sum of dout (for dbias)
 __global__ void layernorm_param_backward_partials_kernel(float* partials, const floatX* dout, const floatX* inp,
@@ -93,8 +100,8 @@ __global__ void layernorm_param_backward_partials_kernel(float* partials, const 
     float dw = 0.0f, db = 0.0f;
     for (int r = r0; r < r1; r++) {
         float d = __bfloat162float(dout[(size_t)r * C + c]);
-        dw += (__bfloat162float(inp[(size_t)r * C + c]) - mean[r]) * rstd[r] * d;
-        db += d;
+        dw = layernorm_dweight_step(dw, __bfloat162float(inp[(size_t)r * C + c]), mean[r], rstd[r], d);
+        db = __fadd_rn(db, d);
     }
     partials[(size_t)blockIdx.y * 2 * C + c] = dw;
     partials[(size_t)blockIdx.y * 2 * C + C + c] = db;
@@ -223,6 +230,7 @@ __global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
 
 // partials as layernorm_param_backward_partials_kernel's, each thread 8 adjacent columns (one 16-byte vector of dout
 // and of inp per row) instead of one: the same sums, each down its column row by row from 0.0f, so the same bits.
+// partials must be 16-byte aligned (its float4 stores; C a multiple of 8 keeps every row's offset one).
 __global__ void layernorm_param_backward_partials8_kernel(float* partials, const floatX* dout, const floatX* inp,
                                                           const float* mean, const float* rstd, int rows, int C) {
     int v = blockIdx.x * blockDim.x + threadIdx.x;  // columns 8v .. 8v + 7
@@ -236,8 +244,8 @@ __global__ void layernorm_param_backward_partials8_kernel(float* partials, const
         bf16x8_to_float(x, reinterpret_cast<const uint4*>(inp + (size_t)r * C)[v]);
         float m = mean[r], s = rstd[r];
         for (int i = 0; i < 8; i++) {
-            dw[i] += (x[i] - m) * s * d[i];
-            db[i] += d[i];
+            dw[i] = layernorm_dweight_step(dw[i], x[i], m, s, d[i]);
+            db[i] = __fadd_rn(db[i], d[i]);
         }
     }
     float4* dw_out = reinterpret_cast<float4*>(partials + (size_t)blockIdx.y * 2 * C + 8 * v);
@@ -300,7 +308,8 @@ static inline void layernorm_forward(floatX* out, float* mean, float* rstd, cons
                                      const floatX* bias, int B, int T, int C, cudaStream_t stream) {
     int rows = B * T;
     if (layernorm_rows_fit(C, out, inp, weight, bias)) {
-        LAYERNORM_ROWS_LAUNCH(layernorm_forward_rows_kernel, rows, C, stream, out, mean, rstd, inp, weight, bias, rows, C);
+        LAYERNORM_ROWS_LAUNCH(layernorm_forward_rows_kernel, rows, C, stream, out, mean, rstd, inp, weight, bias, rows,
+                              C);
     } else {
         unsigned int row_blocks = blocks_per_row((size_t)rows, "LayerNorm and the classifier (one block per token)");
         layernorm_forward_kernel<<<row_blocks, 256, 0, stream>>>(out, mean, rstd, inp, weight, bias, C);
@@ -322,18 +331,19 @@ static inline void layernorm_backward(floatX* dinp, float* dweight, float* dbias
                                       const floatX* weight, const float* mean, const float* rstd, int B, int T, int C,
                                       float* column_partials, cudaStream_t stream) {
     int rows = B * T, chunks = column_sum_chunks((size_t)rows);
-    if (layernorm_rows_fit(C, dinp, dout, inp, weight)) {
-        LAYERNORM_ROWS_LAUNCH(layernorm_backward_rows_kernel, rows, C, stream, dinp, dout, inp, weight, mean, rstd, rows,
-                              C);
+    int partials_aligned = all_aligned_16(column_partials, column_partials, column_partials);  // the float4 stores
+    if (layernorm_rows_fit(C, dinp, dout, inp, weight) && partials_aligned) {
+        LAYERNORM_ROWS_LAUNCH(layernorm_backward_rows_kernel, rows, C, stream, dinp, dout, inp, weight, mean, rstd,
+                              rows, C);
         dim3 grid(blocks_for(C / 8, 128), chunks);
-        layernorm_param_backward_partials8_kernel<<<grid, 128, 0, stream>>>(column_partials, dout, inp, mean, rstd, rows,
-                                                                            C);
+        layernorm_param_backward_partials8_kernel<<<grid, 128, 0, stream>>>(column_partials, dout, inp, mean, rstd,
+                                                                            rows, C);
     } else {
         unsigned int row_blocks = blocks_per_row((size_t)rows, "the LayerNorm backward (one block per token)");
         layernorm_backward_kernel<<<row_blocks, 256, 0, stream>>>(dinp, dout, inp, weight, mean, rstd, C);
         dim3 grid(blocks_for(C, 256), chunks);
-        layernorm_param_backward_partials_kernel<<<grid, 256, 0, stream>>>(column_partials, dout, inp, mean, rstd, rows,
-                                                                           C);
+        layernorm_param_backward_partials_kernel<<<grid, 256, 0, stream>>>(column_partials, dout, inp, mean, rstd,
+                                                                           rows, C);
     }
     cudaCheck(cudaGetLastError());
     column_partials_reduce(dweight, column_partials, chunks, 2 * C, C, stream);

@@ -14,7 +14,8 @@ lanes only), 64 (one vector, on 8 lanes) and 100 (not a multiple of 8: the block
              parameter partials bit for bit the one-column kernel's (R1: the same sums in the same order); dweight and
              dbias (accumulated) within the fp32 bound of their B*T-term sums (R2)
   column sums  column_partials_reduce bit for bit the CPU's additions in its fixed order (R1)
-  residual   bf16(a + b) bit for bit (R1), on the 16-byte path, a pointer 2 bytes off it, and a tail past a multiple of 8
+  residual   bf16(a + b) bit for bit (R1), on the 16-byte path, a pointer 2 bytes off it, and a tail past a multiple
+             of 8
 Then at 65536 x 768 (d12, B 64): forward and backward, each way, and the residual, in us and GB/s against the copy.
 
 Build: make dev/cuda/layernorm     Run: ./dev/cuda/layernorm    (prints one line and exits 1 without a GPU)
@@ -52,11 +53,14 @@ static uint16_t* download_bf16_bits(const __nv_bfloat16* d, size_t n) {
     return x;
 }
 
-// layernorm_output's three fp32 roundings on the CPU (x86-64 has no FMA to contract them into), then bf16
+// layernorm_output's four fp32 roundings on the CPU, then bf16; each stored through a volatile so that no host compiler
+// contracts a multiply and an add into an FMA (one rounding fewer)
 static uint16_t layernorm_output_cpu(uint16_t x, float mean, float rstd, uint16_t weight, uint16_t bias) {
-    float norm = (bf16_to_float(x) - mean) * rstd;
-    float scaled = norm * bf16_to_float(weight);
-    return bf16_from_float(scaled + bf16_to_float(bias));
+    volatile float centred = bf16_to_float(x) - mean;
+    volatile float norm = centred * rstd;
+    volatile float scaled = norm * bf16_to_float(weight);
+    volatile float shifted = scaled + bf16_to_float(bias);
+    return bf16_from_float(shifted);
 }
 
 // One bf16 ulp at |v| (its exponent's): what a rounding to bf16 may move a value by, at most, twice over
@@ -168,10 +172,13 @@ static void check_shape(int rows, int C, Rng* rng) {
             double norm = (bf16_to_float(xr[c]) - m) * s, dnorm = bf16_to_float(w[c]) * bf16_to_float(dy[i]);
             double dx = (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
             double want = bf16_to_float(dinp0[i]) + dx;
-            // R2 for the two row means (C terms each, then /C), R3's few fp32 roundings of the element's own terms,
-            // then the bf16 rounding of the sum (R3: half an ulp, one ulp where the two sides straddle a midpoint)
-            double fp32_bound = s * (tolerance_sum_rn(C) * (dnorm_abs + fabs(norm) * dnorm_norm_abs) / C +
-                                     8.0 * FP32_ROUNDOFF * (fabs(dnorm) + fabs(dnorm_mean) + fabs(norm * dnorm_norm_mean))) +
+            // R2 for the two row means (C terms each, each term with its own few roundings: norm's two, the products',
+            // 4 roundoffs; then /C), R3's few fp32 roundings of the element's own terms, then the bf16 rounding of the
+            // sum (R3: half an ulp, one ulp where the two sides straddle a midpoint)
+            double row_sums = tolerance_sum_rn(C) + 4.0 * FP32_ROUNDOFF;
+            double own_terms = fabs(dnorm) + fabs(dnorm_mean) + fabs(norm * dnorm_norm_mean);
+            double fp32_bound = s * (row_sums * (dnorm_abs + fabs(norm) * dnorm_norm_abs) / C +
+                                     8.0 * FP32_ROUNDOFF * own_terms) +
                                 8.0 * FP32_ROUNDOFF * fabs(want);
             double bound = bf16_ulp_at(want) + fp32_bound;
             double got = bf16_to_float(dinp[i]);
@@ -210,8 +217,9 @@ static void check_shape(int rows, int C, Rng* rng) {
             worst_param = fmax(worst_param, errors[k] / fmax(bounds[k], 1e-30));
         }
     }
-    snprintf(what, sizeof(what), "%d x %d (%s): dweight, dbias (+= onto earlier ones) within the fp32 sums' bound (R2), "
-             "worst %.2f of it", rows, C, way, worst_param);
+    snprintf(what, sizeof(what),
+             "%d x %d (%s): dweight, dbias (+= onto earlier ones) within the fp32 sums' bound (R2), worst %.2f of it",
+             rows, C, way, worst_param);
     report(param_off == 0, what);
     if (rows_kernel) {
         // the 8-column partials against the one-column kernel's on the same tensors (R1)
@@ -225,8 +233,8 @@ static void check_shape(int rows, int C, Rng* rng) {
         float* p8 = (float*)malloc(count * sizeof(float));
         cudaCheck(cudaMemcpy(p1, d_partials1, count * sizeof(float), cudaMemcpyDeviceToHost));
         cudaCheck(cudaMemcpy(p8, d_partials, count * sizeof(float), cudaMemcpyDeviceToHost));
-        snprintf(what, sizeof(what), "%d x %d: the 8-column parameter partials the one-column kernel's, bit for bit (R1)",
-                 rows, C);
+        snprintf(what, sizeof(what),
+                 "%d x %d: the 8-column parameter partials the one-column kernel's, bit for bit (R1)", rows, C);
         report(floats_identical(p8, p1, count), what);
         free(p1);
         free(p8);
@@ -379,14 +387,19 @@ int main(void) {
                 switch (which) {
                     case COPY: cudaCheck(cudaMemcpyAsync(d_copy, d_x, n * 2, cudaMemcpyDeviceToDevice)); break;
                     case FWD_WARP:
-                        layernorm_forward_rows_kernel<3><<<warp_blocks, 256>>>(d_out, d_mean, d_rstd, d_x, d_w, d_b, rows, C);
+                        layernorm_forward_rows_kernel<3><<<warp_blocks, 256>>>(d_out, d_mean, d_rstd, d_x, d_w, d_b,
+                                                                                rows, C);
                         break;
-                    case FWD_BLOCK: layernorm_forward_kernel<<<rows, 256>>>(d_out, d_mean, d_rstd, d_x, d_w, d_b, C); break;
+                    case FWD_BLOCK:
+                        layernorm_forward_kernel<<<rows, 256>>>(d_out, d_mean, d_rstd, d_x, d_w, d_b, C);
+                        break;
                     case BWD_WARP:
                         layernorm_backward_rows_kernel<3><<<warp_blocks, 256>>>(d_dinp, d_dy, d_x, d_w, d_mean, d_rstd,
                                                                                  rows, C);
                         break;
-                    case BWD_BLOCK: layernorm_backward_kernel<<<rows, 256>>>(d_dinp, d_dy, d_x, d_w, d_mean, d_rstd, C); break;
+                    case BWD_BLOCK:
+                        layernorm_backward_kernel<<<rows, 256>>>(d_dinp, d_dy, d_x, d_w, d_mean, d_rstd, C);
+                        break;
                     case PARTIALS8:
                         layernorm_param_backward_partials8_kernel<<<grid8, 128>>>(d_partials, d_dy, d_x, d_mean, d_rstd,
                                                                                   rows, C);
@@ -404,18 +417,20 @@ int main(void) {
             us[which] = 1000.0 * time_ms(start, stop) / reps;
         }
     }
-    double copy_gbs = 4.0 * n / (us[COPY] * 1e3);  // 2 bytes read + 2 written an element
+    // GB/s: bytes read and written an element over the time (copy 2 + 2, forward 2 + 2, backward 6 + 2, residual 4 + 2)
+    double copy_gbs = 4.0 * n / (us[COPY] * 1e3);
+    double forward_gbs = 4.0 * n / (us[FWD_WARP] * 1e3), backward_gbs = 8.0 * n / (us[BWD_WARP] * 1e3);
+    double residual_gbs = 6.0 * n / (us[RESIDUAL] * 1e3);
     printf("%d x %d: device copy %.0f GB/s | forward: one warp per row %.1f us (%.0f GB/s, %.0f%% of copy), one block "
            "per row %.1f us (%.2fx)\n",
-           rows, C, copy_gbs, us[FWD_WARP], 4.0 * n / (us[FWD_WARP] * 1e3), 100 * 4.0 * n / (us[FWD_WARP] * 1e3) / copy_gbs,
-           us[FWD_BLOCK], us[FWD_BLOCK] / us[FWD_WARP]);
+           rows, C, copy_gbs, us[FWD_WARP], forward_gbs, 100 * forward_gbs / copy_gbs, us[FWD_BLOCK],
+           us[FWD_BLOCK] / us[FWD_WARP]);
     printf("%d x %d: backward: one warp per row %.1f us (%.0f GB/s, %.0f%% of copy), one block per row %.1f us (%.2fx) | "
            "parameter partials 8 columns a thread %.1f us, 1 column %.1f us (%.2fx) | column sums %.1f us\n",
-           rows, C, us[BWD_WARP], 8.0 * n / (us[BWD_WARP] * 1e3), 100 * 8.0 * n / (us[BWD_WARP] * 1e3) / copy_gbs,
-           us[BWD_BLOCK], us[BWD_BLOCK] / us[BWD_WARP], us[PARTIALS8], us[PARTIALS1], us[PARTIALS1] / us[PARTIALS8],
-           us[REDUCE]);
-    printf("%d x %d: residual_forward %.1f us (%.0f GB/s, %.0f%% of copy)\n", rows, C, us[RESIDUAL],
-           6.0 * n / (us[RESIDUAL] * 1e3), 100 * 6.0 * n / (us[RESIDUAL] * 1e3) / copy_gbs);
+           rows, C, us[BWD_WARP], backward_gbs, 100 * backward_gbs / copy_gbs, us[BWD_BLOCK], us[BWD_BLOCK] / us[BWD_WARP],
+           us[PARTIALS8], us[PARTIALS1], us[PARTIALS1] / us[PARTIALS8], us[REDUCE]);
+    printf("%d x %d: residual_forward %.1f us (%.0f GB/s, %.0f%% of copy)\n", rows, C, us[RESIDUAL], residual_gbs,
+           100 * residual_gbs / copy_gbs);
     cudaCheck(cudaFree(d_x));
     cudaCheck(cudaFree(d_dy));
     cudaCheck(cudaFree(d_out));
