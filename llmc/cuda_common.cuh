@@ -63,6 +63,12 @@ __device__ __forceinline__ float block_max(float v) {
     return result;
 }
 
+// The 8 bf16 of a 16-byte vector as floats (the elementwise and row kernels' 16-byte accesses)
+__device__ __forceinline__ void bf16x8_to_float(float out[8], uint4 packed) {
+    const floatX* values = reinterpret_cast<const floatX*>(&packed);
+    for (int i = 0; i < 8; i++) { out[i] = __bfloat162float(values[i]); }
+}
+
 // ----------------------------------------------------------------------------
 // launch sizes
 

@@ -114,12 +114,6 @@ __global__ void layernorm_param_backward_partials_kernel(float* partials, const 
 #define LAYERNORM_MAX_VECTORS 8     // 16-byte vectors per lane at most: C <= 32 lanes x 8 vectors x 8 = 2048
 #define LAYERNORM_MAX_C (32 * LAYERNORM_MAX_VECTORS * 8)
 
-// The 8 bf16 of a 16-byte vector as floats
-__device__ __forceinline__ void bf16x8_to_float(float out[8], uint4 packed) {
-    const floatX* values = reinterpret_cast<const floatX*>(&packed);
-    for (int i = 0; i < 8; i++) { out[i] = __bfloat162float(values[i]); }
-}
-
 // out, mean, rstd as layernorm_forward_kernel's. VECTORS: 16-byte vectors per lane, C / 256 rounded up (lane l holds
 // vectors l, l + 32, ...); rows past `rows` (the last block's) have nothing to do.
 template <int VECTORS>

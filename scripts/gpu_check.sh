@@ -12,7 +12,8 @@
 #             fp8_block_gemm (cuBLASLt's block-scaled GEMMs against the CPU on the dequantized operands, TFLOP/s),
 #             gelu_fp8 (GELU inside the FP8 casts, bit for bit GELU's kernels then the cast; + gelu_fp8_time: fused
 #             against separate), layernorm (LayerNorm both ways, the residual and the column sums against the CPU; +
-#             layernorm_time: one warp per row against one block per row),
+#             layernorm_time: one warp per row against one block per row), classifier (the fused softmax, loss and
+#             gradient, both kernels, against the CPU; + classifier_time: at GPT-2's vocabulary),
 #             attention_cudnn (cuDNN's flash attention against the CPU and the plain attention; built with cuDNN): the
 #             CPU reference vs the GPU, then timings
 #   test      ./test_gpt_fp8: the CUDA trainer against the CPU reference
@@ -196,6 +197,15 @@ layernorm_time() {
     timing_key "$1" ", " \
         's/.*forward: one warp per row ([0-9.]+) us \([0-9.]+ GB\/s, ([0-9.]+)% of copy\), one block per row [0-9.]+ us \(([0-9.]+x)\).*/forward \1 us (\2% of copy, \3)/p' \
         's/.*backward: one warp per row ([0-9.]+) us .*, one block per row [0-9.]+ us \(([0-9.]+x)\) \|.*\| column sums ([0-9.]+) us.*/backward \1 us (\2), column sums \3 us/p'
+}
+
+# classifier_time LOG: from classifier's timing line
+#   16384 x 50304: device copy 2900 GB/s | classifier, 16-byte vectors 1850.0 us (2672 GB/s, 92% of copy), element by element 6000.0 us (3.24x) | evaluation (losses only) 600.0 us (2747 GB/s)
+# "1850.0 us (92% of copy), 3.24x the element-by-element kernel; evaluation 600.0 us"
+classifier_time() {
+    timing_key "$1" "; " \
+        's/.*classifier, 16-byte vectors ([0-9.]+) us \([0-9.]+ GB\/s, ([0-9.]+)% of copy\), element by element [0-9.]+ us \(([0-9.]+x)\).*/\1 us (\2% of copy), \3 the element-by-element kernel/p' \
+        's/.*evaluation \(losses only\) ([0-9.]+) us.*/evaluation \1 us/p'
 }
 
 # gemm_shapes_key LOG: the speedups of gemm_shapes' "step total" line
@@ -435,7 +445,8 @@ row() { add_step_row "$1" "$2"; write_summary; }
 # the stages
 
 # the dev stage's programs in dev/cuda/, in the order it runs them (attention_cudnn after them where built)
-DEV_PROGRAMS="fp8_quantize fp8_update fp8_gemm fp8_current_scaling fp8_block_quantize fp8_block_gemm gelu_fp8 layernorm"
+DEV_PROGRAMS="fp8_quantize fp8_update fp8_gemm fp8_current_scaling fp8_block_quantize fp8_block_gemm gelu_fp8 layernorm
+classifier"
 dev_programs() {
     local p
     for p in $DEV_PROGRAMS; do printf 'dev/cuda/%s ' "$p"; done
@@ -515,6 +526,9 @@ stage_dev() {
         fi
         if [ "$p" = layernorm ]; then
             add_row layernorm_time "(in layernorm)" "$(layernorm_time "$WORK/layernorm.log")"
+        fi
+        if [ "$p" = classifier ]; then
+            add_row classifier_time "(in classifier)" "$(classifier_time "$WORK/classifier.log")"
         fi
         write_summary
     done

@@ -136,6 +136,12 @@ cat >"$tmp/layernorm.log" <<'EOF'
 EOF
 expect layernorm_time "forward 80.5 us (86% of copy, 3.11x), backward 150.2 us (1.80x), column sums 5.1 us" "$(layernorm_time "$tmp/layernorm.log")"
 expect layernorm_time_none "no timing lines" "$(layernorm_time "$tmp/suite.log")"
+cat >"$tmp/classifier.log" <<'EOF'
+16384 x 50304: device copy 2900 GB/s | classifier, 16-byte vectors 1852.4 us (2670 GB/s, 92% of copy), element by element 6012.9 us (3.25x) | evaluation (losses only) 601.7 us (2739 GB/s)
+classifier: 12 passed, 0 failed
+EOF
+expect classifier_time "1852.4 us (92% of copy), 3.25x the element-by-element kernel; evaluation 601.7 us" "$(classifier_time "$tmp/classifier.log")"
+expect classifier_time_none "no timing lines" "$(classifier_time "$tmp/suite.log")"
 expect dev_programs_gelu_fp8 "dev/cuda/gelu_fp8" "$(CUDNN_PROGRAMS="" dev_programs | tr ' ' '\n' | grep -x dev/cuda/gelu_fp8)"
 cat >"$tmp/gemm.log" <<'EOF'
 qkv.fprop          8192   2304    768 |  500.1 TFLOP/s |  900.2 TFLOP/s | 1.80x
