@@ -40,7 +40,8 @@
 #   sanitize  compute-sanitizer memcheck on ./test_gpt_fp8, and racecheck on it without its two medium-model cases
 #             (--skip medium); a memcheck error, or a race in one of our kernels (not inside cuBLASLt's or cuDNN's),
 #             fails the step (slow; not run unless named in --only)
-#   profile   where a d12 step's GPU time goes, at PROFILE_B (64) x 1024, for each of PROFILE_RUNS (bf16 fp8
+#   profile   where a d12 step's GPU time goes, at PROFILE_B (64) x 1024 (and vocabulary PROFILE_V, e.g. GPT-2's 50257 to
+#             set beside llm.c's train_gpt2cu, default our tokenizer's), for each of PROFILE_RUNS (bf16 fp8
 #             fp8_current): its ms/step without a profiler (15 steps, mean after 5), then Nsight Compute (ncu, or $NCU)
 #             timing every kernel of step 3 alone (-profile_step 3, ncu --profile-from-start off, clocks and caches left
 #             as they are); scripts/profile_step.py sums them by kind (GEMMs, attention, FP8 casts, LayerNorm, ...) and
@@ -63,7 +64,7 @@
 # SKIPPED (budget), which is not a failure. Exit status: 0 when no step FAILED or hit its own timeout, 1 otherwise (and
 # 1 at once, before building anything, when no GPU answers), 2 on bad arguments. --dry-run writes each step's command
 # into its log and the table without running it. --append-results also appends the table to RESULTS.md.
-# Environment: GPU_CHECK_BUDGET, TRAIN_STEPS (200), BENCH_STEPS (30), BENCH_B (8), PROFILE_B (64), PROFILE_RUNS, NCU,
+# Environment: GPU_CHECK_BUDGET, TRAIN_STEPS (200), BENCH_STEPS (30), BENCH_B (8), PROFILE_B (64), PROFILE_RUNS, PROFILE_V, NCU,
 # INPUT, GPU_CHECK_RESULTS (the file --append-results appends to, default RESULTS.md in the repository root),
 # GPU_CHECK_ARCHIVE_MAX_BYTES (16 MiB).
 #
@@ -900,11 +901,37 @@ profile_differences() {
 # Where a step's GPU time goes: per run, the step's time without a profiler, then every kernel of step 3 through ncu
 # (-profile_step 3: the trainer starts the profiler there and stops it after the step, so steps 1-2 warm cuBLASLt's
 # plans and cuDNN's graphs unrecorded), then the kinds and kernels of all runs side by side (profile_step.md)
+# profile_vocabulary_flags V: into PROFILE_DATA_FLAGS, DATA_FLAGS for a run at a vocabulary V larger than our
+# tokenizer's (GPT-2's 50257, as llm.c's train_gpt2cu runs d12): the train and val shards linked into WORK/shards_vV,
+# a folder without our tokenizer (read by -tk or beside the shards, it would refuse the larger -V), and -V V
+profile_vocabulary_flags() {
+    local dir="$WORK/shards_v$1" i train="" val=""
+    for ((i = 0; i + 1 < ${#DATA_FLAGS[@]}; i++)); do
+        case ${DATA_FLAGS[i]} in
+            -i) train=${DATA_FLAGS[i + 1]} ;;
+            -j) val=${DATA_FLAGS[i + 1]} ;;
+        esac
+    done
+    mkdir -p "$dir"
+    ln -sf "$(realpath -m "$train")" "$dir/train.bin"
+    PROFILE_DATA_FLAGS=(-i "$dir/train.bin")
+    if [ -n "$val" ]; then
+        ln -sf "$(realpath -m "$val")" "$dir/val.bin"
+        PROFILE_DATA_FLAGS+=(-j "$dir/val.bin")
+    fi
+    PROFILE_DATA_FLAGS+=(-V "$1")
+}
+
 stage_profile() {
     local ncu run flags step_ms summary_args=() b=${PROFILE_B:-64} trainer=${PROFILE_TRAINER:-./train_gpt_fp8}
     ncu=$(find_ncu)
     [ -z "$ncu" ] && [ "${DRY_RUN:-0}" = 1 ] && ncu=ncu  # a dry run shows the command wherever ncu is
-    local common=("${DATA_FLAGS[@]}" -e d12 -b "$b" -t 1024 -v 0 -s 0 -seed 1337 -fp8_diag_every 0)
+    PROFILE_DATA_FLAGS=("${DATA_FLAGS[@]}")
+    if [ -n "${PROFILE_V:-}" ]; then
+        profile_vocabulary_flags "$PROFILE_V"
+        add_row profile_vocabulary "-" "-V $PROFILE_V (the shards linked into a folder without our tokenizer)"
+    fi
+    local common=("${PROFILE_DATA_FLAGS[@]}" -e d12 -b "$b" -t 1024 -v 0 -s 0 -seed 1337 -fp8_diag_every 0)
     for run in ${PROFILE_RUNS:-bf16 fp8 fp8_current}; do
         if ! flags=$(profile_recipe_flags "$run"); then
             echo "gpu_check: profile: unknown run '$run' in PROFILE_RUNS (bf16 fp8 fp8_current fp8_blockwise)" \

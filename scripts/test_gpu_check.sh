@@ -493,6 +493,7 @@ fi
 # never reached (no report), and with no ncu at all.
 cat >"$tmp/fake_trainer" <<'EOF'
 #!/usr/bin/env bash
+[ -n "${FAKE_TRAINER_ARGS:-}" ] && echo "$*" >>"$FAKE_TRAINER_ARGS"
 ms=100
 [[ " $* " == *" -precision fp8 "* ]] && ms=80
 for i in $(seq 1 15); do
@@ -558,6 +559,31 @@ if [ "$rc" -eq 1 ] && grep -qE '^\| profile_fp8 +\| FAILED \(rc 1.*ncu wrote no 
     pass profile_stage_fails_without_a_report
 else
     fail profile_stage_fails_without_a_report "rc $rc: $(cat "$tmp/profile_unreached.table")"
+fi
+# PROFILE_V: the runs read the shards through links in a folder without the tokenizer, with -V and no -tk
+mkdir -p "$tmp/vocab_data"
+echo shard >"$tmp/vocab_data/train.bin"
+echo shard >"$tmp/vocab_data/val.bin"
+(
+    # shellcheck disable=SC2034 # globals of the sourced stage
+    WORK="$tmp/profile_vocab" LOGDIR="$tmp/profile_vocab_out" DEADLINE=$((SECONDS + 120)) ANY_FAILED=0 ARCHIVE_OVER=0
+    # shellcheck disable=SC2034
+    STARTED=now GPU_NAME=cpu GPU_DRIVER=- GPU_MEMORY=- COMMIT=- COMMAND_LINE=test STAGES=profile DRY_RUN=0 EXTRA=() SKIP=5
+    ROW_STEP=() ROW_RESULT=() ROW_KEY=()
+    DATA_FLAGS=(-i "$tmp/vocab_data/train.bin" -j "$tmp/vocab_data/val.bin" -tk "$tmp/vocab_data/tokenizer.bin")
+    mkdir -p "$WORK" "$LOGDIR"
+    FAKE_TRAINER_ARGS="$tmp/vocab_args" NCU="$tmp/fake_ncu" PROFILE_TRAINER="$tmp/fake_trainer" PROFILE_RUNS=bf16 \
+        PROFILE_V=50257 stage_profile 2>/dev/null
+    print_table
+) >"$tmp/profile_vocab.table"
+vocab_args=$(head -n 1 "$tmp/vocab_args" 2>/dev/null)
+if [[ " $vocab_args " == *" -i $tmp/profile_vocab/shards_v50257/train.bin -j $tmp/profile_vocab/shards_v50257/val.bin -V 50257 "* ]] &&
+    [[ " $vocab_args " != *" -tk "* ]] && [ "$(cat "$tmp/profile_vocab/shards_v50257/train.bin")" = shard ] &&
+    [ ! -e "$tmp/profile_vocab/shards_v50257/tokenizer.bin" ] &&
+    grep -qE '^\| profile_vocabulary .*-V 50257' "$tmp/profile_vocab.table"; then
+    pass profile_stage_at_gpt2_vocabulary
+else
+    fail profile_stage_at_gpt2_vocabulary "args: $vocab_args / $(cat "$tmp/profile_vocab.table")"
 fi
 profile_run profile_no_ncu "$tmp/no_such_ncu"
 rc=$?
