@@ -288,6 +288,19 @@ static unsigned long long* slot_cast_stats(GPT2* m, int slot, int record) {
     return m->fp8_collect_stats && record ? (unsigned long long*)(m->fp8_stats + slot) : NULL;
 }
 
+// Where a recorded per-tensor cast into `slot` reads its scale and leaves its amax and counts (the training forward's
+// and backward's casts of activations and gradients: linear_cast_input, linear_backward, the casts with GELU inside)
+typedef struct {
+    float* scale;
+    float* amax;
+    unsigned long long* stats;
+} Fp8CastTarget;
+
+static Fp8CastTarget recorded_cast_target(GPT2* m, int slot) {
+    Fp8CastTarget t = {cast_scale(m, slot), slot_amax(m, slot, 1), slot_cast_stats(m, slot, m->training)};
+    return t;
+}
+
 // A block recipe's cast of inp (rows, cols) into `slot` (fp8/block_quantize.cuh), no copy chosen yet: the recipe's
 // block length and scale rule, the slot's format; when the cast records (training, `record`), its amax into row 0 and
 // into the slot's window cell (the amax of its last recorded cast, as the CPU's fp8_block_operand keeps), and, with the
@@ -670,17 +683,15 @@ static void linear_cast_input(GPT2* model, int module, uint8_t* x, const floatX*
     Fp8Meta* meta = &model->fp8;
     int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
     current_scale_before_cast(model, in_slot, inp, (size_t)rows * lm.IC);
-    float* scale = cast_scale(model, in_slot);
-    float* amax = slot_amax(model, in_slot, 1);
-    unsigned long long* stats = slot_cast_stats(model, in_slot, model->training);
+    Fp8CastTarget t = recorded_cast_target(model, in_slot);
     int keeps_t = model->training && linear_keeps_input_t(&lp, module, model->recompute);
     if (!x && !keeps_t) { die("linear_cast_input: module %d casts its input to nowhere", module); }
     if (keeps_t) {
-        cudaCheck(fp8_cast_transpose_amax(x, kept_input_t(model, module), inp, rows, lm.IC, scale, amax, stats,
+        cudaCheck(fp8_cast_transpose_amax(x, kept_input_t(model, module), inp, rows, lm.IC, t.scale, t.amax, t.stats,
                                           meta->forward_format, model->stream));
     } else {
-        cudaCheck(fp8_cast_amax(x, inp, (size_t)rows * lm.IC, scale, amax, stats, meta->forward_format, model->num_sms,
-                                model->stream));
+        cudaCheck(fp8_cast_amax(x, inp, (size_t)rows * lm.IC, t.scale, t.amax, t.stats, meta->forward_format,
+                                model->num_sms, model->stream));
     }
 }
 
@@ -838,17 +849,15 @@ static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX*
     }
     if (casts_grad_output && dout) {  // one cast of grad_output feeds dgrad and wgrad (and the bias gradient)
         current_scale_before_cast(model, g_slot, dout, (size_t)rows * lm.OC);
-        float* g_scale = cast_scale(model, g_slot);
-        float* g_amax = slot_amax(model, g_slot, 1);
-        unsigned long long* g_stats = slot_cast_stats(model, g_slot, model->training);
+        Fp8CastTarget g = recorded_cast_target(model, g_slot);
         if (lm.dbias) {
             cudaCheck(fp8_cast_transpose_dbias_amax(model->dy_fp8, model->dy_t_fp8, model->column_partials, dout, rows,
-                                                    lm.OC, g_scale, g_amax, g_stats, meta->backward_format,
+                                                    lm.OC, g.scale, g.amax, g.stats, meta->backward_format,
                                                     model->stream));
             bias_backward_reduce(lm.dbias, model->column_partials, rows, lm.OC, model->stream);
         } else {
-            cudaCheck(fp8_cast_transpose_amax(model->dy_fp8, model->dy_t_fp8, dout, rows, lm.OC, g_scale, g_amax,
-                                              g_stats, meta->backward_format, model->stream));
+            cudaCheck(fp8_cast_transpose_amax(model->dy_fp8, model->dy_t_fp8, dout, rows, lm.OC, g.scale, g.amax,
+                                              g.stats, meta->backward_format, model->stream));
         }
     }
     if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD)) {
@@ -913,9 +922,8 @@ static void gelu_fcproj_forward(GPT2* model, int l, floatX* out, const floatX* f
         linear_forward(model, module, out, fch_gelu, model->B, model->T);
         return;
     }
-    int in_slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT);
-    cudaCheck(gelu_forward_fp8(model->x_fp8, kept_input_t(model, module), fch, rows, C4, cast_scale(model, in_slot),
-                               slot_amax(model, in_slot, 1), slot_cast_stats(model, in_slot, model->training),
+    Fp8CastTarget t = recorded_cast_target(model, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT));
+    cudaCheck(gelu_forward_fp8(model->x_fp8, kept_input_t(model, module), fch, rows, C4, t.scale, t.amax, t.stats,
                                model->fp8.forward_format, model->stream));
     linear_fprop_fp8(model, module, out, rows);
 }
@@ -933,12 +941,10 @@ static const floatX* gelu_fc_grad_output(GPT2* model, int l, floatX* dgelu, cons
     }
     int module = l * LINEARS_PER_BLOCK + LINEAR_FC;
     LinearModule lm = linear_module(model, module);
-    int g_slot = fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT);
+    Fp8CastTarget g = recorded_cast_target(model, fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT));
     float* dbias_partials = lm.dbias ? model->column_partials : NULL;
-    cudaCheck(gelu_backward_fp8(model->dy_fp8, model->dy_t_fp8, dbias_partials, fch, dgelu, rows, C4,
-                                cast_scale(model, g_slot), slot_amax(model, g_slot, 1),
-                                slot_cast_stats(model, g_slot, model->training), model->fp8.backward_format,
-                                model->stream));
+    cudaCheck(gelu_backward_fp8(model->dy_fp8, model->dy_t_fp8, dbias_partials, fch, dgelu, rows, C4, g.scale, g.amax,
+                                g.stats, model->fp8.backward_format, model->stream));
     if (lm.dbias) { bias_backward_reduce(lm.dbias, model->column_partials, rows, C4, model->stream); }
     return NULL;
 }
