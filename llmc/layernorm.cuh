@@ -13,6 +13,14 @@ bandwidth (13.7 ms of a 106 ms d12 step at B 64 on an H100, RESULTS.md), its 2-b
 __syncthreads reductions keeping too few bytes in flight. Both compute a row's statistics in fp32 in their own order
 (the CPU's is another; the tests' tolerances count the order, llmc/tolerance.h), and both write the output with
 layernorm_output, as -r 2's recompute does, from the mean and rstd they store.
+
+The residual add before a LayerNorm rides on its pass (llm.c's fused_residual_forward, residual_layernorm_forward):
+the row of inp1 + inp2 is made in registers, written once as the residual stream, and normalized from the same
+registers, instead of written by residual_forward and read back by the LayerNorm: per (B, T, C) element 8 bytes of
+traffic instead of 10, and one launch instead of two, 2L times a forward. The residual's bytes are residual_forward's
+(residual_add8, shared) and the statistics and output are those of layernorm_forward on them (the same functions in
+the same order), so nothing downstream changes by a bit. A forward whose next linear makes the LayerNorm's output
+inside its FP8 cast (llmc/layernorm_fp8.cuh) passes out NULL: only the residual and the statistics are written.
 */
 #ifndef GPTFP8_LAYERNORM_CUH
 #define GPTFP8_LAYERNORM_CUH
@@ -27,6 +35,32 @@ __device__ __forceinline__ floatX layernorm_output(floatX x, float mean, float r
     return __float2bfloat16_rn(__fadd_rn(__fmul_rn(norm, __bfloat162float(weight)), __bfloat162float(bias)));
 }
 
+// Eight adjacent outputs (one 16-byte vector) of a row: layernorm_output of x's 8 values with the weights and biases
+// of their columns. The one-warp-per-row forward writes these, and the FP8 cast with LayerNorm inside
+// (llmc/layernorm_fp8.cuh) casts them: one function, so the same bf16 values.
+__device__ __forceinline__ uint4 layernorm_output8(uint4 x, float mean, float rstd, uint4 weight, uint4 bias) {
+    const floatX* xs = reinterpret_cast<const floatX*>(&x);
+    const floatX* ws = reinterpret_cast<const floatX*>(&weight);
+    const floatX* bs = reinterpret_cast<const floatX*>(&bias);
+    uint4 out;
+    floatX* os = reinterpret_cast<floatX*>(&out);
+    for (int i = 0; i < 8; i++) { os[i] = layernorm_output(xs[i], mean, rstd, ws[i], bs[i]); }
+    return out;
+}
+
+// bf16(a + b) of 8 adjacent elements (one 16-byte vector each): the residual add, one fp32 addition and one rounding
+// an element, shared by residual_forward and the residual's pass inside residual_layernorm_forward
+__device__ __forceinline__ uint4 residual_add8(uint4 a, uint4 b) {
+    float as[8], bs[8];
+    bf16x8_to_float(as, a);
+    bf16x8_to_float(bs, b);
+    uint4 out;
+    floatX* os = reinterpret_cast<floatX*>(&out);
+    for (int i = 0; i < 8; i++) { os[i] = __float2bfloat16_rn(__fadd_rn(as[i], bs[i])); }
+    return out;
+}
+
+// out (B*T, C) bf16, or NULL (the statistics only); mean, rstd (B*T); one block per row
 __global__ void layernorm_forward_kernel(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
                                          const floatX* bias, int C) {
     size_t row = blockIdx.x;
@@ -40,7 +74,9 @@ __global__ void layernorm_forward_kernel(floatX* out, float* mean, float* rstd, 
         var += d * d;
     }
     float s = rsqrtf(block_sum(var) / C + 1e-5f);
-    for (int i = threadIdx.x; i < C; i += blockDim.x) { out[row * C + i] = layernorm_output(x[i], m, s, weight[i], bias[i]); }
+    for (int i = threadIdx.x; out && i < C; i += blockDim.x) {
+        out[row * C + i] = layernorm_output(x[i], m, s, weight[i], bias[i]);
+    }
     if (threadIdx.x == 0) {
         mean[row] = m;
         rstd[row] = s;
@@ -114,24 +150,17 @@ __global__ void layernorm_param_backward_partials_kernel(float* partials, const 
 #define LAYERNORM_MAX_VECTORS 8     // 16-byte vectors per lane at most: C <= 32 lanes x 8 vectors x 8 = 2048
 #define LAYERNORM_MAX_C (32 * LAYERNORM_MAX_VECTORS * 8)
 
-// out, mean, rstd as layernorm_forward_kernel's. VECTORS: 16-byte vectors per lane, C / 256 rounded up (lane l holds
-// vectors l, l + 32, ...); rows past `rows` (the last block's) have nothing to do.
+// A row's mean and rstd from its VECTORS 16-byte vectors per lane in registers (lane l holds vectors l, l + 32, ...;
+// `vectors` = C / 8 in all), valid on every lane: each lane sums its values in order, then the warp's shuffles. Both
+// forward kernels below call it on the same bf16 values, so they store the same statistics.
 template <int VECTORS>
-__global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
-    layernorm_forward_rows_kernel(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
-                                  const floatX* bias, int rows, int C) {
-    int lane = threadIdx.x % 32;
-    size_t row = (size_t)blockIdx.x * LAYERNORM_ROWS_PER_BLOCK + threadIdx.x / 32;
-    if (row >= (size_t)rows) { return; }  // the whole warp: no shuffle below waits for it
+__device__ __forceinline__ void layernorm_row_statistics(const uint4 (&x)[VECTORS], int lane, int C, float* mean,
+                                                         float* rstd) {
     int vectors = C / 8;
-    const uint4* x_row = reinterpret_cast<const uint4*>(inp + row * C);
-    uint4 x[VECTORS];
     float sum = 0.0f;
 #pragma unroll
     for (int j = 0; j < VECTORS; j++) {
-        int v = lane + 32 * j;
-        if (v >= vectors) { continue; }
-        x[j] = x_row[v];
+        if (lane + 32 * j >= vectors) { continue; }
         float e[8];
         bf16x8_to_float(e, x[j]);
         for (int i = 0; i < 8; i++) { sum += e[i]; }
@@ -148,21 +177,72 @@ __global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
             var += d * d;
         }
     }
-    float s = rsqrtf(warp_sum(var) / C + 1e-5f);
-    uint4* out_row = reinterpret_cast<uint4*>(out + row * C);
+    *mean = m;
+    *rstd = rsqrtf(warp_sum(var) / C + 1e-5f);
+}
+
+// The row's output (C) from the same registers: layernorm_output8 of each of the lane's vectors.
+template <int VECTORS>
+__device__ __forceinline__ void layernorm_row_output(floatX* out_row, const uint4 (&x)[VECTORS], int lane, int C,
+                                                     float mean, float rstd, const floatX* weight, const floatX* bias) {
+    int vectors = C / 8;
 #pragma unroll
     for (int j = 0; j < VECTORS; j++) {
         int v = lane + 32 * j;
         if (v >= vectors) { continue; }
-        uint4 w = reinterpret_cast<const uint4*>(weight)[v], b = reinterpret_cast<const uint4*>(bias)[v];
-        const floatX* xs = reinterpret_cast<const floatX*>(&x[j]);
-        const floatX* ws = reinterpret_cast<const floatX*>(&w);
-        const floatX* bs = reinterpret_cast<const floatX*>(&b);
-        uint4 o;
-        floatX* os = reinterpret_cast<floatX*>(&o);
-        for (int i = 0; i < 8; i++) { os[i] = layernorm_output(xs[i], m, s, ws[i], bs[i]); }
-        out_row[v] = o;
+        reinterpret_cast<uint4*>(out_row)[v] = layernorm_output8(x[j], mean, rstd, reinterpret_cast<const uint4*>(weight)[v],
+                                                                 reinterpret_cast<const uint4*>(bias)[v]);
     }
+}
+
+// out, mean, rstd as layernorm_forward_kernel's (out NULL: the statistics only). VECTORS: 16-byte vectors per lane,
+// C / 256 rounded up; rows past `rows` (the last block's) have nothing to do.
+template <int VECTORS>
+__global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
+    layernorm_forward_rows_kernel(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
+                                  const floatX* bias, int rows, int C) {
+    int lane = threadIdx.x % 32;
+    size_t row = (size_t)blockIdx.x * LAYERNORM_ROWS_PER_BLOCK + threadIdx.x / 32;
+    if (row >= (size_t)rows) { return; }  // the whole warp: no shuffle below waits for it
+    const uint4* x_row = reinterpret_cast<const uint4*>(inp + row * C);
+    uint4 x[VECTORS];
+#pragma unroll
+    for (int j = 0; j < VECTORS; j++) {
+        if (lane + 32 * j < C / 8) { x[j] = x_row[lane + 32 * j]; }
+    }
+    float m, s;
+    layernorm_row_statistics<VECTORS>(x, lane, C, &m, &s);
+    if (out) { layernorm_row_output<VECTORS>(out + row * C, x, lane, C, m, s, weight, bias); }
+    if (lane == 0) {
+        mean[row] = m;
+        rstd[row] = s;
+    }
+}
+
+// residual (rows, C) = inp1 + inp2 (residual_add8), then LayerNorm of that row from the same registers: out (or NULL),
+// mean, rstd as layernorm_forward_rows_kernel's on the residual. One read of each input, one write of the residual.
+template <int VECTORS>
+__global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
+    residual_layernorm_forward_rows_kernel(floatX* residual, floatX* out, float* mean, float* rstd,
+                                           const floatX* inp1, const floatX* inp2, const floatX* weight,
+                                           const floatX* bias, int rows, int C) {
+    int lane = threadIdx.x % 32;
+    size_t row = (size_t)blockIdx.x * LAYERNORM_ROWS_PER_BLOCK + threadIdx.x / 32;
+    if (row >= (size_t)rows) { return; }
+    const uint4* a_row = reinterpret_cast<const uint4*>(inp1 + row * C);
+    const uint4* b_row = reinterpret_cast<const uint4*>(inp2 + row * C);
+    uint4* residual_row = reinterpret_cast<uint4*>(residual + row * C);
+    uint4 x[VECTORS];
+#pragma unroll
+    for (int j = 0; j < VECTORS; j++) {
+        int v = lane + 32 * j;
+        if (v >= C / 8) { continue; }
+        x[j] = residual_add8(a_row[v], b_row[v]);
+        residual_row[v] = x[j];
+    }
+    float m, s;
+    layernorm_row_statistics<VECTORS>(x, lane, C, &m, &s);
+    if (out) { layernorm_row_output<VECTORS>(out + row * C, x, lane, C, m, s, weight, bias); }
     if (lane == 0) {
         mean[row] = m;
         rstd[row] = s;
@@ -266,13 +346,8 @@ __global__ void residual_forward_kernel(floatX* out, const floatX* inp1, const f
     size_t first = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * RESIDUAL_VECTOR;
     if (first >= N) { return; }
     if (vectorized && first + RESIDUAL_VECTOR <= N) {
-        float a[8], b[8];
-        bf16x8_to_float(a, *reinterpret_cast<const uint4*>(inp1 + first));
-        bf16x8_to_float(b, *reinterpret_cast<const uint4*>(inp2 + first));
-        uint4 o;
-        floatX* os = reinterpret_cast<floatX*>(&o);
-        for (int i = 0; i < 8; i++) { os[i] = __float2bfloat16_rn(a[i] + b[i]); }
-        *reinterpret_cast<uint4*>(out + first) = o;
+        *reinterpret_cast<uint4*>(out + first) = residual_add8(*reinterpret_cast<const uint4*>(inp1 + first),
+                                                               *reinterpret_cast<const uint4*>(inp2 + first));
         return;
     }
     for (size_t i = first; i < N && i < first + RESIDUAL_VECTOR; i++) {
@@ -297,7 +372,8 @@ __global__ void residual_forward_kernel(floatX* out, const floatX* inp1, const f
         }                                                                                                            \
     } while (0)
 
-// out (B, T, C) = LayerNorm(inp) * weight + bias; mean, rstd (B, T) kept for the backward
+// out (B, T, C) = LayerNorm(inp) * weight + bias; mean, rstd (B, T) kept for the backward. out may be NULL: the
+// statistics only (the FP8 cast that makes the output from them, llmc/layernorm_fp8.cuh, comes next).
 static inline void layernorm_forward(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
                                      const floatX* bias, int B, int T, int C, cudaStream_t stream) {
     int rows = B * T;
@@ -350,6 +426,23 @@ static inline void residual_forward(floatX* out, const floatX* inp1, const float
     residual_forward_kernel<<<blocks_for(threads, 256), 256, 0, stream>>>(out, inp1, inp2, N,
                                                                           all_aligned_16(out, inp1, inp2));
     cudaCheck(cudaGetLastError());
+}
+
+// residual (B, T, C) = inp1 + inp2, and LayerNorm of it as layernorm_forward's: out (or NULL: the statistics only),
+// mean, rstd (B, T). One pass where the one-warp-per-row kernels fit; elsewhere the two launchers one after the other,
+// the same bytes either way.
+static inline void residual_layernorm_forward(floatX* residual, floatX* out, float* mean, float* rstd,
+                                              const floatX* inp1, const floatX* inp2, const floatX* weight,
+                                              const floatX* bias, int B, int T, int C, cudaStream_t stream) {
+    int rows = B * T;
+    if (layernorm_rows_fit(C, residual, inp1, inp2, weight) && all_aligned_16(out, bias, bias)) {
+        LAYERNORM_ROWS_LAUNCH(residual_layernorm_forward_rows_kernel, rows, C, stream, residual, out, mean, rstd, inp1,
+                              inp2, weight, bias, rows, C);
+        cudaCheck(cudaGetLastError());
+        return;
+    }
+    residual_forward(residual, inp1, inp2, (size_t)rows * C, stream);
+    layernorm_forward(out, mean, rstd, residual, weight, bias, B, T, C, stream);
 }
 
 #endif  // GPTFP8_LAYERNORM_CUH

@@ -16,7 +16,12 @@ lanes only), 64 (one vector, on 8 lanes) and 100 (not a multiple of 8: the block
   column sums  column_partials_reduce bit for bit the CPU's additions in its fixed order (R1)
   residual   bf16(a + b) bit for bit (R1), on the 16-byte path, a pointer 2 bytes off it, and a tail past a multiple
              of 8
-Then at 65536 x 768 (d12, B 64): forward and backward, each way, and the residual, in us and GB/s against the copy.
+  residual + LayerNorm in one pass (residual_layernorm_forward): the residual, the output, the mean and the rstd
+             those of residual_forward then layernorm_forward, bit for bit (R1: the same functions of the same values),
+             one warp per row and (C 100) the two launchers; with no output (NULL), the same residual and statistics,
+             and so from layernorm_forward with no output
+Then at 65536 x 768 (d12, B 64): forward and backward, each way, the residual, and the residual with the LayerNorm in
+one pass against the two, in us and GB/s against the copy.
 
 Build: make dev/cuda/layernorm     Run: ./dev/cuda/layernorm    (prints one line and exits 1 without a GPU)
 */
@@ -336,6 +341,85 @@ static void check_residual(size_t n, int offset, Rng* rng) {
     cudaCheck(cudaFree(d_out));
 }
 
+// residual_layernorm_forward (one pass where one warp per row fits, else its two launchers) against residual_forward
+// then layernorm_forward on the same inputs: every output bit for bit (R1); then with no LayerNorm output, the same
+// residual and statistics, as layernorm_forward with no output gives from the residual.
+static void check_residual_layernorm(int rows, int C, Rng* rng) {
+    size_t n = (size_t)rows * C;
+    const char* way = C % 8 == 0 && C <= LAYERNORM_MAX_C ? "one pass, one warp per row" : "the two launchers";
+    uint16_t* a = normal_bf16(n, 0.3f, 1.7f, rng);
+    uint16_t* b = normal_bf16(n, 0.0f, 0.4f, rng);
+    uint16_t* w = normal_bf16(C, 1.0f, 0.2f, rng);
+    uint16_t* bias = normal_bf16(C, 0.0f, 0.1f, rng);
+    __nv_bfloat16 *d_a = upload_bf16(a, n), *d_b = upload_bf16(b, n), *d_w = upload_bf16(w, C);
+    __nv_bfloat16* d_bias = upload_bf16(bias, C);
+    // [0]: residual_forward + layernorm_forward, [1]: residual_layernorm_forward, [2]: the same with no output,
+    // [3]: layernorm_forward with no output on [0]'s residual
+    __nv_bfloat16 *d_residual[3], *d_out[2];
+    float *d_mean[4], *d_rstd[4];
+    for (int k = 0; k < 4; k++) {
+        if (k < 3) { cudaCheck(cudaMalloc(&d_residual[k], n * 2)); }
+        if (k < 2) { cudaCheck(cudaMalloc(&d_out[k], n * 2)); }
+        cudaCheck(cudaMalloc(&d_mean[k], rows * sizeof(float)));
+        cudaCheck(cudaMalloc(&d_rstd[k], rows * sizeof(float)));
+    }
+    residual_forward(d_residual[0], d_a, d_b, n, 0);
+    layernorm_forward(d_out[0], d_mean[0], d_rstd[0], d_residual[0], d_w, d_bias, 1, rows, C, 0);
+    residual_layernorm_forward(d_residual[1], d_out[1], d_mean[1], d_rstd[1], d_a, d_b, d_w, d_bias, 1, rows, C, 0);
+    residual_layernorm_forward(d_residual[2], NULL, d_mean[2], d_rstd[2], d_a, d_b, d_w, d_bias, 1, rows, C, 0);
+    layernorm_forward(NULL, d_mean[3], d_rstd[3], d_residual[0], d_w, d_bias, 1, rows, C, 0);
+    cudaCheck(cudaGetLastError());
+    uint16_t *residual[3], *out[2];
+    float *mean[4], *rstd[4];
+    for (int k = 0; k < 4; k++) {
+        if (k < 3) { residual[k] = download_bf16_bits(d_residual[k], n); }
+        if (k < 2) { out[k] = download_bf16_bits(d_out[k], n); }
+        mean[k] = (float*)malloc(rows * sizeof(float));
+        rstd[k] = (float*)malloc(rows * sizeof(float));
+        cudaCheck(cudaMemcpy(mean[k], d_mean[k], rows * sizeof(float), cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(rstd[k], d_rstd[k], rows * sizeof(float), cudaMemcpyDeviceToHost));
+    }
+    size_t residual_off = 0;
+    for (size_t i = 0; i < n; i++) { residual_off += residual[0][i] != bf16_from_float(bf16_to_float(a[i]) + bf16_to_float(b[i])); }
+    char what[240];
+    snprintf(what, sizeof(what), "%d x %d: residual_forward bf16(a + b) bit for bit (R1), the reference below", rows, C);
+    report(residual_off == 0, what);
+    snprintf(what, sizeof(what), "%d x %d, residual_layernorm_forward (%s): residual, output, mean, rstd those of "
+             "residual_forward then layernorm_forward, bit for bit (R1)", rows, C, way);
+    report(memcmp(residual[1], residual[0], n * 2) == 0 && memcmp(out[1], out[0], n * 2) == 0 &&
+               floats_identical(mean[1], mean[0], rows) && floats_identical(rstd[1], rstd[0], rows),
+           what);
+    snprintf(what, sizeof(what), "%d x %d, residual_layernorm_forward with no output (%s): the same residual, mean "
+             "and rstd (R1)", rows, C, way);
+    report(memcmp(residual[2], residual[0], n * 2) == 0 && floats_identical(mean[2], mean[0], rows) &&
+               floats_identical(rstd[2], rstd[0], rows),
+           what);
+    snprintf(what, sizeof(what), "%d x %d, layernorm_forward with no output: the same mean and rstd (R1)", rows, C);
+    report(floats_identical(mean[3], mean[0], rows) && floats_identical(rstd[3], rstd[0], rows), what);
+    free(a);
+    free(b);
+    free(w);
+    free(bias);
+    for (int k = 0; k < 4; k++) {
+        if (k < 3) {
+            free(residual[k]);
+            cudaCheck(cudaFree(d_residual[k]));
+        }
+        if (k < 2) {
+            free(out[k]);
+            cudaCheck(cudaFree(d_out[k]));
+        }
+        free(mean[k]);
+        free(rstd[k]);
+        cudaCheck(cudaFree(d_mean[k]));
+        cudaCheck(cudaFree(d_rstd[k]));
+    }
+    cudaCheck(cudaFree(d_a));
+    cudaCheck(cudaFree(d_b));
+    cudaCheck(cudaFree(d_w));
+    cudaCheck(cudaFree(d_bias));
+}
+
 int main(void) {
     require_cuda_device("layernorm");
     Rng rng;
@@ -349,6 +433,10 @@ int main(void) {
     check_residual(8000, 0, &rng);
     check_residual(8005, 0, &rng);
     check_residual(8000, 1, &rng);
+    check_residual_layernorm(256, 768, &rng);
+    check_residual_layernorm(100, 1600, &rng);  // the last block's warps past row 100 idle
+    check_residual_layernorm(128, 64, &rng);
+    check_residual_layernorm(128, 100, &rng);
 
     // times at d12, B 64: each way of each pass, called as the launchers call them
     int rows = 65536, C = 768, chunks = column_sum_chunks((size_t)rows);
@@ -378,7 +466,9 @@ int main(void) {
     const int reps = 20;
     unsigned int warp_blocks = blocks_for((size_t)rows, LAYERNORM_ROWS_PER_BLOCK);
     dim3 grid1(blocks_for(C, 256), chunks), grid8(blocks_for(C / 8, 128), chunks);
-    enum { COPY, FWD_WARP, FWD_BLOCK, BWD_WARP, BWD_BLOCK, PARTIALS8, PARTIALS1, REDUCE, RESIDUAL, TIMINGS };
+    __nv_bfloat16* d_residual;
+    cudaCheck(cudaMalloc(&d_residual, n * 2));
+    enum { COPY, FWD_WARP, FWD_BLOCK, BWD_WARP, BWD_BLOCK, PARTIALS8, PARTIALS1, REDUCE, RESIDUAL, RESIDUAL_LN, TIMINGS };
     double us[TIMINGS];
     for (int pass = 0; pass < 2; pass++) {  // the first untimed: module load, clocks up
         for (int which = 0; which < TIMINGS; which++) {
@@ -409,7 +499,10 @@ int main(void) {
                                                                                  rows, C);
                         break;
                     case REDUCE: column_partials_reduce(d_dw, d_partials, chunks, 2 * C, C, 0); break;
-                    default: residual_forward(d_out, d_x, d_dy, n, 0); break;
+                    case RESIDUAL: residual_forward(d_out, d_x, d_dy, n, 0); break;
+                    default:
+                        residual_layernorm_forward(d_residual, d_out, d_mean, d_rstd, d_x, d_dy, d_w, d_b, 1, rows, C, 0);
+                        break;
                 }
             }
             cudaCheck(cudaEventRecord(stop));
@@ -417,10 +510,11 @@ int main(void) {
             us[which] = 1000.0 * time_ms(start, stop) / reps;
         }
     }
-    // GB/s: bytes read and written an element over the time (copy 2 + 2, forward 2 + 2, backward 6 + 2, residual 4 + 2)
+    // GB/s: bytes read and written an element over the time (copy 2 + 2, forward 2 + 2, backward 6 + 2, residual 4 + 2,
+    // residual with the LayerNorm 4 + 2 + 2)
     double copy_gbs = 4.0 * n / (us[COPY] * 1e3);
     double forward_gbs = 4.0 * n / (us[FWD_WARP] * 1e3), backward_gbs = 8.0 * n / (us[BWD_WARP] * 1e3);
-    double residual_gbs = 6.0 * n / (us[RESIDUAL] * 1e3);
+    double residual_gbs = 6.0 * n / (us[RESIDUAL] * 1e3), residual_ln_gbs = 8.0 * n / (us[RESIDUAL_LN] * 1e3);
     printf("%d x %d: device copy %.0f GB/s | forward: one warp per row %.1f us (%.0f GB/s, %.0f%% of copy), one block "
            "per row %.1f us (%.2fx)\n",
            rows, C, copy_gbs, us[FWD_WARP], forward_gbs, 100 * forward_gbs / copy_gbs, us[FWD_BLOCK],
@@ -429,13 +523,16 @@ int main(void) {
            "parameter partials 8 columns a thread %.1f us, 1 column %.1f us (%.2fx) | column sums %.1f us\n",
            rows, C, us[BWD_WARP], backward_gbs, 100 * backward_gbs / copy_gbs, us[BWD_BLOCK], us[BWD_BLOCK] / us[BWD_WARP],
            us[PARTIALS8], us[PARTIALS1], us[PARTIALS1] / us[PARTIALS8], us[REDUCE]);
-    printf("%d x %d: residual_forward %.1f us (%.0f GB/s, %.0f%% of copy)\n", rows, C, us[RESIDUAL], residual_gbs,
-           100 * residual_gbs / copy_gbs);
+    printf("%d x %d: residual_forward %.1f us (%.0f GB/s, %.0f%% of copy) | residual_layernorm_forward %.1f us (%.0f "
+           "GB/s, %.0f%% of copy), residual_forward + layernorm_forward %.1f us, one pass / two %.2f\n",
+           rows, C, us[RESIDUAL], residual_gbs, 100 * residual_gbs / copy_gbs, us[RESIDUAL_LN], residual_ln_gbs,
+           100 * residual_ln_gbs / copy_gbs, us[RESIDUAL] + us[FWD_WARP], us[RESIDUAL_LN] / (us[RESIDUAL] + us[FWD_WARP]));
     cudaCheck(cudaFree(d_x));
     cudaCheck(cudaFree(d_dy));
     cudaCheck(cudaFree(d_out));
     cudaCheck(cudaFree(d_dinp));
     cudaCheck(cudaFree(d_copy));
+    cudaCheck(cudaFree(d_residual));
     cudaCheck(cudaFree(d_w));
     cudaCheck(cudaFree(d_b));
     cudaCheck(cudaFree(d_mean));
