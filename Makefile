@@ -181,11 +181,11 @@ CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host llmc/test_kernels_host)
 # Standalone GPU kernel checks and benchmarks (llm.c's dev/cuda): built with everything, run on a GPU by hand or by
 # the GPU check; without a GPU each says so in one line and exits 1.
 DEV_CUDA := dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes dev/cuda/fp8_current_scaling \
-            dev/cuda/fp8_block_quantize dev/cuda/fp8_block_gemm dev/cuda/gelu_fp8 dev/cuda/layernorm dev/cuda/classifier \
-            $(if $(CUDNN_OBJECT),dev/cuda/attention_cudnn)
+            dev/cuda/fp8_block_quantize dev/cuda/fp8_block_gemm dev/cuda/gelu_fp8 dev/cuda/layernorm dev/cuda/layernorm_fp8 \
+            dev/cuda/classifier $(if $(CUDNN_OBJECT),dev/cuda/attention_cudnn)
 CUDA_HEADERS := fp8/quantize.cuh fp8/update.cuh fp8/block_quantize.cuh llmc/gemm.cuh llmc/cuda_utils.cuh llmc/cuda_common.cuh
 # the GPU trainer's kernel families, one header each with its launchers
-KERNEL_HEADERS := llmc/encoder.cuh llmc/layernorm.cuh llmc/gelu.cuh llmc/gelu_fp8.cuh llmc/fused_classifier.cuh llmc/bias.cuh \
+KERNEL_HEADERS := llmc/encoder.cuh llmc/layernorm.cuh llmc/layernorm_fp8.cuh llmc/gelu.cuh llmc/gelu_fp8.cuh llmc/fused_classifier.cuh llmc/bias.cuh \
                   llmc/global_norm.cuh llmc/adamw.cuh llmc/attention.cuh
 
 -include dev/data/data.mk
@@ -251,7 +251,7 @@ fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(CUDA_HEADERS) $(FP8_HEADERS)
 
 # Host-only: the host helpers of the GPU kernels (no GPU needed)
 llmc/test_kernels_host: llmc/test_kernels_host.cu llmc/encoder.cuh llmc/cuda_common.cuh llmc/cuda_utils.cuh llmc/gemm.cuh \
-                        llmc/gelu.cuh llmc/gelu_fp8.cuh llmc/layernorm.cuh fp8/quantize.cuh $(FP8_HEADERS) llmc/rand.h \
+                        llmc/gelu.cuh llmc/gelu_fp8.cuh llmc/layernorm.cuh llmc/layernorm_fp8.cuh fp8/quantize.cuh $(FP8_HEADERS) llmc/rand.h \
                         llmc/testing.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 

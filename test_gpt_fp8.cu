@@ -1530,31 +1530,49 @@ static void test_encoder_backward_bucket_stride(void) {
     cudaCheck(cudaFree(d_token));
 }
 
-// GELU inside the FP8 casts (llmc/gelu_fp8.cuh: delayed scaling; the forward's at -r 0, the backward's at any -r)
-// against gelu_forward / gelu_backward and the casts after them (gelu_in_fp8_casts 0): three training steps, with the
-// diagnostics counters on, give the same losses, gradients, master and bf16 weights, FP8 state (histories, scales) and
-// counts, bit for bit (R1: the same functions of the same bf16 values). That the fused kernels are what ran: the
-// fused model's fch_gelu still holds the bytes it was filled with, the other's does not.
-static void test_gelu_in_fp8_casts_bit_identical(void) {
+// GELU and LayerNorm inside the FP8 casts (llmc/gelu_fp8.cuh, llmc/layernorm_fp8.cuh: delayed scaling; the forward's
+// at -r 0, GELU's backward at any -r) against gelu_forward / gelu_backward / layernorm_forward and the casts after
+// them (fused_fp8_casts 0): three training steps, with the diagnostics counters on, give the same losses, gradients,
+// master and bf16 weights, FP8 state (histories, scales) and counts, bit for bit (R1: the same functions of the same
+// bf16 values). That the fused kernels are what ran: the fused model's fch_gelu, ln1 and ln2 still hold the bytes
+// they were filled with, the other's do not.
+static void test_fused_fp8_casts_bit_identical(void) {
     cpu::GPT2 cpu_fused, cpu_separate;  // only for the same initial weights on both GPU models
     gpu::GPT2 fused, separate;
     make_pair(&cpu_fused, &fused, "fp8", 23);
     make_pair(&cpu_separate, &separate, "fp8", 23);
-    separate.gelu_in_fp8_casts = 0;
+    separate.fused_fp8_casts = 0;
     int L = fused.config.num_layers;
     for (int l = 0; l < L; l++) {
         CHECK(gpu::gelu_in_fcproj_cast(&fused, l) && gpu::gelu_in_fc_grad_output_cast(&fused, l) &&
                   !gpu::gelu_in_fcproj_cast(&separate, l) && !gpu::gelu_in_fc_grad_output_cast(&separate, l),
               "block %d: GELU inside both casts in the fused model, in neither in the other", l);
+        CHECK(gpu::layernorm_in_input_cast(&fused, l, LINEAR_QKV) && gpu::layernorm_in_input_cast(&fused, l, LINEAR_FC) &&
+                  !gpu::layernorm_in_input_cast(&separate, l, LINEAR_QKV) &&
+                  !gpu::layernorm_in_input_cast(&separate, l, LINEAR_FC),
+              "block %d: ln1 and ln2 inside the casts of qkv and fc in the fused model, in neither in the other", l);
     }
     gpu::GPT2* models[2] = {&fused, &separate};
     for (int m = 0; m < 2; m++) {
         models[m]->fp8_collect_stats = 1;
         cudaCheck(cudaMemset(models[m]->fp8_stats, 0, (size_t)models[m]->fp8.num_slots * sizeof(Fp8QuantStats)));
     }
-    size_t gelu_bytes = fused.memory.bytes[GPU_FCH_GELU];
-    cudaCheck(cudaMemset(fused.acts.fch_gelu, 0xA5, gelu_bytes));
-    cudaCheck(cudaMemset(separate.acts.fch_gelu, 0xA5, gelu_bytes));
+    // the bf16 outputs the fused casts make inside: filled with a byte pattern first, in both models
+    struct {
+        const char* name;
+        GpuBuffer buffer;
+        floatX* of[2];
+    } made_inside[] = {
+        {"fch_gelu", GPU_FCH_GELU, {fused.acts.fch_gelu, separate.acts.fch_gelu}},
+        {"ln1", GPU_LN1, {fused.acts.ln1, separate.acts.ln1}},
+        {"ln2", GPU_LN2, {fused.acts.ln2, separate.acts.ln2}},
+    };
+    const int num_made_inside = (int)(sizeof(made_inside) / sizeof(made_inside[0]));
+    for (int k = 0; k < num_made_inside; k++) {
+        for (int m = 0; m < 2; m++) {
+            cudaCheck(cudaMemset(made_inside[k].of[m], 0xA5, fused.memory.bytes[made_inside[k].buffer]));
+        }
+    }
     int inputs[TB * TT], targets[TB * TT];
     Rng rng;
     rng_seed(&rng, 24);
@@ -1584,24 +1602,24 @@ static void test_gelu_in_fp8_casts_bit_identical(void) {
         uint8_t* b = (uint8_t*)malloc(same[i].bytes);
         cudaCheck(cudaMemcpy(a, same[i].a, same[i].bytes, cudaMemcpyDeviceToHost));
         cudaCheck(cudaMemcpy(b, same[i].b, same[i].bytes, cudaMemcpyDeviceToHost));
-        CHECK(memcmp(a, b, same[i].bytes) == 0, "after 3 steps: %s bit-identical, GELU fused or not (R1)",
+        CHECK(memcmp(a, b, same[i].bytes) == 0, "after 3 steps: %s bit-identical, GELU and LayerNorm fused or not (R1)",
               same[i].what);
         free(a);
         free(b);
     }
-    uint8_t* gelu[2];
-    for (int m = 0; m < 2; m++) {
-        gelu[m] = (uint8_t*)malloc(gelu_bytes);
-        cudaCheck(cudaMemcpy(gelu[m], models[m]->acts.fch_gelu, gelu_bytes, cudaMemcpyDeviceToHost));
+    for (int k = 0; k < num_made_inside; k++) {
+        size_t bytes = fused.memory.bytes[made_inside[k].buffer];
+        size_t untouched[2] = {0, 0};
+        uint8_t* host = (uint8_t*)malloc(bytes);
+        for (int m = 0; m < 2; m++) {
+            cudaCheck(cudaMemcpy(host, made_inside[k].of[m], bytes, cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < bytes; i++) { untouched[m] += host[i] == 0xA5; }
+        }
+        free(host);
+        CHECK(untouched[0] == bytes && untouched[1] < bytes / 2,
+              "%s (%zu bytes): %zu bytes as filled in the fused model (want all), %zu in the other (want few)",
+              made_inside[k].name, bytes, untouched[0], untouched[1]);
     }
-    size_t untouched[2] = {0, 0};
-    for (int m = 0; m < 2; m++) {
-        for (size_t i = 0; i < gelu_bytes; i++) { untouched[m] += gelu[m][i] == 0xA5; }
-        free(gelu[m]);
-    }
-    CHECK(untouched[0] == gelu_bytes && untouched[1] < gelu_bytes / 2,
-          "fch_gelu (%zu bytes): %zu bytes as filled in the fused model (want all), %zu in the other (want few)",
-          gelu_bytes, untouched[0], untouched[1]);
     gpt2_free(&fused);
     gpt2_free(&separate);
     gpt2_free(&cpu_fused);
@@ -1830,7 +1848,7 @@ int main(int argc, char** argv) {
     RUN_TEST(test_medium_fp8_state_after_1_and_5_steps);
     RUN_TEST(test_encoder_backward_bucket_stride);
     RUN_TEST(test_gelu_vector_and_element_paths_agree);
-    RUN_TEST(test_gelu_in_fp8_casts_bit_identical);
+    RUN_TEST(test_fused_fp8_casts_bit_identical);
     RUN_TEST(test_recompute_bit_identical);
     // the block recipes: blockwise needs Hopper's block-scaled GEMMs (compute capability 9.0, cuBLASLt 12.9+)
     char why[256];

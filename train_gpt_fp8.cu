@@ -41,13 +41,16 @@ writes its transpose in the same pass, kept (1 byte an element) where the bf16 i
 backward then neither keeps nor casts again (linear_cast_input; where -r drops the input, it is remade and cast).
 With delayed scaling GELU runs inside the FP8 casts beside it (llmc/gelu_fp8.cuh, TE's fused activation casts): the
 forward's in fcproj's input cast, the backward's in fc's grad_output cast, so neither bf16 tensor (B, T, 4C) is
-written and read back (gelu_fcproj_forward, gelu_fc_grad_output; the same bytes as the separate kernels).
+written and read back (gelu_fcproj_forward, gelu_fc_grad_output; the same bytes as the separate kernels). So does
+LayerNorm in the input casts of qkv and fc (llmc/layernorm_fp8.cuh, TE's LayerNormLinear): its pass writes the row
+statistics, the cast makes the output from them (layernorm_linear_forward). Each residual add rides on the pass of the
+LayerNorm after it (residual_layernorm_forward, llm.c's fused residual), in every precision.
 Memory: every device buffer is planned first (llmc/memory_plan.h); the plan is printed, checked against the GPU's
 free memory (one line saying what to change when it does not fit), then allocated as planned.
 
 Several GPUs: NCCL data parallelism with ZeRO-1 and one amax all-reduce per step (llmc/multi_gpu.cuh). The backward
 is deterministic (no float atomics), so the same data gives the same bits, run after run and across a resume.
-Not in this version yet (see README, Status): fusing the casts into LayerNorm, and GELU's with current scaling.
+Not in this version yet (see README, Status): the fused casts with current scaling.
 */
 #include <cuda_bf16.h>
 #include <cuda_profiler_api.h>
@@ -79,6 +82,7 @@ Not in this version yet (see README, Status): fusing the casts into LayerNorm, a
 #include "llmc/gemm.cuh"
 #include "llmc/global_norm.cuh"
 #include "llmc/layernorm.cuh"
+#include "llmc/layernorm_fp8.cuh"
 #include "llmc/linear.h"
 #include "llmc/memory_plan.h"
 #include "llmc/multi_gpu.cuh"
@@ -170,9 +174,9 @@ typedef struct {
     size_t attention_workspace_bytes;      // the largest workspace its graphs need
     size_t stats_layer_floats;             // floats between two layers' softmax statistics
     int recompute;                         // -r 0|1|2
-    int gelu_in_fp8_casts;                 // GELU inside the FP8 casts beside it where it can be (1; the tests set
-                                           // 0 to compare with the separate kernels): gelu_fcproj_forward,
-                                           // gelu_fc_grad_output
+    int fused_fp8_casts;                   // GELU and LayerNorm inside the FP8 casts beside them where they can be (1;
+                                           // the tests set 0 to compare with the separate kernels):
+                                           // gelu_fcproj_forward, gelu_fc_grad_output, layernorm_linear_forward
     // the device memory: what it depends on, and every buffer's size (llmc/memory_plan.h)
     GpuMemoryInputs memory_inputs;
     GpuMemoryPlan memory;
@@ -413,7 +417,7 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
     model->fp8_lm_head = args->fp8_lm_head;
     model->training = 1;
     model->recompute = args->recompute;
-    model->gelu_in_fp8_casts = 1;
+    model->fused_fp8_casts = 1;
     model->attention_kind = gpu_attention_kind(args->attention);
     fill_in_parameter_sizes(model->param_sizes, config);
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { model->num_parameters += model->param_sizes[i]; }
@@ -890,23 +894,33 @@ static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX*
 }
 
 // ----------------------------------------------------------------------------
-// GELU inside the FP8 casts beside it (llmc/gelu_fp8.cuh): where GELU's output, or its input gradient, is read only by
-// one per-tensor cast whose scale is known before it runs (delayed scaling), the cast makes it from what GELU reads,
-// and the bf16 tensor (B, T, 4C) is neither written nor read back. The same bytes as gelu_forward / gelu_backward and
-// the separate cast (model->gelu_in_fp8_casts 0 runs those; test_gpt_fp8 compares the two).
+// GELU and LayerNorm inside the FP8 casts beside them (llmc/gelu_fp8.cuh, llmc/layernorm_fp8.cuh): where GELU's or
+// LayerNorm's output, or GELU's input gradient, is read only by one per-tensor cast whose scale is known before it runs
+// (delayed scaling), the cast makes it from what GELU or LayerNorm reads, and the bf16 tensor is neither written nor
+// read back. The same bytes as gelu_forward / gelu_backward / layernorm_forward and the separate cast
+// (model->fused_fp8_casts 0 runs those; test_gpt_fp8 compares the two).
 
-// Forward: in training, where fcproj's fprop is FP8 and its wgrad reads the x^T the forward keeps (-r 0: the input is
-// not dropped), its input cast is GELU's output's only reader.
-static int gelu_in_fcproj_cast(const GPT2* m, int l) {
+// Forward: in training, where the module's fprop is FP8 and its wgrad reads the x^T the forward keeps (-r 0: the input
+// is not dropped), its input cast is its bf16 input's only reader, so the cast may make that input itself.
+static int input_made_in_fp8_cast(const GPT2* m, int module) {
     LinearPrecision lp = gpt2_linear_precision(m);
-    int module = l * LINEARS_PER_BLOCK + LINEAR_FCPROJ;
-    return m->gelu_in_fp8_casts && m->training && m->recipe.scaling == FP8_SCALING_DELAYED &&
+    return m->fused_fp8_casts && m->training && m->recipe.scaling == FP8_SCALING_DELAYED &&
            linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP) && linear_keeps_input_t(&lp, module, m->recompute);
+}
+
+// GELU's output, fcproj's input, made inside fcproj's input cast
+static int gelu_in_fcproj_cast(const GPT2* m, int l) {
+    return input_made_in_fp8_cast(m, l * LINEARS_PER_BLOCK + LINEAR_FCPROJ);
+}
+
+// LayerNorm's output, the input of the linear of kind `kind` (qkv after ln1, fc after ln2), made inside its input cast
+static int layernorm_in_input_cast(const GPT2* m, int l, int kind) {
+    return input_made_in_fp8_cast(m, l * LINEARS_PER_BLOCK + kind);
 }
 
 // Backward: where fc's dgrad and wgrad both read its FP8 grad_output, the cast is GELU's input gradient's only reader.
 static int gelu_in_fc_grad_output_cast(const GPT2* m, int l) {
-    return m->gelu_in_fp8_casts && m->recipe.scaling == FP8_SCALING_DELAYED &&
+    return m->fused_fp8_casts && m->recipe.scaling == FP8_SCALING_DELAYED &&
            linear_reads_only_fp8_grad_output(m, l * LINEARS_PER_BLOCK + LINEAR_FC);
 }
 
@@ -1011,6 +1025,40 @@ static const floatX* backward_input(const GPT2* m, const floatX* layer_slice, in
     return linear_backward_reads_input(&lp, module, m->recompute) ? layer_slice : NULL;
 }
 
+// Layer l's LayerNorm before its linear of kind `kind` (ln1 before qkv, ln2 before fc), and that linear: out = linear(
+// LayerNorm(x)), x (B, T, C) the LayerNorm's input, the residual stream. Where residual_from is not NULL, x is first
+// made as residual_from + branch (both (B, T, C)) and written, in the LayerNorm's pass (residual_layernorm_forward).
+// Either the pass writes the LayerNorm's output (layer_input's slice) and linear_forward reads it, or it writes only
+// the row statistics and the linear's input cast makes the output from them (layernorm_in_input_cast: FP8 x and the
+// kept x^T, recording the amax of LayerNorm's output as linear_cast_input would; the slice not written).
+static void layernorm_linear_forward(GPT2* model, int l, int kind, floatX* out, floatX* x, const floatX* residual_from,
+                                     const floatX* branch) {
+    int B = model->B, T = model->T, C = model->config.channels, rows = B * T;
+    int module = l * LINEARS_PER_BLOCK + kind;
+    int which = kind == LINEAR_QKV ? 1 : 2;
+    ActivationTensors* a = &model->acts;
+    ParameterTensorsX* p = &model->params;
+    float* mean = (which == 1 ? a->ln1_mean : a->ln2_mean) + (size_t)l * rows;
+    float* rstd = (which == 1 ? a->ln1_rstd : a->ln2_rstd) + (size_t)l * rows;
+    const floatX* weight = (which == 1 ? p->ln1w : p->ln2w) + (size_t)l * C;
+    const floatX* bias = (which == 1 ? p->ln1b : p->ln2b) + (size_t)l * C;
+    int fused = layernorm_in_input_cast(model, l, kind);
+    floatX* ln_out = fused ? NULL : layer_input(model, which == 1 ? a->ln1 : a->ln2, kind, l, C);  // (B, T, C)
+    if (residual_from) {
+        residual_layernorm_forward(x, ln_out, mean, rstd, residual_from, branch, weight, bias, B, T, C, model->stream);
+    } else {
+        layernorm_forward(ln_out, mean, rstd, x, weight, bias, B, T, C, model->stream);
+    }
+    if (!fused) {
+        linear_forward(model, module, out, ln_out, B, T);
+        return;
+    }
+    Fp8CastTarget t = recorded_cast_target(model, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT));
+    cudaCheck(layernorm_forward_fp8(model->x_fp8, kept_input_t(model, module), x, mean, rstd, weight, bias, rows, C,
+                                    t.scale, t.amax, t.stats, model->fp8.forward_format, model->stream));
+    linear_fprop_fp8(model, module, out, rows);
+}
+
 // inputs, targets (B, T) host -> device (targets may be NULL: not copied), and the token buckets of the encoder
 // backward. The copies are synchronous: the host scratch is reused by the next batch.
 static void gpt2_set_batch(GPT2* model, const int* inputs, const int* targets) {
@@ -1053,34 +1101,31 @@ static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int
     ParameterTensorsX* p = &model->params;
     cudaStream_t s = model->stream;
     encoder_forward(a->encoded, model->inputs, p->wte, p->wpe, B, T, C, s);
+    // Each residual add is written by the pass of the LayerNorm after it (residual_layernorm_forward): block l's
+    // second one, residual3 = residual2 + fcproj's output, by block l + 1's ln1, the last block's by lnf. proj_out
+    // (B, T, C) holds the branch (the CPU's attproj, then fcproj) until then.
     for (int l = 0; l < L; l++) {
-        const floatX* residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BTC;
-        floatX* ln1 = layer_input(model, a->ln1, LINEAR_QKV, l, C);
-        float* ln1_mean = a->ln1_mean + l * BT;
-        float* ln1_rstd = a->ln1_rstd + l * BT;
+        floatX* residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * BTC;  // (B, T, C) this block's input
+        const floatX* previous_residual2 = l == 0 ? NULL : a->residual2 + (l - 1) * BTC;
         floatX* qkv = a->qkv + l * BTC * 3;
         floatX* atty = a->atty + l * BTC;
         floatX* residual2 = a->residual2 + l * BTC;
-        floatX* ln2 = layer_input(model, a->ln2, LINEAR_FC, l, C);
-        float* ln2_mean = a->ln2_mean + l * BT;
-        float* ln2_rstd = a->ln2_rstd + l * BT;
         floatX* fch = a->fch + l * BTC * 4;
         floatX* fch_gelu = layer_input(model, a->fch_gelu, LINEAR_FCPROJ, l, 4 * C);
-        floatX* residual3 = a->residual3 + l * BTC;
         int module = l * LINEARS_PER_BLOCK;
 
-        layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p->ln1w + l * C, p->ln1b + l * C, B, T, C, s);
-        linear_forward(model, module + LINEAR_QKV, qkv, ln1, B, T);
+        // l > 0: residual = block l - 1's residual2 + its fcproj output, then ln1 and qkv
+        layernorm_linear_forward(model, l, LINEAR_QKV, qkv, residual, previous_residual2, a->proj_out);
         attention_forward_layer(model, l, atty, qkv);
         linear_forward(model, module + LINEAR_ATTPROJ, a->proj_out, atty, B, T);  // the CPU's attproj (B, T, C)
-        residual_forward(residual2, residual, a->proj_out, BTC, s);
-        layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p->ln2w + l * C, p->ln2b + l * C, B, T, C, s);
-        linear_forward(model, module + LINEAR_FC, fch, ln2, B, T);
+        // residual2 = residual + attproj's output, then ln2 and fc
+        layernorm_linear_forward(model, l, LINEAR_FC, fch, residual2, residual, a->proj_out);
         gelu_fcproj_forward(model, l, a->proj_out, fch, fch_gelu);  // the CPU's gelu_forward, fcproj (B, T, C)
-        residual_forward(residual3, residual2, a->proj_out, BTC, s);
     }
-    const floatX* last = a->residual3 + (L - 1) * BTC;
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, last, p->lnfw, p->lnfb, B, T, C, s);
+    // the last block's residual3 = its residual2 + its fcproj output, then lnf
+    floatX* last = a->residual3 + (L - 1) * BTC;
+    residual_layernorm_forward(last, a->lnf, a->lnf_mean, a->lnf_rstd, a->residual2 + (L - 1) * BTC, a->proj_out,
+                               p->lnfw, p->lnfb, B, T, C, s);
     linear_forward(model, linear_lm_head(model->config.num_layers), a->logits, a->lnf, B, T);
     model->has_targets = targets != NULL;
     model->mean_loss = -1.0f;

@@ -4,8 +4,8 @@ the token bucketing that makes the encoder backward deterministic (llmc/encoder.
 exactly one bucket, the bucket of its own token, in increasing position order, with buckets in increasing token
 order; the launch grid sizes (llmc/cuda_common.cuh), computed in 64 bits, exact up to CUDA's limits and one error line
 past them; llmc/gemm.cuh's plan keys with pointer alignments and its FP8 problem checks with their messages; and
-llmc/gelu_fp8.cuh's launchers refusing, before any CUDA call, what their kernels cannot take; and which LayerNorm
-kernels llmc/layernorm.cuh picks for which widths and pointers.
+llmc/gelu_fp8.cuh's and llmc/layernorm_fp8.cuh's launchers refusing, before any CUDA call, what their kernels cannot
+take; and which LayerNorm kernels llmc/layernorm.cuh picks for which widths and pointers.
 */
 #include <stdlib.h>
 
@@ -14,6 +14,7 @@ kernels llmc/layernorm.cuh picks for which widths and pointers.
 #include "gelu_fp8.cuh"
 #include "gemm.cuh"
 #include "layernorm.cuh"
+#include "layernorm_fp8.cuh"
 #include "rand.h"
 #include "testing.h"
 
@@ -225,6 +226,43 @@ static void test_gelu_fp8_launch_preconditions(void) {
           "backward: 96 rows, off the tile");
 }
 
+// LayerNorm inside the FP8 cast (layernorm_fp8.cuh): the cast + transpose's refusals for the residual stream it reads,
+// and its own tensors': the weight and bias 16-byte aligned (one vector of 8 columns each), the row statistics 4-byte
+// aligned, each refused in one line with cudaErrorInvalidValue and nothing launched.
+static void test_layernorm_fp8_launch_preconditions(void) {
+    uint8_t* out = (uint8_t*)0x7f0000000000;  // never dereferenced: every call below is refused first
+    uint8_t* out_t = (uint8_t*)0x7f0000100000;
+    const floatX* inp = (const floatX*)0x7f0000200000;
+    const floatX* weight = (const floatX*)0x7f0000280000;
+    const floatX* bias = (const floatX*)0x7f0000281000;
+    const float* mean = (const float*)0x7f0000290000;
+    const float* rstd = (const float*)0x7f00002a0000;
+    float* amax = (float*)0x7f0000300000;
+    const float* scale = (const float*)0x7f0000300010;
+    fprintf(stderr, "(the launchers' refusals below are expected)\n");
+    CHECK(layernorm_forward_fp8(out, out_t, inp, mean, rstd, weight, bias, 64, 100, scale, amax, NULL, FP8_E4M3, 0) ==
+              cudaErrorInvalidValue,
+          "100 columns, off the 64-wide tile");
+    CHECK(layernorm_forward_fp8(out, out_t, inp, mean, rstd, weight, bias, 96, 64, scale, amax, NULL, FP8_E4M3, 0) ==
+              cudaErrorInvalidValue,
+          "96 rows, off the tile");
+    CHECK(layernorm_forward_fp8(out, out_t, inp + 1, mean, rstd, weight, bias, 64, 64, scale, amax, NULL, FP8_E4M3,
+                                0) == cudaErrorInvalidValue,
+          "the residual stream at 2 bytes");
+    CHECK(layernorm_forward_fp8(out, out_t, inp, mean, rstd, weight + 4, bias, 64, 64, scale, amax, NULL, FP8_E4M3,
+                                0) == cudaErrorInvalidValue,
+          "the weight at 8 bytes");
+    CHECK(layernorm_forward_fp8(out, out_t, inp, mean, rstd, weight, bias + 1, 64, 64, scale, amax, NULL, FP8_E4M3,
+                                0) == cudaErrorInvalidValue,
+          "the bias at 2 bytes");
+    CHECK(layernorm_forward_fp8(out, out_t, inp, (const float*)((const char*)mean + 2), rstd, weight, bias, 64, 64,
+                                scale, amax, NULL, FP8_E4M3, 0) == cudaErrorInvalidValue,
+          "the means at 2 bytes");
+    CHECK(layernorm_forward_fp8(out, out_t + 4, inp, mean, rstd, weight, bias, 64, 64, scale, amax, NULL, FP8_E4M3,
+                                0) == cudaErrorInvalidValue,
+          "the transposed output at 4 bytes");
+}
+
 // LayerNorm's one-warp-per-row kernels take C a multiple of 8 up to LAYERNORM_MAX_C (2048: every GPT-2 width, 768 to
 // 1600) with every tensor 16-byte aligned; anything else goes to the one-block-per-row kernels.
 static void test_layernorm_rows_fit(void) {
@@ -251,6 +289,7 @@ int main(void) {
     RUN_TEST(test_gemm_key_and_checks);
     RUN_TEST(test_gemm_block_scaled_checks);
     RUN_TEST(test_gelu_fp8_launch_preconditions);
+    RUN_TEST(test_layernorm_fp8_launch_preconditions);
     RUN_TEST(test_layernorm_rows_fit);
     return test_summary("kernels-host");
 }

@@ -11,8 +11,10 @@
 #             fp8_block_quantize (the blockwise and mxfp8 casts, bit-exact against fp8/block.h, and their GB/s),
 #             fp8_block_gemm (cuBLASLt's block-scaled GEMMs against the CPU on the dequantized operands, TFLOP/s),
 #             gelu_fp8 (GELU inside the FP8 casts, bit for bit GELU's kernels then the cast; + gelu_fp8_time: fused
-#             against separate), layernorm (LayerNorm both ways, the residual and the column sums against the CPU; +
-#             layernorm_time: one warp per row against one block per row), classifier (the fused softmax, loss and
+#             against separate), layernorm (LayerNorm both ways, the residual and the column sums against the CPU, the
+#             residual in LayerNorm's pass bit for bit the two; + layernorm_time: one warp per row against one block
+#             per row), layernorm_fp8 (LayerNorm inside the FP8 cast, bit for bit LayerNorm's kernel then the cast; +
+#             layernorm_fp8_time: fused against separate), classifier (the fused softmax, loss and
 #             gradient, both kernels, against the CPU; + classifier_time: at GPT-2's vocabulary),
 #             attention_cudnn (cuDNN's flash attention against the CPU and the plain attention; built with cuDNN): the
 #             CPU reference vs the GPU, then timings
@@ -198,6 +200,16 @@ layernorm_time() {
     timing_key "$1" ", " \
         's/.*forward: one warp per row ([0-9.]+) us \([0-9.]+ GB\/s, ([0-9.]+)% of copy\), one block per row [0-9.]+ us \(([0-9.]+x)\).*/forward \1 us (\2% of copy, \3)/p' \
         's/.*backward: one warp per row ([0-9.]+) us .*, one block per row [0-9.]+ us \(([0-9.]+x)\) \|.*\| column sums ([0-9.]+) us.*/backward \1 us (\2), column sums \3 us/p'
+}
+
+# layernorm_fp8_time LOG: from layernorm_fp8's two timing lines
+#   65536 x 768: device copy 2900 GB/s | layernorm_forward_fp8 70.0 us (2876 GB/s, 99% of copy), the cast+transpose of the bf16 output 72.0 us, LayerNorm inside / bf16 cast 0.97
+#   65536 x 768: before qkv and fc, residual + statistics then layernorm_forward_fp8 180.0 us (...), residual + LayerNorm then cast+transpose 230.0 us, fused / separate 0.78
+# "cast 70.0 us (99% of copy), 0.97 of the bf16 cast; with the residual pass 180.0 us, 0.78 of separate"
+layernorm_fp8_time() {
+    timing_key "$1" "; " \
+        's/.*layernorm_forward_fp8 ([0-9.]+) us \([0-9.]+ GB\/s, ([0-9.]+)% of copy\).*LayerNorm inside \/ bf16 cast ([0-9.]+).*/cast \1 us (\2% of copy), \3 of the bf16 cast/p' \
+        's/.*before qkv and fc, residual \+ statistics then layernorm_forward_fp8 ([0-9.]+) us .*fused \/ separate ([0-9.]+).*/with the residual pass \1 us, \2 of separate/p'
 }
 
 # classifier_time LOG: from classifier's timing line
@@ -447,7 +459,7 @@ row() { add_step_row "$1" "$2"; write_summary; }
 
 # the dev stage's programs in dev/cuda/, in the order it runs them (attention_cudnn after them where built)
 DEV_PROGRAMS="fp8_quantize fp8_update fp8_gemm fp8_current_scaling fp8_block_quantize fp8_block_gemm gelu_fp8 layernorm
-classifier"
+layernorm_fp8 classifier"
 dev_programs() {
     local p
     for p in $DEV_PROGRAMS; do printf 'dev/cuda/%s ' "$p"; done
@@ -527,6 +539,9 @@ stage_dev() {
         fi
         if [ "$p" = layernorm ]; then
             add_row layernorm_time "(in layernorm)" "$(layernorm_time "$WORK/layernorm.log")"
+        fi
+        if [ "$p" = layernorm_fp8 ]; then
+            add_row layernorm_fp8_time "(in layernorm_fp8)" "$(layernorm_fp8_time "$WORK/layernorm_fp8.log")"
         fi
         if [ "$p" = classifier ]; then
             add_row classifier_time "(in classifier)" "$(classifier_time "$WORK/classifier.log")"

@@ -21,9 +21,11 @@ row per kernel. Values may carry thousands separators. Columns are found by name
 
 Kinds are read off the kernel names (KINDS below: cuBLASLt's nvjet/xmma/cutlass kernels are GEMMs, cuDNN's sdpa
 kernels attention, this project's kernels by their names); a kernel no pattern knows is "other" and is listed by name.
-The FP8 cast kernel with GELU inside (llmc/gelu_fp8.cuh: its template argument names the input, GeluForwardInput or
-GeluBackwardInput) is listed as "fp8_cast_transpose_amax_kernel[GeluForwardInput]" and counted as "gelu + fp8 cast",
-apart from the plain casts.
+The FP8 cast kernel with GELU or LayerNorm inside (llmc/gelu_fp8.cuh, llmc/layernorm_fp8.cuh: its template argument
+names the input, GeluForwardInput, GeluBackwardInput or LayerNormInput) is listed as
+"fp8_cast_transpose_amax_kernel[GeluForwardInput]" and counted as "gelu + fp8 cast" or "layernorm + fp8 cast", apart
+from the plain casts. The residual add in LayerNorm's pass (residual_layernorm_forward_rows_kernel) counts as
+layernorm.
 Prints the Markdown tables (also into --out): kinds per run with the difference to the first run, then each run's
 --top kernels (default 15). --brief prints instead one line per run ("fp8: 600 kernels, 95.100 ms of 110.600
 ms/step; gemm 38.000, ...": its three largest kinds) and one per run after the first with its differences to the
@@ -46,9 +48,10 @@ KINDS = [
     ("gemm", re.compile(r"nvjet|gemm|xmma|cutlass|splitkreduce|cublas", re.I)),
     ("attention", re.compile(r"sdpa|fmha|flash|cudnn|^attention_|causal_softmax", re.I)),
     ("gelu + fp8 cast", re.compile(r"\[Gelu\w*Input\]$")),
+    ("layernorm + fp8 cast", re.compile(r"\[LayerNormInput\]$")),
     ("fp8 cast", re.compile(r"^fp8_(cast|block_cast|amax_scale)")),
     ("fp8 scale update", re.compile(r"^fp8_(update|window_amax)")),
-    ("layernorm", re.compile(r"^layernorm_")),
+    ("layernorm", re.compile(r"^(residual_)?layernorm_")),
     ("gelu", re.compile(r"^gelu_")),
     ("residual", re.compile(r"^residual_")),
     ("bias", re.compile(r"^bias_")),
@@ -68,13 +71,13 @@ def die(message):
 
 
 # the input a cast kernel's template argument names, where it is not the plain bf16 tensor (fp8/quantize.cuh's Input)
-FUSED_INPUT = re.compile(r"\b(Gelu\w*Input)\b")
+FUSED_INPUT = re.compile(r"\b(Gelu\w*Input|LayerNormInput)\b")
 
 
 def base_name(name):
     """'void ns::foo_kernel<__nv_fp8_e4m3, (bool)1>(const float *, int)' -> 'ns::foo_kernel': no return type, no
     template arguments, no parameter list (cuBLASLt's and cuDNN's extern "C" names pass unchanged); a cast with GELU
-    inside keeps its input's name: 'fp8_cast_transpose_amax_kernel[GeluBackwardInput]'."""
+    or LayerNorm inside keeps its input's name: 'fp8_cast_transpose_amax_kernel[GeluBackwardInput]'."""
     fused = FUSED_INPUT.search(name)
     base = plain_base_name(name)
     return f"{base}[{fused.group(1)}]" if fused else base

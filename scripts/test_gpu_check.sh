@@ -132,10 +132,18 @@ expect gelu_fp8_time_none "no timing lines" "$(gelu_fp8_time "$tmp/suite.log")"
 cat >"$tmp/layernorm.log" <<'EOF'
 65536 x 768: device copy 2900 GB/s | forward: one warp per row 80.5 us (2501 GB/s, 86% of copy), one block per row 250.1 us (3.11x)
 65536 x 768: backward: one warp per row 150.2 us (2680 GB/s, 92% of copy), one block per row 270.4 us (1.80x) | parameter partials 8 columns a thread 70.0 us, 1 column 95.0 us (1.36x) | column sums 5.1 us
-65536 x 768: residual_forward 110.0 us (2745 GB/s, 95% of copy)
+65536 x 768: residual_forward 110.0 us (2745 GB/s, 95% of copy) | residual_layernorm_forward 150.0 us (2684 GB/s, 93% of copy), residual_forward + layernorm_forward 190.5 us, one pass / two 0.79
 EOF
 expect layernorm_time "forward 80.5 us (86% of copy, 3.11x), backward 150.2 us (1.80x), column sums 5.1 us" "$(layernorm_time "$tmp/layernorm.log")"
 expect layernorm_time_none "no timing lines" "$(layernorm_time "$tmp/suite.log")"
+cat >"$tmp/layernorm_fp8.log" <<'EOF'
+PASS layernorm_forward_fp8 256x768 scale 112 from layernorm_forward's statistics: bytes, transposed bytes and amax bit-exact
+65536 x 768: device copy 2900 GB/s | layernorm_forward_fp8 70.4 us (2860 GB/s, 98% of copy), the cast+transpose of the bf16 output 72.1 us, LayerNorm inside / bf16 cast 0.98
+65536 x 768: before qkv and fc, residual + statistics then layernorm_forward_fp8 181.3 us (2776 GB/s, 96% of copy), residual + LayerNorm then cast+transpose 232.6 us, fused / separate 0.78
+layernorm_fp8: 12 passed, 0 failed
+EOF
+expect layernorm_fp8_time "cast 70.4 us (98% of copy), 0.98 of the bf16 cast; with the residual pass 181.3 us, 0.78 of separate" "$(layernorm_fp8_time "$tmp/layernorm_fp8.log")"
+expect layernorm_fp8_time_none "no timing lines" "$(layernorm_fp8_time "$tmp/suite.log")"
 cat >"$tmp/classifier.log" <<'EOF'
 16384 x 50304: device copy 2900 GB/s | classifier, 16-byte vectors 1852.4 us (2670 GB/s, 92% of copy), element by element 6012.9 us (3.25x) | evaluation (losses only) 601.7 us (2739 GB/s)
 classifier: 12 passed, 0 failed
@@ -143,6 +151,7 @@ EOF
 expect classifier_time "1852.4 us (92% of copy), 3.25x the element-by-element kernel; evaluation 601.7 us" "$(classifier_time "$tmp/classifier.log")"
 expect classifier_time_none "no timing lines" "$(classifier_time "$tmp/suite.log")"
 expect dev_programs_gelu_fp8 "dev/cuda/gelu_fp8" "$(CUDNN_PROGRAMS="" dev_programs | tr ' ' '\n' | grep -x dev/cuda/gelu_fp8)"
+expect dev_programs_layernorm_fp8 "dev/cuda/layernorm_fp8" "$(CUDNN_PROGRAMS="" dev_programs | tr ' ' '\n' | grep -x dev/cuda/layernorm_fp8)"
 cat >"$tmp/gemm.log" <<'EOF'
 qkv.fprop          8192   2304    768 |  500.1 TFLOP/s |  900.2 TFLOP/s | 1.80x
 step total (12 blocks x 4 linears + LM head, fprop+dgrad+wgrad): 1.23 TFLOP | BF16 2.46 ms (500.0 TFLOP/s) | FP8 1.54 ms (800.0 TFLOP/s) 1.60x | FP8 with LM head in BF16 (trainer default) 1.80 ms 1.37x

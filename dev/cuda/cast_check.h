@@ -1,8 +1,9 @@
 /*
-dev/cuda/cast_check.h — what the FP8 cast checks of dev/cuda share (fp8_quantize.cu, gelu_fp8.cu): PASS/FAIL lines and
-their tally, bf16 test values over many octaves, comparisons (a transposed copy byte for byte, floats bit for bit with
-NaN matching NaN, the diagnostics counts against the CPU's), the CPU's column partials in llmc/bias.cuh's order, and
-event timing.
+dev/cuda/cast_check.h — what the FP8 cast checks of dev/cuda share (fp8_quantize.cu, gelu_fp8.cu, layernorm_fp8.cu,
+and the PASS/FAIL lines of the others): PASS/FAIL lines and their tally, bf16 test values over many octaves,
+comparisons (a transposed copy byte for byte, floats bit for bit with NaN matching NaN, the diagnostics counts against
+the CPU's), the CPU's column partials in llmc/bias.cuh's order, a fused cast's outputs on the device and their check
+against the CPU's cast, and event timing.
 */
 #ifndef GPTFP8_DEV_CUDA_CAST_CHECK_H
 #define GPTFP8_DEV_CUDA_CAST_CHECK_H
@@ -11,6 +12,7 @@ event timing.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../fp8/fp8.h"
 #include "../../fp8/quantize_cpu.h"
@@ -82,6 +84,56 @@ static void column_partials_cpu(float* partials, const uint16_t* x, int rows, in
             partials[(size_t)chunk * cols + c] = sum;
         }
     }
+}
+
+// What one fused cast (an FP8 cast that makes its input on the way: gelu_fp8.cu's, layernorm_fp8.cu's) left on the
+// device, downloaded: FP8 bytes (rows, cols), their transpose, the amax, the counts
+typedef struct {
+    uint8_t *out, *out_t;
+    float amax;
+    unsigned long long stats[3];
+} CastResult;
+
+// The device side of a check: outputs the casts write, reset before each
+typedef struct {
+    uint8_t *out, *out_t;
+    float *scale, *amax, *partials, *dbias;
+    unsigned long long* stats;
+} DeviceOutputs;
+
+static const float AMAX_BEFORE = 0.125f;  // an earlier cast of the same slot this step: the cast max-merges into it
+
+// the outputs as no cast leaves them: every byte one that each element's cast must overwrite, the amax an earlier
+// cast's, the counters 0
+static void reset_outputs(const DeviceOutputs* d, size_t n) {
+    cudaCheck(cudaMemset(d->out, 0xAA, n));
+    cudaCheck(cudaMemset(d->out_t, 0xAA, n));
+    cudaCheck(cudaMemcpy(d->amax, &AMAX_BEFORE, 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemset(d->stats, 0, 3 * sizeof(unsigned long long)));
+}
+
+static void download(CastResult* r, const DeviceOutputs* d, size_t n) {
+    cudaCheck(cudaMemcpy(r->out, d->out, n, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(r->out_t, d->out_t, n, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(&r->amax, d->amax, 4, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(r->stats, d->stats, sizeof(r->stats), cudaMemcpyDeviceToHost));
+}
+
+// R1: the bytes, the transposed bytes (unless skip_out: only out_t was written, compare it alone), the amax and, when
+// counted, the counts, all the CPU's cast of the same bf16 values
+static void check_result(const CastResult* r, const uint8_t* want, float want_amax, const Fp8QuantStats* want_stats,
+                         int counted, int skip_out, int rows, int cols, const char* what) {
+    size_t n = (size_t)rows * cols;
+    int bytes_ok = skip_out || memcmp(r->out, want, n) == 0;
+    int transposed_ok = is_transpose(r->out_t, want, rows, cols);
+    int amax_ok = fp8_float_bits(r->amax) == fp8_float_bits(want_amax);
+    int counts_ok = !counted || stats_equal(r->stats, want_stats);
+    char line[240];
+    snprintf(line, sizeof(line), "%s: %stransposed bytes and amax bit-exact%s", what, skip_out ? "" : "bytes, ",
+             counted ? ", counts the CPU's" : "");
+    report(bytes_ok && transposed_ok && amax_ok && counts_ok, line);
+    if (!amax_ok) { printf("  amax: GPU %a, CPU %a\n", r->amax, want_amax); }
+    if (!counts_ok) { print_counts(r->stats, want_stats); }
 }
 
 static float time_ms(cudaEvent_t start, cudaEvent_t stop) {

@@ -31,53 +31,6 @@ Build: make dev/cuda/gelu_fp8     Run: ./dev/cuda/gelu_fp8    (prints one line a
 #include "../../llmc/rand.h"
 #include "cast_check.h"
 
-// What one fused cast left on the device, downloaded: FP8 bytes (rows, cols), their transpose, the amax, the counts
-typedef struct {
-    uint8_t *out, *out_t;
-    float amax;
-    unsigned long long stats[3];
-} CastResult;
-
-// The device side of a check: outputs the casts write, reset before each
-typedef struct {
-    uint8_t *out, *out_t;
-    float *scale, *amax, *partials, *dbias;
-    unsigned long long* stats;
-} DeviceOutputs;
-
-static const float AMAX_BEFORE = 0.125f;  // an earlier cast of the same slot this step: the cast max-merges into it
-
-static void reset_outputs(const DeviceOutputs* d, size_t n) {
-    cudaCheck(cudaMemset(d->out, 0xAA, n));  // a byte every element's cast must overwrite
-    cudaCheck(cudaMemset(d->out_t, 0xAA, n));
-    cudaCheck(cudaMemcpy(d->amax, &AMAX_BEFORE, 4, cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemset(d->stats, 0, 3 * sizeof(unsigned long long)));
-}
-
-static void download(CastResult* r, const DeviceOutputs* d, size_t n) {
-    cudaCheck(cudaMemcpy(r->out, d->out, n, cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(r->out_t, d->out_t, n, cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(&r->amax, d->amax, 4, cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemcpy(r->stats, d->stats, sizeof(r->stats), cudaMemcpyDeviceToHost));
-}
-
-// R1: the bytes, the transposed bytes (unless skip_out: only out_t was written, compare it alone), the amax and, when
-// counted, the counts, all the CPU's cast of the same bf16 values
-static void check_result(const CastResult* r, const uint8_t* want, float want_amax, const Fp8QuantStats* want_stats,
-                         int counted, int skip_out, int rows, int cols, const char* what) {
-    size_t n = (size_t)rows * cols;
-    int bytes_ok = skip_out || memcmp(r->out, want, n) == 0;
-    int transposed_ok = is_transpose(r->out_t, want, rows, cols);
-    int amax_ok = fp8_float_bits(r->amax) == fp8_float_bits(want_amax);
-    int counts_ok = !counted || stats_equal(r->stats, want_stats);
-    char line[240];
-    snprintf(line, sizeof(line), "%s: %stransposed bytes and amax bit-exact%s", what, skip_out ? "" : "bytes, ",
-             counted ? ", counts the CPU's" : "");
-    report(bytes_ok && transposed_ok && amax_ok && counts_ok, line);
-    if (!amax_ok) { printf("  amax: GPU %a, CPU %a\n", r->amax, want_amax); }
-    if (!counts_ok) { print_counts(r->stats, want_stats); }
-}
-
 // fch (rows, cols) bf16, fc's output, and d_gelu_out the gradient of GELU's output: the forward cast with scale
 // fwd_scale (E4M3), the backward with bwd_scale (E5M2), each against the CPU's cast of the GPU's own GELU kernels'
 // output.

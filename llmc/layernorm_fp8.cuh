@@ -1,0 +1,71 @@
+/*
+llmc/layernorm_fp8.cuh — LayerNorm inside the FP8 cast after it (TE's LayerNormLinear, whose LayerNorm writes the FP8
+input of its GEMM): the input cast of qkv (after ln1) and of fc (after ln2), one pass of fp8/quantize.cuh's cast +
+transpose kernel whose tile is made by LayerNorm from the residual stream and the row's saved statistics instead of
+read from a bf16 tensor.
+
+Why: in FP8 training with delayed scaling, at -r 0, LayerNorm's output (B, T, C) is read by nothing but the next
+linear's input cast: its fprop reads the FP8 x, its wgrad the FP8 x^T the same pass keeps, and LayerNorm's own
+backward reads its input and statistics, not its output. Written by one kernel and read back by the next, it was 4
+bytes of traffic per element for nothing. Fused, the LayerNorm pass writes only the row statistics (and, where a
+residual add rides on it, the residual: llmc/layernorm.cuh's residual_layernorm_forward with out NULL), and the cast
+reads the residual stream once more:
+  before  LayerNorm reads 2, writes 2; the cast reads 2, writes 1 + 1     8 bytes an element
+  fused   statistics read 2; the cast reads 2, writes 1 + 1              6 bytes an element
+(plus 8 bytes a row of statistics, and the weight and bias rows, from cache). The scale must be known before the
+cast: delayed scaling's. Current scaling takes its scale from the tensor's own amax, a pass over the bf16 output
+first, so it keeps the separate kernels.
+
+Same bytes: each 16-byte vector is made by layernorm_output8 (llmc/layernorm.cuh) from the mean and rstd the
+statistics pass stored, the function the one-warp-per-row forward writes its output with (and, value for value,
+layernorm_output of the one-block-per-row forward and of -r 2's recompute), so the cast sees the bf16 values
+layernorm_forward would have written, and its bytes, amax and counts are those of the separate cast
+(dev/cuda/layernorm_fp8 checks it bit for bit).
+*/
+#ifndef GPTFP8_LAYERNORM_FP8_CUH
+#define GPTFP8_LAYERNORM_FP8_CUH
+
+#include "../fp8/quantize.cuh"
+#include "layernorm.cuh"
+
+// The cast's input: LayerNorm's output, 8 values at element `offset` of inp (rows, cols) bf16, from their row's mean
+// and rstd (rows) and their columns' weight and bias (cols). offset is a multiple of 8 (the tile's vectors), so the 8
+// columns are adjacent and 16-byte aligned in weight and bias.
+struct LayerNormInput {
+    const floatX* inp;
+    const float* mean;
+    const float* rstd;
+    const floatX* weight;
+    const floatX* bias;
+    int cols;
+    __device__ __forceinline__ uint4 values(size_t offset) const {
+        size_t row = offset / (size_t)cols;
+        size_t col = offset - row * (size_t)cols;
+        return layernorm_output8(*reinterpret_cast<const uint4*>(inp + offset), mean[row], rstd[row],
+                                 *reinterpret_cast<const uint4*>(weight + col), *reinterpret_cast<const uint4*>(bias + col));
+    }
+};
+
+// out (rows, cols) FP8 = fp8(LayerNorm(inp) * *scale), out_t (cols, rows) its transpose; *amax = max(*amax,
+// max|LayerNorm(inp)|) over the bf16 values of the output; stats as fp8_cast_transpose_amax's (NULL: no counting).
+// inp (rows, cols) bf16 is the LayerNorm's input (the residual stream), mean and rstd (rows) what its statistics pass
+// stored (layernorm_forward or residual_layernorm_forward with out NULL, earlier on the same stream), weight and bias
+// (cols) its parameters; rows and cols multiples of 64. out may be NULL (only the transpose). Asynchronous on
+// `stream`; returns the launch error, or cudaErrorInvalidValue after one line saying what the arguments lack.
+static inline cudaError_t layernorm_forward_fp8(uint8_t* out, uint8_t* out_t, const floatX* inp, const float* mean,
+                                                const float* rstd, const floatX* weight, const floatX* bias, int rows,
+                                                int cols, const float* scale, float* amax, unsigned long long* stats,
+                                                Fp8Format format, cudaStream_t stream) {
+    const char* launcher = "layernorm_forward_fp8";
+    if (!fp8_cast_transpose_args_ok(launcher, out, out_t, inp, rows, cols, amax, stats) ||
+        !fp8_launch_aligned(launcher, "the LayerNorm weight", weight, 16) ||
+        !fp8_launch_aligned(launcher, "the LayerNorm bias", bias, 16) ||
+        !fp8_launch_aligned(launcher, "the row means", mean, 4) ||
+        !fp8_launch_aligned(launcher, "the row rstds", rstd, 4)) {
+        return cudaErrorInvalidValue;
+    }
+    LayerNormInput input = {inp, mean, rstd, weight, bias, cols};
+    return fp8_cast_transpose_launch<false>(out, out_t, NULL, input, rows, cols, scale, amax, stats, format, stream);
+}
+
+#endif  // GPTFP8_LAYERNORM_FP8_CUH
