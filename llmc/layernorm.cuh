@@ -151,8 +151,8 @@ __global__ void layernorm_param_backward_partials_kernel(float* partials, const 
 #define LAYERNORM_MAX_C (32 * LAYERNORM_MAX_VECTORS * 8)
 
 // A row's mean and rstd from its VECTORS 16-byte vectors per lane in registers (lane l holds vectors l, l + 32, ...;
-// `vectors` = C / 8 in all), valid on every lane: each lane sums its values in order, then the warp's shuffles. Both
-// forward kernels below call it on the same bf16 values, so they store the same statistics.
+// C / 8 in all), valid on every lane: each lane sums its values in order, then the warp's shuffles. Both forward
+// kernels below call it (through layernorm_row_forward) on the same bf16 values, so they store the same statistics.
 template <int VECTORS>
 __device__ __forceinline__ void layernorm_row_statistics(const uint4 (&x)[VECTORS], int lane, int C, float* mean,
                                                          float* rstd) {
@@ -181,17 +181,28 @@ __device__ __forceinline__ void layernorm_row_statistics(const uint4 (&x)[VECTOR
     *rstd = rsqrtf(warp_sum(var) / C + 1e-5f);
 }
 
-// The row's output (C) from the same registers: layernorm_output8 of each of the lane's vectors.
+// The rest of a row's forward once its values are in registers (x as layernorm_row_statistics takes them): the
+// statistics, stored into mean[row] and rstd[row] by lane 0, and unless out is NULL the output row (C) from the same
+// registers, layernorm_output8 of each of the lane's vectors. Both forward kernels below end with it.
 template <int VECTORS>
-__device__ __forceinline__ void layernorm_row_output(floatX* out_row, const uint4 (&x)[VECTORS], int lane, int C,
-                                                     float mean, float rstd, const floatX* weight, const floatX* bias) {
-    int vectors = C / 8;
+__device__ __forceinline__ void layernorm_row_forward(const uint4 (&x)[VECTORS], int lane, size_t row, int C,
+                                                      floatX* out, float* mean, float* rstd, const floatX* weight,
+                                                      const floatX* bias) {
+    float m, s;
+    layernorm_row_statistics<VECTORS>(x, lane, C, &m, &s);
+    if (out) {
+        uint4* out_row = reinterpret_cast<uint4*>(out + row * C);
 #pragma unroll
-    for (int j = 0; j < VECTORS; j++) {
-        int v = lane + 32 * j;
-        if (v >= vectors) { continue; }
-        reinterpret_cast<uint4*>(out_row)[v] = layernorm_output8(x[j], mean, rstd, reinterpret_cast<const uint4*>(weight)[v],
-                                                                 reinterpret_cast<const uint4*>(bias)[v]);
+        for (int j = 0; j < VECTORS; j++) {
+            int v = lane + 32 * j;
+            if (v >= C / 8) { continue; }
+            out_row[v] = layernorm_output8(x[j], m, s, reinterpret_cast<const uint4*>(weight)[v],
+                                           reinterpret_cast<const uint4*>(bias)[v]);
+        }
+    }
+    if (lane == 0) {
+        mean[row] = m;
+        rstd[row] = s;
     }
 }
 
@@ -210,13 +221,7 @@ __global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
     for (int j = 0; j < VECTORS; j++) {
         if (lane + 32 * j < C / 8) { x[j] = x_row[lane + 32 * j]; }
     }
-    float m, s;
-    layernorm_row_statistics<VECTORS>(x, lane, C, &m, &s);
-    if (out) { layernorm_row_output<VECTORS>(out + row * C, x, lane, C, m, s, weight, bias); }
-    if (lane == 0) {
-        mean[row] = m;
-        rstd[row] = s;
-    }
+    layernorm_row_forward<VECTORS>(x, lane, row, C, out, mean, rstd, weight, bias);
 }
 
 // residual (rows, C) = inp1 + inp2 (residual_add8), then LayerNorm of that row from the same registers: out (or NULL),
@@ -240,13 +245,7 @@ __global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
         x[j] = residual_add8(a_row[v], b_row[v]);
         residual_row[v] = x[j];
     }
-    float m, s;
-    layernorm_row_statistics<VECTORS>(x, lane, C, &m, &s);
-    if (out) { layernorm_row_output<VECTORS>(out + row * C, x, lane, C, m, s, weight, bias); }
-    if (lane == 0) {
-        mean[row] = m;
-        rstd[row] = s;
-    }
+    layernorm_row_forward<VECTORS>(x, lane, row, C, out, mean, rstd, weight, bias);
 }
 
 // dinp (rows, C) bf16 += the input gradient, as layernorm_backward_kernel's, one warp per row.

@@ -14,6 +14,10 @@ script=scripts/profile_step.py
 
 # expect NAME WANT GOT
 expect() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "want '$2', got '$3'"; fi; }
+# expect_kind_row NAME ROW OUTPUT: the first line of OUTPUT that holds ROW (a kind's row) is ROW, whole
+expect_kind_row() { expect "$1" "$2" "$(printf '%s\n' "$3" | grep -F -- "$2" | head -n 1)"; }
+# expect_contains NAME TEXT OUTPUT: TEXT somewhere in OUTPUT
+expect_contains() { if printf '%s\n' "$3" | grep -qF -- "$2"; then pass "$1"; else fail "$1" "$3"; fi; }
 
 header='"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpu__time_duration.sum"'
 # kernel_row NAME DURATION: one data row as ncu writes it
@@ -71,25 +75,19 @@ write_csv "$tmp/fused.csv" usecond "$cast|100" "$gelu_cast|250" "$gelu_cast|150"
 fused_out=$(python3 "$script" --label fp8 "$tmp/fused.csv" 2>&1)
 expect kind_gelu_fp8_cast "| gelu + fp8 cast | 0.400 (80.0%) |" "$(printf '%s\n' "$fused_out" | grep -E '^\| gelu \+ fp8 cast \|' | head -n 1)"
 expect kind_fp8_cast_apart "| fp8 cast | 0.100 (20.0%) |" "$(printf '%s\n' "$fused_out" | grep -E '^\| fp8 cast \|' | head -n 1)"
-if printf '%s\n' "$fused_out" | grep -qF "| fp8_cast_transpose_amax_kernel[GeluBackwardInput] | gelu + fp8 cast | 2 | 0.400 |"; then
-    pass kernel_gelu_fp8_cast_named_by_its_input
-else
-    fail kernel_gelu_fp8_cast_named_by_its_input "$fused_out"
-fi
+expect_contains kernel_gelu_fp8_cast_named_by_its_input \
+    "| fp8_cast_transpose_amax_kernel[GeluBackwardInput] | gelu + fp8 cast | 2 | 0.400 |" "$fused_out"
 # LayerNorm inside the FP8 cast is its own kind too; the residual add in LayerNorm's pass counts as layernorm
 ln_cast='void fp8_cast_transpose_amax_kernel<(bool)0, (bool)0, LayerNormInput>(unsigned char *, unsigned char *, float *, LayerNormInput, int, int, const float *, float *, Fp8Format, unsigned long long *)'
 residual_ln='void residual_layernorm_forward_rows_kernel<(int)3>(__nv_bfloat16 *, __nv_bfloat16 *, float *, float *, const __nv_bfloat16 *, const __nv_bfloat16 *, const __nv_bfloat16 *, const __nv_bfloat16 *, int, int)'
 residual='void residual_forward_kernel(__nv_bfloat16 *, const __nv_bfloat16 *, const __nv_bfloat16 *, unsigned long, int)'
 write_csv "$tmp/ln_fused.csv" usecond "$ln_cast|60" "$residual_ln|30" "$residual|10" "$gelu_cast|100"
 ln_out=$(python3 "$script" --label fp8 --top 4 "$tmp/ln_fused.csv" 2>&1)
-expect kind_layernorm_fp8_cast "| layernorm + fp8 cast | 0.060 (30.0%) |" "$(printf '%s\n' "$ln_out" | grep -E '^\| layernorm \+ fp8 cast \|' | head -n 1)"
-expect kind_residual_layernorm "| layernorm | 0.030 (15.0%) |" "$(printf '%s\n' "$ln_out" | grep -E '^\| layernorm \|' | head -n 1)"
-expect kind_residual_apart "| residual | 0.010 (5.0%) |" "$(printf '%s\n' "$ln_out" | grep -E '^\| residual \|' | head -n 1)"
-if printf '%s\n' "$ln_out" | grep -qF "| fp8_cast_transpose_amax_kernel[LayerNormInput] | layernorm + fp8 cast | 1 | 0.060 |"; then
-    pass kernel_layernorm_fp8_cast_named_by_its_input
-else
-    fail kernel_layernorm_fp8_cast_named_by_its_input "$ln_out"
-fi
+expect_kind_row kind_layernorm_fp8_cast "| layernorm + fp8 cast | 0.060 (30.0%) |" "$ln_out"
+expect_kind_row kind_residual_layernorm "| layernorm | 0.030 (15.0%) |" "$ln_out"
+expect_kind_row kind_residual_apart "| residual | 0.010 (5.0%) |" "$ln_out"
+expect_contains kernel_layernorm_fp8_cast_named_by_its_input \
+    "| fp8_cast_transpose_amax_kernel[LayerNormInput] | layernorm + fp8 cast | 1 | 0.060 |" "$ln_out"
 # per kernel: base names (no return type, template arguments or parameters), calls, ms, mean us, share; --top 3
 fp8_top=$(printf '%s\n' "$out" | sed -n '/^### fp8: /,$p')
 if printf '%s\n' "$fp8_top" | grep -qxF "| $gemm | gemm | 2 | 1.800 | 900.0 | 57.5% |" &&

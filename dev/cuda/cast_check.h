@@ -101,6 +101,27 @@ typedef struct {
     unsigned long long* stats;
 } DeviceOutputs;
 
+// Every output of a cast of n elements; with partial_rows > 0 also the bias partials (partial_rows, cols) and the bias
+// gradient (cols) a grad_output cast leaves (NULL otherwise)
+static DeviceOutputs device_outputs_alloc(size_t n, size_t partial_rows, int cols) {
+    DeviceOutputs d = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    cudaCheck(cudaMalloc(&d.out, n));
+    cudaCheck(cudaMalloc(&d.out_t, n));
+    cudaCheck(cudaMalloc(&d.scale, 4));
+    cudaCheck(cudaMalloc(&d.amax, 4));
+    cudaCheck(cudaMalloc(&d.stats, 3 * sizeof(unsigned long long)));
+    if (partial_rows > 0) {
+        cudaCheck(cudaMalloc(&d.partials, partial_rows * cols * sizeof(float)));
+        cudaCheck(cudaMalloc(&d.dbias, cols * sizeof(float)));
+    }
+    return d;
+}
+
+static void device_outputs_free(DeviceOutputs* d) {
+    void* buffers[] = {d->out, d->out_t, d->scale, d->amax, d->partials, d->dbias, d->stats};
+    for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) { cudaCheck(cudaFree(buffers[i])); }  // NULL: no-op
+}
+
 static const float AMAX_BEFORE = 0.125f;  // an earlier cast of the same slot this step: the cast max-merges into it
 
 // the outputs as no cast leaves them: every byte one that each element's cast must overwrite, the amax an earlier
@@ -134,6 +155,14 @@ static void check_result(const CastResult* r, const uint8_t* want, float want_am
     report(bytes_ok && transposed_ok && amax_ok && counts_ok, line);
     if (!amax_ok) { printf("  amax: GPU %a, CPU %a\n", r->amax, want_amax); }
     if (!counts_ok) { print_counts(r->stats, want_stats); }
+}
+
+// n bf16 values (their bits) on the device
+static __nv_bfloat16* upload_bf16(const uint16_t* x, size_t n) {
+    __nv_bfloat16* d;
+    cudaCheck(cudaMalloc(&d, n * 2));
+    cudaCheck(cudaMemcpy(d, x, n * 2, cudaMemcpyHostToDevice));
+    return d;
 }
 
 static float time_ms(cudaEvent_t start, cudaEvent_t stop) {

@@ -45,14 +45,7 @@ static void check_shape(int rows, int cols, float fwd_scale, float bwd_scale, in
     cudaCheck(cudaMalloc(&d_gelu, n * 2));
     cudaCheck(cudaMemcpy(d_fch, fch, n * 2, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_dout, dout, n * 2, cudaMemcpyHostToDevice));
-    DeviceOutputs d;
-    cudaCheck(cudaMalloc(&d.out, n));
-    cudaCheck(cudaMalloc(&d.out_t, n));
-    cudaCheck(cudaMalloc(&d.scale, 4));
-    cudaCheck(cudaMalloc(&d.amax, 4));
-    cudaCheck(cudaMalloc(&d.partials, chunks * cols * sizeof(float)));
-    cudaCheck(cudaMalloc(&d.dbias, cols * sizeof(float)));
-    cudaCheck(cudaMalloc(&d.stats, 3 * sizeof(unsigned long long)));
+    DeviceOutputs d = device_outputs_alloc(n, chunks, cols);
     CastResult r;
     r.out = (uint8_t*)malloc(n);
     r.out_t = (uint8_t*)malloc(n);
@@ -139,13 +132,7 @@ static void check_shape(int rows, int cols, float fwd_scale, float bwd_scale, in
     cudaCheck(cudaFree(d_fch));
     cudaCheck(cudaFree(d_dout));
     cudaCheck(cudaFree(d_gelu));
-    cudaCheck(cudaFree(d.out));
-    cudaCheck(cudaFree(d.out_t));
-    cudaCheck(cudaFree(d.scale));
-    cudaCheck(cudaFree(d.amax));
-    cudaCheck(cudaFree(d.partials));
-    cudaCheck(cudaFree(d.dbias));
-    cudaCheck(cudaFree(d.stats));
+    device_outputs_free(&d);
 }
 
 int main(void) {

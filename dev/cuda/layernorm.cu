@@ -45,13 +45,6 @@ static uint16_t* normal_bf16(size_t n, float offset, float spread, Rng* rng) {
     return x;
 }
 
-static __nv_bfloat16* upload_bf16(const uint16_t* x, size_t n) {
-    __nv_bfloat16* d;
-    cudaCheck(cudaMalloc(&d, n * 2));
-    cudaCheck(cudaMemcpy(d, x, n * 2, cudaMemcpyHostToDevice));
-    return d;
-}
-
 static uint16_t* download_bf16_bits(const __nv_bfloat16* d, size_t n) {
     uint16_t* x = (uint16_t*)malloc(n * 2);
     cudaCheck(cudaMemcpy(x, d, n * 2, cudaMemcpyDeviceToHost));

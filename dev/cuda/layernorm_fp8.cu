@@ -32,13 +32,6 @@ Build: make dev/cuda/layernorm_fp8     Run: ./dev/cuda/layernorm_fp8    (prints 
 #include "../../llmc/rand.h"
 #include "cast_check.h"
 
-static __nv_bfloat16* upload_bf16(const uint16_t* x, size_t n) {
-    __nv_bfloat16* d;
-    cudaCheck(cudaMalloc(&d, n * 2));
-    cudaCheck(cudaMemcpy(d, x, n * 2, cudaMemcpyHostToDevice));
-    return d;
-}
-
 // x (rows, C) the LayerNorm's input, w and b its parameters: the cast with scale `scale` (E4M3, the forward's format)
 // against the CPU's cast of the GPU's own layernorm_forward output.
 static void check_shape(int rows, int C, float scale, int with_nan, Rng* rng) {
@@ -57,13 +50,7 @@ static void check_shape(int rows, int C, float scale, int with_nan, Rng* rng) {
     cudaCheck(cudaMalloc(&d_rstd, rows * sizeof(float)));
     cudaCheck(cudaMalloc(&d_ref_mean, rows * sizeof(float)));
     cudaCheck(cudaMalloc(&d_ref_rstd, rows * sizeof(float)));
-    DeviceOutputs d;
-    cudaCheck(cudaMalloc(&d.out, n));
-    cudaCheck(cudaMalloc(&d.out_t, n));
-    cudaCheck(cudaMalloc(&d.scale, 4));
-    cudaCheck(cudaMalloc(&d.amax, 4));
-    cudaCheck(cudaMalloc(&d.stats, 3 * sizeof(unsigned long long)));
-    d.partials = d.dbias = NULL;
+    DeviceOutputs d = device_outputs_alloc(n, 0, C);
     cudaCheck(cudaMemcpy(d.scale, &scale, 4, cudaMemcpyHostToDevice));
     CastResult r;
     r.out = (uint8_t*)malloc(n);
@@ -124,11 +111,7 @@ static void check_shape(int rows, int C, float scale, int with_nan, Rng* rng) {
     cudaCheck(cudaFree(d_rstd));
     cudaCheck(cudaFree(d_ref_mean));
     cudaCheck(cudaFree(d_ref_rstd));
-    cudaCheck(cudaFree(d.out));
-    cudaCheck(cudaFree(d.out_t));
-    cudaCheck(cudaFree(d.scale));
-    cudaCheck(cudaFree(d.amax));
-    cudaCheck(cudaFree(d.stats));
+    device_outputs_free(&d);
 }
 
 int main(void) {
