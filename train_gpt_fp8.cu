@@ -900,8 +900,9 @@ static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX*
 // read back. The same bytes as gelu_forward / gelu_backward / layernorm_forward and the separate cast
 // (model->fused_fp8_casts 0 runs those; test_gpt_fp8 compares the two).
 
-// Forward: in training, where the module's fprop is FP8 and its wgrad reads the x^T the forward keeps (-r 0: the input
-// is not dropped), its input cast is its bf16 input's only reader, so the cast may make that input itself.
+// Forward: in training, where the module's fprop is FP8 and its wgrad reads the x^T the forward keeps (the recompute
+// does not drop the input: -r 0 for GELU's output, -r 0 or 1 for LayerNorm's), its input cast is its bf16 input's only
+// reader, so the cast may make that input itself.
 static int input_made_in_fp8_cast(const GPT2* m, int module) {
     LinearPrecision lp = gpt2_linear_precision(m);
     return m->fused_fp8_casts && m->training && m->recipe.scaling == FP8_SCALING_DELAYED &&

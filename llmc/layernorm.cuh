@@ -237,12 +237,21 @@ __global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
     const uint4* a_row = reinterpret_cast<const uint4*>(inp1 + row * C);
     const uint4* b_row = reinterpret_cast<const uint4*>(inp2 + row * C);
     uint4* residual_row = reinterpret_cast<uint4*>(residual + row * C);
-    uint4 x[VECTORS];
+    // every load issued before any store: residual may alias neither input as far as the compiler knows, so a store
+    // between loads would hold the next loads back (2 in flight a lane instead of 2 x VECTORS)
+    uint4 a[VECTORS], b[VECTORS], x[VECTORS];
 #pragma unroll
     for (int j = 0; j < VECTORS; j++) {
         int v = lane + 32 * j;
         if (v >= C / 8) { continue; }
-        x[j] = residual_add8(a_row[v], b_row[v]);
+        a[j] = a_row[v];
+        b[j] = b_row[v];
+    }
+#pragma unroll
+    for (int j = 0; j < VECTORS; j++) {
+        int v = lane + 32 * j;
+        if (v >= C / 8) { continue; }
+        x[j] = residual_add8(a[j], b[j]);
         residual_row[v] = x[j];
     }
     layernorm_row_forward<VECTORS>(x, lane, row, C, out, mean, rstd, weight, bias);

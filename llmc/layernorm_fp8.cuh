@@ -4,8 +4,8 @@ input of its GEMM): the input cast of qkv (after ln1) and of fc (after ln2), one
 transpose kernel whose tile is made by LayerNorm from the residual stream and the row's saved statistics instead of
 read from a bf16 tensor.
 
-Why: in FP8 training with delayed scaling, at -r 0, LayerNorm's output (B, T, C) is read by nothing but the next
-linear's input cast: its fprop reads the FP8 x, its wgrad the FP8 x^T the same pass keeps, and LayerNorm's own
+Why: in FP8 training with delayed scaling, at -r 0 or 1 (-r 2 drops LayerNorm's output and makes it again in the
+backward), LayerNorm's output (B, T, C) is read by nothing but the next linear's input cast: its fprop reads the FP8 x, its wgrad the FP8 x^T the same pass keeps, and LayerNorm's own
 backward reads its input and statistics, not its output. Written by one kernel and read back by the next, it was 4
 bytes of traffic per element for nothing. Fused, the LayerNorm pass writes only the row statistics (and, where a
 residual add rides on it, the residual: llmc/layernorm.cuh's residual_layernorm_forward with out NULL), and the cast
@@ -57,6 +57,11 @@ static inline cudaError_t layernorm_forward_fp8(uint8_t* out, uint8_t* out_t, co
                                                 int cols, const float* scale, float* amax, unsigned long long* stats,
                                                 Fp8Format format, cudaStream_t stream) {
     const char* launcher = "layernorm_forward_fp8";
+    if (!mean || !rstd || !weight || !bias) {
+        fprintf(stderr, "%s: no %s (the cast makes LayerNorm's output from the row statistics and the parameters)\n",
+                launcher, !mean ? "row means" : !rstd ? "row rstds" : !weight ? "LayerNorm weight" : "LayerNorm bias");
+        return cudaErrorInvalidValue;
+    }
     if (!fp8_cast_transpose_args_ok(launcher, out, out_t, inp, rows, cols, amax, stats) ||
         !fp8_launch_aligned(launcher, "the LayerNorm weight", weight, 16) ||
         !fp8_launch_aligned(launcher, "the LayerNorm bias", bias, 16) ||

@@ -228,7 +228,7 @@ static void test_gelu_fp8_launch_preconditions(void) {
 
 // LayerNorm inside the FP8 cast (layernorm_fp8.cuh): the cast + transpose's refusals for the residual stream it reads,
 // and its own tensors': the weight and bias 16-byte aligned (one vector of 8 columns each), the row statistics 4-byte
-// aligned, each refused in one line with cudaErrorInvalidValue and nothing launched.
+// aligned, none of the four missing, each refused in one line with cudaErrorInvalidValue and nothing launched.
 static void test_layernorm_fp8_launch_preconditions(void) {
     uint8_t* out = (uint8_t*)0x7f0000000000;  // never dereferenced: every call below is refused first
     uint8_t* out_t = (uint8_t*)0x7f0000100000;
@@ -261,6 +261,12 @@ static void test_layernorm_fp8_launch_preconditions(void) {
     CHECK(layernorm_forward_fp8(out, out_t + 4, inp, mean, rstd, weight, bias, 64, 64, scale, amax, NULL, FP8_E4M3,
                                 0) == cudaErrorInvalidValue,
           "the transposed output at 4 bytes");
+    CHECK(layernorm_forward_fp8(out, out_t, inp, mean, NULL, weight, bias, 64, 64, scale, amax, NULL, FP8_E4M3, 0) ==
+              cudaErrorInvalidValue,
+          "no row rstds");
+    CHECK(layernorm_forward_fp8(out, out_t, inp, mean, rstd, weight, NULL, 64, 64, scale, amax, NULL, FP8_E4M3, 0) ==
+              cudaErrorInvalidValue,
+          "no bias");
 }
 
 // LayerNorm's one-warp-per-row kernels take C a multiple of 8 up to LAYERNORM_MAX_C (2048: every GPT-2 width, 768 to

@@ -6,7 +6,8 @@ Checks, with E4M3 scales that make values saturate and flush, and a NaN case, fo
 the cast's 64-wide tile but not of 256: 2 vectors on some lanes, 1 on others, when one warp per row makes the
 statistics):
   layernorm_forward_fp8  from the statistics of layernorm_forward with no output (and of residual_layernorm_forward
-                         with none, on a residual it makes), the FP8 bytes, the transposed bytes and the amax are the
+                         with none, on a residual it makes; each the statistics layernorm_forward stores with an
+                         output, R1), the FP8 bytes, the transposed bytes and the amax are the
                          CPU's cast (fp8_quantize_bf16) of layernorm_forward's bf16 output, bit for bit (R1 of
                          llmc/tolerance.h: the same bf16 values, scale and rounding; an amax is a maximum, whatever the
                          order), so those of fp8_cast_transpose_amax on it; with the diagnostics counters, the CPU's
@@ -76,6 +77,17 @@ static void check_shape(int rows, int C, float scale, int with_nan, Rng* rng) {
         Fp8QuantStats want_stats = {0, 0, 0};
         fp8_quantize_bf16(want, ln, n, FP8_E4M3, scale, &want_amax, &want_stats);
         const char* from = with_residual ? "residual_layernorm_forward's" : "layernorm_forward's";
+        // the statistics pass with no output stored those of the pass with one (R1)
+        float* stats[4];
+        const float* device_stats[4] = {d_mean, d_rstd, d_ref_mean, d_ref_rstd};
+        for (int k = 0; k < 4; k++) {
+            stats[k] = (float*)malloc(rows * sizeof(float));
+            cudaCheck(cudaMemcpy(stats[k], device_stats[k], rows * sizeof(float), cudaMemcpyDeviceToHost));
+        }
+        snprintf(what, sizeof(what), "%dx%d: %s statistics with no output, those of layernorm_forward with one (R1)", rows,
+                 C, from);
+        report(floats_identical(stats[0], stats[2], rows) && floats_identical(stats[1], stats[3], rows), what);
+        for (int k = 0; k < 4; k++) { free(stats[k]); }
         for (int counted = 0; counted < 2; counted++) {
             reset_outputs(&d, n);
             cudaCheck(layernorm_forward_fp8(d.out, d.out_t, inp, d_mean, d_rstd, d_w, d_b, rows, C, d.scale, d.amax,
