@@ -192,10 +192,12 @@ __global__ void __launch_bounds__(FP8_CAST_BLOCK_SIZE)
 
 #define FP8_TRANSPOSE_TILE 64
 
-// The plain input: 8 bf16 values (one 16-byte vector) at element `offset` of inp (rows, cols).
+// The plain input: 8 bf16 values (one 16-byte vector) at element `offset` of inp (rows, cols). Every input's values()
+// takes the offset and, for an input that needs them (LayerNorm's: the row's statistics, the columns' parameters),
+// its row and first column, which the kernel knows without dividing.
 struct Fp8CastInputBf16 {
     const __nv_bfloat16* inp;
-    __device__ __forceinline__ uint4 values(size_t offset) const {
+    __device__ __forceinline__ uint4 values(size_t offset, int, int) const {
         return *reinterpret_cast<const uint4*>(inp + offset);
     }
 };
@@ -219,7 +221,7 @@ __global__ void fp8_cast_transpose_amax_kernel(uint8_t* out, uint8_t* out_t, flo
     for (int pass = 0; pass < 2; pass++) {
         int r = sub_row + pass * 32;
         size_t offset = (size_t)(tile_row + r) * cols + tile_col + sub_col;
-        uint4 packed = input.values(offset);
+        uint4 packed = input.values(offset, tile_row + r, tile_col + sub_col);
         uint2 bytes = fp8_cast8<COUNT>(packed, s, format, &thread_max, &counts);
         memcpy(&tile[r][sub_col], &bytes, 8);  // little-endian: byte i is column sub_col + i
         if (out) { *reinterpret_cast<uint2*>(out + offset) = bytes; }

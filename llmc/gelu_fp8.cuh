@@ -26,7 +26,7 @@ bytes, amax, counts and bias partials are those of the separate kernels (dev/cud
 // The cast's input in the forward: gelu(inp), 8 values at element `offset` of inp (rows, cols) bf16.
 struct GeluForwardInput {
     const floatX* inp;
-    __device__ __forceinline__ uint4 values(size_t offset) const {
+    __device__ __forceinline__ uint4 values(size_t offset, int, int) const {
         return gelu_forward8(*reinterpret_cast<const uint4*>(inp + offset));
     }
 };
@@ -35,7 +35,7 @@ struct GeluForwardInput {
 struct GeluBackwardInput {
     const floatX* inp;
     const floatX* dout;
-    __device__ __forceinline__ uint4 values(size_t offset) const {
+    __device__ __forceinline__ uint4 values(size_t offset, int, int) const {
         return gelu_backward8(*reinterpret_cast<const uint4*>(inp + offset),
                               *reinterpret_cast<const uint4*>(dout + offset));
     }

@@ -28,19 +28,16 @@ layernorm_forward would have written, and its bytes, amax and counts are those o
 #include "../fp8/quantize.cuh"
 #include "layernorm.cuh"
 
-// The cast's input: LayerNorm's output, 8 values at element `offset` of inp (rows, cols) bf16, from their row's mean
-// and rstd (rows) and their columns' weight and bias (cols). offset is a multiple of 8 (the tile's vectors), so the 8
-// columns are adjacent and 16-byte aligned in weight and bias.
+// The cast's input: LayerNorm's output, 8 values at element `offset` of inp (rows, cols) bf16, in row `row` from
+// column `col` on, from the row's mean and rstd (rows) and the columns' weight and bias (cols). col is a multiple of 8
+// (the tile's vectors), so the 8 columns are adjacent and 16-byte aligned in weight and bias.
 struct LayerNormInput {
     const floatX* inp;
     const float* mean;
     const float* rstd;
     const floatX* weight;
     const floatX* bias;
-    int cols;
-    __device__ __forceinline__ uint4 values(size_t offset) const {
-        size_t row = offset / (size_t)cols;
-        size_t col = offset - row * (size_t)cols;
+    __device__ __forceinline__ uint4 values(size_t offset, int row, int col) const {
         return layernorm_output8(*reinterpret_cast<const uint4*>(inp + offset), mean[row], rstd[row],
                                  *reinterpret_cast<const uint4*>(weight + col), *reinterpret_cast<const uint4*>(bias + col));
     }
@@ -69,7 +66,7 @@ static inline cudaError_t layernorm_forward_fp8(uint8_t* out, uint8_t* out_t, co
         !fp8_launch_aligned(launcher, "the row rstds", rstd, 4)) {
         return cudaErrorInvalidValue;
     }
-    LayerNormInput input = {inp, mean, rstd, weight, bias, cols};
+    LayerNormInput input = {inp, mean, rstd, weight, bias};
     return fp8_cast_transpose_launch<false>(out, out_t, NULL, input, rows, cols, scale, amax, stats, format, stream);
 }
 
