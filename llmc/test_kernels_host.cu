@@ -239,34 +239,31 @@ static void test_layernorm_fp8_launch_preconditions(void) {
     const float* rstd = (const float*)0x7f00002a0000;
     float* amax = (float*)0x7f0000300000;
     const float* scale = (const float*)0x7f0000300010;
+    // each case one thing wrong with the good arguments above
+    struct {
+        const floatX *inp, *weight, *bias;
+        const float *mean, *rstd;
+        uint8_t* out_t;
+        int rows, cols;
+        const char* what;
+    } refused[] = {
+        {inp, weight, bias, mean, rstd, out_t, 64, 100, "100 columns, off the 64-wide tile"},
+        {inp, weight, bias, mean, rstd, out_t, 96, 64, "96 rows, off the tile"},
+        {inp + 1, weight, bias, mean, rstd, out_t, 64, 64, "the residual stream at 2 bytes"},
+        {inp, weight + 4, bias, mean, rstd, out_t, 64, 64, "the weight at 8 bytes"},
+        {inp, weight, bias + 1, mean, rstd, out_t, 64, 64, "the bias at 2 bytes"},
+        {inp, weight, bias, (const float*)((const char*)mean + 2), rstd, out_t, 64, 64, "the means at 2 bytes"},
+        {inp, weight, bias, mean, rstd, out_t + 4, 64, 64, "the transposed output at 4 bytes"},
+        {inp, weight, bias, mean, NULL, out_t, 64, 64, "no row rstds"},
+        {inp, weight, NULL, mean, rstd, out_t, 64, 64, "no bias"},
+    };
     fprintf(stderr, "(the launchers' refusals below are expected)\n");
-    CHECK(layernorm_forward_fp8(out, out_t, inp, mean, rstd, weight, bias, 64, 100, scale, amax, NULL, FP8_E4M3, 0) ==
-              cudaErrorInvalidValue,
-          "100 columns, off the 64-wide tile");
-    CHECK(layernorm_forward_fp8(out, out_t, inp, mean, rstd, weight, bias, 96, 64, scale, amax, NULL, FP8_E4M3, 0) ==
-              cudaErrorInvalidValue,
-          "96 rows, off the tile");
-    CHECK(layernorm_forward_fp8(out, out_t, inp + 1, mean, rstd, weight, bias, 64, 64, scale, amax, NULL, FP8_E4M3,
-                                0) == cudaErrorInvalidValue,
-          "the residual stream at 2 bytes");
-    CHECK(layernorm_forward_fp8(out, out_t, inp, mean, rstd, weight + 4, bias, 64, 64, scale, amax, NULL, FP8_E4M3,
-                                0) == cudaErrorInvalidValue,
-          "the weight at 8 bytes");
-    CHECK(layernorm_forward_fp8(out, out_t, inp, mean, rstd, weight, bias + 1, 64, 64, scale, amax, NULL, FP8_E4M3,
-                                0) == cudaErrorInvalidValue,
-          "the bias at 2 bytes");
-    CHECK(layernorm_forward_fp8(out, out_t, inp, (const float*)((const char*)mean + 2), rstd, weight, bias, 64, 64,
-                                scale, amax, NULL, FP8_E4M3, 0) == cudaErrorInvalidValue,
-          "the means at 2 bytes");
-    CHECK(layernorm_forward_fp8(out, out_t + 4, inp, mean, rstd, weight, bias, 64, 64, scale, amax, NULL, FP8_E4M3,
-                                0) == cudaErrorInvalidValue,
-          "the transposed output at 4 bytes");
-    CHECK(layernorm_forward_fp8(out, out_t, inp, mean, NULL, weight, bias, 64, 64, scale, amax, NULL, FP8_E4M3, 0) ==
-              cudaErrorInvalidValue,
-          "no row rstds");
-    CHECK(layernorm_forward_fp8(out, out_t, inp, mean, rstd, weight, NULL, 64, 64, scale, amax, NULL, FP8_E4M3, 0) ==
-              cudaErrorInvalidValue,
-          "no bias");
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        CHECK(layernorm_forward_fp8(out, refused[i].out_t, refused[i].inp, refused[i].mean, refused[i].rstd,
+                                    refused[i].weight, refused[i].bias, refused[i].rows, refused[i].cols, scale, amax,
+                                    NULL, FP8_E4M3, 0) == cudaErrorInvalidValue,
+              "%s", refused[i].what);
+    }
 }
 
 // LayerNorm's one-warp-per-row kernels take C a multiple of 8 up to LAYERNORM_MAX_C (2048: every GPT-2 width, 768 to
