@@ -23,8 +23,8 @@ __global__ void bias_backward_partials_kernel(float* partials, const floatX* dou
 }
 
 // pass 2 alone: dbias (OC) fp32 += the column partials (rows / COLUMN_SUM_ROWS, OC) of a (rows, OC) grad_output,
-// added in column_partials_reduce's fixed order, from pass 1 here or from the FP8 cast that made them on its way (fp8/quantize.cuh's
-// fp8_cast_transpose_dbias_amax, whose 64-row tiles are these chunks)
+// added in column_partials_reduce's fixed order, from pass 1 here or from the FP8 cast that made them on its way
+// (fp8/quantize.cuh's fp8_cast_transpose_dbias_amax, whose 64-row tiles are these chunks)
 static_assert(COLUMN_SUM_ROWS == 64, "fp8_cast_transpose_dbias_amax's partials are sums of 64-row tiles");
 static inline void bias_backward_reduce(float* dbias, const float* column_partials, int rows, int OC,
                                         cudaStream_t stream) {
