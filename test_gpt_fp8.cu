@@ -1532,7 +1532,7 @@ static void test_encoder_backward_bucket_stride(void) {
 
 // GELU and LayerNorm inside the FP8 casts (llmc/gelu_fp8.cuh, llmc/layernorm_fp8.cuh: delayed scaling; the forward's
 // at -r 0, GELU's backward at any -r) against gelu_forward / gelu_backward / layernorm_forward and the casts after
-// them (fused_fp8_casts 0): three training steps, with the diagnostics counters on, give the same losses, gradients,
+// them (-fp8_fused_casts 0): three training steps, with the diagnostics counters on, give the same losses, gradients,
 // master and bf16 weights, FP8 state (histories, scales) and counts, bit for bit (R1: the same functions of the same
 // bf16 values). That the fused kernels are what ran: the fused model's fch_gelu, ln1 and ln2 still hold the bytes
 // they were filled with, the other's do not.
@@ -1540,8 +1540,8 @@ static void test_fused_fp8_casts_bit_identical(void) {
     cpu::GPT2 cpu_fused, cpu_separate;  // only for the same initial weights on both GPU models
     gpu::GPT2 fused, separate;
     make_pair(&cpu_fused, &fused, "fp8", 23);
-    make_pair(&cpu_separate, &separate, "fp8", 23);
-    separate.fused_fp8_casts = 0;
+    make_pair_with(&cpu_separate, &separate,
+                   test_args_line("-precision fp8 -fp8_amax_history_len 16 -attn plain -r 0 -fp8_fused_casts 0"), 23);
     int L = fused.config.num_layers;
     for (int l = 0; l < L; l++) {
         CHECK(gpu::gelu_in_fcproj_cast(&fused, l) && gpu::gelu_in_fc_grad_output_cast(&fused, l) &&

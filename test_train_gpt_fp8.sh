@@ -514,10 +514,11 @@ EOF
 expect_error resume_changed_T "-t is 64 in the checkpoint but 32 in this run" $RESUME_CKPT -t 32 -maxT 64
 expect_error resume_changed_model "differs from the run's (L 3" $RESUME_CKPT -L 3
 # what the header does not record may change: steps, learning-rate schedule, optimizer, evaluation, sampling,
-# checkpoints, diagnostics, seed (in a copy of the folder: the run goes on to step 4)
+# checkpoints, diagnostics, seed, and GELU and LayerNorm apart from the casts (the same bytes) (in a copy of the folder:
+# the run goes on to step 4)
 cp -r "$TMP/ckpt" "$TMP/changed_ok"
 $TRAINER $TINY -precision fp8 -y 1 -o "$TMP/changed_ok" -x 4 -l 1e-3 -u 1 -q 0.5 -c 0.1 -gc 0.5 -v 1 -m 2 -s 2 -g 4 -n 1 \
-    -fp8_diag_every 1 -seed 7 >"$TMP/changed_ok.out" 2>&1
+    -fp8_diag_every 1 -seed 7 -fp8_fused_casts 0 >"$TMP/changed_ok.out" 2>&1
 changed_rc=$?
 if [ "$changed_rc" -eq 0 ] && grep -q "resumed from .*model_00000002.bin at step 2" "$TMP/changed_ok.out" &&
     [ "$(grep -c ' trl:' "$TMP/changed_ok/main.log")" -eq 4 ] && [ -e "$TMP/changed_ok/DONE_00000003" ] &&
@@ -546,6 +547,11 @@ expect_error flag_recipe "invalid value 'dynamic' for -fp8_recipe: expected one 
 expect_error flag_current_history "-fp8_amax_history_len applies to delayed scaling only" $TINY -fp8_recipe current \
     -fp8_amax_history_len 16
 expect_error flag_current_interval "-fp8_interval applies to delayed scaling only" $TINY -fp8_interval 2 -fp8_recipe current
+expect_error flag_fused_casts "invalid value '2' for -fp8_fused_casts: must be in \[0, 1\]" $TINY -fp8_fused_casts 2
+expect_error flag_current_fused_casts "-fp8_fused_casts applies to delayed scaling only (-fp8_recipe current takes its" \
+    $TINY -fp8_recipe current -fp8_fused_casts 1
+expect_error flag_mxfp8_fused_casts "-fp8_fused_casts applies to delayed scaling only (-fp8_recipe mxfp8" $TINY \
+    -fp8_fused_casts 0 -fp8_recipe mxfp8
 # the block recipes: their multiples, their formats, and the flags that belong to other recipes
 expect_error block_dims_C "-fp8_recipe blockwise casts in blocks of 128, so every blocked GEMM dimension must be a multiple of 128: C is 64 (-C 64)" \
     $TINY -fp8_recipe blockwise

@@ -174,9 +174,10 @@ typedef struct {
     size_t attention_workspace_bytes;      // the largest workspace its graphs need
     size_t stats_layer_floats;             // floats between two layers' softmax statistics
     int recompute;                         // -r 0|1|2
-    int fused_fp8_casts;                   // GELU and LayerNorm inside the FP8 casts beside them where they can be (1;
-                                           // the tests set 0 to compare with the separate kernels):
-                                           // gelu_fcproj_forward, gelu_fc_grad_output, layernorm_linear_forward
+    int fused_fp8_casts;                   // -fp8_fused_casts: GELU and LayerNorm inside the FP8 casts beside them
+                                           // where they can be (1), or their own kernels then the casts (0: the
+                                           // same bytes; the tests compare the two): gelu_fcproj_forward,
+                                           // gelu_fc_grad_output, layernorm_linear_forward
     // the device memory: what it depends on, and every buffer's size (llmc/memory_plan.h)
     GpuMemoryInputs memory_inputs;
     GpuMemoryPlan memory;
@@ -417,7 +418,7 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
     model->fp8_lm_head = args->fp8_lm_head;
     model->training = 1;
     model->recompute = args->recompute;
-    model->fused_fp8_casts = 1;
+    model->fused_fp8_casts = args->fp8_fused_casts;
     model->attention_kind = gpu_attention_kind(args->attention);
     fill_in_parameter_sizes(model->param_sizes, config);
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { model->num_parameters += model->param_sizes[i]; }
@@ -1724,6 +1725,11 @@ int main(int argc, char** argv) {
     box_row(stdout, "attention", "%s, recompute -r %d",
             model.attention_kind == ATTENTION_CUDNN ? "cuDNN flash attention (-attn cudnn)" : "plain CUDA/cuBLAS (-attn plain)",
             args.recompute);
+    if (args.precision == PRECISION_FP8 && args.recipe.scaling == FP8_SCALING_DELAYED) {
+        box_row(stdout, "fp8 casts", "%s", args.fp8_fused_casts
+                    ? "GELU and LayerNorm inside them where they can be (-fp8_fused_casts 1)"
+                    : "apart from GELU and LayerNorm, which run their own kernels (-fp8_fused_casts 0)");
+    }
     if (args.precision == PRECISION_FP8 && args.recipe.scaling == FP8_SCALING_BLOCKWISE) {
         box_row(stdout, "fp8 gemms", "cuBLASLt block-scaled: 1x128 (VEC128) activations and gradients, "
                 "128x128 weights");

@@ -51,6 +51,9 @@ typedef struct {
     int fp8_margin_set;                 // -fp8_margin given (delayed and current scaling have a margin)
     int fp8_format_set;                 // -fp8 e4m3|hybrid|e5m2 given (the block recipes default to e4m3)
     int fp8_bf16_first_last, fp8_lm_head, fp8_diag_every;
+    // -fp8_fused_casts (GPU, delayed scaling): 1 GELU and LayerNorm inside the FP8 casts beside them where they can
+    // be, 0 their own kernels then the casts (the same bytes either way); _set: given (the other recipes refuse it)
+    int fp8_fused_casts, fp8_fused_casts_set;
     // data parallelism (CUDA trainer): -1 / NULL when not given; llmc/multi_process.h resolves them with the launcher's
     int num_processes, process_rank, gpus_per_node;
     const char *init_method, *fs_path, *server_ip;
@@ -88,6 +91,7 @@ static inline void train_args_default(TrainArgs* a) {
     a->seed = 1337;
     a->precision = PRECISION_FP8;
     a->fp8_diag_every = 10;
+    a->fp8_fused_casts = 1;
     a->resume_step = -1;
     a->max_skipped = 10;
     a->debug_nan_step = -1;
@@ -189,6 +193,8 @@ static inline void print_usage(const char* program) {
                amax_compute_algo_name(r->amax_compute_algo));
     usage_flag("-fp8_interval N", "recompute scales every N steps", "%d", r->interval);
     usage_flag("-fp8_reduce_amax 0|1", "all-reduce(MAX) amaxes over ranks", "%d", r->reduce_amax);
+    usage_flag("-fp8_fused_casts 0|1", "GELU and LayerNorm inside the FP8 casts (GPU)",
+               "%d (0: their own kernels; same bits)", d.fp8_fused_casts);
     printf("fp8, blockwise scaling only\n");
     usage_flag("-fp8_amax_epsilon F", "a block's amax is at least F", "%g", (double)r->amax_epsilon);
     usage_flag("-fp8_pow2_scales 0|1", "1: block scales rounded down to powers of two", "%d", r->power_2_scale);
@@ -287,6 +293,10 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
             if (strcmp(key, "bf16_first_last") == 0) { a->fp8_bf16_first_last = parse_int_flag(flag, v, 0, 1024); }
             else if (strcmp(key, "lm_head") == 0) { a->fp8_lm_head = parse_int_flag(flag, v, 0, 1); }
             else if (strcmp(key, "diag_every") == 0) { a->fp8_diag_every = parse_int_flag(flag, v, 0, 1 << 30); }
+            else if (strcmp(key, "fused_casts") == 0) {
+                a->fp8_fused_casts = parse_int_flag(flag, v, 0, 1);
+                a->fp8_fused_casts_set = 1;
+            }
             else if (strcmp(key, "recipe") == 0) {
                 if (parse_fp8_scaling_recipe(v, flag, &a->fp8_scaling, err, sizeof(err))) { die("%s", err); }
             }
@@ -342,6 +352,11 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
     if (a->fp8_scaling != FP8_SCALING_BLOCKWISE && a->fp8_blockwise_only_flag) {
         die("%s applies to -fp8_recipe blockwise only (this run's recipe is %s)", a->fp8_blockwise_only_flag,
             recipe_name);
+    }
+    // a fused cast makes its tensor as it casts it, so it needs the scale before the tensor exists: delayed scaling's
+    if (a->fp8_scaling != FP8_SCALING_DELAYED && a->fp8_fused_casts_set) {
+        die("-fp8_fused_casts applies to delayed scaling only (-fp8_recipe %s takes its scales from the tensor, so "
+            "GELU and LayerNorm run in their own kernels)", recipe_name);
     }
     if (a->fp8_scaling == FP8_SCALING_CURRENT) { float8_current_scaling_apply(&a->recipe); }
     if (a->fp8_scaling == FP8_SCALING_BLOCKWISE || a->fp8_scaling == FP8_SCALING_MXFP8) {

@@ -43,8 +43,9 @@
 #             (--skip medium); a memcheck error, or a race in one of our kernels (not inside cuBLASLt's or cuDNN's),
 #             fails the step (slow; not run unless named in --only)
 #   profile   where a d12 step's GPU time goes, at PROFILE_B (64) x 1024 (and vocabulary PROFILE_V, e.g. GPT-2's 50257 to
-#             set beside llm.c's train_gpt2cu, default our tokenizer's), for each of PROFILE_RUNS (bf16 fp8
-#             fp8_current): its ms/step without a profiler (15 steps, mean after 5), then Nsight Compute (ncu, or $NCU)
+#             set beside llm.c's train_gpt2cu, default our tokenizer's), for each of PROFILE_RUNS (default bf16 fp8
+#             fp8_current; also fp8_unfused, FP8 delayed with -fp8_fused_casts 0, and fp8_blockwise): its ms/step
+#             without a profiler (15 steps, mean after 5), then Nsight Compute (ncu, or $NCU)
 #             timing every kernel of step 3 alone (-profile_step 3, ncu --profile-from-start off, clocks and caches left
 #             as they are); scripts/profile_step.py sums them by kind (GEMMs, attention, FP8 casts, LayerNorm, ...) and
 #             by kernel into LOGDIR/profile_step.md, each run beside the first (not run unless named in --only)
@@ -892,6 +893,7 @@ profile_recipe_flags() {
     case $1 in
         bf16) echo "-precision bf16" ;;
         fp8) echo "-precision fp8" ;;
+        fp8_unfused) echo "-precision fp8 -fp8_fused_casts 0" ;;
         fp8_current) echo "-precision fp8 -fp8_recipe current" ;;
         fp8_blockwise) echo "-precision fp8 -fp8_recipe blockwise" ;;
         *) return 1 ;;
@@ -949,9 +951,9 @@ stage_profile() {
     local common=("${PROFILE_DATA_FLAGS[@]}" -e d12 -b "$b" -t 1024 -v 0 -s 0 -seed 1337 -fp8_diag_every 0)
     for run in ${PROFILE_RUNS:-bf16 fp8 fp8_current}; do
         if ! flags=$(profile_recipe_flags "$run"); then
-            echo "gpu_check: profile: unknown run '$run' in PROFILE_RUNS (bf16 fp8 fp8_current fp8_blockwise)" \
-                >"$WORK/profile_$run.log"
-            add_row "profile_$run" "FAILED (unknown run)" "PROFILE_RUNS: bf16 fp8 fp8_current fp8_blockwise"
+            echo "gpu_check: profile: unknown run '$run' in PROFILE_RUNS" \
+                "(bf16 fp8 fp8_unfused fp8_current fp8_blockwise)" >"$WORK/profile_$run.log"
+            add_row "profile_$run" "FAILED (unknown run)" "PROFILE_RUNS: bf16 fp8 fp8_unfused fp8_current fp8_blockwise"
             ANY_FAILED=1
             write_summary
             continue

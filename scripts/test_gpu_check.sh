@@ -384,6 +384,17 @@ if printf '%s\n' "$out" | grep -qE 'built what the stages run: train_gpt_fp8 *\|
 else
     fail profile_when_asked "$time_cmd / $ncu_cmd / $out"
 fi
+# fp8_unfused: FP8 delayed scaling with GELU and LayerNorm apart from the casts, beside the fused default
+out=$(PROFILE_RUNS="fp8 fp8_unfused" dry --only profile "$tmp/dry_unfused")
+unfused_cmd=$(tar -xzOf "$tmp/dry_unfused/gpu_check_logs.tar.gz" ./profile_fp8_unfused.log 2>/dev/null | head -n 1)
+fused_cmd=$(tar -xzOf "$tmp/dry_unfused/gpu_check_logs.tar.gz" ./profile_time_fp8.log 2>/dev/null | head -n 1)
+if [ "$(printf '%s\n' "$out" | grep -cE '^\| profile_(time_)?fp8(_unfused)? +\| DRY RUN')" -eq 4 ] &&
+    [[ $unfused_cmd == *" -x 3 -profile_step 3 -precision fp8 -fp8_fused_casts 0"* ]] &&
+    [[ $fused_cmd == *" -x 15 -precision fp8"* ]] && [[ $fused_cmd != *"fused_casts"* ]]; then
+    pass profile_fp8_unfused_run
+else
+    fail profile_fp8_unfused_run "$unfused_cmd / $fused_cmd / $out"
+fi
 if ! dry "$tmp/dry6" | grep -qE '^\| profile_'; then
     pass profile_not_by_default
 else

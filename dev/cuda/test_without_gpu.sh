@@ -28,6 +28,16 @@ if [ "$?" -ne 0 ] && printf '%s' "$out" | grep -q "e5m2 is CPU-only"; then
 else
     fail train_gpt_fp8_refuses_e5m2_recipe_flag "$out"
 fi
+# GELU and LayerNorm inside the casts need the scale before the tensor exists: current scaling refuses the switch
+out=$(./train_gpt_fp8 -fp8_recipe current -fp8_fused_casts 1 2>&1)
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] &&
+    printf '%s' "$out" | grep -q -- "-fp8_fused_casts applies to delayed scaling only" &&
+    ! printf '%s' "$out" | grep -q "CUDA device"; then
+    pass train_gpt_fp8_refuses_fused_casts_with_current
+else
+    fail train_gpt_fp8_refuses_fused_casts_with_current "rc $rc: $out"
+fi
 out=$(./train_gpt_fp8 -h 2>&1)
 if [ "$?" -eq 0 ] && printf '%s\n' "$out" | head -n 1 | grep -q "^usage: train_gpt_fp8 "; then
     pass train_gpt_fp8_help_names_it
