@@ -45,7 +45,8 @@
 #   profile   where a d12 step's GPU time goes, at PROFILE_B (64) x 1024 (and vocabulary PROFILE_V, e.g. GPT-2's 50257 to
 #             set beside llm.c's train_gpt2cu, default our tokenizer's), for each of PROFILE_RUNS (default bf16 fp8
 #             fp8_current; also fp8_unfused, FP8 delayed with -fp8_fused_casts 0, and fp8_blockwise): its ms/step
-#             without a profiler (15 steps, mean after 5), then Nsight Compute (ncu, or $NCU)
+#             without a profiler (15 steps, mean after 5; nvidia-smi samples the SM clock, power and what holds the
+#             clock down meanwhile: the profile_clocks row), then Nsight Compute (ncu, or $NCU)
 #             timing every kernel of step 3 alone (-profile_step 3, ncu --profile-from-start off, clocks and caches left
 #             as they are); scripts/profile_step.py sums them by kind (GEMMs, attention, FP8 casts, LayerNorm, ...) and
 #             by kernel into LOGDIR/profile_step.md, each run beside the first (not run unless named in --only)
@@ -251,6 +252,55 @@ bench_key() {
     echo "${stats[0]} ms/step, ${stats[1]} tok/s (${stats[2]} steps), mfu $(mfu_mean "$1" "$2"), peak mem $(peak_memory "$1")"
 }
 
+# clock_reasons MASK: the names of the bits of nvidia-smi's clocks_event_reasons.active (nvml.h's
+# nvmlClocksEventReason*) that hold the SM clock below its maximum while the GPU works, joined by ", "; "none" for 0.
+# Bit 0x1 (GPU idle) is left out: a busy sample's window may still hold a moment of idle between steps.
+clock_reasons() {
+    local mask=$(($1)) names="" bit name
+    for bit in 2:"application clocks" 4:"power cap" 8:"hardware slowdown" 16:"sync boost" 32:"thermal (software)" \
+        64:"thermal (hardware)" 128:"power brake" 256:"display clock"; do
+        name=${bit#*:}
+        if (((mask & ${bit%%:*}) != 0)); then names="${names:+$names, }$name"; fi
+    done
+    echo "${names:-none}"
+}
+
+# clock_key CSV: what the clock sampler saw while the GPU was busy (samples at 50% utilization or more, so the start-up
+# before the first step and the exit after the last are left out), from nvidia-smi's lines
+#   98, 1755, 1980, 651.20, 62, 0x0000000000000004
+# (utilization %, SM clock MHz, its maximum, power W, temperature C, and, where the driver has it, the reasons mask):
+# "12 busy samples: SM clock mean 1755 MHz (1650..1980 of 1980), power mean 651 W, temperature max 62 C; clock held
+# down by: power cap"
+clock_key() {
+    local summary masks=0 m
+    summary=$(awk -F', *' '
+        $1 ~ /^[0-9]+$/ && $1 + 0 >= 50 && $2 ~ /^[0-9]+$/ {
+            n++; sum += $2
+            if (n == 1 || $2 < low) { low = $2 }
+            if (n == 1 || $2 > high) { high = $2 }
+            max_clock = $3
+            if ($4 ~ /^[0-9.]+$/) { power += $4; powered++ }
+            if ($5 ~ /^[0-9]+$/ && (temperature == "" || $5 > temperature)) { temperature = $5 }
+            if (NF >= 6 && $6 ~ /^0x[0-9a-fA-F]+$/ && !($6 in seen)) { seen[$6] = 1; masks = masks " " $6 }
+        }
+        END {
+            if (!n) { print "none"; exit }
+            printf "%d busy sample%s: SM clock mean %.0f MHz (%d..%d of %s)", n, n == 1 ? "" : "s", sum / n, low, high,
+                max_clock
+            if (powered) { printf ", power mean %.0f W", power / powered }
+            if (temperature != "") { printf ", temperature max %d C", temperature }
+            printf "|%s\n", masks
+        }' "$1" 2>/dev/null)
+    if [ -z "$summary" ] || [ "$summary" = none ]; then
+        m=$(grep -vE '^[0-9]' "$1" 2>/dev/null | head -n 1 | cut -c 1-60)
+        echo "no busy samples${m:+ (nvidia-smi: $m)}"
+        return
+    fi
+    if [ -z "${summary#*|}" ]; then echo "${summary%%|*}"; return; fi
+    for m in ${summary#*|}; do masks=$((masks | m)); done
+    echo "${summary%%|*}; clock held down by: $(clock_reasons "$masks")"
+}
+
 # failed_targets LOG: the targets `make -k` could not make, from its "make: *** [Makefile:12: target] Error 1" lines
 # (also the older "make: *** [target] Error 1"), in order, each once, space-separated; empty when none failed
 failed_targets() {
@@ -440,6 +490,32 @@ find_sanitizer() {
     for d in "$home" /usr/local/cuda; do
         if [ -n "$d" ] && [ -x "$d/bin/compute-sanitizer" ]; then echo "$d/bin/compute-sanitizer"; return; fi
     done
+}
+
+# clock_sampler_start FILE: nvidia-smi writes a sample into FILE every 100 ms in the background (CLOCK_SAMPLER_PID)
+# until clock_sampler_stop. Why: ncu times each kernel of the profiled step alone, on a GPU that rests between kernels
+# and so likely runs at its full clock; a step under steady load may run at a lower one (power or thermal cap). The step time
+# minus the kernels' sum then holds that slowdown as well as the GPU's idle time, and these samples tell the two apart.
+# The reasons field is clocks_event_reasons.active in drivers from 535 on, clocks_throttle_reasons.active before. GPU 0
+# (-i 0) is the trainer's where CUDA_VISIBLE_DEVICES does not reorder them (nvidia-smi does not read it).
+CLOCK_FIELDS="utilization.gpu,clocks.sm,clocks.max.sm,power.draw,temperature.gpu"
+clock_sampler_start() {
+    local fields="" reasons
+    CLOCK_SAMPLER_PID=""
+    if [ "${DRY_RUN:-0}" = 1 ] || ! command -v nvidia-smi >/dev/null 2>&1; then return 0; fi
+    for reasons in clocks_event_reasons.active clocks_throttle_reasons.active ""; do
+        fields="$CLOCK_FIELDS${reasons:+,$reasons}"
+        nvidia-smi --query-gpu="$fields" --format=csv,noheader,nounits -i 0 >/dev/null 2>&1 && break
+    done
+    nvidia-smi --query-gpu="$fields" --format=csv,noheader,nounits -i 0 -lms 100 >"$1" 2>&1 </dev/null &
+    CLOCK_SAMPLER_PID=$!
+}
+clock_sampler_stop() {
+    if [ -n "${CLOCK_SAMPLER_PID:-}" ]; then
+        kill "$CLOCK_SAMPLER_PID" 2>/dev/null
+        wait "$CLOCK_SAMPLER_PID" 2>/dev/null
+    fi
+    CLOCK_SAMPLER_PID=""
 }
 
 # write_summary: the header and the table so far into LOGDIR/summary.txt, and the logs into the archive (after every
@@ -959,9 +1035,15 @@ stage_profile() {
             continue
         fi
         # a timing run as the bench stage's: no -o, no diagnostics; the mean after the first 5 steps
+        # with the SM clock sampled (clock_sampler_start says why), its row beside the step time's
+        clock_sampler_start "$WORK/profile_clocks_$run.csv"
         run_step "profile_time_$run" 120 "$trainer" "${common[@]}" -x 15 $flags ${EXTRA[@]+"${EXTRA[@]}"}
+        clock_sampler_stop
         step_ms=$(progress_stats "$WORK/profile_time_$run.log" "$SKIP" | awk '$1 != "n/a" { print $1 }')
         row "profile_time_$run" "$(bench_key "$WORK/profile_time_$run.log" "$SKIP")"
+        if [ "$STEP_RC" -ge 0 ]; then
+            add_row "profile_clocks_$run" "-" "$(clock_key "$WORK/profile_clocks_$run.csv")"
+        fi
         if [ "${DRY_RUN:-0}" != 1 ] && { [ -z "$ncu" ] || [ ! -x "$ncu" ]; }; then
             echo "gpu_check: profile_$run: skipped, no Nsight Compute:" \
                 "${ncu:-ncu is neither on PATH nor in \$CUDA_HOME/bin} (NCU= names one)" >"$WORK/profile_$run.log"

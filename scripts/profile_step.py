@@ -2,7 +2,8 @@
 """scripts/profile_step.py — where one training step's GPU time goes: Nsight Compute's duration of every kernel of the
 step, summed by kind (GEMMs, attention, FP8 casts, LayerNorm, ...) and by kernel, for one or more runs side by side,
 against each run's ms/step measured without the profiler (the difference is time the GPU spent outside kernels:
-launch gaps, host work, copies and memsets).
+launch gaps, host work, copies and memsets; and a GPU under steady load may run its kernels at a lower clock than ncu's,
+timed one by one: gpu_check's profile_clocks rows say which clock the timed steps had).
 
     profile_step.py [--top N] [--out FILE.md] [--brief] --label bf16 [--step-ms 114.6] bf16.csv \\
                     --label fp8 [--step-ms 110.6] fp8.csv

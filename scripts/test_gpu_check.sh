@@ -2,12 +2,13 @@
 # scripts/test_gpu_check.sh — tests scripts/gpu_check.sh without a GPU: its syntax; a one-line error and exit 2 on bad
 # arguments (unknown stage in --only, a missing --input file); with a fake nvidia-smi that fails, that it says there is
 # no GPU and stops before building (a fake make records any call); its log parsers on fixed sample logs (exact numbers,
-# make -k's failed targets); its step runner (OK, FAILED, TIMEOUT, SKIPPED (budget) before a start and when the budget
-# cuts a step, SKIPPED (not built)); checkpoint removal; the corpus choice without network (prepared shards, --input,
-# the data script, whose failed download says how to pass a local file); the archive (whole, at most its size cap,
-# long logs cut in the middle); with --dry-run and a fake GPU, which steps each --only runs and their command lines
-# (timing runs without -o and with -fp8_diag_every 0, sanitizers only when asked); and, with no time budget, the
-# summary table, summary.txt, the archive and the --append-results section. Prints "gpu-check: N passed, M failed".
+# make -k's failed targets, nvidia-smi's clock samples); its step runner (OK, FAILED, TIMEOUT, SKIPPED (budget) before a
+# start and when the budget cuts a step, SKIPPED (not built)); checkpoint removal; the corpus choice without network
+# (prepared shards, --input, the data script, whose failed download says how to pass a local file); the archive (whole,
+# at most its size cap, long logs cut in the middle); with --dry-run and a fake GPU, which steps each --only runs and
+# their command lines (timing runs without -o and with -fp8_diag_every 0, sanitizers only when asked); and, with no time
+# budget, the summary table, summary.txt, the archive and the --append-results section. Prints "gpu-check: N passed, M
+# failed".
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . scripts/test_lib.sh
@@ -168,6 +169,29 @@ expect fit_batch_none_fits "" "$(fit_batch "$tmp/fit0.log")"
 expect fit_batch_no_lines "" "$(fit_batch "$tmp/suite.log")"
 printf 'fp8 vs bf16: final val 4.6123 vs 4.6000 (+0.27%%)\n' >"$tmp/plot.log"
 expect plot_gap "final val 4.6123 vs 4.6000 (+0.27%)" "$(plot_gap "$tmp/plot.log")"
+# the clock sampler's lines: utilization %, SM clock, its maximum, power W, temperature C, reasons mask; only the busy
+# ones (>= 50%) count: mean (1755 + 1650 + 1980) / 3 = 1795 MHz, power (651.2 + 690 + 500) / 3 = 613.7 W
+cat >"$tmp/clocks.csv" <<'EOF'
+0, 345, 1980, 70.10, 35, 0x0000000000000001
+98, 1755, 1980, 651.20, 62, 0x0000000000000004
+100, 1650, 1980, 690.00, 63, 0x0000000000000004
+97, 1980, 1980, 500.00, 60, 0x0000000000000000
+12, 1980, 1980, 120.00, 58, 0x0000000000000001
+EOF
+expect clock_key "3 busy samples: SM clock mean 1795 MHz (1650..1980 of 1980), power mean 614 W, temperature max 63 C; clock held down by: power cap" \
+    "$(clock_key "$tmp/clocks.csv")"
+printf '99, 1980, 1980, [N/A], 55\n' >"$tmp/clocks_old.csv"  # an older driver: no reasons field, no power reading
+expect clock_key_fewer_fields "1 busy sample: SM clock mean 1980 MHz (1980..1980 of 1980), temperature max 55 C" \
+    "$(clock_key "$tmp/clocks_old.csv")"
+printf '99, 1980, 1980, 400.00, 50, 0x0000000000000000\n' >"$tmp/clocks_full.csv"
+expect clock_key_full_clock "1 busy sample: SM clock mean 1980 MHz (1980..1980 of 1980), power mean 400 W, temperature max 50 C; clock held down by: none" \
+    "$(clock_key "$tmp/clocks_full.csv")"
+printf 'Field "clocks.max.sm" is not a valid field to query.\n' >"$tmp/clocks_error.csv"
+expect clock_key_smi_error 'no busy samples (nvidia-smi: Field "clocks.max.sm" is not a valid field to query.)' \
+    "$(clock_key "$tmp/clocks_error.csv")"
+expect clock_key_no_file "no busy samples" "$(clock_key "$tmp/no_such_clocks.csv")"
+expect clock_reasons_bits "power cap, power brake" "$(clock_reasons 0x84)"
+expect clock_reasons_idle_only "none" "$(clock_reasons 0x0000000000000001)"
 
 # shellcheck disable=SC2034 # used by the sourced functions
 ROW_STEP=() ROW_RESULT=() ROW_KEY=()
@@ -514,6 +538,10 @@ fi
 cat >"$tmp/fake_trainer" <<'EOF'
 #!/usr/bin/env bash
 [ -n "${FAKE_TRAINER_ARGS:-}" ] && echo "$*" >>"$FAKE_TRAINER_ARGS"
+if [ -n "${FAKE_SMI_STARTED:-}" ]; then  # wait (10 s at most) until the stand-in clock sampler has written its samples
+    for _ in $(seq 1 100); do [ -e "$FAKE_SMI_STARTED" ] && break; sleep 0.1; done
+    rm -f "$FAKE_SMI_STARTED"
+fi
 ms=100
 [[ " $* " == *" -precision fp8 "* ]] && ms=80
 for i in $(seq 1 15); do
@@ -604,6 +632,37 @@ if [[ " $vocab_args " == *" -i $tmp/profile_vocab/shards_v50257/train.bin -j $tm
     pass profile_stage_at_gpt2_vocabulary
 else
     fail profile_stage_at_gpt2_vocabulary "args: $vocab_args / $(cat "$tmp/profile_vocab.table")"
+fi
+# the SM clock sampled while each run is timed: a stand-in nvidia-smi as an older driver's, which knows the reasons
+# field by its old name only; asked to sample (-lms), it writes an idle and a busy line, then waits to be stopped (its
+# process ids kept, to see that the stage stopped each)
+mkdir -p "$tmp/smi_bin"
+cat >"$tmp/smi_bin/nvidia-smi" <<'EOF'
+#!/usr/bin/env bash
+if [[ " $* " == *clocks_event_reasons* ]]; then echo 'Field "clocks_event_reasons.active" is not a valid field to query.'; exit 2; fi
+if [[ " $* " == *" -lms "* ]]; then
+    echo "$*" >>"$FAKE_SMI_ARGS"
+    printf '0, 345, 1980, 70.00, 35, 0x0000000000000001\n99, 1800, 1980, 650.00, 61, 0x0000000000000004\n'
+    echo $$ >>"$FAKE_SMI_ARGS.pids"
+    touch "$FAKE_SMI_STARTED"
+    exec sleep 30
+fi
+echo "0, 345, 1980, 70.00, 35, 0x0000000000000001"
+EOF
+chmod +x "$tmp/smi_bin/nvidia-smi"
+PATH="$tmp/smi_bin:$PATH" FAKE_SMI_ARGS="$tmp/smi_args" FAKE_SMI_STARTED="$tmp/smi_started" \
+    profile_run profile_clocks "$tmp/fake_ncu"
+rc=$?
+clocks_row='1 busy sample: SM clock mean 1800 MHz (1800..1800 of 1980), power mean 650 W, temperature max 61 C; clock held down by: power cap'
+if [ "$rc" -eq 0 ] && [ "$(grep -cF "| $clocks_row |" "$tmp/profile_clocks.table")" -eq 2 ] &&
+    grep -qE '^\| profile_clocks_bf16 +\| - ' "$tmp/profile_clocks.table" &&
+    [ "$(grep -c -- '-lms 100' "$tmp/smi_args")" -eq 2 ] &&
+    grep -q -- '--query-gpu=utilization.gpu,clocks.sm,clocks.max.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active ' "$tmp/smi_args" &&
+    [ -s "$tmp/profile_clocks/profile_clocks_fp8.csv" ] && [ "$(wc -l <"$tmp/smi_args.pids")" -eq 2 ] &&
+    ! xargs -r kill -0 <"$tmp/smi_args.pids" 2>/dev/null; then  # both samplers stopped with their runs
+    pass profile_stage_samples_the_clock
+else
+    fail profile_stage_samples_the_clock "rc $rc: $(cat "$tmp/profile_clocks.table") / $(cat "$tmp/smi_args" 2>/dev/null)"
 fi
 profile_run profile_no_ncu "$tmp/no_such_ncu"
 rc=$?
