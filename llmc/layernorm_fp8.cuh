@@ -5,12 +5,11 @@ transpose kernel whose tile is made by LayerNorm from the residual stream and th
 read from a bf16 tensor.
 
 Why: in FP8 training with delayed scaling, at -r 0 or 1 (-r 2 drops LayerNorm's output and makes it again in the
-backward), LayerNorm's output (B, T, C) is read by nothing but the next linear's input cast: its fprop reads the FP8
-x, its wgrad the FP8 x^T the same pass keeps, and LayerNorm's own backward reads its input and statistics, not its
-output. Written by one kernel and read back by the next, it was 4
-bytes of traffic per element for nothing. Fused, the LayerNorm pass writes only the row statistics (and, where a
-residual add rides on it, the residual: llmc/layernorm.cuh's residual_layernorm_forward with out NULL), and the cast
-reads the residual stream once more:
+backward), LayerNorm's output (B, T, C) is read by nothing but the next linear's input cast: its fprop reads the FP8 x,
+its wgrad the FP8 x^T the same pass keeps, and LayerNorm's own backward reads its input and statistics, not its output.
+Written by one kernel and read back by the next, it was 4 bytes of traffic per element for nothing. Fused, the LayerNorm
+pass writes only the row statistics (and, where a residual add rides on it, the residual: llmc/layernorm.cuh's
+residual_layernorm_forward with out NULL), and the cast reads the residual stream once more:
   before  LayerNorm reads 2, writes 2; the cast reads 2, writes 1 + 1     8 bytes an element
   fused   statistics read 2; the cast reads 2, writes 1 + 1              6 bytes an element
 (plus 8 bytes a row of statistics, and the weight and bias rows, from cache). The scale must be known before the

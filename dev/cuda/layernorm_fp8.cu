@@ -5,13 +5,13 @@ replaces: layernorm_forward writing the bf16 output (llmc/layernorm.cuh), then t
 Checks, with E4M3 scales that make values saturate and flush, and a NaN case, for C = 768, 1600 and 320 (a multiple of
 the cast's 64-wide tile but not of 256: 2 vectors on some lanes, 1 on others, when one warp per row makes the
 statistics):
-  layernorm_forward_fp8  from the statistics of layernorm_forward with no output (and of residual_layernorm_forward
-                         with none, on a residual it makes; each the statistics layernorm_forward stores with an
-                         output, R1), the FP8 bytes, the transposed bytes and the amax are the
-                         CPU's cast (fp8_quantize_bf16) of layernorm_forward's bf16 output, bit for bit (R1 of
-                         llmc/tolerance.h: the same bf16 values, scale and rounding; an amax is a maximum, whatever the
-                         order), so those of fp8_cast_transpose_amax on it; with the diagnostics counters, the CPU's
-                         counts; with no row-major output, the same transpose
+  layernorm_forward_fp8  from the statistics of layernorm_forward with no output (and of residual_layernorm_forward with
+                         none, on a residual it makes; each the statistics layernorm_forward stores with an output, R1),
+                         the FP8 bytes, the transposed bytes and the amax are the CPU's cast (fp8_quantize_bf16) of
+                         layernorm_forward's bf16 output, bit for bit (R1 of llmc/tolerance.h: the same bf16 values,
+                         scale and rounding; an amax is a maximum, whatever the order), so those of
+                         fp8_cast_transpose_amax on it; with the diagnostics counters, the CPU's counts; with no
+                         row-major output, the same transpose
 Then at d12's shape (B*T = 65536 rows, C = 768) the time of the cast against the cast of the bf16 output, and of the
 forward's two passes as the trainer runs them before qkv and fc: residual_layernorm_forward with no output then
 layernorm_forward_fp8, against residual_layernorm_forward writing the output then fp8_cast_transpose_amax; each with
