@@ -32,8 +32,9 @@
 #             every file byte-identical to an uninterrupted run's; nan_skip: a NaN gradient at step 4 skips that step
 #             with a warning and the run ends with a finite loss; faults: scripts/check_run_faults.sh on train_gpt_fp8
 #             (logs that cannot be written, damaged checkpoints, the folder lock, -start_over, -max_skipped, long paths)
-#   bench     d12, d24, d48 in BF16 and FP8, BENCH_STEPS steps each: mean ms and tok/s after the first 5 steps, MFU and
-#             peak memory (timing runs: no -o, -fp8_diag_every 0); d12 in FP8 blockwise too, against both. d48 first asks the trainer's memory estimate
+#   bench     d12, d24, d48 in BF16 and FP8, BENCH_STEPS steps each: mean ms and tok/s after the first 5 steps, MFU,
+#             peak memory and the mean SM clock with what held it down (timing runs: no -o, -fp8_diag_every 0; nvidia-smi
+#             sampling as in profile); d12 in FP8 blockwise too, against both. d48 first asks the trainer's memory estimate
 #             (fit_d48: -estimate 1) for the largest micro-batch of d48 at T 1024 that fits this GPU in BF16 and in FP8,
 #             and runs both at the smaller of the two, with gradient accumulation to D48_TOTAL_TOKENS (default 32768)
 #   gemm      ./dev/cuda/gemm_shapes -e d12: BF16 vs FP8 TFLOP/s of every GEMM of a step
@@ -265,15 +266,14 @@ clock_reasons() {
     echo "${names:-none}"
 }
 
-# clock_key CSV: what the clock sampler saw while the GPU was busy (samples at 50% utilization or more, so the start-up
+# clock_stats CSV: what the clock sampler saw while the GPU was busy (samples at 50% utilization or more, so the start-up
 # before the first step and the exit after the last are left out), from nvidia-smi's lines
 #   98, 1755, 1980, 651.20, 62, 0x0000000000000004
-# (utilization %, SM clock MHz, its maximum, power W, temperature C, and, where the driver has it, the reasons mask):
-# "12 busy samples: SM clock mean 1755 MHz (1650..1980 of 1980), power mean 651 W, temperature max 62 C; clock held
-# down by: power cap"
-clock_key() {
-    local summary masks=0 m
-    summary=$(awk -F', *' '
+# (utilization %, SM clock MHz, its maximum, power W, temperature C, and, where the driver has it, the reasons mask),
+# as one line "SAMPLES MEAN_MHZ LOW HIGH MAX_MHZ POWER_W TEMPERATURE_C MASK..." ("-" for a field no sample had, the
+# distinct masks last: mawk has no bitwise or, the callers join them); "0" alone when no sample was busy
+clock_stats() {
+    awk -F', *' '
         $1 ~ /^[0-9]+$/ && $1 + 0 >= 50 && $2 ~ /^[0-9]+$/ {
             n++; sum += $2
             if (n == 1 || $2 < low) { low = $2 }
@@ -284,21 +284,51 @@ clock_key() {
             if (NF >= 6 && $6 ~ /^0x[0-9a-fA-F]+$/ && !($6 in seen)) { seen[$6] = 1; masks = masks " " $6 }
         }
         END {
-            if (!n) { print "none"; exit }
-            printf "%d busy sample%s: SM clock mean %.0f MHz (%d..%d of %s)", n, n == 1 ? "" : "s", sum / n, low, high,
-                max_clock
-            if (powered) { printf ", power mean %.0f W", power / powered }
-            if (temperature != "") { printf ", temperature max %d C", temperature }
-            printf "|%s\n", masks
-        }' "$1" 2>/dev/null)
-    if [ -z "$summary" ] || [ "$summary" = none ]; then
+            if (!n) { print 0; exit }
+            printf "%d %.0f %d %d %s %s %s%s\n", n, sum / n, low, high, max_clock == "" ? "-" : max_clock,
+                powered ? sprintf("%.0f", power / powered) : "-", temperature == "" ? "-" : temperature, masks
+        }' "$1" 2>/dev/null || echo 0
+}
+
+# clock_held_down MASK...: the reasons of clock_reasons for the masks joined (nvidia-smi prints one mask per sample)
+clock_held_down() {
+    local mask=0 m
+    for m in "$@"; do mask=$((mask | m)); done
+    clock_reasons "$mask"
+}
+
+# clock_key CSV: clock_stats in words, e.g. "12 busy samples: SM clock mean 1755 MHz (1650..1980 of 1980), power mean
+# 651 W, temperature max 62 C; clock held down by: power cap" (the profile stage's profile_clocks rows)
+clock_key() {
+    local n mean low high max power temperature masks m
+    read -r n mean low high max power temperature masks <<<"$(clock_stats "$1")"
+    if [ "${n:-0}" = 0 ]; then
         m=$(grep -vE '^[0-9]' "$1" 2>/dev/null | head -n 1 | cut -c 1-60)
         echo "no busy samples${m:+ (nvidia-smi: $m)}"
         return
     fi
-    if [ -z "${summary#*|}" ]; then echo "${summary%%|*}"; return; fi
-    for m in ${summary#*|}; do masks=$((masks | m)); done
-    echo "${summary%%|*}; clock held down by: $(clock_reasons "$masks")"
+    local key
+    key="$n busy sample$([ "$n" = 1 ] || echo s): SM clock mean $mean MHz ($low..$high of $max)"
+    [ "$power" != - ] && key="$key, power mean $power W"
+    [ "$temperature" != - ] && key="$key, temperature max $temperature C"
+    # shellcheck disable=SC2086 # the masks, one word each
+    [ -n "$masks" ] && key="$key; clock held down by: $(clock_held_down $masks)"
+    echo "$key"
+}
+
+# clock_brief CSV: the same in a few words for a bench row, e.g. "SM clock 1755 of 1980 MHz (power cap)", "(not held
+# down)" when the reasons mask says none, nothing after the MHz where the driver has no reasons field; "SM clock n/a"
+# without a busy sample; nothing at all without the file (a dry run, no nvidia-smi)
+clock_brief() {
+    [ -e "$1" ] || return 0
+    local n mean low high max power temperature masks reasons
+    read -r n mean low high max power temperature masks <<<"$(clock_stats "$1")"
+    if [ "${n:-0}" = 0 ]; then echo "SM clock n/a"; return; fi
+    if [ -z "$masks" ]; then echo "SM clock $mean of $max MHz"; return; fi
+    # shellcheck disable=SC2086 # the masks, one word each
+    reasons=$(clock_held_down $masks)
+    [ "$reasons" = none ] && reasons="not held down"
+    echo "SM clock $mean of $max MHz ($reasons)"
 }
 
 # failed_targets LOG: the targets `make -k` could not make, from its "make: *** [Makefile:12: target] Error 1" lines
@@ -492,6 +522,13 @@ find_sanitizer() {
     done
 }
 
+# process_alive PID: whether our child PID still runs: one that has ended but is not yet waited for (a zombie, state
+# Z in /proc/PID/stat, after the command name in parentheses) answers kill -0 all the same
+process_alive() {
+    kill -0 "$1" 2>/dev/null || return 1
+    [ "$(sed -E 's/.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
+
 # clock_sampler_start FILE: nvidia-smi writes a sample into FILE every 100 ms in the background (CLOCK_SAMPLER_PID)
 # until clock_sampler_stop. Why: ncu times each kernel of the profiled step alone, on a GPU that rests between kernels
 # and so likely runs at its full clock; a step under steady load may run at a lower one (power or thermal cap). The step time
@@ -507,12 +544,32 @@ clock_sampler_start() {
         fields="$CLOCK_FIELDS${reasons:+,$reasons}"
         nvidia-smi --query-gpu="$fields" --format=csv,noheader,nounits -i 0 >/dev/null 2>&1 && break
     done
-    nvidia-smi --query-gpu="$fields" --format=csv,noheader,nounits -i 0 -lms 100 >"$1" 2>&1 </dev/null &
+    # Until it execs nvidia-smi, the background job is a copy of this shell, with its EXIT trap (rm -rf "$WORK") and
+    # its handler for SIGTERM: a kill in that moment (clock_sampler_stop right after a step skipped at once) either ran
+    # the trap, taking every log with it, or was taken by the handler and lost, leaving nvidia-smi sampling and `wait`
+    # waiting for ever. So the subshell drops the trap, and we return only once the job's command line is no longer
+    # this shell's (it has exec'd), or it has ended; 5 s at most.
+    (
+        trap - EXIT
+        exec nvidia-smi --query-gpu="$fields" --format=csv,noheader,nounits -i 0 -lms 100 >"$1" 2>&1 </dev/null
+    ) &
     CLOCK_SAMPLER_PID=$!
+    for _ in $(seq 1 100); do
+        process_alive "$CLOCK_SAMPLER_PID" || return 0
+        [ -r "/proc/$$/cmdline" ] || { sleep 0.5; return 0; }  # no /proc: give it time instead
+        cmp -s "/proc/$CLOCK_SAMPLER_PID/cmdline" "/proc/$$/cmdline" || return 0
+        sleep 0.05
+    done
 }
+# clock_sampler_stop: ends the sampler, with SIGKILL where SIGTERM has not ended it within 2 s, so that it never hangs
 clock_sampler_stop() {
     if [ -n "${CLOCK_SAMPLER_PID:-}" ]; then
         kill "$CLOCK_SAMPLER_PID" 2>/dev/null
+        for _ in $(seq 1 40); do
+            process_alive "$CLOCK_SAMPLER_PID" || break
+            sleep 0.05
+        done
+        kill -KILL "$CLOCK_SAMPLER_PID" 2>/dev/null
         wait "$CLOCK_SAMPLER_PID" 2>/dev/null
     fi
     CLOCK_SAMPLER_PID=""
@@ -835,7 +892,7 @@ stage_train() {
 }
 
 stage_bench() {
-    local depth limit precision key bf16_ms fp8_ms speedup batch_flags
+    local depth limit precision key bf16_ms fp8_ms speedup batch_flags clock
     # d48: the largest micro-batch that fits by the trainer's estimate, the same in BF16 and FP8 (the smaller of the
     # two), gradient accumulation making up the same total batch
     local d48_total=${D48_TOTAL_TOKENS:-32768} d48_b
@@ -850,10 +907,13 @@ stage_bench() {
         batch_flags=(-b "$BENCH_B")
         [ "$depth" = d48 ] && batch_flags=(-b "$d48_b" -d "$d48_total")
         for precision in bf16 fp8; do
-            # a timing run: no -o (no logs, no checkpoints), no FP8 diagnostics
+            # a timing run: no -o (no logs, no checkpoints), no FP8 diagnostics; the SM clock sampled meanwhile, so
+            # that step times from two sessions (or an H100 and an H200) are read with the clock each ran at
+            clock_sampler_start "$WORK/bench_clocks_${depth}_$precision.csv"
             run_step "bench_${depth}_$precision" "$limit" ./train_gpt_fp8 "${DATA_FLAGS[@]}" -e "$depth" "${batch_flags[@]}" \
                 -t 1024 -x "$BENCH_STEPS" -v 0 -s 0 -seed 1337 -precision "$precision" -fp8_diag_every 0 \
                 ${EXTRA[@]+"${EXTRA[@]}"}
+            clock_sampler_stop
             key=$(bench_key "$WORK/bench_${depth}_$precision.log" "$SKIP")
             if [ "$precision" = fp8 ]; then
                 bf16_ms=$(progress_stats "$WORK/bench_${depth}_bf16.log" "$SKIP" | awk '{ print $1 }')
@@ -861,12 +921,15 @@ stage_bench() {
                 speedup=$(awk -v a="$bf16_ms" -v b="$fp8_ms" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) { printf "%.2fx", a / b } else { print "n/a" } }')
                 key="$key, $speedup vs bf16"
             fi
-            row "bench_${depth}_$precision" "$key"
+            clock=$(clock_brief "$WORK/bench_clocks_${depth}_$precision.csv")
+            row "bench_${depth}_$precision" "$key${clock:+, $clock}"
         done
         if [ "$depth" = d12 ]; then  # blockwise (Hopper's block-scaled GEMMs) against BF16 and FP8 delayed
+            clock_sampler_start "$WORK/bench_clocks_d12_fp8_blockwise.csv"
             run_step bench_d12_fp8_blockwise "$limit" ./train_gpt_fp8 "${DATA_FLAGS[@]}" -e d12 "${batch_flags[@]}" \
                 -t 1024 -x "$BENCH_STEPS" -v 0 -s 0 -seed 1337 -precision fp8 -fp8_recipe blockwise -fp8_diag_every 0 \
                 ${EXTRA[@]+"${EXTRA[@]}"}
+            clock_sampler_stop
             key=$(bench_key "$WORK/bench_d12_fp8_blockwise.log" "$SKIP")
             bf16_ms=$(progress_stats "$WORK/bench_d12_bf16.log" "$SKIP" | awk '{ print $1 }')
             fp8_ms=$(progress_stats "$WORK/bench_d12_fp8.log" "$SKIP" | awk '{ print $1 }')
@@ -875,7 +938,8 @@ stage_bench() {
             speedup=$(awk -v a="$bf16_ms" -v b="$fp8_ms" -v c="$blockwise_ms" 'BEGIN {
                 if (a + 0 > 0 && b + 0 > 0 && c + 0 > 0) { printf "%.2fx vs bf16, %.2fx vs fp8 delayed", a / c, b / c }
                 else { print "n/a" } }')
-            row bench_d12_fp8_blockwise "$key, $speedup"
+            clock=$(clock_brief "$WORK/bench_clocks_d12_fp8_blockwise.csv")
+            row bench_d12_fp8_blockwise "$key, $speedup${clock:+, $clock}"
         fi
     done
 }
@@ -1150,6 +1214,7 @@ main() {
     STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
     # step logs and run outputs live outside LOGDIR, which gets only the table, the archive and the plot
     WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX") || { echo "gpu_check: error: no temporary folder" >&2; exit 2; }
+    # (a background job inherits this trap until it execs: clock_sampler_start says how the sampler steers clear)
     trap 'rm -rf "$WORK"' EXIT
     rm -f "$LOGDIR/summary.txt" "$LOGDIR/$GPU_CHECK_ARCHIVE" "$LOGDIR/bf16_vs_fp8.png" "$LOGDIR/profile_step.md"
 

@@ -7,8 +7,9 @@
 # (prepared shards, --input, the data script, whose failed download says how to pass a local file); the archive (whole,
 # at most its size cap, long logs cut in the middle); with --dry-run and a fake GPU, which steps each --only runs and
 # their command lines (timing runs without -o and with -fp8_diag_every 0, sanitizers only when asked); and, with no time
-# budget, the summary table, summary.txt, the archive and the --append-results section. Prints "gpu-check: N passed, M
-# failed".
+# budget, the summary table, summary.txt, the archive and the --append-results section; the clock sampler stopped the
+# moment it starts (the logs stay, nothing left running); the profile and bench stages run with stand-in trainer, ncu
+# and nvidia-smi. Prints "gpu-check: N passed, M failed".
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . scripts/test_lib.sh
@@ -190,6 +191,14 @@ printf 'Field "clocks.max.sm" is not a valid field to query.\n' >"$tmp/clocks_er
 expect clock_key_smi_error 'no busy samples (nvidia-smi: Field "clocks.max.sm" is not a valid field to query.)' \
     "$(clock_key "$tmp/clocks_error.csv")"
 expect clock_key_no_file "no busy samples" "$(clock_key "$tmp/no_such_clocks.csv")"
+# the bench rows' short form of the same samples: the mean clock and the reasons joined over the busy samples
+expect clock_brief "SM clock 1795 of 1980 MHz (power cap)" "$(clock_brief "$tmp/clocks.csv")"
+expect clock_brief_full_clock "SM clock 1980 of 1980 MHz (not held down)" "$(clock_brief "$tmp/clocks_full.csv")"
+expect clock_brief_no_reasons_field "SM clock 1980 of 1980 MHz" "$(clock_brief "$tmp/clocks_old.csv")"
+expect clock_brief_smi_error "SM clock n/a" "$(clock_brief "$tmp/clocks_error.csv")"
+expect clock_brief_no_sampler "" "$(clock_brief "$tmp/no_such_clocks.csv")"
+printf '99, 1500, 1980, 700.00, 80, 0x0000000000000004\n98, 1600, 1980, 690.00, 81, 0x0000000000000020\n' >"$tmp/clocks_two.csv"
+expect clock_brief_reasons_joined "SM clock 1550 of 1980 MHz (power cap, thermal (software))" "$(clock_brief "$tmp/clocks_two.csv")"
 expect clock_reasons_bits "power cap, power brake" "$(clock_reasons 0x84)"
 expect clock_reasons_idle_only "none" "$(clock_reasons 0x0000000000000001)"
 
@@ -538,7 +547,8 @@ fi
 cat >"$tmp/fake_trainer" <<'EOF'
 #!/usr/bin/env bash
 [ -n "${FAKE_TRAINER_ARGS:-}" ] && echo "$*" >>"$FAKE_TRAINER_ARGS"
-if [ -n "${FAKE_SMI_STARTED:-}" ]; then  # wait (10 s at most) until the stand-in clock sampler has written its samples
+if [ -n "${FAKE_SMI_STARTED:-}" ] && [[ " $* " != *" -estimate "* ]]; then  # wait (10 s at most) until the stand-in
+    # clock sampler has written its samples (a memory estimate is not sampled)
     for _ in $(seq 1 100); do [ -e "$FAKE_SMI_STARTED" ] && break; sleep 0.1; done
     rm -f "$FAKE_SMI_STARTED"
 fi
@@ -671,6 +681,56 @@ if [ "$rc" -eq 0 ] && [ "$(grep -cE '^\| profile_(bf16|fp8) +\| SKIPPED \(no ncu
     pass profile_stage_without_ncu_times_and_skips
 else
     fail profile_stage_without_ncu_times_and_skips "rc $rc: $(cat "$tmp/profile_no_ncu.table")"
+fi
+
+# the sampler stopped the moment it started (a step skipped by the budget): until the job has exec'd nvidia-smi it is a
+# copy of the shell, whose EXIT trap removes the step logs and whose SIGTERM handler may swallow the kill; 20 times
+# over, the logs must stay and no sampler may be left running
+(
+    keep="$tmp/sampler_keep"
+    mkdir -p "$keep" && echo log >"$keep/step.log"
+    trap 'rm -rf "$keep"' EXIT  # as gpu_check's own trap on its step logs
+    for _ in $(seq 1 20); do
+        PATH="$tmp/smi_bin:$PATH" FAKE_SMI_ARGS="$tmp/smi_at_once" FAKE_SMI_STARTED="$tmp/smi_at_once_started" \
+            clock_sampler_start "$keep/clocks.csv"
+        clock_sampler_stop
+    done
+    [ -e "$keep/step.log" ] && echo kept
+) >"$tmp/sampler_at_once.out" 2>&1
+if [ "$(cat "$tmp/sampler_at_once.out")" = kept ] && [ ! -e "$tmp/sampler_keep" ] &&
+    ! xargs -r kill -0 <"$tmp/smi_at_once.pids" 2>/dev/null; then
+    pass clock_sampler_stopped_at_once
+else
+    fail clock_sampler_stopped_at_once "$(cat "$tmp/sampler_at_once.out") / left running: $(cat "$tmp/smi_at_once.pids" 2>/dev/null)"
+fi
+
+# the bench stage run for real with the stand-in trainer (as ./train_gpt_fp8) and nvidia-smi: each row has its step
+# time and the SM clock the run was sampled at; fp8's 80 ms against bf16's 100 ms is 1.25x
+mkdir -p "$tmp/bench_dir"
+ln -sf "$tmp/fake_trainer" "$tmp/bench_dir/train_gpt_fp8"
+(
+    cd "$tmp/bench_dir" || exit 1
+    # shellcheck disable=SC2034 # globals of the sourced stage
+    WORK="$tmp/bench_work" LOGDIR="$tmp/bench_out" DEADLINE=$((SECONDS + 300)) ANY_FAILED=0 ARCHIVE_OVER=0 STARTED=now
+    # shellcheck disable=SC2034
+    GPU_NAME=cpu GPU_DRIVER=- GPU_MEMORY=- COMMIT=- COMMAND_LINE=test STAGES=bench DRY_RUN=0 EXTRA=() SKIP=5
+    # shellcheck disable=SC2034
+    ROW_STEP=() ROW_RESULT=() ROW_KEY=() DATA_FLAGS=(-i train.bin) BENCH_STEPS=15 BENCH_B=8
+    mkdir -p "$WORK" "$LOGDIR"
+    PATH="$tmp/smi_bin:$PATH" FAKE_SMI_ARGS="$tmp/bench_smi" FAKE_SMI_STARTED="$tmp/bench_smi_started" stage_bench 2>/dev/null
+    print_table
+    exit "$ANY_FAILED"
+) >"$tmp/bench_stage.table"
+rc=$?
+clock='SM clock 1800 of 1980 MHz \(power cap\)'  # as an ERE
+if [ "$rc" -eq 0 ] && [ "$(grep -cE "^\| bench_d(12|24|48)_.*, $clock +\|\$" "$tmp/bench_stage.table")" -eq 7 ] &&
+    grep -qE "^\| bench_d12_bf16 +\| OK .*\| 100\.00 ms/step, .*, $clock" "$tmp/bench_stage.table" &&
+    grep -qE "^\| bench_d24_fp8 +\| OK .*\| 80\.00 ms/step, .*, 1\.25x vs bf16, $clock" "$tmp/bench_stage.table" &&
+    grep -qE "^\| bench_d12_fp8_blockwise +\| OK .*1\.25x vs bf16, 1\.00x vs fp8 delayed, $clock" "$tmp/bench_stage.table" &&
+    [ "$(wc -l <"$tmp/bench_smi.pids")" -eq 7 ] && ! xargs -r kill -0 <"$tmp/bench_smi.pids" 2>/dev/null; then
+    pass bench_stage_samples_the_clock
+else
+    fail bench_stage_samples_the_clock "rc $rc: $(cat "$tmp/bench_stage.table")"
 fi
 
 # ---------------------------------------------------------------------------------------------------------------------
