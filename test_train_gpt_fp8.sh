@@ -10,7 +10,8 @@
 #     and all four FP8 recipes;
 #   - a NaN gradient: the step is skipped with a warning and the FP8 state stays finite;
 #   - every bad input: a one-line error naming the problem, a non-zero exit, and no checkpoint overwritten: corrupt
-#     files, bad flags, sizes that overflow, and a resume whose settings differ from its checkpoint's;
+#     files, bad flags, sizes that overflow, and a resume whose settings differ from its checkpoint's; a stdout that
+#     cannot be written (/dev/full) ends the run with 1, not 0;
 #   - dev/cast_one_tensor casts a resumed step's tensor as the run did (its diagnostics row), in every recipe's blocks;
 #   - sampling from a checkpoint (-e model.bin -x 0 -g N): a val loss and a sample that is plain text; -y 1 with a
 #     checkpoint at or past -x: one line, exit 0, nothing written; the start-up box's rows all one width; -h names
@@ -650,6 +651,20 @@ expect_error cpu_multi_process "the CPU reference trainer runs one process" $TIN
 expect_error flag_profile_step "invalid value '0' for -profile_step: must be in \[1, 1073741824\]" $TINY -profile_step 0
 expect_error cpu_profile_step "-profile_step marks a step for a GPU profiler (ncu): it is train_gpt_fp8's flag" $TINY -profile_step 2
 expect_error resume_without_dir "-y 1 needs -o" $DATA_FLAGS -y 1
+# stdout that cannot be written (a full disk; /dev/full says so to every write): the step lines are lost, so the run
+# must not end 0, though its run folder (written and checked apart from stdout) is whole. The last lines sit in
+# stdio's buffer until exit, which is where the trainer must still see the failure.
+if [ -w /dev/full ]; then
+    out=$($TRAINER $TINY -precision fp8 -x 2 -v 1 -o "$TMP/stdout_full" 2>&1 >/dev/full)
+    rc=$?
+    if [ "$rc" -eq 1 ] && [ "$(printf '%s\n' "$out" | grep -c 'error')" -eq 1 ] &&
+        printf '%s' "$out" | grep -q '^error: cannot write to stdout: ' &&
+        grep -qE '^s:2 trl:' "$TMP/stdout_full/main.log"; then
+        pass stdout_full_is_an_error
+    else
+        fail stdout_full_is_an_error "rc $rc, wanted 1 and one line 'error: cannot write to stdout: ...', got: $out"
+    fi
+fi
 # -h names this program (the CUDA trainer shares the flags) and says which -fp8 format is CPU-only
 help=$($TRAINER -h 2>&1)
 if [ "$?" -eq 0 ] && printf '%s\n' "$help" | head -n 1 | grep -q "^usage: train_gpt_fp8_cpu " &&

@@ -1190,6 +1190,7 @@ static void sample_text(GPT2* model, const Tokenizer* tokenizer, int gen_tokens,
 
 #ifndef TESTING
 int main(int argc, char** argv) {
+    fail_at_exit_if_stdout_fails();  // the step lines are the run's report: a lost one is an error
     TrainArgs args;
     parse_args(&args, argc, argv);
     char err[ERROR_MESSAGE_MAX];

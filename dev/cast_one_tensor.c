@@ -73,6 +73,7 @@ static CastReport block_copy(const char* recipe_name, const char* copy, Fp8Scali
 }
 
 int main(int argc, char** argv) {
+    fail_at_exit_if_stdout_fails();  // the table is the report: a lost row is an error
     if (argc < 4 || atoi(argv[1]) < 0) {
         fprintf(stderr, "usage: cast_one_tensor LAYER qkv|attproj|fc|fcproj input|weight|grad_output [trainer flags "
                         "with -o DIR -y 1 -resume_step STEP]\n");

@@ -467,5 +467,11 @@ int main(int argc, char** argv) {
     free(run.steps);
     free(ref.steps);
     printf("compare_runs: %d passed, %d failed\n", checks_passed, checks_failed);
+    // the PASS/FAIL lines are the report, and the last ones are still in stdio's buffer: a failure to write them is
+    // an error (2), not a verdict, and exit() would not say so
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "compare_runs: error: cannot write the report to stdout: %s\n", strerror(errno));
+        return 2;
+    }
     return checks_failed == 0 ? 0 : 1;
 }

@@ -28,6 +28,7 @@ static long long parse_count(const char* what, const char* text, long long min, 
 }
 
 int main(int argc, char** argv) {
+    fail_at_exit_if_stdout_fails();  // the mean loss line is read by the callers
     int help = argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0);
     if (help || (argc != 6 && argc != 7)) {  // -h: on stdout, exit 0; a wrong call: on stderr, exit 2
         fprintf(help ? stdout : stderr, "usage: model_logits MODEL.bin SHARD.bin B T OUT.f32 [OFFSET]: the CPU trainer's "

@@ -3,7 +3,8 @@
 # runs of the CPU trainer: two runs with the same flags agree on every quantity; a main.log or a state file doctored
 # at one place fails with a line naming the step (or the slot and history row) and the quantity, and only that
 # quantity; a tolerance passes a difference just inside it and fails one just outside; the expected skipped step must
-# be skipped on both sides; a damaged state file, a missing folder and bad flags are one-line errors with exit 2.
+# be skipped on both sides; a damaged state file, a missing folder, bad flags and a report stdout cannot take are
+# one-line errors with exit 2.
 # Prints PASS/FAIL per case and "compare-runs: N passed, M failed" last.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -52,6 +53,16 @@ if grep -qE '^PASS skipped steps: 4 on both sides, as -skipped 4$' "$TMP/out" &&
     pass same_runs_report
 else
     fail same_runs_report "$(cat "$TMP/out")"
+fi
+# a report that cannot be written (stdout on /dev/full) is an error (2), never a verdict: not 0, and not 1 either
+if [ -w /dev/full ]; then
+    "$COMPARE" -skipped 4 "$TMP/a" "$TMP/b" >/dev/full 2>"$TMP/out"
+    rc=$?
+    if [ "$rc" -eq 2 ] && grep -qE '^compare_runs: error: cannot write the report to stdout: ' "$TMP/out"; then
+        pass report_to_full_disk
+    else
+        fail report_to_full_disk "exit $rc (want 2): $(cat "$TMP/out")"
+    fi
 fi
 
 # doctor_log NAME SED_EXPRESSION: a copy of run b with its main.log edited, in $TMP/NAME

@@ -69,7 +69,15 @@ static int block_command(int argc, char** argv) {
     return 0;
 }
 
-int main(int argc, char** argv) {
+// 0 when stdin was read to its end, 1 (and why) when a read failed
+static int stdin_read_status(void) {
+    if (!ferror(stdin)) { return 0; }
+    perror("fp8_codec: read");
+    return 1;
+}
+
+// The element-wise commands and the dispatch to the block ones. Returns the exit code.
+static int codec_command(int argc, char** argv) {
     if (argc >= 2 && (strcmp(argv[1], "blocks") == 0 || strcmp(argv[1], "columnwise") == 0)) {
         return block_command(argc, argv);
     }
@@ -98,7 +106,7 @@ int main(int argc, char** argv) {
             for (size_t i = 0; i < n; i++) { values[i] = fp8_to_float(codes[i], format); }
             if (fwrite(values, sizeof(float), n, stdout) != n) { perror("fp8_codec: write"); return 1; }
         }
-        return ferror(stdin) ? 1 : 0;
+        return stdin_read_status();
     }
     int encode = strcmp(argv[1], "encode") == 0;
     if (!encode && strcmp(argv[1], "bf16") != 0) {
@@ -115,5 +123,16 @@ int main(int argc, char** argv) {
             if (fwrite(halves, sizeof(uint16_t), n, stdout) != n) { perror("fp8_codec: write"); return 1; }
         }
     }
-    return ferror(stdin) ? 1 : 0;
+    return stdin_read_status();
+}
+
+int main(int argc, char** argv) {
+    int status = codec_command(argc, argv);
+    // The last bytes sit in stdio's buffer until exit flushes it, and a failure there (a full disk, /dev/full) would
+    // not change the exit code: flush here, so the caller never reads a cut output after a 0.
+    if (status == 0 && (fflush(stdout) != 0 || ferror(stdout))) {
+        perror("fp8_codec: write");
+        return 1;
+    }
+    return status;
 }

@@ -3,10 +3,12 @@
 package (float8_e4m3fn, float8_e5m2, bfloat16): a third implementation, written by other people.
 
 ml_dtypes rounds to nearest even like cvt.rn but does not saturate (overflow gives NaN for e4m3fn and inf for e5m2),
-so in-range values are compared bit for bit and out-of-range ones are checked separately to give +-max.
+so in-range values are compared bit for bit and out-of-range ones are checked separately to give +-max. Last, a
+stdout that cannot be written must end fp8_codec with 1.
 Skips (exit 0, saying so) when ml_dtypes is not importable; `make deps` installs it.
 Usage: test_fp8_ml_dtypes.py path/to/fp8_codec
 """
+import os
 import subprocess
 import sys
 
@@ -62,5 +64,13 @@ with np.errstate(invalid="ignore"):
 not_nan = ~np.isnan(inputs)
 check("bf16_rne_bitexact", np.array_equal(ours_bf16[not_nan], theirs_bf16[not_nan]))
 check("bf16_nan_stays_nan", bool(np.all(np.isnan(ours_bf16[~not_nan].view(ml_dtypes.bfloat16).astype(np.float32)))))
+
+# stdout that cannot take the bytes (/dev/full fails every write): fp8_codec must exit 1 and say so, not 0 with a cut
+# output. 400 bytes fit in stdio's buffer, so the failure comes only when the buffer is flushed at the end.
+if os.path.exists("/dev/full"):
+    with open("/dev/full", "wb") as full:
+        result = subprocess.run([codec, "encode", "e4m3"], input=bytes(400), stdout=full, stderr=subprocess.PIPE)
+    check("write_failure_exits_1", result.returncode == 1 and b"fp8_codec: write" in result.stderr,
+          f"exit {result.returncode}, stderr {result.stderr!r}")
 
 report.finish()
