@@ -33,10 +33,11 @@
 #             with a warning and the run ends with a finite loss; faults: scripts/check_run_faults.sh on train_gpt_fp8
 #             (logs that cannot be written, damaged checkpoints, the folder lock, -start_over, -max_skipped, long paths)
 #   bench     d12, d24, d48 in BF16 and FP8, BENCH_STEPS steps each: mean ms and tok/s after the first 5 steps, MFU,
-#             peak memory and the mean SM clock with what held it down (timing runs: no -o, -fp8_diag_every 0; nvidia-smi
-#             sampling as in profile); d12 in FP8 blockwise too, against both. d48 first asks the trainer's memory estimate
-#             (fit_d48: -estimate 1) for the largest micro-batch of d48 at T 1024 that fits this GPU in BF16 and in FP8,
-#             and runs both at the smaller of the two, with gradient accumulation to D48_TOTAL_TOKENS (default 32768)
+#             peak memory and the mean SM clock with what held it down (timing runs: no -o, -fp8_diag_every 0;
+#             nvidia-smi sampling as in profile); d12 in FP8 blockwise too, against both. d48 first asks the trainer's
+#             memory estimate (fit_d48: -estimate 1) for the largest micro-batch of d48 at T 1024 that fits this GPU in
+#             BF16 and in FP8, and runs both at the smaller of the two, with gradient accumulation to D48_TOTAL_TOKENS
+#             (default 32768)
 #   gemm      ./dev/cuda/gemm_shapes -e d12: BF16 vs FP8 TFLOP/s of every GEMM of a step
 #   nccl      20 FP8 steps of d12 without and with a 1-rank NCCL communicator (bit-identical logs); with N >= 2 GPUs, N
 #             ranks at the same global batch as one rank
@@ -266,8 +267,8 @@ clock_reasons() {
     echo "${names:-none}"
 }
 
-# clock_stats CSV: what the clock sampler saw while the GPU was busy (samples at 50% utilization or more, so the start-up
-# before the first step and the exit after the last are left out), from nvidia-smi's lines
+# clock_stats CSV: what the clock sampler saw while the GPU was busy (samples at 50% utilization or more, so the
+# start-up before the first step and the exit after the last are left out), from nvidia-smi's lines
 #   98, 1755, 1980, 651.20, 62, 0x0000000000000004
 # (utilization %, SM clock MHz, its maximum, power W, temperature C, and, where the driver has it, the reasons mask),
 # as one line "SAMPLES MEAN_MHZ LOW HIGH MAX_MHZ POWER_W TEMPERATURE_C MASK..." ("-" for a field no sample had, the
@@ -531,8 +532,9 @@ process_alive() {
 
 # clock_sampler_start FILE: nvidia-smi writes a sample into FILE every 100 ms in the background (CLOCK_SAMPLER_PID)
 # until clock_sampler_stop. Why: ncu times each kernel of the profiled step alone, on a GPU that rests between kernels
-# and so likely runs at its full clock; a step under steady load may run at a lower one (power or thermal cap). The step time
-# minus the kernels' sum then holds that slowdown as well as the GPU's idle time, and these samples tell the two apart.
+# and so likely runs at its full clock; a step under steady load may run at a lower one (power or thermal cap). The
+# step time minus the kernels' sum then holds that slowdown as well as the GPU's idle time, and these samples tell the
+# two apart.
 # The reasons field is clocks_event_reasons.active in drivers from 535 on, clocks_throttle_reasons.active before. GPU 0
 # (-i 0) is the trainer's where CUDA_VISIBLE_DEVICES does not reorder them (nvidia-smi does not read it).
 CLOCK_FIELDS="utilization.gpu,clocks.sm,clocks.max.sm,power.draw,temperature.gpu"
