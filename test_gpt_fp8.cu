@@ -255,6 +255,15 @@ static float* download_floats(const float* device, size_t n) {
     return host;
 }
 
+// A device copy of the bf16 weights (P) as they are now: after the next update, the weights its forward read. cudaFree.
+static floatX* device_params_copy(const gpu::GPT2* gpu) {
+    size_t bytes = gpu->num_parameters * sizeof(floatX);
+    floatX* copy;
+    cudaCheck(cudaMalloc(&copy, bytes));
+    cudaCheck(cudaMemcpy(copy, gpu->params_memory, bytes, cudaMemcpyDeviceToDevice));
+    return copy;
+}
+
 static float* download_bf16(const floatX* device, size_t n) {
     uint16_t* raw = (uint16_t*)malloc(n * 2);
     cudaCheck(cudaMemcpy(raw, device, n * 2, cudaMemcpyDeviceToHost));
@@ -430,7 +439,10 @@ static float device_bf16_amax(const floatX* device, size_t n) {
 // reads it; otherwise (its wgrad reads the FP8 x^T the forward kept, and the slice is shared) made again into
 // `scratch` (B, T, 4C) by the forward's kernels from what the layer keeps: LayerNorm from its input and saved
 // statistics, GELU from fch (the same bytes: what -r 1 and -r 2 rely on, checked by the recompute tests).
-static const floatX* forward_input_of(gpu::GPT2* gpu, int l, int kind, floatX* scratch) {
+// forward_params (P) bf16 are the weights that forward read, laid out as params_memory: after an update they are not
+// the model's (AdamW moves LayerNorm's weight and bias by about lr = 1e-3, a quarter of a bf16 ulp of an output near
+// 4, enough to round the largest output to its neighbour), so the caller keeps a copy from before the step.
+static const floatX* forward_input_of(gpu::GPT2* gpu, int l, int kind, floatX* scratch, const floatX* forward_params) {
     int C = gpu->config.channels;
     size_t BTC = (size_t)gpu->B * gpu->T * C;
     LinearPrecision lp = gpu::gpt2_linear_precision(gpu);
@@ -446,7 +458,9 @@ static const floatX* forward_input_of(gpu::GPT2* gpu, int l, int kind, floatX* s
         gelu_forward(scratch, gpu->acts.fch + l * BTC * 4, BTC * 4, gpu->stream);
     } else {
         gpu::LayerNormX ln = gpu::layernorm_x(gpu, l, kind == LINEAR_QKV ? 1 : 2);
-        layernorm_recompute(scratch, ln.inp, ln.weight, ln.bias, ln.mean, ln.rstd, gpu->B, gpu->T, C, gpu->stream);
+        const floatX* weight = forward_params + (ln.weight - gpu->params_memory);
+        const floatX* bias = forward_params + (ln.bias - gpu->params_memory);
+        layernorm_recompute(scratch, ln.inp, weight, bias, ln.mean, ln.rstd, gpu->B, gpu->T, C, gpu->stream);
     }
     cudaCheck(cudaStreamSynchronize(gpu->stream));  // the caller's copies run on the default stream
     return scratch;
@@ -476,8 +490,9 @@ static void check_kept_input_t(gpu::GPT2* gpu, int module, const uint8_t* device
 // only gradients still in their buffers; where GELU's backward ran inside fc's grad_output cast, dbt4c holds GELU's
 // output gradient, and gelu_backward makes fc's grad_output from it again: the same bytes), and every weight slot
 // (weights_recorded: row 0 after the weights' last cast) against the bf16 weights. Plain attention, -r 0.
+// forward_params: the weights the last forward read (forward_input_of).
 static void check_amaxes_of_own_tensors(gpu::GPT2* gpu, const float* inputs_recorded, const float* weights_recorded,
-                                        const char* when) {
+                                        const floatX* forward_params, const char* when) {
     const Fp8Meta* meta = &gpu->fp8;  // its layout (the values are on the device)
     int L = gpu->config.num_layers;
     size_t BTC = (size_t)gpu->B * gpu->T * gpu->config.channels;
@@ -485,7 +500,7 @@ static void check_amaxes_of_own_tensors(gpu::GPT2* gpu, const float* inputs_reco
     cudaCheck(cudaMalloc(&scratch, BTC * 4 * sizeof(floatX)));
     for (int l = 0; l < L; l++) {
         for (int k = 0; k < LINEARS_PER_BLOCK; k++) {
-            const floatX* input = forward_input_of(gpu, l, k, scratch);
+            const floatX* input = forward_input_of(gpu, l, k, scratch, forward_params);
             int module = l * LINEARS_PER_BLOCK + k, slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
             float own = device_bf16_amax(input, k == LINEAR_FCPROJ ? 4 * BTC : BTC);
             CHECK(fp8_float_bits(inputs_recorded[slot]) == fp8_float_bits(own),
@@ -559,7 +574,7 @@ static void test_fp8_cast_bytes_and_amaxes(void) {
     int module = (L - 1) * LINEARS_PER_BLOCK + LINEAR_FCPROJ;
     floatX* scratch;  // GELU runs inside the cast here (llmc/gelu_fp8.cuh): its output is made again, the same bytes
     cudaCheck(cudaMalloc(&scratch, n * 2));
-    const floatX* last_gelu = forward_input_of(&gpu, L - 1, LINEAR_FCPROJ, scratch);
+    const floatX* last_gelu = forward_input_of(&gpu, L - 1, LINEAR_FCPROJ, scratch, gpu.params_memory);
     cudaCheck(cudaMemcpy(gelu, last_gelu, n * 2, cudaMemcpyDeviceToHost));
     cudaCheck(cudaFree(scratch));
     cudaCheck(cudaMemcpy(bytes, gpu.x_fp8, n, cudaMemcpyDeviceToHost));
@@ -579,7 +594,7 @@ static void test_fp8_cast_bytes_and_amaxes(void) {
     // every slot's amax of this step: the weights' are of the same bf16 weights on both sides (R1); an activation's
     // or a gradient's differs by the roundings on its path (R4); and each is max|x| of the GPU's own tensor (R1)
     float* row0 = download_floats(gpu.fp8.amax_history, (size_t)gpu.fp8.num_slots);
-    check_amaxes_of_own_tensors(&gpu, row0, row0, "one step");
+    check_amaxes_of_own_tensors(&gpu, row0, row0, gpu.params_memory, "one step");  // no update since its forward
     Gpt2Roundings paths = roundings_of(&cpu);
     for (int s = 0; s < gpu.fp8.num_slots; s++) {
         float want_amax = cpu.fp8.amax_history[s];
@@ -746,8 +761,10 @@ static void fp8_five_steps(TrainArgs args) {
     rng_seed(&rng, 6);
     int inputs[TB * TT], targets[TB * TT];
     const char* recipe = fp8_scaling_recipe_name(args.recipe.scaling);
+    floatX* forward_params = NULL;  // the weights of the last step's forward, for the R1 amax checks after its update
     for (int step = 0; step < 5; step++) {
         tiny_batch(inputs, targets, &rng);
+        if (step == 4) { forward_params = device_params_copy(&gpu); }
         float gpu_norm, cpu_norm;
         float gpu_loss = train_step(&gpu, inputs, targets, TB, TT, step, &gpu_norm);
         train_step(&cpu, inputs, targets, TB, TT, step, &cpu_norm);
@@ -765,7 +782,8 @@ static void fp8_five_steps(TrainArgs args) {
     }
     float* recorded = recorded_amaxes_of_last_step(&gpu);
     float* row0 = download_floats(gpu.fp8.amax_history, (size_t)gpu.fp8.num_slots);
-    check_amaxes_of_own_tensors(&gpu, recorded, row0, recipe);
+    check_amaxes_of_own_tensors(&gpu, recorded, row0, forward_params, recipe);
+    cudaCheck(cudaFree(forward_params));
     free(recorded);
     free(row0);
     if (args.recipe.scaling == FP8_SCALING_DELAYED) { check_diag_amaxes(&gpu, &cpu, 5); }
@@ -1201,8 +1219,10 @@ static void shaped_five_steps(TrainArgs args, const TestShape* shape, uint64_t s
     make_shaped_pair(&cpu, &gpu, args, seed, shape);
     Rng rng;
     rng_seed(&rng, seed + 1);
+    floatX* forward_params = NULL;  // the weights of the last step's forward, for the R1 amax checks after its update
     for (int step = 0; step < 5; step++) {
         float gpu_loss, gpu_norm, cpu_norm;
+        if (step == 4) { forward_params = device_params_copy(&gpu); }
         shaped_step(&cpu, &gpu, step, shape, &rng, &gpu_loss, &gpu_norm, &cpu_norm);
         char what[48];
         snprintf(what, sizeof(what), "%s step %d: ", label, step);
@@ -1217,7 +1237,8 @@ static void shaped_five_steps(TrainArgs args, const TestShape* shape, uint64_t s
     }
     float* recorded = recorded_amaxes_of_last_step(&gpu);
     float* row0 = download_floats(gpu.fp8.amax_history, (size_t)gpu.fp8.num_slots);
-    check_amaxes_of_own_tensors(&gpu, recorded, row0, label);
+    check_amaxes_of_own_tensors(&gpu, recorded, row0, forward_params, label);
+    cudaCheck(cudaFree(forward_params));
     free(recorded);
     free(row0);
     gpt2_free(&cpu);
