@@ -240,6 +240,11 @@ fit_batch() {
         sort -n | head -n 1 | grep -vx 0 || true
 }
 
+# fit_d48_key B TOTAL BENCH_B: fit_d48's key number, B the micro-batch fit_batch found (empty: none)
+fit_d48_key() {
+    if [ -n "$1" ]; then echo "B $1 of -d $2 tokens fits BF16 and FP8 by the estimate"; else echo "no estimate: B $3"; fi
+}
+
 # plot_gap LOG: plot_losses.py's "fp8 vs bf16: final val X vs Y (+Z%)"
 plot_gap() {
     local v
@@ -351,10 +356,13 @@ ROW_RESULT=()
 ROW_KEY=()
 add_row() { ROW_STEP+=("$1"); ROW_RESULT+=("$2"); ROW_KEY+=("$3"); }
 # add_step_row NAME KEY: a row for the step run_step just ran; one that failed, timed out or was cut by the budget
-# also shows its log's last line
+# also shows its log's last line; one that never started (skipped: budget, not built) has no key number, "-" (KEY
+# would be read from a log the step did not write: "no step total line", "n/a val loss")
 add_step_row() {
     local key=$2 last
-    if [ "$STEP_RC" -gt 0 ]; then
+    if [ "$STEP_RC" -eq -1 ] && [ "${DRY_RUN:-0}" != 1 ]; then
+        key="-"
+    elif [ "$STEP_RC" -gt 0 ]; then
         last=$(last_line "$WORK/$1.log" | tr '|' '/')
         case $key in
             *" passed, "*" failed"*) ;;  # a test's own summary says enough
@@ -902,7 +910,7 @@ stage_bench() {
         "${DATA_FLAGS[@]}" -e d48 -t 1024 -b $((d48_total / 1024)) -d "$d48_total" -v 0 -s 0 -estimate 1 \
         ${EXTRA[@]+"${EXTRA[@]}"}
     d48_b=$(fit_batch "$WORK/fit_d48.log")
-    row fit_d48 "${d48_b:+B $d48_b of -d $d48_total tokens fits BF16 and FP8 by the estimate}${d48_b:-no estimate: B $BENCH_B}"
+    row fit_d48 "$(fit_d48_key "$d48_b" "$d48_total" "$BENCH_B")"
     d48_b=${d48_b:-$BENCH_B}
     for depth in d12 d24 d48; do
         case $depth in d12) limit=90 ;; d24) limit=120 ;; *) limit=180 ;; esac

@@ -168,6 +168,9 @@ expect fit_batch_smaller "16" "$(fit_batch "$tmp/fit.log")"
 printf 'largest micro-batch that fits: B=0 (at T 1024)\nlargest micro-batch that fits: B=8 (at T 1024)\n' >"$tmp/fit0.log"
 expect fit_batch_none_fits "" "$(fit_batch "$tmp/fit0.log")"
 expect fit_batch_no_lines "" "$(fit_batch "$tmp/suite.log")"
+# the row's words around the batch (a run said "fits BF16 and FP8 by the estimate32": B printed twice, glued)
+expect fit_d48_key_found "B 16 of -d 32768 tokens fits BF16 and FP8 by the estimate" "$(fit_d48_key 16 32768 64)"
+expect fit_d48_key_none "no estimate: B 64" "$(fit_d48_key "" 32768 64)"
 printf 'fp8 vs bf16: final val 4.6123 vs 4.6000 (+0.27%%)\n' >"$tmp/plot.log"
 expect plot_gap "final val 4.6123 vs 4.6000 (+0.27%)" "$(plot_gap "$tmp/plot.log")"
 # the clock sampler's lines: utilization %, SM clock, its maximum, power W, temperature C, reasons mask; only the busy
@@ -238,6 +241,10 @@ ANY_FAILED=0
 DEADLINE=$((SECONDS + 10))
 run_step late 10 true 2>/dev/null
 expect step_budget_no_start "SKIPPED (budget) 0" "$STEP_RESULT $ANY_FAILED"
+# a step that never started has no key number to show: not one read from the log it did not write
+add_step_row late "no step total line"
+expect step_skipped_row_key "late SKIPPED (budget) -" \
+    "${ROW_STEP[${#ROW_STEP[@]} - 1]} ${ROW_RESULT[${#ROW_RESULT[@]} - 1]} ${ROW_KEY[${#ROW_KEY[@]} - 1]}"
 DEADLINE=$((SECONDS + 25 + 2))
 STEP_MIN_SECONDS=1 run_step cut 60 sleep 30 2>/dev/null
 expect step_budget_cut "SKIPPED (budget: cut after 2s) 0" "$(printf '%s' "$STEP_RESULT" | sed -E 's/after [12]s/after 2s/') $ANY_FAILED"
@@ -450,7 +457,8 @@ rc=$?
 expect run_exit_status 0 "$rc"
 if printf '%s\n' "$out" | grep -q "^GPU: NVIDIA H100 80GB HBM3, driver 550.54.15" &&
     printf '%s\n' "$out" | grep -qE '^\| build +\| SKIPPED \(budget\)' &&
-    printf '%s\n' "$out" | grep -qE '^\| bench_d48_fp8 +\| SKIPPED \(budget\)' &&
+    printf '%s\n' "$out" | grep -qE '^\| bench_d48_fp8 +\| SKIPPED \(budget\) +\| - +\|' &&
+    printf '%s\n' "$out" | grep -qE '^\| nccl_1rank +\| SKIPPED \(budget\) +\| - +\|' &&
     printf '%s\n' "$out" | grep -qE '^command: .*gpu_check.sh --append-results'; then
     pass run_table
 else
