@@ -168,7 +168,7 @@ FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/recipe_parse.h fp8/meta.h fp8/quantize
                fp8/cpu_isa.h fp8/block.h
 LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h \
                 llmc/utils.h llmc/linear.h llmc/args.h llmc/run.h llmc/run_folder.h llmc/sampling.h llmc/zero.h \
-                llmc/gemm_cpu.h $(XXHASH_HEADER)
+                llmc/gemm_cpu.h llmc/gelu_math.h $(XXHASH_HEADER)
 CPU_PROGRAMS := train_gpt_fp8_cpu
 CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process llmc/test_memory_plan \
              llmc/test_gemm_cpu
@@ -251,12 +251,12 @@ fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(CUDA_HEADERS) $(FP8_HEADERS)
 
 # Host-only: the host helpers of the GPU kernels (no GPU needed)
 llmc/test_kernels_host: llmc/test_kernels_host.cu llmc/encoder.cuh llmc/cuda_common.cuh llmc/cuda_utils.cuh llmc/gemm.cuh \
-                        llmc/gelu.cuh llmc/gelu_fp8.cuh llmc/layernorm.cuh llmc/layernorm_fp8.cuh fp8/quantize.cuh $(FP8_HEADERS) llmc/rand.h \
+                        llmc/gelu.cuh llmc/gelu_math.h llmc/gelu_fp8.cuh llmc/layernorm.cuh llmc/layernorm_fp8.cuh fp8/quantize.cuh $(FP8_HEADERS) llmc/rand.h \
                         llmc/testing.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
 dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) $(KERNEL_HEADERS) dev/cuda/cast_check.h llmc/rand.h llmc/gpt2.h \
-            llmc/testing.h llmc/tolerance.h | check-nvcc
+            llmc/gelu_math.h llmc/testing.h llmc/tolerance.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
 # cuDNN attention: the one C++ unit, compiled by the host compiler (the frontend is plain C++17). The frontend's and

@@ -208,18 +208,12 @@ static void test_matmul_bit_identical_to_naive_loops(void) {
     }
 }
 
-// GELU as it was written before the bf16 lookup tables: the reference for every input, bf16 or not.
+// GELU element by element through gelu_value and gelu_derivative (llmc/gelu_math.h), without the tables: the
+// reference for every input, bf16 or not.
 static void naive_gelu(float* out, float* dinp, const float* inp, const float* dout, size_t N) {
     for (size_t i = 0; i < N; i++) {
-        float x = inp[i];
-        float cube = 0.044715f * x * x * x;
-        out[i] = 0.5f * x * (1.0f + tanhf(GELU_SCALING_FACTOR * (x + cube)));
-        float tanh_arg = GELU_SCALING_FACTOR * (x + cube);
-        float tanh_out = tanhf(tanh_arg);
-        float cosh_out = coshf(tanh_arg);
-        float sech2 = 1.0f / (cosh_out * cosh_out);
-        float grad = 0.5f * (1.0f + tanh_out) + x * 0.5f * sech2 * GELU_SCALING_FACTOR * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] += grad * dout[i];
+        out[i] = gelu_value(inp[i]);
+        dinp[i] += gelu_derivative(inp[i]) * dout[i];
     }
 }
 
@@ -253,6 +247,46 @@ static void test_gelu_bit_identical_to_naive_loop(void) {
     free(dout);
     free(want);
     free(got);
+}
+
+// gelu_derivative (llmc/gelu_math.h) at every finite bf16 x against its formula's value in double from the same
+// float tanh argument a and with the same float constants (gelu_derivative_exact), so that what is measured is the
+// function's own error. Bound, in u = 2^-24 relative to each term (one rounding <= u; glibc's expf <= 1 ulp <= 2u):
+// e = exp(-2|a|) 2u; 1 + e u + 2u e / (1 + e) <= 2u; r = 1 / (1 + e) 3u; e r 6u; the first term (r or e r) 6u;
+// sech^2 = 4 r * e r 3 + 6 + 1 = 10u; the second term x 0.5 (exact) * sech^2 * K * (1 + 0.134 x x), whose last
+// factor has 3u (two products, then a sum of positive terms): 10 + 1 + 1 + 3 + 1 = 16u; their sum one more rounding.
+// So the result is within 17u (|first| + |second|), where e is a normal float: |a| <= 43 (exp(-86) > FLT_MIN). The
+// formula it replaced (1 + tanhf(a) and 1 / coshf(a)^2) missed this by 428419u at x = -5.19: 1 + tanhf(a) keeps only
+// the bits of tanhf past its leading 1s. Beyond |a| = 43 the derivative is 1 for x > 0 and under 1e-36 for x < 0
+// (checked within 2^-120); from |x| = 5.04e19 on, NaN (0 * inf, the formula's own), not checked.
+static void test_gelu_derivative_accuracy(void) {
+    const double u = 0x1p-24;
+    double worst = 0.0;
+    float worst_x = 0.0f;
+    int checked = 0, beyond = 0, bad = 0;
+    for (int bits = 0; bits < 65536; bits++) {
+        float x = bf16_to_float((uint16_t)bits);
+        if (!isfinite(x) || fabsf(x) >= 5.0e19f) { continue; }
+        float a = gelu_tanh_argument(x);
+        float got = gelu_derivative(x);
+        double magnitude;
+        double error = fabs((double)got - gelu_derivative_exact(x, a, &magnitude));
+        if (fabsf(a) > 43.0f) {
+            beyond++;
+            bad += !(error <= 0x1p-120);
+            continue;
+        }
+        checked++;
+        double in_u = error / (magnitude * u);
+        bad += !(in_u <= 17.0);
+        if (!(in_u <= worst)) {
+            worst = in_u;
+            worst_x = x;
+        }
+    }
+    CHECK(bad == 0 && checked > 30000 && beyond > 10000,
+          "%d of %d bf16 inputs (%d past |a| = 43) off: worst %.2f u at x = %g, bound 17 u", bad, checked + beyond,
+          beyond, worst, worst_x);
 }
 
 // Attention as it was written before the transposed-head loops (one dot product at a time): the reference. The
@@ -1024,6 +1058,7 @@ int main(int argc, char** argv) {
     test_select(argc, argv);  // NAME... / --skip NAME: some of the cases (llmc/testing.h)
     RUN_TEST(test_matmul_bit_identical_to_naive_loops);
     RUN_TEST(test_gelu_bit_identical_to_naive_loop);
+    RUN_TEST(test_gelu_derivative_accuracy);
     RUN_TEST(test_attention_bit_identical_to_naive_loops);
     RUN_TEST(test_layernorm_backward_bit_identical_to_naive_loops);
     RUN_TEST(test_gradient_check_fp32);

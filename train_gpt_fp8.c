@@ -64,6 +64,7 @@ Shapes: B batch, T time, C channels, NH heads, V vocab, Vp padded vocab, L layer
 #include "llmc/args.h"
 #include "llmc/checkpoint.h"
 #include "llmc/dataloader.h"
+#include "llmc/gelu_math.h"
 #include "llmc/gemm_cpu.h"
 #include "llmc/gpt2.h"
 #include "llmc/linear.h"
@@ -375,26 +376,10 @@ void attention_backward(float* dinp, float* dpreatt, float* datt, const float* d
     if (failed) { die("out of memory for attention scratch (%d x %d floats per thread)", hs + 1, T); }
 }
 
-#define GELU_SCALING_FACTOR 0.7978845608028654f  // sqrt(2 / pi)
-
-// GELU (the tanh approximation, as GPT-2) of one value, and its derivative
-static inline float gelu_value(float x) {
-    float cube = 0.044715f * x * x * x;
-    return 0.5f * x * (1.0f + tanhf(GELU_SCALING_FACTOR * (x + cube)));
-}
-
-static inline float gelu_derivative(float x) {
-    float cube = 0.044715f * x * x * x;
-    float tanh_arg = GELU_SCALING_FACTOR * (x + cube);
-    float tanh_out = tanhf(tanh_arg);
-    float cosh_out = coshf(tanh_arg);
-    float sech2 = 1.0f / (cosh_out * cosh_out);
-    return 0.5f * (1.0f + tanh_out) + x * 0.5f * sech2 * GELU_SCALING_FACTOR * (1.0f + 3.0f * 0.044715f * x * x);
-}
-
+// GELU of one value and its derivative: gelu_value and gelu_derivative (llmc/gelu_math.h, the GPU's arithmetic too).
 // In bf16 and fp8 modes every GELU input is a bf16 value (fch is stored in bf16), so its output and derivative are
-// one of 65536 values each: computed once by the functions above, then looked up by the bf16 bits, which gives the
-// same floats without three libm calls (tanhf, coshf) per element. Any other input is computed as it comes.
+// one of 65536 values each: computed once by those functions, then looked up by the bf16 bits, which gives the same
+// floats without the libm calls (tanhf, expf) per element. Any other input is computed as it comes.
 static float gelu_value_of_bf16[65536];       // indexed by the top 16 bits of a float whose low 16 bits are 0
 static float gelu_derivative_of_bf16[65536];
 static int gelu_tables_filled = 0;

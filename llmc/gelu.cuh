@@ -7,33 +7,17 @@ same input: the same bytes).
 #define GPTFP8_GELU_CUH
 
 #include "cuda_common.cuh"
+#include "gelu_math.h"
 
-#define GELU_SCALING_FACTOR 0.7978845608028654f
-
-// One element each way, the arithmetic of the CPU reference's gelu_value and gelu_derivative
-__device__ __forceinline__ float gelu_forward_value(float x) {
-    float cube = 0.044715f * x * x * x;
-    return 0.5f * x * (1.0f + tanhf(GELU_SCALING_FACTOR * (x + cube)));
-}
-
-__device__ __forceinline__ float gelu_backward_value(float x, float dout) {
-    float cube = 0.044715f * x * x * x;
-    float tanh_arg = GELU_SCALING_FACTOR * (x + cube);
-    float tanh_out = tanhf(tanh_arg);
-    float cosh_out = coshf(tanh_arg);
-    float sech2 = 1.0f / (cosh_out * cosh_out);
-    float grad = 0.5f * (1.0f + tanh_out) + x * 0.5f * sech2 * GELU_SCALING_FACTOR * (1.0f + 3.0f * 0.044715f * x * x);
-    return grad * dout;
-}
-
-// Eight consecutive elements each way, one 16-byte vector of bf16 in and out: the vectorized kernels below and the
-// FP8 casts with GELU inside them (llmc/gelu_fp8.cuh) both call these, so both make the same bytes.
+// Eight consecutive elements each way, one 16-byte vector of bf16 in and out, each element by gelu_value or
+// gelu_derivative (gelu_math.h: the CPU reference's arithmetic): the vectorized kernels below and the FP8 casts with
+// GELU inside them (llmc/gelu_fp8.cuh) both call these, so both make the same bytes.
 __device__ __forceinline__ uint4 gelu_forward8(uint4 in_packed) {
     const floatX* in_values = reinterpret_cast<const floatX*>(&in_packed);
     uint4 out_packed;
     floatX* out_values = reinterpret_cast<floatX*>(&out_packed);
     for (int j = 0; j < 8; j++) {
-        out_values[j] = __float2bfloat16_rn(gelu_forward_value(__bfloat162float(in_values[j])));
+        out_values[j] = __float2bfloat16_rn(gelu_value(__bfloat162float(in_values[j])));
     }
     return out_packed;
 }
@@ -45,7 +29,7 @@ __device__ __forceinline__ uint4 gelu_backward8(uint4 in_packed, uint4 dout_pack
     floatX* dinp_values = reinterpret_cast<floatX*>(&dinp_packed);
     for (int j = 0; j < 8; j++) {
         float x = __bfloat162float(in_values[j]);
-        dinp_values[j] = __float2bfloat16_rn(gelu_backward_value(x, __bfloat162float(dout_values[j])));
+        dinp_values[j] = __float2bfloat16_rn(gelu_derivative(x) * __bfloat162float(dout_values[j]));
     }
     return dinp_packed;
 }
@@ -65,7 +49,7 @@ __global__ void gelu_forward_kernel(floatX* out, const floatX* inp, size_t N, in
         return;
     }
     for (size_t i = first; i < N && i < first + GELU_VECTOR; i++) {
-        out[i] = __float2bfloat16_rn(gelu_forward_value(__bfloat162float(inp[i])));
+        out[i] = __float2bfloat16_rn(gelu_value(__bfloat162float(inp[i])));
     }
 }
 
@@ -80,7 +64,7 @@ __global__ void gelu_backward_kernel(floatX* dinp, const floatX* inp, const floa
         return;
     }
     for (size_t i = first; i < N && i < first + GELU_VECTOR; i++) {
-        dinp[i] = __float2bfloat16_rn(gelu_backward_value(__bfloat162float(inp[i]), __bfloat162float(dout[i])));
+        dinp[i] = __float2bfloat16_rn(gelu_derivative(__bfloat162float(inp[i])) * __bfloat162float(dout[i]));
     }
 }
 

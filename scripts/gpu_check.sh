@@ -186,14 +186,22 @@ timing_key() {
     echo "$first$2$second"
 }
 
-# gelu_fp8_time LOG: from gelu_fp8's two timing lines
+# gelu_fp8_time LOG: from gelu_fp8's timing lines
 #   65536 x 3072: device copy 2900 GB/s | gelu_forward_fp8 300.0 us (2700 GB/s, 93% of copy), gelu_forward + cast+transpose 500.0 us, fused / separate 0.60
 #   65536 x 3072: gelu_backward_fp8 + dbias reduce 450.0 us (its kernel ...), gelu_backward + cast+transpose+dbias + reduce 700.0 us, fused / separate 0.64
-# "forward 300.0 us (93% of copy), 0.60 of separate; backward 450.0 us, 0.64"
+#   65536 x 3072: gelu_backward_fp8 + dbias reduce with the tanhf / coshf derivative 600.0 us, this one / that 0.75
+# "forward 300.0 us (93% of copy), 0.60 of separate; backward 450.0 us, 0.64; 0.75 of the tanhf / coshf derivative's
+# 600.0 us" (the last part only where the log has its line: gelu_fp8 before it had none)
 gelu_fp8_time() {
-    timing_key "$1" "; " \
+    local key old_derivative
+    key=$(timing_key "$1" "; " \
         's/.*gelu_forward_fp8 ([0-9.]+) us \([0-9.]+ GB\/s, ([0-9.]+)% of copy\).*fused \/ separate ([0-9.]+).*/forward \1 us (\2% of copy), \3 of separate/p' \
-        's/.*gelu_backward_fp8 \+ dbias reduce ([0-9.]+) us .*fused \/ separate ([0-9.]+).*/backward \1 us, \2/p'
+        's/.*gelu_backward_fp8 \+ dbias reduce ([0-9.]+) us .*fused \/ separate ([0-9.]+).*/backward \1 us, \2/p')
+    old_derivative=$(sed -nE \
+        "s/.*with the tanhf \/ coshf derivative ([0-9.]+) us, this one \/ that ([0-9.]+).*/\2 of the tanhf \/ coshf derivative's \1 us/p" \
+        "$1" 2>/dev/null | tail -n 1)
+    if [ "$key" = "no timing lines" ]; then old_derivative=""; fi
+    echo "$key${old_derivative:+; $old_derivative}"
 }
 
 # layernorm_time LOG: from layernorm's timing lines

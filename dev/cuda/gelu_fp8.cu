@@ -11,9 +11,16 @@ Checks, for E4M3 forward and E5M2 backward, with scales that make values saturat
                      column sums of that output in bias_backward's order, and the bias gradient reduced from them
                      (onto a nonzero one, as in accumulation) bias_backward's own, bit for bit; without partials, the
                      same bytes
+  gelu_derivative    (llmc/gelu_math.h, what gelu_backward and the backward cast run per element) at every finite
+                     bf16 x: within 21 u of |first term| + |second term| of its formula in double at the same float
+                     argument (gelu_derivative_exact; the CPU's test_gelu_derivative_accuracy derives 17 u for glibc's
+                     expf, 1 ulp; CUDA's expf has 2 ulps: e 4u, 1 + e 3u, r 4u, e r 9u, sech^2 14u, the second term
+                     20u, the sum 21u), where |a| <= 43; past it, within 2^-120
 Then the time of each against the kernels it replaces, at d12's fc shape (B*T = 65536 rows, 4C = 3072 columns), and
-its bandwidth (bytes it reads and writes per second) against a device-to-device copy of the bf16 tensor. (The
-launchers' refusals of bad shapes and pointers are tested without a GPU in llmc/test_kernels_host.)
+its bandwidth (bytes it reads and writes per second) against a device-to-device copy of the bf16 tensor; and the
+backward cast with the tanhf / coshf derivative gelu_math.h's replaced, on the same GPU in the same run, for what the
+one-exponential form saves. (The launchers' refusals of bad shapes and pointers are tested without a GPU in
+llmc/test_kernels_host.)
 
 Build: make dev/cuda/gelu_fp8     Run: ./dev/cuda/gelu_fp8    (prints one line and exits 1 without a GPU)
 */
@@ -135,8 +142,90 @@ static void check_shape(int rows, int cols, float fwd_scale, float bwd_scale, in
     device_outputs_free(&d);
 }
 
+// a (n) and gelu'(x) (n) at x (n): the GPU's gelu_tanh_argument and gelu_derivative_at, as the kernels run them
+__global__ void gelu_derivative_kernel(float* derivative, float* argument, const float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) { return; }
+    float a = gelu_tanh_argument(x[i]);
+    argument[i] = a;
+    derivative[i] = gelu_derivative_at(x[i], a);
+}
+
+static void check_derivative_accuracy(void) {
+    int n = 0;
+    float* x = (float*)malloc(65536 * sizeof(float));
+    for (int bits = 0; bits < 65536; bits++) {  // every finite bf16 value below the formula's own NaN (5.04e19)
+        float v = bf16_to_float((uint16_t)bits);
+        if (isfinite(v) && fabsf(v) < 5.0e19f) { x[n++] = v; }
+    }
+    float *d_x, *d_derivative, *d_argument;
+    cudaCheck(cudaMalloc(&d_x, n * sizeof(float)));
+    cudaCheck(cudaMalloc(&d_derivative, n * sizeof(float)));
+    cudaCheck(cudaMalloc(&d_argument, n * sizeof(float)));
+    cudaCheck(cudaMemcpy(d_x, x, n * sizeof(float), cudaMemcpyHostToDevice));
+    gelu_derivative_kernel<<<(n + 255) / 256, 256>>>(d_derivative, d_argument, d_x, n);
+    cudaCheck(cudaGetLastError());
+    float* derivative = (float*)malloc(n * sizeof(float));
+    float* argument = (float*)malloc(n * sizeof(float));
+    cudaCheck(cudaMemcpy(derivative, d_derivative, n * sizeof(float), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(argument, d_argument, n * sizeof(float), cudaMemcpyDeviceToHost));
+    int bad = 0, beyond = 0;
+    double worst = 0.0;
+    float worst_x = 0.0f;
+    for (int i = 0; i < n; i++) {
+        double magnitude;
+        double error = fabs((double)derivative[i] - gelu_derivative_exact(x[i], argument[i], &magnitude));
+        if (fabsf(argument[i]) > 43.0f) {
+            beyond++;
+            bad += !(error <= 0x1p-120);
+            continue;
+        }
+        double in_u = error / (magnitude * 0x1p-24);
+        bad += !(in_u <= 21.0);
+        if (!(in_u <= worst)) {
+            worst = in_u;
+            worst_x = x[i];
+        }
+    }
+    char what[256];
+    snprintf(what, sizeof(what), "gelu_derivative at %d bf16 inputs (%d past |a| = 43): %d off, worst %.2f u at x = %g "
+             "(bound 21 u)", n, beyond, bad, worst, worst_x);
+    report(bad == 0, what);
+    free(x);
+    free(derivative);
+    free(argument);
+    cudaCheck(cudaFree(d_x));
+    cudaCheck(cudaFree(d_derivative));
+    cudaCheck(cudaFree(d_argument));
+}
+
+// The backward cast's input with the derivative gelu_math.h had before (1 + tanhf, 1 / coshf^2: llm.c's), for the
+// timing only
+struct GeluBackwardTanhCoshInput {
+    const floatX* inp;
+    const floatX* dout;
+    __device__ __forceinline__ uint4 values(size_t offset, int, int) const {
+        uint4 in_packed = *reinterpret_cast<const uint4*>(inp + offset);
+        uint4 dout_packed = *reinterpret_cast<const uint4*>(dout + offset);
+        const floatX* in_values = reinterpret_cast<const floatX*>(&in_packed);
+        const floatX* dout_values = reinterpret_cast<const floatX*>(&dout_packed);
+        uint4 dinp_packed;
+        floatX* dinp_values = reinterpret_cast<floatX*>(&dinp_packed);
+        for (int j = 0; j < 8; j++) {
+            float x = __bfloat162float(in_values[j]), a = gelu_tanh_argument(x);
+            float cosh_a = coshf(a);
+            float sech2 = 1.0f / (cosh_a * cosh_a);
+            float grad = 0.5f * (1.0f + tanhf(a)) +
+                         x * 0.5f * sech2 * GELU_SCALING_FACTOR * (1.0f + 3.0f * 0.044715f * x * x);
+            dinp_values[j] = __float2bfloat16_rn(grad * __bfloat162float(dout_values[j]));
+        }
+        return dinp_packed;
+    }
+};
+
 int main(void) {
     require_cuda_device("gelu_fp8");
+    check_derivative_accuracy();
     Rng rng;
     rng_seed(&rng, 47);
     check_shape(256, 768, 448.0f / 2.0f, 57344.0f / 8.0f, 0, &rng);
@@ -171,9 +260,11 @@ int main(void) {
     cudaCheck(cudaEventCreate(&start));
     cudaCheck(cudaEventCreate(&stop));
     const int reps = 20;
-    double us[5];  // copy, forward fused, forward separate, backward fused, backward separate
+    // copy, forward fused, forward separate, backward fused, backward separate, backward fused with the old derivative
+    double us[6];
+    GeluBackwardTanhCoshInput old_derivative = {d_fch, d_dout};
     for (int pass = 0; pass < 2; pass++) {  // the first pass untimed: module load, clocks up
-        for (int which = 0; which < 5; which++) {
+        for (int which = 0; which < 6; which++) {
             cudaCheck(cudaEventRecord(start));
             for (int r = 0; r < reps; r++) {
                 if (which == 0) {
@@ -187,6 +278,10 @@ int main(void) {
                 } else if (which == 3) {
                     cudaCheck(gelu_backward_fp8(d_out, d_out_t, d_partials, d_fch, d_dout, rows, cols, d_scale, d_amax,
                                                 NULL, FP8_E5M2, 0));
+                    bias_backward_reduce(d_dbias, d_partials, rows, cols, 0);
+                } else if (which == 5) {
+                    cudaCheck(fp8_cast_transpose_launch<true>(d_out, d_out_t, d_partials, old_derivative, rows, cols,
+                                                              d_scale, d_amax, NULL, FP8_E5M2, 0));
                     bias_backward_reduce(d_dbias, d_partials, rows, cols, 0);
                 } else {
                     gelu_backward(d_gelu, d_fch, d_dout, n, 0);
@@ -208,6 +303,8 @@ int main(void) {
     printf("%d x %d: gelu_backward_fp8 + dbias reduce %.1f us (its kernel and the reduce: %.0f GB/s, %.0f%% of copy), "
            "gelu_backward + cast+transpose+dbias + reduce %.1f us, fused / separate %.2f\n",
            rows, cols, us[3], backward_gbs, 100 * backward_gbs / copy_gbs, us[4], us[3] / us[4]);
+    printf("%d x %d: gelu_backward_fp8 + dbias reduce with the tanhf / coshf derivative %.1f us, "
+           "this one / that %.2f\n", rows, cols, us[5], us[3] / us[5]);
     cudaCheck(cudaFree(d_fch));
     cudaCheck(cudaFree(d_dout));
     cudaCheck(cudaFree(d_gelu));
