@@ -258,14 +258,21 @@ static void test_gelu_bit_identical_to_naive_loop(void) {
 // So the result is within 17u (|first| + |second|), where e is a normal float: |a| <= 43 (exp(-86) > FLT_MIN). The
 // formula it replaced (1 + tanhf(a) and 1 / coshf(a)^2) missed this by 428419u at x = -5.19: 1 + tanhf(a) keeps only
 // the bits of tanhf past its leading 1s. Beyond |a| = 43 the derivative is 1 for x > 0 and under 1e-36 for x < 0
-// (checked within 2^-120); from |x| = 5.04e19 on, NaN (0 * inf, the formula's own), not checked.
+// (checked within 2^-120); from |x| = 5.04e19 on, NaN (0 * inf, the formula's own), not checked. A NaN x gives a
+// NaN of x's sign.
 static void test_gelu_derivative_accuracy(void) {
     const double u = 0x1p-24;
     double worst = 0.0;
     float worst_x = 0.0f;
-    int checked = 0, beyond = 0, bad = 0;
+    int checked = 0, beyond = 0, bad = 0, nans = 0, nan_bad = 0;
     for (int bits = 0; bits < 65536; bits++) {
         float x = bf16_to_float((uint16_t)bits);
+        if (isnan(x)) {  // x's own NaN, sign included, whatever order the compiler adds in (gelu_derivative_at)
+            float got = gelu_derivative(x);
+            nan_bad += !isnan(got) || signbit(got) != signbit(x);
+            nans++;
+            continue;
+        }
         if (!isfinite(x) || fabsf(x) >= 5.0e19f) { continue; }
         float a = gelu_tanh_argument(x);
         float got = gelu_derivative(x);
@@ -287,6 +294,7 @@ static void test_gelu_derivative_accuracy(void) {
     CHECK(bad == 0 && checked > 30000 && beyond > 10000,
           "%d of %d bf16 inputs (%d past |a| = 43) off: worst %.2f u at x = %g, bound 17 u", bad, checked + beyond,
           beyond, worst, worst_x);
+    CHECK(nan_bad == 0 && nans == 254, "%d of %d NaN inputs give another NaN than their own sign's", nan_bad, nans);
 }
 
 // Attention as it was written before the transposed-head loops (one dot product at a time): the reference. The

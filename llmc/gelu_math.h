@@ -18,8 +18,8 @@ r = 1 / (1 + e):  (1 + tanh a) / 2 = r when a >= 0 and e r when a < 0;  sech^2 a
   - Speed: one expf and one division instead of tanhf, coshf and a division. An H200 timed the backward's FP8 cast
     with GELU inside it (llmc/gelu_fp8.cuh) at 555 us over (65536, 3072), 2.2 TB/s, where the plain cast + transpose
     moves 85% of a copy's bytes: its loop was 634 instructions for 8 elements (nvcc 13, sm_90), about as many as the
-    SMs issue in that time at 4 warp instructions a cycle. With this derivative the loop is 448 instructions, and
-    gelu_backward_kernel's 16-byte path 363 instead of 523. dev/cuda/gelu_fp8 times the cast against the old one.
+    SMs issue in that time at 4 warp instructions a cycle. With this derivative the loop is 465 instructions, and
+    gelu_backward_kernel's 16-byte path 379 instead of 523. dev/cuda/gelu_fp8 times the cast against the old one.
 Past |a| = 43 the derivative is 1 for x > 0 and below 1e-36 for x < 0; from |x| = 5.04e19 (2^65.45) on, the second
 term is 0 * inf, NaN, as in the formula it replaced (llm.c's): such an activation has diverged already, and the NaN
 skips the step.
@@ -44,8 +44,11 @@ FP8_HD float gelu_value(float x) { return 0.5f * x * (1.0f + tanhf(gelu_tanh_arg
 // gelu'(x) from x and its tanh argument a = gelu_tanh_argument(x) (dev/cuda/gelu_fp8 checks the GPU's against the
 // formula in double at the a it computed)
 FP8_HD float gelu_derivative_at(float x, float a) {
-    float e = expf(-2.0f * fabsf(a));  // exp(-2|a|) in (0, 1]: never overflows
-    float r = 1.0f / (1.0f + e);       // 1 + e in [1, 2]
+    // exp(-2|a|) in (0, 1]: never overflows. Not from fabsf(a): a NaN a keeps its sign here, so every NaN below is a's
+    // own and the result the same NaN whichever operand order a compiler gives the additions (x86 returns the first
+    // NaN operand: fabsf's +NaN beside x's -NaN made the bits depend on code generation, as a sanitized build showed)
+    float e = expf(a >= 0.0f ? -2.0f * a : 2.0f * a);
+    float r = 1.0f / (1.0f + e);  // 1 + e in [1, 2]
     float er = e * r;
     float half_one_plus_tanh = a >= 0.0f ? r : er;  // (1 + tanh a) / 2; NaN a gives er, NaN
     float sech2 = 4.0f * r * er;                    // 4 e r^2
