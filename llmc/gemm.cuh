@@ -13,15 +13,17 @@ For FP8 the operands' scale_inv device pointers go to cuBLASLt as the A and B sc
 inside the GEMM and nothing is dequantized. Fast accumulation (FP8 partial sums kept at lower precision) is for
 fprop only, as in Transformer Engine: gradients accumulate over the whole batch and need the full fp32 path.
 
-Plans: the first call of a problem builds its descriptors (the matmul descriptor with its transposes, fast
-accumulation and epilogue; the three matrix layouts) and asks the heuristic for an algorithm, once; later calls reuse
-all of it and only set the pointers that change (scale_inv, bias). The key is the problem (shape, types, flags) AND
-the alignment of every pointer: cuBLASLt's heuristic assumes 256-byte-aligned A, B, C, D unless told otherwise, and
-an algorithm picked for a 256-byte-aligned layer-0 pointer may not run on a later layer's pointer at 16 bytes, so
-each pointer's alignment (up to 256) goes into the preferences (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES) and into
-the key. cuBLASLt has no such preference for the bias; its alignment is in the key all the same, so a plan is never
-replayed on a bias less aligned than the one it was found for. FP8 operands must be 16-byte aligned (checked, one
-line). When no algorithm fits, the error names the shapes, types, transposes, alignments and epilogue.
+Plans: the first call of a problem builds its descriptors (the matmul descriptor with its transposes, fast accumulation
+and epilogue; the three matrix layouts) and asks the heuristic for an algorithm, once; later calls reuse all of it and
+only set the pointers that change (scale_inv, bias). The heuristic's first answer is taken as it is:
+dev/cuda/gemm_shapes -algos N times its other answers at each of a step's shapes, to say what that choice costs. The key
+is the problem (shape, types, flags) AND the alignment of every pointer: cuBLASLt's heuristic assumes 256-byte-aligned
+A, B, C, D unless told otherwise, and an algorithm picked for a 256-byte-aligned layer-0 pointer may not run on a later
+layer's pointer at 16 bytes, so each pointer's alignment (up to 256) goes into the preferences
+(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES) and into the key. cuBLASLt has no such preference for the bias; its
+alignment is in the key all the same, so a plan is never replayed on a bias less aligned than the one it was found for.
+FP8 operands must be 16-byte aligned (checked, one line). When no algorithm fits, the error names the shapes, types,
+transposes, alignments and epilogue.
 32 MiB workspace, the size cuBLASLt's Hopper kernels ask for.
 
 Block-scaled GEMMs (-fp8_recipe blockwise; gemm_tn_block_scaled): each FP8 operand comes with an array of fp32
@@ -76,6 +78,7 @@ typedef struct {
     float* aligned_scale_inv;  // (GEMM_MAX_PLANS, 2, 4) on the device: per plan, A's and B's scale_inv, 16 bytes apart
     GemmPlan plans[GEMM_MAX_PLANS];
     int num_plans;
+    int last_plan;  // index of the plan the latest call ran (dev/cuda/gemm_shapes times that plan's alternatives)
 } GemmContext;
 
 static inline void gemm_context_init(GemmContext* ctx) {
@@ -228,6 +231,34 @@ static inline void gemm_plan_set_pointers(GemmPlan* plan, const float* a_scale_i
     }
 }
 
+// Asks cuBLASLt's heuristic for up to `requested` algorithms for a plan's descriptors (its pointers as set), best
+// first by the heuristic's own estimate, each within the context's workspace and the alignments of the plan's key.
+// Returns the heuristic's status; `*found` is how many results it wrote.
+static inline cublasStatus_t gemm_plan_heuristic(GemmContext* ctx, const GemmPlan* plan,
+                                                 cublasLtMatmulHeuristicResult_t* results, int requested, int* found) {
+    const GemmKey* key = &plan->key;
+    cublasLtMatmulPreference_t preference;
+    cublasCheck(cublasLtMatmulPreferenceCreate(&preference));
+    size_t workspace = GEMM_WORKSPACE_BYTES;
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                                     sizeof(workspace)));
+    const struct { cublasLtMatmulPreferenceAttributes_t attribute; uint32_t bytes; } alignments[4] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key->a_align},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key->b_align},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key->out_align},  // C is D (beta reads the output in place)
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key->out_align}};
+    for (int i = 0; i < 4; i++) {
+        cublasCheck(cublasLtMatmulPreferenceSetAttribute(preference, alignments[i].attribute, &alignments[i].bytes,
+                                                         sizeof(alignments[i].bytes)));
+    }
+    *found = 0;
+    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(ctx->handle, plan->desc, plan->a_layout, plan->b_layout,
+                                                           plan->d_layout, plan->d_layout, preference, requested,
+                                                           results, found);
+    cublasCheck(cublasLtMatmulPreferenceDestroy(preference));
+    return status;
+}
+
 // Builds a plan's descriptors for `key` and asks the heuristic for its algorithm (with this call's pointers set, as
 // the heuristic may look at them); exits with the problem described when cuBLASLt has none.
 static inline void gemm_plan_build(GemmContext* ctx, GemmPlan* plan, const GemmKey* key, const float* a_scale_inv,
@@ -271,27 +302,10 @@ static inline void gemm_plan_build(GemmContext* ctx, GemmPlan* plan, const GemmK
     cublasCheck(cublasLtMatrixLayoutCreate(&plan->d_layout, key->out_type, key->m, key->n, key->m));
     gemm_plan_set_pointers(plan, a_scale_inv, b_scale_inv, bias);
 
-    cublasLtMatmulPreference_t preference;
-    cublasCheck(cublasLtMatmulPreferenceCreate(&preference));
-    size_t workspace = GEMM_WORKSPACE_BYTES;
-    cublasCheck(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                                     sizeof(workspace)));
-    const struct { cublasLtMatmulPreferenceAttributes_t attribute; uint32_t bytes; } alignments[4] = {
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key->a_align},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key->b_align},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key->out_align},  // C is D (beta reads the output in place)
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key->out_align}};
-    for (int i = 0; i < 4; i++) {
-        cublasCheck(cublasLtMatmulPreferenceSetAttribute(preference, alignments[i].attribute, &alignments[i].bytes,
-                                                         sizeof(alignments[i].bytes)));
-    }
     cublasLtMatmulHeuristicResult_t heuristic;
     int found = 0;
     // no algorithm is answered with CUBLAS_STATUS_NOT_SUPPORTED (or 0 results): both are reported with the problem
-    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(ctx->handle, plan->desc, plan->a_layout, plan->b_layout,
-                                                           plan->d_layout, plan->d_layout, preference, 1, &heuristic,
-                                                           &found);
-    cublasCheck(cublasLtMatmulPreferenceDestroy(preference));
+    cublasStatus_t status = gemm_plan_heuristic(ctx, plan, &heuristic, 1, &found);
     if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
         char problem[512];
         gemm_describe(problem, sizeof(problem), key);
@@ -341,6 +355,7 @@ static inline void gemm_lt_scaled(GemmContext* ctx, void* out, cudaDataType_t ou
         plan = &ctx->plans[ctx->num_plans++];
     }
     int plan_index = (int)(plan - ctx->plans);
+    ctx->last_plan = plan_index;
     if (block_scaled) {
         if (!a_scale_inv || !b_scale_inv || (uintptr_t)a_scale_inv % 16 != 0 || (uintptr_t)b_scale_inv % 16 != 0) {
             gemm_describe(problem, sizeof(problem), &key);

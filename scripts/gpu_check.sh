@@ -38,7 +38,9 @@
 #             memory estimate (fit_d48: -estimate 1) for the largest micro-batch of d48 at T 1024 that fits this GPU in
 #             BF16 and in FP8, and runs both at the smaller of the two, with gradient accumulation to D48_TOTAL_TOKENS
 #             (default 32768)
-#   gemm      ./dev/cuda/gemm_shapes -e d12: BF16 vs FP8 TFLOP/s of every GEMM of a step
+#   gemm      ./dev/cuda/gemm_shapes -e d12: BF16 vs FP8 TFLOP/s of every GEMM of a step; then at B 64 (the profile's
+#             batch) with -algos 8: how far each GEMM's plan is from the fastest of cuBLASLt's first 8 heuristic
+#             answers, and the step's GEMM time had each used its fastest (would autotuning pay?)
 #   nccl      20 FP8 steps of d12 without and with a 1-rank NCCL communicator (bit-identical logs); with N >= 2 GPUs, N
 #             ranks at the same global batch as one rank
 #   sanitize  compute-sanitizer memcheck on ./test_gpt_fp8, and racecheck on it without its two medium-model cases
@@ -239,6 +241,35 @@ gemm_shapes_key() {
     line=$(grep -E '^step total' "$1" 2>/dev/null | tail -n 1)
     if [ -z "$line" ]; then echo "no step total line"; return; fi
     echo "$line" | sed -nE 's/.*\| BF16 [0-9.]+ ms \(([0-9.]+) TFLOP\/s\) \| FP8 [0-9.]+ ms \(([0-9.]+) TFLOP\/s\) ([0-9.]+x) \| .* ms ([0-9.]+x).*/BF16 \1, FP8 \2 TFLOP\/s: \3 (LM head BF16: \4)/p'
+}
+
+# gemm_algos_key LOG: gemm_shapes -algos N's totals line, and the GEMM whose fastest answer beats the heuristic's choice
+# by the most
+#   best of up to 8 heuristic algorithms: BF16 9.80 ms (1.3% below the heuristic's) | FP8 5.90 ms (4.4% below) 1.66x | FP8 with LM head in BF16 7.30 ms 1.34x
+#   fc.dgrad ... | 1.56x | best of 8: BF16 652.0 (#0, +0.2%), best of 8: FP8 1100.5 (#3, +9.0%)
+# "best of 8: BF16 1.3%, FP8 4.4% below the heuristic's choice (FP8/BF16 1.66x; LM head BF16: 1.34x); most: fc.dgrad FP8
+# +9.0% (#3)"
+gemm_algos_key() {
+    local line totals most
+    line=$(grep -E '^best of up to [0-9]+ heuristic algorithms' "$1" 2>/dev/null | tail -n 1)
+    if [ -z "$line" ]; then echo "no best-of line"; return; fi
+    totals=$(echo "$line" | sed -nE 's/^best of up to ([0-9]+) heuristic algorithms: BF16 [0-9.]+ ms \(([-0-9.]+)% below the heuristic.s\) \| FP8 [0-9.]+ ms \(([-0-9.]+)% below\) ([0-9.]+x) \| FP8 with LM head in BF16 [0-9.]+ ms ([0-9.]+x).*/best of \1: BF16 \2%, FP8 \3% below the heuristic'"'"'s choice (FP8\/BF16 \4; LM head BF16: \5)/p')
+    most=$(awk '/ \| best of [0-9]+: BF16 / {
+        rest = $0
+        n = 0
+        while (match(rest, /\(#[0-9]+, [-+][0-9.]+%\)/)) {
+            part = substr(rest, RSTART + 1, RLENGTH - 3)  # "#3, +9.0"
+            rest = substr(rest, RSTART + RLENGTH)
+            n++
+            rank = part; sub(/,.*/, "", rank)
+            gain = part; sub(/^#[0-9]+, /, "", gain)
+            if (!found || gain + 0 > best) {
+                best = gain + 0; found = 1
+                what = $1 " " (n == 1 ? "BF16" : "FP8") " " gain "% (" rank ")"
+            }
+        }
+    } END { if (found) print what }' "$1")
+    echo "${totals:-unreadable best-of line}${most:+; most: $most}"
 }
 
 # fit_batch LOG: the smallest B of the trainer's "largest micro-batch that fits: B=N" lines (BF16's and FP8's), or
@@ -965,6 +996,8 @@ stage_bench() {
 stage_gemm() {
     run_step gemm_shapes 120 ./dev/cuda/gemm_shapes -e d12
     row gemm_shapes "$(gemm_shapes_key "$WORK/gemm_shapes.log")"
+    run_step gemm_algos 240 ./dev/cuda/gemm_shapes -e d12 -b 64 -algos 8
+    row gemm_algos "$(gemm_algos_key "$WORK/gemm_algos.log")"
 }
 
 # NCCL: one rank through a communicator must give the bits of the plain run (main.log compared byte for byte); with

@@ -165,6 +165,17 @@ qkv.fprop          8192   2304    768 |  500.1 TFLOP/s |  900.2 TFLOP/s | 1.80x
 step total (12 blocks x 4 linears + LM head, fprop+dgrad+wgrad): 1.23 TFLOP | BF16 2.46 ms (500.0 TFLOP/s) | FP8 1.54 ms (800.0 TFLOP/s) 1.60x | FP8 with LM head in BF16 (trainer default) 1.80 ms 1.37x
 EOF
 expect gemm_shapes_key "BF16 500.0, FP8 800.0 TFLOP/s: 1.60x (LM head BF16: 1.37x)" "$(gemm_shapes_key "$tmp/gemm.log")"
+cat >"$tmp/gemm_algos.log" <<'EOF'
+qkv.fprop         65536   2304    768 |  700.1 TFLOP/s | 1200.2 TFLOP/s | 1.71x | best of 8: BF16 703.0 (#0, +0.4%), best of 7: FP8 1250.0 (#2, +4.1%)
+    FP8 best #2: algo id 66, tile 18, stages 20, split-k 1, swizzle 0, cluster 2
+attproj.dgrad     65536    768    768 |  600.0 TFLOP/s | 1000.0 TFLOP/s | 1.67x | best of 8: BF16 660.0 (#5, +10.0%), best of 8: FP8 999.0 (#0, -0.1%)
+    BF16 best #5: algo id 31, tile 21, stages 8, split-k 1, swizzle 1, cluster 0
+step total (12 blocks x 4 linears + LM head, fprop+dgrad+wgrad): 9.80 TFLOP | BF16 14.00 ms (700.0 TFLOP/s) | FP8 8.40 ms (1166.7 TFLOP/s) 1.67x | FP8 with LM head in BF16 (trainer default) 9.90 ms 1.41x
+best of up to 8 heuristic algorithms: BF16 13.82 ms (1.3% below the heuristic's) | FP8 8.03 ms (4.4% below) 1.72x | FP8 with LM head in BF16 9.51 ms 1.45x
+EOF
+expect gemm_algos_key "best of 8: BF16 1.3%, FP8 4.4% below the heuristic's choice (FP8/BF16 1.72x; LM head BF16: 1.45x); most: attproj.dgrad BF16 +10.0% (#5)" \
+    "$(gemm_algos_key "$tmp/gemm_algos.log")"
+expect gemm_algos_key_none "no best-of line" "$(gemm_algos_key "$tmp/gemm.log")"
 cat >"$tmp/fit.log" <<'EOF'
 |   activations         |    23.05 GiB  stored for the backward, logits (B 32, T 1024, -r 0)
 largest micro-batch that fits: B=32 (at T 1024, -r 0, -attn cudnn, bf16; -d 32768)
@@ -328,6 +339,17 @@ if [ "$rc" -eq 0 ] && printf '%s\n' "$out" | grep -qE '^\| train_fp8 +\| DRY RUN
     pass only_train_bench_rows
 else
     fail only_train_bench_rows "rc $rc: $out"
+fi
+# the gemm stage: gemm_shapes at the trainer's d12 shapes, then at the profile's B 64 with the heuristic's other answers
+gemm_out=$(dry --only gemm "$tmp/dry_gemm")
+rc=$?
+algos_cmd=$(tar -xzOf "$tmp/dry_gemm/gpu_check_logs.tar.gz" ./gemm_algos.log 2>/dev/null | head -n 1)
+if [ "$rc" -eq 0 ] && printf '%s\n' "$gemm_out" | grep -qE '^\| gemm_shapes +\| DRY RUN' &&
+    printf '%s\n' "$gemm_out" | grep -qE '^\| gemm_algos +\| DRY RUN' &&
+    [ "$algos_cmd" = '$ ./dev/cuda/gemm_shapes -e d12 -b 64 -algos 8' ]; then
+    pass only_gemm_times_the_heuristics_answers
+else
+    fail only_gemm_times_the_heuristics_answers "rc $rc, gemm_algos command '$algos_cmd': $gemm_out"
 fi
 # the block recipes: trained at d12 beside BF16 and delayed scaling, blockwise timed at d12 against both
 blockwise_train_cmd=$(tar -xzOf "$archive" ./train_fp8_blockwise.log 2>/dev/null | head -n 1)

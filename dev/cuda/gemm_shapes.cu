@@ -14,7 +14,15 @@ make their operands are timed by dev/cuda/fp8_quantize. Operands hold small rand
 It checks no values, so it has no tolerance (dev/cuda/fp8_gemm checks the same calls' results, by llmc/tolerance.h).
 The LM head uses GPT-2's padded vocabulary Vp = 50304 (the trainer's Vp follows its tokenizer).
 
-Build: make dev/cuda/gemm_shapes     Run: ./dev/cuda/gemm_shapes -e d12 -b 8 -t 1024
+-algos N (N > 1): is cuBLASLt's heuristic choosing well? The trainer takes the heuristic's first algorithm for each
+problem (llmc/gemm.cuh). With -algos N every GEMM's plan is also run with each of the heuristic's first N answers in
+turn (the first re-timed too: its difference from the first timing is the measurement's noise), and each line adds the
+fastest ("best of N: FP8 870.1 TFLOP/s (#3, +5.4%)": the third answer, 5.4% faster than the heuristic's choice). A line
+"best of up to N heuristic algorithms" gives the step totals had each GEMM used its fastest; when that is well below the
+heuristic's total, timing the candidates when a plan is built (autotuning) would pay in the trainer. The algorithms
+that win are described (cuBLASLt's algorithm id, tile, stages, split-k, swizzle, cluster) so that they can be named.
+
+Build: make dev/cuda/gemm_shapes     Run: ./dev/cuda/gemm_shapes -e d12 -b 8 -t 1024 [-algos 8]
 (prints one line and exits 1 without a GPU)
 */
 #include <cuda_bf16.h>
@@ -159,18 +167,85 @@ static double time_gemm(GemmContext* ctx, Linear* lin, int rows, int which, int 
     return (double)ms / reps;
 }
 
+#define GEMM_SHAPES_MAX_ALGOS 16  // -algos: at most this many of the heuristic's answers per GEMM
+
+// One line naming an algorithm by cuBLASLt's configuration attributes (what would pin it in a plan).
+static void algo_describe(char* out, size_t len, const cublasLtMatmulAlgo_t* algo) {
+    int32_t id = 0, split_k = 0;
+    uint32_t tile = 0, stages = 0, swizzle = 0;
+    uint16_t cluster = 0;
+    size_t written = 0;
+    cublasCheck(cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id), &written));
+    cublasCheck(cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile),
+                                                     &written));
+    cublasCheck(cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages),
+                                                     &written));
+    cublasCheck(cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split_k, sizeof(split_k),
+                                                     &written));
+    cublasCheck(cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swizzle,
+                                                     sizeof(swizzle), &written));
+    cublasCheck(cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster,
+                                                     sizeof(cluster), &written));
+    snprintf(out, len, "algo id %d, tile %u, stages %u, split-k %d, swizzle %u, cluster %u", id, tile, stages, split_k,
+             swizzle, (unsigned)cluster);
+}
+
+// The fastest of the heuristic's first `requested` answers for one GEMM: its plan (the one the latest call of this GEMM
+// ran, ctx->last_plan) is run with each answer in turn and timed as time_gemm times it. Answers the heuristic marks as
+// not runnable (state not success) are skipped. Returns the fastest's ms per call; *best_rank its place in the
+// heuristic's list (0: the heuristic's own choice), *num_timed how many were timed, *best_algo the algorithm. The plan
+// gets its own algorithm back, so later calls of this problem run what the trainer runs.
+static double time_gemm_candidates(GemmContext* ctx, Linear* lin, int rows, int which, int fp8, const float* one,
+                                   int requested, cudaEvent_t start, cudaEvent_t stop, int* best_rank, int* num_timed,
+                                   cublasLtMatmulAlgo_t* best_algo) {
+    run_gemm(ctx, lin, rows, which, fp8, one);  // makes this GEMM's plan the latest one
+    GemmPlan* plan = &ctx->plans[ctx->last_plan];
+    cublasLtMatmulAlgo_t own = plan->algo;
+    cublasLtMatmulHeuristicResult_t results[GEMM_SHAPES_MAX_ALGOS];
+    int found = 0;
+    cublasCheck(gemm_plan_heuristic(ctx, plan, results, requested, &found));
+    double best_ms = 0.0;
+    *best_rank = -1;
+    *num_timed = 0;
+    for (int i = 0; i < found; i++) {
+        if (results[i].state != CUBLAS_STATUS_SUCCESS) { continue; }
+        plan->algo = results[i].algo;
+        double ms = time_gemm(ctx, lin, rows, which, fp8, one, start, stop);
+        (*num_timed)++;
+        if (*best_rank < 0 || ms < best_ms) {
+            best_ms = ms;
+            *best_rank = i;
+            *best_algo = results[i].algo;
+        }
+    }
+    plan->algo = own;
+    if (*best_rank < 0) {
+        fprintf(stderr, "gemm_shapes: error: cuBLASLt's heuristic gave no runnable algorithm on the second asking "
+                "(%d answers)\n", found);
+        exit(1);
+    }
+    return best_ms;
+}
+
 static void usage_and_exit(const char* problem) {
-    if (problem) { fprintf(stderr, "gemm_shapes: error: %s (usage: gemm_shapes [-e d12|d24|d36|d48] [-b B] [-t T])\n", problem); exit(1); }
-    printf("usage: gemm_shapes [-e d12|d24|d36|d48] [-b B] [-t T]   (defaults: -e d12 -b 8 -t 1024)\n");
+    if (problem) {
+        fprintf(stderr, "gemm_shapes: error: %s (usage: gemm_shapes [-e d12|d24|d36|d48] [-b B] [-t T] [-algos N])\n",
+                problem);
+        exit(1);
+    }
+    printf("usage: gemm_shapes [-e d12|d24|d36|d48] [-b B] [-t T] [-algos N]\n"
+           "  defaults: -e d12 -b 8 -t 1024 -algos 1\n"
+           "  -algos N  also time the first N (1 to %d) of cuBLASLt's heuristic answers for every GEMM, and the step\n"
+           "            totals had each GEMM used its fastest\n", GEMM_SHAPES_MAX_ALGOS);
     exit(0);
 }
 
-static int parse_positive(const char* flag, const char* value) {
+static int parse_int_in(const char* flag, const char* value, int lo, int hi) {
     char* end = NULL;
     long v = strtol(value, &end, 10);
-    if (end == value || *end != '\0' || v < 1 || v > (1 << 20)) {
+    if (end == value || *end != '\0' || v < lo || v > hi) {
         char msg[160];
-        snprintf(msg, sizeof(msg), "invalid value '%s' for %s: expected an integer in [1, %d]", value, flag, 1 << 20);
+        snprintf(msg, sizeof(msg), "invalid value '%s' for %s: expected an integer in [%d, %d]", value, flag, lo, hi);
         usage_and_exit(msg);
     }
     return (int)v;
@@ -178,7 +253,7 @@ static int parse_positive(const char* flag, const char* value) {
 
 int main(int argc, char** argv) {
     const char* depth = "d12";
-    int B = 8, T = 1024;
+    int B = 8, T = 1024, algos = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { usage_and_exit(NULL); }
         if (i + 1 >= argc) {
@@ -188,8 +263,9 @@ int main(int argc, char** argv) {
         }
         const char* v = argv[++i];
         if (strcmp(argv[i - 1], "-e") == 0) { depth = v; }
-        else if (strcmp(argv[i - 1], "-b") == 0) { B = parse_positive("-b", v); }
-        else if (strcmp(argv[i - 1], "-t") == 0) { T = parse_positive("-t", v); }
+        else if (strcmp(argv[i - 1], "-b") == 0) { B = parse_int_in("-b", v, 1, 1 << 20); }
+        else if (strcmp(argv[i - 1], "-t") == 0) { T = parse_int_in("-t", v, 1, 1 << 20); }
+        else if (strcmp(argv[i - 1], "-algos") == 0) { algos = parse_int_in("-algos", v, 1, GEMM_SHAPES_MAX_ALGOS); }
         else {
             char msg[160];
             snprintf(msg, sizeof(msg), "unknown flag %s", argv[i - 1]);
@@ -230,6 +306,8 @@ int main(int argc, char** argv) {
     printf("%-16s %6s %6s %6s | %15s | %15s | %s\n", "gemm", "M", "N", "K", "BF16", "FP8", "FP8/BF16");
 
     double flops_step = 0.0, bf16_ms_step = 0.0, fp8_ms_step = 0.0, fp8_default_ms_step = 0.0;
+    // with -algos: the same totals, each GEMM at the fastest of the heuristic's answers
+    double bf16_best_ms_step = 0.0, fp8_best_ms_step = 0.0, fp8_default_best_ms_step = 0.0;
     for (int s = 0; s < NUM_LINEARS; s++) {
         Linear* lin = &linears[s];
         lin->name = names[s];
@@ -246,13 +324,40 @@ int main(int argc, char** argv) {
             double fp8_ms = time_gemm(&ctx, lin, rows, which, 1, one, start, stop);
             char label[32];
             snprintf(label, sizeof(label), "%s.%s", lin->name, gemm_names[which]);
-            printf("%-16s %6d %6d %6d | %6.1f TFLOP/s | %6.1f TFLOP/s | %.2fx\n", label, m, n, k, flops / (bf16_ms * 1e9),
+            printf("%-16s %6d %6d %6d | %6.1f TFLOP/s | %6.1f TFLOP/s | %.2fx", label, m, n, k, flops / (bf16_ms * 1e9),
                    flops / (fp8_ms * 1e9), bf16_ms / fp8_ms);
+            double bf16_best_ms = bf16_ms, fp8_best_ms = fp8_ms;
+            if (algos > 1) {
+                int rank[2], timed[2];
+                cublasLtMatmulAlgo_t best_algo[2];
+                double best_ms[2];
+                for (int fp8 = 0; fp8 < 2; fp8++) {
+                    best_ms[fp8] = time_gemm_candidates(&ctx, lin, rows, which, fp8, one, algos, start, stop,
+                                                        &rank[fp8], &timed[fp8], &best_algo[fp8]);
+                }
+                // the heuristic's choice as first timed stays in the totals when it was not beaten
+                bf16_best_ms = best_ms[0] < bf16_ms ? best_ms[0] : bf16_ms;
+                fp8_best_ms = best_ms[1] < fp8_ms ? best_ms[1] : fp8_ms;
+                printf(" | best of %d: BF16 %.1f (#%d, %+.1f%%), best of %d: FP8 %.1f (#%d, %+.1f%%)\n", timed[0],
+                       flops / (best_ms[0] * 1e9), rank[0], (bf16_ms / best_ms[0] - 1.0) * 100.0, timed[1],
+                       flops / (best_ms[1] * 1e9), rank[1], (fp8_ms / best_ms[1] - 1.0) * 100.0);
+                for (int fp8 = 0; fp8 < 2; fp8++) {
+                    if (rank[fp8] == 0) { continue; }
+                    char described[160];
+                    algo_describe(described, sizeof(described), &best_algo[fp8]);
+                    printf("    %s best #%d: %s\n", fp8 ? "FP8" : "BF16", rank[fp8], described);
+                }
+            } else {
+                printf("\n");
+            }
             fflush(stdout);
             flops_step += flops * lin->count;
             bf16_ms_step += bf16_ms * lin->count;
             fp8_ms_step += fp8_ms * lin->count;
             fp8_default_ms_step += (s == LM_HEAD ? bf16_ms : fp8_ms) * lin->count;
+            bf16_best_ms_step += bf16_best_ms * lin->count;
+            fp8_best_ms_step += fp8_best_ms * lin->count;
+            fp8_default_best_ms_step += (s == LM_HEAD ? bf16_best_ms : fp8_best_ms) * lin->count;
         }
         cudaCheck(cudaDeviceSynchronize());
         linear_free(lin);
@@ -262,6 +367,13 @@ int main(int argc, char** argv) {
            L, flops_step / 1e12, bf16_ms_step, flops_step / (bf16_ms_step * 1e9), fp8_ms_step,
            flops_step / (fp8_ms_step * 1e9), bf16_ms_step / fp8_ms_step, fp8_default_ms_step,
            bf16_ms_step / fp8_default_ms_step);
+    if (algos > 1) {
+        printf("best of up to %d heuristic algorithms: BF16 %.2f ms (%.1f%% below the heuristic's) | FP8 %.2f ms "
+               "(%.1f%% below) %.2fx | FP8 with LM head in BF16 %.2f ms %.2fx\n",
+               algos, bf16_best_ms_step, (1.0 - bf16_best_ms_step / bf16_ms_step) * 100.0, fp8_best_ms_step,
+               (1.0 - fp8_best_ms_step / fp8_ms_step) * 100.0, bf16_best_ms_step / fp8_best_ms_step,
+               fp8_default_best_ms_step, bf16_best_ms_step / fp8_default_best_ms_step);
+    }
     cudaCheck(cudaEventDestroy(start));
     cudaCheck(cudaEventDestroy(stop));
     cudaCheck(cudaFree(one));

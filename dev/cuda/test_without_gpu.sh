@@ -51,6 +51,18 @@ else
     fail train_gpt_fp8_help_says_what_the_block_recipes_run_on "$out"
 fi
 
+# gemm_shapes reads its flags before it looks for a GPU: -algos outside [1, 16] is refused in one line that says so
+for algos in 0 17 x; do
+    out=$(./dev/cuda/gemm_shapes -algos $algos 2>&1)
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] &&
+        printf '%s' "$out" | grep -q "invalid value '$algos' for -algos: expected an integer in \[1, 16\]"; then
+        pass "gemm_shapes_refuses_algos_$algos"
+    else
+        fail "gemm_shapes_refuses_algos_$algos" "rc $rc: $out"
+    fi
+done
+
 if ./scripts/has_gpu.sh >/dev/null; then
     echo "a GPU is present: the GPU programs run for real there (GPU check), nothing to test here"
     pass gpu_present
