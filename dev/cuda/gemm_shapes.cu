@@ -16,11 +16,12 @@ The LM head uses GPT-2's padded vocabulary Vp = 50304 (the trainer's Vp follows 
 
 -algos N (N > 1): is cuBLASLt's heuristic choosing well? The trainer takes the heuristic's first algorithm for each
 problem (llmc/gemm.cuh). With -algos N every GEMM's plan is also run with each of the heuristic's first N answers in
-turn (the first re-timed too: its difference from the first timing is the measurement's noise), and each line adds the
-fastest ("best of N: FP8 870.1 TFLOP/s (#3, +5.4%)": the third answer, 5.4% faster than the heuristic's choice). A line
-"best of up to N heuristic algorithms" gives the step totals had each GEMM used its fastest; when that is well below the
-heuristic's total, timing the candidates when a plan is built (autotuning) would pay in the trainer. The algorithms
-that win are described (cuBLASLt's algorithm id, tile, stages, split-k, swizzle, cluster) so that they can be named.
+turn (#0, its own choice, re-timed too: its difference from the first timing is the measurement's noise), and each line
+adds the fastest in TFLOP/s ("best of 8: FP8 870.1 (#3, +5.4%)": answer #3 is 5.4% faster than the heuristic's choice).
+A line "best of up to N heuristic algorithms" gives the step totals had each GEMM used its fastest; when that is well
+below the heuristic's total, timing the candidates when a plan is built (autotuning) would pay in the trainer. The
+algorithms that win are described (cuBLASLt's algorithm id, tile, stages, split-k, swizzle, cluster) so that they can be
+named.
 
 Build: make dev/cuda/gemm_shapes     Run: ./dev/cuda/gemm_shapes -e d12 -b 8 -t 1024 [-algos 8]
 (prints one line and exits 1 without a GPU)
