@@ -51,9 +51,10 @@
 #             fp8_current; also fp8_unfused, FP8 delayed with -fp8_fused_casts 0, and fp8_blockwise): its ms/step
 #             without a profiler (15 steps, mean after 5; nvidia-smi samples the SM clock, power and what holds the
 #             clock down meanwhile: the profile_clocks row), then Nsight Compute (ncu, or $NCU)
-#             timing every kernel of step 3 alone (-profile_step 3, ncu --profile-from-start off, clocks and caches left
-#             as they are); scripts/profile_step.py sums them by kind (GEMMs, attention, FP8 casts, LayerNorm, ...) and
-#             by kernel into LOGDIR/profile_step.md, each run beside the first (not run unless named in --only)
+#             timing every kernel of step 3 alone and the SM clock it ran at (-profile_step 3, ncu --profile-from-start
+#             off, clocks and caches left as they are); scripts/profile_step.py sums them by kind (GEMMs, attention,
+#             FP8 casts, LayerNorm, ...) and by kernel into LOGDIR/profile_step.md, each run beside the first, and from
+#             the two clocks bounds the time outside kernels from below (not run unless named in --only)
 # Default: every stage but sanitize and profile. --only picks stages, e.g. a first short call
 # `--only build,dev,test,xcheck,train` with TRAIN_STEPS=20 and a later one `--only bench,gemm,nccl`.
 #
@@ -1091,12 +1092,25 @@ profile_recipe_flags() {
     esac
 }
 
-# profile_brief CSV LABEL [STEP_MS]: profile_step.py's line for one run ("N kernels, X ms of Y ms/step; gemm ...")
+# profile_brief CSV LABEL [STEP_MS [CLOCK_MHZ]]: profile_step.py's line for one run ("N kernels, X ms at F MHz of Y
+# ms/step at G MHz, >= Z ms outside kernels; gemm ...")
 profile_brief() {
     local brief
-    brief=$(python3 scripts/profile_step.py --brief --label "$2" ${3:+--step-ms "$3"} "$1" 2>&1 | tail -n 1)
+    brief=$(python3 scripts/profile_step.py --brief --label "$2" ${3:+--step-ms "$3"} ${4:+--clock-mhz "$4"} "$1" 2>&1 |
+        tail -n 1)
     echo "${brief#"$2": }"
 }
+
+# clock_mean CSV: the mean SM clock (MHz) of the sampler's busy samples; nothing when none was busy
+clock_mean() {
+    local n mean
+    read -r n mean _ <<<"$(clock_stats "$1")"
+    if [ "${n:-0}" != 0 ]; then echo "$mean"; fi
+}
+
+# What ncu records of every kernel: its duration, and the SM clock it ran at (elapsed SM cycles per second), which
+# profile_step.py sets beside the clock the sampler saw during the timed steps
+PROFILE_METRICS="gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second"
 
 # profile_differences LOG: the "RUN - FIRST: ..." lines of profile_step.py --brief, joined by " / "
 profile_differences() {
@@ -1131,7 +1145,7 @@ profile_vocabulary_flags() {
 }
 
 stage_profile() {
-    local ncu run flags step_ms summary_args=() b=${PROFILE_B:-64} trainer=${PROFILE_TRAINER:-./train_gpt_fp8}
+    local ncu run flags step_ms step_mhz summary_args=() b=${PROFILE_B:-64} trainer=${PROFILE_TRAINER:-./train_gpt_fp8}
     ncu=$(find_ncu)
     [ -z "$ncu" ] && [ "${DRY_RUN:-0}" = 1 ] && ncu=ncu  # a dry run shows the command wherever ncu is
     PROFILE_DATA_FLAGS=("${DATA_FLAGS[@]}")
@@ -1155,9 +1169,11 @@ stage_profile() {
         run_step "profile_time_$run" 120 "$trainer" "${common[@]}" -x 15 $flags ${EXTRA[@]+"${EXTRA[@]}"}
         clock_sampler_stop
         step_ms=$(progress_stats "$WORK/profile_time_$run.log" "$SKIP" | awk '$1 != "n/a" { print $1 }')
+        step_mhz=""
         row "profile_time_$run" "$(bench_key "$WORK/profile_time_$run.log" "$SKIP")"
         if [ "$STEP_RC" -ge 0 ]; then
             add_row "profile_clocks_$run" "-" "$(clock_key "$WORK/profile_clocks_$run.csv")"
+            [ -n "$step_ms" ] && step_mhz=$(clock_mean "$WORK/profile_clocks_$run.csv")
         fi
         if [ "${DRY_RUN:-0}" != 1 ] && { [ -z "$ncu" ] || [ ! -x "$ncu" ]; }; then
             echo "gpu_check: profile_$run: skipped, no Nsight Compute:" \
@@ -1167,18 +1183,20 @@ stage_profile() {
             continue
         fi
         run_step "profile_$run" 240 bash -c '
-            ncu=$1 report=$2
-            shift 2
-            "$ncu" --profile-from-start off --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+            ncu=$1 metrics=$2 report=$3
+            shift 3
+            "$ncu" --profile-from-start off --clock-control none --cache-control none --metrics "$metrics" \
                 --force-overwrite --export "$report" "$@" || exit
             [ -s "$report.ncu-rep" ] || { echo "profile: ncu wrote no report: was step 3 reached?"; exit 1; }
-            "$ncu" --import "$report.ncu-rep" --csv --page raw --print-units base --metrics gpu__time_duration.sum \
+            "$ncu" --import "$report.ncu-rep" --csv --page raw --print-units base --metrics "$metrics" \
                 >"$report.csv" || exit
             python3 scripts/profile_step.py --brief --label "$(basename "$report")" "$report.csv"' profile "$ncu" \
-            "$WORK/profile_$run" "$trainer" "${common[@]}" -x 3 -profile_step 3 $flags ${EXTRA[@]+"${EXTRA[@]}"}
+            "$PROFILE_METRICS" "$WORK/profile_$run" "$trainer" "${common[@]}" -x 3 -profile_step 3 $flags \
+            ${EXTRA[@]+"${EXTRA[@]}"}
         if [ "$STEP_RC" -eq 0 ]; then
-            row "profile_$run" "$(profile_brief "$WORK/profile_$run.csv" "$run" "$step_ms")"
-            summary_args+=(--label "$run" ${step_ms:+--step-ms "$step_ms"} "$WORK/profile_$run.csv")
+            row "profile_$run" "$(profile_brief "$WORK/profile_$run.csv" "$run" "$step_ms" "$step_mhz")"
+            summary_args+=(--label "$run" ${step_ms:+--step-ms "$step_ms"} ${step_mhz:+--clock-mhz "$step_mhz"}
+                "$WORK/profile_$run.csv")
         elif [ "${DRY_RUN:-0}" = 1 ]; then
             row "profile_$run" "-"
             summary_args+=(--label "$run" --step-ms MS "$WORK/profile_$run.csv")

@@ -5,20 +5,31 @@ against each run's ms/step measured without the profiler (the difference is time
 launch gaps, host work, copies and memsets; and a GPU under steady load may run its kernels at a lower clock than ncu's,
 timed one by one: gpu_check's profile_clocks rows say which clock the timed steps had).
 
-    profile_step.py [--top N] [--out FILE.md] [--brief] --label bf16 [--step-ms 114.6] bf16.csv \\
-                    --label fp8 [--step-ms 110.6] fp8.csv
+    profile_step.py [--top N] [--out FILE.md] [--brief] --label bf16 [--step-ms 114.6] [--clock-mhz 1709] bf16.csv \\
+                    --label fp8 [--step-ms 110.6] [--clock-mhz 1776] fp8.csv
 
 How a CSV is made (scripts/gpu_check.sh's profile stage does this):
 
-    ncu --profile-from-start off --clock-control none --cache-control none --metrics gpu__time_duration.sum \\
+    ncu --profile-from-start off --clock-control none --cache-control none \\
+        --metrics gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second \\
         --force-overwrite --export fp8 ./train_gpt_fp8 ... -x 3 -profile_step 3
-    ncu --import fp8.ncu-rep --csv --page raw --print-units base --metrics gpu__time_duration.sum > fp8.csv
+    ncu --import fp8.ncu-rep --csv --page raw --print-units base \\
+        --metrics gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second > fp8.csv
 
 The trainer calls cudaProfilerStart and cudaProfilerStop around step 3 only, so the report holds that step's kernels
 (forward, backward, norm, update, weight casts), each run alone (ncu serializes kernels), with the GPU's clocks and
 caches left as they are. CSV layout (ncu's raw page): a header row naming the columns ("Kernel Name",
 "gpu__time_duration.sum", ...), a row of units ("nsecond", "usecond", "msecond" or "second" for the duration), then one
 row per kernel. Values may carry thousands separators. Columns are found by name, so extra ones do no harm.
+
+The SM clock: where the CSV has sm__cycles_elapsed.avg.per_second (each kernel's elapsed SM cycles over its duration:
+the clock it ran at under ncu), each run gets its kernels' time-weighted mean clock. Given --clock-mhz, the mean SM
+clock of the run's timed steps (nvidia-smi's, gpu_check's profile_clocks row), it bounds how much of "step - sum" the
+clock explains: a kernel timed at f MHz under ncu takes at most t * f / F at the steps' F < f (a clock-bound kernel
+exactly that, a memory-bound one less: the memory clock does not move with the SM's), so "kernels' sum at the steps'
+clock, at most" is the sum of t * max(1, f / F), and step minus that is a lower bound on the time outside kernels
+(launch gaps, host work, copies). A kernel without a clock value leaves the bound out; a clock column in a unit not
+known here is left out with a warning on stderr.
 
 Kinds are read off the kernel names (KINDS below: cuBLASLt's nvjet/xmma/cutlass kernels are GEMMs, cuDNN's sdpa
 kernels attention, this project's kernels by their names); a kernel no pattern knows is "other" and is listed by name.
@@ -31,8 +42,9 @@ Prints the Markdown tables (also into --out): kinds per run with the difference 
 --top kernels (default 15). --brief prints instead one line per run ("fp8: 600 kernels, 95.100 ms of 110.600
 ms/step; gemm 38.000, ...": its three largest kinds) and one per run after the first with its differences to the
 first ("fp8 - bf16: kernels -16.000 ms, step -4.000 ms; gemm -23.200, fp8 cast +9.300, ...": the three largest
-changes). Exit status 1 with one line on stderr for a missing file, a CSV without the columns, a duration that is not
-a number, or a run with no kernel rows (the profiled step was never reached).
+changes); with clocks, the run's line says them and the bound: "bf16: N kernels, K ms at F MHz of S ms/step at G MHz,
+>= X ms outside kernels; ...". Exit status 1 with one line on stderr for a missing file, a CSV without the columns, a
+duration that is not a number, a run with no kernel rows (the profiled step was never reached), or a bad option value.
 """
 import csv
 import re
@@ -42,6 +54,10 @@ TIME_METRIC = "gpu__time_duration.sum"
 NAME_COLUMN = "Kernel Name"
 UNIT_TO_MS = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0, "second": 1e3,
               "s": 1e3}
+CLOCK_METRIC = "sm__cycles_elapsed.avg.per_second"
+# ncu's base unit for a frequency is cycle/second; its scaled units and the Hz names as well, compared in lower case
+UNIT_TO_MHZ = {"cycle/second": 1e-6, "cycle/msecond": 1e-3, "cycle/usecond": 1.0, "cycle/nsecond": 1e3, "hz": 1e-6,
+               "khz": 1e-3, "mhz": 1.0, "ghz": 1e3}
 
 # (kind, pattern searched in the kernel's base name), first match wins: the library kernels first, then ours by the
 # names in fp8/*.cuh and llmc/*.cuh
@@ -114,8 +130,17 @@ def number(text, path, line):
         die(f"{path}: row {line}: the duration '{text}' is not a number")
 
 
+def clock_number(text):
+    """A clock value as a positive float, or None (ncu writes "n/a" where it has none)."""
+    try:
+        value = float(text.replace(",", ""))
+    except ValueError:
+        return None
+    return value if value > 0 and value != float("inf") else None
+
+
 def read_profile(path):
-    """[(base name, ms)] for every kernel row of ncu's raw-page CSV at path, in order."""
+    """[(base name, ms, SM clock MHz or None)] for every kernel row of ncu's raw-page CSV at path, in order."""
     try:
         with open(path, newline="") as f:
             rows = list(csv.reader(f))
@@ -133,13 +158,26 @@ def read_profile(path):
     unit = rows[header_at + 1][time_col].strip()
     if unit not in UNIT_TO_MS:
         die(f"{path}: unknown unit '{unit}' for {TIME_METRIC} (expected one of {', '.join(UNIT_TO_MS)})")
+    clock_col, to_mhz = None, None
+    if CLOCK_METRIC in header:
+        clock_col = header.index(CLOCK_METRIC)
+        clock_unit = rows[header_at + 1][clock_col].strip() if len(rows[header_at + 1]) > clock_col else ""
+        to_mhz = UNIT_TO_MHZ.get(clock_unit.lower())
+        if to_mhz is None:
+            print(f"profile_step: warning: {path}: unknown unit '{clock_unit}' for {CLOCK_METRIC} (expected one of "
+                  f"{', '.join(UNIT_TO_MHZ)}): the SM clocks are left out", file=sys.stderr)
+            clock_col = None
     kernels = []
     for line, row in enumerate(rows[header_at + 2 :], start=header_at + 3):
         if not row or all(not cell.strip() for cell in row):
             continue
-        if len(row) <= max(name_col, time_col):
+        if len(row) <= max(name_col, time_col, clock_col if clock_col is not None else 0):
             die(f"{path}: row {line} has {len(row)} columns, the header {len(header)}")
-        kernels.append((base_name(row[name_col]), number(row[time_col], path, line) * UNIT_TO_MS[unit]))
+        mhz = None
+        if clock_col is not None:
+            value = clock_number(row[clock_col])
+            mhz = value * to_mhz if value is not None else None
+        kernels.append((base_name(row[name_col]), number(row[time_col], path, line) * UNIT_TO_MS[unit], mhz))
     if not kernels:
         die(f"{path} has no kernel rows: the profiled step was never reached (-profile_step past -x?) or ncu recorded "
             "nothing (--profile-from-start off needs the trainer's -profile_step)")
@@ -147,16 +185,29 @@ def read_profile(path):
 
 
 class Run:
-    def __init__(self, label, path, step_ms):
-        self.label, self.path, self.step_ms = label, path, step_ms
+    def __init__(self, label, path, step_ms, clock_mhz):
+        self.label, self.path, self.step_ms, self.clock_mhz = label, path, step_ms, clock_mhz
         self.kernels = read_profile(path)
-        self.total_ms = sum(ms for _, ms in self.kernels)
+        self.total_ms = sum(ms for _, ms, _ in self.kernels)
         self.by_kind, self.by_kernel = {}, {}
-        for name, ms in self.kernels:
+        for name, ms, _ in self.kernels:
             kind = kind_of(name)
             self.by_kind[kind] = self.by_kind.get(kind, 0.0) + ms
             calls, total = self.by_kernel.get(name, (0, 0.0))
             self.by_kernel[name] = (calls + 1, total + ms)
+        # ncu's SM clock, time-weighted over the kernels that have one; None where none has
+        clocked = [(ms, mhz) for _, ms, mhz in self.kernels if mhz is not None]
+        clocked_ms = sum(ms for ms, _ in clocked)
+        self.ncu_mhz = sum(ms * mhz for ms, mhz in clocked) / clocked_ms if clocked_ms > 0 else None
+        # the kernels' sum at the timed steps' clock, at most (the module's docstring says why): only where every
+        # kernel has its clock and the steps' clock is known
+        self.bound_ms = None
+        if clock_mhz is not None and len(clocked) == len(self.kernels):
+            self.bound_ms = sum(ms * max(1.0, mhz / clock_mhz) for ms, mhz in clocked)
+
+    def outside_at_least(self):
+        """step - the kernels' sum at the steps' clock, at most: the time outside kernels, at least; None if unknown"""
+        return self.step_ms - self.bound_ms if self.step_ms is not None and self.bound_ms is not None else None
 
 
 def table(header, rows):
@@ -190,6 +241,19 @@ def kinds_table(runs):
         rows.append(["outside kernels (step - sum)"] +
                     [f"{r.step_ms - r.total_ms:.3f}" if t else "-" for r, t in zip(runs, timed)] +
                     ["" for _ in runs[1:]])
+    blank = ["" for _ in runs[1:]]
+    if any(r.ncu_mhz is not None for r in runs):
+        rows.append(["SM clock under ncu, MHz (time-weighted)"] +
+                    [f"{r.ncu_mhz:.0f}" if r.ncu_mhz is not None else "-" for r in runs] + blank)
+    if any(r.clock_mhz is not None for r in runs):
+        rows.append(["SM clock of the timed steps, MHz (nvidia-smi)"] +
+                    [f"{r.clock_mhz:.0f}" if r.clock_mhz is not None else "-" for r in runs] + blank)
+    if any(r.bound_ms is not None for r in runs):
+        rows.append(["kernels' sum at the steps' clock, at most"] +
+                    [f"{r.bound_ms:.3f}" if r.bound_ms is not None else "-" for r in runs] + blank)
+        rows.append(["outside kernels, at least (step - that)"] +
+                    [f"{r.outside_at_least():.3f}" if r.outside_at_least() is not None else "-" for r in runs] +
+                    blank)
     return table(header, rows)
 
 
@@ -210,8 +274,13 @@ def brief_lines(runs):
     """One line per run, then one per run after the first with its differences to the first."""
     lines = []
     for r in runs:
+        ncu_clock = f" at {r.ncu_mhz:.0f} MHz" if r.ncu_mhz is not None else ""
         step = f" of {r.step_ms:.3f} ms/step" if r.step_ms is not None else ""
-        lines.append(f"{r.label}: {len(r.kernels)} kernels, {r.total_ms:.3f} ms{step}; {kinds_brief(r.by_kind, False)}")
+        step += f" at {r.clock_mhz:.0f} MHz" if r.step_ms is not None and r.clock_mhz is not None else ""
+        outside = r.outside_at_least()
+        step += f", >= {outside:.3f} ms outside kernels" if outside is not None else ""
+        lines.append(f"{r.label}: {len(r.kernels)} kernels, {r.total_ms:.3f} ms{ncu_clock}{step}; "
+                     f"{kinds_brief(r.by_kind, False)}")
     first = runs[0]
     for r in runs[1:]:
         kinds = set(r.by_kind) | set(first.by_kind)
@@ -223,13 +292,14 @@ def brief_lines(runs):
     return lines
 
 
-USAGE = "usage: profile_step.py [--top N] [--out FILE.md] [--brief] [--label NAME] [--step-ms MS] FILE.csv ..."
+USAGE = ("usage: profile_step.py [--top N] [--out FILE.md] [--brief] [--label NAME] [--step-ms MS] [--clock-mhz MHZ] "
+         "FILE.csv ...")
 
 
 def parse_args(argv):
-    """(top, out, brief, [(label, csv path, step ms or None)]): each --label and --step-ms describes the CSV after
-    it."""
-    top, out, brief, runs, label, step_ms = 15, None, False, [], None, None
+    """(top, out, brief, [(label, csv path, step ms or None, clock MHz or None)]): each --label, --step-ms and
+    --clock-mhz describes the CSV after it."""
+    top, out, brief, runs, label, step_ms, clock_mhz = 15, None, False, [], None, None, None
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -240,7 +310,7 @@ def parse_args(argv):
             brief = True
             i += 1
             continue
-        if arg in ("--top", "--out", "--label", "--step-ms"):
+        if arg in ("--top", "--out", "--label", "--step-ms", "--clock-mhz"):
             if i + 1 >= len(argv):
                 die(f"{arg} needs a value ({USAGE})")
             value = argv[i + 1]
@@ -250,24 +320,26 @@ def parse_args(argv):
                 label = value
             else:
                 try:
-                    parsed = float(value) if arg == "--step-ms" else int(value)
+                    parsed = int(value) if arg == "--top" else float(value)
                 except ValueError:
                     die(f"{arg} '{value}' is not a number")
-                if not parsed > 0:
+                if not (parsed > 0 and parsed != float("inf")):
                     die(f"{arg} must be positive (got {value})")
                 if arg == "--top":
                     top = parsed
-                else:
+                elif arg == "--step-ms":
                     step_ms = parsed
+                else:
+                    clock_mhz = parsed
             i += 2
             continue
         if arg.startswith("-"):
             die(f"unknown option {arg} ({USAGE})")
-        runs.append((label or arg, arg, step_ms))
-        label, step_ms = None, None
+        runs.append((label or arg, arg, step_ms, clock_mhz))
+        label, step_ms, clock_mhz = None, None, None
         i += 1
-    if label is not None or step_ms is not None:
-        die("--label and --step-ms go before the CSV they describe")
+    if label is not None or step_ms is not None or clock_mhz is not None:
+        die("--label, --step-ms and --clock-mhz go before the CSV they describe")
     if not runs:
         die(f"no CSV given ({USAGE})")
     return top, out, brief, runs
@@ -275,7 +347,7 @@ def parse_args(argv):
 
 def main(argv):
     top, out, brief, specs = parse_args(argv)
-    runs = [Run(label, path, step_ms) for label, path, step_ms in specs]
+    runs = [Run(label, path, step_ms, clock_mhz) for label, path, step_ms, clock_mhz in specs]
     parts = ["### One step's GPU time by kind (ms; share of the kernels' sum)", "", kinds_table(runs)]
     for run in runs:
         parts += ["", f"### {run.label}: the {min(top, len(run.by_kernel))} kernels with the most time (all calls "

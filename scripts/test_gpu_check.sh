@@ -447,6 +447,7 @@ if printf '%s\n' "$out" | grep -qE 'built what the stages run: train_gpt_fp8 *\|
     [[ $time_cmd == *"./train_gpt_fp8 "*" -e d12 -b 64 -t 1024 "*" -fp8_diag_every 0 -x 15 -precision fp8 -fp8_recipe current"* ]] &&
     [[ $time_cmd != *" -o "* ]] && [[ $ncu_cmd == *" --profile-from-start off "* ]] &&
     [[ $ncu_cmd == *" ./train_gpt_fp8 "*" -e d12 -b 64 "*" -x 3 -profile_step 3 -precision fp8"* ]] &&
+    [[ $ncu_cmd == *" gpu__time_duration.sum\\,sm__cycles_elapsed.avg.per_second "* ]] &&  # printf %q's comma
     ! printf '%s\n' "$out" | grep -qE '^\| (train_fp8|bench_d12_bf16|memcheck) '; then
     pass profile_when_asked
 else
@@ -597,17 +598,18 @@ EOF
 cat >"$tmp/fake_ncu" <<'EOF'
 #!/usr/bin/env bash
 if [ "$1" = --import ]; then
-    echo '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpu__time_duration.sum"'
-    echo '"","","","","","","","","","","","nsecond"'
+    # every kernel at 1980 MHz under ncu (elapsed SM cycles per second, in ncu's base unit)
+    echo '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpu__time_duration.sum","sm__cycles_elapsed.avg.per_second"'
+    echo '"","","","","","","","","","","","nsecond","cycle/second"'
     gemm=60,000,000
     case $2 in
         *fp8*)
             gemm=40,000,000
-            echo '"1","1","t","h","void fp8_cast_transpose_amax_kernel<(bool)0>(float *)","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","9,000,000"'
+            echo '"1","1","t","h","void fp8_cast_transpose_amax_kernel<(bool)0>(float *)","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","9,000,000","1,980,000,000"'
             ;;
     esac
-    echo '"0","1","t","h","nvjet_sm90_tst_112x64_64x9_1x2_h_bz_bias_TNN","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","'"$gemm"'"'
-    echo '"2","1","t","h","void layernorm_forward_kernel<(int)768>(float *)","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","20,000,000"'
+    echo '"0","1","t","h","nvjet_sm90_tst_112x64_64x9_1x2_h_bz_bias_TNN","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","'"$gemm"'","1,980,000,000"'
+    echo '"2","1","t","h","void layernorm_forward_kernel<(int)768>(float *)","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","20,000,000","1,980,000,000"'
     exit 0
 fi
 report="" args=" $* "
@@ -637,8 +639,8 @@ profile_run profile_fake "$tmp/fake_ncu"
 rc=$?
 table=$(cat "$tmp/profile_fake.table")
 if [ "$rc" -eq 0 ] && printf '%s\n' "$table" | grep -qE '^\| profile_time_fp8 +\| OK .*\| 80\.00 ms/step' &&
-    printf '%s\n' "$table" | grep -qE '^\| profile_bf16 +\| OK .*\| 2 kernels, 80\.000 ms of 100\.000 ms/step; gemm 60\.000, layernorm 20\.000 +\|' &&
-    printf '%s\n' "$table" | grep -qE '^\| profile_fp8 +\| OK .*\| 3 kernels, 69\.000 ms of 80\.000 ms/step; gemm 40\.000, layernorm 20\.000, fp8 cast 9\.000 +\|' &&
+    printf '%s\n' "$table" | grep -qE '^\| profile_bf16 +\| OK .*\| 2 kernels, 80\.000 ms at 1980 MHz of 100\.000 ms/step; gemm 60\.000, layernorm 20\.000 +\|' &&
+    printf '%s\n' "$table" | grep -qE '^\| profile_fp8 +\| OK .*\| 3 kernels, 69\.000 ms at 1980 MHz of 80\.000 ms/step; gemm 40\.000, layernorm 20\.000, fp8 cast 9\.000 +\|' &&
     printf '%s\n' "$table" | grep -qE '^\| profile_summary +\| OK .*\| fp8 - bf16: kernels -11\.000 ms, step -20\.000 ms; gemm -20\.000, fp8 cast \+9\.000, layernorm \+0\.000 +\|' &&
     grep -qxF '| outside kernels (step - sum) | 20.000 | 11.000 |  |' "$tmp/profile_fake_out/profile_step.md" &&
     [ -s "$tmp/profile_fake/profile_fp8.ncu-rep" ]; then
@@ -700,7 +702,12 @@ PATH="$tmp/smi_bin:$PATH" FAKE_SMI_ARGS="$tmp/smi_args" FAKE_SMI_STARTED="$tmp/s
     profile_run profile_clocks "$tmp/fake_ncu"
 rc=$?
 clocks_row='1 busy sample: SM clock mean 1800 MHz (1800..1800 of 1980), power mean 650 W, temperature max 61 C; clock held down by: power cap'
-if [ "$rc" -eq 0 ] && [ "$(grep -cF "| $clocks_row |" "$tmp/profile_clocks.table")" -eq 2 ] &&
+# the steps' 1800 MHz against ncu's 1980: each kernel at most 1.1 times its time, bf16 80 -> 88 ms of its 100 ms/step
+# (at least 12 ms outside kernels), fp8 69 -> 75.9 ms of 80 (at least 4.1)
+if [ "$rc" -eq 0 ] && [ "$(grep -cF "| $clocks_row " "$tmp/profile_clocks.table")" -eq 2 ] &&
+    grep -qE '^\| profile_bf16 +\| OK .*\| 2 kernels, 80\.000 ms at 1980 MHz of 100\.000 ms/step at 1800 MHz, >= 12\.000 ms outside kernels; gemm' "$tmp/profile_clocks.table" &&
+    grep -qE '^\| profile_fp8 +\| OK .*\| 3 kernels, 69\.000 ms at 1980 MHz of 80\.000 ms/step at 1800 MHz, >= 4\.100 ms outside kernels; gemm' "$tmp/profile_clocks.table" &&
+    grep -qxF "| outside kernels, at least (step - that) | 12.000 | 4.100 |  |" "$tmp/profile_clocks_out/profile_step.md" &&
     grep -qE '^\| profile_clocks_bf16 +\| - ' "$tmp/profile_clocks.table" &&
     [ "$(grep -c -- '-lms 100' "$tmp/smi_args")" -eq 2 ] &&
     grep -q -- '--query-gpu=utilization.gpu,clocks.sm,clocks.max.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active ' "$tmp/smi_args" &&

@@ -3,9 +3,11 @@
 # before the header, a units row, quoted demangled names with commas in their template and parameter lists, thousands
 # separators): kernel names reduced to their base names and put in the right kinds; the exact sums by kind and by
 # kernel, in ms from nsecond, usecond and msecond alike; the difference of a second run to the first; the time outside
-# kernels against --step-ms; --top; --brief's lines; --out; and each bad input (missing file, no header, unknown unit,
-# a duration that is not a number, no kernel rows, --step-ms after its CSV, a bad --top) exits 1 with one line naming
-# the problem. Prints "profile-step: N passed, M failed" last.
+# kernels against --step-ms; --top; --brief's lines; --out; the SM clock column (each run's time-weighted clock, and
+# with --clock-mhz the kernels' sum at the steps' clock at most and the time outside kernels at least; clock units;
+# a kernel without a clock; an unknown clock unit left out with a warning); and each bad input (missing file, no
+# header, unknown unit, a duration that is not a number, no kernel rows, --step-ms or --clock-mhz after its CSV, a bad
+# --top or --clock-mhz) exits 1 with one line naming the problem. Prints "profile-step: N passed, M failed" last.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . scripts/test_lib.sh
@@ -147,5 +149,73 @@ expect_error step_ms_not_a_number "'abc' is not a number" --step-ms abc "$tmp/bf
 expect_error top_zero "must be positive" --top 0 "$tmp/bf16.csv"
 expect_error no_csv "no CSV given"
 expect_error unknown_option "unknown option --bogus" --bogus "$tmp/bf16.csv"
+
+# the SM clock: ncu's sm__cycles_elapsed.avg.per_second per kernel (base unit cycle/second) gives each run's
+# time-weighted clock; with --clock-mhz (the timed steps' clock) the kernels' sum at that clock at most, each kernel
+# t * max(1, f / F), and the time outside kernels at least. gemm 1.5 ms at 1980 MHz, layernorm 0.5 at 1800, adamw 0.1
+# at 1700 (below the steps' 1800: its time kept): clock (1.5 * 1980 + 0.5 * 1800 + 0.1 * 1700) / 2.1 = 1923.8; at 1800
+# at most 1.5 * 1.1 + 0.5 + 0.1 = 2.250 ms, so at least 2.5 - 2.25 = 0.250 ms outside kernels
+CLOCK_METRIC=sm__cycles_elapsed.avg.per_second
+clock_header="$header,\"$CLOCK_METRIC\""
+# write_clock_csv FILE CLOCK_UNIT ROWS...: as write_csv, durations in usecond, rows "NAME|DURATION|CLOCK"
+write_clock_csv() {
+    local file=$1 unit=$2 spec name rest
+    shift 2
+    {
+        echo "$clock_header"
+        echo '"","","","","","","","","","","","usecond","'"$unit"'"'
+        for spec in "$@"; do
+            name=${spec%%|*} rest=${spec#*|}
+            printf '%s,"%s"\n' "$(kernel_row "$name" "${rest%%|*}")" "${rest#*|}"
+        done
+    } >"$file"
+}
+write_clock_csv "$tmp/clock.csv" cycle/second "$gemm|1,500|1,980,000,000" "$ln|500|1,800,000,000" \
+    "$adamw|100|1,700,000,000"
+clock_out=$(python3 "$script" --label bf16 --step-ms 2.5 --clock-mhz 1800 "$tmp/clock.csv" 2>&1)
+expect_kind_row clock_under_ncu "| SM clock under ncu, MHz (time-weighted) | 1924 |" "$clock_out"
+expect_kind_row clock_of_the_steps "| SM clock of the timed steps, MHz (nvidia-smi) | 1800 |" "$clock_out"
+expect_kind_row sum_at_the_steps_clock "| kernels' sum at the steps' clock, at most | 2.250 |" "$clock_out"
+expect_kind_row outside_at_least "| outside kernels, at least (step - that) | 0.250 |" "$clock_out"
+expect_kind_row outside_still_step_minus_sum "| outside kernels (step - sum) | 0.400 |" "$clock_out"
+expect clock_brief "bf16: 3 kernels, 2.100 ms at 1924 MHz of 2.500 ms/step at 1800 MHz, >= 0.250 ms outside kernels; gemm 1.500, layernorm 0.500, optimizer 0.100" \
+    "$(python3 "$script" --brief --label bf16 --step-ms 2.5 --clock-mhz 1800 "$tmp/clock.csv" 2>&1)"
+# a second run without --clock-mhz: its cells "-", the difference columns blank
+two_out=$(python3 "$script" --label a --step-ms 2.5 --clock-mhz 1800 "$tmp/clock.csv" --label b --step-ms 2.5 \
+    "$tmp/clock.csv" 2>&1)
+expect_kind_row clock_rows_two_runs "| kernels' sum at the steps' clock, at most | 2.250 | - |  |" "$two_out"
+expect_kind_row clock_of_steps_two_runs "| SM clock of the timed steps, MHz (nvidia-smi) | 1800 | - |  |" "$two_out"
+# the same clocks in cycle/nsecond (a scaled unit) and GHz: the same MHz
+write_clock_csv "$tmp/clock_ns.csv" cycle/nsecond "$gemm|1,500|1.98" "$ln|500|1.8" "$adamw|100|1.7"
+write_clock_csv "$tmp/clock_ghz.csv" GHz "$gemm|1,500|1.98" "$ln|500|1.8" "$adamw|100|1.7"
+expect clock_unit_cycle_per_nsecond "bf16: 3 kernels, 2.100 ms at 1924 MHz of 2.500 ms/step at 1800 MHz, >= 0.250 ms outside kernels; gemm 1.500, layernorm 0.500, optimizer 0.100" \
+    "$(python3 "$script" --brief --label bf16 --step-ms 2.5 --clock-mhz 1800 "$tmp/clock_ns.csv" 2>&1)"
+expect clock_unit_ghz "bf16: 3 kernels, 2.100 ms at 1924 MHz; gemm 1.500, layernorm 0.500, optimizer 0.100" \
+    "$(python3 "$script" --brief --label bf16 "$tmp/clock_ghz.csv" 2>&1)"
+# a kernel without a clock ("n/a"): the mean over the others, no bound (it could be any clock)
+write_clock_csv "$tmp/clock_na.csv" cycle/second "$gemm|1,500|1,980,000,000" "$ln|500|n/a"
+expect clock_missing_value "bf16: 2 kernels, 2.000 ms at 1980 MHz of 2.500 ms/step at 1800 MHz; gemm 1.500, layernorm 0.500" \
+    "$(python3 "$script" --brief --label bf16 --step-ms 2.5 --clock-mhz 1800 "$tmp/clock_na.csv" 2>&1)"
+if ! printf '%s\n' "$(python3 "$script" --step-ms 2.5 --clock-mhz 1800 "$tmp/clock_na.csv")" | grep -qF 'at most'; then
+    pass clock_missing_value_no_bound
+else
+    fail clock_missing_value_no_bound "a bound with a kernel of unknown clock"
+fi
+# a clock unit not known here: the clocks left out with one warning, the times as ever, exit 0
+write_clock_csv "$tmp/clock_unit.csv" furlong/fortnight "$gemm|1,500|3" "$ln|500|3"
+unit_brief=$(python3 "$script" --brief --step-ms 2.5 --clock-mhz 1800 "$tmp/clock_unit.csv" 2>"$tmp/clock_unit.err")
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$unit_brief" = "$tmp/clock_unit.csv: 2 kernels, 2.000 ms of 2.500 ms/step at 1800 MHz; gemm 1.500, layernorm 0.500" ] &&
+    [ "$(wc -l <"$tmp/clock_unit.err")" -eq 1 ] &&
+    grep -q "^profile_step: warning: .*unknown unit 'furlong/fortnight' for $CLOCK_METRIC" "$tmp/clock_unit.err"; then
+    pass clock_unknown_unit_left_out
+else
+    fail clock_unknown_unit_left_out "rc $rc: $unit_brief / $(cat "$tmp/clock_unit.err")"
+fi
+# --clock-mhz: a positive number, before its CSV
+expect_error clock_mhz_not_a_number "--clock-mhz 'fast' is not a number" --clock-mhz fast "$tmp/clock.csv"
+expect_error clock_mhz_zero "--clock-mhz must be positive" --clock-mhz 0 "$tmp/clock.csv"
+expect_error clock_mhz_nan "--clock-mhz must be positive" --clock-mhz nan "$tmp/clock.csv"
+expect_error clock_mhz_after_csv "go before the CSV" "$tmp/clock.csv" --clock-mhz 1800
 
 finish profile-step
