@@ -28,8 +28,10 @@ clock of the run's timed steps (nvidia-smi's, gpu_check's profile_clocks row), i
 clock explains: a kernel timed at f MHz under ncu takes at most t * f / F at the steps' F < f (a clock-bound kernel
 exactly that, a memory-bound one less: the memory clock does not move with the SM's), so "kernels' sum at the steps'
 clock, at most" is the sum of t * max(1, f / F), and step minus that is a lower bound on the time outside kernels
-(launch gaps, host work, copies). A kernel without a clock value leaves the bound out; a clock column in a unit not
-known here is left out with a warning on stderr.
+(launch gaps, host work, copies). F is the sampler's mean over the whole timed run, warm-up steps included: where the
+clock fell as the GPU warmed up, the measured steps ran a little below F and the bound is a little short of safe, so
+read a bound near 0 as "the clock explains it" and only a clear margin as idle time. A kernel without a clock value
+leaves the bound out; a clock column in a unit not known here is left out with a warning on stderr.
 
 Kinds are read off the kernel names (KINDS below: cuBLASLt's nvjet/xmma/cutlass kernels are GEMMs, cuDNN's sdpa
 kernels attention, this project's kernels by their names); a kernel no pattern knows is "other" and is listed by name.
