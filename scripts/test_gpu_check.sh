@@ -425,13 +425,14 @@ done
 
 out=$(dry "$tmp/dry3")
 if printf '%s\n' "$out" | grep -qE '^\| fp8_update +\|' && printf '%s\n' "$out" | grep -qE '^\| nccl_1rank +\|' &&
-    printf '%s\n' "$out" | grep -qE '^\| build +\| DRY RUN' && ! printf '%s\n' "$out" | grep -qE '^\| (memcheck|racecheck) '; then
+    printf '%s\n' "$out" | grep -qE '^\| build +\| DRY RUN' && ! printf '%s\n' "$out" | grep -qE '^\| (memcheck|racecheck_[a-z0-9]+) '; then
     pass default_stages_without_sanitize
 else
     fail default_stages_without_sanitize "$out"
 fi
 out=$(dry --only sanitize "$tmp/dry4")
-if printf '%s\n' "$out" | grep -qE '^\| memcheck +\|' && printf '%s\n' "$out" | grep -qE '^\| racecheck +\|' &&
+if printf '%s\n' "$out" | grep -qE '^\| memcheck +\|' && printf '%s\n' "$out" | grep -qE '^\| racecheck_fp8 +\|' &&
+    printf '%s\n' "$out" | grep -qE '^\| racecheck_others +\|' &&
     printf '%s\n' "$out" | grep -qE 'built what the stages run: test_gpt_fp8'; then
     pass sanitize_when_asked
 else
@@ -557,11 +558,15 @@ sanitize_run() {  # sanitize_run NAME RACE_LOG MEMCHECK_ERRORS: stage_sanitize a
 }
 sanitize_run sanitize_library "$tmp/race_library.log" 0
 rc=$?
+library_key='2 sanitizer errors: 0 hazard reports in our kernels \(-\), 2 inside cuBLASLt/cuDNN.s'
+uninstrumented='--kernel-name-exclude kns=xmma --kernel-name-exclude kns=cutlass --kernel-name-exclude kns=cublas --kernel-name-exclude kns=cudnn --kernel-name-exclude kns=sdpa'
 if [ "$rc" -eq 0 ] && grep -qE '^\| memcheck +\| OK .*\| 0 sanitizer errors +\|' "$tmp/sanitize_library.table" &&
-    grep -qE '^\| racecheck +\| OK .*\| 2 sanitizer errors: 0 hazard reports in our kernels \(-\), 2 inside cuBLASLt/cuDNN.s +\|' \
-        "$tmp/sanitize_library.table" &&
-    grep -qx 'sanitizer: --tool racecheck --kernel-name-exclude kns=nvjet --kernel-name-exclude kns=xmma --kernel-name-exclude kns=cutlass --kernel-name-exclude kns=cublas --kernel-name-exclude kns=cudnn --kernel-name-exclude kns=sdpa ./test_gpt_fp8 --skip medium' \
-        "$tmp/sanitize_library/racecheck.log" &&
+    grep -qE "^\| racecheck_fp8 +\| OK .*\| $library_key +\|" "$tmp/sanitize_library.table" &&
+    grep -qE "^\| racecheck_others +\| OK .*\| $library_key +\|" "$tmp/sanitize_library.table" &&
+    grep -qx "sanitizer: --tool racecheck $uninstrumented ./test_gpt_fp8 fp8 --skip medium" \
+        "$tmp/sanitize_library/racecheck_fp8.log" &&
+    grep -qx "sanitizer: --tool racecheck $uninstrumented ./test_gpt_fp8 --skip medium --skip fp8" \
+        "$tmp/sanitize_library/racecheck_others.log" &&
     grep -qx 'sanitizer: --tool memcheck ./test_gpt_fp8' "$tmp/sanitize_library/memcheck.log"; then
     pass sanitize_library_races_counted_apart
 else
@@ -570,8 +575,9 @@ fi
 sanitize_run sanitize_ours "$tmp/race_ours.log" 3
 rc=$?
 if [ "$rc" -eq 1 ] && grep -qE '^\| memcheck +\| FAILED \(memory errors\) +\| 3 sanitizer errors' "$tmp/sanitize_ours.table" &&
-    grep -qE '^\| racecheck +\| FAILED \(races in our kernels\) +\| 4 sanitizer errors: 3 hazard reports in our kernels \(fp8_block_cast_2d_kernel,layernorm_forward_kernel<768>\), 1 inside' \
-        "$tmp/sanitize_ours.table"; then
+    grep -qE '^\| racecheck_fp8 +\| FAILED \(races in our kernels\) +\| 4 sanitizer errors: 3 hazard reports in our kernels \(fp8_block_cast_2d_kernel,layernorm_forward_kernel<768>\), 1 inside' \
+        "$tmp/sanitize_ours.table" &&
+    grep -qE '^\| racecheck_others +\| FAILED \(races in our kernels\) ' "$tmp/sanitize_ours.table"; then
     pass sanitize_our_races_fail
 else
     fail sanitize_our_races_fail "rc $rc: $(cat "$tmp/sanitize_ours.table")"
