@@ -67,11 +67,9 @@ checksum, with an FNV-1a of their own) are refused.
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define XXH_INLINE_ALL  // header-only: every function static inline, nothing to link
-#include <xxhash.h>
-
 #include "../fp8/diag.h"
 #include "../fp8/meta.h"
+#include "checksum.h"
 #include "gpt2.h"
 #include "linear.h"
 #include "utils.h"
@@ -81,57 +79,6 @@ checksum, with an FNV-1a of their own) are refused.
 // A state file's parameter count is at most this: far above any model file's (L 1024, C 65536 is 2^45.6), and low
 // enough that every size computed from it fits 64 bits.
 #define STATE_MAX_PARAMETERS (1LL << 48)
-
-// ----------------------------------------------------------------------------
-// checksums: XXH3-64 over a sequence of byte ranges (the same value however the bytes were split into pieces)
-
-typedef struct {
-    XXH3_state_t* state;
-} Checksum;
-
-static inline void checksum_begin(Checksum* c) {
-    c->state = XXH3_createState();
-    if (!c->state) { die("out of memory for a checksum"); }
-    XXH3_64bits_reset(c->state);
-}
-static inline void checksum_add(Checksum* c, const void* data, size_t bytes) {
-    if (bytes) { XXH3_64bits_update(c->state, data, bytes); }
-}
-static inline uint64_t checksum_end(Checksum* c) {
-    uint64_t value = (uint64_t)XXH3_64bits_digest(c->state);
-    XXH3_freeState(c->state);
-    c->state = NULL;
-    return value;
-}
-
-// The checksum of a file's first `bytes` bytes, read in pieces (what verifying a checkpoint without loading it takes).
-static inline int file_checksum(const char* path, long long bytes, uint64_t* value, char* err, size_t errlen) {
-    FILE* f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return -1;
-    }
-    const size_t PIECE = (size_t)1 << 20;
-    unsigned char* piece = (unsigned char*)malloc(PIECE);
-    if (!piece) { die("out of memory reading %s", path); }
-    Checksum c;
-    checksum_begin(&c);
-    long long left = bytes;
-    while (left > 0) {
-        size_t want = left < (long long)PIECE ? (size_t)left : PIECE;
-        if (fread(piece, 1, want, f) != want) { break; }
-        checksum_add(&c, piece, want);
-        left -= (long long)want;
-    }
-    *value = checksum_end(&c);
-    free(piece);
-    fclose(f);
-    if (left > 0) {
-        snprintf(err, errlen, "%s: truncated file (could not read its %lld bytes)", path, bytes);
-        return -1;
-    }
-    return 0;
-}
 
 // The checksum a model file's bytes have: its header, then its parameters.
 static inline uint64_t model_file_checksum(const int32_t header[256], const float* params, size_t num_parameters) {
@@ -291,7 +238,7 @@ static inline int model_file_read(const char* path, GPT2Config* config, float** 
         fclose(f);
         return -1;
     }
-    Checksum c = {NULL};
+    Checksum c;  // begun only when a checksum is asked for
     if (checksum) {
         checksum_begin(&c);
         checksum_add(&c, header, sizeof(header));
