@@ -33,13 +33,20 @@ OUTDIR gets
                           spell the same bytes (BPE can learn a string twice; an HF vocabulary maps a string to one id,
                           so the second could never be produced and encoding would differ).
 
-Everything is read and checked before anything is written; the folder is written as OUTDIR.tmp.PID and renamed to
-OUTDIR at the end, so a failed export leaves no OUTDIR. An existing non-empty OUTDIR is refused unless --force
-(which replaces it only after the new folder is complete). Errors: one line on stderr, exit 1.
+OUTDIR: a new folder, or an existing one (a symlink to a folder is that folder: the files go into it, the link stays)
+that is empty or holds only files an export writes (EXPORT_FILES), which --force replaces; a folder holding anything
+else (a run's checkpoints, logs) is refused, --force or not, naming what is in it. Everything is read and checked before
+anything is written; a new folder is written as OUTDIR.tmp.PID and renamed to OUTDIR at the end, so a failed export
+leaves no OUTDIR; into an existing folder, the files are written in OUTDIR/.export_hf.tmp.PID, the earlier export's
+files are then moved aside (all of them: a tokenizer.json the new export does not write must not stay beside the new
+model) and the new ones moved in, each a rename; a failure on the way moves them back, so the folder is as it was.
+Errors: one line on stderr, exit 1.
 """
 import argparse
+import errno
 import os
 import shutil
+import stat
 import sys
 
 import numpy as np
@@ -49,6 +56,8 @@ MODEL_VERSIONS = {3: "fp32", 5: "bf16"}  # llmc/gpt2.h MODEL_VERSION_FP32, MODEL
 TOKENIZER_MAGIC = 20240328
 MERGES_MAGIC = 20241123
 EOT_TEXT = b"<|endoftext|>"
+# every file an export writes: the only ones --force replaces in an existing OUTDIR
+EXPORT_FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 
 # dev/data/tokenizer.c's next_piece() as a regex for the `tokenizers` Split pre-tokenizer (Oniguruma syntax). Its byte
 # classes are the C locale's: isspace = space \t \n \v \f \r; letters = A-Z a-z and every byte >= 0x80, so every
@@ -353,17 +362,41 @@ def build_tokenizer(tokens, merges, eot, max_length):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# the output folder
 
 
 def prepare_outdir(outdir, force):
-    if os.path.exists(outdir) or os.path.islink(outdir):
-        if not os.path.isdir(outdir) or os.path.islink(outdir):
-            raise ExportError(f"{outdir} exists and is not a folder")
-        if os.listdir(outdir) and not force:
-            raise ExportError(f"{outdir} exists and is not empty (--force replaces it)")
-    parent = os.path.dirname(os.path.abspath(outdir))
-    if not os.path.isdir(parent):
-        raise ExportError(f"cannot create {outdir}: {parent} is not a folder")
+    """Checks OUTDIR before anything is read: returns False for a folder to create, True for an existing folder to
+    write into (through a symlink to it too)."""
+    if os.path.islink(outdir):
+        target = os.readlink(outdir)
+        try:
+            mode = os.stat(outdir).st_mode
+        except OSError as e:
+            why = "does not exist" if e.errno == errno.ENOENT else f"cannot be followed ({e.strerror})"
+            raise ExportError(f"{outdir} is a symlink to {target}, which {why}") from e
+        if not stat.S_ISDIR(mode):
+            raise ExportError(f"{outdir} is a symlink to {target}, which is not a folder")
+    elif os.path.lexists(outdir) and not os.path.isdir(outdir):
+        raise ExportError(f"{outdir} exists and is not a folder")
+    elif not os.path.lexists(outdir):
+        parent = os.path.dirname(os.path.abspath(outdir))
+        if not os.path.isdir(parent):
+            raise ExportError(f"cannot create {outdir}: {parent} is not a folder")
+        return False
+    entries = sorted(os.listdir(outdir))
+    # only an earlier export's regular files are ours to replace: anything else (a run's checkpoints, a folder, a
+    # link) is the user's
+    others = [name + ("/" if os.path.isdir(os.path.join(outdir, name)) else "") for name in entries
+              if name not in EXPORT_FILES or not stat.S_ISREG(os.lstat(os.path.join(outdir, name)).st_mode)]
+    if others:
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        raise ExportError(f"{outdir} holds {len(others)} file{'s' if len(others) > 1 else ''} an export does not "
+                          f"write ({shown}): export into a new or empty folder (--force replaces only an earlier "
+                          f"export's {', '.join(EXPORT_FILES)})")
+    if entries and not force:
+        raise ExportError(f"{outdir} exists and is not empty (an earlier export: --force replaces it)")
+    return True
 
 
 def fsync_path(path):
@@ -374,9 +407,8 @@ def fsync_path(path):
         os.close(fd)
 
 
-def commit_outdir(tmp, outdir):
-    """tmp -> outdir. rename() replaces an empty folder; a non-empty one (--force) is moved aside first and removed
-    once the new folder is in place."""
+def settle_files(tmp):
+    """The new files on disk, readable as the user's other files."""
     umask = os.umask(0)
     os.umask(umask)
     for name in os.listdir(tmp):
@@ -384,14 +416,45 @@ def commit_outdir(tmp, outdir):
         os.chmod(path, 0o666 & ~umask)  # safetensors writes its file 0600; the folder's files read alike
         fsync_path(path)
     fsync_path(tmp)
-    aside = None
-    if os.path.isdir(outdir) and os.listdir(outdir):
-        aside = f"{outdir}.old.{os.getpid()}"
-        os.rename(outdir, aside)
+
+
+def commit_new_outdir(tmp, outdir):
+    """tmp -> a new outdir, in one rename."""
+    settle_files(tmp)
     os.rename(tmp, outdir)
     fsync_path(os.path.dirname(os.path.abspath(outdir)))
-    if aside:
-        shutil.rmtree(aside)
+
+
+def commit_into_outdir(tmp, outdir):
+    """tmp's files into the existing folder outdir (prepare_outdir: it holds at most an earlier export's files). The
+    earlier export's files all go aside first, so none of them stays beside the new model (a tokenizer.json the new
+    export does not write would look like its tokenizer), then the new ones are moved in; every step is a rename
+    within the folder, and a failed one moves back what was moved, leaving the folder as it was."""
+    settle_files(tmp)
+    aside = os.path.join(outdir, f".export_hf.old.{os.getpid()}")
+    os.mkdir(aside)
+    moved_aside, moved_in = [], []
+    try:
+        for name in EXPORT_FILES:
+            if os.path.lexists(os.path.join(outdir, name)):
+                os.rename(os.path.join(outdir, name), os.path.join(aside, name))
+                moved_aside.append(name)
+        for name in sorted(os.listdir(tmp)):
+            os.rename(os.path.join(tmp, name), os.path.join(outdir, name))
+            moved_in.append(name)
+        fsync_path(outdir)
+    except BaseException as e:
+        try:
+            for name in moved_in:
+                os.rename(os.path.join(outdir, name), os.path.join(tmp, name))
+            for name in moved_aside:
+                os.rename(os.path.join(aside, name), os.path.join(outdir, name))
+            os.rmdir(aside)
+        except OSError as undo:
+            raise ExportError(f"writing {outdir} failed ({e}), and so did putting the earlier export back ({undo}): "
+                              f"its files are in {aside}") from e
+        raise
+    shutil.rmtree(aside)
 
 
 def main():
@@ -400,19 +463,21 @@ def main():
         epilog="Loads offline with transformers: GPT2LMHeadModel.from_pretrained(OUTDIR), "
                "AutoTokenizer.from_pretrained(OUTDIR) when --tokenizer exported one.")
     parser.add_argument("checkpoint", metavar="CHECKPOINT", help="model file, e.g. log/model_00000600.bin")
-    parser.add_argument("outdir", metavar="OUTDIR", help="folder to create (must not exist, or be empty)")
+    parser.add_argument("outdir", metavar="OUTDIR",
+                        help="folder to create, or an empty one, or one holding only an earlier export (--force)")
     parser.add_argument("--dtype", choices=["fp32", "bf16"],
                         help="weights' dtype in model.safetensors (default: the file's own, fp32 for version 3, "
                              "bf16 for version 5)")
     parser.add_argument("--tokenizer", metavar="PATH/tokenizer.bin",
                         help="our tokenizer (tokenizer.merges beside it): also write tokenizer.json; its vocabulary "
                              "must be the model's")
-    parser.add_argument("--force", action="store_true", help="replace a non-empty OUTDIR")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an earlier export in OUTDIR (only its files: a folder holding others is refused)")
     args = parser.parse_args()
     outdir = args.outdir.rstrip("/") or args.outdir
 
     # everything read and checked before anything is written
-    prepare_outdir(outdir, args.force)
+    existing = prepare_outdir(outdir, args.force)
     model_config, params = read_model(args.checkpoint)
     eot, tokens, merges, not_exported = model_config["V"] - 1, None, None, None
     if args.tokenizer:
@@ -429,7 +494,7 @@ def main():
     hf_tokenizer = build_tokenizer(tokens, merges, eot, model_config["maxT"]) if merges is not None else None
 
     from safetensors.torch import save_file
-    tmp = f"{outdir}.tmp.{os.getpid()}"
+    tmp = os.path.join(outdir, f".export_hf.tmp.{os.getpid()}") if existing else f"{outdir}.tmp.{os.getpid()}"
     os.mkdir(tmp)
     try:
         config.save_pretrained(tmp)
@@ -437,7 +502,15 @@ def main():
         save_file(state_dict, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
         if hf_tokenizer is not None:
             hf_tokenizer.save_pretrained(tmp)
-        commit_outdir(tmp, outdir)
+        unknown = sorted(set(os.listdir(tmp)) - set(EXPORT_FILES))
+        if unknown:  # a later export's --force would take them for the user's and refuse the folder
+            raise ExportError(f"internal: this transformers wrote {unknown} too, which EXPORT_FILES lacks")
+        if existing:
+            commit_into_outdir(tmp, outdir)
+        else:
+            commit_new_outdir(tmp, outdir)
+    except ExportError:
+        raise
     except Exception as e:  # a full disk, a folder appearing meanwhile: one line, whichever library raised it
         raise ExportError(f"writing {outdir} failed: {e}") from e
     finally:

@@ -12,9 +12,12 @@
 #       bf16-derived tolerance; a version-5 (bf16) model file, written here as llm.c writes one, exports to the same
 #       weights;
 #   (e) bad inputs (a missing file, a file that is not a model, a truncated one, an unknown version, a NaN parameter,
-#       a tokenizer of another vocabulary, an existing non-empty folder) each stop with one line and exit 1, leaving no
-#       output folder; a tokenizer with a string learned twice or without merges is left out with one line, the model
-#       still exported.
+#       a tokenizer of another vocabulary) each stop with one line and exit 1, leaving no output folder; a tokenizer
+#       with a string learned twice or without merges is left out with one line, the model still exported;
+#   (f) the output folder: one holding anything but an earlier export's files (a run folder) is refused, --force or
+#       not, naming them, and left byte for byte as it was; --force replaces an earlier export, its stale tokenizer
+#       files too, and a failed write (disk full, a rename failing half way) leaves it as it was; a symlink to a
+#       folder is written through, a dangling one or one to a file refused;
 # Prints "export_hf: N passed, M failed" last.
 set -u
 cd "$(dirname "$0")/.."
@@ -152,21 +155,168 @@ expect_error bad_version "model file version 4 is not supported" "$TMP/bad_versi
 expect_error nan_parameter "parameter 12345, wte\[12345\], is not finite" "$TMP/nan.bin"
 expect_error vocab_mismatch "has 261 tokens but the model has a vocabulary of 1024" "$MODEL" --tokenizer "$TMP/twice.bin"
 expect_error missing_tokenizer "cannot open tokenizer" "$MODEL" --tokenizer "$TMP/no_such_tokenizer.bin"
-# an existing non-empty folder: refused and left as it was; --force replaces it
+
+# refused EXPECTED ARGS...: exit 1, one line on stderr matching EXPECTED, nothing on stdout (else the reason in $why)
+refused() {
+    local expected=$1
+    shift
+    $EXPORT "$@" >"$TMP/refused.out" 2>"$TMP/refused.err"
+    local rc=$?
+    why="exit $rc, stderr: $(head -c 400 "$TMP/refused.err"), stdout: $(head -c 200 "$TMP/refused.out")"
+    [ $rc -eq 1 ] && [ "$(wc -l <"$TMP/refused.err")" -eq 1 ] && [ ! -s "$TMP/refused.out" ] &&
+        grep -q "^export_hf: error: .*$expected" "$TMP/refused.err"
+}
+# exported ARGS...: exit 0, its output in $TMP/exported.out and .err (else the reason in $why)
+exported() {
+    $EXPORT "$@" >"$TMP/exported.out" 2>"$TMP/exported.err"
+    local rc=$?
+    why="exit $rc, stderr: $(head -c 400 "$TMP/exported.err"), stdout: $(head -c 300 "$TMP/exported.out")"
+    [ $rc -eq 0 ]
+}
+# snapshot DIR: every path under DIR, hidden ones too, and every file's checksum: equal snapshots, nothing changed
+snapshot() { (cd "$1" && find . | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum); }
+no_siblings() { [ -z "$(ls -d "$1".?* 2>/dev/null)" ]; }  # no OUTDIR.tmp.PID or the like left beside OUTDIR
+
+# the output folder holds only what an export writes, or it is refused, --force or not, naming what is in the way and
+# changing nothing: a run folder (checkpoints, state, log, and a config.json as an earlier export's) ...
+RUNDIR=$TMP/run_folder
+mkdir -p "$RUNDIR" && cp "$MODEL" "$RUNDIR/model_00000040.bin" && cp "$TMP/hf_fp32/config.json" "$RUNDIR/" &&
+    head -c 5000 /dev/urandom >"$RUNDIR/state_00000040_00000.bin" && echo "step 40" >"$RUNDIR/main.log" &&
+    touch "$RUNDIR/DONE_00000040"
+before=$(snapshot "$RUNDIR")
+for flag in --force ""; do
+    name=force_keeps_run_folder
+    [ -z "$flag" ] && name=error_run_folder
+    if refused "$RUNDIR holds 4 files an export does not write (DONE_00000040, main.log, model_00000040.bin and 1 more)" \
+        "$MODEL" "$RUNDIR" $flag && [ "$(snapshot "$RUNDIR")" = "$before" ] && no_siblings "$RUNDIR"; then
+        pass $name
+    else
+        fail $name "$why; $RUNDIR now holds: $(ls -A "$RUNDIR" | tr '\n' ' ')"
+    fi
+done
+# ... or a folder with one file of the user's
 mkdir -p "$TMP/occupied" && echo keep >"$TMP/occupied/file.txt"
-out=$($EXPORT "$MODEL" "$TMP/occupied" 2>&1)
-rc=$?
-if [ $rc -eq 1 ] && printf '%s\n' "$out" | grep -q "is not empty (--force replaces it)" &&
-    [ "$(cat "$TMP/occupied/file.txt")" = keep ] && [ -z "$(ls -d "$TMP/occupied".?* 2>/dev/null)" ]; then
+if refused "holds 1 file an export does not write (file.txt)" "$MODEL" "$TMP/occupied" --force &&
+    [ "$(ls -A "$TMP/occupied")" = file.txt ] && [ "$(cat "$TMP/occupied/file.txt")" = keep ] &&
+    no_siblings "$TMP/occupied"; then
     pass error_outdir_not_empty
 else
-    fail error_outdir_not_empty "exit $rc: $out"
+    fail error_outdir_not_empty "$why"
 fi
-if $EXPORT "$MODEL" "$TMP/occupied" --force >/dev/null 2>&1 && [ ! -e "$TMP/occupied/file.txt" ] &&
-    [ -f "$TMP/occupied/model.safetensors" ] && [ -z "$(ls -d "$TMP/occupied".?* 2>/dev/null)" ]; then
-    pass force_replaces
+# an earlier export: refused without --force; a failed export (the disk full while writing, a rename failing while
+# moving the new files in) leaves it as it was; --force replaces it, and its tokenizer files go with it when the new
+# export writes none (they would not belong to the new model)
+EARLIER=$TMP/earlier_export
+cp -r "$TMP/hf_fp32" "$EARLIER"
+before=$(snapshot "$EARLIER")
+if refused "$EARLIER exists and is not empty (an earlier export: --force replaces it)" "$TMP/small.bin" "$EARLIER" &&
+    [ "$(snapshot "$EARLIER")" = "$before" ]; then
+    pass error_earlier_export_needs_force
 else
-    fail force_replaces "$TMP/occupied after --force: $(ls "$TMP/occupied" | tr '\n' ' ')"
+    fail error_earlier_export_needs_force "$why"
+fi
+python3 - "$TMP/small.bin" "$EARLIER" >"$TMP/failed_writes.txt" 2>&1 <<'PY'
+import glob, os, sys
+sys.path.insert(0, "scripts")
+import export_hf
+import safetensors.torch
+
+model, outdir = sys.argv[1], sys.argv[2]
+sys.argv = ["export_hf.py", model, outdir, "--force"]
+
+
+def snapshot():  # every path under outdir and its bytes, and what lies beside it
+    found = {}
+    for root, dirs, files in os.walk(outdir):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            found[os.path.relpath(path, outdir)] = open(path, "rb").read() if os.path.isfile(path) else None
+    return found, sorted(glob.glob(glob.escape(outdir) + ".?*"))
+
+
+def failed_export(name, cause):
+    before = snapshot()
+    try:
+        export_hf.main()
+        error = None
+    except export_hf.ExportError as e:
+        error = str(e)
+    after = snapshot()
+    ok = error is not None and f"writing {outdir} failed" in error and after == before
+    print(f"PASS {name}" if ok else f"FAIL {name}: {cause}: error {error!r}, folder "
+          f"{'unchanged' if after[0] == before[0] else 'CHANGED: ' + ' '.join(sorted(after[0]))}, beside it "
+          f"{after[1]}", flush=True)
+
+
+real_save = safetensors.torch.save_file
+
+
+def disk_full(*args, **kwargs):
+    raise OSError(28, "No space left on device")
+
+
+safetensors.torch.save_file = disk_full
+failed_export("failed_write_keeps_export", "save_file raising ENOSPC")
+safetensors.torch.save_file = real_save
+
+# the rename that puts the new model.safetensors into place fails (once): what was moved so far goes back
+real_rename, fired = os.rename, []
+
+
+def flaky_rename(src, dst, *args, **kwargs):
+    if not fired and os.path.abspath(dst) == os.path.abspath(os.path.join(outdir, "model.safetensors")):
+        fired.append(src)
+        raise OSError(5, "Input/output error")
+    return real_rename(src, dst, *args, **kwargs)
+
+
+os.rename = flaky_rename
+failed_export("failed_commit_keeps_export", f"rename into place failing (fired: {bool(fired)})")
+os.rename = real_rename
+PY
+rc=$?
+grep -q '^FAIL\|^PASS' "$TMP/failed_writes.txt" || fail failed_writes "exit $rc: $(tail -n 3 "$TMP/failed_writes.txt")"
+while IFS= read -r line; do
+    case $line in
+        "PASS "*) pass "${line#PASS }" ;;
+        "FAIL "*) rest=${line#FAIL }; fail "${rest%%: *}" "${rest#*: }" ;;
+    esac
+done <"$TMP/failed_writes.txt"
+if exported "$TMP/small.bin" "$EARLIER" --force &&
+    [ "$(ls -A "$EARLIER" | tr '\n' ' ')" = "config.json generation_config.json model.safetensors " ] &&
+    grep -q '"vocab_size": 261' "$EARLIER/config.json" && no_siblings "$EARLIER"; then
+    pass force_replaces_export
+else
+    fail force_replaces_export "$why; $EARLIER now holds: $(ls -A "$EARLIER" | tr '\n' ' ')"
+fi
+
+# a symlink to a folder is that folder: the export goes into the folder, the link stays; a dangling link or one to a
+# file is refused saying so, and left alone
+mkdir -p "$TMP/link target"
+ln -s "$TMP/link target" "$TMP/link_to_folder"
+if exported "$TMP/small.bin" "$TMP/link_to_folder/" && [ -L "$TMP/link_to_folder" ] &&
+    [ "$(readlink "$TMP/link_to_folder")" = "$TMP/link target" ] && [ -f "$TMP/link target/model.safetensors" ] &&
+    grep -q '"vocab_size": 261' "$TMP/link target/config.json" && no_siblings "$TMP/link_to_folder" &&
+    no_siblings "$TMP/link target"; then
+    pass symlink_to_folder
+else
+    fail symlink_to_folder "$why; $TMP/link_to_folder: $(ls -ld "$TMP/link_to_folder")"
+fi
+ln -s "$TMP/no_such_folder" "$TMP/link_dangling"
+if refused "$TMP/link_dangling is a symlink to $TMP/no_such_folder, which does not exist" "$TMP/small.bin" \
+    "$TMP/link_dangling" && [ "$(readlink "$TMP/link_dangling")" = "$TMP/no_such_folder" ] &&
+    [ ! -e "$TMP/no_such_folder" ] && no_siblings "$TMP/link_dangling"; then
+    pass error_symlink_dangling
+else
+    fail error_symlink_dangling "$why"
+fi
+ln -s "$TMP/small.bin" "$TMP/link_to_file"
+small_sum=$(md5sum <"$TMP/small.bin")
+if refused "$TMP/link_to_file is a symlink to $TMP/small.bin, which is not a folder" "$MODEL" "$TMP/link_to_file" \
+    --force && [ -L "$TMP/link_to_file" ] && [ "$(md5sum <"$TMP/small.bin")" = "$small_sum" ]; then
+    pass error_symlink_to_file
+else
+    fail error_symlink_to_file "$why"
 fi
 
 # the checks that need transformers, in one Python process (torch's import is most of its time): one line each,
