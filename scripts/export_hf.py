@@ -3,7 +3,7 @@
 transformers loads offline (GPT2LMHeadModel / AutoModelForCausalLM.from_pretrained(OUTDIR)), so a trained model can be
 evaluated by tools that speak transformers (lm-evaluation-harness) and shared.
 
-    export_hf.py CHECKPOINT OUTDIR [--dtype fp32|bf16] [--tokenizer PATH/tokenizer.bin] [--force]
+    export_hf.py CHECKPOINT OUTDIR [--dtype fp32|bf16] [--tokenizer PATH/tokenizer.bin [--other-tokenizer]] [--force]
 
 CHECKPOINT: llm.c's model file, int32 header[256] = {20240326, version, maxT, V, L, NH, C, Vp, ...}, then the 16
 parameter tensors of llmc/gpt2.h's ParameterTensors in that order, wte padded to Vp rows; version 3 holds fp32
@@ -33,6 +33,13 @@ OUTDIR gets
                           spell the same bytes (BPE can learn a string twice; an HF vocabulary maps a string to one id,
                           so the second could never be produced and encoding would differ).
 
+The tokenizer the model was trained with: a run folder of our trainers records its data in dataset.txt beside the
+checkpoints (RUN_DATA_FIELDS below: the tokenizer.bin's path, size and XXH3-64, the shards'). With a record that names
+a tokenizer, no --tokenizer exports that one (a note says so) if it is still there with the recorded checksum, else the
+export is refused; --tokenizer PATH with other bytes than the recorded ones is refused unless --other-tokenizer (then a
+warning). Without a record (llm.c's files, a model copied elsewhere) or with one of a run that had no tokenizer,
+--tokenizer is exported unchecked, with a warning. A record that does not parse is an error naming its line.
+
 OUTDIR: a new folder, or an existing one (a symlink to a folder is that folder: the files go into it, the link stays)
 that is empty or holds only files an export writes (EXPORT_FILES), which --force replaces; a folder holding anything
 else (a run's checkpoints, logs) is refused, --force or not, naming what is in it. Everything is read and checked before
@@ -40,11 +47,12 @@ anything is written; a new folder is written as OUTDIR.tmp.PID and renamed to OU
 leaves no OUTDIR; into an existing folder, the files are written in OUTDIR/.export_hf.tmp.PID, the earlier export's
 files are then moved aside (all of them: a tokenizer.json the new export does not write must not stay beside the new
 model) and the new ones moved in, each a rename; a failure on the way moves them back, so the folder is as it was.
-Errors: one line on stderr, exit 1.
+Errors: one line on stderr, exit 1; warnings: one line on stderr each.
 """
 import argparse
 import errno
 import os
+import re
 import shutil
 import stat
 import sys
@@ -58,6 +66,17 @@ MERGES_MAGIC = 20241123
 EOT_TEXT = b"<|endoftext|>"
 # every file an export writes: the only ones --force replaces in an existing OUTDIR
 EXPORT_FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
+# a run's record of its data, beside its checkpoints: the header line, then one record a line, its fields separated by
+# one tab, the path (or glob pattern) last; lines starting with '#' are comments
+RUN_DATA_FILE = "dataset.txt"
+RUN_DATA_HEADER = "gptfp8 run data 1"
+RUN_DATA_FIELDS = {  # record -> its fields after the first
+    "tokenizer": ("bytes", "xxh3", "path"),  # absent when the run had no tokenizer
+    "train": ("path",),  # the shards' glob pattern
+    "val": ("path",),  # absent with -v 0, as its shards
+    "train_shard": ("bytes", "xxh3", "path"),
+    "val_shard": ("bytes", "xxh3", "path"),
+}
 
 # dev/data/tokenizer.c's next_piece() as a regex for the `tokenizers` Split pre-tokenizer (Oniguruma syntax). Its byte
 # classes are the C locale's: isspace = space \t \n \v \f \r; letters = A-Z a-z and every byte >= 0x80, so every
@@ -87,6 +106,10 @@ class ExportError(Exception):
 
 def note(message):
     print(f"export_hf: {message}")
+
+
+def warn(message):
+    print(f"export_hf: warning: {message}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -362,6 +385,103 @@ def build_tokenizer(tokens, merges, eot, max_length):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# the run's record of the tokenizer it was trained with
+
+
+def file_xxh3(path):
+    """(size, XXH3-64 as 16 lowercase hex digits) of a file, as llmc/checksum.h's checksum_hex."""
+    import xxhash
+    digest, size = xxhash.xxh3_64(), 0
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 24), b""):
+            digest.update(chunk)
+            size += len(chunk)
+    return size, digest.hexdigest()
+
+
+def read_run_record(checkpoint):
+    """The dataset.txt beside CHECKPOINT: None when there is none; else (its path, the tokenizer record as
+    (bytes, xxh3, path), or None when the run had no tokenizer). Every line is checked, so a damaged record is an
+    error, never half read."""
+    path = os.path.join(os.path.dirname(checkpoint), RUN_DATA_FILE)
+    if not os.path.lexists(path):
+        return None
+    if not os.path.isfile(path):
+        raise ExportError(f"{path}: not a file")
+    with open(path, "rb") as f:
+        lines = f.read().decode("utf-8", "surrogateescape").split("\n")  # a path is bytes: kept as they are
+    if lines[-1] == "":
+        lines.pop()
+    if not lines or lines[0] != RUN_DATA_HEADER:
+        first = lines[0][:40] if lines else ""
+        raise ExportError(f"{path}:1: not a run's data record (first line {first!r}, expected {RUN_DATA_HEADER!r})")
+    tokenizer = None
+    for number, line in enumerate(lines[1:], start=2):
+        if line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        kind = fields[0]
+        if kind not in RUN_DATA_FIELDS:
+            raise ExportError(f"{path}:{number}: unknown record {kind[:40]!r} (expected one of "
+                              f"{', '.join(RUN_DATA_FIELDS)})")
+        names = RUN_DATA_FIELDS[kind]
+        if len(fields) != 1 + len(names):
+            raise ExportError(f"{path}:{number}: {kind} record has {len(fields)} fields, expected {1 + len(names)} "
+                              f"separated by single tabs")
+        values = dict(zip(names, fields[1:]))
+        if "bytes" in values and not re.fullmatch(r"[0-9]{1,20}", values["bytes"]):
+            raise ExportError(f"{path}:{number}: bad byte count {values['bytes'][:40]!r}")
+        if "xxh3" in values and not re.fullmatch(r"[0-9a-f]{16}", values["xxh3"]):
+            raise ExportError(f"{path}:{number}: bad XXH3 {values['xxh3'][:40]!r} (16 lowercase hex digits)")
+        if not os.path.isabs(values["path"]):
+            raise ExportError(f"{path}:{number}: the path {values['path'][:80]!r} is not absolute")
+        if kind == "tokenizer":
+            if tokenizer is not None:
+                raise ExportError(f"{path}:{number}: a second tokenizer record")
+            tokenizer = (int(values["bytes"]), values["xxh3"], values["path"])
+    return path, tokenizer
+
+
+def choose_tokenizer(checkpoint, given, other_tokenizer):
+    """The tokenizer to export (None: none) checked against the run's record, and the warnings and notes to print
+    once everything is checked (a refusal is then the only line)."""
+    if other_tokenizer and not given:
+        raise ExportError("--other-tokenizer goes with --tokenizer PATH (it exports PATH although the run recorded "
+                          "another)")
+    found = read_run_record(checkpoint)
+    if found is None:
+        warnings = [f"{checkpoint} has no {RUN_DATA_FILE} beside it, so the model carries no record of the tokenizer "
+                    f"it was trained with: the export cannot check that {given} is it"] if given else []
+        return given, warnings, []
+    record_path, recorded = found
+    if recorded is None:
+        warnings = [f"{record_path} records no tokenizer (the run had none), so the export cannot check that {given} "
+                    f"is the model's"] if given else []
+        return given, warnings, []
+    size, digest, recorded_path = recorded
+    if not given:
+        if not os.path.isfile(recorded_path):
+            raise ExportError(f"{record_path} records the tokenizer {recorded_path}, which is gone: --tokenizer PATH "
+                              f"exports a copy of it (--other-tokenizer: a tokenizer with other bytes)")
+        now = file_xxh3(recorded_path)
+        if now != (size, digest):
+            raise ExportError(f"{recorded_path} has changed since the run recorded it in {record_path} (now "
+                              f"{now[0]} bytes, XXH3 {now[1]}; recorded {size} bytes, XXH3 {digest}): --tokenizer PATH "
+                              f"exports a copy of the one the model was trained with, --other-tokenizer another")
+        return recorded_path, [], [f"tokenizer: {recorded_path}, the one the run recorded in {record_path}"]
+    if not os.path.isfile(given):
+        return given, [], []  # read_tokenizer says what it is
+    now = file_xxh3(given)
+    if now == (size, digest):
+        return given, [], []
+    differs = (f"--tokenizer {given} (XXH3 {now[1]}) is not the tokenizer the model was trained with ({recorded_path}, "
+               f"XXH3 {digest}, recorded in {record_path})")
+    if not other_tokenizer:
+        raise ExportError(f"{differs}: --other-tokenizer exports it anyway")
+    return given, [f"{differs}; exported anyway (--other-tokenizer)"], []
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # the output folder
 
 
@@ -470,7 +590,10 @@ def main():
                              "bf16 for version 5)")
     parser.add_argument("--tokenizer", metavar="PATH/tokenizer.bin",
                         help="our tokenizer (tokenizer.merges beside it): also write tokenizer.json; its vocabulary "
-                             "must be the model's")
+                             "must be the model's, its bytes those the run recorded in dataset.txt beside CHECKPOINT "
+                             "(default: that recorded tokenizer, if any)")
+    parser.add_argument("--other-tokenizer", action="store_true",
+                        help="export --tokenizer although it is not the one the run recorded (a warning)")
     parser.add_argument("--force", action="store_true",
                         help="replace an earlier export in OUTDIR (only its files: a folder holding others is refused)")
     args = parser.parse_args()
@@ -479,10 +602,15 @@ def main():
     # everything read and checked before anything is written
     existing = prepare_outdir(outdir, args.force)
     model_config, params = read_model(args.checkpoint)
+    tokenizer, warnings, notes = choose_tokenizer(args.checkpoint, args.tokenizer, args.other_tokenizer)
     eot, tokens, merges, not_exported = model_config["V"] - 1, None, None, None
-    if args.tokenizer:
-        eot, tokens, merges, not_exported = read_tokenizer(args.tokenizer, model_config["V"])
+    if tokenizer:
+        eot, tokens, merges, not_exported = read_tokenizer(tokenizer, model_config["V"])
     check_finite(args.checkpoint, params, model_config["version"])
+    for message in warnings:
+        warn(message)
+    for message in notes:
+        note(message)
 
     import torch
     from transformers import GenerationConfig
@@ -533,7 +661,7 @@ if __name__ == "__main__":
         sys.exit(1)
     except ImportError as e:
         print(f"export_hf: error: {e} (torch, transformers, safetensors and tokenizers: pip install -r "
-              f"requirements-hf.txt, or make deps)", file=sys.stderr)
+              f"requirements-hf.txt; xxhash: requirements.txt; or make deps)", file=sys.stderr)
         sys.exit(1)
     except OSError as e:
         print(f"export_hf: error: {e.filename or ''}{': ' if e.filename else ''}{e.strerror or e}", file=sys.stderr)

@@ -18,6 +18,10 @@
 #       not, naming them, and left byte for byte as it was; --force replaces an earlier export, its stale tokenizer
 #       files too, and a failed write (disk full, a rename failing half way) leaves it as it was; a symlink to a
 #       folder is written through, a dangling one or one to a file refused;
+#   (g) the run's data record (dataset.txt beside the checkpoint): its tokenizer is exported without --tokenizer, a
+#       --tokenizer with other bytes is refused unless --other-tokenizer, a recorded tokenizer since changed or gone is
+#       refused, no record (or one without a tokenizer) gives one warning, and a record that does not parse is an
+#       error naming its line.
 # Prints "export_hf: N passed, M failed" last.
 set -u
 cd "$(dirname "$0")/.."
@@ -25,8 +29,8 @@ cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export TRANSFORMERS_VERBOSITY=error  # the loaders' progress bars and length warnings are not test output
 
-if ! python3 -c "import torch, transformers, safetensors, tokenizers" 2>/dev/null; then
-    fail python_packages "torch, transformers, safetensors and tokenizers must import (requirements-hf.txt: make deps)"
+if ! python3 -c "import torch, transformers, safetensors, tokenizers, xxhash" 2>/dev/null; then
+    fail python_packages "torch, transformers, safetensors, tokenizers and xxhash must import (make deps)"
     finish export_hf
 fi
 # the programs come built, as for the other suites (make test builds them; a make from here would rebuild them with
@@ -148,13 +152,16 @@ expect_error() {  # name, expected text, args...
         fail "error_$name" "exit $rc, stderr: $(head -c 400 "$TMP/err.txt"), stdout: $(head -c 200 "$TMP/err.out")"
     fi
 }
+mkdir -p "$TMP/bare" && cp "$MODEL" "$TMP/bare/model.bin"  # the model with no run record beside it
+BARE=$TMP/bare/model.bin
 expect_error missing_checkpoint "cannot open model file .*: no such file" "$TMP/no_such_model.bin"
 expect_error not_a_model "not a model file (magic 20240328" "$DATA/tokenizer.bin"
 expect_error truncated "truncated model file" "$TMP/truncated.bin"
 expect_error bad_version "model file version 4 is not supported" "$TMP/bad_version.bin"
 expect_error nan_parameter "parameter 12345, wte\[12345\], is not finite" "$TMP/nan.bin"
-expect_error vocab_mismatch "has 261 tokens but the model has a vocabulary of 1024" "$MODEL" --tokenizer "$TMP/twice.bin"
-expect_error missing_tokenizer "cannot open tokenizer" "$MODEL" --tokenizer "$TMP/no_such_tokenizer.bin"
+expect_error vocab_mismatch "has 261 tokens but the model has a vocabulary of 1024" "$BARE" --tokenizer "$TMP/twice.bin"
+expect_error missing_tokenizer "cannot open tokenizer" "$BARE" --tokenizer "$TMP/no_such_tokenizer.bin"
+expect_error other_tokenizer_alone "--other-tokenizer goes with --tokenizer" "$BARE" --other-tokenizer
 
 # refused EXPECTED ARGS...: exit 1, one line on stderr matching EXPECTED, nothing on stdout (else the reason in $why)
 refused() {
@@ -318,6 +325,108 @@ if refused "$TMP/link_to_file is a symlink to $TMP/small.bin, which is not a fol
 else
     fail error_symlink_to_file "$why"
 fi
+
+# the run's record of its data (dataset.txt beside the checkpoint, as the trainers write it): the tokenizer it names
+# is exported when --tokenizer is not given, and checked by its XXH3 against the one given
+xxh3() { python3 -c 'import sys, xxhash; print(xxhash.xxh3_64_hexdigest(open(sys.argv[1], "rb").read()))' "$1"; }
+record_line() { printf '%s\t%s\t%s\t%s\n' "$1" "$(wc -c <"$2")" "$(xxh3 "$2")" "$2"; }  # kind, absolute path
+ABS_DATA=$PWD/$DATA
+SHARD_LINES=$(printf 'train\t%s\nval\t%s\n' "$ABS_DATA/tiny_shakespeare_train*.bin" "$ABS_DATA/tiny_shakespeare_val*.bin"
+    record_line train_shard "$ABS_DATA/tiny_shakespeare_train.bin"
+    record_line val_shard "$ABS_DATA/tiny_shakespeare_val.bin")
+run_with_record() {  # folder, the record's text: a run folder holding the trained model and that dataset.txt
+    mkdir -p "$1" && cp "$MODEL" "$1/model_00000040.bin" && printf '%s\n' "$2" >"$1/dataset.txt"
+}
+tokenizer_copy() {  # folder: our tokenizer (and its merges) copied there
+    mkdir -p "$1" && cp "$DATA/tokenizer.bin" "$DATA/tokenizer.merges" "$1/"
+}
+tokenizer_copy "$TMP/tok dir"  # a path with a space, as the record allows
+GOOD_RECORD=$(printf 'gptfp8 run data 1\n# a comment\n'; record_line tokenizer "$TMP/tok dir/tokenizer.bin"; echo "$SHARD_LINES")
+run_with_record "$TMP/rec_good" "$GOOD_RECORD"
+# the same vocabulary and merges, a different file (an unused header field set): loads, but is not the recorded one
+mkdir -p "$TMP/other_tok" && cp "$DATA/tokenizer.merges" "$TMP/other_tok/" &&
+    python3 -c 'import sys; d = bytearray(open(sys.argv[1], "rb").read()); d[40] = 1; open(sys.argv[2], "wb").write(d)' \
+        "$DATA/tokenizer.bin" "$TMP/other_tok/tokenizer.bin"  # header int 10: unused
+if exported "$TMP/rec_good/model_00000040.bin" "$TMP/hf_recorded" && [ ! -s "$TMP/exported.err" ] &&
+    [ "$(grep -c "tokenizer: $TMP/tok dir/tokenizer.bin, the one the run recorded in $TMP/rec_good/dataset.txt" \
+        "$TMP/exported.out")" -eq 1 ] && cmp -s "$TMP/hf_recorded/tokenizer.json" "$TMP/hf_fp32/tokenizer.json"; then
+    pass record_tokenizer_used
+else
+    fail record_tokenizer_used "$why"
+fi
+if exported "$TMP/rec_good/model_00000040.bin" "$TMP/hf_recorded_same" --tokenizer "$DATA/tokenizer.bin" &&
+    [ ! -s "$TMP/exported.err" ] && [ -f "$TMP/hf_recorded_same/tokenizer.json" ]; then
+    pass record_tokenizer_same_bytes
+else
+    fail record_tokenizer_same_bytes "$why"
+fi
+other_sum=$(xxh3 "$TMP/other_tok/tokenizer.bin")
+recorded_sum=$(xxh3 "$TMP/tok dir/tokenizer.bin")
+if refused "--tokenizer $TMP/other_tok/tokenizer.bin (XXH3 $other_sum) is not the tokenizer the model was trained \
+with ($TMP/tok dir/tokenizer.bin, XXH3 $recorded_sum, recorded in $TMP/rec_good/dataset.txt): --other-tokenizer" \
+    "$TMP/rec_good/model_00000040.bin" "$TMP/hf_other" --tokenizer "$TMP/other_tok/tokenizer.bin" &&
+    [ ! -e "$TMP/hf_other" ]; then
+    pass error_tokenizer_not_recorded_one
+else
+    fail error_tokenizer_not_recorded_one "$why"
+fi
+if exported "$TMP/rec_good/model_00000040.bin" "$TMP/hf_other" --tokenizer "$TMP/other_tok/tokenizer.bin" \
+    --other-tokenizer && [ "$(wc -l <"$TMP/exported.err")" -eq 1 ] &&
+    grep -q "^export_hf: warning: --tokenizer $TMP/other_tok/tokenizer.bin .* is not the tokenizer the model was trained with" \
+        "$TMP/exported.err" && [ -f "$TMP/hf_other/tokenizer.json" ]; then
+    pass other_tokenizer_flag
+else
+    fail other_tokenizer_flag "$why"
+fi
+# the recorded tokenizer changed since, or gone: refused, naming it and the flags
+tokenizer_copy "$TMP/tok changed"
+run_with_record "$TMP/rec_changed" "$(printf 'gptfp8 run data 1\n'; record_line tokenizer "$TMP/tok changed/tokenizer.bin")"
+printf 'x' >>"$TMP/tok changed/tokenizer.bin"
+expect_error record_tokenizer_changed \
+    "$TMP/tok changed/tokenizer.bin has changed since the run recorded it in $TMP/rec_changed/dataset.txt .*--tokenizer .*--other-tokenizer" \
+    "$TMP/rec_changed/model_00000040.bin"
+tokenizer_copy "$TMP/tok gone"
+run_with_record "$TMP/rec_gone" "$(printf 'gptfp8 run data 1\n'; record_line tokenizer "$TMP/tok gone/tokenizer.bin")"
+rm -r "$TMP/tok gone"
+expect_error record_tokenizer_gone \
+    "$TMP/rec_gone/dataset.txt records the tokenizer $TMP/tok gone/tokenizer.bin, which is gone: .*--tokenizer .*--other-tokenizer" \
+    "$TMP/rec_gone/model_00000040.bin"
+# no record (llm.c's files, a copied model), or a run without a tokenizer: --tokenizer goes unchecked, with one warning
+if exported "$BARE" "$TMP/hf_no_record" --tokenizer "$DATA/tokenizer.bin" && [ "$(wc -l <"$TMP/exported.err")" -eq 1 ] &&
+    grep -q "^export_hf: warning: .*no record of the tokenizer it was trained with.*cannot check" "$TMP/exported.err" &&
+    [ -f "$TMP/hf_no_record/tokenizer.json" ]; then
+    pass no_record_warning
+else
+    fail no_record_warning "$why"
+fi
+run_with_record "$TMP/rec_no_tokenizer" "$(printf 'gptfp8 run data 1\n'; echo "$SHARD_LINES")"
+if exported "$TMP/rec_no_tokenizer/model_00000040.bin" "$TMP/hf_rec_no_tokenizer" --tokenizer "$DATA/tokenizer.bin" &&
+    [ "$(wc -l <"$TMP/exported.err")" -eq 1 ] &&
+    grep -q "^export_hf: warning: $TMP/rec_no_tokenizer/dataset.txt records no tokenizer.*cannot check" "$TMP/exported.err" &&
+    [ -f "$TMP/hf_rec_no_tokenizer/tokenizer.json" ]; then
+    pass record_without_tokenizer_warning
+else
+    fail record_without_tokenizer_warning "$why"
+fi
+# a record that does not parse: one line naming the file and the line
+bad_record() {  # name, expected, the record's text
+    run_with_record "$TMP/rec_$1" "$3"
+    expect_error "record_$1" "$TMP/rec_$1/dataset.txt:$2" "$TMP/rec_$1/model_00000040.bin"
+}
+TOK_LINE=$(record_line tokenizer "$TMP/tok dir/tokenizer.bin")
+bad_record header "1: not a run's data record" "$(printf 'gptfp8 run data 2\n%s' "$TOK_LINE")"
+bad_record field_count "3: tokenizer record has 3 fields, expected 4" \
+    "$(printf 'gptfp8 run data 1\n# c\n%s' "$(printf '%s' "$TOK_LINE" | cut -f1,3,4)")"
+bad_record extra_field "2: train record has 3 fields, expected 2" \
+    "$(printf 'gptfp8 run data 1\ntrain\t/a/*.bin\t/b/*.bin')"
+bad_record bad_hex "2: bad XXH3 'ABCDEF0123456789' (16 lowercase hex digits)" \
+    "$(printf 'gptfp8 run data 1\ntokenizer\t10\tABCDEF0123456789\t/x/tokenizer.bin')"
+bad_record bad_size "2: bad byte count '1e3'" \
+    "$(printf 'gptfp8 run data 1\nval_shard\t1e3\t0123456789abcdef\t/x/val.bin')"
+bad_record relative_path "2: the path 'tok/tokenizer.bin' is not absolute" \
+    "$(printf 'gptfp8 run data 1\ntokenizer\t10\t0123456789abcdef\ttok/tokenizer.bin')"
+bad_record unknown "3: unknown record 'shard'" "$(printf 'gptfp8 run data 1\n%s\nshard\t/x' "$TOK_LINE")"
+bad_record two_tokenizers "3: a second tokenizer record" "$(printf 'gptfp8 run data 1\n%s\n%s' "$TOK_LINE" "$TOK_LINE")"
 
 # the checks that need transformers, in one Python process (torch's import is most of its time): one line each,
 # "PASS name" or "FAIL name: why", counted below
