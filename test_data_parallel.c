@@ -353,7 +353,7 @@ static void load_rank0(void* arg) {
     gpt2_allocate(&model, &opt, DP_B / job->num_processes, DP_T);
     uint64_t rng_state;
     size_t shard_index, shard_position;
-    gpt2_load_checkpoint(&model, job->dir, 1, &rng_state, &shard_index, &shard_position);
+    gpt2_load_checkpoint(&model, job->dir, 1, &rng_state, &shard_index, &shard_position, NULL);
     gpt2_free(&model);
 }
 
@@ -369,14 +369,14 @@ static void test_per_rank_checkpoints(void) {
     rng_seed(&rng, 32);
     random_batch(inputs, targets, 37, &rng);
     sim_group_step(&group, inputs, targets, 0, 1e-3f, 1.0f);
-    for (int r = 0; r < 2; r++) { gpt2_save_checkpoint(&group.rank[r], dir, 1, 99, NULL); }
+    for (int r = 0; r < 2; r++) { gpt2_save_checkpoint(&group.rank[r], dir, 1, 99, NULL, NULL); }
     for (int r = 0; r < 2; r++) {
         GPT2 loaded;
         ModelOptions opt = dp_options(2, r, 1, 0);
         gpt2_allocate(&loaded, &opt, DP_B / 2, DP_T);
         uint64_t rng_state;
         size_t shard_index, shard_position;
-        gpt2_load_checkpoint(&loaded, dir, 1, &rng_state, &shard_index, &shard_position);
+        gpt2_load_checkpoint(&loaded, dir, 1, &rng_state, &shard_index, &shard_position, NULL);
         GPT2* saved = &group.rank[r];
         CHECK(rng_state == 99, "rank %d: RNG state", r);
         CHECK(loaded.shard.count == saved->shard.count && loaded.shard.count < saved->num_parameters,

@@ -1095,7 +1095,7 @@ static void test_checkpoints(void) {
     tiny_batch(inputs, targets, &rng);
     float norm;
     train_step(&cpu, inputs, targets, TB, TT, 0, &norm);
-    gpt2_save_checkpoint(&cpu, dir, 1, 0, NULL);
+    gpt2_save_checkpoint(&cpu, dir, 1, 0, NULL, NULL);
     int S = cpu.fp8.num_slots;  // the diagnostics state as saved, before the forward below counts more casts
     Fp8QuantStats* saved_stats = (Fp8QuantStats*)malloc((size_t)S * sizeof(Fp8QuantStats));
     float* saved_last_amax = (float*)malloc((size_t)S * 4);
@@ -1110,7 +1110,7 @@ static void test_checkpoints(void) {
     gpu::gpt2_gpu_allocate(&resumed, &config, &args, TB, TT, &one_process);
     uint64_t rng_state;
     size_t shard_index, shard_position;
-    gpt2_load_checkpoint(&resumed, dir, 1, &rng_state, &shard_index, &shard_position);
+    gpt2_load_checkpoint(&resumed, dir, 1, &rng_state, &shard_index, &shard_position, NULL);
     // the FP8 diagnostics state comes back too: the CPU's cast counters on the device, its last amaxes on the host
     Fp8QuantStats* device_stats = (Fp8QuantStats*)malloc((size_t)S * sizeof(Fp8QuantStats));
     cudaCheck(cudaMemcpy(device_stats, resumed.fp8_stats, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
@@ -1136,9 +1136,9 @@ static void test_checkpoints(void) {
     for (int pass = 0; pass < 2; pass++) {
         gpu::GPT2* g = pass == 0 ? &gpu : &resumed;
         if (pass == 0) {
-            gpt2_save_checkpoint(&gpu, dir, 2, 0, NULL);
+            gpt2_save_checkpoint(&gpu, dir, 2, 0, NULL, NULL);
         } else {
-            gpt2_load_checkpoint(&resumed, dir, 2, &rng_state, &shard_index, &shard_position);
+            gpt2_load_checkpoint(&resumed, dir, 2, &rng_state, &shard_index, &shard_position, NULL);
             gpt2_cast_weights_fp8(&resumed, 0);
         }
         Rng data;
@@ -1442,13 +1442,13 @@ static void fp8_block_checkpoints(const char* recipe) {
     random_batch(inputs, targets, n, shape->V, &rng);
     float norm;
     train_step(&cpu, inputs, targets, shape->B, shape->T, 0, &norm);
-    gpt2_save_checkpoint(&cpu, dir, 1, 0, NULL);
+    gpt2_save_checkpoint(&cpu, dir, 1, 0, NULL, NULL);
     gpu::GPT2 resumed;
     GPT2Config config = shape_config(shape);
     gpu::gpt2_gpu_allocate(&resumed, &config, &args, shape->B, shape->T, &one_process);
     uint64_t rng_state;
     size_t shard_index, shard_position;
-    gpt2_load_checkpoint(&resumed, dir, 1, &rng_state, &shard_index, &shard_position);
+    gpt2_load_checkpoint(&resumed, dir, 1, &rng_state, &shard_index, &shard_position, NULL);
     Fp8BlockScaleRange* device_ranges = (Fp8BlockScaleRange*)malloc((size_t)S * sizeof(Fp8BlockScaleRange));
     cudaCheck(cudaMemcpy(device_ranges, resumed.fp8_block_scale_range, (size_t)S * sizeof(Fp8BlockScaleRange),
                          cudaMemcpyDeviceToHost));
@@ -1468,10 +1468,10 @@ static void fp8_block_checkpoints(const char* recipe) {
     char what[64];
     snprintf(what, sizeof(what), "%s: CPU checkpoint on the GPU: ", recipe);
     check_loss(&cpu, gpu_loss, n, 0, what);
-    gpt2_save_checkpoint(&resumed, dir, 2, 0, NULL);
+    gpt2_save_checkpoint(&resumed, dir, 2, 0, NULL, NULL);
     cpu::GPT2 back;
     cpu_model_allocate(&back, &config, &args, shape->B, shape->T);
-    gpt2_load_checkpoint(&back, dir, 2, &rng_state, &shard_index, &shard_position);
+    gpt2_load_checkpoint(&back, dir, 2, &rng_state, &shard_index, &shard_position, NULL);
     CHECK(memcmp(back.master_memory, cpu.master_memory, cpu.num_parameters * 4) == 0 &&
               memcmp(back.m_memory, cpu.m_memory, cpu.shard.count * 4) == 0 &&
               memcmp(back.v_memory, cpu.v_memory, cpu.shard.count * 4) == 0,

@@ -1119,8 +1119,10 @@ static StateFp8Arrays gpt2_state_fp8_arrays(GPT2* model) {
     return a;
 }
 
-static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_t rng_state, const DataLoader* loader) {
+static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_t rng_state, const DataLoader* loader,
+                                 const CheckpointRunState* run_state) {
     StateHeader h = gpt2_state_header(model, step, rng_state, loader);
+    checkpoint_run_state_put(&h, run_state);
     StateFp8Arrays fp8 = gpt2_state_fp8_arrays(model);
     checkpoint_save(dir, step, &model->config, model->master_memory, model->m_memory, model->v_memory, &h,
                     model->precision == PRECISION_FP8 ? &fp8 : NULL);
@@ -1129,11 +1131,12 @@ static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_
 // Restores parameters, AdamW moments and the FP8 state of checkpoint `step` in `dir`; returns the RNG state and the
 // data position through the pointers.
 static void gpt2_load_checkpoint(GPT2* model, const char* dir, int step, uint64_t* rng_state, size_t* shard_index,
-                                 size_t* shard_position) {
+                                 size_t* shard_position, CheckpointRunState* run_state) {
     StateHeader h = gpt2_state_header(model, step, 0, NULL);
     StateFp8Arrays fp8 = gpt2_state_fp8_arrays(model);
     checkpoint_load(dir, step, &model->config, model->master_memory, model->m_memory, model->v_memory, &h,
                     model->precision == PRECISION_FP8 ? &fp8 : NULL);
+    checkpoint_run_state_get(&h, run_state);
     *rng_state = h.rng_state;
     *shard_index = (size_t)h.shard_index;
     *shard_position = (size_t)h.shard_position;
@@ -1217,6 +1220,7 @@ int main(int argc, char** argv) {
     Rng sample_rng;
     rng_seed(&sample_rng, (uint64_t)args.seed ^ 0x5EEDull);
     int start_step = 0;
+    SkippedSteps skipped = {0, 0, 0, 0};
     if (args.resume) {
         long long latest = run_folder_resume_step(&args);
         if (resume_is_complete(&args, latest, train_steps)) {
@@ -1228,13 +1232,17 @@ int main(int argc, char** argv) {
             printf("resume: no complete checkpoint (DONE_*) in %s, starting from scratch\n", args.output_dir);
         } else {
             size_t shard_index, shard_position;
-            gpt2_load_checkpoint(&model, args.output_dir, (int)latest, &sample_rng.state, &shard_index, &shard_position);
+            CheckpointRunState resumed;
+            gpt2_load_checkpoint(&model, args.output_dir, (int)latest, &sample_rng.state, &shard_index, &shard_position,
+                                 &resumed);
+            run_resume_state(&args, &run, &resumed, &skipped);
             if (dataloader_resume(train_loader, shard_index, shard_position, err, sizeof(err))) { die("%s", err); }
             start_step = (int)latest;
             printf("resumed from %s/model_%08lld.bin at step %d\n", args.output_dir, latest, start_step);
             run_folder_drop_later_checkpoints(args.output_dir, latest);
         }
     }
+    run_record_data(&args, &run, start_step);
     gpt2_cast_weights_fp8(&model, start_step == 0);
 
     box_rule(stdout);
@@ -1251,7 +1259,6 @@ int main(int argc, char** argv) {
     }
 
     StepTimer timer = {0.0, 0};
-    SkippedSteps skipped = {0, 0, 0, 0};
     for (int step = start_step; step <= train_steps; step++) {
         int last_step = step == train_steps;
         if (last_step) { skipped_steps_check_end(&skipped); }
@@ -1275,7 +1282,8 @@ int main(int argc, char** argv) {
             if (sample_due(&args, &run, step)) { sample_text(&model, &run.tokenizer, args.gen_tokens, &sample_rng); }
             if (args.output_dir && step > 0 &&
                 ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || last_step)) {
-                gpt2_save_checkpoint(&model, args.output_dir, step, sample_rng.state, train_loader);
+                CheckpointRunState run_state = run_checkpoint_state(&run, &skipped);
+                gpt2_save_checkpoint(&model, args.output_dir, step, sample_rng.state, train_loader, &run_state);
                 printf("checkpoint: %s/model_%08d.bin\n", args.output_dir, step);
             }
         }

@@ -1444,7 +1444,8 @@ static void gpt2_state_fp8_arrays_free(StateFp8Arrays* a) {
 // Checkpoint `step` into dir, as the CPU's: the model file from rank 0 (every rank's master shard gathered through the
 // gradient buffer, free between steps), a state file per rank (its moments and FP8 state), DONE after every rank's.
 // Every rank must call this.
-static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_t rng_state, const DataLoader* loader) {
+static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_t rng_state, const DataLoader* loader,
+                                 const CheckpointRunState* run_state) {
     MultiGpu* mg = model->multi_gpu;
     float* params = (float*)calloc_or_die(model->num_parameters, 4, "parameters");
     float* m = (float*)calloc_or_die(model->shard.count, 4, "AdamW m");
@@ -1463,6 +1464,7 @@ static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_
         gpt2_fp8_block_scale_ranges_to_host(model);
     }
     StateHeader h = gpt2_state_header(model, step, rng_state, loader);
+    checkpoint_run_state_put(&h, run_state);
     // every rank has the gathered masters: each state file records the model file's checksum, rank 0 writes the file
     h.model_checksum = checkpoint_model_checksum(step, &model->config, params, model->num_parameters);
     if (mg->process_rank == 0) { checkpoint_save_model(dir, step, &model->config, params, model->num_parameters); }
@@ -1478,13 +1480,14 @@ static void gpt2_save_checkpoint(GPT2* model, const char* dir, int step, uint64_
 // Restores parameters, AdamW moments and the FP8 state of checkpoint `step` in `dir`, as the CPU's; returns the RNG
 // state and the data position through the pointers.
 static void gpt2_load_checkpoint(GPT2* model, const char* dir, int step, uint64_t* rng_state, size_t* shard_index,
-                                 size_t* shard_position) {
+                                 size_t* shard_position, CheckpointRunState* run_state) {
     float* params = (float*)calloc_or_die(model->num_parameters, 4, "parameters");
     float* m = (float*)calloc_or_die(model->shard.count, 4, "AdamW m");
     float* v = (float*)calloc_or_die(model->shard.count, 4, "AdamW v");
     StateHeader h = gpt2_state_header(model, step, 0, NULL);
     StateFp8Arrays fp8 = gpt2_state_fp8_arrays(model);
     checkpoint_load(dir, step, &model->config, params, m, v, &h, model->precision == PRECISION_FP8 ? &fp8 : NULL);
+    checkpoint_run_state_get(&h, run_state);
     gpt2_upload_params(model, params);
     cudaCheck(cudaMemcpy(model->m_memory, m, model->shard.count * 4, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(model->v_memory, v, model->shard.count * 4, cudaMemcpyHostToDevice));
@@ -1692,12 +1695,16 @@ int main(int argc, char** argv) {
     Rng sample_rng;  // the CPU trainer's sampling stream, from the same seed
     rng_seed(&sample_rng, (uint64_t)args.seed ^ 0x5EEDull);
     int start_step = 0;
+    SkippedSteps skipped = {0, 0, 0, 0};
     if (args.resume) {
         if (latest < 0) {
             printf("resume: no complete checkpoint (DONE_*) in %s, starting from scratch\n", args.output_dir);
         } else {
             size_t shard_index, shard_position;
-            gpt2_load_checkpoint(&model, args.output_dir, (int)latest, &sample_rng.state, &shard_index, &shard_position);
+            CheckpointRunState resumed;
+            gpt2_load_checkpoint(&model, args.output_dir, (int)latest, &sample_rng.state, &shard_index, &shard_position,
+                                 &resumed);
+            run_resume_state(&args, &run, &resumed, &skipped);
             if (dataloader_resume(train_loader, shard_index, shard_position, err, sizeof(err))) { die("%s", err); }
             start_step = (int)latest;
             if (args.profile_step > 0 && args.profile_step <= start_step) {
@@ -1709,6 +1716,7 @@ int main(int argc, char** argv) {
             if (rank0) { run_folder_drop_later_checkpoints(args.output_dir, latest); }
         }
     }
+    run_record_data(&args, &run, start_step);  // rank 0's run setup collected the data, the others' did not
     // rank 0 writes fp8_diag.tsv (opened below), counting every recorded cast from the first weight cast on (as the CPU)
     model.fp8_collect_stats = rank0 && args.output_dir && args.precision == PRECISION_FP8 && args.fp8_diag_every > 0;
     gpt2_cast_weights_fp8(&model, start_step == 0);
@@ -1752,7 +1760,6 @@ int main(int argc, char** argv) {
         open_run_logs(args.output_dir, start_step, model.fp8_collect_stats, &main_log, &diag_log);
     }
     StepTimer timer = {0.0, 0};
-    SkippedSteps skipped = {0, 0, 0, 0};
     for (int step = start_step; step <= train_steps; step++) {
         int last_step = step == train_steps;
         if (last_step) { skipped_steps_check_end(&skipped); }
@@ -1776,7 +1783,8 @@ int main(int argc, char** argv) {
             if (rank0 && sample_due(&args, &run, step)) { sample_text(&model, &run.tokenizer, args.gen_tokens, &sample_rng); }
             if (args.output_dir && step > 0 &&
                 ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || last_step)) {
-                gpt2_save_checkpoint(&model, args.output_dir, step, sample_rng.state, train_loader);  // GPU: every rank
+                CheckpointRunState run_state = run_checkpoint_state(&run, &skipped);
+                gpt2_save_checkpoint(&model, args.output_dir, step, sample_rng.state, train_loader, &run_state);  // every rank
                 printf("checkpoint: %s/model_%08d.bin\n", args.output_dir, step);
             }
         }

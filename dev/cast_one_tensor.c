@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
     uint64_t rng_state;
     size_t shard_index, shard_position;
     char err[ERROR_MESSAGE_MAX];
-    gpt2_load_checkpoint(&model, args.output_dir, args.resume_step, &rng_state, &shard_index, &shard_position);
+    gpt2_load_checkpoint(&model, args.output_dir, args.resume_step, &rng_state, &shard_index, &shard_position, NULL);
     if (dataloader_resume(&run.train_loader, shard_index, shard_position, err, sizeof(err))) { die("%s", err); }
     gpt2_cast_weights_fp8(&model, 0);
     // the step after the checkpoint: its batch, forward and backward, as the resumed trainer runs it

@@ -9,7 +9,9 @@ loads MODEL.bin with the trainer's own reader (read_model_file, what -e FILE rea
 makes) into a model in -precision fp32, reads B*T tokens of SHARD.bin starting at token OFFSET (default 0) with the
 trainer's data loader (inputs (B, T) and their next tokens as targets, as a training or validation batch), runs the
 trainer's forward (gpt2_forward: train_gpt_fp8.c included with TESTING) and writes the logits (B, T, V) as float32,
-row-major, the padded vocabulary columns dropped, to OUT.f32 (atomically). Prints the mean cross-entropy loss of
+row-major, the padded vocabulary columns dropped, to OUT.f32 (atomically; a symlink is written through, a device or
+a FIFO in place: llmc/checkpoint.h's atomic_open). A model from a run folder whose dataset.txt records a tokenizer is
+refused data encoded with another one (the shard's manifest names it), as the trainer refuses it. Prints the mean cross-entropy loss of
 the batch, the number the trainer's val loss averages. With OFFSET = i*B*T it is the trainer's i-th val batch.
 */
 #define TESTING
@@ -64,6 +66,20 @@ int main(int argc, char** argv) {
     if (dataloader_resume(&loader, 0, offset, err, sizeof(err)) || dataloader_next_batch(&loader, err, sizeof(err))) {
         die("%s", err);
     }
+
+    // a model whose run recorded its tokenizer meets data encoded with another (its manifest says): refused, as the
+    // trainer refuses it
+    char* record_path = run_data_path_beside(model_path);
+    RunData record;
+    int record_rc = run_data_read(record_path, &record, err, sizeof(err));
+    if (record_rc < 0) { die("%s", err); }
+    if (record_rc == 0) {
+        if (record.have_tokenizer && run_data_check_shard_tokenizer(shard_path, &record.tokenizer, err, sizeof(err))) {
+            die("%s: %s was trained with the tokenizer %s records", err, model_path, record_path);
+        }
+        run_data_free(&record);
+    }
+    free(record_path);
 
     ModelOptions opt;
     memset(&opt, 0, sizeof(opt));

@@ -25,7 +25,9 @@ typedef struct {
     const char* train_pattern;
     const char* val_pattern;
     const char* tokenizer_path;
-    int tokenizer_explicit;
+    int train_explicit, val_explicit, tokenizer_explicit;  // -i, -j, -tk given (else -e FILE's record may set them)
+    int other_tokenizer;  // -other_tokenizer 1: a tokenizer that is not the model's or the data's is a warning
+    int other_data;       // -other_data 1: -y 1 resumes on data that changed since the run began (and records it)
     const char* output_dir;
     const char* model_spec;  // "" (free sizes), d12 | d24 | d36 | d48, or a model file
     int num_layers, channels, num_heads, vocab_override, max_seq_len;
@@ -129,6 +131,9 @@ static inline void print_usage(const char* program) {
     usage_flag("-i FILES", "train shards (a glob)", "%s", d.train_pattern);
     usage_flag("-j FILES", "val shards (a glob)", "%s", d.val_pattern);
     usage_flag("-tk FILE", "tokenizer (for sampling)", "tokenizer.bin beside the train shards, if there");
+    printf("  %-26s %s\n", "", "(-e FILE from a run folder: -i -j -tk default to its dataset.txt's)");
+    usage_flag("-other_tokenizer 0|1", "1: use a tokenizer not the model's or data's", "%d (refused)", d.other_tokenizer);
+    usage_flag("-other_data 0|1", "1: -y 1 on data changed since the run began", "%d (refused)", d.other_data);
     usage_flag("-o DIR", "output: main.log, fp8_diag.tsv, checkpoints", "none (no logs, no checkpoints)");
     printf("model\n");
     usage_flag("-e d12|d24|d36|d48|FILE", "a GPT-2 preset, or start from a model file", "none: -L -C -NH below");
@@ -231,9 +236,11 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
         if (i + 1 >= argc) { die("flag %s needs a value (-h lists the flags)", flag); }
         const char* v = argv[++i];
         char err[256];
-        if (strcmp(flag, "-i") == 0) { a->train_pattern = v; }
-        else if (strcmp(flag, "-j") == 0) { a->val_pattern = v; }
+        if (strcmp(flag, "-i") == 0) { a->train_pattern = v; a->train_explicit = 1; }
+        else if (strcmp(flag, "-j") == 0) { a->val_pattern = v; a->val_explicit = 1; }
         else if (strcmp(flag, "-tk") == 0) { a->tokenizer_path = v; a->tokenizer_explicit = 1; }
+        else if (strcmp(flag, "-other_tokenizer") == 0) { a->other_tokenizer = parse_int_flag(flag, v, 0, 1); }
+        else if (strcmp(flag, "-other_data") == 0) { a->other_data = parse_int_flag(flag, v, 0, 1); }
         else if (strcmp(flag, "-o") == 0) { a->output_dir = v; }
         else if (strcmp(flag, "-e") == 0) { a->model_spec = v; }
         else if (strcmp(flag, "-L") == 0) { a->num_layers = parse_int_flag(flag, v, 1, 1024); }
@@ -373,6 +380,7 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
         float8_block_scaling_apply(&a->recipe, a->fp8_scaling);
     }
     if (a->resume && !a->output_dir) { die("-y 1 needs -o: the folder to resume from"); }
+    if (a->other_data && !a->resume) { die("-other_data 1 needs -y 1: it resumes a run on data changed since it began"); }
     if (a->resume_step >= 0 && !a->resume) { die("-resume_step needs -y 1"); }
     if (a->start_over && a->resume) { die("-start_over 1 and -y 1 contradict each other: start a new run, or resume"); }
     if (a->start_over && !a->output_dir) { die("-start_over 1 needs -o: the folder to start over in"); }

@@ -41,6 +41,9 @@ State file, version 4 (all little-endian), one per rank:
     [36..37] XXH3-64 of the model file model_%08d.bin of the same step, all of its bytes (uint64)
     [38] blockwise amax_epsilon (float bits; 0 otherwise)  [39] 1: blockwise scales not rounded to powers of two
     (-fp8_pow2_scales 0; 0 otherwise, so the files written before block scaling read the same)
+    [40] steps skipped (non-finite) in a row up to this step  [41] the first of them (1-based; 0 when [40] is 0)
+    [42..43] XXH3-64 of the run's tokenizer.bin (uint64; 0: the run had none)
+    ([40..43] were 0 in the files written before them, which therefore read as "none skipped, no tokenizer known")
   float m[opt_count], float v[opt_count]              AdamW moments of parameters [opt_offset, opt_offset + opt_count)
   float fp8_meta[(amax_history_len + 2) * 5M]        fp8/meta.h's buffer as-is: amax_history, scale, scale_inv
   float fp8_last_amax[5M]                             per slot, row 0 as the last update saw it (fp8_diag.tsv's amax)
@@ -97,6 +100,7 @@ typedef struct {
     char* path;      // the file it becomes
     char* tmp_path;  // path.tmp.PID, what is written
     int failed;  // a write failed (its errno); commit refuses and removes the temporary file
+    int in_place;  // a device or a FIFO: written directly, tmp_path is path (no rename, nothing to remove)
 } AtomicFile;
 
 static inline void atomic_free_paths(AtomicFile* af) {
@@ -105,13 +109,39 @@ static inline void atomic_free_paths(AtomicFile* af) {
     af->path = af->tmp_path = NULL;
 }
 
+// Where an output goes. A regular file (or none yet) is replaced through a temporary file and a rename, so a crash
+// leaves the old file or the new one; a symlink is followed (the temporary goes beside its target, which the rename
+// replaces, and the link stays a link); a character device or a FIFO (/dev/null, /dev/stdout, a pipe to a reader) is
+// written in place, since a rename would replace the device with a regular file; a folder, a socket or a block
+// device is refused.
 static inline int atomic_open(AtomicFile* af, const char* path, char* err, size_t errlen) {
     memset(af, 0, sizeof(*af));
-    af->path = alloc_printf("%s", path);
-    af->tmp_path = alloc_printf("%s.tmp.%ld", path, (long)getpid());
+    struct stat st;
+    char* target = NULL;
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        target = realpath(path, NULL);
+        if (!target) {
+            snprintf(err, errlen, "cannot write %s: it is a symbolic link whose target cannot be reached (%s)", path,
+                     strerror(errno));
+            return -1;
+        }
+    }
+    const char* out = target ? target : path;
+    if (stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+            snprintf(err, errlen, "cannot write %s: it exists and is %s, not a file", out,
+                     S_ISDIR(st.st_mode) ? "a folder" : S_ISBLK(st.st_mode) ? "a block device" : "not a regular file");
+            free(target);
+            return -1;
+        }
+        af->in_place = 1;
+    }
+    af->path = alloc_printf("%s", out);
+    af->tmp_path = af->in_place ? alloc_printf("%s", out) : alloc_printf("%s.tmp.%ld", out, (long)getpid());
+    free(target);
     af->file = fopen(af->tmp_path, "wb");
     if (!af->file) {
-        snprintf(err, errlen, "cannot create %s: %s", af->tmp_path, strerror(errno));
+        snprintf(err, errlen, "cannot %s %s: %s", af->in_place ? "open" : "create", af->tmp_path, strerror(errno));
         atomic_free_paths(af);
         return -1;
     }
@@ -145,15 +175,22 @@ static inline void fsync_parent_dir(const char* path) {
 
 static inline int atomic_commit(AtomicFile* af, char* err, size_t errlen) {
     if (!af->failed && fflush(af->file) != 0) { af->failed = errno; }
-    if (!af->failed && fsync(fileno(af->file)) != 0) { af->failed = errno; }
+    // a device or a pipe has nothing to make durable (fsync says EINVAL there)
+    if (!af->failed && !af->in_place && fsync(fileno(af->file)) != 0) { af->failed = errno; }
     if (fclose(af->file) != 0 && !af->failed) { af->failed = errno; }
     af->file = NULL;
     int rc = 0;
     if (af->failed) {
-        snprintf(err, errlen, "writing %s failed: %s (the previous file, if any, is untouched)", af->tmp_path,
-                 strerror(af->failed));
-        unlink(af->tmp_path);
+        if (af->in_place) {
+            snprintf(err, errlen, "writing %s failed: %s", af->path, strerror(af->failed));
+        } else {
+            snprintf(err, errlen, "writing %s failed: %s (the previous file, if any, is untouched)", af->tmp_path,
+                     strerror(af->failed));
+            unlink(af->tmp_path);
+        }
         rc = -1;
+    } else if (af->in_place) {
+        // written where it goes
     } else if (rename(af->tmp_path, af->path) != 0) {
         snprintf(err, errlen, "cannot rename %s to %s: %s", af->tmp_path, af->path, strerror(errno));
         unlink(af->tmp_path);
@@ -302,7 +339,30 @@ typedef struct {
     int64_t shard_index, shard_position;
     int64_t opt_offset, opt_count;  // the AdamW moments in this file: parameters [opt_offset, opt_offset + opt_count)
     uint64_t model_checksum;        // XXH3-64 of the model file of the same step
+    int skipped_in_a_row;           // steps skipped (non-finite) in a row up to this one, so -max_skipped counts on
+    int first_skipped_step;         // after a resume as in a run never stopped; the first of them (1-based), or 0
+    uint64_t tokenizer_checksum;    // XXH3-64 of the run's tokenizer.bin (llmc/run_data.h); 0: none recorded
 } StateHeader;
+
+// What a checkpoint keeps of the run around the model, filled by the mains (run.h): the steps skipped in a row up to
+// it and the run's tokenizer.
+typedef struct {
+    int skipped_in_a_row, first_skipped_step;
+    uint64_t tokenizer_checksum;
+} CheckpointRunState;
+
+static inline void checkpoint_run_state_put(StateHeader* h, const CheckpointRunState* run_state) {
+    if (!run_state) { return; }
+    h->skipped_in_a_row = run_state->skipped_in_a_row;
+    h->first_skipped_step = run_state->first_skipped_step;
+    h->tokenizer_checksum = run_state->tokenizer_checksum;
+}
+static inline void checkpoint_run_state_get(const StateHeader* h, CheckpointRunState* run_state) {
+    if (!run_state) { return; }
+    run_state->skipped_in_a_row = h->skipped_in_a_row;
+    run_state->first_skipped_step = h->first_skipped_step;
+    run_state->tokenizer_checksum = h->tokenizer_checksum;
+}
 
 // The FP8 arrays of a state file (all NULL when M = 0): the metadata buffer and the diagnostics state.
 typedef struct {
@@ -411,6 +471,9 @@ static inline int state_file_write(const char* path, const StateHeader* h, const
     put_i64(&header[36], (int64_t)h->model_checksum);
     memcpy(&header[38], &h->recipe.amax_epsilon, sizeof(float));
     header[39] = !h->recipe.power_2_scale;
+    header[40] = h->skipped_in_a_row;
+    header[41] = h->first_skipped_step;
+    put_i64(&header[42], (int64_t)h->tokenizer_checksum);
     void* arrays[STATE_ARRAYS];
     size_t bytes[STATE_ARRAYS];
     state_file_arrays(h, (void*)m, (void*)v, fp8, arrays, bytes);
@@ -478,6 +541,9 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
     h->model_checksum = (uint64_t)get_i64(&header[36]);
     memcpy(&h->recipe.amax_epsilon, &header[38], sizeof(float));
     h->recipe.power_2_scale = !header[39];
+    h->skipped_in_a_row = header[40];
+    h->first_skipped_step = header[41];
+    h->tokenizer_checksum = (uint64_t)get_i64(&header[42]);
     char recipe_err[256];
     // every range before any arithmetic on it: sizes below are then products of bounded numbers (no overflow)
     if (h->num_parameters <= 0 || h->num_parameters > STATE_MAX_PARAMETERS || h->opt_offset < 0 || h->opt_count < 0 ||
@@ -485,7 +551,8 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
         h->process_rank < 0 || h->process_rank >= h->num_processes || h->step < 0 || h->num_processes < 1 ||
         h->precision < 0 || h->precision > 2 || h->fp8_modules < 0 || h->fp8_modules > (1 << 20) ||
         (h->fp8_modules && delayed_scaling_validate(&h->recipe, recipe_err, sizeof(recipe_err))) || h->B < 1 ||
-        h->T < 1 || h->total_batch < 1 || h->shard_index < 0 || h->shard_position < 0) {
+        h->T < 1 || h->total_batch < 1 || h->shard_index < 0 || h->shard_position < 0 || h->skipped_in_a_row < 0 ||
+        h->first_skipped_step < 0 || h->first_skipped_step > h->step || (h->skipped_in_a_row > 0) != (h->first_skipped_step > 0)) {
         snprintf(err, errlen, "%s: corrupt state header", path);
         return -1;
     }
@@ -892,7 +959,7 @@ static inline void checkpoint_refuse_other_run(const char* dir, long long step, 
 // Loads checkpoint `step` of `dir` into params, m, v and (when the run has FP8 state) fp8's arrays, after checking
 // that its files are intact and belong together (the steps in the names and in the files, the model's checksum, the
 // state's: else checkpoint_refuse_damaged) and that it was written by this run (model, process layout, every setting
-// of checkpoint_check_same_run); on return h holds the file's step, RNG and data position.
+// of checkpoint_check_same_run); on return h holds the file's step, RNG, data position, skipped steps and tokenizer checksum.
 static inline void checkpoint_load(const char* dir, int step, const GPT2Config* config, float* params, float* m,
                                    float* v, StateHeader* h, const StateFp8Arrays* fp8) {
     char err[ERROR_MESSAGE_MAX];
@@ -987,6 +1054,9 @@ static inline void checkpoint_load(const char* dir, int step, const GPT2Config* 
     h->rng_state = file.rng_state;
     h->shard_index = file.shard_index;
     h->shard_position = file.shard_position;
+    h->skipped_in_a_row = file.skipped_in_a_row;
+    h->first_skipped_step = file.first_skipped_step;
+    h->tokenizer_checksum = file.tokenizer_checksum;
 }
 
 #endif  // GPTFP8_CHECKPOINT_H

@@ -21,6 +21,7 @@ and the steps skipped in a row (the output folder, its lock, checkpoints and log
 #include "checkpoint.h"
 #include "dataloader.h"
 #include "gpt2.h"
+#include "run_data.h"
 #include "run_folder.h"
 #include "tokenizer.h"
 #include "utils.h"
@@ -38,6 +39,14 @@ typedef struct {
     Tokenizer tokenizer;
     int have_tokenizer;
     char* tokenizer_path;  // (allocated) -tk, or tokenizer.bin beside the training data
+    RunDataFile tokenizer_file;   // its absolute path, size and checksum (when have_tokenizer)
+    uint64_t tokenizer_checksum;  // XXH3-64 of the tokenizer, 0 without one: what the state files record
+    RunData model_record;         // -e FILE's run record (dataset.txt beside FILE), when have_model_record
+    int have_model_record;
+    char* model_record_path;      // (allocated) where it was read
+    char from_model_record[16];   // the flags taken from it: "-i -j -tk", or ""
+    RunData data;                 // what this run reads, for its own record (rank 0 with -o; have_data)
+    int have_data;
     GPT2Config config;
     float* loaded_params;  // (num_parameters) from -e model.bin, else NULL: initialise from the seed
     size_t loaded_count;
@@ -46,10 +55,100 @@ typedef struct {
     int have_val, train_steps, val_steps;
 } RunSetup;
 
+// ----------------------------------------------------------------------------
+// what the run was trained on (llmc/run_data.h): the model's record, the tokenizer's checks, the run's own record
+
+// A tokenizer that is not the model's or the data's: refused, or with -other_tokenizer 1 a warning.
+static inline void run_tokenizer_mismatch(const TrainArgs* args, const char* what) {
+    if (!args->other_tokenizer) {
+        die("%s: give the tokenizer it was made with (-tk), or -other_tokenizer 1 to go on with this one", what);
+    }
+    fprintf(stderr, "warning: %s (-other_tokenizer 1: going on with it)\n", what);
+}
+
+// -e FILE: the record of the run that wrote FILE (dataset.txt in FILE's folder) sets the -i, -j and -tk not given, so
+// the model is evaluated, sampled and trained on with its own data and tokenizer; a model file without one (llm.c's,
+// or moved out of its folder) is one warning.
+static inline void run_apply_model_record(TrainArgs* args, RunSetup* run) {
+    char err[ERROR_MESSAGE_MAX];
+    run->model_record_path = run_data_path_beside(args->model_spec);
+    int rc = run_data_read(run->model_record_path, &run->model_record, err, sizeof(err));
+    if (rc < 0) { die("%s (the record of the run that wrote -e %s)", err, args->model_spec); }
+    if (rc == 1) {
+        fprintf(stderr, "warning: -e %s: no %s beside it (an llm.c model file, or one moved out of its run folder), "
+                "so nothing says which tokenizer and data it was trained with: the ones given (or the defaults) are "
+                "used unchecked\n", args->model_spec, RUN_DATA_FILE);
+        return;
+    }
+    run->have_model_record = 1;
+    const RunData* r = &run->model_record;
+    char* taken = run->from_model_record;
+    if (!args->train_explicit) {
+        args->train_pattern = r->train_pattern;
+        strcat(taken, "-i ");
+    }
+    if (!args->val_explicit && r->val_pattern) {
+        args->val_pattern = r->val_pattern;
+        strcat(taken, "-j ");
+    }
+    if (!args->tokenizer_explicit && r->have_tokenizer) {
+        if (access(r->tokenizer.path, R_OK) != 0) {
+            die("%s records the tokenizer %s, which cannot be read now (%s): give the model's tokenizer with -tk",
+                run->model_record_path, r->tokenizer.path, strerror(errno));
+        }
+        args->tokenizer_path = r->tokenizer.path;
+        args->tokenizer_explicit = 1;
+        strcat(taken, "-tk ");
+    }
+    size_t n = strlen(taken);
+    if (n) {
+        taken[n - 1] = '\0';
+        printf("-e %s: %s from its run's record %s\n", args->model_spec, taken, run->model_record_path);
+    }
+}
+
+// The tokenizer in use against the one the model's run recorded.
+static inline void run_check_model_tokenizer(const TrainArgs* args, const RunSetup* run) {
+    const RunData* r = &run->model_record;
+    if (!r->have_tokenizer) { return; }  // that run had none: nothing to check against
+    char what[ERROR_MESSAGE_MAX], a[CHECKSUM_HEX_CHARS], b[CHECKSUM_HEX_CHARS];
+    checksum_hex(r->tokenizer.checksum, a);
+    if (!run->have_tokenizer) {
+        snprintf(what, sizeof(what), "-e %s was trained with the tokenizer %s (XXH3 %s, %s), and this run has none",
+                 args->model_spec, r->tokenizer.path, a, run->model_record_path);
+        run_tokenizer_mismatch(args, what);
+        return;
+    }
+    if (run->tokenizer_checksum == r->tokenizer.checksum) { return; }
+    checksum_hex(run->tokenizer_checksum, b);
+    snprintf(what, sizeof(what), "tokenizer %s (XXH3 %s) is not the one -e %s was trained with: %s recorded %s (XXH3 %s)",
+             run->tokenizer_path, b, args->model_spec, run->model_record_path, r->tokenizer.path, a);
+    run_tokenizer_mismatch(args, what);
+}
+
+// Every shard whose manifest names the tokenizer that encoded it, against the run's tokenizer.
+static inline void run_check_data_tokenizer(const TrainArgs* args, const RunSetup* run) {
+    if (!run->have_tokenizer) { return; }
+    char err[ERROR_MESSAGE_MAX];
+    const glob_t* sets[2] = {&run->train_loader.glob_result, run->have_val ? &run->val_loader.glob_result : NULL};
+    for (int s = 0; s < 2; s++) {
+        for (size_t i = 0; sets[s] && i < sets[s]->gl_pathc; i++) {
+            if (run_data_check_shard_tokenizer(sets[s]->gl_pathv[i], &run->tokenizer_file, err, sizeof(err))) {
+                run_tokenizer_mismatch(args, err);
+                return;  // one line says it; the other shards of the set were made the same way
+            }
+        }
+    }
+}
+
 // process_rank / num_processes: this rank's slice of every batch (each rank reads its own B*T of every stride).
 static inline void run_setup(TrainArgs* args, RunSetup* run, int process_rank, int num_processes) {
     char err[ERROR_MESSAGE_MAX];
     memset(run, 0, sizeof(*run));
+    // -e FILE: a model file (not a preset) whose run recorded its data gives the -i, -j and -tk not given
+    int model_file = args->model_spec[0] &&
+                     gpt2_depth_preset(args->model_spec, &args->num_layers, &args->channels, &args->num_heads) != 0;
+    if (model_file) { run_apply_model_record(args, run); }
     // tokenizer: an explicit path must load; otherwise tokenizer.bin beside the training data, if there is one
     if (args->tokenizer_explicit) {
         run->tokenizer_path = alloc_printf("%s", args->tokenizer_path);
@@ -62,10 +161,13 @@ static inline void run_setup(TrainArgs* args, RunSetup* run, int process_rank, i
     if (args->tokenizer_explicit || access(run->tokenizer_path, F_OK) == 0) {
         if (tokenizer_init(&run->tokenizer, run->tokenizer_path, err, sizeof(err))) { die("%s", err); }
         run->have_tokenizer = 1;
+        if (run_data_file_of(run->tokenizer_path, &run->tokenizer_file, err, sizeof(err))) { die("%s", err); }
+        run->tokenizer_checksum = run->tokenizer_file.checksum;
     }
+    if (run->have_model_record) { run_check_model_tokenizer(args, run); }
     // the model's shape: from a model file, a preset, or the free sizes; vocabulary from file, tokenizer or -V
     GPT2Config* cfg = &run->config;
-    if (args->model_spec[0] && gpt2_depth_preset(args->model_spec, &args->num_layers, &args->channels, &args->num_heads) != 0) {
+    if (model_file) {
         run->loaded_params = read_model_file(args->model_spec, cfg, &run->loaded_count);
     } else {
         cfg->num_layers = args->num_layers;
@@ -119,6 +221,13 @@ static inline void run_setup(TrainArgs* args, RunSetup* run, int process_rank, i
                                          process_rank, num_processes, cfg->vocab_size, err, sizeof(err))) {
         die("%s", err);
     }
+    run_check_data_tokenizer(args, run);
+    if (args->output_dir && !args->estimate_only && process_rank == 0) {
+        run_data_collect(&run->data, run->have_tokenizer ? run->tokenizer_path : NULL, args->train_pattern,
+                         &run->train_loader.glob_result, args->val_pattern,
+                         run->have_val ? &run->val_loader.glob_result : NULL);
+        run->have_data = 1;
+    }
     run->train_steps = args->max_steps;
     if (run->train_steps == -1) {
         size_t epoch = dataloader_num_batches(&run->train_loader) / (size_t)run->grad_accum_steps;
@@ -134,6 +243,10 @@ static inline void run_free(RunSetup* run) {
     if (run->have_val) { dataloader_free(&run->val_loader); }
     if (run->have_tokenizer) { tokenizer_free(&run->tokenizer); }
     free(run->tokenizer_path);
+    run_data_file_free(&run->tokenizer_file);
+    run_data_free(&run->model_record);
+    free(run->model_record_path);
+    run_data_free(&run->data);
     free(run->loaded_params);
 }
 
@@ -182,6 +295,16 @@ static inline void box_run_rows(FILE* out, const TrainArgs* args, const RunSetup
     const GPT2Config* c = &run->config;
     box_row(out, "train data", "%s", args->train_pattern);
     box_row(out, "val data", "%s", run->have_val ? args->val_pattern : "(none: -v 0)");
+    if (run->have_tokenizer) {
+        char hex[CHECKSUM_HEX_CHARS];
+        checksum_hex(run->tokenizer_checksum, hex);
+        box_row(out, "tokenizer", "%s (V %u, XXH3 %s)", run->tokenizer_path, run->tokenizer.vocab_size, hex);
+    } else {
+        box_row(out, "tokenizer", "(none: no sampling; -tk gives one)");
+    }
+    if (run->from_model_record[0]) {
+        box_row(out, "data of the model", "%s from %s", run->from_model_record, run->model_record_path);
+    }
     box_row(out, "output dir", "%s", args->output_dir ? args->output_dir : "(none: no logs or checkpoints)");
     box_row(out, "model", "L %d, C %d, NH %d, V %d (Vp %d), maxT %d, %zu params", c->num_layers, c->channels,
             c->num_heads, c->vocab_size, c->padded_vocab_size, c->max_seq_len, num_parameters);
@@ -284,6 +407,88 @@ static inline int resume_is_complete(const TrainArgs* args, long long latest, in
     printf("resume: the newest checkpoint in %s is at step %lld, %s -x %d: nothing to train (raise -x to go on)\n",
            args->output_dir, latest, latest == train_steps ? "the end of" : "past", train_steps);
     return 1;
+}
+
+// ----------------------------------------------------------------------------
+// the run's data record and its checkpoints
+
+// After the resume decision (rank 0 with -o): a run from step 0 records its data in dataset.txt; a resumed one checks
+// that it reads what its run began on. A folder of a run that began before runs recorded their data gets its record
+// now, saying so.
+static inline void run_record_data(const TrainArgs* args, RunSetup* run, int start_step) {
+    if (!run->have_data) { return; }
+    char err[ERROR_MESSAGE_MAX];
+    if (start_step == 0) {
+        run_data_write(args->output_dir, &run->data, NULL);
+        return;
+    }
+    char* path = alloc_printf("%s/%s", args->output_dir, RUN_DATA_FILE);
+    RunData was;
+    int rc = run_data_read(path, &was, err, sizeof(err));
+    if (rc < 0) { die("cannot resume: %s (move it away and -y 1 records the data anew)", err); }
+    if (rc == 1) {
+        char* note = alloc_printf("recorded at the resume from step %d: the run began before runs recorded their data",
+                                  start_step);
+        run_data_write(args->output_dir, &run->data, note);
+        printf("resume: %s recorded the data now (the run began before runs recorded theirs)\n", path);
+        free(note);
+        free(path);
+        return;
+    }
+    RunData tokenizer_only = was;  // the tokenizer first: its override is -other_tokenizer's
+    tokenizer_only.num_train = tokenizer_only.num_val = 0;
+    RunData now_tokenizer = run->data;
+    now_tokenizer.num_train = now_tokenizer.num_val = 0;
+    char what[ERROR_MESSAGE_MAX];
+    run_data_difference(&tokenizer_only, &now_tokenizer, what, sizeof(what));
+    if (what[0]) {
+        char line[ERROR_MESSAGE_MAX + 64];
+        snprintf(line, sizeof(line), "cannot resume with another tokenizer: %s (%s)", what, path);
+        run_tokenizer_mismatch(args, line);
+    } else {
+        run_data_difference(&was, &run->data, what, sizeof(what));
+        if (what[0]) {
+            if (!args->other_data) {
+                die("cannot resume: the data changed since the run began: %s (%s); -other_data 1 resumes on it and "
+                    "records it", what, path);
+            }
+            fprintf(stderr, "warning: the data changed since the run began: %s (-other_data 1: resuming on it)\n",
+                    what);
+            char* note = alloc_printf("recorded anew at the resume from step %d (-other_data 1): the steps before it "
+                                      "read other data", start_step);
+            run_data_write(args->output_dir, &run->data, note);
+            free(note);
+        }
+    }
+    run_data_free(&was);
+    free(path);
+}
+
+// What a checkpoint keeps of the run around the model.
+static inline CheckpointRunState run_checkpoint_state(const RunSetup* run, const SkippedSteps* skipped) {
+    CheckpointRunState state = {skipped->in_a_row, skipped->in_a_row ? skipped->first_in_row : 0,
+                                run->tokenizer_checksum};
+    return state;
+}
+
+// After loading a checkpoint: its tokenizer must be this run's, and its skipped steps in a row go on counting.
+static inline void run_resume_state(const TrainArgs* args, const RunSetup* run, const CheckpointRunState* state,
+                                    SkippedSteps* skipped) {
+    if (state->tokenizer_checksum && state->tokenizer_checksum != run->tokenizer_checksum) {
+        char what[ERROR_MESSAGE_MAX], a[CHECKSUM_HEX_CHARS], b[CHECKSUM_HEX_CHARS];
+        checksum_hex(state->tokenizer_checksum, a);
+        checksum_hex(run->tokenizer_checksum, b);
+        if (run->have_tokenizer) {
+            snprintf(what, sizeof(what), "cannot resume with another tokenizer: the checkpoint's run read one of XXH3 "
+                     "%s, %s is XXH3 %s", a, run->tokenizer_path, b);
+        } else {
+            snprintf(what, sizeof(what), "cannot resume without a tokenizer: the checkpoint's run read one of XXH3 %s",
+                     a);
+        }
+        run_tokenizer_mismatch(args, what);
+    }
+    skipped->in_a_row = state->skipped_in_a_row;
+    skipped->first_in_row = state->first_skipped_step;
 }
 
 #endif  // GPTFP8_RUN_H

@@ -177,7 +177,7 @@ $TRAINER $FAULT -x 3 -o "$TMP/old_run" -start_over 1 >"$TMP/start_over.out" 2>&1
 start_over_rc=$?
 $TRAINER $FAULT -x 3 -o "$TMP/fresh_run" >/dev/null 2>&1
 if [ "$start_over_rc" -eq 0 ] && grep -q "start over: removed the 3 checkpoint files of an earlier run from $TMP/old_run (newest: step 2)" "$TMP/start_over.out" &&
-    [ "$(ls "$TMP/old_run" | tr '\n' ' ')" = "DONE_00000003 fp8_diag.tsv main.log model_00000003.bin state_00000003_00000.bin " ] &&
+    [ "$(ls "$TMP/old_run" | tr '\n' ' ')" = "DONE_00000003 dataset.txt fp8_diag.tsv main.log model_00000003.bin state_00000003_00000.bin " ] &&
     diff -r -q "$TMP/fresh_run" "$TMP/old_run" >/dev/null; then
     pass "start_over_replaces_old_run"
 else
