@@ -11,7 +11,7 @@
 #                                 and the cuDNN frontend's headers into deps/cudnn_frontend/include (cuDNN attention)
 #   make cuda                     the CUDA trainer, its GPU test and the dev/cuda checks (needs nvcc, not a GPU)
 #   make test SANITIZE=1          the CPU programs with AddressSanitizer + UndefinedBehaviorSanitizer, the CPU suite on them
-#   make fuzz                     libFuzzer on the shard, model, state and tokenizer readers, FUZZ_SECONDS (60) each
+#   make fuzz                     libFuzzer on the five file readers (fuzz/), FUZZ_SECONDS (60) each
 #
 # Variables: see `make help`.
 
@@ -154,7 +154,7 @@ $(shell printf '%s\n' '$(BUILD_FLAGS)' | cmp -s - $(BUILD_FLAGS_STAMP) 2>/dev/nu
 FUZZ_CC ?= $(firstword $(shell command -v clang-14 clang 2>/dev/null))
 # (asked only for the goals that use the answer, so a plain make does not pay for the compiler's trial run)
 FUZZ_CAN_BUILD := $(if $(and $(FUZZ_CC),$(filter test fuzz info fuzz/%,$(MAKECMDGOALS))),$(shell printf 'int LLVMFuzzerTestOneInput(const char* d, unsigned long n) { (void)d; (void)n; return 0; }\n' | $(FUZZ_CC) -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null && echo yes))
-FUZZ_READERS := shard model state tokenizer
+FUZZ_READERS := shard model state tokenizer manifest
 FUZZ_PROGRAMS := $(patsubst %,fuzz/fuzz_%,$(FUZZ_READERS))
 FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               -isystem $(XXHASH_DIR)
@@ -166,9 +166,9 @@ FUZZ_SMOKE_SECONDS ?= 20
 
 FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/recipe_parse.h fp8/meta.h fp8/quantize_cpu.h fp8/current.h fp8/diag.h \
                fp8/cpu_isa.h fp8/block.h
-LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/checksum.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h \
-                llmc/utils.h llmc/linear.h llmc/args.h llmc/run.h llmc/run_data.h llmc/shard_manifest.h llmc/run_folder.h llmc/sampling.h llmc/zero.h \
-                llmc/gemm_cpu.h llmc/gelu_math.h $(XXHASH_HEADER)
+LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/checksum.h llmc/schedule.h llmc/dataloader.h \
+                llmc/shard_manifest.h llmc/tokenizer.h llmc/utils.h llmc/linear.h llmc/args.h llmc/run.h llmc/run_data.h \
+                llmc/run_folder.h llmc/sampling.h llmc/zero.h llmc/gemm_cpu.h llmc/gelu_math.h $(XXHASH_HEADER)
 CPU_PROGRAMS := train_gpt_fp8_cpu
 CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process llmc/test_memory_plan \
              llmc/test_gemm_cpu
@@ -396,7 +396,7 @@ help:
 	@echo "                       dev/data/prepare_dataset.sh -h); then make train DATA=mytext"
 	@echo "  make test            build everything and run every CPU test; the last line is 'N passed, M failed'"
 	@echo "  make test SANITIZE=1 the CPU programs under ASan + UBSan, the CPU suite on them (reports: sanitizer-reports/)"
-	@echo "  make fuzz            libFuzzer on the shard, model, state and tokenizer readers (needs clang)"
+	@echo "  make fuzz            libFuzzer on the shard, model, state, tokenizer and manifest readers (needs clang)"
 	@echo "  make cuda            the CUDA trainer, its GPU test, the dev/cuda checks (needs nvcc; runs on a GPU)"
 	@echo "  make info            what was found: compilers, GPU, cuDNN, NCCL, and what make / make train use"
 	@echo "  make clean           remove what make built (not data/ or logs)"

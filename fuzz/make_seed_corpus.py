@@ -50,6 +50,25 @@ put("shard", "too_short", shard([1] * 10))
 put("shard", "count_mismatch", shard([1] * 40, count=41))
 
 
+# manifest: dev/data/tokenizer's PREFIX.manifest (llmc/shard_manifest.h), text records separated by tabs
+def manifest(status="complete", files=(("d_val.bin", 20), ("d_train_000001.bin", 50)), tokenizer="2048\t0123456789abcdef\ttokenizer.bin"):
+    lines = ["gptfp8 shard manifest 1", f"status\t{status}", f"tokenizer\t{tokenizer}"]
+    lines += [f"file\t{1024 + 2 * t}\t{t}\t{xxhash.xxh3_64_hexdigest(n.encode())}\t{n}" for n, t in files]
+    return ("\n".join(lines) + "\n").encode()
+
+
+put("manifest", "valid_complete", manifest())
+put("manifest", "valid_incomplete", manifest("incomplete", ()))
+put("manifest", "valid_many", manifest(files=[("x_val.bin", 7)] + [(f"x_train_{i:06d}.bin", 100 + i) for i in range(1, 9)]))
+put("manifest", "bad_status", manifest("done"))
+put("manifest", "bad_hex", manifest(tokenizer="2048\t0123456789ABCDEF\ttokenizer.bin"))
+put("manifest", "size_mismatch", manifest().replace(b"1064\t20", b"1066\t20"))
+put("manifest", "twice", manifest(files=[("a_val.bin", 1), ("a_val.bin", 1)]))
+put("manifest", "no_line_end", manifest()[:-1])
+put("manifest", "complete_without_files", manifest(files=()))
+put("manifest", "other_version", manifest().replace(b"manifest 1", b"manifest 2"))
+
+
 # model: {20240326, version, maxT, V, L, NH, C, Vp}, then the parameters in llm.c's order: fp32 in version 3, bf16 (the
 # upper half of each fp32) in llm.c's version 5
 def model(maxT, V, L, NH, C, Vp, value=0.5, version=3):

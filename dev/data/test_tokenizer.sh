@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # dev/data/test_tokenizer.sh — tests of the BPE tokenizer tool: training speed and determinism, encode -> decode
 # round-trips the corpus byte for byte, llm.c headers on every file, and every bad input (an empty input, an eot past
-# the vocabulary included) answered with one error line, a non-zero exit and no output file left behind. Prints
+# the vocabulary included) answered with one error line, a non-zero exit and no output file left behind; `hash` agrees
+# with Python's xxhash. Prints
 # "tokenizer: N passed, M failed" last.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -119,5 +120,100 @@ open(sys.argv[2], "wb").write(data)
 EOF
 cp "$tmp/tokenizer.merges" "$tmp/eot.merges"
 expect_error tokenizer_eot_outside_vocab "eot 999999" "$tmp/out_val.bin" encode -i "$corpus" -k "$tmp/eot.bin" -o "$tmp/out"
+
+# a damaged tokenizer.bin is refused by encode and decode: one byte of the tail of the last merged token (no later
+# merge holds it, so only checking the merge's right part sees it), a byte token (byte 1: in no merge), the eot's text
+python3 - "$tmp/tokenizer.bin" "$tmp" <<'PY'
+import struct, sys
+src, d = sys.argv[1], sys.argv[2]
+data = open(src, "rb").read()
+offsets, pos = [], 1024
+for i in range(768):
+    offsets.append(pos); pos += 1 + data[pos]
+def damaged(name, token, k):  # the k-th byte of token's text changed
+    b = bytearray(data)
+    at = offsets[token] + 1 + (k if k >= 0 else data[offsets[token]] + k)
+    b[at] ^= 0x01
+    open(f"{d}/{name}.bin", "wb").write(b)
+    open(f"{d}/{name}.merges", "wb").write(open(src[:-4] + ".merges", "rb").read())
+n = data[offsets[766]]
+assert n >= 2, n
+damaged("tail", 766, -1)
+damaged("bytetoken", 1, 0)
+damaged("eottext", 767, 3)
+PY
+expect_error damaged_merge_tail_encode "merge 510 (.*) does not match token 766" "$tmp/out_val.bin" encode -i "$corpus" -k "$tmp/tail.bin" -o "$tmp/out"
+expect_error damaged_merge_tail_decode "merge 510 (.*) does not match token 766" "$tmp/dec.txt" decode -k "$tmp/tail.bin" -i "$tmp/ts_val.bin" -o "$tmp/dec.txt"
+expect_error damaged_byte_token "token 1 is not the byte 1" "$tmp/dec.txt" decode -k "$tmp/bytetoken.bin" -i "$tmp/ts_val.bin" -o "$tmp/dec.txt"
+expect_error damaged_eot_text "the eot token 767 is not <|endoftext|>" "$tmp/out_val.bin" encode -i "$corpus" -k "$tmp/eottext.bin" -o "$tmp/out"
+
+# outputs that are not regular files are never replaced: /dev/full (written in place: it refuses, exit 1, and stays a
+# device), a link to it, a FIFO (streamed to its reader), a symbolic link (followed: the link stays, its target gets
+# the text, also when the target does not exist yet), a folder (refused)
+out=$("$tool" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_val.bin" -o /dev/full 2>&1 >/dev/null)
+rc=$?
+if [ "$rc" -ne 0 ] && [ -c /dev/full ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q "No space left on device"; then
+    pass output_dev_full_refused_stays_a_device
+else
+    fail output_dev_full_refused_stays_a_device "rc $rc: $out"
+fi
+ln -s /dev/full "$tmp/full_link"
+out=$("$tool" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_val.bin" -o "$tmp/full_link" 2>&1 >/dev/null)
+rc=$?
+if [ "$rc" -ne 0 ] && [ -c /dev/full ] && [ -L "$tmp/full_link" ] && printf '%s' "$out" | grep -q "No space left on device"; then
+    pass output_link_to_dev_full_refused
+else
+    fail output_link_to_dev_full_refused "rc $rc: $out"
+fi
+mkfifo "$tmp/fifo"
+timeout 20 cat "$tmp/fifo" >"$tmp/fifo.out" &
+reader=$!
+timeout 20 "$tool" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_val.bin" -o "$tmp/fifo"
+rc=$?
+wait "$reader"
+if [ "$rc" -eq 0 ] && [ -p "$tmp/fifo" ] && cmp -s "$tmp/fifo.out" "$tmp/val.txt"; then pass output_fifo_streamed; else fail output_fifo_streamed "rc $rc, the FIFO replaced or its reader got other text"; fi
+mkdir -p "$tmp/elsewhere" "$tmp/links"
+echo old >"$tmp/elsewhere/target.txt"
+ln -s ../elsewhere/target.txt "$tmp/links/out.txt"
+ln -s ../elsewhere/new.txt "$tmp/links/dangling.txt"
+"$tool" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_val.bin" -o "$tmp/links/out.txt" &&
+    "$tool" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_val.bin" -o "$tmp/links/dangling.txt"
+rc=$?
+if [ "$rc" -eq 0 ] && [ -L "$tmp/links/out.txt" ] && [ -L "$tmp/links/dangling.txt" ] && cmp -s "$tmp/elsewhere/target.txt" "$tmp/val.txt" &&
+    cmp -s "$tmp/elsewhere/new.txt" "$tmp/val.txt" && [ -z "$(ls "$tmp/links" "$tmp/elsewhere" | grep '\.tmp$')" ]; then
+    pass output_symlink_followed
+else
+    fail output_symlink_followed "rc $rc: the link was replaced or its target not written"
+fi
+mkdir -p "$tmp/a_folder"
+expect_error output_folder "cannot write $tmp/a_folder: it is a folder" "$tmp/a_folder.tmp" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_val.bin" -o "$tmp/a_folder"
+
+# hash: "<xxh3-64> <bytes> <path>" per file in argument order, as Python's xxhash computes it (an empty file, a name
+# with a space, a file over the 1 MiB read piece included); a missing file or a folder is one error line, exit 1 and
+# nothing on stdout (no half list)
+: >"$tmp/empty file.txt"
+head -c 3000000 /dev/urandom >"$tmp/big.bin"
+hash_files=("$tmp/tokenizer.bin" "$tmp/empty file.txt" "$tmp/ts_val.bin" "$tmp/big.bin" "$tmp/tokenizer.merges")
+if "$tool" hash "${hash_files[@]}" >"$tmp/hash.out" && python3 - "$tmp/hash.out" "${hash_files[@]}" <<'PY'
+import os, sys, xxhash
+want = "".join(f"{xxhash.xxh3_64_hexdigest(open(p, 'rb').read())} {os.path.getsize(p)} {p}\n" for p in sys.argv[2:])
+got = open(sys.argv[1]).read()
+assert got == want, (got, want)
+PY
+then pass hash_matches_python_xxh3; else fail hash_matches_python_xxh3 "tokenizer hash differs from xxhash.xxh3_64_hexdigest"; fi
+hash_error() {  # name, expected text, files...
+    local name=$1 want=$2 out rc
+    shift 2
+    out=$("$tool" hash "$@" 2>"$tmp/hash.err")
+    rc=$?
+    if [ "$rc" -eq 1 ] && [ -z "$out" ] && [ "$(wc -l <"$tmp/hash.err")" -eq 1 ] && grep -q -- "$want" "$tmp/hash.err"; then
+        pass "hash_$name"
+    else
+        fail "hash_$name" "rc $rc, stdout '$out', stderr: $(cat "$tmp/hash.err")"
+    fi
+}
+hash_error missing_file "cannot open $tmp/no_such.bin" "$tmp/tokenizer.bin" "$tmp/no_such.bin"
+hash_error folder "$tmp/again is not a regular file" "$tmp/tokenizer.bin" "$tmp/again"
+hash_error no_file "hash needs at least one FILE"
 
 finish tokenizer

@@ -8,6 +8,7 @@ encodes and decodes. dev/data/prepare_dataset.sh (make data NAME=... INPUT=...) 
                                                       -> PREFIX_val.bin and PREFIX_train.bin, or with -s:
                                                          PREFIX_val.bin and PREFIX_train_000001.bin, _000002, ...
   tokenizer decode -k DIR/tokenizer.bin -i shard.bin -o out.txt
+  tokenizer hash FILE [FILE ...]                      -> per file "<xxh3-64, 16 hex> <bytes> <path>", in order
 
 INPUT is a text file or a folder, whose .txt files (all the folders below it too) are taken in byte order of their
 paths; the inputs are one corpus in the order given, each file a document.
@@ -41,7 +42,14 @@ length and the bytes), so llm.c can decode with it. Encoding needs the merge ord
 num_merges}, then num_merges pairs of int32 (left, right). Shards are llm.c's data files: int32 header[256] =
 {20240520, 1, num_tokens}, then uint16 tokens.
 
-Every output is written to PATH.tmp, fsynced and renamed, so a failed run never leaves a partial file in place.
+Every output is written to PATH.tmp, fsynced and renamed, so a failed run never leaves a partial file in place. A
+symbolic link is followed (the temporary goes beside its target, which the rename replaces: the link stays); what
+exists and is not a regular file is never replaced: a device or a FIFO is written in place (decode and train only:
+shards and the manifest must be regular files), a folder or a socket is refused.
+
+`hash` prints the XXH3-64 checksum (llmc/checksum.h, the one checkpoints and manifests record) and size of each file,
+so scripts and records can name the exact tokenizer and data a run used; all files are checked before anything is
+printed, so a missing one is one error line and no partial list.
 */
 #include <ctype.h>
 #include <dirent.h>
@@ -53,6 +61,8 @@ Every output is written to PATH.tmp, fsynced and renamed, so a failed run never 
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../../llmc/checksum.h"
 
 #define TOKENIZER_MAGIC 20240328
 #define MERGES_MAGIC 20241123
@@ -120,32 +130,89 @@ static unsigned char* read_file(const char* path, size_t* size) {
 
 typedef struct {
     FILE* f;
-    char *path, *tmp;  // (allocated) the file, and the temporary it is written as
+    char* path;  // (allocated) the file written: the output path, or the final target of a symbolic link there
+    char* tmp;   // (allocated) the temporary it is written as, renamed onto `path` when complete; NULL: in place
 } OutFile;
 
-static void out_open(OutFile* o, const char* path) {
-    o->path = alloc_printf("%s", path);
-    o->tmp = alloc_printf("%s.tmp", path);
+// Where an output really goes: a symbolic link is followed to its final target (which need not exist yet), so the
+// temporary file is made beside the target and renamed onto it: the link stays a link, its target gets the content.
+static char* output_target(const char* path) {
+    char* current = alloc_printf("%s", path);
+    for (int hops = 0;; hops++) {
+        struct stat st;
+        if (lstat(current, &st) != 0 || !S_ISLNK(st.st_mode)) { return current; }
+        if (hops == 40) { die("cannot write %s: more than 40 symbolic links in a row (a loop?)", path); }
+        char link[4096];
+        ssize_t n = readlink(current, link, sizeof(link) - 1);
+        if (n < 0 || (size_t)n == sizeof(link) - 1) {
+            die("cannot read the symbolic link %s: %s", current, n < 0 ? strerror(errno) : "its target is too long");
+        }
+        link[n] = '\0';
+        const char* slash = strrchr(current, '/');
+        char* next = link[0] == '/' || !slash ? alloc_printf("%s", link)  // relative: to the link's folder
+                                              : alloc_printf("%.*s/%s", (int)(slash - current), current, link);
+        free(current);
+        current = next;
+    }
+}
+
+static const char* file_kind(mode_t mode) {
+    return S_ISDIR(mode) ? "a folder" : S_ISSOCK(mode) ? "a socket" : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device" : "not a regular file";
+}
+
+// Opens an output. A new path or a regular file is written to TARGET.tmp and renamed onto it when complete, so a
+// failed run never leaves a partial file. What exists and is not a regular file is never replaced (a rename onto
+// /dev/full would turn it into a regular file): a device or a FIFO is written in place, streamed (unless
+// `regular_only`: shards are rewritten and read back, the manifest must be a file the trainers can read); a folder or
+// a socket is refused.
+static void out_open_as(OutFile* o, const char* path, int regular_only) {
+    o->path = output_target(path);
+    o->tmp = NULL;
+    struct stat st;
+    if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        int streamable = S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISFIFO(st.st_mode);
+        if (!streamable || regular_only) {
+            char what[32];
+            snprintf(what, sizeof(what), "%s", file_kind(st.st_mode));
+            free(o->path);
+            die("cannot write %s: it is %s%s", path, what, streamable ? " (shards and manifests are regular files)" : "");
+        }
+        o->f = fopen(o->path, "wb");
+        if (!o->f) { die("cannot open %s: %s", path, strerror(errno)); }
+        return;
+    }
+    o->tmp = alloc_printf("%s.tmp", o->path);
     o->f = fopen(o->tmp, "w+b");  // w+: a shard being filled can be read back (a short last shard is joined)
     if (!o->f) { die("cannot create %s: %s", o->tmp, strerror(errno)); }
 }
 
+static void out_open(OutFile* o, const char* path) { out_open_as(o, path, 0); }
+
+// The file a write goes to, in messages.
+static const char* out_name(const OutFile* o) { return o->tmp ? o->tmp : o->path; }
+
 static void out_write(OutFile* o, const void* data, size_t bytes) {
     if (bytes && fwrite(data, 1, bytes, o->f) != bytes) {
+        int e = errno;
         fclose(o->f);
-        unlink(o->tmp);
-        die("writing %s failed: %s", o->tmp, strerror(errno));
+        if (o->tmp) { unlink(o->tmp); }
+        die("writing %s failed: %s", out_name(o), strerror(e));
     }
 }
 
 static void out_commit(OutFile* o) {
-    if (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0 || fclose(o->f) != 0) {
-        unlink(o->tmp);
-        die("writing %s failed: %s", o->tmp, strerror(errno));
+    int e = 0;
+    if (fflush(o->f) != 0 || (o->tmp && fsync(fileno(o->f)) != 0)) { e = errno; }  // (a device or FIFO: no fsync)
+    if (fclose(o->f) != 0 && !e) { e = errno; }
+    if (e) {
+        if (o->tmp) { unlink(o->tmp); }
+        die("writing %s failed: %s", out_name(o), strerror(e));
     }
-    if (rename(o->tmp, o->path) != 0) {
+    if (o->tmp && rename(o->tmp, o->path) != 0) {
+        e = errno;
         unlink(o->tmp);
-        die("cannot rename %s to %s: %s", o->tmp, o->path, strerror(errno));
+        die("cannot rename %s to %s: %s", o->tmp, o->path, strerror(e));
     }
     free(o->path);
     free(o->tmp);
@@ -477,6 +544,13 @@ static void read_vocab(Vocab* v, const char* tokenizer_path) {
         pos += 1 + (size_t)data[pos];
     }
     free(data);
+    // what this tool writes, checked whole: a damaged byte of any token is refused here, never encoded or decoded with
+    for (int b = 0; b < 256; b++) {
+        if (v->lens[b] != 1 || v->bytes[b][0] != b) { die("%s: token %d is not the byte %d (a damaged file?)", tokenizer_path, b, b); }
+    }
+    if (v->lens[v->eot] != (int)strlen(EOT_TEXT) || memcmp(v->bytes[v->eot], EOT_TEXT, strlen(EOT_TEXT)) != 0) {
+        die("%s: the eot token %d is not %s (a damaged file?)", tokenizer_path, v->eot, EOT_TEXT);
+    }
     // DIR/tokenizer.bin -> DIR/tokenizer.merges; a name not ending in .bin gets .merges added
     size_t stem = strlen(tokenizer_path);
     if (stem >= 4 && strcmp(tokenizer_path + stem - 4, ".bin") == 0) { stem -= 4; }
@@ -494,8 +568,10 @@ static void read_vocab(Vocab* v, const char* tokenizer_path) {
     memcpy(v->merges, mdata + sizeof(mheader), (size_t)v->num_merges * 8);
     for (int k = 0; k < v->num_merges; k++) {
         int a = v->merges[2 * k], b = v->merges[2 * k + 1];
+        // the merged token is exactly its left part's bytes followed by its right part's
         if (a < 0 || b < 0 || a >= 256 + k || b >= 256 + k || v->lens[a] + v->lens[b] != v->lens[256 + k] ||
-            memcmp(v->bytes[a], v->bytes[256 + k], (size_t)v->lens[a]) != 0) {
+            memcmp(v->bytes[a], v->bytes[256 + k], (size_t)v->lens[a]) != 0 ||
+            memcmp(v->bytes[b], v->bytes[256 + k] + v->lens[a], (size_t)v->lens[b]) != 0) {
             die("%s: merge %d (%d, %d) does not match token %d of %s", path, k, a, b, 256 + k, tokenizer_path);
         }
     }
@@ -775,7 +851,7 @@ static void encoder_free(Encoder* e) {
 #define SHARD_MAX_TOKENS 0x7FFFFFFF  // the header's int32 count
 
 static void shard_open(OutFile* o, const char* path) {
-    out_open(o, path);
+    out_open_as(o, path, 1);
     int32_t header[256] = {SHARD_MAGIC, 1, 0};  // the count is set by shard_commit
     out_write(o, header, sizeof(header));
 }
@@ -793,7 +869,7 @@ static void shard_commit(OutFile* o, size_t count) {
 
 static void shard_discard(OutFile* o) {
     fclose(o->f);
-    unlink(o->tmp);
+    if (o->tmp) { unlink(o->tmp); }
     free(o->path);
     free(o->tmp);
 }
@@ -1128,6 +1204,42 @@ static void cmd_decode(const char* tokenizer_path, const char* shard, const char
 }
 
 // ----------------------------------------------------------------------------
+// hash
+
+// Every file is checksummed before anything is printed: a bad one is one error line, never half a list.
+static void cmd_hash(int count, char** paths) {
+    if (count == 0) { die("hash needs at least one FILE"); }
+    uint64_t* sums = xcalloc((size_t)count, sizeof(uint64_t));
+    long long* sizes = xcalloc((size_t)count, sizeof(long long));
+    char err[2048];
+    for (int k = 0; k < count; k++) {
+        struct stat st;
+        int bad = 1;
+        if (stat(paths[k], &st) != 0) {
+            snprintf(err, sizeof(err), "cannot open %s: %s", paths[k], strerror(errno));
+        } else if (!S_ISREG(st.st_mode)) {
+            snprintf(err, sizeof(err), "%s is not a regular file", paths[k]);
+        } else {
+            sizes[k] = (long long)st.st_size;
+            bad = file_checksum(paths[k], sizes[k], &sums[k], err, sizeof(err)) != 0;
+        }
+        if (bad) {  // freed first, so the sanitizers' leak check stays quiet
+            free(sums);
+            free(sizes);
+            die("%s", err);
+        }
+    }
+    for (int k = 0; k < count; k++) {
+        char hex[CHECKSUM_HEX_CHARS];
+        checksum_hex(sums[k], hex);
+        printf("%s %lld %s\n", hex, sizes[k], paths[k]);
+    }
+    if (fflush(stdout) != 0) { die("writing the checksums failed: %s", strerror(errno)); }
+    free(sums);
+    free(sizes);
+}
+
+// ----------------------------------------------------------------------------
 
 static void usage_and_exit(int rc) {  // -h: 0, on stdout; a call without a command: 2, on stderr
     fprintf(rc == 0 ? stdout : stderr,
@@ -1136,6 +1248,7 @@ static void usage_and_exit(int rc) {  // -h: 0, on stdout; a call without a comm
             "       tokenizer encode -i INPUT [-i INPUT ...] -k DIR/tokenizer.bin -o PREFIX\n"
             "                        [-f val_fraction (0..1, default 0.1)] [-s shard_tokens (1024..1073741824: shards)]\n"
             "       tokenizer decode -k DIR/tokenizer.bin -i shard.bin -o out.txt\n"
+            "       tokenizer hash FILE [FILE ...]   (prints <xxh3-64 hex> <bytes> <path> per file)\n"
             "INPUT: a text file, or a folder of .txt files (its subfolders too); several -i are one corpus, in order\n");
     exit(rc);
 }
@@ -1144,6 +1257,10 @@ int main(int argc, char** argv) {
     if (argc < 2) { usage_and_exit(2); }
     const char* cmd = argv[1];
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) { usage_and_exit(0); }
+    if (strcmp(cmd, "hash") == 0) {  // its arguments are files, not flags
+        cmd_hash(argc - 2, argv + 2);
+        return 0;
+    }
     const char *output = NULL, *tokenizer = NULL;
     const char* inputs[4096];
     int num_inputs = 0;
@@ -1205,7 +1322,7 @@ int main(int argc, char** argv) {
         if (num_inputs != 1 || !output || !tokenizer) { die("decode needs -k tokenizer.bin, -i shard.bin and -o out.txt"); }
         cmd_decode(tokenizer, inputs[0], output);
     } else {
-        die("unknown command '%s' (train, encode or decode)", cmd);
+        die("unknown command '%s' (train, encode, decode or hash)", cmd);
     }
     inputs_free(&in);
     return 0;
