@@ -11,7 +11,7 @@
 #                                 and the cuDNN frontend's headers into deps/cudnn_frontend/include (cuDNN attention)
 #   make cuda                     the CUDA trainer, its GPU test and the dev/cuda checks (needs nvcc, not a GPU)
 #   make test SANITIZE=1          the CPU programs with AddressSanitizer + UndefinedBehaviorSanitizer, the CPU suite on them
-#   make fuzz                     libFuzzer on the five file readers (fuzz/), FUZZ_SECONDS (60) each
+#   make fuzz                     libFuzzer on the six file readers (fuzz/), FUZZ_SECONDS (60) each
 #
 # Variables: see `make help`.
 
@@ -154,7 +154,7 @@ $(shell printf '%s\n' '$(BUILD_FLAGS)' | cmp -s - $(BUILD_FLAGS_STAMP) 2>/dev/nu
 FUZZ_CC ?= $(firstword $(shell command -v clang-14 clang 2>/dev/null))
 # (asked only for the goals that use the answer, so a plain make does not pay for the compiler's trial run)
 FUZZ_CAN_BUILD := $(if $(and $(FUZZ_CC),$(filter test fuzz info fuzz/%,$(MAKECMDGOALS))),$(shell printf 'int LLVMFuzzerTestOneInput(const char* d, unsigned long n) { (void)d; (void)n; return 0; }\n' | $(FUZZ_CC) -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null && echo yes))
-FUZZ_READERS := shard model state tokenizer manifest
+FUZZ_READERS := shard model state tokenizer manifest run_data
 FUZZ_PROGRAMS := $(patsubst %,fuzz/fuzz_%,$(FUZZ_READERS))
 FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               -isystem $(XXHASH_DIR)
@@ -396,7 +396,7 @@ help:
 	@echo "                       dev/data/prepare_dataset.sh -h); then make train DATA=mytext"
 	@echo "  make test            build everything and run every CPU test; the last line is 'N passed, M failed'"
 	@echo "  make test SANITIZE=1 the CPU programs under ASan + UBSan, the CPU suite on them (reports: sanitizer-reports/)"
-	@echo "  make fuzz            libFuzzer on the shard, model, state, tokenizer and manifest readers (needs clang)"
+	@echo "  make fuzz            libFuzzer on the shard, model, state, tokenizer, manifest and run data readers (clang)"
 	@echo "  make cuda            the CUDA trainer, its GPU test, the dev/cuda checks (needs nvcc; runs on a GPU)"
 	@echo "  make info            what was found: compilers, GPU, cuDNN, NCCL, and what make / make train use"
 	@echo "  make clean           remove what make built (not data/ or logs)"

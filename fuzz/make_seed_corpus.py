@@ -69,6 +69,24 @@ put("manifest", "complete_without_files", manifest(files=()))
 put("manifest", "other_version", manifest().replace(b"manifest 1", b"manifest 2"))
 
 
+# run_data: a run's dataset.txt (llmc/run_data.h), text records separated by tabs, the path last
+def run_data(lines=None):
+    h = "0123456789abcdef"
+    default = ["gptfp8 run data 1", f"tokenizer\t5043\t{h}\t/data/x/tokenizer.bin", "train\t/data/x/x_train_*.bin",
+               "val\t/data/x/x_val.bin", f"train_shard\t2048\t{h}\t/data/x/x_train_000001.bin",
+               f"val_shard\t1048\t{h}\t/data/x/x_val.bin"]
+    return ("\n".join(default if lines is None else lines) + "\n").encode()
+
+
+put("run_data", "valid", run_data())
+put("run_data", "valid_note_no_tokenizer", run_data(["gptfp8 run data 1", "# recorded at a resume", "train\t/t_*.bin",
+                                                     "train_shard\t1\t0000000000000000\t/a path/with spaces.bin"]))
+put("run_data", "bad_hex", run_data()[:-1].replace(b"0123456789abcdef", b"0123456789ABCDEF") + b"\n")
+put("run_data", "no_train_shard", run_data(["gptfp8 run data 1", "train\t/t_*.bin"]))
+put("run_data", "two_tokenizers", run_data() + b"tokenizer\t1\t0000000000000000\t/t.bin\n")
+put("run_data", "other_version", run_data().replace(b"run data 1", b"run data 2"))
+
+
 # model: {20240326, version, maxT, V, L, NH, C, Vp}, then the parameters in llm.c's order: fp32 in version 3, bf16 (the
 # upper half of each fp32) in llm.c's version 5
 def model(maxT, V, L, NH, C, Vp, value=0.5, version=3):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fuzz/run_fuzz.sh SECONDS [READER...] — runs the libFuzzer harness of each reader (shard, model, state, tokenizer,
-# manifest by default) for SECONDS, all at once, starting from its seed corpus fuzz/corpus/<reader>/ (every seed runs
+# manifest, run_data by default) for SECONDS, all at once, starting from its seed corpus fuzz/corpus/<reader>/ (every seed runs
 # first, so a crash reproducer kept there fails at once). New inputs go to fuzz/work/<reader>/ (not in git), never into
 # the seed corpus; a crash leaves its input there as crash-* and counts as a failure. `make fuzz` runs it for
 # FUZZ_SECONDS, the test command for FUZZ_SMOKE_SECONDS. Prints PASS/FAIL per reader and "fuzz: N passed, M failed"
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 . scripts/test_lib.sh
 seconds=${1:?usage: fuzz/run_fuzz.sh SECONDS [READER...]}
 shift
-readers=${*:-shard model state tokenizer manifest}
+readers=${*:-shard model state tokenizer manifest run_data}
 pids=""
 for r in $readers; do
     if [ ! -x "fuzz/fuzz_$r" ]; then
