@@ -4,8 +4,9 @@
 #   - a run's dataset.txt holds its tokenizer and every shard with sizes and XXH3-64s (checked with xxHash's Python
 #     binding, independent of our C); the start-up box shows the tokenizer and its checksum;
 #   - a model from a run folder (-e RUN/model_N.bin) is evaluated and sampled with its run's data and tokenizer when
-#     -i -j -tk are not given (the val loss is the run's last one); another tokenizer is refused in one line,
-#     -other_tokenizer 1 goes on with a warning; a model file without a record is one warning;
+#     -i -j -tk are not given (the val loss is the run's last one); another tokenizer, given or named by the data's
+#     manifest, is refused in one line (model_logits too), -other_tokenizer 1 goes on with a warning; a model file
+#     without a record is one warning;
 #   - -y 1 refuses data or a tokenizer that changed since the run began (-other_data 1 resumes and records the new
 #     data); a folder of a run that began before records existed gets one at the resume, saying so;
 #   - the steps skipped in a row go on counting across a resume, so -max_skipped stops the resumed run where the
@@ -86,6 +87,24 @@ else
     fail finetune_with_another_tokenizer_refused "rc $rc: $msg"
 fi
 
+# data encoded with another tokenizer (its manifest names it): refused for the model, in the trainer and model_logits
+mkdir -p "$TMP/reencoded"
+./dev/data/tokenizer encode -i "$OTHER/shifted.txt" -k "$DATA/tokenizer.bin" -o "$TMP/reencoded/x" >/dev/null
+msg=$($TRAINER $SMALL -e "$TMP/run/model_00000004.bin" -i "$TMP/reencoded/x_train.bin" -j "$TMP/reencoded/x_val.bin" \
+    -x 0 2>&1 >/dev/null)
+rc=$?
+logits_msg=$(${MODEL_LOGITS:-./dev/model_logits} "$TMP/run/model_00000004.bin" "$TMP/reencoded/x_val.bin" 1 8 \
+    "$TMP/reencoded.f32" 2>&1 >/dev/null)
+logits_rc=$?
+if [ "$rc" -eq 1 ] && [ "$(printf '%s\n' "$msg" | wc -l)" -eq 1 ] &&
+    printf '%s' "$msg" | grep -q "^error: data shard $TMP/reencoded/x_train.bin was encoded with another tokenizer ($TMP/reencoded/x.manifest records XXH3 $(xxh3 "$DATA/tokenizer.bin")) than $(realpath "$OTHER/tokenizer.bin")" &&
+    [ "$logits_rc" -eq 1 ] && printf '%s' "$logits_msg" | grep -q "^error: data shard $TMP/reencoded/x_val.bin was encoded with another tokenizer" &&
+    [ ! -e "$TMP/reencoded.f32" ]; then
+    pass data_of_another_tokenizer_refused
+else
+    fail data_of_another_tokenizer_refused "rc $rc/$logits_rc: $msg / $logits_msg"
+fi
+
 # a model file without a record (llm.c's, or moved out of its folder): one warning, the flags as given
 cp "$TMP/run/model_00000004.bin" "$TMP/lone.bin"
 msg=$($TRAINER $SMALL $OTHER_FLAGS -tk "$OTHER/tokenizer.bin" -e "$TMP/lone.bin" -x 0 2>&1 >/dev/null)
@@ -142,12 +161,14 @@ else
 fi
 
 # another tokenizer at a resume: refused by the checkpoint's state file, which records the tokenizer's checksum (with
-# the run's record gone too)
-{ $TRAINER $SMALL $OTHER_FLAGS -x 4 -v 2 -n 2 -o "$TMP/retok" -debug_kill_step 3 >/dev/null 2>&1; } 2>/dev/null
-msg=$($TRAINER $SMALL $OTHER_FLAGS -tk "$DATA/tokenizer.bin" -x 4 -v 2 -n 2 -o "$TMP/retok" -y 1 2>&1 >/dev/null)
+# the run's record gone too); the data here has no manifest (as llm.c's), which would name its tokenizer first
+mkdir -p "$TMP/plain" && cp "$OTHER/other_train.bin" "$OTHER/other_val.bin" "$TMP/plain/"
+PLAIN="-i $TMP/plain/other_train.bin -j $TMP/plain/other_val.bin"
+{ $TRAINER $SMALL $PLAIN -tk "$OTHER/tokenizer.bin" -x 4 -v 2 -n 2 -o "$TMP/retok" -debug_kill_step 3 >/dev/null 2>&1; } 2>/dev/null
+msg=$($TRAINER $SMALL $PLAIN -tk "$DATA/tokenizer.bin" -x 4 -v 2 -n 2 -o "$TMP/retok" -y 1 2>&1 >/dev/null)
 rc=$?
 rm "$TMP/retok/dataset.txt"
-state_msg=$($TRAINER $SMALL $OTHER_FLAGS -tk "$DATA/tokenizer.bin" -x 4 -v 2 -n 2 -o "$TMP/retok" -y 1 2>&1 >/dev/null)
+state_msg=$($TRAINER $SMALL $PLAIN -tk "$DATA/tokenizer.bin" -x 4 -v 2 -n 2 -o "$TMP/retok" -y 1 2>&1 >/dev/null)
 state_rc=$?
 if [ "$rc" -eq 1 ] && printf '%s' "$msg" | grep -q "^error: cannot resume with another tokenizer: the checkpoint's run read one of XXH3 $(xxh3 "$OTHER/tokenizer.bin"), $DATA/tokenizer.bin is XXH3" &&
     [ "$state_rc" -eq 1 ] && printf '%s' "$state_msg" | grep -q "^error: cannot resume with another tokenizer: the checkpoint's run read one of XXH3 $(xxh3 "$OTHER/tokenizer.bin"), $DATA/tokenizer.bin is XXH3"; then
