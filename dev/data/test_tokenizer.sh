@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # dev/data/test_tokenizer.sh — tests of the BPE tokenizer tool: training speed and determinism, encode -> decode
 # round-trips the corpus byte for byte, llm.c headers on every file, and every bad input (an empty input, an eot past
-# the vocabulary included) answered with one error line, a non-zero exit and no output file left behind. Prints
+# the vocabulary included) answered with one error line, a non-zero exit and no output file left behind; `hash` agrees
+# with Python's xxhash. Prints
 # "tokenizer: N passed, M failed" last.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -119,5 +120,33 @@ open(sys.argv[2], "wb").write(data)
 EOF
 cp "$tmp/tokenizer.merges" "$tmp/eot.merges"
 expect_error tokenizer_eot_outside_vocab "eot 999999" "$tmp/out_val.bin" encode -i "$corpus" -k "$tmp/eot.bin" -o "$tmp/out"
+
+# hash: "<xxh3-64> <bytes> <path>" per file in argument order, as Python's xxhash computes it (an empty file, a name
+# with a space, a file over the 1 MiB read piece included); a missing file or a folder is one error line, exit 1 and
+# nothing on stdout (no half list)
+: >"$tmp/empty file.txt"
+head -c 3000000 /dev/urandom >"$tmp/big.bin"
+hash_files=("$tmp/tokenizer.bin" "$tmp/empty file.txt" "$tmp/ts_val.bin" "$tmp/big.bin" "$tmp/tokenizer.merges")
+if "$tool" hash "${hash_files[@]}" >"$tmp/hash.out" && python3 - "$tmp/hash.out" "${hash_files[@]}" <<'PY'
+import os, sys, xxhash
+want = "".join(f"{xxhash.xxh3_64_hexdigest(open(p, 'rb').read())} {os.path.getsize(p)} {p}\n" for p in sys.argv[2:])
+got = open(sys.argv[1]).read()
+assert got == want, (got, want)
+PY
+then pass hash_matches_python_xxh3; else fail hash_matches_python_xxh3 "tokenizer hash differs from xxhash.xxh3_64_hexdigest"; fi
+hash_error() {  # name, expected text, files...
+    local name=$1 want=$2 out rc
+    shift 2
+    out=$("$tool" hash "$@" 2>"$tmp/hash.err")
+    rc=$?
+    if [ "$rc" -eq 1 ] && [ -z "$out" ] && [ "$(wc -l <"$tmp/hash.err")" -eq 1 ] && grep -q -- "$want" "$tmp/hash.err"; then
+        pass "hash_$name"
+    else
+        fail "hash_$name" "rc $rc, stdout '$out', stderr: $(cat "$tmp/hash.err")"
+    fi
+}
+hash_error missing_file "cannot open $tmp/no_such.bin" "$tmp/tokenizer.bin" "$tmp/no_such.bin"
+hash_error folder "$tmp/again is not a regular file" "$tmp/tokenizer.bin" "$tmp/again"
+hash_error no_file "hash needs at least one FILE"
 
 finish tokenizer

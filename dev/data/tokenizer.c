@@ -8,6 +8,7 @@ encodes and decodes. dev/data/prepare_dataset.sh (make data NAME=... INPUT=...) 
                                                       -> PREFIX_val.bin and PREFIX_train.bin, or with -s:
                                                          PREFIX_val.bin and PREFIX_train_000001.bin, _000002, ...
   tokenizer decode -k DIR/tokenizer.bin -i shard.bin -o out.txt
+  tokenizer hash FILE [FILE ...]                      -> per file "<xxh3-64, 16 hex> <bytes> <path>", in order
 
 INPUT is a text file or a folder, whose .txt files (all the folders below it too) are taken in byte order of their
 paths; the inputs are one corpus in the order given, each file a document.
@@ -42,6 +43,10 @@ num_merges}, then num_merges pairs of int32 (left, right). Shards are llm.c's da
 {20240520, 1, num_tokens}, then uint16 tokens.
 
 Every output is written to PATH.tmp, fsynced and renamed, so a failed run never leaves a partial file in place.
+
+`hash` prints the XXH3-64 checksum (llmc/checksum.h, the one checkpoints and manifests record) and size of each file,
+so scripts and records can name the exact tokenizer and data a run used; all files are checked before anything is
+printed, so a missing one is one error line and no partial list.
 */
 #include <ctype.h>
 #include <dirent.h>
@@ -53,6 +58,8 @@ Every output is written to PATH.tmp, fsynced and renamed, so a failed run never 
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../../llmc/checksum.h"
 
 #define TOKENIZER_MAGIC 20240328
 #define MERGES_MAGIC 20241123
@@ -1128,6 +1135,42 @@ static void cmd_decode(const char* tokenizer_path, const char* shard, const char
 }
 
 // ----------------------------------------------------------------------------
+// hash
+
+// Every file is checksummed before anything is printed: a bad one is one error line, never half a list.
+static void cmd_hash(int count, char** paths) {
+    if (count == 0) { die("hash needs at least one FILE"); }
+    uint64_t* sums = xcalloc((size_t)count, sizeof(uint64_t));
+    long long* sizes = xcalloc((size_t)count, sizeof(long long));
+    char err[2048];
+    for (int k = 0; k < count; k++) {
+        struct stat st;
+        int bad = 1;
+        if (stat(paths[k], &st) != 0) {
+            snprintf(err, sizeof(err), "cannot open %s: %s", paths[k], strerror(errno));
+        } else if (!S_ISREG(st.st_mode)) {
+            snprintf(err, sizeof(err), "%s is not a regular file", paths[k]);
+        } else {
+            sizes[k] = (long long)st.st_size;
+            bad = file_checksum(paths[k], sizes[k], &sums[k], err, sizeof(err)) != 0;
+        }
+        if (bad) {  // freed first, so the sanitizers' leak check stays quiet
+            free(sums);
+            free(sizes);
+            die("%s", err);
+        }
+    }
+    for (int k = 0; k < count; k++) {
+        char hex[CHECKSUM_HEX_CHARS];
+        checksum_hex(sums[k], hex);
+        printf("%s %lld %s\n", hex, sizes[k], paths[k]);
+    }
+    if (fflush(stdout) != 0) { die("writing the checksums failed: %s", strerror(errno)); }
+    free(sums);
+    free(sizes);
+}
+
+// ----------------------------------------------------------------------------
 
 static void usage_and_exit(int rc) {  // -h: 0, on stdout; a call without a command: 2, on stderr
     fprintf(rc == 0 ? stdout : stderr,
@@ -1136,6 +1179,7 @@ static void usage_and_exit(int rc) {  // -h: 0, on stdout; a call without a comm
             "       tokenizer encode -i INPUT [-i INPUT ...] -k DIR/tokenizer.bin -o PREFIX\n"
             "                        [-f val_fraction (0..1, default 0.1)] [-s shard_tokens (1024..1073741824: shards)]\n"
             "       tokenizer decode -k DIR/tokenizer.bin -i shard.bin -o out.txt\n"
+            "       tokenizer hash FILE [FILE ...]   (prints <xxh3-64 hex> <bytes> <path> per file)\n"
             "INPUT: a text file, or a folder of .txt files (its subfolders too); several -i are one corpus, in order\n");
     exit(rc);
 }
@@ -1144,6 +1188,10 @@ int main(int argc, char** argv) {
     if (argc < 2) { usage_and_exit(2); }
     const char* cmd = argv[1];
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) { usage_and_exit(0); }
+    if (strcmp(cmd, "hash") == 0) {  // its arguments are files, not flags
+        cmd_hash(argc - 2, argv + 2);
+        return 0;
+    }
     const char *output = NULL, *tokenizer = NULL;
     const char* inputs[4096];
     int num_inputs = 0;
@@ -1205,7 +1253,7 @@ int main(int argc, char** argv) {
         if (num_inputs != 1 || !output || !tokenizer) { die("decode needs -k tokenizer.bin, -i shard.bin and -o out.txt"); }
         cmd_decode(tokenizer, inputs[0], output);
     } else {
-        die("unknown command '%s' (train, encode or decode)", cmd);
+        die("unknown command '%s' (train, encode, decode or hash)", cmd);
     }
     inputs_free(&in);
     return 0;
