@@ -333,7 +333,8 @@ DATASET_OPTIONS = $(if $(VOCAB),--vocab $(VOCAB)) $(if $(VAL_FRACTION),--val-fra
 data: dev/data/tokenizer
 	@$(if $(filter-out tinyshakespeare,$(NAME)),./dev/data/prepare_dataset.sh "$(NAME)" $(foreach i,$(INPUT),"$(i)") $(DATASET_OPTIONS),$(if $(strip $(VOCAB) $(VAL_FRACTION) $(SHARD_TOKENS) $(SAMPLE_MB) $(TOKENIZER)),echo "make data: VOCAB VAL_FRACTION SHARD_TOKENS SAMPLE_MB TOKENIZER are for your own text: NAME=mytext (tinyshakespeare: VOCAB_SIZE=N ./dev/data/prepare_tinyshakespeare.sh)" >&2; exit 1;) ./dev/data/prepare_tinyshakespeare.sh $(if $(INPUT),"$(INPUT)"))
 
-# only what it runs: the tokenizer and one trainer (the script asks has_gpu.sh too, and takes TRAINER from here)
+# only what it runs: the tokenizer and one trainer (the script asks has_gpu.sh too, and takes TRAINER from here;
+# INPUT, STEPS, OUT and SEED reach it from the command line: the text trained on is checked against INPUT)
 train: $(DATA_PROGRAMS) $(TRAINER)
 	@TRAINER=./$(TRAINER) $(if $(DATA),DATA="$(DATA)") ./scripts/compare_bf16_fp8.sh
 
@@ -406,8 +407,9 @@ help:
 	@echo "  STEPS=N              make train: steps per run (default: the script's, by trainer; see README)"
 	@echo "  OUT=DIR              make train: output folder (default log_compare)"
 	@echo "  SEED=N               make train: seed of every run (default 1337)"
-	@echo "  INPUT=FILE           make data / make train: a local tinyshakespeare input.txt (no network needed);"
-	@echo "                       with NAME=: your own text (files and folders, separated by spaces)"
+	@echo "  INPUT=FILE           make data / make train: a local tinyshakespeare input.txt (no network needed;"
+	@echo "                       another text is refused); with NAME=: your own text (files and folders, separated by"
+	@echo "                       spaces); make train DATA=NAME INPUT=...: checks data/NAME was made from it, as it is now"
 	@echo "  FORCE=1              make data NAME=...: replace data/NAME even when it was made from other INPUT"
 	@echo "  NAME=NAME            make data: a dataset of your own text in data/NAME (default: tinyshakespeare)"
 	@echo "  DATA=NAME            make train: train on data/NAME (made by make data NAME=NAME; default tinyshakespeare)"

@@ -4,8 +4,8 @@
 # train shards of a fixed token count (a short last one joined, stale ones removed), the val split's cap, the bounded
 # BPE sample, dev/data/prepare_dataset.sh (data/NAME made whole or not at all, idempotent by the inputs' content, never
 # replaced by other inputs unless --force, a killed run's temporaries cleared or the earlier dataset put back, every bad
-# input one line), tinyshakespeare never overwritten by another text, and the trainer on a sharded dataset. Prints
-# "prepare_dataset: N passed, M failed" last.
+# input one line), tinyshakespeare never overwritten by another text, the trainer on a sharded dataset, and make
+# train's INPUT checked against the data it trains on. Prints "prepare_dataset: N passed, M failed" last.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -396,6 +396,64 @@ if [ $? -ne 0 ] && printf '%s' "$out" | grep -q "DATA=no_such_dataset: no datase
     pass compare_runs_missing_dataset
 else
     fail compare_runs_missing_dataset "$out"
+fi
+
+# make train's INPUT is what it trains on, never ignored: tinyshakespeare's preparation runs on it (and refuses another
+# text); with DATA, the dataset must have been made from it, as it is now. A stand-in trainer records its flags.
+mkdir -p "$TMP/fake"
+cat >"$TMP/fake/train_gpt_fp8_cpu" <<'EOF'
+#!/usr/bin/env bash
+printf '%s\n' "$*" >>"$(dirname "$0")/calls"
+echo "error: a stand-in trainer, stopping here"
+exit 1
+EOF
+chmod +x "$TMP/fake/train_gpt_fp8_cpu"
+fake_compare() {  # INPUT, DATA: the comparison with the stand-in trainer, its output in $TMP/fake/out
+    rm -f "$TMP/fake/calls"
+    INPUT=$1 DATA=$2 STEPS=2 OUT="$TMP/fake/log" PROGRESS=lines TRAINER="$TMP/fake/train_gpt_fp8_cpu" \
+        ./scripts/compare_bf16_fp8.sh >"$TMP/fake/out" 2>&1
+}
+ts=data/tinyshakespeare
+ts_sums=$(cat "$ts"/tokenizer.bin "$ts"/tiny_shakespeare_*.bin 2>/dev/null | md5sum)
+fake_compare "$TMP/corpus_concat.txt" ""
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "is not tinyshakespeare's input.txt.*make data NAME=mytext INPUT=" "$TMP/fake/out" &&
+    [ ! -e "$TMP/fake/calls" ] && [ "$(cat "$ts"/tokenizer.bin "$ts"/tiny_shakespeare_*.bin 2>/dev/null | md5sum)" = "$ts_sums" ]; then
+    pass train_input_other_text_refused
+else
+    fail train_input_other_text_refused "rc $rc, trainer called: $([ -e "$TMP/fake/calls" ] && echo yes || echo no); $(tail -n 2 "$TMP/fake/out")"
+fi
+ts_text=$repo/../shared/data/tinyshakespeare/input.txt
+if [ -f "$ts_text" ]; then
+    fake_compare "$ts_text" ""
+    if grep -qF "prepare_tinyshakespeare: using $ts_text (given)" "$TMP/fake/out" &&
+        grep -qF -- "-i data/tinyshakespeare/tiny_shakespeare_train.bin" "$TMP/fake/calls" 2>/dev/null; then
+        pass train_input_tinyshakespeare_prepared
+    else
+        fail train_input_tinyshakespeare_prepared "$(head -n 3 "$TMP/fake/out")"
+    fi
+fi
+fake_compare "${order[1]}" "$root/tiny"
+rc=$?
+if [ "$rc" -ne 0 ] && grep -qF "$root/tiny/ was not made from INPUT=${order[1]} (it was made from $corpus)" "$TMP/fake/out" &&
+    grep -qF -- "--force" "$TMP/fake/out" && [ ! -e "$TMP/fake/calls" ]; then
+    pass train_data_other_input_refused
+else
+    fail train_data_other_input_refused "rc $rc, trainer called: $([ -e "$TMP/fake/calls" ] && echo yes || echo no); $(tail -n 2 "$TMP/fake/out")"
+fi
+fake_compare "$corpus" "$root/tiny"
+if grep -qF -- "-i $root/tiny/tiny_train_*.bin" "$TMP/fake/calls" 2>/dev/null; then
+    pass train_data_same_input
+else
+    fail train_data_same_input "$(tail -n 2 "$TMP/fake/out")"
+fi
+printf 'and one line more\n' >>"$TMP/same.txt"
+fake_compare "$TMP/same.txt" "$root/same_file"
+rc=$?
+if [ "$rc" -ne 0 ] && grep -qF "$TMP/same.txt changed since $root/same_file/ was made" "$TMP/fake/out" && [ ! -e "$TMP/fake/calls" ]; then
+    pass train_data_changed_input_refused
+else
+    fail train_data_changed_input_refused "rc $rc, trainer called: $([ -e "$TMP/fake/calls" ] && echo yes || echo no); $(tail -n 2 "$TMP/fake/out")"
 fi
 
 # ---------------------------------------------------------------------------------------------------------------------
