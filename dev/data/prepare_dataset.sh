@@ -43,7 +43,7 @@ Options:
                        trained on it then need a copy of its tokenizer; without it, such a data/NAME is refused
 NAME: letters, digits, '_', '-' and '.', starting with a letter, digit or '_', not ending in .tmp.N or .old.N (the
 temporaries' names), short enough for NAME_train_000001.bin.tmp to be a file name there.
-Run again with the same INPUTs and options, it keeps data/NAME when the inputs' content is the same (XXH3 checksums).
+Again with the same INPUTs and options: data/NAME is kept while their content (XXH3 checksums) is the same, else remade.
 Then: make train DATA=NAME, or the trainers with
   -i "data/NAME/NAME_train_*.bin" -j data/NAME/NAME_val.bin -tk data/NAME/tokenizer.bin
 EOF
