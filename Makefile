@@ -410,7 +410,7 @@ help:
 	@echo "  INPUT=FILE           make data / make train: a local tinyshakespeare input.txt (no network needed;"
 	@echo "                       another text is refused); with NAME=: your own text (files and folders, separated by"
 	@echo "                       spaces); make train DATA=NAME INPUT=...: checks data/NAME was made from it, as it is now"
-	@echo "  FORCE=1              make data NAME=...: replace data/NAME even when it was made from other INPUT"
+	@echo "  FORCE=1              make data NAME=...: make data/NAME anew, even up to date or made from other INPUT"
 	@echo "  NAME=NAME            make data: a dataset of your own text in data/NAME (default: tinyshakespeare)"
 	@echo "  DATA=NAME            make train: train on data/NAME (made by make data NAME=NAME; default tinyshakespeare)"
 	@echo "  TRAINER=NAME         make train: train_gpt_fp8 or train_gpt_fp8_cpu (now: $(TRAINER))"

@@ -39,8 +39,9 @@ Options:
   --tokenizer FILE     encode with this tokenizer.bin (and its .merges) instead of training one:
                        to fine-tune a model on new text in the vocabulary it was trained with
   --data-root DIR      make DIR/NAME instead of the repository's data/NAME                   default data
-  --force              replace data/NAME even when it was made from other INPUTs (or not by this script): models
-                       trained on it then need a copy of its tokenizer; without it, such a data/NAME is refused
+  --force              make data/NAME anew even when it is up to date, made from other INPUTs or not by this
+                       script (models trained on it then need a copy of its tokenizer); without it, the latter two
+                       are refused
 NAME: letters, digits, '_', '-' and '.', starting with a letter, digit or '_', not ending in .tmp.N or .old.N (the
 temporaries' names), short enough for NAME_train_000001.bin.tmp to be a file name there.
 Again with the same INPUTs and options: data/NAME is kept while their content (XXH3 checksums) is the same, else remade.
@@ -227,8 +228,8 @@ complete() {
     [ -f "$out/tokenizer.bin" ] && [ -f "$out/tokenizer.merges" ] && [ -f "$out/${name}_val.bin" ] &&
         [ -f "$out/${name}_train_000001.bin" ]
 }
-if [ -f "$made_from_record" ] && [ "$(cat "$made_from_record")" = "$want" ] && complete; then
-    note "$out is up to date (remove $out/.made_from to make it again)"
+if [ "$force" = 0 ] && [ -f "$made_from_record" ] && [ "$(cat "$made_from_record")" = "$want" ] && complete; then
+    note "$out is up to date (--force makes it again; make data: FORCE=1)"
     exit 0
 fi
 if [ -f "$made_from_record" ] && same_inputs; then  # why it is remade, in one line
@@ -243,6 +244,8 @@ if [ -f "$made_from_record" ] && same_inputs; then  # why it is remade, in one l
         why="the --tokenizer it is encoded with changed"
     elif [ "$(grep '^tool ' <<<"$had")" != "$(grep '^tool ' <<<"$want")" ]; then
         why="dev/data/tokenizer changed"
+    elif complete; then
+        why="--force"
     else
         why="some of its files are missing"
     fi

@@ -190,6 +190,7 @@ else
     fail prepare_named_dataset "$(tail -n 3 "$TMP/prep.out")"
 fi
 if $prepare mine "$corpus" --vocab 400 --shard-tokens 20000 --data-root "$root" 2>&1 | grep -q "is up to date"; then pass prepare_idempotent; else fail prepare_idempotent "a second run with the same inputs did not keep the dataset"; fi
+if $prepare mine "$corpus" --vocab 400 --shard-tokens 20000 --data-root "$root" --force 2>&1 | grep -q "^prepare_dataset: done:"; then pass prepare_force_remakes; else fail prepare_force_remakes "--force kept an up-to-date dataset"; fi
 before=$(ls "$root/mine" | wc -l)
 $prepare mine "$corpus" --vocab 400 --shard-tokens 60000 --data-root "$root" >/dev/null 2>&1
 after=$(ls "$root/mine"/mine_train_*.bin | wc -l)
@@ -294,8 +295,7 @@ for _ in $(seq 1 400); do
     compgen -G "$root/killed.tmp.*" >/dev/null && break
     sleep 0.05
 done
-kill -9 -- "-$killed_pid" 2>/dev/null
-wait "$killed_pid" 2>/dev/null
+{ kill -9 -- "-$killed_pid" && wait "$killed_pid"; } 2>/dev/null  # (the shell's "Killed" notice too)
 left=$(ls -d "$root"/killed.tmp.* 2>/dev/null)
 out=$($prepare killed "${order[1]}" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 1024 --data-root "$root" 2>&1)
 if [ -z "$left" ]; then
