@@ -165,13 +165,17 @@ else
             exit 1
         fi
         make -s dev/data/tokenizer
-        while IFS= read -r record; do
-            file=$(cut -d' ' -f4- <<<"$record")
-            if [ "file $(./dev/data/tokenizer hash "$file" 2>/dev/null)" != "$record" ]; then
-                echo "compare_bf16_fp8: error: DATA=$dataset: $file changed since $data/ was made (or is gone); to make it again: $(remake_command options no-force)" >&2
-                exit 1
-            fi
-        done < <(grep '^file ' "$data/.made_from")
+        recorded=$(grep '^file ' "$data/.made_from") || true
+        now=$(cut -d' ' -f4- <<<"$recorded" | tr '\n' '\0' | xargs -0 -r ./dev/data/tokenizer hash 2>/dev/null | sed 's/^/file /') || true
+        if [ "$now" != "$recorded" ]; then  # which file: the first that differs
+            while IFS= read -r record; do
+                file=$(cut -d' ' -f4- <<<"$record")
+                if [ "file $(./dev/data/tokenizer hash "$file" 2>/dev/null)" != "$record" ]; then
+                    echo "compare_bf16_fp8: error: DATA=$dataset: $file changed since $data/ was made (or is gone); to make it again: $(remake_command options no-force)" >&2
+                    exit 1
+                fi
+            done <<<"$recorded"
+        fi
     fi
     data_flags=(-i "$data/${dataset}_train_*.bin" -j "$data/${dataset}_val.bin" -tk "$data/tokenizer.bin")
 fi
