@@ -166,9 +166,9 @@ FUZZ_SMOKE_SECONDS ?= 20
 
 FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/recipe_parse.h fp8/meta.h fp8/quantize_cpu.h fp8/current.h fp8/diag.h \
                fp8/cpu_isa.h fp8/block.h
-LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/checksum.h llmc/schedule.h llmc/dataloader.h llmc/tokenizer.h \
-                llmc/utils.h llmc/linear.h llmc/args.h llmc/run.h llmc/run_folder.h llmc/sampling.h llmc/zero.h \
-                llmc/gemm_cpu.h llmc/gelu_math.h $(XXHASH_HEADER)
+LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/checksum.h llmc/schedule.h llmc/dataloader.h \
+                llmc/shard_manifest.h llmc/tokenizer.h llmc/utils.h llmc/linear.h llmc/args.h llmc/run.h llmc/run_folder.h \
+                llmc/sampling.h llmc/zero.h llmc/gemm_cpu.h llmc/gelu_math.h $(XXHASH_HEADER)
 CPU_PROGRAMS := train_gpt_fp8_cpu
 CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process llmc/test_memory_plan \
              llmc/test_gemm_cpu

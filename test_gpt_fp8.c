@@ -15,6 +15,7 @@ style, so every static function is reachable):
   - the bf16 mode keeps every stored activation a bf16 value, and in bf16 and fp8 modes every layer reads bf16-rounded
     parameters (the GPU's bf16 copy);
   - the parallel weight initialisation gives the serial loop's bits for any thread count.
+  - the data loader: ranks, wrap-around and resume; a shard set with a manifest loads only when complete and as listed.
   - the host helpers both trainers print with: sampled text with control bytes and broken UTF-8 escaped, a sample
     longer than the model's window (the window slides), the start-up box's rows all the box's width.
 The training, resume and bad-input tests that run the trainer binary are in test_train_gpt_fp8.sh.
@@ -841,6 +842,81 @@ static void test_dataloader_ranks_wrap_resume(void) {
     rmdir(dir);
 }
 
+// dev/data/tokenizer's manifest (llmc/shard_manifest.h) beside the shards: `files` are "name bytes" pairs.
+static void write_test_manifest(const char* dir, const char* status, const char* const* files, int n) {
+    char path[160];
+    snprintf(path, sizeof(path), "%s/d.manifest", dir);
+    FILE* f = fopen(path, "w");
+    fprintf(f, "gptfp8 shard manifest 1\nstatus\t%s\ntokenizer\t2048\t0123456789abcdef\ttokenizer.bin\n", status);
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        long long bytes;
+        sscanf(files[i], "%63s %lld", name, &bytes);
+        fprintf(f, "file\t%lld\t%lld\t00000000000000ff\t%s\n", bytes, (bytes - 1024) / 2, name);
+    }
+    fclose(f);
+}
+
+// A shard set with a manifest is loaded only when it is the complete set the manifest lists: a re-encoding killed
+// midway (its manifest says incomplete), a shard left from an earlier encoding (not listed, or listed with another
+// size) and a listed shard that is gone are each refused in one line; without a manifest (llm.c's) shards load as
+// before. The manifest is found from the shard's name (d_val.bin, d_train_000001.bin -> d.manifest).
+static void test_dataloader_manifest(void) {
+    char dir[] = "/tmp/gptfp8_manifest_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char val[128], t1[128], t2[128], pattern[128], manifest[128], err[1024];
+    snprintf(val, sizeof(val), "%s/d_val.bin", dir);
+    snprintf(t1, sizeof(t1), "%s/d_train_000001.bin", dir);
+    snprintf(t2, sizeof(t2), "%s/d_train_000002.bin", dir);
+    snprintf(pattern, sizeof(pattern), "%s/d_train_*.bin", dir);
+    snprintf(manifest, sizeof(manifest), "%s/d.manifest", dir);
+    write_test_shard(val, 20, 0);  // 1064 bytes
+    write_test_shard(t1, 50, 0);   // 1124 bytes
+    write_test_shard(t2, 40, 500); // 1104 bytes
+    DataLoader loader;
+    CHECK(dataloader_init(&loader, pattern, 2, 4, 0, 1, 1000, err, sizeof(err)) == 0, "no manifest: %s", err);
+    dataloader_free(&loader);
+    const char* all[3] = {"d_val.bin 1064", "d_train_000001.bin 1124", "d_train_000002.bin 1104"};
+    write_test_manifest(dir, "complete", all, 3);
+    CHECK(dataloader_init(&loader, pattern, 2, 4, 0, 1, 1000, err, sizeof(err)) == 0, "complete set: %s", err);
+    CHECK(loader.num_shards == 2 && loader.shard_tokens[1] == 40, "%zu shards", loader.num_shards);
+    dataloader_free(&loader);
+    CHECK(dataloader_init(&loader, val, 2, 4, 0, 1, 1000, err, sizeof(err)) == 0, "the val file of the set: %s", err);
+    dataloader_free(&loader);
+    struct {
+        const char* status;
+        const char* files[3];
+        int n;
+        const char* want;
+    } cases[] = {
+        {"incomplete", {NULL}, 0, "d_train_000001.bin: its dataset's encoding did not finish ("},
+        {"complete", {"d_val.bin 1064", "d_train_000001.bin 1124"}, 2,
+         "d_train_000002.bin is not part of the shard set "},
+        {"complete", {"d_val.bin 1064", "d_train_000001.bin 1124", "d_train_000002.bin 1106"}, 3,
+         "d_train_000002.bin is 1104 bytes, the shard set "},
+        {"complete", {"d_val.bin 1064", "d_train_000001.bin 1124", "d_train_000003.bin 1104"}, 3,
+         "d_train_000003.bin, which "},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        write_test_manifest(dir, cases[k].status, cases[k].files, cases[k].n);
+        err[0] = '\0';
+        int rc = dataloader_init(&loader, pattern, 2, 4, 0, 1, 1000, err, sizeof(err));
+        CHECK(rc == -1 && strstr(err, cases[k].want) && strstr(err, manifest) && !strchr(err, '\n'),
+              "case %zu: rc %d, '%s'", k, rc, err);
+    }
+    CHECK(strstr(err, "no longer exists"), "%s", err);
+    FILE* f = fopen(manifest, "w");  // a damaged manifest: one line naming it and the line
+    fprintf(f, "gptfp8 shard manifest 1\nstatus\tcomplete\ntokenizer\t2048\tnot-hex\ttokenizer.bin\n");
+    fclose(f);
+    CHECK(dataloader_init(&loader, pattern, 2, 4, 0, 1, 1000, err, sizeof(err)) == -1 && strstr(err, "line 3") &&
+              strstr(err, manifest), "damaged manifest: %s", err);
+    unlink(manifest);
+    unlink(val);
+    unlink(t1);
+    unlink(t2);
+    rmdir(dir);
+}
+
 // In bf16 and fp8 modes every layer reads bf16-rounded parameters, as the GPU reads its bf16 copy: a model whose fp32
 // masters are arbitrary floats computes exactly (bit for bit: logits, loss, every gradient, every recorded amax) what
 // a model whose masters were rounded to bf16 beforehand computes. Any parameter read from the masters directly
@@ -1076,6 +1152,7 @@ int main(int argc, char** argv) {
     RUN_TEST(test_bf16_storage_and_modes_differ);
     RUN_TEST(test_fp8_overrides_first_last_and_lm_head);
     RUN_TEST(test_dataloader_ranks_wrap_resume);
+    RUN_TEST(test_dataloader_manifest);
     RUN_TEST(test_layers_read_bf16_parameters);
     RUN_TEST(test_parallel_init_matches_serial);
     RUN_TEST(test_token_pieces_printed_as_text);

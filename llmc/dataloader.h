@@ -6,6 +6,10 @@ token count, 0...}, then token count uint16. llm.c's LLaMA-3 shards (20240801, v
 by name.
 Every shard is checked up front (magic, version, exact file size, at least one batch of tokens), so a bad file is one
 clear error at startup rather than garbage mid-run; token ids are checked against the vocabulary as they are read.
+A shard whose dataset has a manifest (llmc/shard_manifest.h: dev/data/tokenizer writes one, llm.c's shards have none)
+must belong to the complete set it lists: an encoding that did not finish, a shard it does not list or lists with
+another size (left from an earlier encoding), or a listed file that is gone is refused at startup. Sizes only: no
+checksums here, so starting costs a stat per file whatever the data's size.
 
 Batches are read sequentially (no shuffling): with num_processes ranks, rank r reads the r-th B*T slice of every
 num_processes*B*T stride, and when the next stride does not fit in the shard, all ranks move on to the next shard
@@ -22,6 +26,8 @@ needs to resume exactly.
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "shard_manifest.h"
 
 #define SHARD_MAGIC 20240520
 #define SHARD_VERSION 1
@@ -91,6 +97,66 @@ static inline int shard_check(const char* path, size_t min_tokens, size_t* num_t
     return 0;
 }
 
+// A shard with a manifest must be part of the complete set it lists, at the listed size; `m` holds the manifest of the
+// shard before (*have: whether it is read), reused while the shards share it, as a dataset's do, so each manifest is
+// read, and its listed files looked for, once.
+static inline int shard_check_manifest(const char* path, ShardManifest* m, int* have, char* err, size_t errlen) {
+    char* manifest_path;
+    int rc = shard_manifest_path(path, &manifest_path);
+    if (rc == 1) { return 0; }  // not a name a manifest can belong to
+    if (rc != 0) {
+        snprintf(err, errlen, "out of memory checking data shard %s", path);
+        return -1;
+    }
+    int same = *have && strcmp(m->path, manifest_path) == 0;
+    free(manifest_path);
+    if (!same) {
+        if (*have) { shard_manifest_free(m); }
+        *have = 0;
+        rc = shard_manifest_of(path, m, err, errlen);  // its message names the manifest (and so the dataset)
+        if (rc == 1) { return 0; }                      // no manifest: read as llm.c's shards are
+        if (rc != 0) { return -1; }
+        *have = 1;
+        if (!m->complete) {
+            snprintf(err, errlen, "data shard %s: its dataset's encoding did not finish (%s says incomplete): prepare "
+                     "it again", path, m->path);
+            return -1;
+        }
+        size_t dir = (size_t)(shard_manifest_basename(m->path) - m->path);
+        for (size_t i = 0; i < m->num_files; i++) {  // the whole set is still there, not only the shards matched
+            size_t len = dir + strlen(m->files[i].name) + 1;
+            char* listed = (char*)malloc(len);
+            if (!listed) {
+                snprintf(err, errlen, "out of memory checking data shard %s", path);
+                return -1;
+            }
+            snprintf(listed, len, "%.*s%s", (int)dir, m->path, m->files[i].name);
+            struct stat st;
+            int gone = stat(listed, &st) != 0;
+            if (gone) {
+                snprintf(err, errlen, "data shard %s: %s, which %s lists in its shard set, no longer exists (the set "
+                         "is incomplete): prepare the dataset again", path, listed, m->path);
+            }
+            free(listed);
+            if (gone) { return -1; }
+        }
+    }
+    const ManifestEntry* e = shard_manifest_find(m, path);
+    if (!e) {
+        snprintf(err, errlen, "data shard %s is not part of the shard set %s lists (left from an earlier encoding?)",
+                 path, m->path);
+        return -1;
+    }
+    struct stat st;
+    long long bytes = stat(path, &st) == 0 ? (long long)st.st_size : -1;
+    if (bytes != e->bytes) {
+        snprintf(err, errlen, "data shard %s is %lld bytes, the shard set %s lists has it at %lld (left from an "
+                 "earlier encoding?)", path, bytes, m->path, e->bytes);
+        return -1;
+    }
+    return 0;
+}
+
 static inline void dataloader_free(DataLoader* loader) {
     globfree(&loader->glob_result);
     free(loader->shard_tokens);
@@ -132,12 +198,18 @@ static inline int dataloader_init(DataLoader* loader, const char* pattern, size_
         dataloader_free(loader);
         return -1;
     }
+    ShardManifest manifest;
+    int have_manifest = 0;
     for (size_t i = 0; i < loader->num_shards; i++) {  // every shard is checked before the batch buffers exist
-        if (shard_check(loader->glob_result.gl_pathv[i], stride + 1, &loader->shard_tokens[i], err, errlen)) {
+        const char* path = loader->glob_result.gl_pathv[i];
+        if (shard_check(path, stride + 1, &loader->shard_tokens[i], err, errlen) ||
+            shard_check_manifest(path, &manifest, &have_manifest, err, errlen)) {
+            if (have_manifest) { shard_manifest_free(&manifest); }
             dataloader_free(loader);
             return -1;
         }
     }
+    if (have_manifest) { shard_manifest_free(&manifest); }
     loader->buffer = (uint16_t*)calloc(BT + 1, sizeof(uint16_t));
     loader->inputs = (int*)calloc(BT, sizeof(int));
     loader->targets = (int*)calloc(BT, sizeof(int));
