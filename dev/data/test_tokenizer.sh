@@ -121,6 +121,32 @@ EOF
 cp "$tmp/tokenizer.merges" "$tmp/eot.merges"
 expect_error tokenizer_eot_outside_vocab "eot 999999" "$tmp/out_val.bin" encode -i "$corpus" -k "$tmp/eot.bin" -o "$tmp/out"
 
+# a damaged tokenizer.bin is refused by encode and decode: one byte of the tail of the last merged token (no later
+# merge holds it, so only checking the merge's right part sees it), a byte token (byte 1: in no merge), the eot's text
+python3 - "$tmp/tokenizer.bin" "$tmp" <<'PY'
+import struct, sys
+src, d = sys.argv[1], sys.argv[2]
+data = open(src, "rb").read()
+offsets, pos = [], 1024
+for i in range(768):
+    offsets.append(pos); pos += 1 + data[pos]
+def damaged(name, token, k):  # the k-th byte of token's text changed
+    b = bytearray(data)
+    at = offsets[token] + 1 + (k if k >= 0 else data[offsets[token]] + k)
+    b[at] ^= 0x01
+    open(f"{d}/{name}.bin", "wb").write(b)
+    open(f"{d}/{name}.merges", "wb").write(open(src[:-4] + ".merges", "rb").read())
+n = data[offsets[766]]
+assert n >= 2, n
+damaged("tail", 766, -1)
+damaged("bytetoken", 1, 0)
+damaged("eottext", 767, 3)
+PY
+expect_error damaged_merge_tail_encode "merge 510 (.*) does not match token 766" "$tmp/out_val.bin" encode -i "$corpus" -k "$tmp/tail.bin" -o "$tmp/out"
+expect_error damaged_merge_tail_decode "merge 510 (.*) does not match token 766" "$tmp/dec.txt" decode -k "$tmp/tail.bin" -i "$tmp/ts_val.bin" -o "$tmp/dec.txt"
+expect_error damaged_byte_token "token 1 is not the byte 1" "$tmp/dec.txt" decode -k "$tmp/bytetoken.bin" -i "$tmp/ts_val.bin" -o "$tmp/dec.txt"
+expect_error damaged_eot_text "the eot token 767 is not <|endoftext|>" "$tmp/out_val.bin" encode -i "$corpus" -k "$tmp/eottext.bin" -o "$tmp/out"
+
 # hash: "<xxh3-64> <bytes> <path>" per file in argument order, as Python's xxhash computes it (an empty file, a name
 # with a space, a file over the 1 MiB read piece included); a missing file or a folder is one error line, exit 1 and
 # nothing on stdout (no half list)

@@ -484,6 +484,13 @@ static void read_vocab(Vocab* v, const char* tokenizer_path) {
         pos += 1 + (size_t)data[pos];
     }
     free(data);
+    // what this tool writes, checked whole: a damaged byte of any token is refused here, never encoded or decoded with
+    for (int b = 0; b < 256; b++) {
+        if (v->lens[b] != 1 || v->bytes[b][0] != b) { die("%s: token %d is not the byte %d (a damaged file?)", tokenizer_path, b, b); }
+    }
+    if (v->lens[v->eot] != (int)strlen(EOT_TEXT) || memcmp(v->bytes[v->eot], EOT_TEXT, strlen(EOT_TEXT)) != 0) {
+        die("%s: the eot token %d is not %s (a damaged file?)", tokenizer_path, v->eot, EOT_TEXT);
+    }
     // DIR/tokenizer.bin -> DIR/tokenizer.merges; a name not ending in .bin gets .merges added
     size_t stem = strlen(tokenizer_path);
     if (stem >= 4 && strcmp(tokenizer_path + stem - 4, ".bin") == 0) { stem -= 4; }
@@ -501,8 +508,10 @@ static void read_vocab(Vocab* v, const char* tokenizer_path) {
     memcpy(v->merges, mdata + sizeof(mheader), (size_t)v->num_merges * 8);
     for (int k = 0; k < v->num_merges; k++) {
         int a = v->merges[2 * k], b = v->merges[2 * k + 1];
+        // the merged token is exactly its left part's bytes followed by its right part's
         if (a < 0 || b < 0 || a >= 256 + k || b >= 256 + k || v->lens[a] + v->lens[b] != v->lens[256 + k] ||
-            memcmp(v->bytes[a], v->bytes[256 + k], (size_t)v->lens[a]) != 0) {
+            memcmp(v->bytes[a], v->bytes[256 + k], (size_t)v->lens[a]) != 0 ||
+            memcmp(v->bytes[b], v->bytes[256 + k] + v->lens[a], (size_t)v->lens[b]) != 0) {
             die("%s: merge %d (%d, %d) does not match token %d of %s", path, k, a, b, 256 + k, tokenizer_path);
         }
     }
