@@ -147,6 +147,47 @@ expect_error damaged_merge_tail_decode "merge 510 (.*) does not match token 766"
 expect_error damaged_byte_token "token 1 is not the byte 1" "$tmp/dec.txt" decode -k "$tmp/bytetoken.bin" -i "$tmp/ts_val.bin" -o "$tmp/dec.txt"
 expect_error damaged_eot_text "the eot token 767 is not <|endoftext|>" "$tmp/out_val.bin" encode -i "$corpus" -k "$tmp/eottext.bin" -o "$tmp/out"
 
+# outputs that are not regular files are never replaced: /dev/full (written in place: it refuses, exit 1, and stays a
+# device), a link to it, a FIFO (streamed to its reader), a symbolic link (followed: the link stays, its target gets
+# the text, also when the target does not exist yet), a folder (refused)
+out=$("$tool" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_val.bin" -o /dev/full 2>&1 >/dev/null)
+rc=$?
+if [ "$rc" -ne 0 ] && [ -c /dev/full ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q "No space left on device"; then
+    pass output_dev_full_refused_stays_a_device
+else
+    fail output_dev_full_refused_stays_a_device "rc $rc: $out"
+fi
+ln -s /dev/full "$tmp/full_link"
+out=$("$tool" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_val.bin" -o "$tmp/full_link" 2>&1 >/dev/null)
+rc=$?
+if [ "$rc" -ne 0 ] && [ -c /dev/full ] && [ -L "$tmp/full_link" ] && printf '%s' "$out" | grep -q "No space left on device"; then
+    pass output_link_to_dev_full_refused
+else
+    fail output_link_to_dev_full_refused "rc $rc: $out"
+fi
+mkfifo "$tmp/fifo"
+timeout 20 cat "$tmp/fifo" >"$tmp/fifo.out" &
+reader=$!
+timeout 20 "$tool" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_val.bin" -o "$tmp/fifo"
+rc=$?
+wait "$reader"
+if [ "$rc" -eq 0 ] && [ -p "$tmp/fifo" ] && cmp -s "$tmp/fifo.out" "$tmp/val.txt"; then pass output_fifo_streamed; else fail output_fifo_streamed "rc $rc, the FIFO replaced or its reader got other text"; fi
+mkdir -p "$tmp/elsewhere" "$tmp/links"
+echo old >"$tmp/elsewhere/target.txt"
+ln -s ../elsewhere/target.txt "$tmp/links/out.txt"
+ln -s ../elsewhere/new.txt "$tmp/links/dangling.txt"
+"$tool" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_val.bin" -o "$tmp/links/out.txt" &&
+    "$tool" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_val.bin" -o "$tmp/links/dangling.txt"
+rc=$?
+if [ "$rc" -eq 0 ] && [ -L "$tmp/links/out.txt" ] && [ -L "$tmp/links/dangling.txt" ] && cmp -s "$tmp/elsewhere/target.txt" "$tmp/val.txt" &&
+    cmp -s "$tmp/elsewhere/new.txt" "$tmp/val.txt" && [ -z "$(ls "$tmp/links" "$tmp/elsewhere" | grep '\.tmp$')" ]; then
+    pass output_symlink_followed
+else
+    fail output_symlink_followed "rc $rc: the link was replaced or its target not written"
+fi
+mkdir -p "$tmp/a_folder"
+expect_error output_folder "cannot write $tmp/a_folder: it is a folder" "$tmp/a_folder.tmp" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_val.bin" -o "$tmp/a_folder"
+
 # hash: "<xxh3-64> <bytes> <path>" per file in argument order, as Python's xxhash computes it (an empty file, a name
 # with a space, a file over the 1 MiB read piece included); a missing file or a folder is one error line, exit 1 and
 # nothing on stdout (no half list)

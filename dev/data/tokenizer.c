@@ -42,7 +42,10 @@ length and the bytes), so llm.c can decode with it. Encoding needs the merge ord
 num_merges}, then num_merges pairs of int32 (left, right). Shards are llm.c's data files: int32 header[256] =
 {20240520, 1, num_tokens}, then uint16 tokens.
 
-Every output is written to PATH.tmp, fsynced and renamed, so a failed run never leaves a partial file in place.
+Every output is written to PATH.tmp, fsynced and renamed, so a failed run never leaves a partial file in place. A
+symbolic link is followed (the temporary goes beside its target, which the rename replaces: the link stays); what
+exists and is not a regular file is never replaced: a device or a FIFO is written in place (decode and train only:
+shards and the manifest must be regular files), a folder or a socket is refused.
 
 `hash` prints the XXH3-64 checksum (llmc/checksum.h, the one checkpoints and manifests record) and size of each file,
 so scripts and records can name the exact tokenizer and data a run used; all files are checked before anything is
@@ -127,32 +130,89 @@ static unsigned char* read_file(const char* path, size_t* size) {
 
 typedef struct {
     FILE* f;
-    char *path, *tmp;  // (allocated) the file, and the temporary it is written as
+    char* path;  // (allocated) the file written: the output path, or the final target of a symbolic link there
+    char* tmp;   // (allocated) the temporary it is written as, renamed onto `path` when complete; NULL: in place
 } OutFile;
 
-static void out_open(OutFile* o, const char* path) {
-    o->path = alloc_printf("%s", path);
-    o->tmp = alloc_printf("%s.tmp", path);
+// Where an output really goes: a symbolic link is followed to its final target (which need not exist yet), so the
+// temporary file is made beside the target and renamed onto it: the link stays a link, its target gets the content.
+static char* output_target(const char* path) {
+    char* current = alloc_printf("%s", path);
+    for (int hops = 0;; hops++) {
+        struct stat st;
+        if (lstat(current, &st) != 0 || !S_ISLNK(st.st_mode)) { return current; }
+        if (hops == 40) { die("cannot write %s: more than 40 symbolic links in a row (a loop?)", path); }
+        char link[4096];
+        ssize_t n = readlink(current, link, sizeof(link) - 1);
+        if (n < 0 || (size_t)n == sizeof(link) - 1) {
+            die("cannot read the symbolic link %s: %s", current, n < 0 ? strerror(errno) : "its target is too long");
+        }
+        link[n] = '\0';
+        const char* slash = strrchr(current, '/');
+        char* next = link[0] == '/' || !slash ? alloc_printf("%s", link)  // relative: to the link's folder
+                                              : alloc_printf("%.*s/%s", (int)(slash - current), current, link);
+        free(current);
+        current = next;
+    }
+}
+
+static const char* file_kind(mode_t mode) {
+    return S_ISDIR(mode) ? "a folder" : S_ISSOCK(mode) ? "a socket" : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device" : "not a regular file";
+}
+
+// Opens an output. A new path or a regular file is written to TARGET.tmp and renamed onto it when complete, so a
+// failed run never leaves a partial file. What exists and is not a regular file is never replaced (a rename onto
+// /dev/full would turn it into a regular file): a device or a FIFO is written in place, streamed (unless
+// `regular_only`: shards are rewritten and read back, the manifest must be a file the trainers can read); a folder or
+// a socket is refused.
+static void out_open_as(OutFile* o, const char* path, int regular_only) {
+    o->path = output_target(path);
+    o->tmp = NULL;
+    struct stat st;
+    if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        int streamable = S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISFIFO(st.st_mode);
+        if (!streamable || regular_only) {
+            char what[32];
+            snprintf(what, sizeof(what), "%s", file_kind(st.st_mode));
+            free(o->path);
+            die("cannot write %s: it is %s%s", path, what, streamable ? " (shards and manifests are regular files)" : "");
+        }
+        o->f = fopen(o->path, "wb");
+        if (!o->f) { die("cannot open %s: %s", path, strerror(errno)); }
+        return;
+    }
+    o->tmp = alloc_printf("%s.tmp", o->path);
     o->f = fopen(o->tmp, "w+b");  // w+: a shard being filled can be read back (a short last shard is joined)
     if (!o->f) { die("cannot create %s: %s", o->tmp, strerror(errno)); }
 }
 
+static void out_open(OutFile* o, const char* path) { out_open_as(o, path, 0); }
+
+// The file a write goes to, in messages.
+static const char* out_name(const OutFile* o) { return o->tmp ? o->tmp : o->path; }
+
 static void out_write(OutFile* o, const void* data, size_t bytes) {
     if (bytes && fwrite(data, 1, bytes, o->f) != bytes) {
+        int e = errno;
         fclose(o->f);
-        unlink(o->tmp);
-        die("writing %s failed: %s", o->tmp, strerror(errno));
+        if (o->tmp) { unlink(o->tmp); }
+        die("writing %s failed: %s", out_name(o), strerror(e));
     }
 }
 
 static void out_commit(OutFile* o) {
-    if (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0 || fclose(o->f) != 0) {
-        unlink(o->tmp);
-        die("writing %s failed: %s", o->tmp, strerror(errno));
+    int e = 0;
+    if (fflush(o->f) != 0 || (o->tmp && fsync(fileno(o->f)) != 0)) { e = errno; }  // (a device or FIFO: no fsync)
+    if (fclose(o->f) != 0 && !e) { e = errno; }
+    if (e) {
+        if (o->tmp) { unlink(o->tmp); }
+        die("writing %s failed: %s", out_name(o), strerror(e));
     }
-    if (rename(o->tmp, o->path) != 0) {
+    if (o->tmp && rename(o->tmp, o->path) != 0) {
+        e = errno;
         unlink(o->tmp);
-        die("cannot rename %s to %s: %s", o->tmp, o->path, strerror(errno));
+        die("cannot rename %s to %s: %s", o->tmp, o->path, strerror(e));
     }
     free(o->path);
     free(o->tmp);
@@ -791,7 +851,7 @@ static void encoder_free(Encoder* e) {
 #define SHARD_MAX_TOKENS 0x7FFFFFFF  // the header's int32 count
 
 static void shard_open(OutFile* o, const char* path) {
-    out_open(o, path);
+    out_open_as(o, path, 1);
     int32_t header[256] = {SHARD_MAGIC, 1, 0};  // the count is set by shard_commit
     out_write(o, header, sizeof(header));
 }
@@ -809,7 +869,7 @@ static void shard_commit(OutFile* o, size_t count) {
 
 static void shard_discard(OutFile* o) {
     fclose(o->f);
-    unlink(o->tmp);
+    if (o->tmp) { unlink(o->tmp); }
     free(o->path);
     free(o->tmp);
 }
