@@ -6,8 +6,8 @@ DATA_TEST_PROGRAMS := dev/data/tokenizer_small_blocks
 DATA_TEST_COMMANDS := ./dev/data/test_tokenizer.sh ./dev/data/test_prepare_dataset.sh ./dev/data/test_llmc_formats.sh
 DATA_CLEAN := dev/data/tokenizer dev/data/tokenizer_small_blocks
 
-dev/data/tokenizer: dev/data/tokenizer.c llmc/checksum.h $(XXHASH_HEADER) $(BUILD_FLAGS_STAMP)
+dev/data/tokenizer: dev/data/tokenizer.c llmc/checksum.h llmc/shard_manifest.h $(XXHASH_HEADER) $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $< -o $@ $(LDLIBS)
 
-dev/data/tokenizer_small_blocks: dev/data/tokenizer.c llmc/checksum.h $(XXHASH_HEADER) $(BUILD_FLAGS_STAMP)
+dev/data/tokenizer_small_blocks: dev/data/tokenizer.c llmc/checksum.h llmc/shard_manifest.h $(XXHASH_HEADER) $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) -DENCODE_BLOCK_BYTES=4099u $< -o $@ $(LDLIBS)

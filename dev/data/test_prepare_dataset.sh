@@ -4,8 +4,9 @@
 # train shards of a fixed token count (a short last one joined, stale ones removed), the val split's cap, the bounded
 # BPE sample, dev/data/prepare_dataset.sh (data/NAME made whole or not at all, idempotent by the inputs' content, never
 # replaced by other inputs unless --force, a killed run's temporaries cleared or the earlier dataset put back, every bad
-# input one line), tinyshakespeare never overwritten by another text, the trainer on a sharded dataset, and make
-# train's INPUT checked against the data it trains on. Prints "prepare_dataset: N passed, M failed" last.
+# input one line), tinyshakespeare never overwritten by another text, the trainer on a sharded dataset (and refusing one
+# its manifest does not vouch for), and make train's INPUT checked against the data it trains on. Prints
+# "prepare_dataset: N passed, M failed" last.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -382,6 +383,30 @@ if ./train_gpt_fp8_cpu -i "$root/tiny/tiny_train_*.bin" -j "$root/tiny/tiny_val.
 else
     fail trainer_on_shards "$(tail -n 2 "$TMP/trainer.out")"
 fi
+
+# a shard set the tool's manifest does not vouch for is refused at startup, in one line: a re-encoding that stopped
+# midway (new shards 1-2, old ones after; its manifest says incomplete), and a complete set with a shard left from an
+# earlier encoding beside it (not listed in the manifest)
+train_refused() {  # name, expected text, train glob, val file
+    local out rc
+    out=$(./train_gpt_fp8_cpu -i "$3" -j "$4" -tk "$root/tiny/tokenizer.bin" -L 1 -C 32 -NH 2 -b 4 -t 64 -x 4 -v 0 -s 0 2>&1 >/dev/null)
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c error)" -eq 1 ] && printf '%s' "$out" | grep -qF -- "$2"; then
+        pass "$1"
+    else
+        fail "$1" "rc $rc: $out"
+    fi
+}
+cp -r "$root/tiny" "$TMP/stopped"
+rm "$TMP/stopped/tiny_train_000003.bin" && mkdir "$TMP/stopped/tiny_train_000003.bin"
+"$tool" encode -i "${order[1]}" -k "$root/tiny/tokenizer.bin" -o "$TMP/stopped/tiny" -s 4096 >/dev/null 2>&1
+rmdir "$TMP/stopped/tiny_train_000003.bin"
+train_refused trainer_refuses_stopped_encoding "its dataset's encoding did not finish ($TMP/stopped/tiny.manifest says incomplete): prepare it again" \
+    "$TMP/stopped/tiny_train_*.bin" "$TMP/stopped/tiny_val.bin"
+cp -r "$root/tiny" "$TMP/leftover"
+cp "$TMP/leftover/tiny_train_000001.bin" "$TMP/leftover/tiny_train_000099.bin"
+train_refused trainer_refuses_leftover_shard "$TMP/leftover/tiny_train_000099.bin is not part of the shard set $TMP/leftover/tiny.manifest lists" \
+    "$TMP/leftover/tiny_train_*.bin" "$TMP/leftover/tiny_val.bin"
 
 # make train's comparison on a dataset of one's own (DATA: a name under data/, or a dataset folder's path)
 if DATA="$root/tiny" STEPS=10 OUT="$TMP/compare" PROGRESS=lines TRAINER=./train_gpt_fp8_cpu \

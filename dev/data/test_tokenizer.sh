@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # dev/data/test_tokenizer.sh — tests of the BPE tokenizer tool: training speed and determinism, encode -> decode
-# round-trips the corpus byte for byte, llm.c headers on every file, and every bad input (an empty input, an eot past
-# the vocabulary included) answered with one error line, a non-zero exit and no output file left behind; `hash` agrees
-# with Python's xxhash. Prints
-# "tokenizer: N passed, M failed" last.
+# round-trips the corpus byte for byte, llm.c headers on every file, the manifest listing the shard set exactly (and
+# saying incomplete after an encoding stopped midway), the val split by size on text of very long lines and splits too
+# small refused, a damaged tokenizer.bin refused, outputs that are devices, FIFOs or links written through and never
+# replaced, every bad input (an empty input, an eot past the vocabulary included) answered with one error line, a
+# non-zero exit and no output file left behind; `hash` agrees with Python's xxhash. Prints "tokenizer: N passed, M
+# failed" last.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 tool="$repo/dev/data/tokenizer"
@@ -121,6 +123,100 @@ EOF
 cp "$tmp/tokenizer.merges" "$tmp/eot.merges"
 expect_error tokenizer_eot_outside_vocab "eot 999999" "$tmp/out_val.bin" encode -i "$corpus" -k "$tmp/eot.bin" -o "$tmp/out"
 
+# the manifest (llmc/shard_manifest.h), read independently of the tool: its exact lines, every file's size, token count
+# and XXH3-64 (Python's xxhash), val first then the train shards in order, the tokenizer's size, checksum and name
+check_manifest() {  # prefix, tokenizer.bin, expected shard names...
+    python3 - "$@" <<'PY'
+import os, struct, sys, xxhash
+prefix, tk, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+h = lambda p: xxhash.xxh3_64_hexdigest(open(p, "rb").read())
+want = ["gptfp8 shard manifest 1", "status\tcomplete", f"tokenizer\t{os.path.getsize(tk)}\t{h(tk)}\t{os.path.basename(tk)}"]
+for n in names:
+    p = os.path.join(os.path.dirname(prefix), n)
+    tokens = struct.unpack("<i", open(p, "rb").read(12)[8:12])[0]
+    want.append(f"file\t{os.path.getsize(p)}\t{tokens}\t{h(p)}\t{n}")
+got = open(prefix + ".manifest").read()
+assert got == "\n".join(want) + "\n", (got, want)
+PY
+}
+if check_manifest "$tmp/ts" "$tmp/tokenizer.bin" ts_val.bin ts_train.bin; then pass manifest_lists_the_set; else fail manifest_lists_the_set "ts.manifest"; fi
+mkdir -p "$tmp/sharded"
+"$tool" encode -i "$corpus" -k "$tmp/tokenizer.bin" -o "$tmp/sharded/s" -f 0.1 -s 60000 >/dev/null
+n=$(ls "$tmp"/sharded/s_train_*.bin | wc -l)
+if [ "$n" -ge 3 ] && check_manifest "$tmp/sharded/s" "$tmp/tokenizer.bin" s_val.bin $(cd "$tmp/sharded" && ls s_train_*.bin); then
+    pass "manifest_lists_shards_in_order ($n train shards)"
+else
+    fail manifest_lists_shards_in_order "$n shards, or s.manifest differs"
+fi
+# a re-encoding that stops midway (here: shard 3's name is taken by a folder) leaves a manifest that says incomplete,
+# so the trainers refuse the mix of new shards 1-2 and old ones 4.. (dev/data/test_prepare_dataset.sh trains on it)
+mkdir -p "$tmp/stopped"
+"$tool" encode -i "$corpus" -k "$tmp/tokenizer.bin" -o "$tmp/stopped/s" -f 0.1 -s 30000 >/dev/null
+rm "$tmp/stopped/s_train_000003.bin" && mkdir "$tmp/stopped/s_train_000003.bin"
+tr 'a-z' 'A-Z' <"$corpus" >"$tmp/corpus_upper.txt"
+out=$("$tool" encode -i "$tmp/corpus_upper.txt" -k "$tmp/tokenizer.bin" -o "$tmp/stopped/s" -f 0.1 -s 30000 2>&1 >/dev/null)
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q "s_train_000003.bin: it is a folder" &&
+    [ "$(sed -n 2p "$tmp/stopped/s.manifest")" = "$(printf 'status\tincomplete')" ] && [ -e "$tmp/stopped/s_train_000004.bin" ]; then
+    pass encode_stopped_midway_manifest_incomplete
+else
+    fail encode_stopped_midway_manifest_incomplete "rc $rc: $out; manifest: $(head -n 2 "$tmp/stopped/s.manifest" 2>&1 | tr '\n\t' '  ')"
+fi
+# refused before anything is written: no manifest change when an output cannot be a shard (a FIFO in its place)
+cp "$tmp/sharded/s.manifest" "$tmp/manifest_before"
+mkfifo "$tmp/sharded/s_val.bin.fifo"
+rm "$tmp/sharded/s_val.bin" && mv "$tmp/sharded/s_val.bin.fifo" "$tmp/sharded/s_val.bin"
+out=$("$tool" encode -i "$corpus" -k "$tmp/tokenizer.bin" -o "$tmp/sharded/s" -f 0.1 -s 60000 2>&1 >/dev/null)
+if [ $? -ne 0 ] && printf '%s' "$out" | grep -q "s_val.bin: it is a FIFO" && cmp -s "$tmp/manifest_before" "$tmp/sharded/s.manifest" &&
+    [ -p "$tmp/sharded/s_val.bin" ]; then
+    pass encode_refuses_fifo_shard_before_writing
+else
+    fail encode_refuses_fifo_shard_before_writing "$out"
+fi
+
+# the val split on text of very long lines: the corpus on one line (its line ends made spaces) splits by size at a
+# piece boundary, not at the text's end, and its two splits hold exactly the tokens of encoding it whole (-f 0); the
+# same with multi-byte UTF-8 at several fractions (a split inside a character or a piece would change the tokens)
+tr '\n' ' ' <"$corpus" >"$tmp/one_line.txt"
+python3 - "$tmp/utf8_line.txt" <<'PY'
+import random, sys
+random.seed(3)
+words = ["caf\u00e9", "\u65e5\u672c\u8a9e", "na\u00efve", "\U0001f642\U0001f642", "x1", "42", "--", "\u00e9t\u00e9", "the", "  ", "\t"]
+open(sys.argv[1], "w").write(" ".join(random.choice(words) for _ in range(150000)))
+PY
+tokens_without_eot() {  # shards...: their ids but the eot (767), one per line
+    python3 - "$@" <<'PY'
+import struct, sys
+for p in sys.argv[1:]:
+    d = open(p, "rb").read()
+    n = struct.unpack("<i", d[8:12])[0]
+    sys.stdout.write("".join(f"{t}\n" for t in struct.unpack(f"<{n}H", d[1024:]) if t != 767))
+PY
+}
+split_ok=1 split_info=
+for case in "one_line 0.1" "utf8_line 0.13" "utf8_line 0.5" "utf8_line 0.77"; do
+    set -- $case
+    "$tool" encode -i "$tmp/$1.txt" -k "$tmp/tokenizer.bin" -o "$tmp/$1_whole" -f 0 >/dev/null 2>&1
+    "$tool" encode -i "$tmp/$1.txt" -k "$tmp/tokenizer.bin" -o "$tmp/$1_split" -f "$2" >/dev/null || split_ok=0
+    val=$(tokens_without_eot "$tmp/$1_split_val.bin" | wc -l)
+    all=$(tokens_without_eot "$tmp/$1_whole_train.bin" | wc -l)
+    share=$(awk -v v="$val" -v a="$all" 'BEGIN { printf "%.3f", v / a }')
+    split_info="$split_info $1@$2:$share"
+    # the split is by bytes, so its share of tokens is near the fraction, not all of the text
+    awk -v s="$share" -v f="$2" 'BEGIN { exit !(s > f - 0.03 && s < f + 0.03) }' || split_ok=0
+    [ "$(tokens_without_eot "$tmp/$1_split_val.bin" "$tmp/$1_split_train.bin" | md5sum)" = "$(tokens_without_eot "$tmp/$1_whole_train.bin" | md5sum)" ] || split_ok=0
+done
+if [ "$split_ok" = 1 ]; then pass "val_split_by_size_at_piece_boundary ($split_info)"; else fail val_split_by_size_at_piece_boundary "val shares$split_info, or the tokens differ from encoding whole"; fi
+# splits too small for a batch of the trainers' default size (257 tokens): refused in one line, no shard left, the
+# manifest saying incomplete; with -f 0 (no val split asked for) a short text is encoded, with a note
+head -c 2000 "$corpus" >"$tmp/short.txt"
+expect_error val_split_too_small "the val split of $tmp/short.txt holds" "$tmp/short_val.bin" encode -i "$tmp/short.txt" -k "$tmp/tokenizer.bin" -o "$tmp/short" -f 0.1
+if [ ! -e "$tmp/short_train.bin" ] && [ "$(sed -n 2p "$tmp/short.manifest")" = "$(printf 'status\tincomplete')" ]; then pass split_refused_manifest_incomplete; else fail split_refused_manifest_incomplete "short_train.bin left, or the manifest does not say incomplete"; fi
+expect_error train_split_too_small "the train split of $tmp/short.txt holds" "$tmp/short_val.bin" encode -i "$tmp/short.txt" -k "$tmp/tokenizer.bin" -o "$tmp/short" -f 0.99
+head -c 300 "$corpus" >"$tmp/tiny.txt"
+out=$("$tool" encode -i "$tmp/tiny.txt" -k "$tmp/tokenizer.bin" -o "$tmp/tiny" -f 0 2>&1 >/dev/null)
+if [ $? -eq 0 ] && printf '%s' "$out" | grep -q "note: the train split holds" && [ -f "$tmp/tiny_train.bin" ]; then pass no_val_split_short_text_noted; else fail no_val_split_short_text_noted "$out"; fi
+
 # a damaged tokenizer.bin is refused by encode and decode: one byte of the tail of the last merged token (no later
 # merge holds it, so only checking the merge's right part sees it), a byte token (byte 1: in no merge), the eot's text
 python3 - "$tmp/tokenizer.bin" "$tmp" <<'PY'
@@ -184,6 +280,19 @@ if [ "$rc" -eq 0 ] && [ -L "$tmp/links/out.txt" ] && [ -L "$tmp/links/dangling.t
     pass output_symlink_followed
 else
     fail output_symlink_followed "rc $rc: the link was replaced or its target not written"
+fi
+# train's files and encode's shards through links too: the links stay, the manifest names the links' names
+mkdir -p "$tmp/linked_tk" "$tmp/linked_data"
+ln -s "$tmp/elsewhere/tk.bin" "$tmp/linked_tk/tokenizer.bin"
+ln -s "$tmp/elsewhere/ld_val.bin" "$tmp/linked_data/ld_val.bin"
+"$tool" train -i "$corpus" -o "$tmp/linked_tk" -v 300 >/dev/null && cp "$tmp/linked_tk/tokenizer.merges" "$tmp/linked_tk/tokenizer.merges.copy" &&
+    "$tool" encode -i "$corpus" -k "$tmp/linked_tk/tokenizer.bin" -o "$tmp/linked_data/ld" >/dev/null
+rc=$?
+if [ "$rc" -eq 0 ] && [ -L "$tmp/linked_tk/tokenizer.bin" ] && [ -L "$tmp/linked_data/ld_val.bin" ] && [ -s "$tmp/elsewhere/tk.bin" ] &&
+    check_manifest "$tmp/linked_data/ld" "$tmp/linked_tk/tokenizer.bin" ld_val.bin ld_train.bin; then
+    pass outputs_through_symlinks
+else
+    fail outputs_through_symlinks "rc $rc"
 fi
 mkdir -p "$tmp/a_folder"
 expect_error output_folder "cannot write $tmp/a_folder: it is a folder" "$tmp/a_folder.tmp" decode -k "$tmp/tokenizer.bin" -i "$tmp/ts_val.bin" -o "$tmp/a_folder"

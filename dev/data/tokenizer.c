@@ -6,7 +6,8 @@ encodes and decodes. dev/data/prepare_dataset.sh (make data NAME=... INPUT=...) 
                                                       -> DIR/tokenizer.bin, DIR/tokenizer.merges
   tokenizer encode -i INPUT [-i INPUT ...] -k DIR/tokenizer.bin -o PREFIX [-f val_fraction] [-s shard_tokens]
                                                       -> PREFIX_val.bin and PREFIX_train.bin, or with -s:
-                                                         PREFIX_val.bin and PREFIX_train_000001.bin, _000002, ...
+                                                         PREFIX_val.bin and PREFIX_train_000001.bin, _000002, ...;
+                                                         PREFIX.manifest lists them
   tokenizer decode -k DIR/tokenizer.bin -i shard.bin -o out.txt
   tokenizer hash FILE [FILE ...]                      -> per file "<xxh3-64, 16 hex> <bytes> <path>", in order
 
@@ -30,17 +31,25 @@ Encoding streams: each input is read in 8 MiB blocks, never held whole; a piece 
 it ends, so the tokens are those of encoding each document at once. Distinct pieces' tokens are cached, the cache
 emptied when it reaches 2^19 pieces, so memory stays bounded whatever the corpus. A progress line (bytes done,
 tokens/s, ETA) goes to stderr. The val split is the first val_fraction of the corpus's bytes, ending at the next line
-end (or its document's end), at most one shard with -s (a larger one would only slow evaluation: the trainers read a
-fixed number of val batches); the rest is the train split. Each document and each split starts with the eot token,
-as llm.c's scripts do. With -s, train shards hold shard_tokens tokens each (llm.c's are 100M), the last one what is
-left; a last one under a quarter of a shard is joined to the one before, so no shard is too small for a batch. Shards
-of an earlier encoding with higher numbers are removed, so a glob over PREFIX_train_*.bin sees this corpus only.
+end when one comes within 64 KiB, else at the next piece boundary (text of very long lines still splits by size), at
+most one shard with -s (a larger one would only slow evaluation: the trainers read a fixed number of val batches); the
+rest is the train split. With val_fraction > 0, a split of fewer tokens than one batch of the trainers' default size
+(257) is refused (MIN_SPLIT_TOKENS says why). Each document and each split starts with the eot token, as llm.c's
+scripts do. With -s, train shards hold shard_tokens tokens each (llm.c's are 100M), the last one what is left; a last
+one under a quarter of a shard is joined to the one before, so no shard is too small for a batch. Shards of an earlier
+encoding with higher numbers are removed, so a glob over PREFIX_train_*.bin sees this corpus only.
+
+PREFIX.manifest (llmc/shard_manifest.h has its format) lists the shard set: each file's size, token count and XXH3-64,
+and the tokenizer's. It is written first saying "incomplete", and, once every shard is written and stale ones are
+removed, again complete with every file's checksum, last; so a re-encoding stopped at any moment leaves a set the
+trainers refuse (llmc/dataloader.h), never a mix of two corpora they would train on.
 
 tokenizer.bin is exactly llm.c's format (int32 header[256] = {20240328, 2, vocab_size, eot}, then per token a uint8
-length and the bytes), so llm.c can decode with it. Encoding needs the merge order, which that format does not hold
-(a token's bytes can be split in several ways), so it goes into tokenizer.merges beside it: int32 {20241123, 1,
-num_merges}, then num_merges pairs of int32 (left, right). Shards are llm.c's data files: int32 header[256] =
-{20240520, 1, num_tokens}, then uint16 tokens.
+length and the bytes), so llm.c can decode with it. Reading it checks every token this tool writes: the 256 bytes, the
+eot's text, and each merged token exactly its two parts' bytes, so a damaged byte is refused, never used. Encoding
+needs the merge order, which that format does not hold (a token's bytes can be split in several ways), so it goes into
+tokenizer.merges beside it: int32 {20241123, 1, num_merges}, then num_merges pairs of int32 (left, right). Shards are
+llm.c's data files: int32 header[256] = {20240520, 1, num_tokens}, then uint16 tokens.
 
 Every output is written to PATH.tmp, fsynced and renamed, so a failed run never leaves a partial file in place. A
 symbolic link is followed (the temporary goes beside its target, which the rename replaces: the link stays); what
@@ -63,6 +72,7 @@ printed, so a missing one is one error line and no partial list.
 #include <unistd.h>
 
 #include "../../llmc/checksum.h"
+#include "../../llmc/shard_manifest.h"
 
 #define TOKENIZER_MAGIC 20240328
 #define MERGES_MAGIC 20241123
@@ -887,11 +897,23 @@ typedef struct {
     size_t train_count;
     int last_was_eot;     // the destination's last token is the eot: a document starting there needs no second one
     uint16_t eot;
+    size_t* shard_counts;  // (num_committed) tokens of each committed train shard, in order: the manifest lists them
+    int num_committed, committed_cap;
 } TokenSink;
 
+static void sink_commit_train(TokenSink* k, OutFile* o, size_t count) {
+    shard_commit(o, count);
+    if (k->num_committed == k->committed_cap) {
+        k->committed_cap = k->committed_cap ? 2 * k->committed_cap : 64;
+        k->shard_counts = xrealloc(k->shard_counts, (size_t)k->committed_cap * sizeof(size_t));
+    }
+    k->shard_counts[k->num_committed++] = count;
+}
+
+static char* train_shard_path(const char* prefix, size_t shard_tokens, int index);
+
 static void sink_open_train_shard(TokenSink* k) {
-    char* path = k->shard_tokens ? alloc_printf("%s_train_%06d.bin", k->prefix, ++k->current_index)
-                                 : alloc_printf("%s_train.bin", k->prefix);
+    char* path = train_shard_path(k->prefix, k->shard_tokens, ++k->current_index);
     shard_open(&k->current, path);
     free(path);
     k->current_count = 0;
@@ -913,7 +935,7 @@ static void sink_write_train(TokenSink* k, const uint16_t* tokens, size_t n) {
         size_t room = (k->shard_tokens ? k->shard_tokens : SHARD_MAX_TOKENS) - k->current_count;
         if (room == 0) {
             if (!k->shard_tokens) { die("the train split holds more than %d tokens, more than one file's header can count: give -s", SHARD_MAX_TOKENS); }
-            if (k->previous_open) { shard_commit(&k->previous, k->previous_count); }
+            if (k->previous_open) { sink_commit_train(k, &k->previous, k->previous_count); }
             k->previous = k->current;
             k->previous_count = k->current_count;
             k->previous_open = 1;
@@ -927,7 +949,7 @@ static void sink_write_train(TokenSink* k, const uint16_t* tokens, size_t n) {
         tokens += m;
         n -= m;
         if (k->previous_open && k->current_count >= k->shard_tokens / 4) {
-            shard_commit(&k->previous, k->previous_count);
+            sink_commit_train(k, &k->previous, k->previous_count);
             k->previous_open = 0;
         }
     }
@@ -974,11 +996,11 @@ static int sink_finish(TokenSink* k) {
             done += m;
         }
         shard_discard(&k->current);
-        shard_commit(&k->previous, k->previous_count + k->current_count);
+        sink_commit_train(k, &k->previous, k->previous_count + k->current_count);
         k->current_index--;
         k->previous_open = 0;
     } else {
-        shard_commit(&k->current, k->current_count);
+        sink_commit_train(k, &k->current, k->current_count);
     }
     if (k->shard_tokens) {  // an earlier encoding's higher-numbered shards would join this corpus in a glob
         for (int index = k->current_index + 1;; index++) {
@@ -988,7 +1010,15 @@ static int sink_finish(TokenSink* k) {
             if (!removed) { break; }
         }
     }
-    return k->shard_tokens ? k->current_index : 1;
+    if (k->num_committed != k->current_index) {
+        die("internal error: %d train shards committed, %d written", k->num_committed, k->current_index);
+    }
+    return k->num_committed;
+}
+
+// The path of train shard `index` (1-based; the one train file without -s).
+static char* train_shard_path(const char* prefix, size_t shard_tokens, int index) {
+    return shard_tokens ? alloc_printf("%s_train_%06d.bin", prefix, index) : alloc_printf("%s_train.bin", prefix);
 }
 
 // ----------------------------------------------------------------------------
@@ -1072,24 +1102,89 @@ static void encode_segment(Encoder* e, const Vocab* v, const char* path, long lo
     fclose(f);
 }
 
-// Where the val split ends: the corpus offset val_fraction of the way in, moved on to just past the next line end
-// (or to its file's end). Returns the file (*file) and the offset in it (*offset).
+// Where the val split ends: the corpus offset val_fraction of the way in, moved on to just past the next line end when
+// one comes within VAL_SPLIT_LINE_REACH bytes, else to the next piece boundary (or its file's end). Why bounded: a
+// text of very long lines (minified JSON, a one-line file) would otherwise put all of itself into val. 64 KiB is far
+// longer than any line of prose or code, so such text still ends its val split at a line end (as it always did), and
+// is small against any corpus whose split matters (some 16K tokens). A piece boundary (piece_boundary) is never inside
+// a piece, so never inside a UTF-8 character: the two splits hold the tokens of encoding the text whole.
+#define VAL_SPLIT_LINE_REACH (64 << 10)
+
+// Whether a piece ends between two adjacent bytes, however far back the text was split into pieces: their classes
+// differ and the first is not a space joining the word after it (next_piece). A whitespace run's last space, which
+// next_piece gives to the following word, is the one boundary this does not see; the next one does.
+static int piece_boundary(unsigned char before, unsigned char after) {
+    int a = byte_class(before), b = byte_class(after);
+    return a != b && !(before == ' ' && b != CLS_SPACE);
+}
+
+// Returns the file (*file) and the offset in it (*offset) where the val split ends.
 static void find_val_split(const InputList* in, double val_fraction, size_t* file, long long* offset) {
     long long target = (long long)(val_fraction * (double)in->total_bytes), file_start = 0;
     size_t k = 0;
     while (k + 1 < in->count && file_start + in->sizes[k] <= target) { file_start += in->sizes[k++]; }
-    long long local = target - file_start;
-    if (local > 0 && local < in->sizes[k]) {  // look for the line end from the byte before the target on
+    long long local = target - file_start, size = in->sizes[k];
+    if (local > 0 && local < size) {
         FILE* f = open_input(in->paths[k]);
-        if (fseeko(f, (off_t)(local - 1), SEEK_SET) != 0) { die("cannot read %s: %s", in->paths[k], strerror(errno)); }
-        int c;
-        while ((c = fgetc(f)) != EOF && c != '\n') { local++; }
-        if (ferror(f)) { die("cannot read %s: %s", in->paths[k], strerror(errno)); }
+        unsigned char* window = xcalloc(VAL_SPLIT_LINE_REACH, 1);
+        // a line end among the VAL_SPLIT_LINE_REACH bytes from the byte before the target on
+        long long start = local - 1, split = -1;
+        size_t len = (size_t)(size - start < VAL_SPLIT_LINE_REACH ? size - start : VAL_SPLIT_LINE_REACH);
+        read_exact_at(f, in->paths[k], start, window, len);
+        const unsigned char* newline = memchr(window, '\n', len);
+        if (newline) { split = start + (newline - window) + 1; }
+        // else the first piece boundary from the target on, read a window at a time (the file's end is one)
+        for (long long at = start; split < 0 && at + 1 < size; at += (long long)len - 1) {
+            len = (size_t)(size - at < VAL_SPLIT_LINE_REACH ? size - at : VAL_SPLIT_LINE_REACH);
+            read_exact_at(f, in->paths[k], at, window, len);
+            for (size_t i = 1; i < len && split < 0; i++) {
+                if (piece_boundary(window[i - 1], window[i])) { split = at + (long long)i; }
+            }
+        }
+        local = split < 0 ? size : split;
+        free(window);
         fclose(f);
-        if (local > in->sizes[k]) { local = in->sizes[k]; }
     }
     *file = k;
     *offset = local;
+}
+
+// The smallest split worth writing: one batch of the trainers' default size (B 4 x T 64, and the target after it). A
+// val split under it is refused by every trainer at startup ("fewer than one batch") after a preparation that said
+// done, and a train split under it has nothing to train on; so when a val split is asked for (val_fraction > 0), both
+// must hold that many tokens, or the encoding is refused. With -f 0 (no val split: a text encoded as it is, to look at
+// or compare its tokens) a shorter train split is only noted.
+#define MIN_SPLIT_TOKENS 257
+
+// ----------------------------------------------------------------------------
+// the manifest (llmc/shard_manifest.h): which files this encoding wrote, and whether it finished
+
+static char* manifest_path_of(const char* prefix) { return alloc_printf("%s%s", prefix, SHARD_MANIFEST_SUFFIX); }
+
+static void write_manifest(const char* prefix, const ShardManifest* m) {
+    char* path = manifest_path_of(prefix);
+    OutFile o;
+    out_open_as(&o, path, 1);
+    if (shard_manifest_print(o.f, m) != 0) {
+        int e = errno;
+        fclose(o.f);
+        unlink(o.tmp);
+        die("writing %s failed: %s", o.tmp, strerror(e));
+    }
+    out_commit(&o);
+    free(path);
+}
+
+// An output the encoding will write must be a regular file or not exist yet (a link to one is followed): refused
+// before anything is written.
+static void check_shard_output(const char* path) {
+    char* target = output_target(path);
+    struct stat st;
+    int bad = stat(target, &st) == 0 && !S_ISREG(st.st_mode);
+    free(target);
+    if (bad) {
+        die("cannot write %s: it is %s (shards and manifests are regular files)", path, file_kind(st.st_mode));
+    }
 }
 
 static void cmd_encode(const InputList* in, const char* tokenizer_path, const char* prefix, double val_fraction,
@@ -1099,6 +1194,35 @@ static void cmd_encode(const InputList* in, const char* tokenizer_path, const ch
     Vocab v;
     memset(&v, 0, sizeof(v));
     read_vocab(&v, tokenizer_path);
+    // before anything is written: the names the manifest will hold, every output's kind, the tokenizer's checksum
+    const char* stem = shard_manifest_basename(prefix);
+    char* longest = alloc_printf("%s_train_%06d.bin", stem, 1);
+    int names_ok = shard_manifest_name_ok(longest, strlen(longest));
+    free(longest);
+    if (!names_ok) { die("-o %s: its file names (%s_val.bin, ...) must be at most 255 bytes, without control bytes", prefix, stem); }
+    const char* tokenizer_name = shard_manifest_basename(tokenizer_path);
+    if (!shard_manifest_name_ok(tokenizer_name, strlen(tokenizer_name))) {
+        die("-k %s: the manifest cannot name it (a name of at most 255 bytes without control bytes)", tokenizer_path);
+    }
+    char* manifest_path = manifest_path_of(prefix);
+    char* val_path = alloc_printf("%s_val.bin", prefix);
+    char* first_train = train_shard_path(prefix, shard_tokens, 1);
+    check_shard_output(manifest_path);
+    check_shard_output(val_path);
+    check_shard_output(first_train);
+    free(first_train);
+    ShardManifest manifest;
+    memset(&manifest, 0, sizeof(manifest));
+    manifest.tokenizer_name = alloc_printf("%s", tokenizer_name);
+    struct stat st;
+    char err[2048];
+    if (stat(tokenizer_path, &st) != 0) { die("cannot open %s: %s", tokenizer_path, strerror(errno)); }
+    manifest.tokenizer_bytes = (long long)st.st_size;
+    if (file_checksum(tokenizer_path, manifest.tokenizer_bytes, &manifest.tokenizer_checksum, err, sizeof(err)) != 0) { die("%s", err); }
+    // first the manifest says incomplete: from here until the complete one replaces it, a run killed at any moment
+    // leaves a shard set the trainers refuse
+    write_manifest(prefix, &manifest);
+
     Encoder e;
     memset(&e, 0, sizeof(e));
     pairmap_init(&e.ranks, 1 << 17);
@@ -1128,6 +1252,42 @@ static void cmd_encode(const InputList* in, const char* tokenizer_path, const ch
     size_t val_count = sink.val_count, train_count = sink.train_count;
     int shards = sink_finish(&sink);
     progress_update(&progress, 1);
+
+    // splits too small to train or evaluate on (MIN_SPLIT_TOKENS): refused, their shards removed, the manifest left
+    // saying incomplete
+    int val_small = val_fraction > 0 && val_count < MIN_SPLIT_TOKENS, train_small = train_count < MIN_SPLIT_TOKENS;
+    if (val_small || (train_small && val_fraction > 0)) {
+        unlink(val_path);
+        for (int k = 1; k <= shards; k++) {
+            char* path = train_shard_path(prefix, shard_tokens, k);
+            unlink(path);
+            free(path);
+        }
+        die("the %s split of %s holds %zu tokens, fewer than one batch of the trainers' default size needs (%d: B 4 x "
+            "T 64 + 1): give more text or %s -f; its shards are removed and %s says incomplete",
+            val_small ? "val" : "train", inputs_name(in, name, sizeof(name)), val_small ? val_count : train_count,
+            MIN_SPLIT_TOKENS, val_small ? "a larger" : "a smaller", manifest_path);
+    }
+    if (train_small) {
+        fprintf(stderr, "tokenizer: note: the train split holds %zu tokens, fewer than one batch of the trainers' "
+                "default size needs (%d)\n", train_count, MIN_SPLIT_TOKENS);
+    }
+
+    // every file written, checksummed as it lies on disk, then the complete manifest, last
+    manifest.num_files = (size_t)shards + 1;
+    manifest.files = xcalloc(manifest.num_files, sizeof(ManifestEntry));
+    for (size_t k = 0; k < manifest.num_files; k++) {
+        ManifestEntry* entry = &manifest.files[k];
+        char* path = k == 0 ? alloc_printf("%s", val_path) : train_shard_path(prefix, shard_tokens, (int)k);
+        entry->tokens = (long long)(k == 0 ? val_count : sink.shard_counts[k - 1]);
+        entry->bytes = SHARD_HEADER_BYTES + 2 * entry->tokens;
+        entry->name = alloc_printf("%s", shard_manifest_basename(path));
+        if (file_checksum(path, entry->bytes, &entry->checksum, err, sizeof(err)) != 0) { die("%s", err); }
+        free(path);
+    }
+    manifest.complete = 1;
+    write_manifest(prefix, &manifest);
+
     double seconds = seconds_now() - progress.start;
     char train_name[1200];
     if (shard_tokens) {
@@ -1136,9 +1296,14 @@ static void cmd_encode(const InputList* in, const char* tokenizer_path, const ch
     } else {
         snprintf(train_name, sizeof(train_name), "%s_train.bin", prefix);
     }
-    printf("tokenizer: %s -> %s_val.bin (%zu tokens) and %s (%zu tokens), %.2f bytes per token, %.1f MB/s\n",
+    printf("tokenizer: %s -> %s_val.bin (%zu tokens) and %s (%zu tokens), %.2f bytes per token, %.1f MB/s; listed in %s\n",
            inputs_name(in, name, sizeof(name)), prefix, val_count, train_name, train_count,
-           (double)in->total_bytes / (double)progress.tokens, (double)in->total_bytes / 1e6 / (seconds > 1e-9 ? seconds : 1e-9));
+           (double)in->total_bytes / (double)progress.tokens, (double)in->total_bytes / 1e6 / (seconds > 1e-9 ? seconds : 1e-9),
+           manifest_path);
+    shard_manifest_free(&manifest);
+    free(sink.shard_counts);
+    free(manifest_path);
+    free(val_path);
     free(block);
     encoder_free(&e);
     vocab_free(&v);
@@ -1247,6 +1412,7 @@ static void usage_and_exit(int rc) {  // -h: 0, on stdout; a call without a comm
             "                        [-m sample_mb (1..1048576, default 64)]\n"
             "       tokenizer encode -i INPUT [-i INPUT ...] -k DIR/tokenizer.bin -o PREFIX\n"
             "                        [-f val_fraction (0..1, default 0.1)] [-s shard_tokens (1024..1073741824: shards)]\n"
+            "                        (writes PREFIX_val.bin, PREFIX_train*.bin and PREFIX.manifest, which lists them)\n"
             "       tokenizer decode -k DIR/tokenizer.bin -i shard.bin -o out.txt\n"
             "       tokenizer hash FILE [FILE ...]   (prints <xxh3-64 hex> <bytes> <path> per file)\n"
             "INPUT: a text file, or a folder of .txt files (its subfolders too); several -i are one corpus, in order\n");
