@@ -223,10 +223,12 @@ describe_inputs() {
     "$tool" hash "$tool" | cut -d' ' -f1,2 | sed 's/^/tool /'
 }
 want=$(describe_inputs) || exit 1
-# complete: its record the same, and every file the trainers read there
+# complete: every file the trainers read there, and the tool's manifest of the shards (NAME.manifest, written last by
+# `tokenizer encode`) saying the encoding finished; a dataset encoded by an earlier tool has none: made once more
+manifest_complete() { grep -qx $'status\tcomplete' "$out/$name.manifest" 2>/dev/null; }
 complete() {
     [ -f "$out/tokenizer.bin" ] && [ -f "$out/tokenizer.merges" ] && [ -f "$out/${name}_val.bin" ] &&
-        [ -f "$out/${name}_train_000001.bin" ]
+        [ -f "$out/${name}_train_000001.bin" ] && manifest_complete
 }
 if [ "$force" = 0 ] && [ -f "$made_from_record" ] && [ "$(cat "$made_from_record")" = "$want" ] && complete; then
     note "$out is up to date (--force makes it again; make data: FORCE=1)"
@@ -246,6 +248,8 @@ if [ -f "$made_from_record" ] && same_inputs; then  # why it is remade, in one l
         why="dev/data/tokenizer changed"
     elif complete; then
         why="--force"
+    elif ! manifest_complete; then
+        why="its shards have no complete manifest ($name.manifest: encoded by an earlier tokenizer, or stopped)"
     else
         why="some of its files are missing"
     fi

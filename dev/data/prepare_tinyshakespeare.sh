@@ -55,11 +55,13 @@ tool="$repo/dev/data/tokenizer"
 make -s -C "$repo" dev/data/tokenizer
 
 # skip the work when the outputs were made from this very text (its XXH3 checksum and size, `tokenizer hash`, as
-# prepare_dataset.sh records its inputs) and vocabulary
+# prepare_dataset.sh records its inputs) and vocabulary, and the shards' manifest (written last by `tokenizer encode`)
+# says their encoding finished: files encoded by an earlier tool, without one, are made once more
 stamp="$out/.made_from"
 want="$("$tool" hash "$input" | cut -d' ' -f1,2) vocab=$vocab"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -f "$out/tiny_shakespeare_train.bin" ] &&
-    [ -f "$out/tiny_shakespeare_val.bin" ] && [ -f "$out/tokenizer.bin" ] && [ -f "$out/tokenizer.merges" ]; then
+    [ -f "$out/tiny_shakespeare_val.bin" ] && [ -f "$out/tokenizer.bin" ] && [ -f "$out/tokenizer.merges" ] &&
+    grep -qx $'status\tcomplete' "$out/tiny_shakespeare.manifest" 2>/dev/null; then
     echo "prepare_tinyshakespeare: $out is up to date"
     exit 0
 fi

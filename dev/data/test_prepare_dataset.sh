@@ -192,6 +192,21 @@ else
 fi
 if $prepare mine "$corpus" --vocab 400 --shard-tokens 20000 --data-root "$root" 2>&1 | grep -q "is up to date"; then pass prepare_idempotent; else fail prepare_idempotent "a second run with the same inputs did not keep the dataset"; fi
 if $prepare mine "$corpus" --vocab 400 --shard-tokens 20000 --data-root "$root" --force 2>&1 | grep -q "^prepare_dataset: done:"; then pass prepare_force_remakes; else fail prepare_force_remakes "--force kept an up-to-date dataset"; fi
+# up to date only with the tool's manifest of the shards saying complete: an encoding stopped halfway, or one by an
+# earlier tool (no manifest), is made again
+cp "$root/mine/mine.manifest" "$TMP/mine.manifest" 2>/dev/null
+sed -i 's/^status\tcomplete$/status\tincomplete/' "$root/mine/mine.manifest" 2>/dev/null
+out_incomplete=$($prepare mine "$corpus" --vocab 400 --shard-tokens 20000 --data-root "$root" 2>&1)
+rm -f "$root/mine/mine.manifest"
+out_missing=$($prepare mine "$corpus" --vocab 400 --shard-tokens 20000 --data-root "$root" 2>&1)
+if grep -qx "$(printf 'status\tcomplete')" "$TMP/mine.manifest" 2>/dev/null &&
+    printf '%s' "$out_incomplete" | grep -qF "remaking $root/mine: its shards have no complete manifest" &&
+    printf '%s' "$out_missing" | grep -qF "remaking $root/mine: its shards have no complete manifest" &&
+    grep -qx "$(printf 'status\tcomplete')" "$root/mine/mine.manifest"; then
+    pass prepare_needs_complete_manifest
+else
+    fail prepare_needs_complete_manifest "$(printf '%s\n' "$out_incomplete" | head -n 1); $(printf '%s\n' "$out_missing" | head -n 1)"
+fi
 before=$(ls "$root/mine" | wc -l)
 $prepare mine "$corpus" --vocab 400 --shard-tokens 60000 --data-root "$root" >/dev/null 2>&1
 after=$(ls "$root/mine"/mine_train_*.bin | wc -l)
