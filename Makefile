@@ -326,14 +326,16 @@ endif
 # The default dataset (tinyshakespeare, our own BPE tokenizer) in data/tinyshakespeare/; INPUT=path/input.txt uses a
 # local copy of its text instead of looking for one (see dev/data/prepare_tinyshakespeare.sh). NAME=mytext INPUT=...
 # makes data/mytext/ from your own text instead (dev/data/prepare_dataset.sh; INPUT: files and folders of .txt files,
-# separated by spaces), with VOCAB, VAL_FRACTION, SHARD_TOKENS, SAMPLE_MB and TOKENIZER passed on when given.
+# separated by spaces), with VOCAB, VAL_FRACTION, SHARD_TOKENS, SAMPLE_MB and TOKENIZER passed on when given, and
+# FORCE=1 as --force (replace a data/NAME made from other inputs: refused without it).
 DATASET_OPTIONS = $(if $(VOCAB),--vocab $(VOCAB)) $(if $(VAL_FRACTION),--val-fraction $(VAL_FRACTION)) \
                   $(if $(SHARD_TOKENS),--shard-tokens $(SHARD_TOKENS)) $(if $(SAMPLE_MB),--sample-mb $(SAMPLE_MB)) \
-                  $(if $(TOKENIZER),--tokenizer "$(TOKENIZER)")
+                  $(if $(TOKENIZER),--tokenizer "$(TOKENIZER)") $(if $(filter 1,$(FORCE)),--force)
 data: dev/data/tokenizer
 	@$(if $(filter-out tinyshakespeare,$(NAME)),./dev/data/prepare_dataset.sh "$(NAME)" $(foreach i,$(INPUT),"$(i)") $(DATASET_OPTIONS),$(if $(strip $(VOCAB) $(VAL_FRACTION) $(SHARD_TOKENS) $(SAMPLE_MB) $(TOKENIZER)),echo "make data: VOCAB VAL_FRACTION SHARD_TOKENS SAMPLE_MB TOKENIZER are for your own text: NAME=mytext (tinyshakespeare: VOCAB_SIZE=N ./dev/data/prepare_tinyshakespeare.sh)" >&2; exit 1;) ./dev/data/prepare_tinyshakespeare.sh $(if $(INPUT),"$(INPUT)"))
 
-# only what it runs: the tokenizer and one trainer (the script asks has_gpu.sh too, and takes TRAINER from here)
+# only what it runs: the tokenizer and one trainer (the script asks has_gpu.sh too, and takes TRAINER from here;
+# INPUT, STEPS, OUT and SEED reach it from the command line: the text trained on is checked against INPUT)
 train: $(DATA_PROGRAMS) $(TRAINER)
 	@TRAINER=./$(TRAINER) $(if $(DATA),DATA="$(DATA)") ./scripts/compare_bf16_fp8.sh
 
@@ -393,7 +395,8 @@ help:
 	@echo "  make data            prepare data/tinyshakespeare (INPUT=path/to/input.txt, else ../shared, else a download)"
 	@echo "  make data NAME=mytext INPUT=path   your own text (a file, several, or folders of .txt files) into data/mytext/:"
 	@echo "                       its tokenizer and llm.c shards (VOCAB VAL_FRACTION SHARD_TOKENS SAMPLE_MB TOKENIZER;"
-	@echo "                       dev/data/prepare_dataset.sh -h); then make train DATA=mytext"
+	@echo "                       dev/data/prepare_dataset.sh -h); then make train DATA=mytext. An existing data/mytext"
+	@echo "                       made from other INPUT is refused (FORCE=1 replaces it); the same INPUT: kept or remade"
 	@echo "  make test            build everything and run every CPU test; the last line is 'N passed, M failed'"
 	@echo "  make test SANITIZE=1 the CPU programs under ASan + UBSan, the CPU suite on them (reports: sanitizer-reports/)"
 	@echo "  make fuzz            libFuzzer on the shard, model, state, tokenizer, manifest and run data readers (clang)"
@@ -405,8 +408,10 @@ help:
 	@echo "  STEPS=N              make train: steps per run (default: the script's, by trainer; see README)"
 	@echo "  OUT=DIR              make train: output folder (default log_compare)"
 	@echo "  SEED=N               make train: seed of every run (default 1337)"
-	@echo "  INPUT=FILE           make data / make train: a local tinyshakespeare input.txt (no network needed);"
-	@echo "                       with NAME=: your own text (files and folders, separated by spaces)"
+	@echo "  INPUT=FILE           make data / make train: a local tinyshakespeare input.txt (no network needed;"
+	@echo "                       another text is refused); with NAME=: your own text (files and folders, separated by"
+	@echo "                       spaces); make train DATA=NAME INPUT=...: checks data/NAME was made from it, as it is now"
+	@echo "  FORCE=1              make data NAME=...: make data/NAME anew, even up to date or made from other INPUT"
 	@echo "  NAME=NAME            make data: a dataset of your own text in data/NAME (default: tinyshakespeare)"
 	@echo "  DATA=NAME            make train: train on data/NAME (made by make data NAME=NAME; default tinyshakespeare)"
 	@echo "  TRAINER=NAME         make train: train_gpt_fp8 or train_gpt_fp8_cpu (now: $(TRAINER))"

@@ -14,7 +14,9 @@
 #             trainer printed), OUT/bf16_vs_fp8.png and OUT/gap.tsv (the plot and the numbers behind its gap panel),
 #             OUT/fp8_<recipe>_*.png (the diagnostics pictures)
 #   SEED      seed of every run (default 1337)
-#   INPUT     a local tinyshakespeare input.txt for the data preparation (else ../shared's, else a download)
+#   INPUT     the text trained on: tinyshakespeare's input.txt, prepared (checked to be it) into data/tinyshakespeare
+#             (without INPUT: the files there, else ../shared's text, else a download); with DATA, the INPUT its
+#             dataset was made from, checked against its .made_from (refused when made from another or since changed)
 #   DATA      a dataset made by `make data NAME=DATA INPUT=...` (data/DATA/: DATA_train_*.bin, DATA_val.bin,
 #             tokenizer.bin) instead of tinyshakespeare (the default); a path with a / names a dataset's folder
 #             elsewhere (dev/data/prepare_dataset.sh --data-root)
@@ -107,20 +109,73 @@ fi
 dataset=${DATA:-tinyshakespeare}
 if [ "$dataset" = tinyshakespeare ]; then
     data=data/tinyshakespeare
-    if [ ! -f "$data/tiny_shakespeare_train.bin" ]; then
+    # INPUT is the text to train on, never ignored: the preparation checks it is tinyshakespeare's (another text is
+    # refused, pointing to NAME=) and keeps files already made from it; without INPUT the files there are used
+    if [ -n "${INPUT:-}" ] || [ ! -f "$data/tiny_shakespeare_train.bin" ]; then
         ./dev/data/prepare_tinyshakespeare.sh ${INPUT:+"$INPUT"}
     fi
     data_flags=(-i "$data/tiny_shakespeare_train.bin" -j "$data/tiny_shakespeare_val.bin" -tk "$data/tokenizer.bin")
 else
     data=data/$dataset
+    elsewhere=0
     if [[ $dataset == */* ]]; then  # a dataset folder elsewhere (prepare_dataset.sh --data-root): its files are NAME_*
         data=${dataset%/}
         dataset=$(basename "$data")
+        elsewhere=1
     fi
     if [ ! -f "$data/${dataset}_val.bin" ] || [ ! -f "$data/tokenizer.bin" ] ||
         ! compgen -G "$data/${dataset}_train_*.bin" >/dev/null; then
         echo "compare_bf16_fp8: error: DATA=$dataset: no dataset in $data/ (make it with: make data NAME=$dataset INPUT=path/to/text)" >&2
         exit 1
+    fi
+    # INPUT with DATA: the dataset must be made from it (the "input" lines of its .made_from, dev/data/prepare_dataset.sh)
+    # and from its present content (the "file" lines' checksums), else the runs would silently train on other text
+    if [ -n "${INPUT:-}" ]; then
+        # the command that makes it from INPUT: make's, or prepare_dataset.sh's for a folder elsewhere; "options" adds
+        # the ones it was made with (its .made_from's options and tokenizer lines)
+        remake_command() {  # options|no-options, force|no-force
+            local line vocab val_fraction shard_tokens sample_mb tokenizer
+            line=$(grep -m 1 '^options ' "$data/.made_from")
+            vocab=$(sed -nE 's/.* vocab=([^ ]+).*/\1/p' <<<"$line")
+            val_fraction=$(sed -nE 's/.* val_fraction=([^ ]+).*/\1/p' <<<"$line")
+            shard_tokens=$(sed -nE 's/.* shard_tokens=([^ ]+).*/\1/p' <<<"$line")
+            sample_mb=$(sed -nE 's/.* sample_mb=([^ ]+).*/\1/p' <<<"$line")
+            tokenizer=$(grep -m 1 '^tokenizer ' "$data/.made_from" | cut -d' ' -f4-)
+            if [ "$elsewhere" = 0 ]; then
+                printf 'make data NAME=%s INPUT="%s"' "$dataset" "$INPUT"
+                [ "$1" = no-options ] ||
+                    printf ' VOCAB=%s VAL_FRACTION=%s SHARD_TOKENS=%s SAMPLE_MB=%s%s' "$vocab" "$val_fraction" \
+                        "$shard_tokens" "$sample_mb" "${tokenizer:+ TOKENIZER=$tokenizer}"
+                [ "$2" = no-force ] || printf ' FORCE=1'
+            else
+                printf 'dev/data/prepare_dataset.sh %s %s --data-root %s' "$dataset" "$INPUT" "$(dirname "$data")"
+                [ "$1" = no-options ] ||
+                    printf ' --vocab %s --val-fraction %s --shard-tokens %s --sample-mb %s%s' "$vocab" "$val_fraction" \
+                        "$shard_tokens" "$sample_mb" "${tokenizer:+ --tokenizer $tokenizer}"
+                [ "$2" = no-force ] || printf ' --force'
+            fi
+        }
+        read -r -a given <<<"$INPUT"  # make's INPUT: paths separated by spaces
+        want=$(for input in "${given[@]}"; do printf 'input %s\n' "$(realpath -s -- "$input")"; done)
+        have=$(grep '^input ' "$data/.made_from" 2>/dev/null) || true
+        if [ "$have" != "$want" ]; then
+            had="its .made_from names no INPUT"
+            [ -z "$have" ] || had="it was made from $(cut -d' ' -f2- <<<"$have" | paste -sd' ')"
+            echo "compare_bf16_fp8: error: DATA=$dataset: $data/ was not made from INPUT=$INPUT ($had); to make it from that instead: $(remake_command no-options force)" >&2
+            exit 1
+        fi
+        make -s dev/data/tokenizer
+        recorded=$(grep '^file ' "$data/.made_from") || true
+        now=$(cut -d' ' -f4- <<<"$recorded" | tr '\n' '\0' | xargs -0 -r ./dev/data/tokenizer hash 2>/dev/null | sed 's/^/file /') || true
+        if [ "$now" != "$recorded" ]; then  # which file: the first that differs
+            while IFS= read -r record; do
+                file=$(cut -d' ' -f4- <<<"$record")
+                if [ "file $(./dev/data/tokenizer hash "$file" 2>/dev/null)" != "$record" ]; then
+                    echo "compare_bf16_fp8: error: DATA=$dataset: $file changed since $data/ was made (or is gone); to make it again: $(remake_command options no-force)" >&2
+                    exit 1
+                fi
+            done <<<"$recorded"
+        fi
     fi
     data_flags=(-i "$data/${dataset}_train_*.bin" -j "$data/${dataset}_val.bin" -tk "$data/tokenizer.bin")
 fi

@@ -6,7 +6,7 @@
 # input.txt beside the repository; data/tinyshakespeare/input.txt in the repository (git-ignored: the place to put a
 # copy on a machine without network, such as the GPU machine); else the public copy in karpathy/char-rnn (curl or
 # wget), saved there. It says which one it used. VOCAB_SIZE (default 1024) sets the vocabulary. Quick and idempotent:
-# files already made from the same input and vocabulary are kept.
+# files already made from the same text (its checksum) and vocabulary are kept.
 # The text must be tinyshakespeare's (its SHA-256 below): another text is refused, pointing to `make data NAME=...`
 # (dev/data/prepare_dataset.sh), so your own corpus never replaces the default one under its name.
 set -euo pipefail
@@ -54,14 +54,20 @@ fi
 tool="$repo/dev/data/tokenizer"
 make -s -C "$repo" dev/data/tokenizer
 
-# skip the work when the outputs were made from this very input and vocabulary
+# skip the work when the outputs were made from this very text (its XXH3 checksum and size, `tokenizer hash`, as
+# prepare_dataset.sh records its inputs) and vocabulary, and the shards' manifest (written last by `tokenizer encode`)
+# says their encoding finished: files encoded by an earlier tool, without one, are made once more
 stamp="$out/.made_from"
-want="$(cksum <"$input") vocab=$vocab"
+want="$("$tool" hash "$input" | cut -d' ' -f1,2) vocab=$vocab"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -f "$out/tiny_shakespeare_train.bin" ] &&
-    [ -f "$out/tiny_shakespeare_val.bin" ] && [ -f "$out/tokenizer.bin" ] && [ -f "$out/tokenizer.merges" ]; then
+    [ -f "$out/tiny_shakespeare_val.bin" ] && [ -f "$out/tokenizer.bin" ] && [ -f "$out/tokenizer.merges" ] &&
+    grep -qx $'status\tcomplete' "$out/tiny_shakespeare.manifest" 2>/dev/null; then
     echo "prepare_tinyshakespeare: $out is up to date"
     exit 0
 fi
+# the files are remade in place: the record goes first, so a run stopped halfway never leaves an earlier record
+# vouching for a new tokenizer beside old shards
+rm -f "$stamp"
 "$tool" train -i "$input" -o "$out" -v "$vocab"
 "$tool" encode -i "$input" -k "$out/tokenizer.bin" -o "$out/tiny_shakespeare" -f 0.1
 echo "$want" >"$stamp"

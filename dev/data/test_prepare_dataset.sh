@@ -2,9 +2,10 @@
 # dev/data/test_prepare_dataset.sh — tests of your own data in: the tokenizer tool on several inputs and folders,
 # streamed encoding (tokens equal to encoding each document at once, checked against a build with 4099-byte blocks),
 # train shards of a fixed token count (a short last one joined, stale ones removed), the val split's cap, the bounded
-# BPE sample, dev/data/prepare_dataset.sh (data/NAME made whole or not at all, idempotent, every bad input one line),
-# tinyshakespeare never overwritten by another text, and the trainer on a sharded dataset (and refusing one its manifest
-# does not vouch for). Prints
+# BPE sample, dev/data/prepare_dataset.sh (data/NAME made whole or not at all, idempotent by the inputs' content, never
+# replaced by other inputs unless --force, a killed run's temporaries cleared or the earlier dataset put back, every bad
+# input one line), tinyshakespeare never overwritten by another text, the trainer on a sharded dataset (and refusing one
+# its manifest does not vouch for), and make train's INPUT checked against the data it trains on. Prints
 # "prepare_dataset: N passed, M failed" last.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -190,6 +191,22 @@ else
     fail prepare_named_dataset "$(tail -n 3 "$TMP/prep.out")"
 fi
 if $prepare mine "$corpus" --vocab 400 --shard-tokens 20000 --data-root "$root" 2>&1 | grep -q "is up to date"; then pass prepare_idempotent; else fail prepare_idempotent "a second run with the same inputs did not keep the dataset"; fi
+if $prepare mine "$corpus" --vocab 400 --shard-tokens 20000 --data-root "$root" --force 2>&1 | grep -q "^prepare_dataset: done:"; then pass prepare_force_remakes; else fail prepare_force_remakes "--force kept an up-to-date dataset"; fi
+# up to date only with the tool's manifest of the shards saying complete: an encoding stopped halfway, or one by an
+# earlier tool (no manifest), is made again
+cp "$root/mine/mine.manifest" "$TMP/mine.manifest" 2>/dev/null
+sed -i 's/^status\tcomplete$/status\tincomplete/' "$root/mine/mine.manifest" 2>/dev/null
+out_incomplete=$($prepare mine "$corpus" --vocab 400 --shard-tokens 20000 --data-root "$root" 2>&1)
+rm -f "$root/mine/mine.manifest"
+out_missing=$($prepare mine "$corpus" --vocab 400 --shard-tokens 20000 --data-root "$root" 2>&1)
+if grep -qx "$(printf 'status\tcomplete')" "$TMP/mine.manifest" 2>/dev/null &&
+    printf '%s' "$out_incomplete" | grep -qF "remaking $root/mine: its shards have no complete manifest" &&
+    printf '%s' "$out_missing" | grep -qF "remaking $root/mine: its shards have no complete manifest" &&
+    grep -qx "$(printf 'status\tcomplete')" "$root/mine/mine.manifest"; then
+    pass prepare_needs_complete_manifest
+else
+    fail prepare_needs_complete_manifest "$(printf '%s\n' "$out_incomplete" | head -n 1); $(printf '%s\n' "$out_missing" | head -n 1)"
+fi
 before=$(ls "$root/mine" | wc -l)
 $prepare mine "$corpus" --vocab 400 --shard-tokens 60000 --data-root "$root" >/dev/null 2>&1
 after=$(ls "$root/mine"/mine_train_*.bin | wc -l)
@@ -215,6 +232,162 @@ else  # root reads a mode-000 file: fail the run with a tokenizer that cannot en
     if diff -r "$root/mine" "$TMP/mine_before" >/dev/null && [ -z "$(ls -d "$root"/mine.* 2>/dev/null)" ]; then pass failed_prepare_keeps_dataset; else fail failed_prepare_keeps_dataset "data/mine changed"; fi
 fi
 chmod 644 "${order[3]}"
+
+# a dataset is never replaced by one made from other inputs unasked: one line saying what data/NAME is (made from
+# what, when, its vocabulary) and how to replace it, nothing changed; --force replaces it (make data: FORCE=1)
+$prepare taken "${order[1]}" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 1024 --data-root "$root" >/dev/null 2>&1
+rm -rf "$TMP/taken_before"
+cp -a "$root/taken" "$TMP/taken_before"
+out=$($prepare taken "${order[3]}" --shard-tokens 1024 --data-root "$root" 2>&1 >/dev/null)
+rc=$?
+vocab_of_mine=$(od -An -t d4 -j 8 -N 4 "$root/mine/tokenizer.bin" | tr -d ' ')
+if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] &&
+    printf '%s' "$out" | grep -qF "$root/taken exists, made from ${order[1]} on $(date +%Y-%m-%d)" &&
+    printf '%s' "$out" | grep -qF "vocabulary of $vocab_of_mine tokens" && printf '%s' "$out" | grep -qF -- "--force" &&
+    printf '%s' "$out" | grep -qF "FORCE=1" && printf '%s' "$out" | grep -qF "another NAME" &&
+    diff -r "$root/taken" "$TMP/taken_before" >/dev/null && [ -z "$(ls -d "$root"/taken.* 2>/dev/null)" ]; then
+    pass other_inputs_refused
+else
+    fail other_inputs_refused "rc $rc: $out"
+fi
+if $prepare taken "${order[3]}" --force --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 1024 --data-root "$root" \
+    >"$TMP/force.out" 2>&1 && grep -qxF "input ${order[3]}" "$root/taken/.made_from" &&
+    ! cmp -s "$root/taken/taken_val.bin" "$TMP/taken_before/taken_val.bin"; then
+    pass other_inputs_with_force
+else
+    fail other_inputs_with_force "$(tail -n 2 "$TMP/force.out")"
+fi
+# a folder there that this script did not make (no .made_from) is refused too
+mkdir -p "$root/foreign"
+echo "keep me" >"$root/foreign/notes.txt"
+out=$($prepare foreign "${order[1]}" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 1024 --data-root "$root" 2>&1 >/dev/null)
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -qF "was not made by prepare_dataset.sh" &&
+    [ "$(ls -A "$root/foreign")" = notes.txt ]; then
+    pass foreign_folder_refused
+else
+    fail foreign_folder_refused "rc $rc: $out"
+fi
+# make data passes FORCE=1 on as --force, and only then
+if make -n data NAME=x INPUT=y FORCE=1 2>/dev/null | grep -q "prepare_dataset.sh.* --force" &&
+    ! make -n data NAME=x INPUT=y 2>/dev/null | grep -q -- "--force"; then
+    pass make_data_force
+else
+    fail make_data_force "make -n data ... FORCE=1 shows no --force: $(make -n data NAME=x INPUT=y FORCE=1 2>&1 | tail -n 1)"
+fi
+
+# the up-to-date check reads the inputs' content: a file rewritten within the same second at the same size (its
+# modification time put back to the nanosecond) is remade, alone or in a folder
+mkdir -p "$TMP/same_folder"
+for f in "$TMP/same.txt" "$TMP/same_folder/a.txt" "$TMP/same_folder/b.txt"; do
+    python3 -c "import sys; open(sys.argv[1], 'w').write('alpha beta gamma delta epsilon\n' * 400)" "$f"
+done
+for input in "$TMP/same.txt" "$TMP/same_folder"; do
+    what=$( [ -d "$input" ] && echo folder || echo file)
+    $prepare "same_$what" "$input" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 1024 --data-root "$root" >/dev/null 2>&1
+    shards_before=$(cat "$root/same_$what"/same_"${what}"_*.bin | md5sum)
+    changed=$input
+    [ -d "$input" ] && changed=$input/b.txt
+    stat_before=$(stat -c '%s %y' "$changed")
+    touch -r "$changed" "$TMP/same.ref"
+    # the same bytes count, other words, written in place
+    python3 -c "import sys; open(sys.argv[1], 'r+').write('omega' + 'x' * 25)" "$changed"
+    touch -r "$TMP/same.ref" "$changed"
+    out=$($prepare "same_$what" "$input" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 1024 --data-root "$root" 2>&1)
+    if [ "$(stat -c '%s %y' "$changed")" != "$stat_before" ]; then
+        fail "same_size_same_time_rewrite_$what" "the test's rewrite changed the size or time: $stat_before -> $(stat -c '%s %y' "$changed")"
+    elif ! printf '%s' "$out" | grep -q "is up to date" && [ "$(cat "$root/same_$what"/same_"${what}"_*.bin | md5sum)" != "$shards_before" ]; then
+        pass "same_size_same_time_rewrite_$what"
+    else
+        fail "same_size_same_time_rewrite_$what" "not remade: $out"
+    fi
+done
+
+# temporaries of a run that is gone: a run killed (SIGKILL, its whole process group) leaves data/NAME.tmp.PID; the
+# next run removes it
+setsid $prepare killed "$big" --vocab 400 --data-root "$root" >/dev/null 2>&1 &
+killed_pid=$!
+for _ in $(seq 1 400); do
+    compgen -G "$root/killed.tmp.*" >/dev/null && break
+    sleep 0.05
+done
+{ kill -9 -- "-$killed_pid" && wait "$killed_pid"; } 2>/dev/null  # (the shell's "Killed" notice too)
+left=$(ls -d "$root"/killed.tmp.* 2>/dev/null)
+out=$($prepare killed "${order[1]}" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 1024 --data-root "$root" 2>&1)
+if [ -z "$left" ]; then
+    fail killed_run_temporary_removed "the killed run left no temporary (killed too early or too late?)"
+elif [ -z "$(ls -d "$root"/killed.* 2>/dev/null)" ] && [ -f "$root/killed/killed_val.bin" ] &&
+    printf '%s' "$out" | grep -qF "removed $left"; then
+    pass killed_run_temporary_removed
+else
+    fail killed_run_temporary_removed "left: $(ls -d "$root"/killed.* 2>/dev/null | tr '\n' ' '); $out"
+fi
+# a run killed between its two renames: data/NAME gone, NAME.old.PID the earlier dataset (complete), NAME.tmp.PID the
+# new one: the earlier one goes back to data/NAME (and is up to date again), the new one goes
+sleep 0 &
+dead=$!
+wait "$dead"
+rm -rf "$TMP/more_before"
+cp -a "$root/more" "$TMP/more_before"
+mv "$root/more" "$root/more.old.$dead"
+cp -a "$TMP/more_before" "$root/more.tmp.$dead"
+out=$($prepare more "${order[1]}" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 1024 --data-root "$root" 2>&1)
+if diff -r "$root/more" "$TMP/more_before" >/dev/null && [ -z "$(ls -d "$root"/more.* 2>/dev/null)" ] &&
+    printf '%s' "$out" | grep -qF "restored $root/more from $root/more.old.$dead" && printf '%s' "$out" | grep -q "is up to date"; then
+    pass killed_between_renames_restored
+else
+    fail killed_between_renames_restored "left: $(ls -d "$root"/more* 2>/dev/null | tr '\n' ' '); $out"
+fi
+# killed after them: data/NAME is the new one, NAME.old.PID the earlier one, which goes
+cp -a "$TMP/more_before" "$root/more.old.$dead"
+echo "an earlier dataset" >"$root/more.old.$dead/marker"
+out=$($prepare more "${order[1]}" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 1024 --data-root "$root" 2>&1)
+if diff -r "$root/more" "$TMP/more_before" >/dev/null && [ -z "$(ls -d "$root"/more.* 2>/dev/null)" ]; then
+    pass killed_after_renames_old_removed
+else
+    fail killed_after_renames_old_removed "left: $(ls -d "$root"/more* 2>/dev/null | tr '\n' ' '); $out"
+fi
+# a live run's temporaries are left alone; a PID now another program's, or a run's that started after the temporary
+# was last changed (the PID reused), does not keep them
+mkdir -p "$TMP/live"
+printf '#!/usr/bin/env bash\nsleep 60\n' >"$TMP/live/prepare_dataset.sh"
+chmod +x "$TMP/live/prepare_dataset.sh"
+"$TMP/live/prepare_dataset.sh" &
+live=$!
+sleep 60 &
+other=$!
+sleep 0.2
+mkdir "$root/more.tmp.$live" "$root/more.tmp.$other"
+$prepare more "${order[1]}" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 1024 --data-root "$root" >/dev/null 2>&1
+if [ -d "$root/more.tmp.$live" ] && [ ! -e "$root/more.tmp.$other" ]; then
+    pass live_run_temporary_kept
+else
+    fail live_run_temporary_kept "$(ls -d "$root"/more.* 2>/dev/null | tr '\n' ' '), live $live, other program $other"
+fi
+touch -d '1 hour ago' "$root/more.tmp.$live"
+$prepare more "${order[1]}" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 1024 --data-root "$root" >/dev/null 2>&1
+if [ ! -e "$root/more.tmp.$live" ]; then pass reused_pid_temporary_removed; else fail reused_pid_temporary_removed "$root/more.tmp.$live kept"; fi
+kill "$live" "$other" 2>/dev/null
+wait "$live" "$other" 2>/dev/null
+rm -rf "$root"/more.tmp.*
+# a dataset the earlier script made (its record: each file's path, size and modification time, then the options): the
+# same files are remade once, quietly, to have a record with checksums; other INPUTs are refused as above
+{
+    stat -L -c '%n %s %Y' "${order[1]}"
+    echo "vocab=1024 val_fraction=0.1 shard_tokens=1024 sample_mb=64"
+    echo "tokenizer=$root/mine/tokenizer.bin"
+    cksum <"$root/mine/tokenizer.bin"
+    cksum <"$tool"
+} >"$root/more/.made_from"
+out=$($prepare more "${order[3]}" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 1024 --data-root "$root" 2>&1 >/dev/null)
+if printf '%s' "$out" | grep -qF "$root/more exists, made from ${order[1]} on"; then pass earlier_record_other_inputs_refused; else fail earlier_record_other_inputs_refused "$out"; fi
+out=$($prepare more "${order[1]}" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 1024 --data-root "$root" 2>&1)
+if printf '%s' "$out" | grep -qF "remaking $root/more: its record is an earlier script's" &&
+    grep -qxF "input ${order[1]}" "$root/more/.made_from" && diff -r -x .made_from "$root/more" "$TMP/more_before" >/dev/null; then
+    pass earlier_record_same_inputs_remade
+else
+    fail earlier_record_same_inputs_remade "$out"
+fi
 
 # the trainer on the sharded dataset: a glob over the train shards, batches crossing from one shard to the next
 $prepare tiny "$corpus" --tokenizer "$root/mine/tokenizer.bin" --shard-tokens 4096 --data-root "$root" >/dev/null 2>&1
@@ -265,6 +438,64 @@ else
     fail compare_runs_missing_dataset "$out"
 fi
 
+# make train's INPUT is what it trains on, never ignored: tinyshakespeare's preparation runs on it (and refuses another
+# text); with DATA, the dataset must have been made from it, as it is now. A stand-in trainer records its flags.
+mkdir -p "$TMP/fake"
+cat >"$TMP/fake/train_gpt_fp8_cpu" <<'EOF'
+#!/usr/bin/env bash
+printf '%s\n' "$*" >>"$(dirname "$0")/calls"
+echo "error: a stand-in trainer, stopping here"
+exit 1
+EOF
+chmod +x "$TMP/fake/train_gpt_fp8_cpu"
+fake_compare() {  # INPUT, DATA: the comparison with the stand-in trainer, its output in $TMP/fake/out
+    rm -f "$TMP/fake/calls"
+    INPUT=$1 DATA=$2 STEPS=2 OUT="$TMP/fake/log" PROGRESS=lines TRAINER="$TMP/fake/train_gpt_fp8_cpu" \
+        ./scripts/compare_bf16_fp8.sh >"$TMP/fake/out" 2>&1
+}
+ts=data/tinyshakespeare
+ts_sums=$(cat "$ts"/tokenizer.bin "$ts"/tiny_shakespeare_*.bin 2>/dev/null | md5sum)
+fake_compare "$TMP/corpus_concat.txt" ""
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "is not tinyshakespeare's input.txt.*make data NAME=mytext INPUT=" "$TMP/fake/out" &&
+    [ ! -e "$TMP/fake/calls" ] && [ "$(cat "$ts"/tokenizer.bin "$ts"/tiny_shakespeare_*.bin 2>/dev/null | md5sum)" = "$ts_sums" ]; then
+    pass train_input_other_text_refused
+else
+    fail train_input_other_text_refused "rc $rc, trainer called: $([ -e "$TMP/fake/calls" ] && echo yes || echo no); $(tail -n 2 "$TMP/fake/out")"
+fi
+ts_text=$repo/../shared/data/tinyshakespeare/input.txt
+if [ -f "$ts_text" ]; then
+    fake_compare "$ts_text" ""
+    if grep -qF "prepare_tinyshakespeare: using $ts_text (given)" "$TMP/fake/out" &&
+        grep -qF -- "-i data/tinyshakespeare/tiny_shakespeare_train.bin" "$TMP/fake/calls" 2>/dev/null; then
+        pass train_input_tinyshakespeare_prepared
+    else
+        fail train_input_tinyshakespeare_prepared "$(head -n 3 "$TMP/fake/out")"
+    fi
+fi
+fake_compare "${order[1]}" "$root/tiny"
+rc=$?
+if [ "$rc" -ne 0 ] && grep -qF "$root/tiny/ was not made from INPUT=${order[1]} (it was made from $corpus)" "$TMP/fake/out" &&
+    grep -qF -- "--force" "$TMP/fake/out" && [ ! -e "$TMP/fake/calls" ]; then
+    pass train_data_other_input_refused
+else
+    fail train_data_other_input_refused "rc $rc, trainer called: $([ -e "$TMP/fake/calls" ] && echo yes || echo no); $(tail -n 2 "$TMP/fake/out")"
+fi
+fake_compare "$corpus" "$root/tiny"
+if grep -qF -- "-i $root/tiny/tiny_train_*.bin" "$TMP/fake/calls" 2>/dev/null; then
+    pass train_data_same_input
+else
+    fail train_data_same_input "$(tail -n 2 "$TMP/fake/out")"
+fi
+printf 'and one line more\n' >>"$TMP/same.txt"
+fake_compare "$TMP/same.txt" "$root/same_file"
+rc=$?
+if [ "$rc" -ne 0 ] && grep -qF "$TMP/same.txt changed since $root/same_file/ was made" "$TMP/fake/out" && [ ! -e "$TMP/fake/calls" ]; then
+    pass train_data_changed_input_refused
+else
+    fail train_data_changed_input_refused "rc $rc, trainer called: $([ -e "$TMP/fake/calls" ] && echo yes || echo no); $(tail -n 2 "$TMP/fake/out")"
+fi
+
 # ---------------------------------------------------------------------------------------------------------------------
 # bad input: one error line naming the problem, a non-zero exit, nothing left behind
 expect_error() {  # name, expected text, command...
@@ -292,6 +523,19 @@ expect_error sample_mb "for -m" "$tool" train -i "$corpus" -o "$TMP/x" -m 0
 expect_error missing_input "cannot open $TMP/nothing_here" "$tool" encode -i "$TMP/nothing_here" -k "$tk" -o "$TMP/x"
 expect_error prepare_no_name "no NAME given" $prepare
 expect_error prepare_bad_name "NAME 'a/b'" $prepare a/b "$corpus" --data-root "$root"
+expect_error prepare_dotdot_name "NAME '..': expected letters, digits, '_', '-' and '.', starting with a letter, digit or '_'" $prepare .. "$corpus" --data-root "$root"
+expect_error prepare_temporary_name "NAME 'x.tmp.5': names ending in .tmp.N or .old.N are kept for a run's temporary folders" $prepare x.tmp.5 "$corpus" --data-root "$root"
+name_max=$(getconf NAME_MAX "$root")
+longest_name=$(printf 'n%.0s' $(seq 1 $((name_max - 21))))
+expect_error prepare_long_name "NAME is $((name_max - 20)) characters long: at most $((name_max - 21)) here" $prepare "${longest_name}n" "$corpus" --data-root "$root"
+# the longest one allowed is made (its shards' temporaries, the longest names, included)
+if $prepare "$longest_name" "${order[1]}" --tokenizer "$tk" --shard-tokens 1024 --data-root "$root" >"$TMP/long.out" 2>&1 &&
+    [ -f "$root/$longest_name/${longest_name}_train_000001.bin" ]; then
+    pass "prepare_longest_name (${#longest_name} characters)"
+else
+    fail prepare_longest_name "$(tail -n 1 "$TMP/long.out")"
+fi
+rm -rf "${root:?}/$longest_name"
 expect_error prepare_no_input "no INPUT given for foo" $prepare foo --data-root "$root"
 expect_error prepare_missing_input "$TMP/nothing_here does not exist" $prepare foo "$TMP/nothing_here" --data-root "$root"
 expect_error prepare_tinyshakespeare "data/tinyshakespeare is the default corpus" $prepare tinyshakespeare "$corpus"
