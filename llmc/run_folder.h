@@ -4,9 +4,18 @@ run's whole life), what a new run does with an earlier run's checkpoints (refuse
 first), which checkpoint -y 1 resumes (the newest complete one, or -resume_step N, after which the later ones go), and
 the logs, main.log and fp8_diag.tsv, whose every write is checked: a log that cannot be written stops the run.
 
-The lock is a POSIX record lock (fcntl F_SETLK) on the empty file .lock in the folder: the kernel releases it when
-the process ends, however it ends, so a killed run never leaves a stale lock, and a second run asks the kernel who
-holds it (F_GETLK) to name the holder's pid. With several processes, rank 0 holds it for the job.
+The lock is an flock(2) on the folder itself, through a descriptor opened read-only (so a read-only folder can be
+locked too) and never closed: the kernel releases it when the process ends, however it ends, so a killed run never
+leaves a stale lock. There is no lock file: nothing in the folder can be deleted or renamed to free the lock while its
+run lives, and a finished run leaves nothing behind that could look like a lock. flock has no F_GETLK, so a second run
+finds the holder's pid in /proc/locks. With several processes, rank 0 holds it for the job. Earlier versions locked
+the file .lock with a POSIX record lock (fcntl), which anyone could delete from under a live run: a run refuses a
+folder whose .lock an earlier version's live run still holds, and otherwise removes that meaningless leftover.
+
+Network file systems: Linux's NFS client sends flock on a regular file to the server (as a byte-range lock), but a
+directory's flock stays on the machine that took it. So two runs on one machine are kept apart on NFS too, but two
+machines sharing one NFS folder are not; the old .lock file's fcntl lock was arbitrated by the server where the mount
+had locking (not with -o nolock or local_lock), though the pid it named then belonged to another machine.
 */
 #ifndef GPTFP8_RUN_FOLDER_H
 #define GPTFP8_RUN_FOLDER_H
@@ -17,7 +26,9 @@ holds it (F_GETLK) to name the holder's pid. With several processes, rank 0 hold
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "../fp8/diag.h"
@@ -28,28 +39,71 @@ holds it (F_GETLK) to name the holder's pid. With several processes, rank 0 hold
 // ----------------------------------------------------------------------------
 // the lock: one run per folder
 
+// The pid of the process holding an flock on the file with device `dev` and inode `inode`, from /proc/locks; 0 when
+// it cannot be told (no /proc, the holder gone meanwhile, a pid outside this process's namespace). A holder's line is
+// "ID: FLOCK ADVISORY WRITE PID MAJOR:MINOR:INODE START END", MAJOR and MINOR in hex; a waiter's has "->" after the ID.
+static inline long flock_holder_pid(dev_t dev, ino_t inode) {
+    FILE* f = fopen("/proc/locks", "r");
+    if (!f) { return 0; }
+    char* line = NULL;
+    size_t capacity = 0;
+    long holder = 0;
+    while (holder == 0 && getline(&line, &capacity, f) > 0) {
+        char kind[16], mode[16], access[16];
+        long pid;
+        unsigned int major_dev, minor_dev;
+        unsigned long long line_inode;
+        int end = 0;
+        if (sscanf(line, "%*s %15s %15s %15s %ld %x:%x:%llu%n", kind, mode, access, &pid, &major_dev, &minor_dev,
+                   &line_inode, &end) == 7 &&
+            (line[end] == ' ' || line[end] == '\n') && strcmp(kind, "FLOCK") == 0 && major_dev == major(dev) &&
+            minor_dev == minor(dev) && line_inode == (unsigned long long)inode && pid > 0) {
+            holder = pid;
+        }
+    }
+    free(line);
+    fclose(f);
+    return holder;
+}
+
+static inline void run_folder_in_use(const char* dir, long pid, const char* what) __attribute__((noreturn));
+static inline void run_folder_in_use(const char* dir, long pid, const char* what) {
+    char holder[32] = "another process";
+    if (pid > 0) { snprintf(holder, sizeof(holder), "pid %ld", pid); }
+    die("%s is in use by another run (%s holds %s): one run per output folder; wait for it to end, or give another -o",
+        dir, holder, what);
+}
+
 // Takes the folder's lock for the life of this process (the descriptor stays open; it is never closed, so the lock
 // goes only with the process). A folder another process holds is one line naming it and the holder's pid.
 static inline void run_folder_lock(const char* dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) { die("cannot open output folder %s: %s", dir, strerror(errno)); }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK) { die("cannot lock output folder %s: %s", dir, strerror(errno)); }
+        struct stat st;
+        run_folder_in_use(dir, fstat(fd, &st) == 0 ? flock_holder_pid(st.st_dev, st.st_ino) : 0, "its lock");
+    }
+}
+
+// The .lock file of an earlier version, found once this run holds the folder: a run of that version still holding
+// its POSIX lock is refused like any holder (it does not see the folder lock); otherwise the file means nothing now
+// and goes. Called only for a folder this run can write.
+static inline void run_folder_remove_old_lock_file(const char* dir) {
     char* path = alloc_printf("%s/.lock", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) { die("cannot open the lock file %s: %s", path, strerror(errno)); }
-    struct flock lock;
-    memset(&lock, 0, sizeof(lock));
-    lock.l_type = F_WRLCK;
-    lock.l_whence = SEEK_SET;  // the whole file (l_start 0, l_len 0)
-    if (fcntl(fd, F_SETLK, &lock) != 0) {
-        if (errno != EACCES && errno != EAGAIN) { die("cannot lock %s: %s", path, strerror(errno)); }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
         struct flock holder;
         memset(&holder, 0, sizeof(holder));
         holder.l_type = F_WRLCK;
-        holder.l_whence = SEEK_SET;
-        char pid[32] = "another process";
-        if (fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK && holder.l_pid > 0) {
-            snprintf(pid, sizeof(pid), "pid %ld", (long)holder.l_pid);
+        holder.l_whence = SEEK_SET;  // the whole file (l_start 0, l_len 0)
+        int held = fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK;
+        close(fd);  // this process held no record lock on it, so closing drops none
+        if (held) {
+            char* what = alloc_printf("%s, an earlier version's lock", path);
+            run_folder_in_use(dir, (long)holder.l_pid, what);
         }
-        die("%s is in use by another run (%s holds %s): one run per output folder; wait for it to end, or give "
-            "another -o", dir, pid, path);
+        unlink(path);  // one that cannot be removed is harmless: nothing reads it any more
     }
     free(path);
 }
@@ -94,10 +148,10 @@ static inline void checkpoint_remove_temporaries(const char* dir) {
 // ----------------------------------------------------------------------------
 // the folder at the start of a run
 
-// Creates the folder, takes its lock (rank 0), clears stale temporary files, and decides what to do with an earlier
-// run's checkpoints: a run without -y 1 in a folder that holds some refuses, in one line that says how to resume them
-// or start over; -start_over 1 removes them first (checkpoints only: the logs start again with the run). -estimate 1
-// writes nothing, so it neither refuses nor removes.
+// Creates the folder, takes its lock (rank 0), clears stale temporary files and an earlier version's .lock, and
+// decides what to do with an earlier run's checkpoints: a run without -y 1 in a folder that holds some refuses, in one
+// line that says how to resume them or start over; -start_over 1 removes them first (checkpoints only: the logs start
+// again with the run). -estimate 1 writes nothing, so it neither refuses nor removes.
 static inline void run_folder_prepare(const TrainArgs* args, int rank0) {
     const char* dir = args->output_dir;
     if (!dir) { return; }
@@ -106,6 +160,7 @@ static inline void run_folder_prepare(const TrainArgs* args, int rank0) {
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) { die("-o %s is not a folder", dir); }
     if (rank0) {
         run_folder_lock(dir);
+        run_folder_remove_old_lock_file(dir);
         checkpoint_remove_temporaries(dir);
     }
     if (args->resume || args->estimate_only) { return; }

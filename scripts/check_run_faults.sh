@@ -6,8 +6,10 @@
 #   - a checkpoint's steps and checksums, checked with xxHash's Python binding (independent of our C);
 #   - a damaged or mismatched newest checkpoint (zeroed tail, exponent bit, another step's model or state, a flipped
 #     byte, a missing file) is refused naming the newest intact one and -resume_step, which resumes byte-identically;
-#   - one run per folder: a second run stops naming the holder's pid, the lock dies with its holder; stale temporary
-#     files are cleared; a new run in an old run's folder is refused, -start_over 1 replaces it;
+#   - one run per folder: a second run stops naming the holder's pid, also once the folder's files are deleted or
+#     renamed (the lock is the folder's own); the lock dies with its holder and leaves no file behind; an earlier
+#     version's .lock is respected while held, then removed; stale temporary files are cleared; a new run in an old
+#     run's folder is refused, -start_over 1 replaces it;
 #   - a run that skips every step fails (-max_skipped, and at its end); output folders of 1010 and 4000 bytes, long
 #     input paths; the error when the data changed since the checkpoint names what changed.
 # Each case failed before this check existed (see the commit that added it). Prints PASS/FAIL per case and
@@ -131,25 +133,62 @@ else
 fi
 
 # one run per folder: a second run on a folder a live run holds stops at once with one line naming the folder and the
-# holder's pid, and changes nothing; the lock goes with the process, so after a SIGKILL the folder is free again
+# holder's pid, and changes nothing; the lock is the folder's own, so deleting or renaming what is in it (an earlier
+# version's .lock file, say) does not free it; it goes with the process, so after a SIGKILL the folder is free again,
+# and no lock file is left behind
 $TRAINER $FAULT -x 100000 -n 0 -o "$TMP/locked" >"$TMP/locked_first.out" 2>&1 &
 first_pid=$!
 for _ in $(seq 300); do [ -s "$TMP/locked/main.log" ] && break; sleep 0.1; done  # (a GPU trainer starts in seconds)
 lock_msg=$($TRAINER $FAULT -x 4 -o "$TMP/locked" 2>&1 >/dev/null)
 lock_rc=$?
+rm -f "$TMP/locked/.lock" && mv "$TMP/locked/fp8_diag.tsv" "$TMP/locked/renamed.tsv"
 lock_resume_msg=$($TRAINER $FAULT -x 4 -o "$TMP/locked" -y 1 2>&1 >/dev/null)
 lock_resume_rc=$?
 kill -9 "$first_pid" 2>/dev/null
 wait "$first_pid" 2>/dev/null
 $TRAINER $FAULT -x 2 -o "$TMP/locked" -y 1 >"$TMP/locked_after.out" 2>&1
 after_rc=$?
-if [ "$lock_rc" -ne 0 ] && [ "$lock_resume_rc" -ne 0 ] && [ "$(printf '%s\n' "$lock_msg" | wc -l)" -eq 1 ] &&
-    printf '%s' "$lock_msg" | grep -q "error: $TMP/locked is in use by another run (pid $first_pid holds $TMP/locked/.lock)" &&
-    printf '%s' "$lock_resume_msg" | grep -q "in use by another run (pid $first_pid" && [ "$after_rc" -eq 0 ] &&
-    [ -e "$TMP/locked/DONE_00000002" ]; then
+if [ "$lock_rc" -ne 0 ] && [ "$(printf '%s\n' "$lock_msg" | wc -l)" -eq 1 ] &&
+    printf '%s' "$lock_msg" | grep -q "error: $TMP/locked is in use by another run (pid $first_pid holds its lock): one run per output folder" &&
+    [ "$after_rc" -eq 0 ] && [ -e "$TMP/locked/DONE_00000002" ]; then
     pass "one_run_per_folder_lock_names_pid_and_dies_with_its_holder"
 else
-    fail "one_run_per_folder_lock_names_pid_and_dies_with_its_holder" "rc $lock_rc/$lock_resume_rc/$after_rc: $lock_msg / $lock_resume_msg / $(tail -n 1 "$TMP/locked_after.out")"
+    fail "one_run_per_folder_lock_names_pid_and_dies_with_its_holder" "rc $lock_rc/$after_rc: $lock_msg / $(tail -n 1 "$TMP/locked_after.out")"
+fi
+if [ "$lock_resume_rc" -ne 0 ] && [ "$(printf '%s\n' "$lock_resume_msg" | wc -l)" -eq 1 ] &&
+    printf '%s' "$lock_resume_msg" | grep -q "error: $TMP/locked is in use by another run (pid $first_pid holds its lock)"; then
+    pass "lock_holds_when_files_in_the_folder_are_deleted_or_renamed"
+else
+    fail "lock_holds_when_files_in_the_folder_are_deleted_or_renamed" "rc $lock_resume_rc: $lock_resume_msg"
+fi
+if [ -z "$(ls -A "$TMP/locked" | grep -e '^\.')" ]; then
+    pass "no_lock_file_left_behind"
+else
+    fail "no_lock_file_left_behind" "$(ls -A "$TMP/locked" | tr '\n' ' ')"
+fi
+# an earlier version's lock: a POSIX lock on DIR/.lock, which a run of that version may still hold (it does not see
+# the folder lock); such a run is refused naming that pid, and once it ends the .lock file, meaningless now, goes
+mkdir -p "$TMP/old_lock"
+python3 -c 'import fcntl, os, sys, time
+fd = os.open(sys.argv[1] + "/.lock", os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+open(sys.argv[1] + "/ready", "w").close()
+time.sleep(60)' "$TMP/old_lock" &
+old_holder=$!
+for _ in $(seq 100); do [ -e "$TMP/old_lock/ready" ] && break; sleep 0.1; done
+rm -f "$TMP/old_lock/ready"
+old_lock_msg=$($TRAINER $FAULT -x 2 -o "$TMP/old_lock" 2>&1 >/dev/null)
+old_lock_rc=$?
+kill "$old_holder" 2>/dev/null
+wait "$old_holder" 2>/dev/null
+$TRAINER $FAULT -x 2 -o "$TMP/old_lock" >/dev/null 2>&1
+old_lock_after_rc=$?
+if [ "$old_lock_rc" -ne 0 ] && [ "$(printf '%s\n' "$old_lock_msg" | wc -l)" -eq 1 ] &&
+    printf '%s' "$old_lock_msg" | grep -q "error: $TMP/old_lock is in use by another run (pid $old_holder holds $TMP/old_lock/.lock, an earlier version's lock)" &&
+    [ "$old_lock_after_rc" -eq 0 ] && [ ! -e "$TMP/old_lock/.lock" ] && [ -e "$TMP/old_lock/DONE_00000002" ]; then
+    pass "earlier_versions_lock_file_respected_then_removed"
+else
+    fail "earlier_versions_lock_file_respected_then_removed" "rc $old_lock_rc/$old_lock_after_rc: $old_lock_msg / $(ls -A "$TMP/old_lock" | tr '\n' ' ')"
 fi
 # temporary files are NAME.tmp.PID, and a run starting in a folder clears the ones a killed run left
 rm -rf "$TMP/stale" && mkdir -p "$TMP/stale" && touch "$TMP/stale/model_00000002.bin.tmp.12345" "$TMP/stale/state_00000002_00000.bin.tmp.12345"
