@@ -1,8 +1,10 @@
 /*
 llmc/run_folder.h — a run's output folder (-o), shared by both mains: one run at a time in it (a lock held for the
-run's whole life), what a new run does with an earlier run's checkpoints (refuses; with -start_over 1 removes them
-first), which checkpoint -y 1 resumes (the newest complete one, or -resume_step N, after which the later ones go), and
-the logs, main.log and fp8_diag.tsv, whose every write is checked: a log that cannot be written stops the run.
+run's whole life), what a new run does with an earlier run's files (refuses; with -start_over 1 replaces them; -y 1 in
+a folder without a complete checkpoint starts from step 0 and keeps the earlier attempt's logs as main.log.N and
+fp8_diag.tsv.N), which checkpoint -y 1 resumes (the newest complete one, or -resume_step N, after which the later ones
+go), and the logs, main.log and fp8_diag.tsv, whose every write is checked: a log that cannot be written stops the
+run.
 
 The lock is an flock(2) on the folder itself, through a descriptor opened read-only (so a read-only folder can be
 locked too) and never closed: the kernel releases it when the process ends, however it ends, so a killed run never
@@ -148,35 +150,6 @@ static inline void checkpoint_remove_temporaries(const char* dir) {
 // ----------------------------------------------------------------------------
 // the folder at the start of a run
 
-// Creates the folder, takes its lock (rank 0), clears stale temporary files and an earlier version's .lock, and
-// decides what to do with an earlier run's checkpoints: a run without -y 1 in a folder that holds some refuses, in one
-// line that says how to resume them or start over; -start_over 1 removes them first (checkpoints only: the logs start
-// again with the run). -estimate 1 writes nothing, so it neither refuses nor removes.
-static inline void run_folder_prepare(const TrainArgs* args, int rank0) {
-    const char* dir = args->output_dir;
-    if (!dir) { return; }
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) { die("cannot create output folder %s: %s", dir, strerror(errno)); }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) { die("-o %s is not a folder", dir); }
-    if (rank0) {
-        run_folder_lock(dir);
-        run_folder_remove_old_lock_file(dir);
-        checkpoint_remove_temporaries(dir);
-    }
-    if (args->resume || args->estimate_only) { return; }
-    CheckpointSteps steps = checkpoint_steps(dir, 0);
-    if (steps.newest_any < 0) { return; }
-    if (!args->start_over) {
-        die("%s holds the checkpoints of an earlier run (newest: step %lld): -y 1 resumes it, -start_over 1 removes "
-            "them and starts a new run there, or give another -o", dir, steps.newest_any);
-    }
-    if (rank0) {
-        long long removed = checkpoint_remove_after(dir, -1);
-        printf("start over: removed the %lld checkpoint files of an earlier run from %s (newest: step %lld)\n", removed,
-               dir, steps.newest_any);
-    }
-}
-
 // -y 1: the checkpoint to resume from, -1 for none: -resume_step N (whose DONE marker must be there), else the
 // newest complete one.
 static inline long long run_folder_resume_step(const TrainArgs* args) {
@@ -190,6 +163,115 @@ static inline long long run_folder_resume_step(const TrainArgs* args) {
             args->output_dir, args->resume_step, args->resume_step);
     }
     return args->resume_step;
+}
+
+// The logs an earlier run left in dir that hold a record: main.log when it is a regular file (or a link to one) of a
+// nonzero size, fp8_diag.tsv when it holds more than its first line, the column names (a run that failed before its
+// first step wrote those alone); /dev/null or a pipe keeps no record. Sets held[i] for RUN_LOG_NAMES[i] and returns
+// how many, their names ", "-joined in `names` (when not NULL; at least 32 bytes).
+static const char* const RUN_LOG_NAMES[2] = {"main.log", "fp8_diag.tsv"};
+static inline int earlier_run_logs(const char* dir, int held[2], char* names) {
+    int count = 0;
+    if (names) { names[0] = '\0'; }
+    for (int i = 0; i < 2; i++) {
+        char* path = alloc_printf("%s/%s", dir, RUN_LOG_NAMES[i]);
+        struct stat st;
+        held[i] = stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+        if (held[i] && i == 1) {
+            FILE* f = fopen(path, "rb");
+            char* line = NULL;
+            size_t capacity = 0;
+            ssize_t first = f ? getline(&line, &capacity, f) : -1;
+            held[i] = first < 0 || (off_t)first < st.st_size;  // unreadable: counted as a record, kept safe
+            free(line);
+            if (f) { fclose(f); }
+        }
+        free(path);
+        if (!held[i]) { continue; }
+        if (names) { strcat(strcat(names, count > 0 ? ", " : ""), RUN_LOG_NAMES[i]); }
+        count++;
+    }
+    return count;
+}
+
+// -y 1 in a folder without a complete checkpoint trains from step 0, and its logs must read as those of a run never
+// interrupted, so the earlier attempt's logs are not appended to; nor are they cut (they are the only record of what
+// that attempt did): they are kept as main.log.N and fp8_diag.tsv.N, N the first number free for both. Rank 0.
+static inline void run_logs_set_aside(const char* dir) {
+    int held[2];
+    if (earlier_run_logs(dir, held, NULL) == 0) { return; }
+    for (int n = 1;; n++) {
+        int taken = 0;
+        for (int i = 0; i < 2 && !taken; i++) {
+            char* path = alloc_printf("%s/%s.%d", dir, RUN_LOG_NAMES[i], n);
+            struct stat st;
+            taken = lstat(path, &st) == 0 || errno != ENOENT;
+            free(path);
+        }
+        if (taken) { continue; }
+        printf("resume: no complete checkpoint in %s: the logs of the attempt before are kept as", dir);
+        for (int i = 0; i < 2; i++) {
+            if (!held[i]) { continue; }
+            char* from = alloc_printf("%s/%s", dir, RUN_LOG_NAMES[i]);
+            char* to = alloc_printf("%s.%d", from, n);
+            if (rename(from, to) != 0) { die("cannot keep %s as %s: %s", from, to, strerror(errno)); }
+            printf(" %s.%d", RUN_LOG_NAMES[i], n);
+            free(from);
+            free(to);
+        }
+        printf("\n");
+        return;
+    }
+}
+
+// Creates the folder, takes its lock (rank 0), and decides what to do with an earlier run's files. Stale temporary
+// files and an earlier version's .lock go; then a run without -y 1 in a folder that holds an earlier run's
+// checkpoints, or its non-empty logs and no checkpoint (a run killed before its first), refuses in one line that says
+// how to resume or start over; -start_over 1 removes them first. -y 1 without a complete checkpoint sets the earlier
+// attempt's logs aside. -estimate 1 writes nothing, so it neither refuses nor removes.
+static inline void run_folder_prepare(const TrainArgs* args, int rank0) {
+    const char* dir = args->output_dir;
+    if (!dir) { return; }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) { die("cannot create output folder %s: %s", dir, strerror(errno)); }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) { die("-o %s is not a folder", dir); }
+    if (rank0) {
+        run_folder_lock(dir);
+        run_folder_remove_old_lock_file(dir);
+        checkpoint_remove_temporaries(dir);
+    }
+    if (args->estimate_only) { return; }
+    if (args->resume) {
+        if (rank0 && run_folder_resume_step(args) < 0) { run_logs_set_aside(dir); }
+        return;
+    }
+    CheckpointSteps steps = checkpoint_steps(dir, 0);
+    int held[2];
+    char names[32];
+    int logs = earlier_run_logs(dir, held, names);
+    if (steps.newest_any < 0 && logs == 0) { return; }
+    if (!args->start_over) {
+        if (steps.newest_any >= 0) {
+            die("%s holds the checkpoints of an earlier run (newest: step %lld): -y 1 resumes it, -start_over 1 "
+                "removes them and starts a new run there, or give another -o", dir, steps.newest_any);
+        }
+        die("%s holds the logs of an earlier run (%s) but no checkpoint: -start_over 1 removes them and starts a new "
+            "run there, -y 1 restarts that run from step 0 keeping them under numbered names, or give another -o", dir,
+            names);
+    }
+    if (!rank0) { return; }
+    if (steps.newest_any >= 0) {
+        long long removed = checkpoint_remove_after(dir, -1);
+        printf("start over: removed the %lld checkpoint files of an earlier run from %s (newest: step %lld)\n", removed,
+               dir, steps.newest_any);
+    }
+    // the logs too, fp8_diag.tsv included when this run writes none: nothing of the earlier run may pass for this one's
+    for (int i = 0; i < 2; i++) {
+        char* path = alloc_printf("%s/%s", dir, RUN_LOG_NAMES[i]);
+        if (held[i] && unlink(path) != 0) { die("cannot remove %s: %s", path, strerror(errno)); }
+        free(path);
+    }
+    if (logs > 0) { printf("start over: removed the logs of an earlier run from %s (%s)\n", dir, names); }
 }
 
 // After resuming from `step` (rank 0): the checkpoints after it belong to a past the run no longer has (-resume_step

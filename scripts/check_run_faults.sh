@@ -9,7 +9,8 @@
 #   - one run per folder: a second run stops naming the holder's pid, also once the folder's files are deleted or
 #     renamed (the lock is the folder's own); the lock dies with its holder and leaves no file behind; an earlier
 #     version's .lock is respected while held, then removed; stale temporary files are cleared; a new run in an old
-#     run's folder is refused, -start_over 1 replaces it;
+#     run's folder (its checkpoints, or the logs of a run killed before its first) is refused, -start_over 1 replaces
+#     it; -y 1 without a checkpoint starts again, keeping the earlier attempt's logs as main.log.N, fp8_diag.tsv.N;
 #   - a run that skips every step fails (-max_skipped, and at its end); output folders of 1010 and 4000 bytes, long
 #     input paths; the error when the data changed since the checkpoint names what changed.
 # Each case failed before this check existed (see the commit that added it). Prints PASS/FAIL per case and
@@ -221,6 +222,55 @@ if [ "$start_over_rc" -eq 0 ] && grep -q "start over: removed the 3 checkpoint f
     pass "start_over_replaces_old_run"
 else
     fail "start_over_replaces_old_run" "rc $start_over_rc: $(ls "$TMP/old_run" | tr '\n' ' ') $(grep -m 1 error "$TMP/start_over.out")"
+fi
+
+# a run killed before its first checkpoint leaves its logs and no checkpoint: a new run there is refused in one line
+# naming them, nothing changed; -start_over 1 removes them (the folder then holds the new run alone, fp8_diag.tsv
+# included when the new run writes none); -y 1 starts that run again from step 0 with the logs of a run never
+# interrupted, the killed attempts' kept whole as main.log.N and fp8_diag.tsv.N, N the first number free
+for d in logs_only logs_only_resumed logs_only_bf16; do
+    { $TRAINER $FAULT -x 4 -n 4 -o "$TMP/$d" -debug_kill_step 3 >/dev/null 2>&1; } 2>/dev/null
+done
+cp -r "$TMP/logs_only_resumed" "$TMP/logs_only_killed"
+$TRAINER $FAULT -x 4 -n 4 -o "$TMP/logs_only_fresh" >/dev/null 2>&1
+logs_sum=$(ls -l --time-style=+%s.%N "$TMP/logs_only" && cat "$TMP/logs_only"/* | md5sum)
+logs_msg=$($TRAINER $FAULT -x 4 -n 4 -o "$TMP/logs_only" 2>&1 >/dev/null)
+logs_rc=$?
+if [ "$logs_rc" -ne 0 ] && [ "$(printf '%s\n' "$logs_msg" | wc -l)" -eq 1 ] &&
+    printf '%s' "$logs_msg" | grep -q "error: $TMP/logs_only holds the logs of an earlier run (main.log, fp8_diag.tsv) but no checkpoint: -start_over 1 removes them" &&
+    [ -s "$TMP/logs_only/main.log" ] && [ "$(ls -l --time-style=+%s.%N "$TMP/logs_only" && cat "$TMP/logs_only"/* | md5sum)" = "$logs_sum" ]; then
+    pass "new_run_over_logs_without_checkpoint_refused"
+else
+    fail "new_run_over_logs_without_checkpoint_refused" "rc $logs_rc: $logs_msg"
+fi
+$TRAINER $FAULT -x 4 -n 4 -o "$TMP/logs_only" -start_over 1 >"$TMP/logs_start_over.out" 2>&1
+logs_start_over_rc=$?
+$TRAINER $TINY -precision bf16 -v 2 -m 1 -x 2 -o "$TMP/logs_only_bf16" -start_over 1 >/dev/null 2>&1
+logs_bf16_rc=$?
+if [ "$logs_start_over_rc" -eq 0 ] && grep -q "start over: removed the logs of an earlier run from $TMP/logs_only (main.log, fp8_diag.tsv)" "$TMP/logs_start_over.out" &&
+    diff -r -q "$TMP/logs_only_fresh" "$TMP/logs_only" >/dev/null && [ "$logs_bf16_rc" -eq 0 ] &&
+    [ "$(ls "$TMP/logs_only_bf16" | tr '\n' ' ')" = "DONE_00000002 main.log model_00000002.bin state_00000002_00000.bin " ]; then
+    pass "start_over_removes_logs_without_checkpoint"
+else
+    fail "start_over_removes_logs_without_checkpoint" "rc $logs_start_over_rc/$logs_bf16_rc: $(grep -m 1 error "$TMP/logs_start_over.out") $(ls "$TMP/logs_only_bf16" | tr '\n' ' ')"
+fi
+$TRAINER $FAULT -x 4 -n 4 -o "$TMP/logs_only_resumed" -y 1 >"$TMP/logs_resumed.out" 2>&1
+logs_resumed_rc=$?
+cp -r "$TMP/logs_only_resumed" "$TMP/logs_only_resumed_once"
+{ $TRAINER $FAULT -x 4 -n 4 -o "$TMP/logs_only_resumed" -start_over 1 -debug_kill_step 3 >/dev/null 2>&1; } 2>/dev/null
+$TRAINER $FAULT -x 4 -n 4 -o "$TMP/logs_only_resumed" -y 1 >"$TMP/logs_resumed_again.out" 2>&1
+logs_again_rc=$?
+if [ "$logs_resumed_rc" -eq 0 ] && grep -q "resume: no complete checkpoint in $TMP/logs_only_resumed: the logs of the attempt before are kept as main.log.1 fp8_diag.tsv.1" "$TMP/logs_resumed.out" &&
+    cmp -s "$TMP/logs_only_killed/main.log" "$TMP/logs_only_resumed_once/main.log.1" &&
+    cmp -s "$TMP/logs_only_killed/fp8_diag.tsv" "$TMP/logs_only_resumed_once/fp8_diag.tsv.1" &&
+    cmp -s "$TMP/logs_only_fresh/main.log" "$TMP/logs_only_resumed_once/main.log" &&
+    cmp -s "$TMP/logs_only_fresh/fp8_diag.tsv" "$TMP/logs_only_resumed_once/fp8_diag.tsv" &&
+    [ "$logs_again_rc" -eq 0 ] && grep -q "kept as main.log.2 fp8_diag.tsv.2" "$TMP/logs_resumed_again.out" &&
+    cmp -s "$TMP/logs_only_killed/main.log" "$TMP/logs_only_resumed/main.log.2" &&
+    cmp -s "$TMP/logs_only_resumed_once/main.log.1" "$TMP/logs_only_resumed/main.log.1"; then
+    pass "resume_without_checkpoint_keeps_earlier_logs"
+else
+    fail "resume_without_checkpoint_keeps_earlier_logs" "rc $logs_resumed_rc/$logs_again_rc: $(grep -m 1 -e error -e kept "$TMP/logs_resumed.out") / $(ls "$TMP/logs_only_resumed" | tr '\n' ' ')"
 fi
 
 # a run that trains nothing says so: a model whose weights are huge but finite (a checkpoint's, times 1e30) makes every
