@@ -3,8 +3,8 @@ llmc/run_folder.h — a run's output folder (-o), shared by both mains: one run 
 run's whole life), what a new run does with an earlier run's files (refuses; with -start_over 1 replaces them; -y 1 in
 a folder without a complete checkpoint starts from step 0 and keeps the earlier attempt's logs as main.log.N and
 fp8_diag.tsv.N), which checkpoint -y 1 resumes (the newest complete one, or -resume_step N, after which the later ones
-go), and the logs, main.log and fp8_diag.tsv, whose every write is checked: a log that cannot be written stops the
-run.
+go), a folder that cannot be written (refused unless -y 1 finds nothing left to train), and the logs, main.log and
+fp8_diag.tsv, whose every write is checked: a log that cannot be written stops the run.
 
 The lock is an flock(2) on the folder itself, through a descriptor opened read-only (so a read-only folder can be
 locked too) and never closed: the kernel releases it when the process ends, however it ends, so a killed run never
@@ -224,19 +224,46 @@ static inline void run_logs_set_aside(const char* dir) {
     }
 }
 
-// Creates the folder, takes its lock (rank 0), and decides what to do with an earlier run's files. Stale temporary
-// files and an earlier version's .lock go; then a run without -y 1 in a folder that holds an earlier run's
-// checkpoints, or its non-empty logs and no checkpoint (a run killed before its first), refuses in one line that says
-// how to resume or start over; -start_over 1 removes them first. -y 1 without a complete checkpoint sets the earlier
-// attempt's logs aside. -estimate 1 writes nothing, so it neither refuses nor removes.
-static inline void run_folder_prepare(const TrainArgs* args, int rank0) {
+// A folder this process cannot write (a read-only mount, no write permission, an immutable folder) can only hold a run
+// that writes nothing: -y 1 whose checkpoint is at or past the last step (which says so and exits 0), or -estimate 1.
+// Any other run is refused here, in one line, rather than at its first log line or checkpoint.
+static inline void run_folder_check_unwritable(const TrainArgs* args, int train_steps, int error) {
+    const char* dir = args->output_dir;
+    if (args->estimate_only) { return; }
+    if (!args->resume) {
+        die("-o %s cannot be written (%s): a run writes its logs and checkpoints there; make it writable, or give "
+            "another -o", dir, strerror(error));
+    }
+    long long latest = run_folder_resume_step(args);
+    if (latest < 0) {
+        die("-o %s cannot be written (%s): -y 1 finds no complete checkpoint there, so it would train from step 0 and "
+            "write its logs and checkpoints there; make it writable, or give another -o", dir, strerror(error));
+    }
+    if (latest < train_steps) {
+        die("-o %s cannot be written (%s): -y 1 would train from its checkpoint of step %lld to step %d and write its "
+            "logs and checkpoints there; make it writable, or give another -o", dir, strerror(error), latest,
+            train_steps);
+    }
+}
+
+// Creates the folder, takes its lock (rank 0), and decides what to do with an earlier run's files. A folder that cannot
+// be written is refused unless this run writes nothing (above). In one that can, stale temporary files and an earlier
+// version's .lock go; then a run without -y 1 in a folder that holds an earlier run's checkpoints, or its non-empty
+// logs and no checkpoint (a run killed before its first), refuses in one line that says how to resume or start over;
+// -start_over 1 removes them first. -y 1 without a complete checkpoint sets the earlier attempt's logs aside. -estimate
+// 1 writes nothing, so it neither refuses nor removes.
+static inline void run_folder_prepare(const TrainArgs* args, int train_steps, int rank0) {
     const char* dir = args->output_dir;
     if (!dir) { return; }
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) { die("cannot create output folder %s: %s", dir, strerror(errno)); }
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) { die("-o %s is not a folder", dir); }
+    if (rank0) { run_folder_lock(dir); }
+    if (access(dir, W_OK | X_OK) != 0) {
+        run_folder_check_unwritable(args, train_steps, errno);
+        return;
+    }
     if (rank0) {
-        run_folder_lock(dir);
         run_folder_remove_old_lock_file(dir);
         checkpoint_remove_temporaries(dir);
     }

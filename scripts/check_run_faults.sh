@@ -11,6 +11,8 @@
 #     version's .lock is respected while held, then removed; stale temporary files are cleared; a new run in an old
 #     run's folder (its checkpoints, or the logs of a run killed before its first) is refused, -start_over 1 replaces
 #     it; -y 1 without a checkpoint starts again, keeping the earlier attempt's logs as main.log.N, fp8_diag.tsv.N;
+#   - a folder the run cannot write (read-only): a finished job's -y 1 exits 0 with its one line, a run with steps
+#     to train is refused at once;
 #   - a run that skips every step fails (-max_skipped, and at its end); output folders of 1010 and 4000 bytes, long
 #     input paths; the error when the data changed since the checkpoint names what changed.
 # Each case failed before this check existed (see the commit that added it). Prints PASS/FAIL per case and
@@ -271,6 +273,59 @@ if [ "$logs_resumed_rc" -eq 0 ] && grep -q "resume: no complete checkpoint in $T
     pass "resume_without_checkpoint_keeps_earlier_logs"
 else
     fail "resume_without_checkpoint_keeps_earlier_logs" "rc $logs_resumed_rc/$logs_again_rc: $(grep -m 1 -e error -e kept "$TMP/logs_resumed.out") / $(ls "$TMP/logs_only_resumed" | tr '\n' ' ')"
+fi
+
+# a folder the run cannot write: -y 1 with nothing left to train says so in one line and exits 0 (re-submitting a
+# finished job succeeds), touching nothing (an earlier version's .lock and a stale temporary file stay); one with steps
+# left, or a new run, is refused at once in one line. Root ignores permission bits, so as root the folder is
+# bind-mounted read-only in a private mount namespace (unshare -m), or else made immutable (chattr +i); as another user
+# its write permission is taken away. Where none of these works, the cases say SKIP.
+read_only() {  # DIR CMD...: runs CMD with DIR read-only to it
+    local dir=$1 rc
+    shift
+    case $ro_method in
+    mount) unshare -m bash -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"' _ "$dir" "$@" ;;
+    chattr) chattr +i "$dir" && { "$@"; rc=$?; chattr -i "$dir"; return $rc; } ;;
+    chmod) chmod a-w "$dir" && { "$@"; rc=$?; chmod u+w "$dir"; return $rc; } ;;
+    esac
+}
+mkdir -p "$TMP/ro_probe"
+ro_method=
+for method in $([ "$(id -u)" -eq 0 ] && echo mount chattr || echo chmod); do
+    ro_method=$method
+    read_only "$TMP/ro_probe" bash -c 'echo > "$1/written"' _ "$TMP/ro_probe" 2>/dev/null
+    if [ "$?" -ne 0 ] && [ ! -e "$TMP/ro_probe/written" ] && read_only "$TMP/ro_probe" true 2>/dev/null; then break; fi
+    rm -f "$TMP/ro_probe/written"
+    ro_method=
+done
+if [ -z "$ro_method" ]; then
+    echo "SKIP read_only_folder_*: no way to make a folder read-only here (as root: unshare -m with mount, or chattr +i)"
+else
+    cp -r "$TMP/tied" "$TMP/ro_done" && touch "$TMP/ro_done/.lock" "$TMP/ro_done/model_00000006.bin.tmp.12345"
+    mkdir -p "$TMP/ro_empty"
+    ro_sum=$(ls -la --time-style=+%s.%N "$TMP/ro_done" "$TMP/ro_empty" && cat "$TMP/ro_done"/* | md5sum)
+    ro_done_out=$(read_only "$TMP/ro_done" $TRAINER $FAULT -x 4 -n 2 -o "$TMP/ro_done" -y 1 2>&1)
+    ro_done_rc=$?
+    ro_left_msg=$(read_only "$TMP/ro_done" $TRAINER $FAULT -x 6 -n 2 -o "$TMP/ro_done" -y 1 2>&1 >/dev/null)
+    ro_left_rc=$?
+    ro_new_msg=$(read_only "$TMP/ro_empty" $TRAINER $FAULT -x 2 -o "$TMP/ro_empty" 2>&1 >/dev/null)
+    ro_new_rc=$?
+    ro_changed=$([ "$(ls -la --time-style=+%s.%N "$TMP/ro_done" "$TMP/ro_empty" && cat "$TMP/ro_done"/* | md5sum)" = "$ro_sum" ] || echo "the folders changed")
+    if [ "$ro_done_rc" -eq 0 ] && [ -z "$ro_changed" ] &&
+        [ "$ro_done_out" = "resume: the newest checkpoint in $TMP/ro_done is at step 4, the end of -x 4: nothing to train (raise -x to go on)" ]; then
+        pass "read_only_folder_finished_run_exits_0 ($ro_method)"
+    else
+        fail "read_only_folder_finished_run_exits_0 ($ro_method)" "rc $ro_done_rc: $ro_done_out $ro_changed"
+    fi
+    if [ "$ro_left_rc" -ne 0 ] && [ "$(printf '%s\n' "$ro_left_msg" | wc -l)" -eq 1 ] &&
+        printf '%s' "$ro_left_msg" | grep -q "error: -o $TMP/ro_done cannot be written (.*): -y 1 would train from its checkpoint of step 4 to step 6 and write its logs and checkpoints there" &&
+        [ "$ro_new_rc" -ne 0 ] && [ "$(printf '%s\n' "$ro_new_msg" | wc -l)" -eq 1 ] &&
+        printf '%s' "$ro_new_msg" | grep -q "error: -o $TMP/ro_empty cannot be written (.*): a run writes its logs and checkpoints there" &&
+        [ -z "$ro_changed" ]; then
+        pass "read_only_folder_with_steps_left_refused ($ro_method)"
+    else
+        fail "read_only_folder_with_steps_left_refused ($ro_method)" "rc $ro_left_rc/$ro_new_rc: $ro_left_msg / $ro_new_msg $ro_changed"
+    fi
 fi
 
 # a run that trains nothing says so: a model whose weights are huge but finite (a checkpoint's, times 1e30) makes every
