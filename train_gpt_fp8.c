@@ -1191,7 +1191,7 @@ int main(int argc, char** argv) {
     }
     RunSetup run;
     run_setup(&args, &run, 0, 1);
-    run_folder_prepare(&args, 1);  // the folder's lock, for the whole run; an earlier run's checkpoints
+    run_folder_prepare(&args, run.train_steps, 1);  // the folder's lock, for the whole run; an earlier run's files
     GPT2Config* cfg = &run.config;
     int B = run.B, T = run.T, total_batch = run.total_batch, grad_accum_steps = run.grad_accum_steps;
     int train_steps = run.train_steps, val_steps = run.val_steps, have_val = run.have_val;

@@ -1597,7 +1597,7 @@ int main(int argc, char** argv) {
     }
     RunSetup run;
     run_setup(&args, &run, mg.process_rank, mg.num_processes);
-    run_folder_prepare(&args, rank0);  // rank 0 holds the folder's lock for the job; an earlier run's checkpoints
+    run_folder_prepare(&args, run.train_steps, rank0);  // rank 0 locks the folder for the job; an earlier run's files
     GPT2Config config = run.config;
     int B = run.B, T = run.T, total_batch = run.total_batch, grad_accum_steps = run.grad_accum_steps;
     int train_steps = run.train_steps, val_steps = run.val_steps, have_val = run.have_val;

@@ -1,12 +1,23 @@
 /*
 llmc/run_folder.h — a run's output folder (-o), shared by both mains: one run at a time in it (a lock held for the
-run's whole life), what a new run does with an earlier run's checkpoints (refuses; with -start_over 1 removes them
-first), which checkpoint -y 1 resumes (the newest complete one, or -resume_step N, after which the later ones go), and
-the logs, main.log and fp8_diag.tsv, whose every write is checked: a log that cannot be written stops the run.
+run's whole life), what a new run does with an earlier run's files (refuses; with -start_over 1 replaces them; -y 1 in
+a folder without a complete checkpoint starts from step 0 and keeps the earlier attempt's logs as main.log.N and
+fp8_diag.tsv.N), which checkpoint -y 1 resumes (the newest complete one, or -resume_step N, after which the later ones
+go), a folder that cannot be written (refused unless -y 1 finds nothing left to train), and the logs, main.log and
+fp8_diag.tsv, whose every write is checked: a log that cannot be written stops the run.
 
-The lock is a POSIX record lock (fcntl F_SETLK) on the empty file .lock in the folder: the kernel releases it when
-the process ends, however it ends, so a killed run never leaves a stale lock, and a second run asks the kernel who
-holds it (F_GETLK) to name the holder's pid. With several processes, rank 0 holds it for the job.
+The lock is an flock(2) on the folder itself, through a descriptor opened read-only (so a read-only folder can be
+locked too) and never closed: the kernel releases it when the process ends, however it ends, so a killed run never
+leaves a stale lock. There is no lock file: nothing in the folder can be deleted or renamed to free the lock while its
+run lives, and a finished run leaves nothing behind that could look like a lock. flock has no F_GETLK, so a second run
+finds the holder's pid in /proc/locks. With several processes, rank 0 holds it for the job. Earlier versions locked
+the file .lock with a POSIX record lock (fcntl), which anyone could delete from under a live run: a run refuses a
+folder whose .lock an earlier version's live run still holds, and otherwise removes that meaningless leftover.
+
+Network file systems: Linux's NFS client sends flock on a regular file to the server (as a byte-range lock), but a
+directory's flock stays on the machine that took it. So two runs on one machine are kept apart on NFS too, but two
+machines sharing one NFS folder are not; the old .lock file's fcntl lock was arbitrated by the server where the mount
+had locking (not with -o nolock or local_lock), though the pid it named then belonged to another machine.
 */
 #ifndef GPTFP8_RUN_FOLDER_H
 #define GPTFP8_RUN_FOLDER_H
@@ -17,7 +28,9 @@ holds it (F_GETLK) to name the holder's pid. With several processes, rank 0 hold
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "../fp8/diag.h"
@@ -28,28 +41,71 @@ holds it (F_GETLK) to name the holder's pid. With several processes, rank 0 hold
 // ----------------------------------------------------------------------------
 // the lock: one run per folder
 
+// The pid of the process holding an flock on the file with device `dev` and inode `inode`, from /proc/locks; 0 when
+// it cannot be told (no /proc, the holder gone meanwhile, a pid outside this process's namespace). A holder's line is
+// "ID: FLOCK ADVISORY WRITE PID MAJOR:MINOR:INODE START END", MAJOR and MINOR in hex; a waiter's has "->" after the ID.
+static inline long flock_holder_pid(dev_t dev, ino_t inode) {
+    FILE* f = fopen("/proc/locks", "r");
+    if (!f) { return 0; }
+    char* line = NULL;
+    size_t capacity = 0;
+    long holder = 0;
+    while (holder == 0 && getline(&line, &capacity, f) > 0) {
+        char kind[16], mode[16], access[16];
+        long pid;
+        unsigned int major_dev, minor_dev;
+        unsigned long long line_inode;
+        int end = 0;
+        if (sscanf(line, "%*s %15s %15s %15s %ld %x:%x:%llu%n", kind, mode, access, &pid, &major_dev, &minor_dev,
+                   &line_inode, &end) == 7 &&
+            (line[end] == ' ' || line[end] == '\n') && strcmp(kind, "FLOCK") == 0 && major_dev == major(dev) &&
+            minor_dev == minor(dev) && line_inode == (unsigned long long)inode && pid > 0) {
+            holder = pid;
+        }
+    }
+    free(line);
+    fclose(f);
+    return holder;
+}
+
+static inline void run_folder_in_use(const char* dir, long pid, const char* what) __attribute__((noreturn));
+static inline void run_folder_in_use(const char* dir, long pid, const char* what) {
+    char holder[32] = "another process";
+    if (pid > 0) { snprintf(holder, sizeof(holder), "pid %ld", pid); }
+    die("%s is in use by another run (%s holds %s): one run per output folder; wait for it to end, or give another -o",
+        dir, holder, what);
+}
+
 // Takes the folder's lock for the life of this process (the descriptor stays open; it is never closed, so the lock
 // goes only with the process). A folder another process holds is one line naming it and the holder's pid.
 static inline void run_folder_lock(const char* dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) { die("cannot open output folder %s: %s", dir, strerror(errno)); }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK) { die("cannot lock output folder %s: %s", dir, strerror(errno)); }
+        struct stat st;
+        run_folder_in_use(dir, fstat(fd, &st) == 0 ? flock_holder_pid(st.st_dev, st.st_ino) : 0, "its lock");
+    }
+}
+
+// The .lock file of an earlier version, found once this run holds the folder: a run of that version still holding
+// its POSIX lock is refused like any holder (it does not see the folder lock); otherwise the file means nothing now
+// and goes. Called only for a folder this run can write.
+static inline void run_folder_remove_old_lock_file(const char* dir) {
     char* path = alloc_printf("%s/.lock", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) { die("cannot open the lock file %s: %s", path, strerror(errno)); }
-    struct flock lock;
-    memset(&lock, 0, sizeof(lock));
-    lock.l_type = F_WRLCK;
-    lock.l_whence = SEEK_SET;  // the whole file (l_start 0, l_len 0)
-    if (fcntl(fd, F_SETLK, &lock) != 0) {
-        if (errno != EACCES && errno != EAGAIN) { die("cannot lock %s: %s", path, strerror(errno)); }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
         struct flock holder;
         memset(&holder, 0, sizeof(holder));
         holder.l_type = F_WRLCK;
-        holder.l_whence = SEEK_SET;
-        char pid[32] = "another process";
-        if (fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK && holder.l_pid > 0) {
-            snprintf(pid, sizeof(pid), "pid %ld", (long)holder.l_pid);
+        holder.l_whence = SEEK_SET;  // the whole file (l_start 0, l_len 0)
+        int held = fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK;
+        close(fd);  // this process held no record lock on it, so closing drops none
+        if (held) {
+            char* what = alloc_printf("%s, an earlier version's lock", path);
+            run_folder_in_use(dir, (long)holder.l_pid, what);
         }
-        die("%s is in use by another run (%s holds %s): one run per output folder; wait for it to end, or give "
-            "another -o", dir, pid, path);
+        unlink(path);  // one that cannot be removed is harmless: nothing reads it any more
     }
     free(path);
 }
@@ -94,34 +150,6 @@ static inline void checkpoint_remove_temporaries(const char* dir) {
 // ----------------------------------------------------------------------------
 // the folder at the start of a run
 
-// Creates the folder, takes its lock (rank 0), clears stale temporary files, and decides what to do with an earlier
-// run's checkpoints: a run without -y 1 in a folder that holds some refuses, in one line that says how to resume them
-// or start over; -start_over 1 removes them first (checkpoints only: the logs start again with the run). -estimate 1
-// writes nothing, so it neither refuses nor removes.
-static inline void run_folder_prepare(const TrainArgs* args, int rank0) {
-    const char* dir = args->output_dir;
-    if (!dir) { return; }
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) { die("cannot create output folder %s: %s", dir, strerror(errno)); }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) { die("-o %s is not a folder", dir); }
-    if (rank0) {
-        run_folder_lock(dir);
-        checkpoint_remove_temporaries(dir);
-    }
-    if (args->resume || args->estimate_only) { return; }
-    CheckpointSteps steps = checkpoint_steps(dir, 0);
-    if (steps.newest_any < 0) { return; }
-    if (!args->start_over) {
-        die("%s holds the checkpoints of an earlier run (newest: step %lld): -y 1 resumes it, -start_over 1 removes "
-            "them and starts a new run there, or give another -o", dir, steps.newest_any);
-    }
-    if (rank0) {
-        long long removed = checkpoint_remove_after(dir, -1);
-        printf("start over: removed the %lld checkpoint files of an earlier run from %s (newest: step %lld)\n", removed,
-               dir, steps.newest_any);
-    }
-}
-
 // -y 1: the checkpoint to resume from, -1 for none: -resume_step N (whose DONE marker must be there), else the
 // newest complete one.
 static inline long long run_folder_resume_step(const TrainArgs* args) {
@@ -135,6 +163,142 @@ static inline long long run_folder_resume_step(const TrainArgs* args) {
             args->output_dir, args->resume_step, args->resume_step);
     }
     return args->resume_step;
+}
+
+// The logs an earlier run left in dir that hold a record: main.log when it is a regular file (or a link to one) of a
+// nonzero size, fp8_diag.tsv when it holds more than its first line, the column names (a run that failed before its
+// first step wrote those alone); /dev/null or a pipe keeps no record. Sets held[i] for RUN_LOG_NAMES[i] and returns
+// how many, their names ", "-joined in `names` (when not NULL; at least 32 bytes).
+static const char* const RUN_LOG_NAMES[2] = {"main.log", "fp8_diag.tsv"};
+static inline int earlier_run_logs(const char* dir, int held[2], char* names) {
+    int count = 0;
+    if (names) { names[0] = '\0'; }
+    for (int i = 0; i < 2; i++) {
+        char* path = alloc_printf("%s/%s", dir, RUN_LOG_NAMES[i]);
+        struct stat st;
+        held[i] = stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+        if (held[i] && i == 1) {
+            FILE* f = fopen(path, "rb");
+            char* line = NULL;
+            size_t capacity = 0;
+            ssize_t first = f ? getline(&line, &capacity, f) : -1;
+            held[i] = first < 0 || (off_t)first < st.st_size;  // unreadable: counted as a record, kept safe
+            free(line);
+            if (f) { fclose(f); }
+        }
+        free(path);
+        if (!held[i]) { continue; }
+        if (names) { strcat(strcat(names, count > 0 ? ", " : ""), RUN_LOG_NAMES[i]); }
+        count++;
+    }
+    return count;
+}
+
+// -y 1 in a folder without a complete checkpoint trains from step 0, and its logs must read as those of a run never
+// interrupted, so the earlier attempt's logs are not appended to; nor are they cut (they are the only record of what
+// that attempt did): they are kept as main.log.N and fp8_diag.tsv.N, N the first number free for both. Rank 0.
+static inline void run_logs_set_aside(const char* dir) {
+    int held[2];
+    if (earlier_run_logs(dir, held, NULL) == 0) { return; }
+    for (int n = 1;; n++) {
+        int taken = 0;
+        for (int i = 0; i < 2 && !taken; i++) {
+            char* path = alloc_printf("%s/%s.%d", dir, RUN_LOG_NAMES[i], n);
+            struct stat st;
+            taken = lstat(path, &st) == 0 || errno != ENOENT;
+            free(path);
+        }
+        if (taken) { continue; }
+        printf("resume: no complete checkpoint in %s: the logs of the attempt before are kept as", dir);
+        for (int i = 0; i < 2; i++) {
+            if (!held[i]) { continue; }
+            char* from = alloc_printf("%s/%s", dir, RUN_LOG_NAMES[i]);
+            char* to = alloc_printf("%s.%d", from, n);
+            if (rename(from, to) != 0) { die("cannot keep %s as %s: %s", from, to, strerror(errno)); }
+            printf(" %s.%d", RUN_LOG_NAMES[i], n);
+            free(from);
+            free(to);
+        }
+        printf("\n");
+        return;
+    }
+}
+
+// A folder this process cannot write (a read-only mount, no write permission, an immutable folder) can only hold a run
+// that writes nothing: -y 1 whose checkpoint is at or past the last step (which says so and exits 0), or -estimate 1.
+// Any other run is refused here, in one line, rather than at its first log line or checkpoint.
+static inline void run_folder_check_unwritable(const TrainArgs* args, int train_steps, int error) {
+    const char* dir = args->output_dir;
+    if (args->estimate_only) { return; }
+    if (!args->resume) {
+        die("-o %s cannot be written (%s): a run writes its logs and checkpoints there; make it writable, or give "
+            "another -o", dir, strerror(error));
+    }
+    long long latest = run_folder_resume_step(args);
+    if (latest < 0) {
+        die("-o %s cannot be written (%s): -y 1 finds no complete checkpoint there, so it would train from step 0 and "
+            "write its logs and checkpoints there; make it writable, or give another -o", dir, strerror(error));
+    }
+    if (latest < train_steps) {
+        die("-o %s cannot be written (%s): -y 1 would train from its checkpoint of step %lld to step %d and write its "
+            "logs and checkpoints there; make it writable, or give another -o", dir, strerror(error), latest,
+            train_steps);
+    }
+}
+
+// Creates the folder, takes its lock (rank 0), and decides what to do with an earlier run's files. A folder that cannot
+// be written is refused unless this run writes nothing (above). In one that can, stale temporary files and an earlier
+// version's .lock go; then a run without -y 1 in a folder that holds an earlier run's checkpoints, or its non-empty
+// logs and no checkpoint (a run killed before its first), refuses in one line that says how to resume or start over;
+// -start_over 1 removes them first. -y 1 without a complete checkpoint sets the earlier attempt's logs aside. -estimate
+// 1 writes nothing, so it neither refuses nor removes.
+static inline void run_folder_prepare(const TrainArgs* args, int train_steps, int rank0) {
+    const char* dir = args->output_dir;
+    if (!dir) { return; }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) { die("cannot create output folder %s: %s", dir, strerror(errno)); }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) { die("-o %s is not a folder", dir); }
+    if (rank0) { run_folder_lock(dir); }
+    if (access(dir, W_OK | X_OK) != 0) {
+        run_folder_check_unwritable(args, train_steps, errno);
+        return;
+    }
+    if (rank0) {
+        run_folder_remove_old_lock_file(dir);
+        checkpoint_remove_temporaries(dir);
+    }
+    if (args->estimate_only) { return; }
+    if (args->resume) {
+        if (rank0 && run_folder_resume_step(args) < 0) { run_logs_set_aside(dir); }
+        return;
+    }
+    CheckpointSteps steps = checkpoint_steps(dir, 0);
+    int held[2];
+    char names[32];
+    int logs = earlier_run_logs(dir, held, names);
+    if (steps.newest_any < 0 && logs == 0) { return; }
+    if (!args->start_over) {
+        if (steps.newest_any >= 0) {
+            die("%s holds the checkpoints of an earlier run (newest: step %lld): -y 1 resumes it, -start_over 1 "
+                "removes them and starts a new run there, or give another -o", dir, steps.newest_any);
+        }
+        die("%s holds the logs of an earlier run (%s) but no checkpoint: -start_over 1 removes them and starts a new "
+            "run there, -y 1 restarts that run from step 0 keeping them under numbered names, or give another -o", dir,
+            names);
+    }
+    if (!rank0) { return; }
+    if (steps.newest_any >= 0) {
+        long long removed = checkpoint_remove_after(dir, -1);
+        printf("start over: removed the %lld checkpoint files of an earlier run from %s (newest: step %lld)\n", removed,
+               dir, steps.newest_any);
+    }
+    // the logs too, fp8_diag.tsv included when this run writes none: nothing of the earlier run may pass for this one's
+    for (int i = 0; i < 2; i++) {
+        char* path = alloc_printf("%s/%s", dir, RUN_LOG_NAMES[i]);
+        if (held[i] && unlink(path) != 0) { die("cannot remove %s: %s", path, strerror(errno)); }
+        free(path);
+    }
+    if (logs > 0) { printf("start over: removed the logs of an earlier run from %s (%s)\n", dir, names); }
 }
 
 // After resuming from `step` (rank 0): the checkpoints after it belong to a past the run no longer has (-resume_step

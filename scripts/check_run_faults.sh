@@ -6,8 +6,13 @@
 #   - a checkpoint's steps and checksums, checked with xxHash's Python binding (independent of our C);
 #   - a damaged or mismatched newest checkpoint (zeroed tail, exponent bit, another step's model or state, a flipped
 #     byte, a missing file) is refused naming the newest intact one and -resume_step, which resumes byte-identically;
-#   - one run per folder: a second run stops naming the holder's pid, the lock dies with its holder; stale temporary
-#     files are cleared; a new run in an old run's folder is refused, -start_over 1 replaces it;
+#   - one run per folder: a second run stops naming the holder's pid, also once the folder's files are deleted or
+#     renamed (the lock is the folder's own); the lock dies with its holder and leaves no file behind; an earlier
+#     version's .lock is respected while held, then removed; stale temporary files are cleared; a new run in an old
+#     run's folder (its checkpoints, or the logs of a run killed before its first) is refused, -start_over 1 replaces
+#     it; -y 1 without a checkpoint starts again, keeping the earlier attempt's logs as main.log.N, fp8_diag.tsv.N;
+#   - a folder the run cannot write (read-only): a finished job's -y 1 exits 0 with its one line, a run with steps
+#     to train is refused at once;
 #   - a run that skips every step fails (-max_skipped, and at its end); output folders of 1010 and 4000 bytes, long
 #     input paths; the error when the data changed since the checkpoint names what changed.
 # Each case failed before this check existed (see the commit that added it). Prints PASS/FAIL per case and
@@ -131,25 +136,62 @@ else
 fi
 
 # one run per folder: a second run on a folder a live run holds stops at once with one line naming the folder and the
-# holder's pid, and changes nothing; the lock goes with the process, so after a SIGKILL the folder is free again
+# holder's pid, and changes nothing; the lock is the folder's own, so deleting or renaming what is in it (an earlier
+# version's .lock file, say) does not free it; it goes with the process, so after a SIGKILL the folder is free again,
+# and no lock file is left behind
 $TRAINER $FAULT -x 100000 -n 0 -o "$TMP/locked" >"$TMP/locked_first.out" 2>&1 &
 first_pid=$!
 for _ in $(seq 300); do [ -s "$TMP/locked/main.log" ] && break; sleep 0.1; done  # (a GPU trainer starts in seconds)
 lock_msg=$($TRAINER $FAULT -x 4 -o "$TMP/locked" 2>&1 >/dev/null)
 lock_rc=$?
+rm -f "$TMP/locked/.lock" && mv "$TMP/locked/fp8_diag.tsv" "$TMP/locked/renamed.tsv"
 lock_resume_msg=$($TRAINER $FAULT -x 4 -o "$TMP/locked" -y 1 2>&1 >/dev/null)
 lock_resume_rc=$?
 kill -9 "$first_pid" 2>/dev/null
 wait "$first_pid" 2>/dev/null
 $TRAINER $FAULT -x 2 -o "$TMP/locked" -y 1 >"$TMP/locked_after.out" 2>&1
 after_rc=$?
-if [ "$lock_rc" -ne 0 ] && [ "$lock_resume_rc" -ne 0 ] && [ "$(printf '%s\n' "$lock_msg" | wc -l)" -eq 1 ] &&
-    printf '%s' "$lock_msg" | grep -q "error: $TMP/locked is in use by another run (pid $first_pid holds $TMP/locked/.lock)" &&
-    printf '%s' "$lock_resume_msg" | grep -q "in use by another run (pid $first_pid" && [ "$after_rc" -eq 0 ] &&
-    [ -e "$TMP/locked/DONE_00000002" ]; then
+if [ "$lock_rc" -ne 0 ] && [ "$(printf '%s\n' "$lock_msg" | wc -l)" -eq 1 ] &&
+    printf '%s' "$lock_msg" | grep -q "error: $TMP/locked is in use by another run (pid $first_pid holds its lock): one run per output folder" &&
+    [ "$after_rc" -eq 0 ] && [ -e "$TMP/locked/DONE_00000002" ]; then
     pass "one_run_per_folder_lock_names_pid_and_dies_with_its_holder"
 else
-    fail "one_run_per_folder_lock_names_pid_and_dies_with_its_holder" "rc $lock_rc/$lock_resume_rc/$after_rc: $lock_msg / $lock_resume_msg / $(tail -n 1 "$TMP/locked_after.out")"
+    fail "one_run_per_folder_lock_names_pid_and_dies_with_its_holder" "rc $lock_rc/$after_rc: $lock_msg / $(tail -n 1 "$TMP/locked_after.out")"
+fi
+if [ "$lock_resume_rc" -ne 0 ] && [ "$(printf '%s\n' "$lock_resume_msg" | wc -l)" -eq 1 ] &&
+    printf '%s' "$lock_resume_msg" | grep -q "error: $TMP/locked is in use by another run (pid $first_pid holds its lock)"; then
+    pass "lock_holds_when_files_in_the_folder_are_deleted_or_renamed"
+else
+    fail "lock_holds_when_files_in_the_folder_are_deleted_or_renamed" "rc $lock_resume_rc: $lock_resume_msg"
+fi
+if [ -z "$(ls -A "$TMP/locked" | grep -e '^\.')" ]; then
+    pass "no_lock_file_left_behind"
+else
+    fail "no_lock_file_left_behind" "$(ls -A "$TMP/locked" | tr '\n' ' ')"
+fi
+# an earlier version's lock: a POSIX lock on DIR/.lock, which a run of that version may still hold (it does not see
+# the folder lock); such a run is refused naming that pid, and once it ends the .lock file, meaningless now, goes
+mkdir -p "$TMP/old_lock"
+python3 -c 'import fcntl, os, sys, time
+fd = os.open(sys.argv[1] + "/.lock", os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+open(sys.argv[1] + "/ready", "w").close()
+time.sleep(60)' "$TMP/old_lock" &
+old_holder=$!
+for _ in $(seq 100); do [ -e "$TMP/old_lock/ready" ] && break; sleep 0.1; done
+rm -f "$TMP/old_lock/ready"
+old_lock_msg=$($TRAINER $FAULT -x 2 -o "$TMP/old_lock" 2>&1 >/dev/null)
+old_lock_rc=$?
+kill "$old_holder" 2>/dev/null
+wait "$old_holder" 2>/dev/null
+$TRAINER $FAULT -x 2 -o "$TMP/old_lock" >/dev/null 2>&1
+old_lock_after_rc=$?
+if [ "$old_lock_rc" -ne 0 ] && [ "$(printf '%s\n' "$old_lock_msg" | wc -l)" -eq 1 ] &&
+    printf '%s' "$old_lock_msg" | grep -q "error: $TMP/old_lock is in use by another run (pid $old_holder holds $TMP/old_lock/.lock, an earlier version's lock)" &&
+    [ "$old_lock_after_rc" -eq 0 ] && [ ! -e "$TMP/old_lock/.lock" ] && [ -e "$TMP/old_lock/DONE_00000002" ]; then
+    pass "earlier_versions_lock_file_respected_then_removed"
+else
+    fail "earlier_versions_lock_file_respected_then_removed" "rc $old_lock_rc/$old_lock_after_rc: $old_lock_msg / $(ls -A "$TMP/old_lock" | tr '\n' ' ')"
 fi
 # temporary files are NAME.tmp.PID, and a run starting in a folder clears the ones a killed run left
 rm -rf "$TMP/stale" && mkdir -p "$TMP/stale" && touch "$TMP/stale/model_00000002.bin.tmp.12345" "$TMP/stale/state_00000002_00000.bin.tmp.12345"
@@ -182,6 +224,108 @@ if [ "$start_over_rc" -eq 0 ] && grep -q "start over: removed the 3 checkpoint f
     pass "start_over_replaces_old_run"
 else
     fail "start_over_replaces_old_run" "rc $start_over_rc: $(ls "$TMP/old_run" | tr '\n' ' ') $(grep -m 1 error "$TMP/start_over.out")"
+fi
+
+# a run killed before its first checkpoint leaves its logs and no checkpoint: a new run there is refused in one line
+# naming them, nothing changed; -start_over 1 removes them (the folder then holds the new run alone, fp8_diag.tsv
+# included when the new run writes none); -y 1 starts that run again from step 0 with the logs of a run never
+# interrupted, the killed attempts' kept whole as main.log.N and fp8_diag.tsv.N, N the first number free
+for d in logs_only logs_only_resumed logs_only_bf16; do
+    { $TRAINER $FAULT -x 4 -n 4 -o "$TMP/$d" -debug_kill_step 3 >/dev/null 2>&1; } 2>/dev/null
+done
+cp -r "$TMP/logs_only_resumed" "$TMP/logs_only_killed"
+$TRAINER $FAULT -x 4 -n 4 -o "$TMP/logs_only_fresh" >/dev/null 2>&1
+logs_sum=$(ls -l --time-style=+%s.%N "$TMP/logs_only" && cat "$TMP/logs_only"/* | md5sum)
+logs_msg=$($TRAINER $FAULT -x 4 -n 4 -o "$TMP/logs_only" 2>&1 >/dev/null)
+logs_rc=$?
+if [ "$logs_rc" -ne 0 ] && [ "$(printf '%s\n' "$logs_msg" | wc -l)" -eq 1 ] &&
+    printf '%s' "$logs_msg" | grep -q "error: $TMP/logs_only holds the logs of an earlier run (main.log, fp8_diag.tsv) but no checkpoint: -start_over 1 removes them" &&
+    [ -s "$TMP/logs_only/main.log" ] && [ "$(ls -l --time-style=+%s.%N "$TMP/logs_only" && cat "$TMP/logs_only"/* | md5sum)" = "$logs_sum" ]; then
+    pass "new_run_over_logs_without_checkpoint_refused"
+else
+    fail "new_run_over_logs_without_checkpoint_refused" "rc $logs_rc: $logs_msg"
+fi
+$TRAINER $FAULT -x 4 -n 4 -o "$TMP/logs_only" -start_over 1 >"$TMP/logs_start_over.out" 2>&1
+logs_start_over_rc=$?
+$TRAINER $TINY -precision bf16 -v 2 -m 1 -x 2 -o "$TMP/logs_only_bf16" -start_over 1 >/dev/null 2>&1
+logs_bf16_rc=$?
+if [ "$logs_start_over_rc" -eq 0 ] && grep -q "start over: removed the logs of an earlier run from $TMP/logs_only (main.log, fp8_diag.tsv)" "$TMP/logs_start_over.out" &&
+    diff -r -q "$TMP/logs_only_fresh" "$TMP/logs_only" >/dev/null && [ "$logs_bf16_rc" -eq 0 ] &&
+    [ "$(ls "$TMP/logs_only_bf16" | tr '\n' ' ')" = "DONE_00000002 main.log model_00000002.bin state_00000002_00000.bin " ]; then
+    pass "start_over_removes_logs_without_checkpoint"
+else
+    fail "start_over_removes_logs_without_checkpoint" "rc $logs_start_over_rc/$logs_bf16_rc: $(grep -m 1 error "$TMP/logs_start_over.out") $(ls "$TMP/logs_only_bf16" | tr '\n' ' ')"
+fi
+$TRAINER $FAULT -x 4 -n 4 -o "$TMP/logs_only_resumed" -y 1 >"$TMP/logs_resumed.out" 2>&1
+logs_resumed_rc=$?
+cp -r "$TMP/logs_only_resumed" "$TMP/logs_only_resumed_once"
+{ $TRAINER $FAULT -x 4 -n 4 -o "$TMP/logs_only_resumed" -start_over 1 -debug_kill_step 3 >/dev/null 2>&1; } 2>/dev/null
+$TRAINER $FAULT -x 4 -n 4 -o "$TMP/logs_only_resumed" -y 1 >"$TMP/logs_resumed_again.out" 2>&1
+logs_again_rc=$?
+if [ "$logs_resumed_rc" -eq 0 ] && grep -q "resume: no complete checkpoint in $TMP/logs_only_resumed: the logs of the attempt before are kept as main.log.1 fp8_diag.tsv.1" "$TMP/logs_resumed.out" &&
+    cmp -s "$TMP/logs_only_killed/main.log" "$TMP/logs_only_resumed_once/main.log.1" &&
+    cmp -s "$TMP/logs_only_killed/fp8_diag.tsv" "$TMP/logs_only_resumed_once/fp8_diag.tsv.1" &&
+    cmp -s "$TMP/logs_only_fresh/main.log" "$TMP/logs_only_resumed_once/main.log" &&
+    cmp -s "$TMP/logs_only_fresh/fp8_diag.tsv" "$TMP/logs_only_resumed_once/fp8_diag.tsv" &&
+    [ "$logs_again_rc" -eq 0 ] && grep -q "kept as main.log.2 fp8_diag.tsv.2" "$TMP/logs_resumed_again.out" &&
+    cmp -s "$TMP/logs_only_killed/main.log" "$TMP/logs_only_resumed/main.log.2" &&
+    cmp -s "$TMP/logs_only_resumed_once/main.log.1" "$TMP/logs_only_resumed/main.log.1"; then
+    pass "resume_without_checkpoint_keeps_earlier_logs"
+else
+    fail "resume_without_checkpoint_keeps_earlier_logs" "rc $logs_resumed_rc/$logs_again_rc: $(grep -m 1 -e error -e kept "$TMP/logs_resumed.out") / $(ls "$TMP/logs_only_resumed" | tr '\n' ' ')"
+fi
+
+# a folder the run cannot write: -y 1 with nothing left to train says so in one line and exits 0 (re-submitting a
+# finished job succeeds), touching nothing (an earlier version's .lock and a stale temporary file stay); one with steps
+# left, or a new run, is refused at once in one line. Root ignores permission bits, so as root the folder is
+# bind-mounted read-only in a private mount namespace (unshare -m), or else made immutable (chattr +i); as another user
+# its write permission is taken away. Where none of these works, the cases say SKIP.
+read_only() {  # DIR CMD...: runs CMD with DIR read-only to it
+    local dir=$1 rc
+    shift
+    case $ro_method in
+    mount) unshare -m bash -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"' _ "$dir" "$@" ;;
+    chattr) chattr +i "$dir" && { "$@"; rc=$?; chattr -i "$dir"; return $rc; } ;;
+    chmod) chmod a-w "$dir" && { "$@"; rc=$?; chmod u+w "$dir"; return $rc; } ;;
+    esac
+}
+mkdir -p "$TMP/ro_probe"
+ro_method=
+for method in $([ "$(id -u)" -eq 0 ] && echo mount chattr || echo chmod); do
+    ro_method=$method
+    read_only "$TMP/ro_probe" bash -c 'echo > "$1/written"' _ "$TMP/ro_probe" 2>/dev/null
+    if [ "$?" -ne 0 ] && [ ! -e "$TMP/ro_probe/written" ] && read_only "$TMP/ro_probe" true 2>/dev/null; then break; fi
+    rm -f "$TMP/ro_probe/written"
+    ro_method=
+done
+if [ -z "$ro_method" ]; then
+    echo "SKIP read_only_folder_*: no way to make a folder read-only here (as root: unshare -m with mount, or chattr +i)"
+else
+    cp -r "$TMP/tied" "$TMP/ro_done" && touch "$TMP/ro_done/.lock" "$TMP/ro_done/model_00000006.bin.tmp.12345"
+    mkdir -p "$TMP/ro_empty"
+    ro_sum=$(ls -la --time-style=+%s.%N "$TMP/ro_done" "$TMP/ro_empty" && cat "$TMP/ro_done"/* | md5sum)
+    ro_done_out=$(read_only "$TMP/ro_done" $TRAINER $FAULT -x 4 -n 2 -o "$TMP/ro_done" -y 1 2>&1)
+    ro_done_rc=$?
+    ro_left_msg=$(read_only "$TMP/ro_done" $TRAINER $FAULT -x 6 -n 2 -o "$TMP/ro_done" -y 1 2>&1 >/dev/null)
+    ro_left_rc=$?
+    ro_new_msg=$(read_only "$TMP/ro_empty" $TRAINER $FAULT -x 2 -o "$TMP/ro_empty" 2>&1 >/dev/null)
+    ro_new_rc=$?
+    ro_changed=$([ "$(ls -la --time-style=+%s.%N "$TMP/ro_done" "$TMP/ro_empty" && cat "$TMP/ro_done"/* | md5sum)" = "$ro_sum" ] || echo "the folders changed")
+    if [ "$ro_done_rc" -eq 0 ] && [ -z "$ro_changed" ] &&
+        [ "$ro_done_out" = "resume: the newest checkpoint in $TMP/ro_done is at step 4, the end of -x 4: nothing to train (raise -x to go on)" ]; then
+        pass "read_only_folder_finished_run_exits_0 ($ro_method)"
+    else
+        fail "read_only_folder_finished_run_exits_0 ($ro_method)" "rc $ro_done_rc: $ro_done_out $ro_changed"
+    fi
+    if [ "$ro_left_rc" -ne 0 ] && [ "$(printf '%s\n' "$ro_left_msg" | wc -l)" -eq 1 ] &&
+        printf '%s' "$ro_left_msg" | grep -q "error: -o $TMP/ro_done cannot be written (.*): -y 1 would train from its checkpoint of step 4 to step 6 and write its logs and checkpoints there" &&
+        [ "$ro_new_rc" -ne 0 ] && [ "$(printf '%s\n' "$ro_new_msg" | wc -l)" -eq 1 ] &&
+        printf '%s' "$ro_new_msg" | grep -q "error: -o $TMP/ro_empty cannot be written (.*): a run writes its logs and checkpoints there" &&
+        [ -z "$ro_changed" ]; then
+        pass "read_only_folder_with_steps_left_refused ($ro_method)"
+    else
+        fail "read_only_folder_with_steps_left_refused ($ro_method)" "rc $ro_left_rc/$ro_new_rc: $ro_left_msg / $ro_new_msg $ro_changed"
+    fi
 fi
 
 # a run that trains nothing says so: a model whose weights are huge but finite (a checkpoint's, times 1e30) makes every
