@@ -251,7 +251,7 @@ $TRAINER $TINY -precision bf16 -v 2 -m 1 -x 2 -o "$TMP/logs_only_bf16" -start_ov
 logs_bf16_rc=$?
 if [ "$logs_start_over_rc" -eq 0 ] && grep -q "start over: removed the logs of an earlier run from $TMP/logs_only (main.log, fp8_diag.tsv)" "$TMP/logs_start_over.out" &&
     diff -r -q "$TMP/logs_only_fresh" "$TMP/logs_only" >/dev/null && [ "$logs_bf16_rc" -eq 0 ] &&
-    [ "$(ls "$TMP/logs_only_bf16" | tr '\n' ' ')" = "DONE_00000002 main.log model_00000002.bin state_00000002_00000.bin " ]; then
+    [ "$(ls "$TMP/logs_only_bf16" | tr '\n' ' ')" = "DONE_00000002 dataset.txt main.log model_00000002.bin state_00000002_00000.bin " ]; then
     pass "start_over_removes_logs_without_checkpoint"
 else
     fail "start_over_removes_logs_without_checkpoint" "rc $logs_start_over_rc/$logs_bf16_rc: $(grep -m 1 error "$TMP/logs_start_over.out") $(ls "$TMP/logs_only_bf16" | tr '\n' ' ')"
