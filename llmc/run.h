@@ -223,7 +223,7 @@ static inline void run_setup(TrainArgs* args, RunSetup* run, int process_rank, i
     }
     run_check_data_tokenizer(args, run);
     if (args->output_dir && !args->estimate_only && process_rank == 0) {
-        run_data_collect(&run->data, run->have_tokenizer ? run->tokenizer_path : NULL, args->train_pattern,
+        run_data_collect(&run->data, run->have_tokenizer ? &run->tokenizer_file : NULL, args->train_pattern,
                          &run->train_loader.glob_result, args->val_pattern,
                          run->have_val ? &run->val_loader.glob_result : NULL);
         run->have_data = 1;
@@ -435,18 +435,14 @@ static inline void run_record_data(const TrainArgs* args, RunSetup* run, int sta
         free(path);
         return;
     }
-    RunData tokenizer_only = was;  // the tokenizer first: its override is -other_tokenizer's
-    tokenizer_only.num_train = tokenizer_only.num_val = 0;
-    RunData now_tokenizer = run->data;
-    now_tokenizer.num_train = now_tokenizer.num_val = 0;
     char what[ERROR_MESSAGE_MAX];
-    run_data_difference(&tokenizer_only, &now_tokenizer, what, sizeof(what));
+    run_data_tokenizer_difference(&was, &run->data, what, sizeof(what));  // its override is -other_tokenizer's
     if (what[0]) {
         char line[ERROR_MESSAGE_MAX + 64];
         snprintf(line, sizeof(line), "cannot resume with another tokenizer: %s (%s)", what, path);
         run_tokenizer_mismatch(args, line);
     } else {
-        run_data_difference(&was, &run->data, what, sizeof(what));
+        run_data_shards_difference(&was, &run->data, what, sizeof(what));
         if (what[0]) {
             if (!args->other_data) {
                 die("cannot resume: the data changed since the run began: %s (%s); -other_data 1 resumes on it and "

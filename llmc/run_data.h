@@ -132,13 +132,14 @@ static inline void run_data_files_of(const glob_t* files, RunDataFile** out, siz
     }
 }
 
-// What this run reads: the tokenizer (NULL: none) and the shards its loaders matched (val_files NULL: no val).
-static inline void run_data_collect(RunData* d, const char* tokenizer_path, const char* train_pattern,
+// What this run reads: the tokenizer (NULL: none; its checksum already taken) and the shards its loaders matched
+// (val_files NULL: no val).
+static inline void run_data_collect(RunData* d, const RunDataFile* tokenizer, const char* train_pattern,
                                     const glob_t* train_files, const char* val_pattern, const glob_t* val_files) {
-    char err[ERROR_MESSAGE_MAX];
     memset(d, 0, sizeof(*d));
-    if (tokenizer_path) {
-        if (run_data_file_of(tokenizer_path, &d->tokenizer, err, sizeof(err))) { die("%s", err); }
+    if (tokenizer) {
+        d->tokenizer = *tokenizer;
+        d->tokenizer.path = alloc_printf("%s", tokenizer->path);
         d->have_tokenizer = 1;
     }
     d->train_pattern = run_data_absolute(train_pattern);
@@ -303,22 +304,25 @@ static inline int run_data_read(const char* path, RunData* d, char* err, size_t 
     return rc;
 }
 
-// The first difference between what a run recorded and what it reads now, into `what` (empty: none).
-static inline void run_data_difference(const RunData* was, const RunData* now, char* what, size_t len) {
+// The first difference between the tokenizer a run recorded and the one it reads now, into `what` (empty: none).
+static inline void run_data_tokenizer_difference(const RunData* was, const RunData* now, char* what, size_t len) {
     char a[CHECKSUM_HEX_CHARS], b[CHECKSUM_HEX_CHARS];
     what[0] = '\0';
     if (was->have_tokenizer != now->have_tokenizer) {
         snprintf(what, len, "the run had %s tokenizer, now there is %s", was->have_tokenizer ? "a" : "no",
                  now->have_tokenizer ? now->tokenizer.path : "none");
-        return;
-    }
-    if (was->have_tokenizer && was->tokenizer.checksum != now->tokenizer.checksum) {
+    } else if (was->have_tokenizer && was->tokenizer.checksum != now->tokenizer.checksum) {
         checksum_hex(was->tokenizer.checksum, a);
         checksum_hex(now->tokenizer.checksum, b);
         snprintf(what, len, "the tokenizer was %s (XXH3 %s), now %s is XXH3 %s", was->tokenizer.path, a,
                  now->tokenizer.path, b);
-        return;
     }
+}
+
+// The first difference between the shards a run recorded and the ones it reads now, into `what` (empty: none).
+static inline void run_data_shards_difference(const RunData* was, const RunData* now, char* what, size_t len) {
+    char a[CHECKSUM_HEX_CHARS], b[CHECKSUM_HEX_CHARS];
+    what[0] = '\0';
     const RunDataFile* sets[2][2] = {{was->train, now->train}, {was->val, now->val}};
     size_t counts[2][2] = {{was->num_train, now->num_train}, {was->num_val, now->num_val}};
     for (int s = 0; s < 2; s++) {
