@@ -306,6 +306,7 @@ CPU_TEST_COMMANDS := ./fp8/test_fp8 \
                      ./dev/test_compare_runs.sh \
                      ./scripts/test_export_hf.sh
 TEST_COMMANDS := $(CPU_TEST_COMMANDS) \
+                 ./scripts/test_doc_links.sh \
                  $(if $(NVCC),./fp8/test_fp8_cuda_host ./llmc/test_kernels_host ./dev/cuda/test_without_gpu.sh) \
                  "./fuzz/run_fuzz.sh $(FUZZ_SMOKE_SECONDS)"
 
