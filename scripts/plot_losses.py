@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""scripts/plot_losses.py — draws the loss curves of two or more runs from their llm.c-format main.log files into one
-PNG, with the relative gap of every run to the first (the baseline), and prints the final losses and gaps.
+"""scripts/plot_losses.py — draws the loss curves of one or more runs from their llm.c-format main.log files into one
+PNG, with (for two or more runs) the relative gap of every run to the first (the baseline), and prints the final
+losses and gaps.
 
     plot_losses.py --out compare.png --label bf16 log_bf16/main.log --label fp8 log_fp8/main.log
                    [--title "..."] [--warmup N] [--smooth N] [--spike PCT] [--gap-tsv gap.tsv]
 
 Top panel: each run's train loss raw (thin) and smoothed (thick: a centered running mean over --smooth steps), its
 val loss (dots), and spikes marked with x: steps whose raw loss is more than --spike percent above the running median
-of --smooth steps. Spikes are left out of every smoothed curve.
-Bottom panel: the gap (run - baseline) / baseline in percent. Train: the gap step by step (both runs saw the same
-batches, so their noise largely cancels), leaving out steps where either run spikes, then averaged over --smooth
-steps; a spike in the baseline therefore does not read as the other run being better, and the steps it covers are
-shaded. Val: the gap at each evaluation. Above 0 the run's loss is higher than the baseline's: it is worse. A dotted
-line marks the end of warmup. --gap-tsv writes the numbers behind the bottom panel.
+of --smooth steps. Spikes are looked for only after the warmup (--warmup) and after the first --smooth/2 logged steps
+(see find_spikes): the first losses are always far above the median. Spikes are left out of every smoothed curve.
+Bottom panel (two or more runs): the gap (run - baseline) / baseline in percent. Train: the gap step by step (both
+runs saw the same batches, so their noise largely cancels), leaving out steps where either run spikes, then averaged
+over --smooth steps; a spike in the baseline therefore does not read as the other run being better, and the steps it
+covers are shaded. Val: the gap at each evaluation. Above 0 the run's loss is higher than the baseline's: it is
+worse. A dotted line marks the end of warmup. --gap-tsv writes the numbers behind the bottom panel.
+Legends, right of the panels and outside them: one entry per run (its colour, in both panels), and once per panel
+what each line style means.
 
 Log lines read: `s:<step> trl:<loss> ...` (train loss after <step> steps) and `s:<step> tel:<loss>` (val loss);
 everything else is ignored. Labels pair with logs in order; a missing label is the log's folder name.
@@ -86,22 +90,35 @@ def relative_gap_percent(value, base):
     return (value - base) / base * 100 if base and math.isfinite(base) and math.isfinite(value) else float("nan")
 
 
+def find_spikes(steps, losses, window, percent, warmup):
+    """The steps whose loss is more than `percent` above the running median of `window` steps. Not looked for in the
+    warmup (steps up to `warmup`: the learning rate still rises and the loss jumps as it does) nor in the first
+    window // 2 logged steps: there the centered window is cut off at the start, so the median is one of the later,
+    lower losses of the initial descent and every early step would read as a spike. From then on the window is whole,
+    and a loss that only falls is its own median: a steep but smooth descent is never a spike."""
+    median = running_median(list(losses), window)
+    return [st for i, (st, lo, m) in enumerate(zip(steps, losses, median))
+            if i >= window // 2 and st > warmup and math.isfinite(lo) and math.isfinite(m)
+            and lo > m * (1 + percent / 100)]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="PNG to write")
     parser.add_argument("--label", action="append", default=[], help="label of the next log (in order)")
     parser.add_argument("--title", default="train and val loss")
-    parser.add_argument("--warmup", type=int, default=0, help="warmup steps of the runs: marked with a dotted line")
+    parser.add_argument("--warmup", type=int, default=0,
+                        help="warmup steps of the runs: marked with a dotted line, no spikes looked for in them")
     parser.add_argument("--smooth", type=int, default=21, help="steps in the running mean and median (default 21)")
     parser.add_argument("--spike", type=float, default=10.0,
                         help="mark steps whose loss is this many percent above the running median (default 10)")
     parser.add_argument("--gap-tsv", help="write step and every run's train/val gap to the baseline here")
-    parser.add_argument("logs", nargs="+", help="main.log files; the first is the baseline")
+    parser.add_argument("logs", nargs="+", help="main.log files; the first is the baseline of the gaps")
     args = parser.parse_intermixed_args()
     if args.label and len(args.label) != len(args.logs):
         die(f"{len(args.label)} labels for {len(args.logs)} logs: give one --label per log, or none")
-    if len(args.logs) < 2:
-        die("need at least two logs to compare")
+    if args.gap_tsv and len(args.logs) < 2:
+        die("--gap-tsv needs two logs or more: the gaps are to the first log")
     if args.warmup < 0:
         die(f"--warmup {args.warmup}: must be 0 or more")
     if args.smooth < 1:
@@ -115,44 +132,76 @@ def main():
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
     except ImportError:
         die("matplotlib is not importable: run `make deps`")
 
     base_label = labels[0]
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 8.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    compare = len(runs) > 1
+    # constrained layout leaves room right of the panels for the legends, so none covers a curve; bbox_inches="tight"
+    # at the end keeps whatever still sticks out
+    if compare:
+        fig, (top, bottom) = plt.subplots(2, 1, figsize=(13, 8.5), sharex=True, layout="constrained",
+                                          gridspec_kw={"height_ratios": [3, 2]})
+    else:
+        fig, top = plt.subplots(figsize=(13, 5.5), layout="constrained")
+        bottom = None
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    gray = "dimgray"  # the colour of the style legends' samples: they explain a line style, not a run
     raw, spikes = [], []  # per run: {step: loss} without non-finite values; the set of spike steps
-    for i, ((train, val), label) in enumerate(zip(runs, labels)):
+    for i, (train, val) in enumerate(runs):
         c = colors[i % len(colors)]
         steps, losses = zip(*train)
-        median = running_median(list(losses), args.smooth)
-        spike_steps = [st for st, lo, m in zip(steps, losses, median)
-                       if math.isfinite(lo) and math.isfinite(m) and lo > m * (1 + args.spike / 100)]
+        spike_steps = find_spikes(steps, losses, args.smooth, args.spike, args.warmup)
         raw.append({st: lo for st, lo in train if math.isfinite(lo)})
         spikes.append(set(spike_steps))
         kept = {st: lo for st, lo in raw[i].items() if st not in spikes[i]}
         smooth = running_mean(kept, steps, args.smooth)
-        # raw: thin and a third opaque, in the run's color, with its own legend entry, and below every smoothed curve;
-        # where runs overlap their colors mix rather than the last one hiding the others
-        top.plot(steps, losses, color=c, alpha=0.35, linewidth=0.7, zorder=1, label=f"{label} train, raw")
-        top.plot(steps, [smooth[st] for st in steps], color=c, linewidth=2.0, zorder=3,
-                 label=f"{label} train, mean of {args.smooth} steps")
+        # raw: thin and a third opaque, in the run's color, below every smoothed curve; where runs overlap their
+        # colors mix rather than the last one hiding the others
+        top.plot(steps, losses, color=c, alpha=0.35, linewidth=0.7, zorder=1)
+        top.plot(steps, [smooth[st] for st in steps], color=c, linewidth=2.0, zorder=3)
         if val:
             vs, vl = zip(*val)
-            top.plot(vs, vl, color=c, marker="o", markersize=4, linestyle="--", linewidth=1.0, zorder=4,
-                     label=f"{label} val")
+            top.plot(vs, vl, color=c, marker="o", markersize=4, linestyle="--", linewidth=1.0, zorder=4)
         if spike_steps:
             top.plot(spike_steps, [raw[i][st] for st in spike_steps], linestyle="none", marker="x", markersize=8,
-                     markeredgewidth=2, color=c, zorder=5, label=f"{label} spike (> {args.spike:g}% above its median)")
+                     markeredgewidth=2, color=c, zorder=5)
     top.set_ylabel("loss")
     top.set_title(args.title)
     top.grid(alpha=0.3)
+    # the legends: one entry per run (its colour, the same in both panels), then once what each line style means
+    run_handles = [Line2D([], [], color=colors[i % len(colors)], linewidth=2.5, label=label)
+                   for i, label in enumerate(labels)]
+    top_styles = [Line2D([], [], color=gray, alpha=0.5, linewidth=0.7, label="train, raw"),
+                  Line2D([], [], color=gray, linewidth=2.0,
+                         label=f"train, mean of {args.smooth} steps\n(spikes left out)")]
+    if any(val for _, val in runs):
+        top_styles.append(Line2D([], [], color=gray, marker="o", markersize=4, linestyle="--", linewidth=1.0,
+                                 label="val"))
+    if any(spikes):
+        after = max(args.warmup, args.smooth // 2)
+        top_styles.append(Line2D([], [], color=gray, marker="x", markersize=8, markeredgewidth=2, linestyle="none",
+                                 label=f"spike: > {args.spike:g}% above the\nmedian of {args.smooth} steps "
+                                       f"(looked\nfor after step {after})"))
+    if args.warmup > 0:
+        top_styles.append(Line2D([], [], color="gray", linestyle=":", linewidth=1.5,
+                                 label=f"end of warmup (step {args.warmup})"))
+    run_legend = top.legend(handles=run_handles, title="runs", loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                            borderaxespad=0.0, fontsize=9)
+    top.add_artist(run_legend)  # a second legend() call replaces the first one unless it is kept as an artist
+    top.legend(handles=top_styles, title="lines", loc="lower left", bbox_to_anchor=(1.01, 0.0), borderaxespad=0.0,
+               fontsize=8)
 
     base_val = dict(runs[0][1])
-    bottom.axhline(0.0, color="black", linewidth=0.8)
     gap_columns = []  # (name, {step: gap})
     val_gaps = []  # (color, label, {step: gap}), drawn once the panel's range is known
-    print(f"{'run':<12} {'final train':>12} {'final val':>10}  gap of final val vs {base_label} (> 0: worse)")
+    if compare:
+        bottom.axhline(0.0, color="black", linewidth=0.8)
+        print(f"{'run':<12} {'final train':>12} {'final val':>10}  gap of final val vs {base_label} (> 0: worse)")
+    else:
+        print(f"{'run':<12} {'final train':>12} {'final val':>10}")
     for i, ((train, val), label) in enumerate(zip(runs, labels)):
         final_val = val[-1][1] if val else float("nan")
         line = f"{label:<12} {train[-1][1]:>12.4f} {final_val:>10.4f}"
@@ -163,8 +212,7 @@ def main():
                         if st not in spikes[0] and st not in spikes[i]}
             train_gap = running_mean({st: g for st, g in step_gap.items() if math.isfinite(g)}, common, args.smooth)
             if common:
-                bottom.plot(common, [train_gap[st] for st in common], color=c, linewidth=1.8,
-                            label=f"{label} vs {base_label}, train (mean over {args.smooth} steps, spikes left out)")
+                bottom.plot(common, [train_gap[st] for st in common], color=c, linewidth=1.8)
             vd = dict(val)
             val_gap = {st: relative_gap_percent(vd[st], base_val[st]) for st in sorted(set(base_val) & set(vd))}
             gap_columns += [(f"{label}_train_gap_pct", train_gap), (f"{label}_val_gap_pct", val_gap)]
@@ -181,6 +229,28 @@ def main():
             spike_steps = sorted(spike_set)
             shown = ", ".join(str(st) for st in spike_steps[:10]) + (", ..." if len(spike_steps) > 10 else "")
             print(f"spikes in {label} (train loss > {args.spike:g}% above its running median): steps {shown}")
+    if args.warmup > 0:
+        for ax in (top, bottom) if compare else (top,):
+            ax.axvline(args.warmup, color="gray", linestyle=":", linewidth=1.5)
+    if compare:
+        draw_gap_panel(bottom, args, base_label, gap_columns, val_gaps, spikes[0], gray, Line2D, Patch)
+    else:
+        top.set_xlabel("step")
+    fig.savefig(args.out, dpi=110, bbox_inches="tight")
+    print(f"plot: {args.out}")
+    if args.gap_tsv:
+        all_steps = sorted(set().union(*(set(col) for _, col in gap_columns)))
+        with open(args.gap_tsv, "w") as f:
+            f.write("\t".join(["step"] + [name for name, _ in gap_columns]) + "\n")
+            for st in all_steps:
+                cells = [f"{col[st]:.4f}" if st in col and math.isfinite(col[st]) else "" for _, col in gap_columns]
+                f.write("\t".join([str(st)] + cells) + "\n")
+        print(f"gap numbers: {args.gap_tsv}")
+
+
+def draw_gap_panel(bottom, args, base_label, gap_columns, val_gaps, base_spikes, gray, Line2D, Patch):
+    """The bottom panel's range, val gaps, baseline spikes, titles and its line-style legend (the train gaps are drawn
+    already)."""
     # The panel's range follows the smoothed train gaps (and 0): a val gap beyond it is drawn at the border with its
     # value written beside it, so one bad evaluation does not flatten the curves that matter.
     train_values = [g for name, col in gap_columns if name.endswith("_train_gap_pct") for g in col.values()
@@ -194,40 +264,29 @@ def main():
             continue
         vsteps = list(val_gap)
         clipped = [min(max(g, low), high) if math.isfinite(g) else float("nan") for g in val_gap.values()]
-        bottom.plot(vsteps, clipped, color=c, marker="o", markersize=4, linestyle="--", linewidth=1.0,
-                    label=f"{label} vs {base_label}, val")
+        bottom.plot(vsteps, clipped, color=c, marker="o", markersize=4, linestyle="--", linewidth=1.0)
         for st, g, y in zip(vsteps, val_gap.values(), clipped):
             if math.isfinite(g) and g != y:
                 bottom.annotate(f"{g:+.1f}%", (st, y), textcoords="offset points", xytext=(4, -10 if g > high else 4),
                                 fontsize=8, color=c)
     # a spike in the baseline moves every raw gap the other way: shade it so a dip is not read as "better"
-    for n, st in enumerate(sorted(spikes[0])):
-        bottom.axvspan(st - 0.5, st + 0.5, color="gray", alpha=0.3,
-                       label=f"spike in {base_label} (the baseline)" if n == 0 else None)
-    if args.warmup > 0:
-        for ax in (top, bottom):
-            ax.axvline(args.warmup, color="gray", linestyle=":", linewidth=1.5,
-                       label=f"end of warmup (step {args.warmup})" if ax is top else None)
-    bottom.text(0.01, 0.97, f"above 0: loss higher than {base_label}'s (worse)", transform=bottom.transAxes,
-                va="top", fontsize=9, color="dimgray")
-    bottom.text(0.01, 0.03, f"below 0: lower than {base_label}'s (better)", transform=bottom.transAxes,
-                va="bottom", fontsize=9, color="dimgray")
+    for st in sorted(base_spikes):
+        bottom.axvspan(st - 0.5, st + 0.5, color="gray", alpha=0.3)
+    # which sign is worse, in the panel's title rather than on the data
+    bottom.set_title(f"gap to {base_label}: (run - {base_label}) / {base_label}; above 0 the run's loss is higher "
+                     f"(worse), below 0 lower (better)", fontsize=10)
     bottom.set_xlabel("step")
     bottom.set_ylabel(f"gap to {base_label} (%)")
     bottom.grid(alpha=0.3)
-    top.legend(fontsize=8, ncol=2)
-    bottom.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    fig.savefig(args.out, dpi=110)
-    print(f"plot: {args.out}")
-    if args.gap_tsv:
-        all_steps = sorted(set().union(*(set(col) for _, col in gap_columns)))
-        with open(args.gap_tsv, "w") as f:
-            f.write("\t".join(["step"] + [name for name, _ in gap_columns]) + "\n")
-            for st in all_steps:
-                cells = [f"{col[st]:.4f}" if st in col and math.isfinite(col[st]) else "" for _, col in gap_columns]
-                f.write("\t".join([str(st)] + cells) + "\n")
-        print(f"gap numbers: {args.gap_tsv}")
+    styles = [Line2D([], [], color=gray, linewidth=1.8, label=f"train, mean of {args.smooth} steps\n(spikes left out)")]
+    if any(val_gap for _, _, val_gap in val_gaps):
+        styles.append(Line2D([], [], color=gray, marker="o", markersize=4, linestyle="--", linewidth=1.0, label="val"))
+    if base_spikes:
+        styles.append(Patch(color="gray", alpha=0.3, label=f"spike in {base_label}\n(the baseline)"))
+    if args.warmup > 0:
+        styles.append(Line2D([], [], color="gray", linestyle=":", linewidth=1.5, label="end of warmup"))
+    bottom.legend(handles=styles, title="lines", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+                  fontsize=8)
 
 
 if __name__ == "__main__":

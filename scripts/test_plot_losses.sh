@@ -3,7 +3,13 @@
 # 1% worse reads +1.00% and says it is worse; a loss spike in the baseline is reported as a spike and does not turn
 # the smoothed train gap of a run that is 1% worse everywhere else negative (the gap stays within [0.5%, 1.5%], where
 # the raw gap at the spike is -33%); three runs plot, each with its gap; and each bad input (missing file, a log without
-# train lines, labels not matching logs, a negative warmup) exits non-zero with a message naming the problem.
+# train lines, labels not matching logs, a negative warmup, --gap-tsv with one log) exits non-zero with a message
+# naming the problem.
+# The legends, read off the drawn figure (the script run with matplotlib's savefig watched): with five runs, with two
+# and with one, one legend holds exactly one entry per run and the line-style legends do not grow with the runs; no
+# legend overlaps a panel's data area and none is cut off the saved image. Spikes, read off the drawn x marks: a steep
+# first descent (step 1 is 30% above the median of its cut-off window) and a bump in the warmup are never marked,
+# with --warmup and without, while a later spike is.
 # Prints "plot: N passed, M failed" last.
 set -u
 cd "$(dirname "$0")/.."
@@ -77,6 +83,113 @@ if [ "$(stat -c %s "$tmp/spike.png" 2>/dev/null || echo 0)" -gt 20000 ] &&
 else
     fail three_runs "got: $out"
 fi
+# The legends and spike marks, read off the figure plot_losses.py draws: it is run with Figure.savefig watched, and
+# this prints one key=value per line: run_legends (legends whose entries are exactly the runs' labels, in order),
+# other_entries (entries of every other legend), over_data (legends overlapping a panel's data area by more than a
+# pixel), clipped (legends not wholly inside the saved image), panels, spikes (the steps of the drawn x marks).
+inspect_plot() {  # "label,label,..." then plot_losses.py's arguments
+    python3 - "$@" <<'PY'
+import runpy, sys
+import matplotlib
+matplotlib.use("Agg")
+from matplotlib.figure import Figure
+from matplotlib.legend import Legend
+from matplotlib.transforms import Bbox
+labels = sys.argv[1].split(",")
+saved = []
+real_savefig = Figure.savefig
+def watched_savefig(fig, *a, **k):
+    saved.append((fig, k))
+    return real_savefig(fig, *a, **k)
+Figure.savefig = watched_savefig
+sys.argv = ["scripts/plot_losses.py"] + sys.argv[2:]
+try:
+    runpy.run_path("scripts/plot_losses.py", run_name="__main__")
+except SystemExit as e:
+    if e.code:
+        sys.exit(e.code)
+fig, kwargs = saved[-1]
+renderer = fig.canvas.get_renderer()
+# the part of the figure the PNG holds, in display pixels
+image = fig.bbox
+if kwargs.get("bbox_inches") == "tight":
+    image = fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans)
+legends = fig.findobj(Legend)
+run_legends, other_entries, over_data, clipped = 0, 0, 0, 0
+for leg in legends:
+    entries = [t.get_text() for t in leg.get_texts()]
+    if entries == labels:
+        run_legends += 1
+    else:
+        other_entries += len(entries)
+    box = leg.get_window_extent(renderer)
+    for ax in fig.axes:
+        both = Bbox.intersection(box, ax.get_window_extent(renderer))
+        if both is not None and both.width > 1 and both.height > 1:
+            over_data += 1
+    if not (box.x0 >= image.x0 - 1 and box.y0 >= image.y0 - 1 and box.x1 <= image.x1 + 1 and box.y1 <= image.y1 + 1):
+        clipped += 1
+spikes = sorted({int(round(x)) for ax in fig.axes for line in ax.get_lines() if line.get_marker() == "x"
+                 for x in line.get_xdata()})
+print(f"run_legends={run_legends}\nother_entries={other_entries}\nover_data={over_data}\nclipped={clipped}")
+print(f"panels={len(fig.axes)}\nspikes={','.join(map(str, spikes))}")
+PY
+}
+# five runs 0.5% apart; step 1 is 10.2, 30% above the median of its cut-off window (a real first descent); the
+# baseline has a bump of 20% at step 15, in the warmup of 20 steps, the middle run a spike of 40% at step 150
+mkdir -p "$tmp/five"
+python3 - "$tmp/five" <<'PY'
+import math, sys
+d = sys.argv[1]
+for r in range(5):
+    with open(f"{d}/run{r}.log", "w") as f:
+        for s in range(1, 301):
+            loss = (3.0 + 7.8 * math.exp(-s / 12) + 0.03 * math.sin(1.7 * s)) * (1 + 0.005 * r)
+            if (r, s) in ((0, 15), (2, 150)):
+                loss *= 1.2 if s == 15 else 1.4
+            f.write(f"s:{s} trl:{loss:.4f} lr:0.001000 norm:1.00\n")
+            if s % 25 == 0:
+                f.write(f"s:{s} tel:{loss + 0.1:.4f}\n")
+PY
+five_labels="bf16,fp8 delayed,fp8 current,fp8 blockwise,fp8 mxfp8"
+five_args=()
+for r in 0 1 2 3 4; do five_args+=(--label "$(cut -d, -f$((r + 1)) <<<"$five_labels")" "$tmp/five/run$r.log"); done
+five=$(inspect_plot "$five_labels" --out "$tmp/five.png" --warmup 20 "${five_args[@]}" 2>&1)
+# two: the baseline and the run with the spike, so that every line style of the five runs' plot is in it too
+two=$(inspect_plot "bf16,fp8 current" --out "$tmp/two.png" --warmup 20 "${five_args[@]:0:3}" "${five_args[@]:6:3}" 2>&1)
+one=$(inspect_plot "fp8 current" --out "$tmp/one.png" --label "fp8 current" "$tmp/five/run2.log" 2>&1)
+value() { sed -n "s/^$2=//p" <<<"$1"; }  # output, key
+# one legend holds the runs, one entry each; the style legends hold as many entries with five runs as with two
+if [ "$(value "$five" run_legends)" = 1 ] && [ "$(value "$two" run_legends)" = 1 ] &&
+    [ "$(value "$one" run_legends)" = 1 ] && [ -n "$(value "$five" other_entries)" ] && [ "$(value "$five" other_entries)" = "$(value "$two" other_entries)" ]; then
+    pass legend_one_entry_per_run
+else
+    fail legend_one_entry_per_run "five runs: $(tr '\n' ' ' <<<"$five"); two: $(tr '\n' ' ' <<<"$two"); one: $(tr '\n' ' ' <<<"$one")"
+fi
+if [ "$(value "$five" over_data)" = 0 ] && [ "$(value "$two" over_data)" = 0 ] &&
+    [ "$(value "$one" over_data)" = 0 ] && [ "$(value "$five" clipped)" = 0 ] && [ "$(value "$two" clipped)" = 0 ] &&
+    [ "$(value "$one" clipped)" = 0 ] && [ "$(value "$five" panels)" = 2 ] && [ "$(value "$one" panels)" = 1 ]; then
+    pass legends_outside_data
+else
+    fail legends_outside_data "five runs: $(tr '\n' ' ' <<<"$five"); two: $(tr '\n' ' ' <<<"$two"); one: $(tr '\n' ' ' <<<"$one")"
+fi
+# marked: the spike at step 150 only, not the first steps nor the warmup's bump; one run, no --warmup: the first
+# steps are not marked either
+if [ "$(value "$five" spikes)" = 150 ] && [ "$(value "$one" spikes)" = 150 ] &&
+    printf '%s\n' "$five" | grep -q "^spikes in fp8 current (train loss > 10% above its running median): steps 150$" &&
+    [ "$(printf '%s\n' "$five" | grep -c "^spikes in")" = 1 ]; then
+    pass spikes_not_in_first_steps
+else
+    fail spikes_not_in_first_steps "five runs: $(tr '\n' ' ' <<<"$five"); one: $(tr '\n' ' ' <<<"$one")"
+fi
+# one run: its losses, no gap
+if [ "$(stat -c %s "$tmp/one.png" 2>/dev/null || echo 0)" -gt 20000 ] &&
+    printf '%s\n' "$one" | grep -q "^fp8 current .* 3\.[0-9]*$" && ! printf '%s\n' "$one" | grep -q " vs "; then
+    pass one_run
+else
+    fail one_run "got: $one"
+fi
+
 expect_error() {  # name, expected text, args...
     local name=$1 want=$2
     shift 2
@@ -89,4 +202,5 @@ expect_error missing_file "no_such.log does not exist" --out "$tmp/x.png" "$tmp/
 expect_error no_train_lines "has no train-loss lines" --out "$tmp/x.png" "$tmp/a/main.log" "$tmp/empty.log"
 expect_error label_mismatch "1 labels for 2 logs" --out "$tmp/x.png" --label one "$tmp/a/main.log" "$tmp/b/main.log"
 expect_error negative_warmup "--warmup -1: must be 0 or more" --out "$tmp/x.png" --warmup -1 "$tmp/a/main.log" "$tmp/b/main.log"
+expect_error gap_tsv_one_log "--gap-tsv needs two logs or more" --out "$tmp/x.png" --gap-tsv "$tmp/x.tsv" "$tmp/a/main.log"
 finish plot
