@@ -10,7 +10,7 @@
 #                                 header into deps/xxhash (checkpoint checksums; fetched by the first build otherwise)
 #                                 and the cuDNN frontend's headers into deps/cudnn_frontend/include (cuDNN attention)
 #   make cuda                     the CUDA trainer, its GPU test and the dev/cuda checks (needs nvcc, not a GPU)
-#   make test SANITIZE=1          the CPU programs with AddressSanitizer + UndefinedBehaviorSanitizer, the CPU suite on them
+#   make test SANITIZE=1          the CPU programs with AddressSanitizer + UndefinedBehaviorSanitizer, the C suites on them
 #   make fuzz                     libFuzzer on the six file readers (fuzz/), FUZZ_SECONDS (60) each
 #
 # Variables: see `make help`.
@@ -284,29 +284,32 @@ fuzz: $(FUZZ_PROGRAMS)
 	@./fuzz/run_fuzz.sh $(FUZZ_SECONDS) $(FUZZ_READERS)
 
 # Every test line: a command whose output ends with "<suite>: N passed, M failed". scripts/run_tests.sh runs them all,
-# even after a failure, and prints the total. CPU_TEST_COMMANDS are what SANITIZE=1 runs.
-CPU_TEST_COMMANDS := ./fp8/test_fp8 \
-                     "$(PYTHON) fp8/test_fp8_ml_dtypes.py fp8/fp8_codec" \
-                     "$(PYTHON) fp8/test_fp8_blocks.py fp8/fp8_codec" \
-                     $(DATA_TEST_COMMANDS) \
-                     ./test_gpt_fp8_cpu \
-                     ./test_data_parallel \
-                     ./llmc/test_multi_process \
-                     ./llmc/test_memory_plan \
-                     ./llmc/test_gemm_cpu \
-                     ./test_train_gpt_fp8.sh \
-                     ./scripts/check_run_faults.sh \
-                     ./llmc/test_run_data.sh \
-                     ./scripts/test_plot_losses.sh \
-                     ./scripts/test_plot_fp8_diag.sh \
-                     ./scripts/test_profile_step.sh \
-                     ./scripts/test_case_selection.sh \
-                     ./scripts/test_run_scripts.sh \
-                     ./scripts/test_gpu_check.sh \
-                     ./dev/test_compare_runs.sh \
-                     ./scripts/test_export_hf.sh
-TEST_COMMANDS := $(CPU_TEST_COMMANDS) \
-                 ./scripts/test_doc_links.sh \
+# even after a failure, and prints the total. C_TEST_COMMANDS are what SANITIZE=1 runs: every suite whose subject is
+# C. SCRIPT_TEST_COMMANDS test Python and shell (plots, the profile summary, the launchers, the GPU check's script, the
+# export): the C programs they start are the ones the C suites already run under the sanitizers, so a sanitized
+# build would add time (minutes of CI's 20) and no check.
+C_TEST_COMMANDS := ./fp8/test_fp8 \
+                   "$(PYTHON) fp8/test_fp8_ml_dtypes.py fp8/fp8_codec" \
+                   "$(PYTHON) fp8/test_fp8_blocks.py fp8/fp8_codec" \
+                   $(DATA_TEST_COMMANDS) \
+                   ./test_gpt_fp8_cpu \
+                   ./test_data_parallel \
+                   ./llmc/test_multi_process \
+                   ./llmc/test_memory_plan \
+                   ./llmc/test_gemm_cpu \
+                   ./test_train_gpt_fp8.sh \
+                   ./scripts/check_run_faults.sh \
+                   ./llmc/test_run_data.sh \
+                   ./scripts/test_case_selection.sh \
+                   ./dev/test_compare_runs.sh
+SCRIPT_TEST_COMMANDS := ./scripts/test_plot_losses.sh \
+                        ./scripts/test_plot_fp8_diag.sh \
+                        ./scripts/test_profile_step.sh \
+                        ./scripts/test_run_scripts.sh \
+                        ./scripts/test_gpu_check.sh \
+                        ./scripts/test_export_hf.sh \
+                        ./scripts/test_doc_links.sh
+TEST_COMMANDS := $(C_TEST_COMMANDS) $(SCRIPT_TEST_COMMANDS) \
                  $(if $(NVCC),./fp8/test_fp8_cuda_host ./llmc/test_kernels_host ./dev/cuda/test_without_gpu.sh) \
                  "./fuzz/run_fuzz.sh $(FUZZ_SMOKE_SECONDS)"
 
@@ -318,7 +321,7 @@ test: $(CPU_PROGRAMS) $(CPU_TOOLS) $(CPU_TESTS) $(DATA_PROGRAMS) $(DATA_TEST_PRO
 	@rm -rf $(SANITIZER_LOG_DIR) && mkdir -p $(SANITIZER_LOG_DIR)
 	@ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:log_path=$(SANITIZER_LOG_DIR)/asan \
 	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SANITIZER_LOG_DIR)/ubsan \
-	  ./scripts/run_tests.sh $(CPU_TEST_COMMANDS) "./scripts/check_sanitizer_reports.sh $(SANITIZER_LOG_DIR)"
+	  ./scripts/run_tests.sh $(C_TEST_COMMANDS) "./scripts/check_sanitizer_reports.sh $(SANITIZER_LOG_DIR)"
 else
 test: $(RUN_PROGRAMS) $(TEST_PROGRAMS)
 	@./scripts/run_tests.sh --built-not-run "$(GPU_ONLY_PROGRAMS)" --gpu $(GPU) $(TEST_COMMANDS)
@@ -399,7 +402,7 @@ help:
 	@echo "                       dev/data/prepare_dataset.sh -h); then make train DATA=mytext. An existing data/mytext"
 	@echo "                       made from other INPUT is refused (FORCE=1 replaces it); the same INPUT: kept or remade"
 	@echo "  make test            build everything and run every CPU test; the last line is 'N passed, M failed'"
-	@echo "  make test SANITIZE=1 the CPU programs under ASan + UBSan, the CPU suite on them (reports: sanitizer-reports/)"
+	@echo "  make test SANITIZE=1 the CPU programs under ASan + UBSan, the C suites on them (reports: sanitizer-reports/)"
 	@echo "  make fuzz            libFuzzer on the shard, model, state, tokenizer, manifest and run data readers (clang)"
 	@echo "  make cuda            the CUDA trainer, its GPU test, the dev/cuda checks (needs nvcc; runs on a GPU)"
 	@echo "  make info            what was found: compilers, GPU, cuDNN, NCCL, and what make / make train use"
