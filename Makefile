@@ -199,7 +199,7 @@ TEST_PROGRAMS := $(CPU_TESTS) $(DATA_TEST_PROGRAMS) $(CUDA_HOST_TESTS) $(if $(NV
 GPU_ONLY_PROGRAMS := $(if $(NVCC),$(CUDA_PROGRAMS) $(DEV_CUDA))
 
 .DEFAULT_GOAL := all
-.PHONY: all test deps info help clean check-nvcc train data cuda fuzz
+.PHONY: all test deps info help clean check-nvcc train data cuda fuzz $(LLMC_TARGETS)
 all: $(RUN_PROGRAMS)
 
 cuda: $(CUDA_PROGRAMS) $(DEV_CUDA)
@@ -343,6 +343,11 @@ data: dev/data/tokenizer
 train: $(DATA_PROGRAMS) $(TRAINER)
 	@TRAINER=./$(TRAINER) $(if $(DATA),DATA="$(DATA)") ./scripts/compare_bf16_fp8.sh
 
+# llm.c's trainer targets, which llm.c users type: this project's trainers have other names (one line, exit 1)
+LLMC_TARGETS := train_gpt2 train_gpt2cu train_gpt2fp32cu
+$(LLMC_TARGETS):
+	@echo "make $@: llm.c's target; here: make train_gpt_fp8_cpu (CPU), make train_gpt_fp8 (CUDA), or make train (BF16 vs FP8, five runs)" >&2; exit 1
+
 # The frontend's pin in requirements.txt is installed on its own, headers only (scripts/install_cudnn_frontend.sh):
 # its Python package would pull in CUTLASS's DSL and more, which nothing here uses. Only where nvcc could build cuDNN
 # attention: a CPU-only machine needs neither the headers nor the network to fetch them.
@@ -389,10 +394,12 @@ info:
 	@echo "fuzzing     $(if $(FUZZ_CAN_BUILD),$(FUZZ_CC) with libFuzzer,not available: no clang with libFuzzer (apt-get install clang))"
 
 help:
-	@echo "gptfp8: BF16 and FP8 (delayed scaling) GPT training in C/CUDA. Targets:"
+	@echo "gptfp8: GPT training in C/CUDA in BF16 and FP8 (delayed, current, blockwise and mxfp8 scaling). Targets:"
 	@echo "  make                 build what you run: $(RUN_PROGRAMS)"
-	@echo "  make train           prepare tinyshakespeare, train BF16 and FP8 (same data and seed), plot both into OUT"
-	@echo "                       (trainer here: $(TRAINER); knobs STEPS OUT SEED INPUT TRAINER below)"
+	@echo "  make train           prepare tinyshakespeare (or DATA), train five runs on the same data and seed (BF16, FP8"
+	@echo "                       delayed, current, blockwise, mxfp8; blockwise left out on a GPU but H100/H200), plot"
+	@echo "                       them into OUT (trainer here: $(TRAINER); knobs STEPS OUT SEED INPUT DATA TRAINER"
+	@echo "                       PROGRESS below)"
 	@echo "  make deps            pip install requirements.txt (ml_dtypes, numpy, matplotlib: tests and plots),"
 	@echo "                       requirements-hf.txt (torch, transformers: the HF export; NO_HF=1 leaves them out) and"
 	@echo "                       xxHash's header and the cuDNN frontend's headers into deps/ (checksums, cuDNN attention)"
@@ -409,7 +416,7 @@ help:
 	@echo "  make clean           remove what make built (not data/ or logs)"
 	@echo "  make PROGRAM         one program, e.g. train_gpt_fp8_cpu, train_gpt_fp8, test_gpt_fp8, dev/cuda/fp8_gemm"
 	@echo "Variables (make VAR=value ...):"
-	@echo "  STEPS=N              make train: steps per run (default: the script's, by trainer; see README)"
+	@echo "  STEPS=N              make train: steps per run, from 1 (default: the script's, by trainer; see README)"
 	@echo "  OUT=DIR              make train: output folder (default log_compare)"
 	@echo "  SEED=N               make train: seed of every run (default 1337)"
 	@echo "  INPUT=FILE           make data / make train: a local tinyshakespeare input.txt (no network needed;"
@@ -419,6 +426,8 @@ help:
 	@echo "  NAME=NAME            make data: a dataset of your own text in data/NAME (default: tinyshakespeare)"
 	@echo "  DATA=NAME            make train: train on data/NAME (made by make data NAME=NAME; default tinyshakespeare)"
 	@echo "  TRAINER=NAME         make train: train_gpt_fp8 or train_gpt_fp8_cpu (now: $(TRAINER))"
+	@echo "  PROGRESS=bar|lines   make train: one updating line per run (bar: the default on a terminal), or a step"
+	@echo "                       line every STEPS/20 steps and every val loss (lines: the default otherwise)"
 	@echo "  GPU=0|1              override the GPU detection (scripts/has_gpu.sh, nvidia-smi; now: $(GPU))"
 	@echo "  CUDA_ARCH=90|89      Hopper (default) or Ada"
 	@echo "  CUDA_HOME, CUDNN_HOME, NCCL_HOME   folders with include/ and lib/ (found by themselves when standard)"

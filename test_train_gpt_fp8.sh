@@ -10,12 +10,16 @@
 #     and all four FP8 recipes;
 #   - a NaN gradient: the step is skipped with a warning and the FP8 state stays finite;
 #   - every bad input: a one-line error naming the problem, a non-zero exit, and no checkpoint overwritten: corrupt
-#     files, bad flags, sizes that overflow, and a resume whose settings differ from its checkpoint's; a stdout that
-#     cannot be written (/dev/full) ends the run with 1, not 0;
+#     files, bad flags, sizes that overflow, and a resume whose settings differ from its checkpoint's (the model's
+#     shape: naming the flag that sets the number that differs); a stdout that cannot be written (/dev/full) ends the
+#     run with 1, not 0;
+#   - no flag is ignored: each one only the CUDA trainer acts on is refused saying why (but for the values that say
+#     what this trainer does: -attn plain, -r 0, ...), llm.c's -h 0|1 (HellaSwag) is refused, and so is a size flag
+#     beside -e (a preset fixes -L -C -NH, a model file those and -V -maxT);
 #   - dev/cast_one_tensor casts a resumed step's tensor as the run did (its diagnostics row), in every recipe's blocks;
 #   - sampling from a checkpoint (-e model.bin -x 0 -g N): a val loss and a sample that is plain text; -y 1 with a
 #     checkpoint at or past -x: one line, exit 0, nothing written; the start-up box's rows all one width; -h names
-#     the program and shows every flag the parser knows, with defaults.
+#     the program and shows every flag the parser knows, with defaults, in 80 columns.
 # Prints PASS/FAIL per case and "train: N passed, M failed" last.
 set -u
 cd "$(dirname "$0")"
@@ -382,11 +386,18 @@ for flag in $(grep -oE 'strcmp\(flag, "-[a-zA-Z_]+"\)' llmc/args.h | sed -E 's/.
     printf '%s\n' "$help" | grep -q -- "^  $flag[ |]" || missing="$missing $flag"
 done
 if [ "$help_rc" -eq 0 ] && printf '%s\n' "$help" | head -n 1 | grep -q "^usage: train_gpt_fp8_cpu " && [ -z "$missing" ] &&
-    printf '%s\n' "$help" | grep -qE '^  -fp8_amax_history_len N +.* 1024$' &&
-    printf '%s\n' "$help" | grep -qE '^  -seed N +.* 1337$' && printf '%s\n' "$help" | grep -qE '^  -b N +.* 4$'; then
+    printf '%s\n' "$help" | grep -qE '^  -fp8_amax_history_len N +.* \[1024\]$' &&
+    printf '%s\n' "$help" | grep -qE '^  -seed N +.* \[1337\]$' && printf '%s\n' "$help" | grep -qE '^  -b N +.* \[4\]$'; then
     pass "help_lists_flags_with_defaults"
 else
     fail "help_lists_flags_with_defaults" "rc $help_rc, missing:$missing; first line: $(printf '%s\n' "$help" | head -n 1)"
+fi
+# -h fits an 80-column terminal: every line, the wrapped ones included
+wide=$(printf '%s\n' "$help" | awk 'length($0) > 80')
+if [ -z "$wide" ] && [ "$(printf '%s\n' "$help" | wc -l)" -gt 80 ]; then
+    pass help_fits_80_columns
+else
+    fail help_fits_80_columns "lines over 80 columns: $wide"
 fi
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -408,6 +419,8 @@ expect_error() {  # name, expected text, trainer args...
         fail "bad_input_$name" "rc $rc, wanted one error line with '$want', got: $out"
     fi
 }
+# TINY's flags without its sizes, for a run from a model file (-e fixes the shape, and refuses -L -C -NH beside it)
+FROM_FILE="$DATA_FLAGS -b 8 -t 64 -s 0 -seed 1337"
 make_shard "$TMP/magic.bin" 12345 1 1000 7
 make_shard "$TMP/version.bin" 20240520 2 1000 7
 make_shard "$TMP/trunc.bin" 20240520 1 1000 7 100
@@ -438,15 +451,15 @@ expect_error tokenizer_eot_outside_vocab "eot token 999999 is outside its vocabu
 model="$TMP/ckpt/model_00000002.bin"
 cp "$model" "$TMP/model_magic.bin"
 printf '\x01\x00\x00\x00' | dd of="$TMP/model_magic.bin" bs=1 conv=notrunc 2>/dev/null
-expect_error model_magic "not a model file" $TINY -e "$TMP/model_magic.bin" -x 1 -v 0
+expect_error model_magic "not a model file" $FROM_FILE -e "$TMP/model_magic.bin" -x 1 -v 0
 cp "$model" "$TMP/model_version.bin"
 printf '\x04\x00\x00\x00' | dd of="$TMP/model_version.bin" bs=1 seek=4 conv=notrunc 2>/dev/null
-expect_error model_version "model file version 4 is not supported" $TINY -e "$TMP/model_version.bin" -x 1 -v 0
+expect_error model_version "model file version 4 is not supported" $FROM_FILE -e "$TMP/model_version.bin" -x 1 -v 0
 cp "$model" "$TMP/model_relabelled.bin"
 printf '\x05\x00\x00\x00' | dd of="$TMP/model_relabelled.bin" bs=1 seek=4 conv=notrunc 2>/dev/null
-expect_error model_fp32_labelled_bf16 "corrupt model file (version 5, bf16 parameters" $TINY -e "$TMP/model_relabelled.bin" -x 1 -v 0
+expect_error model_fp32_labelled_bf16 "corrupt model file (version 5, bf16 parameters" $FROM_FILE -e "$TMP/model_relabelled.bin" -x 1 -v 0
 head -c 5000 "$model" >"$TMP/model_trunc.bin"
-expect_error model_truncated "truncated" $TINY -e "$TMP/model_trunc.bin" -x 1 -v 0
+expect_error model_truncated "truncated" $FROM_FILE -e "$TMP/model_trunc.bin" -x 1 -v 0
 # checkpoints: a corrupt and a truncated state file in a copy of the run folder, resumed with -y 1
 cp -r "$TMP/ckpt" "$TMP/corrupt"
 printf '\x42' | dd of="$TMP/corrupt/state_00000002_00000.bin" bs=1 seek=2000 conv=notrunc 2>/dev/null
@@ -513,7 +526,18 @@ recipe -fp8_recipe delayed current
 recipe_mxfp8 -fp8_recipe delayed mxfp8
 EOF
 expect_error resume_changed_T "-t is 64 in the checkpoint but 32 in this run" $RESUME_CKPT -t 32 -maxT 64
-expect_error resume_changed_model "differs from the run's (L 3" $RESUME_CKPT -L 3
+# the model's shape: the line names the flag that sets the number that differs (-t sets maxT without -maxT)
+while read -r name want; do
+    flags=${want##*|}
+    # shellcheck disable=SC2086 # the flags are words
+    expect_error "resume_changed_$name" "${want%|*}" $RESUME_CKPT $flags
+done <<'EOF'
+model_L differs from the run's (L 3, C 64, NH 4, V 1024, maxT 64): -L sets L, 2 in the checkpoint but 3 in this run|-L 3
+model_C differs from the run's (L 2, C 128, NH 4, V 1024, maxT 64): -C sets C, 64 in the checkpoint but 128|-C 128
+model_NH differs from the run's (L 2, C 64, NH 2, V 1024, maxT 64): -NH sets NH, 4 in the checkpoint but 2 in|-NH 2
+model_maxT -maxT sets maxT, 64 in the checkpoint but 128 in this run|-maxT 128
+model_T_sets_maxT -t sets maxT, 64 in the checkpoint but 32 in this run (without -maxT, maxT is -t;|-t 32
+EOF
 # what the header does not record may change: steps, learning-rate schedule, optimizer, evaluation, sampling,
 # checkpoints, diagnostics, seed, and GELU and LayerNorm apart from the casts (the same bytes) (in a copy of the folder:
 # the run goes on to step 4)
@@ -650,6 +674,40 @@ expect_error flag_estimate "-estimate" $TINY -estimate 2
 expect_error cpu_multi_process "the CPU reference trainer runs one process" $TINY -pn 2
 expect_error flag_profile_step "invalid value '0' for -profile_step: must be in \[1, 1073741824\]" $TINY -profile_step 0
 expect_error cpu_profile_step "-profile_step marks a step for a GPU profiler (ncu): it is train_gpt_fp8's flag" $TINY -profile_step 2
+# every flag only the CUDA trainer acts on is refused, saying why, unless its value is what this trainer does anyway
+while read -r name want; do
+    # shellcheck disable=SC2086 # the flags are words
+    expect_error "cpu_$name" "$want" $TINY ${want%%:*}
+done <<'EOF'
+attn_cudnn -attn cudnn: the CPU trainer has one attention (plain, -attn plain); cuDNN attention is train_gpt_fp8's
+estimate -estimate 1: the memory estimate is of train_gpt_fp8's GPU buffers
+recompute -r 2: the CPU trainer keeps every activation for the backward (-r 0)
+rank -pr 1: the CPU reference trainer runs one process, rank 0
+gpus_per_node -pg 8: the CPU reference trainer runs one process, on no GPU
+init_method -pi tcp: the CPU reference trainer runs one process, with no ids to exchange
+fs_path -pf /tmp: the CPU reference trainer runs one process, with no ids to exchange
+server_ip -ps 10.0.0.1: the CPU reference trainer runs one process, with no ids to exchange
+fused_casts -fp8_fused_casts 1: the CPU trainer runs GELU and LayerNorm apart from the FP8 casts
+EOF
+out=$($TRAINER $TINY -x 1 -v 0 -attn plain -r 0 -estimate 0 -pn 1 -pr 0 -z 0 -fp8_fused_casts 0 2>&1)
+if [ "$?" -eq 0 ] && printf '%s\n' "$out" | grep -q '^step    1/1 '; then
+    pass cpu_accepts_what_it_does
+else
+    fail cpu_accepts_what_it_does "$(printf '%s\n' "$out" | tail -n 1)"
+fi
+# llm.c's -h 0|1 (its HellaSwag evaluation) is refused, not taken for -h (the flags, exit 0, nothing trained)
+expect_error hellaswag_1 "-h 1: this trainer has no HellaSwag evaluation (llm.c's -h 0|1); -h alone lists the flags" $TINY -h 1
+expect_error hellaswag_0 "-h 0: this trainer has no HellaSwag evaluation" $TINY -h 0
+# -e fixes the model's shape: a size flag beside it is refused, naming both (a preset: -L -C -NH; a model file: -V
+# and -maxT too)
+expect_error preset_sets_L "-L 2 with -e d12: the preset fixes the model's shape (L 12, C 768, NH 12); leave out -L" \
+    $DATA_FLAGS -e d12 -L 2
+expect_error preset_sets_NH "-NH 4 with -e d24: the preset fixes the model's shape" $DATA_FLAGS -NH 4 -e d24
+for size in "-L 2" "-C 64" "-NH 4" "-V 1024" "-maxT 64"; do
+    # shellcheck disable=SC2086 # the flag and its value
+    expect_error "model_file_sets_${size%% *}" "$size with -e $TMP/ckpt/model_00000002.bin: a model file fixes the model's shape" \
+        $DATA_FLAGS -e "$TMP/ckpt/model_00000002.bin" $size -x 0
+done
 expect_error resume_without_dir "-y 1 needs -o" $DATA_FLAGS -y 1
 # stdout that cannot be written (a full disk; /dev/full says so to every write): the step lines are lost, so the run
 # must not end 0, though its run folder (written and checked apart from stdout) is whole. The last lines sit in

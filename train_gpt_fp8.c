@@ -1176,19 +1176,50 @@ static void sample_text(GPT2* model, const Tokenizer* tokenizer, int gen_tokens,
     model->training = saved;
 }
 
+// The flags only the CUDA trainer acts on. Each is refused with a line that says why, rather than ignored, unless its
+// value is what this trainer does anyway (-pn 1, -pr 0, -r 0, -estimate 0, -attn plain, -fp8_fused_casts 0), so one
+// command line drives both trainers where they agree. -z acts on the optimizer's shards: one process has one, whole.
+static void refuse_gpu_only_flags(const TrainArgs* a) {
+    const char* several = "-pn -pr -pg -pi -pf -ps are the CUDA trainer's; test_data_parallel checks the multi-rank "
+                          "semantics on simulated ranks";
+    const char* no_ids = "the CPU reference trainer runs one process, with no ids to exchange";
+    if (a->num_processes > 1) { die("-pn %d: the CPU reference trainer runs one process (%s)", a->num_processes, several); }
+    if (a->process_rank > 0) {
+        die("-pr %d: the CPU reference trainer runs one process, rank 0 (%s)", a->process_rank, several);
+    }
+    if (a->gpus_per_node > 0) {
+        die("-pg %d: the CPU reference trainer runs one process, on no GPU (%s)", a->gpus_per_node, several);
+    }
+    if (a->init_method) { die("-pi %s: %s (%s)", a->init_method, no_ids, several); }
+    if (a->fs_path) { die("-pf %s: %s (%s)", a->fs_path, no_ids, several); }
+    if (a->server_ip) { die("-ps %s: %s (%s)", a->server_ip, no_ids, several); }
+    if (a->profile_step > 0) {
+        die("-profile_step marks a step for a GPU profiler (ncu): it is train_gpt_fp8's flag, not the CPU trainer's");
+    }
+    if (a->attention == ATTENTION_CUDNN) {
+        die("-attn cudnn: the CPU trainer has one attention (plain, -attn plain); cuDNN attention is train_gpt_fp8's");
+    }
+    if (a->recompute) {
+        die("-r %d: the CPU trainer keeps every activation for the backward (-r 0); recomputing GELU and LayerNorm to save "
+            "memory is train_gpt_fp8's", a->recompute);
+    }
+    if (a->estimate_only) {
+        die("-estimate 1: the memory estimate is of train_gpt_fp8's GPU buffers and batch; the CPU trainer has none to "
+            "estimate (-estimate 0)");
+    }
+    if (a->fp8_fused_casts_set && a->fp8_fused_casts) {
+        die("-fp8_fused_casts 1: the CPU trainer runs GELU and LayerNorm apart from the FP8 casts (-fp8_fused_casts 0, "
+            "the same bytes); the fused kernels are train_gpt_fp8's");
+    }
+}
+
 #ifndef TESTING
 int main(int argc, char** argv) {
     fail_at_exit_if_stdout_fails();  // the step lines are the run's report: a lost one is an error
     TrainArgs args;
     parse_args(&args, argc, argv);
     char err[ERROR_MESSAGE_MAX];
-    if (args.num_processes > 1 || args.init_method) {
-        die("the CPU reference trainer runs one process (-pn, -pi are the CUDA trainer's; test_data_parallel checks the "
-            "multi-rank semantics on simulated ranks)");
-    }
-    if (args.profile_step > 0) {
-        die("-profile_step marks a step for a GPU profiler (ncu): it is train_gpt_fp8's flag, not the CPU trainer's");
-    }
+    refuse_gpu_only_flags(&args);
     RunSetup run;
     run_setup(&args, &run, 0, 1);
     run_folder_prepare(&args, run.train_steps, 1);  // the folder's lock, for the whole run; an earlier run's files
@@ -1233,6 +1264,7 @@ int main(int argc, char** argv) {
         } else {
             size_t shard_index, shard_position;
             CheckpointRunState resumed;
+            run_check_resume_shape(&args, &run, latest, 0);
             gpt2_load_checkpoint(&model, args.output_dir, (int)latest, &sample_rng.state, &shard_index, &shard_position,
                                  &resumed);
             run_resume_state(&args, &run, &resumed, &skipped);

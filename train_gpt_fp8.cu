@@ -1702,6 +1702,7 @@ int main(int argc, char** argv) {
         } else {
             size_t shard_index, shard_position;
             CheckpointRunState resumed;
+            run_check_resume_shape(&args, &run, latest, mg.process_rank);
             gpt2_load_checkpoint(&model, args.output_dir, (int)latest, &sample_rng.state, &shard_index, &shard_position,
                                  &resumed);
             run_resume_state(&args, &run, &resumed, &skipped);

@@ -30,7 +30,10 @@ typedef struct {
     int other_data;       // -other_data 1: -y 1 resumes on data that changed since the run began (and records it)
     const char* output_dir;
     const char* model_spec;  // "" (free sizes), d12 | d24 | d36 | d48, or a model file
-    int num_layers, channels, num_heads, vocab_override, max_seq_len;
+    int num_layers, channels, num_heads, vocab_override, max_seq_len;  // -V, -maxT: 0 when not given
+    // the last of -L -C -NH given and its value (an -e preset fixes them), and the last of those, -V and -maxT (an -e
+    // model file fixes all five): NULL when none was
+    const char *size_flag, *size_value, *file_size_flag, *file_size_value;
     int B, T, total_batch_size;
     float learning_rate, final_lr_fraction, weight_decay, grad_clip;
     int warmup_steps, max_steps;
@@ -107,17 +110,61 @@ static inline void train_args_default(TrainArgs* a) {
     delayed_scaling_default(&a->recipe);
 }
 
-// One line of -h: the flag, what it does, its default.
+// -h fits 80 columns: the flags in a column of USAGE_FLAG_WIDTH, what they do beside it, wrapped at spaces onto
+// lines indented to that column, then the default in brackets, whole on the next line when the last one has no room.
+enum { USAGE_COLUMNS = 80, USAGE_FLAG_WIDTH = 25, USAGE_INDENT = 2 + USAGE_FLAG_WIDTH + 1 };
+
+// Prints text's words from column *column on, wrapped at USAGE_COLUMNS (a word longer than a line alone is cut).
+static inline void usage_words(const char* text, int* column) {
+    for (const char* word = text; *word;) {
+        while (*word == ' ') { word++; }
+        int length = (int)strcspn(word, " ");
+        if (!length) { break; }
+        int room = USAGE_COLUMNS - *column - (*column > USAGE_INDENT);
+        if (length > room && *column > USAGE_INDENT) {
+            printf("\n%*s", USAGE_INDENT, "");
+            *column = USAGE_INDENT;
+            room = USAGE_COLUMNS - USAGE_INDENT;
+        }
+        if (*column > USAGE_INDENT) { putchar(' '); (*column)++; }
+        int take = length < room ? length : room;
+        printf("%.*s", take, word);
+        *column += take;
+        word += take;
+    }
+}
+
+// One line of -h (more when it wraps): the flag, what it does, and `tail` (NULL: none) kept whole where it fits.
+static inline void usage_wrapped(const char* flag, const char* text, const char* tail) {
+    printf("  %-*s ", USAGE_FLAG_WIDTH, flag);
+    int column = USAGE_INDENT;
+    usage_words(text, &column);
+    if (tail) {
+        int length = (int)strlen(tail);
+        if (column > USAGE_INDENT && column + 1 + length > USAGE_COLUMNS) {
+            printf("\n%*s", USAGE_INDENT, "");
+            column = USAGE_INDENT;
+        }
+        usage_words(tail, &column);
+    }
+    putchar('\n');
+}
+
+// One flag of -h: the flag, what it does, and its default in brackets.
 static inline void usage_flag(const char* flag, const char* meaning, const char* default_fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static inline void usage_flag(const char* flag, const char* meaning, const char* default_fmt, ...) {
-    char value[256];
+    char value[256], tail[260];
     va_list args;
     va_start(args, default_fmt);
     vsnprintf(value, sizeof(value), default_fmt, args);
     va_end(args);
-    printf("  %-26s %-50s %s\n", flag, meaning, value);
+    snprintf(tail, sizeof(tail), "[%s]", value);
+    usage_wrapped(flag, meaning, tail);
 }
+
+// A note under a flag, in the column of what the flags do.
+static inline void usage_note(const char* text) { usage_wrapped("", text, NULL); }
 
 // program: the name the trainer was run as (argv[0]), so each trainer's -h names itself.
 static inline void print_usage(const char* program) {
@@ -126,17 +173,19 @@ static inline void print_usage(const char* program) {
     const DelayedScaling* r = &d.recipe;
     const char* slash = strrchr(program, '/');
     printf("usage: %s [flags]   (llm.c-style: every flag takes a value)\n", slash ? slash + 1 : program);
-    printf("  %-26s %-50s %s\n", "flag", "what", "default");
+    usage_wrapped("flag", "what it does [default]", NULL);
+    usage_wrapped("-h", "this list (llm.c's -h 0|1, its HellaSwag evaluation, is refused: there is none here)", NULL);
     printf("data\n");
     usage_flag("-i FILES", "train shards (a glob)", "%s", d.train_pattern);
     usage_flag("-j FILES", "val shards (a glob)", "%s", d.val_pattern);
     usage_flag("-tk FILE", "tokenizer (for sampling)", "tokenizer.bin beside the train shards, if there");
-    printf("  %-26s %s\n", "", "(-e FILE from a run folder: -i -j -tk default to its dataset.txt's)");
+    usage_note("(-e FILE from a run folder: -i -j -tk default to its dataset.txt's)");
     usage_flag("-other_tokenizer 0|1", "1: use a tokenizer not the model's or data's", "%d (refused)", d.other_tokenizer);
     usage_flag("-other_data 0|1", "1: -y 1 on data changed since the run began", "%d (refused)", d.other_data);
     usage_flag("-o DIR", "output: main.log, fp8_diag.tsv, checkpoints", "none (no logs, no checkpoints)");
     printf("model\n");
-    usage_flag("-e d12|d24|d36|d48|FILE", "a GPT-2 preset, or start from a model file", "none: -L -C -NH below");
+    usage_flag("-e d12|d24|d36|d48|FILE", "a GPT-2 preset (it fixes -L -C -NH), or start from a model file (it fixes "
+               "-L -C -NH -V -maxT: giving them too is refused)", "none: -L -C -NH below");
     usage_flag("-L N", "layers", "%d", d.num_layers);
     usage_flag("-C N", "channels", "%d", d.channels);
     usage_flag("-NH N", "attention heads", "%d", d.num_heads);
@@ -168,9 +217,8 @@ static inline void print_usage(const char* program) {
     printf("non-finite steps\n");
     usage_flag("-max_skipped N", "stop after more than N skipped steps in a row", "%d (a run that skips all: stops)",
                d.max_skipped);
-    printf("memory, attention and profiling (GPU)\n");
-    usage_flag("-r 0|1|2", "recompute in the backward: 1 GELU, 2 +LayerNorm", "%d (GPU only; the CPU keeps all)",
-               d.recompute);
+    printf("GPU memory, attention, profiling (CPU trainer: -r 0, -estimate 0, -attn plain)\n");
+    usage_flag("-r 0|1|2", "recompute in the backward: 1 GELU, 2 +LayerNorm", "%d", d.recompute);
     usage_flag("-estimate 0|1", "1: print the memory estimate, the largest -b, exit", "%d", d.estimate_only);
     usage_flag("-attn cudnn|plain", "cuDNN flash attention or the plain one", "cudnn when built with it");
     usage_flag("-profile_step N", "profile step N only: cudaProfilerStart/Stop", "off (ncu --profile-from-start off)");
@@ -178,13 +226,12 @@ static inline void print_usage(const char* program) {
     usage_flag("-precision fp32|bf16|fp8", "fp32 reference, BF16 baseline, FP8 linears", "%s", precision_name(d.precision));
     usage_flag("-fp8 off|e4m3|hybrid|e5m2", "Megatron's switch: off = bf16, else fp8 in it", "%s (E4M3 fwd, E5M2 bwd)",
                fp8_recipe_format_name(r->fp8_format));
-    printf("  %-26s %s\n", "", "(blockwise and mxfp8: e4m3 by default, hybrid allowed, e5m2 refused)");
-    printf("  %-26s %s\n", "", "(e5m2: CPU trainer only; cuBLASLt has no E5M2 x E5M2 GEMM on Hopper)");
-    usage_flag("-fp8_recipe R", "delayed|current|blockwise|mxfp8: TE's DelayedScaling,", "%s",
-               fp8_scaling_recipe_name(r->scaling));
-    printf("  %-26s %s\n", "", "Float8CurrentScaling, Float8BlockScaling, MXFP8BlockScaling");
-    printf("  %-26s %s\n", "", "(GPU: blockwise on Hopper's block-scaled GEMMs, H100/H200 only; mxfp8 emulated:");
-    printf("  %-26s %s\n", "", " MXFP8 casts, then BF16 GEMMs: it measures MXFP8's accuracy, not its speed)");
+    usage_note("(blockwise and mxfp8: e4m3 by default, hybrid allowed, e5m2 refused)");
+    usage_note("(e5m2: CPU trainer only; cuBLASLt has no E5M2 x E5M2 GEMM on Hopper)");
+    usage_flag("-fp8_recipe R", "delayed|current|blockwise|mxfp8: TE's DelayedScaling, Float8CurrentScaling, "
+               "Float8BlockScaling, MXFP8BlockScaling", "%s", fp8_scaling_recipe_name(r->scaling));
+    usage_note("(GPU: blockwise on Hopper's block-scaled GEMMs, H100/H200 only; mxfp8 emulated: MXFP8 casts, then BF16 "
+               "GEMMs: it measures MXFP8's accuracy, not its speed)");
     usage_flag("-fp8_margin N", "scale = fp8_max / amax / 2^margin (delayed, current)", "%d", r->margin);
     usage_flag("-fp8_fprop 0|1", "1: run the forward GEMMs in FP8, 0: in BF16", "%d", !r->override_fprop);
     usage_flag("-fp8_dgrad 0|1", "the same for the input-gradient GEMMs", "%d", !r->override_dgrad);
@@ -198,12 +245,13 @@ static inline void print_usage(const char* program) {
                amax_compute_algo_name(r->amax_compute_algo));
     usage_flag("-fp8_interval N", "recompute scales every N steps", "%d", r->interval);
     usage_flag("-fp8_reduce_amax 0|1", "all-reduce(MAX) amaxes over ranks", "%d", r->reduce_amax);
-    usage_flag("-fp8_fused_casts 0|1", "GELU and LayerNorm inside the FP8 casts (GPU)",
-               "%d (0: their own kernels; same bits)", d.fp8_fused_casts);
+    usage_flag("-fp8_fused_casts 0|1", "GELU and LayerNorm inside the FP8 casts (GPU; 0: their own kernels, the "
+               "same bits; the CPU trainer takes only 0)", "%d", d.fp8_fused_casts);
     printf("fp8, blockwise scaling only\n");
     usage_flag("-fp8_amax_epsilon F", "a block's amax is at least F", "%g", (double)r->amax_epsilon);
     usage_flag("-fp8_pow2_scales 0|1", "1: block scales rounded down to powers of two", "%d", r->power_2_scale);
     printf("several GPUs (CUDA trainer; mpirun and srun set -pn -pr -pg)\n");
+    usage_note("(the CPU trainer runs one process: -pn 1 and -pr 0 only; -z changes nothing there)");
     usage_flag("-pn N", "processes", "1, or the launcher's");
     usage_flag("-pr N", "this process's rank", "0, or the launcher's");
     usage_flag("-pg N", "GPUs per node (GPU = rank modulo N)", "unset: GPU = local rank");
@@ -227,10 +275,32 @@ static inline float parse_float_flag(const char* flag, const char* value, float 
     return v;
 }
 
+// -e fixes the model's shape: a preset its L, C and NH (V stays the tokenizer's or -V's, maxT 1024 or -maxT's), a model
+// file all five. A size flag given beside it would be ignored, so it is refused, naming both.
+static inline void args_check_model_spec(const TrainArgs* a) {
+    if (!a->model_spec[0]) { return; }
+    int L, C, NH;
+    if (gpt2_depth_preset(a->model_spec, &L, &C, &NH) == 0) {
+        if (a->size_flag) {
+            die("%s %s with -e %s: the preset fixes the model's shape (L %d, C %d, NH %d); leave out %s, or -e for "
+                "sizes of your own", a->size_flag, a->size_value, a->model_spec, L, C, NH, a->size_flag);
+        }
+        return;
+    }
+    if (a->file_size_flag) {
+        die("%s %s with -e %s: a model file fixes the model's shape (its L, C, NH, V and maxT); leave out %s, or -e to "
+            "start from new weights", a->file_size_flag, a->file_size_value, a->model_spec, a->file_size_flag);
+    }
+}
+
 static inline void parse_args(TrainArgs* a, int argc, char** argv) {
     train_args_default(a);
     for (int i = 1; i < argc; i++) {
         const char* flag = argv[i];
+        // llm.c's -h 1 runs its HellaSwag evaluation: typed here, it must not print the flags and exit 0 as if it ran
+        if (strcmp(flag, "-h") == 0 && i + 1 < argc && argv[i + 1][0] != '-') {
+            die("-h %s: this trainer has no HellaSwag evaluation (llm.c's -h 0|1); -h alone lists the flags", argv[i + 1]);
+        }
         if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) { print_usage(argv[0]); exit(0); }
         if (flag[0] != '-') { die("unexpected argument '%s' (flags look like -b 4; -h lists them)", flag); }
         if (i + 1 >= argc) { die("flag %s needs a value (-h lists the flags)", flag); }
@@ -334,7 +404,16 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
         else if (strcmp(flag, "-debug_nan_step") == 0) { a->debug_nan_step = parse_int_flag(flag, v, -1, 1 << 30); }
         else if (strcmp(flag, "-debug_kill_step") == 0) { a->debug_kill_step = parse_int_flag(flag, v, -1, 1 << 30); }
         else { die("unknown flag %s (-h lists the flags)", flag); }
+        if (strcmp(flag, "-L") == 0 || strcmp(flag, "-C") == 0 || strcmp(flag, "-NH") == 0) {
+            a->size_flag = flag;
+            a->size_value = v;
+        }
+        if (a->size_flag == flag || strcmp(flag, "-V") == 0 || strcmp(flag, "-maxT") == 0) {
+            a->file_size_flag = flag;
+            a->file_size_value = v;
+        }
     }
+    args_check_model_spec(a);
     // -fp8 (TE/Megatron's switch) and -precision must agree
     if (a->fp8_flag) {
         int off = strcmp(a->fp8_flag, "off") == 0;

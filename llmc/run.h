@@ -460,6 +460,62 @@ static inline void run_record_data(const TrainArgs* args, RunSetup* run, int sta
     free(path);
 }
 
+// What sets each number of this run's model shape (field: "L", "C", "NH", "V" or "maxT"): its flag, -e's preset or
+// model file, -t (maxT without -maxT) or the tokenizer (V without -V), into `flag`; how, when that is not the field's
+// own flag, into `how` (else ""). For the line that refuses a checkpoint of another shape, which names the flag that
+// differs, as every other setting's line does.
+static inline void run_shape_origin(const TrainArgs* args, const char* field, char* flag, size_t flaglen,
+                                    const char** how) {
+    int L, C, NH, preset = args->model_spec[0] && gpt2_depth_preset(args->model_spec, &L, &C, &NH) == 0;
+    int v = strcmp(field, "V") == 0, max_t = strcmp(field, "maxT") == 0;
+    *how = "";
+    if (args->model_spec[0] && !preset) {
+        snprintf(flag, flaglen, "-e %s", args->model_spec);
+        *how = "a model file's shape is its own; ";
+    } else if (v && !args->vocab_override) {
+        snprintf(flag, flaglen, "the tokenizer (-tk)");
+        *how = "without -V, V is the tokenizer's; ";
+    } else if (max_t && !args->max_seq_len) {
+        snprintf(flag, flaglen, preset ? "-e %s" : "-t", args->model_spec);
+        *how = preset ? "without -maxT, a preset's maxT is 1024; " : "without -maxT, maxT is -t; ";
+    } else if (preset && !v && !max_t) {
+        snprintf(flag, flaglen, "-e %s", args->model_spec);
+    } else {
+        snprintf(flag, flaglen, "-%s", field);
+    }
+}
+
+// Before -y 1 loads checkpoint `step`: a checkpoint of another model shape is refused in one line that names the flag
+// setting the first number that differs. Only an intact checkpoint is judged so (its model header read, its files
+// checked): a damaged one, or any other mismatch, is left to checkpoint_load, which says what it is.
+static inline void run_check_resume_shape(const TrainArgs* args, const RunSetup* run, long long step, int rank) {
+    char err[ERROR_MESSAGE_MAX];
+    char* path = checkpoint_model_path(args->output_dir, step);
+    FILE* f = fopen(path, "rb");
+    int32_t header[256];
+    GPT2Config file;
+    int readable = f && fread(header, sizeof(header), 1, f) == 1 && model_header_parse(header, path, &file, err,
+                                                                                        sizeof(err)) == 0;
+    if (f) { fclose(f); }
+    const GPT2Config* c = &run->config;
+    if (!readable || same_config(&file, c) || checkpoint_verify(args->output_dir, step, rank, err, sizeof(err))) {
+        free(path);
+        return;
+    }
+    const char* fields[] = {"L", "C", "NH", "V", "maxT"};
+    int was[] = {file.num_layers, file.channels, file.num_heads, file.vocab_size, file.max_seq_len};
+    int now[] = {c->num_layers, c->channels, c->num_heads, c->vocab_size, c->max_seq_len};
+    int i = 0;
+    while (i < 4 && was[i] == now[i]) { i++; }
+    char flag[256];
+    const char* how;
+    run_shape_origin(args, fields[i], flag, sizeof(flag), &how);
+    die("%s: checkpoint model (L %d, C %d, NH %d, V %d, maxT %d) differs from the run's (L %d, C %d, NH %d, V %d, "
+        "maxT %d): %s sets %s, %d in the checkpoint but %d in this run (%sresume with the checkpoint's, or start a new "
+        "run in another -o)", path, was[0], was[1], was[2], was[3], was[4], now[0], now[1], now[2], now[3], now[4],
+        flag, fields[i], was[i], now[i], how);
+}
+
 // What a checkpoint keeps of the run around the model.
 static inline CheckpointRunState run_checkpoint_state(const RunSetup* run, const SkippedSteps* skipped) {
     CheckpointRunState state = {skipped->in_a_row, skipped->in_a_row ? skipped->first_in_row : 0,

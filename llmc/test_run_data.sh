@@ -20,6 +20,7 @@ TRAINER=${1:-./train_gpt_fp8_cpu}
 . scripts/test_lib.sh
 trainer_suite_setup run_data  # DATA, DATA_FLAGS, TINY
 SMALL="-L 2 -C 64 -NH 4 -b 4 -t 32 -s 0 -seed 1337 -m 2"
+FROM_SMALL="-b 4 -t 32 -s 0 -seed 1337 -m 2"  # SMALL for a run from its model file (-e fixes the sizes: refused beside it)
 xxh3() { python3 -c "import sys, xxhash; print(xxhash.xxh3_64_hexdigest(open(sys.argv[1], 'rb').read()))" "$1"; }
 last_val() { grep -E '^s:[0-9]+ tel:' "$1" | tail -n 1 | sed -E 's/.*tel:([0-9.]+).*/\1/'; }
 
@@ -53,7 +54,7 @@ fi
 
 # a model from the folder: evaluated and sampled on the run's data with the run's tokenizer when no flag says which
 run_val=$(last_val "$TMP/run/main.log")
-out=$($TRAINER $SMALL -e "$TMP/run/model_00000004.bin" -x 0 -g 16 -s 1 2>&1)
+out=$($TRAINER $FROM_SMALL -e "$TMP/run/model_00000004.bin" -x 0 -g 16 -s 1 2>&1)
 rc=$?
 if [ "$rc" -eq 0 ] && printf '%s' "$out" | grep -q "^val loss ${run_val}" &&
     printf '%s' "$out" | grep -q -- "-e $TMP/run/model_00000004.bin: -i -j -tk from its run's record $rec" &&
@@ -64,9 +65,9 @@ else
 fi
 
 # another tokenizer of the same size: refused in one line; -other_tokenizer 1 goes on with a warning
-msg=$($TRAINER $SMALL -e "$TMP/run/model_00000004.bin" -x 0 -tk "$DATA/tokenizer.bin" 2>&1 >/dev/null)
+msg=$($TRAINER $FROM_SMALL -e "$TMP/run/model_00000004.bin" -x 0 -tk "$DATA/tokenizer.bin" 2>&1 >/dev/null)
 rc=$?
-ok_msg=$($TRAINER $SMALL -e "$TMP/run/model_00000004.bin" -x 0 -tk "$DATA/tokenizer.bin" -other_tokenizer 1 2>&1 >/dev/null)
+ok_msg=$($TRAINER $FROM_SMALL -e "$TMP/run/model_00000004.bin" -x 0 -tk "$DATA/tokenizer.bin" -other_tokenizer 1 2>&1 >/dev/null)
 ok_rc=$?
 if [ "$rc" -eq 1 ] && [ "$(printf '%s\n' "$msg" | wc -l)" -eq 1 ] &&
     printf '%s' "$msg" | grep -q "^error: tokenizer $DATA/tokenizer.bin (XXH3 [0-9a-f]*) is not the one -e $TMP/run/model_00000004.bin was trained with: $rec recorded $(realpath "$OTHER/tokenizer.bin")" &&
@@ -78,7 +79,7 @@ else
 fi
 
 # fine-tuning the model on other data with that data's tokenizer: refused the same way
-msg=$($TRAINER $SMALL -e "$TMP/run/model_00000004.bin" $DATA_FLAGS -x 2 -o "$TMP/finetune" 2>&1 >/dev/null)
+msg=$($TRAINER $FROM_SMALL -e "$TMP/run/model_00000004.bin" $DATA_FLAGS -x 2 -o "$TMP/finetune" 2>&1 >/dev/null)
 rc=$?
 if [ "$rc" -eq 1 ] && printf '%s' "$msg" | grep -q "is not the one -e $TMP/run/model_00000004.bin was trained with" &&
     [ ! -e "$TMP/finetune/model_00000002.bin" ]; then
@@ -90,7 +91,7 @@ fi
 # data encoded with another tokenizer (its manifest names it): refused for the model, in the trainer and model_logits
 mkdir -p "$TMP/reencoded"
 ./dev/data/tokenizer encode -i "$OTHER/shifted.txt" -k "$DATA/tokenizer.bin" -o "$TMP/reencoded/x" >/dev/null
-msg=$($TRAINER $SMALL -e "$TMP/run/model_00000004.bin" -i "$TMP/reencoded/x_train.bin" -j "$TMP/reencoded/x_val.bin" \
+msg=$($TRAINER $FROM_SMALL -e "$TMP/run/model_00000004.bin" -i "$TMP/reencoded/x_train.bin" -j "$TMP/reencoded/x_val.bin" \
     -x 0 2>&1 >/dev/null)
 rc=$?
 logits_msg=$(${MODEL_LOGITS:-./dev/model_logits} "$TMP/run/model_00000004.bin" "$TMP/reencoded/x_val.bin" 1 8 \
@@ -107,7 +108,7 @@ fi
 
 # a model file without a record (llm.c's, or moved out of its folder): one warning, the flags as given
 cp "$TMP/run/model_00000004.bin" "$TMP/lone.bin"
-msg=$($TRAINER $SMALL $OTHER_FLAGS -tk "$OTHER/tokenizer.bin" -e "$TMP/lone.bin" -x 0 2>&1 >/dev/null)
+msg=$($TRAINER $FROM_SMALL $OTHER_FLAGS -tk "$OTHER/tokenizer.bin" -e "$TMP/lone.bin" -x 0 2>&1 >/dev/null)
 rc=$?
 if [ "$rc" -eq 0 ] && [ "$(printf '%s\n' "$msg" | wc -l)" -eq 1 ] &&
     printf '%s' "$msg" | grep -q "^warning: -e $TMP/lone.bin: no dataset.txt beside it (an llm.c model file"; then
@@ -119,7 +120,7 @@ fi
 # a damaged record: one line naming the file and the line
 cp -r "$TMP/run" "$TMP/damaged"
 sed -i 's/^tokenizer\t\([0-9]*\)\t[0-9a-f]*/tokenizer\t\1\tnothex/' "$TMP/damaged/dataset.txt"
-msg=$($TRAINER $SMALL -e "$TMP/damaged/model_00000004.bin" -x 0 2>&1 >/dev/null)
+msg=$($TRAINER $FROM_SMALL -e "$TMP/damaged/model_00000004.bin" -x 0 2>&1 >/dev/null)
 rc=$?
 if [ "$rc" -eq 1 ] && printf '%s' "$msg" | grep -q "^error: $TMP/damaged/dataset.txt: line 2: expected tokenizer<TAB>bytes<TAB>16 hex digits<TAB>path"; then
     pass damaged_record_refused
@@ -202,9 +203,9 @@ os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True)
 open(sys.argv[2], "wb").write(data)
 EOF
 cp "$TMP/run/dataset.txt" "$TMP/huge/dataset.txt"  # its run's record: the other dataset
-straight=$($TRAINER $SMALL -e "$TMP/huge/huge.bin" -x 20 -n 2 -max_skipped 3 -v 0 -o "$TMP/skip_straight" 2>&1 >/dev/null)
-{ $TRAINER $SMALL -e "$TMP/huge/huge.bin" -x 20 -n 2 -max_skipped 3 -v 0 -o "$TMP/skip_resumed" -debug_kill_step 3 >/dev/null 2>&1; } 2>/dev/null
-resumed=$($TRAINER $SMALL -e "$TMP/huge/huge.bin" -x 20 -n 2 -max_skipped 3 -v 0 -o "$TMP/skip_resumed" -y 1 2>&1 >/dev/null)
+straight=$($TRAINER $FROM_SMALL -e "$TMP/huge/huge.bin" -x 20 -n 2 -max_skipped 3 -v 0 -o "$TMP/skip_straight" 2>&1 >/dev/null)
+{ $TRAINER $FROM_SMALL -e "$TMP/huge/huge.bin" -x 20 -n 2 -max_skipped 3 -v 0 -o "$TMP/skip_resumed" -debug_kill_step 3 >/dev/null 2>&1; } 2>/dev/null
+resumed=$($TRAINER $FROM_SMALL -e "$TMP/huge/huge.bin" -x 20 -n 2 -max_skipped 3 -v 0 -o "$TMP/skip_resumed" -y 1 2>&1 >/dev/null)
 rc=$?
 if [ "$rc" -ne 0 ] && printf '%s' "$straight" | grep -q "^error: steps 1..4: 4 steps in a row skipped" &&
     [ "$(printf '%s' "$resumed" | grep '^error')" = "$(printf '%s' "$straight" | grep '^error')" ]; then

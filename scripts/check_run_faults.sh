@@ -23,6 +23,8 @@ TRAINER=${1:-./train_gpt_fp8_cpu}
 . scripts/test_lib.sh
 trainer_suite_setup faults  # DATA, DATA_FLAGS, TINY
 FAULT="$TINY -precision fp8 -v 2 -m 1 -fp8_diag_every 2"
+# FAULT for a run from a model file: TINY's flags but its sizes (-e fixes -L -C -NH, and refuses them beside it)
+FAULT_FROM_FILE="$DATA_FLAGS -b 8 -t 64 -s 0 -seed 1337 -precision fp8 -v 2 -m 1 -fp8_diag_every 2"
 
 # a log that cannot be written (a device that refuses every write, as a full disk does): one line, a non-zero exit,
 # the checkpoint before it intact; once the log can be written again, -y 1 ends byte for byte as a run never stopped
@@ -339,9 +341,9 @@ weights = np.frombuffer(data[1024:], dtype=np.float32) * np.float32(1e30)
 assert np.isfinite(weights).all()
 open(sys.argv[2], "wb").write(data[:1024] + weights.tobytes())
 PY
-skip_msg=$($TRAINER $FAULT -e "$TMP/huge_weights.bin" -x 20 -n 2 -max_skipped 3 -o "$TMP/all_skipped" 2>&1 >/dev/null)
+skip_msg=$($TRAINER $FAULT_FROM_FILE -e "$TMP/huge_weights.bin" -x 20 -n 2 -max_skipped 3 -o "$TMP/all_skipped" 2>&1 >/dev/null)
 skip_rc=$?
-short_msg=$($TRAINER $FAULT -e "$TMP/huge_weights.bin" -x 3 -o "$TMP/all_skipped_short" 2>&1 >/dev/null)
+short_msg=$($TRAINER $FAULT_FROM_FILE -e "$TMP/huge_weights.bin" -x 3 -o "$TMP/all_skipped_short" 2>&1 >/dev/null)
 short_rc=$?
 if [ "$skip_rc" -ne 0 ] && printf '%s' "$skip_msg" | grep -q "error: steps 1..4: 4 steps in a row skipped (non-finite loss or gradient norm), more than -max_skipped 3: the run stops" &&
     [ "$short_rc" -ne 0 ] && printf '%s' "$short_msg" | grep -q "error: all 3 steps of this run were skipped" &&

@@ -17,6 +17,9 @@ covers are shaded. Val: the gap at each evaluation. Above 0 the run's loss is hi
 worse. A dotted line marks the end of warmup. --gap-tsv writes the numbers behind the bottom panel.
 Legends, right of the panels and outside them: one entry per run (its colour, in both panels), and once per panel
 what each line style means.
+Printed: a table of each run's final train and val loss and its final val gap (numbers only), then one verdict line
+per run: worse or better than the baseline, or "within noise" when the gap is smaller than --noise percent (the spread
+of the recipe's final val loss between seeds, which a gap that small cannot be told from).
 
 Log lines read: `s:<step> trl:<loss> ...` (train loss after <step> steps) and `s:<step> tel:<loss>` (val loss);
 everything else is ignored. Labels pair with logs in order; a missing label is the log's folder name.
@@ -113,6 +116,9 @@ def main():
     parser.add_argument("--spike", type=float, default=10.0,
                         help="mark steps whose loss is this many percent above the running median (default 10)")
     parser.add_argument("--gap-tsv", help="write step and every run's train/val gap to the baseline here")
+    parser.add_argument("--noise", type=float,
+                        help="a final val gap smaller than this many percent reads 'within noise': the spread of the "
+                             "recipe's final val loss between seeds (default: none, every gap reads better or worse)")
     parser.add_argument("logs", nargs="+", help="main.log files; the first is the baseline of the gaps")
     args = parser.parse_intermixed_args()
     if args.label and len(args.label) != len(args.logs):
@@ -125,6 +131,8 @@ def main():
         die(f"--smooth {args.smooth}: must be 1 or more")
     if not args.spike > 0:
         die(f"--spike {args.spike}: must be above 0")
+    if args.noise is not None and not args.noise >= 0:
+        die(f"--noise {args.noise}: must be 0 or more")
     labels = args.label or [os.path.basename(os.path.dirname(os.path.abspath(p))) for p in args.logs]
     runs = [read_log(p) for p in args.logs]
     try:
@@ -202,6 +210,7 @@ def main():
         print(f"{'run':<12} {'final train':>12} {'final val':>10}  gap of final val vs {base_label} (> 0: worse)")
     else:
         print(f"{'run':<12} {'final train':>12} {'final val':>10}")
+    verdicts = []  # printed after the table, whose rows are numbers only
     for i, ((train, val), label) in enumerate(zip(runs, labels)):
         final_val = val[-1][1] if val else float("nan")
         line = f"{label:<12} {train[-1][1]:>12.4f} {final_val:>10.4f}"
@@ -220,10 +229,18 @@ def main():
             if val and runs[0][1]:
                 base_final = runs[0][1][-1][1]
                 gap = relative_gap_percent(final_val, base_final)
-                verdict = "worse than" if gap > 0 else "better than" if gap < 0 else "as good as"
-                line += (f"  {gap:+.2f}%\n{label} vs {base_label}: final val {final_val:.4f} vs {base_final:.4f} "
-                         f"({gap:+.2f}%): {label} is {verdict} {base_label}")
+                if args.noise is not None and abs(gap) < args.noise:
+                    verdict = (f"within noise (|gap| < {args.noise:g}%, the spread of the final val loss between "
+                               f"seeds)")
+                else:
+                    than = "worse than" if gap > 0 else "better than" if gap < 0 else "as good as"
+                    verdict = f"{label} is {than} {base_label}"
+                line += f"  {gap:+.2f}%"
+                verdicts.append(f"{label} vs {base_label}: final val {final_val:.4f} vs {base_final:.4f} "
+                                f"({gap:+.2f}%): {verdict}")
         print(line)
+    for verdict in verdicts:
+        print(verdict)
     for label, spike_set in zip(labels, spikes):
         if spike_set:
             spike_steps = sorted(spike_set)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/test_plot_losses.sh — tests plot_losses.py on synthetic logs: a valid PNG, the printed gap of a run that is
-# 1% worse reads +1.00% and says it is worse; a loss spike in the baseline is reported as a spike and does not turn
+# 1% worse reads +1.00% and says it is worse (within noise under --noise 1.5), after a table of numbers only; a loss spike in the baseline is reported as a spike and does not turn
 # the smoothed train gap of a run that is 1% worse everywhere else negative (the gap stays within [0.5%, 1.5%], where
 # the raw gap at the spike is -33%); three runs plot, each with its gap; and each bad input (missing file, a log without
 # train lines, labels not matching logs, a negative warmup, --gap-tsv with one log) exits non-zero with a message
@@ -44,6 +44,19 @@ if printf '%s\n' "$out" | grep -q "worse vs base: final val 3.1040 vs 3.0733 (+1
 else
     fail gap_printed "got: $out"
 fi
+# a gap below --noise (the recipe's seed-to-seed spread) reads "within noise", one above it worse
+out=$(python3 scripts/plot_losses.py --out "$tmp/p.png" --noise 1.5 --label base "$tmp/a/main.log" --label worse "$tmp/b/main.log" 2>&1)
+if printf '%s\n' "$out" | grep -q "^worse vs base: final val 3.1040 vs 3.0733 (+1.00%): within noise (|gap| < 1.5%, the spread"; then
+    pass gap_within_noise
+else
+    fail gap_within_noise "got: $out"
+fi
+out=$(python3 scripts/plot_losses.py --out "$tmp/p.png" --noise 0.5 --label base "$tmp/a/main.log" --label worse "$tmp/b/main.log" 2>&1)
+if printf '%s\n' "$out" | grep -q "^worse vs base: final val 3.1040 vs 3.0733 (+1.00%): worse is worse than base"; then
+    pass gap_above_noise
+else
+    fail gap_above_noise "got: $out"
+fi
 
 # a spike (x1.5 at steps 100 and 101) in the baseline only; the other run is 1% worse at every other step, a third
 # run 2% worse
@@ -82,6 +95,14 @@ if [ "$(stat -c %s "$tmp/spike.png" 2>/dev/null || echo 0)" -gt 20000 ] &&
     pass three_runs
 else
     fail three_runs "got: $out"
+fi
+# the table's rows are numbers only (run, final train, final val, gap), one per run, and the verdicts follow it
+if printf '%s\n' "$out" | head -n 1 | grep -q '^run ' &&
+    [ "$(printf '%s\n' "$out" | sed -n '2,4p' | grep -cE '^[a-z0-9]+ +[0-9.]+ +[0-9.]+( +[-+][0-9.]+%)?$')" -eq 3 ] &&
+    printf '%s\n' "$out" | sed -n '5p' | grep -q '^fp8 vs bf16: ' && printf '%s\n' "$out" | sed -n '6p' | grep -q '^third vs bf16: '; then
+    pass table_rows_are_data
+else
+    fail table_rows_are_data "got: $out"
 fi
 # The legends and spike marks, read off the figure plot_losses.py draws: it is run with Figure.savefig watched, and
 # this prints one key=value per line: run_legends (legends whose entries are exactly the runs' labels, in order),
@@ -201,6 +222,7 @@ printf 's:0 tel:5.0\n' >"$tmp/empty.log"
 expect_error missing_file "no_such.log does not exist" --out "$tmp/x.png" "$tmp/a/main.log" "$tmp/no_such.log"
 expect_error no_train_lines "has no train-loss lines" --out "$tmp/x.png" "$tmp/a/main.log" "$tmp/empty.log"
 expect_error label_mismatch "1 labels for 2 logs" --out "$tmp/x.png" --label one "$tmp/a/main.log" "$tmp/b/main.log"
+expect_error negative_noise "--noise -1.0: must be 0 or more" --out "$tmp/x.png" --noise -1 "$tmp/a/main.log" "$tmp/b/main.log"
 expect_error negative_warmup "--warmup -1: must be 0 or more" --out "$tmp/x.png" --warmup -1 "$tmp/a/main.log" "$tmp/b/main.log"
 expect_error gap_tsv_one_log "--gap-tsv needs two logs or more" --out "$tmp/x.png" --gap-tsv "$tmp/x.tsv" "$tmp/a/main.log"
 finish plot

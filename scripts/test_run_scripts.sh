@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test_run_scripts.sh — CPU test of the multi-GPU run scripts: syntax, the commands they would run (DRY_RUN=1)
 # for mpirun on one node, by hand over TCP without mpirun, mpirun over a hostfile, and srun; and their one-line errors.
+# Also make train's script (scripts/compare_bf16_fp8.sh) with a stand-in trainer: its progress bar fits 80 columns,
+# STEPS=0 and a run of no step are one line each; and the Makefile's llm.c targets and help.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/test_lib.sh
@@ -37,4 +39,68 @@ check slurm_command "srun --kill-on-bad-exit=1 ./train_gpt_fp8" \
 check slurm_fs "-d 262144 -l 6e-4 -u 50 -q 0.1 -v 50 -s 0 -precision fp8 -o $TMP/slurm -pi fs -pf $TMP/slurm -x 5" \
     env SLURM_NTASKS=16 SLURM_JOB_ID=77 OUT="$TMP/slurm" DRY_RUN=1 scripts/run_gpt_fp8_slurm.sh -- -x 5
 check slurm_outside "not inside a Slurm allocation" env -u SLURM_NTASKS scripts/run_gpt_fp8_slurm.sh
+
+# make train's script, with a stand-in trainer that prints a GPU run's widest step lines (6-digit tok/s) and a val
+# loss, on a stand-in dataset (its files are never read)
+mkdir -p "$TMP/fake" "$TMP/tiny"
+touch "$TMP/tiny/tiny_train_000001.bin" "$TMP/tiny/tiny_val.bin" "$TMP/tiny/tokenizer.bin"
+cat >"$TMP/fake/train_gpt_fp8_cpu" <<'EOF'
+#!/usr/bin/env bash
+[[ " $* " == *" -x 0 "* ]] && exit 0  # -x 0: no step
+out=$(sed -E 's/.* -o ([^ ]+) .*/\1/' <<<" $* ")  # every run the same losses: a gap of 0
+mkdir -p "$out" && printf 's:0 tel:6.9315\ns:1 trl:6.9000 lr:0.000400 norm:1.00\ns:600 tel:4.5000\n' >"$out/main.log"
+echo "val loss 6.931472"
+for step in 1 2 300 600; do
+    echo "step $(printf '%4d' $step)/600 | loss 4.123456 | norm 0.7580 | lr 4.00e-04 | 155.00 ms | 123456 tok/s | ETA 12m34s"
+done
+EOF
+chmod +x "$TMP/fake/train_gpt_fp8_cpu"
+compare() {  # VAR=value... [-- trainer flags]: the comparison with the stand-in trainer
+    local vars=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
+    env "${vars[@]}" DATA="$TMP/tiny" OUT="$TMP/compare" TRAINER="$TMP/fake/train_gpt_fp8_cpu" \
+        ./scripts/compare_bf16_fp8.sh "$@"
+}
+compare STEPS=600 PROGRESS=bar >"$TMP/bar.out" 2>&1
+# every state of the bar (the text between carriage returns, its clear-to-end-of-line escape left out) of every run
+bars=$(tr '\r' '\n' <"$TMP/bar.out" | sed 's/\x1b\[K//g' | grep -E '^  [a-z0-9_]+ +\[#*' || true)
+wide=$(printf '%s\n' "$bars" | awk 'length($0) > 80')
+if [ "$(printf '%s\n' "$bars" | grep -c .)" -ge 20 ] && [ -z "$wide" ] &&
+    printf '%s\n' "$bars" | grep -q '^  fp8_blockwise \[#\+\] 600/600 loss 4.1235 val 6.9315 123456 tok/s ETA 12m34s$'; then
+    pass compare_bar_fits_80_columns
+else
+    fail compare_bar_fits_80_columns "$(printf '%s\n' "$wide" "$bars" | head -n 3)"
+fi
+# the CPU recipe's seed-to-seed spread (1%, CPU_NOISE_PCT) reaches plot_losses.py: a gap of 0 is within it
+if grep -q "^fp8 delayed vs bf16: final val 4.5000 vs 4.5000 (+0.00%): within noise (|gap| < 1%" "$TMP/bar.out"; then
+    pass compare_gap_within_noise
+else
+    fail compare_gap_within_noise "$(grep -m 3 -e ' vs bf16' -e error "$TMP/bar.out")"
+fi
+check compare_steps_0 "compare_bf16_fp8: error: STEPS=0: expected the steps of each run, a whole number from 1" compare STEPS=0
+check compare_steps_word "compare_bf16_fp8: error: STEPS=many: expected" compare STEPS=many
+out=$(compare STEPS=10 PROGRESS=lines -- -x 0 2>&1)
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c error)" -eq 1 ] &&
+    printf '%s\n' "$out" | grep -q "compare_bf16_fp8: error: the bf16 run trained no step (an -x 0 among the flags after --?)"; then
+    pass compare_run_of_no_step
+else
+    fail compare_run_of_no_step "rc $rc: $out"
+fi
+# llm.c's targets point to this project's; make help names the five runs and every knob of make train (one make: its
+# probes of the compilers and the GPU take seconds)
+out=$(make -s help train_gpt2 2>&1)
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c "llm.c's target")" -eq 1 ] &&
+    printf '%s' "$out" | grep -q "^make train_gpt2: llm.c's target; here: make train_gpt_fp8_cpu (CPU), make train_gpt_fp8 (CUDA)"; then
+    pass make_llmc_target
+else
+    fail make_llmc_target "rc $rc: $(printf '%s\n' "$out" | grep train_gpt2)"
+fi
+if printf '%s\n' "$out" | grep -q "train five runs" && printf '%s\n' "$out" | grep -q "STEPS OUT SEED INPUT DATA TRAINER" &&
+    printf '%s\n' "$out" | grep -q "^  PROGRESS=bar|lines " && ! printf '%s\n' "$out" | grep -q "FP8 (delayed scaling) GPT"; then
+    pass make_help_names_the_runs_and_knobs
+else
+    fail make_help_names_the_runs_and_knobs "$(printf '%s\n' "$out" | head -n 5)"
+fi
 finish run-scripts
