@@ -113,7 +113,7 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
                        const float* bias, int B, int T, int C) {
     // out (B, T, C), mean and rstd (B, T) saved for the backward, inp (B, T, C), weight and bias (C)
     const float eps = 1e-5f;
-#pragma omp parallel for if ((size_t)B * T * C > CPU_PARALLEL_MIN_ELEMENTS)
+#pragma omp parallel for if ((size_t)B * T * C > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     for (int bt = 0; bt < B * T; bt++) {
         const float* x = inp + (size_t)bt * C;
         float m = 0.0f;
@@ -159,7 +159,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
     // a time (the SIMD lanes run across channels). The two loops write different tensors, so they share one parallel
     // region and the threads go on from the first to the second without waiting.
     const int channel_block = 256;
-#pragma omp parallel if ((size_t)B * T * C > CPU_PARALLEL_MIN_ELEMENTS)
+#pragma omp parallel if ((size_t)B * T * C > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     {
 #pragma omp for nowait
         for (int bt = 0; bt < B * T; bt++) {
@@ -400,7 +400,7 @@ static inline int is_bf16_value(float x) { return (fp8_float_bits(x) & 0xFFFFu) 
 CPU_MULTIVERSION
 void gelu_forward(float* out, const float* inp, size_t N) {
     gelu_fill_tables();
-#pragma omp parallel for if (N > CPU_PARALLEL_MIN_ELEMENTS)
+#pragma omp parallel for if (N > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     for (size_t i = 0; i < N; i++) {
         float x = inp[i];
         out[i] = is_bf16_value(x) ? gelu_value_of_bf16[fp8_float_bits(x) >> 16] : gelu_value(x);
@@ -410,7 +410,7 @@ void gelu_forward(float* out, const float* inp, size_t N) {
 CPU_MULTIVERSION
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
     gelu_fill_tables();
-#pragma omp parallel for if (N > CPU_PARALLEL_MIN_ELEMENTS)
+#pragma omp parallel for if (N > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     for (size_t i = 0; i < N; i++) {
         float x = inp[i];
         float grad = is_bf16_value(x) ? gelu_derivative_of_bf16[fp8_float_bits(x) >> 16] : gelu_derivative(x);
@@ -1081,7 +1081,8 @@ void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, flo
                     model->m_memory[k] = m;
                     model->v_memory[k] = v;
                     float m_hat = m / bias1, v_hat = v / bias2;
-                    model->master_memory[i] -= learning_rate * (m_hat / (sqrtf(v_hat) + eps) + decay * model->master_memory[i]);
+                    model->master_memory[i] -=
+                        learning_rate * (m_hat / (sqrtf(v_hat) + eps) + decay * model->master_memory[i]);
                 }
             }
             offset += n;

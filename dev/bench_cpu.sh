@@ -63,6 +63,9 @@ if [ "$OURS" != ./train_gpt_fp8_cpu ] && [ ! -x "$OURS" ]; then
     echo "bench_cpu: -bin $OURS is not an executable file" >&2
     exit 1
 fi
+for p in $PRECS; do
+    case "$p" in fp32 | bf16 | fp8) ;; *) echo "bench_cpu: unknown precision '$p' (fp32, bf16, fp8)" >&2; exit 1 ;; esac
+done
 if [ -n "$LLMC" ] && [ ! -f "$LLMC/train_gpt2.c" ]; then
     echo "bench_cpu: $LLMC is not an llm.c checkout (no train_gpt2.c there)" >&2
     exit 1
@@ -139,9 +142,6 @@ echo "load: $([ "$LOAD" -gt 0 ] && echo "$LOAD competing OpenMP programs (dev/om
 echo "$THREADS threads, mean of steps 2..$STEPS, $([ "$CPU_TIME" -eq 1 ] && echo "CPU time per step" || echo "wall clock per step, as each program prints it")"
 printf "%-6s %-5s %5s %12s %12s %8s\n" shape prec round "ours ms" "llm.c ms" ratio
 
-for p in $PRECS; do
-    case "$p" in fp32 | bf16 | fp8) ;; *) echo "bench_cpu: unknown precision '$p' (fp32, bf16, fp8)" >&2; exit 1 ;; esac
-done
 for shape in $SHAPES; do
     case "$shape" in
         small) SIZE="-L 6 -C 384 -NH 6" ;;
