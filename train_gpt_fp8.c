@@ -113,7 +113,7 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
                        const float* bias, int B, int T, int C) {
     // out (B, T, C), mean and rstd (B, T) saved for the backward, inp (B, T, C), weight and bias (C)
     const float eps = 1e-5f;
-#pragma omp parallel for if ((size_t)B * T * C > CPU_PARALLEL_MIN_ELEMENTS)
+#pragma omp parallel for if ((size_t)B * T * C > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     for (int bt = 0; bt < B * T; bt++) {
         const float* x = inp + (size_t)bt * C;
         float m = 0.0f;
@@ -159,7 +159,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
     // a time (the SIMD lanes run across channels). The two loops write different tensors, so they share one parallel
     // region and the threads go on from the first to the second without waiting.
     const int channel_block = 256;
-#pragma omp parallel if ((size_t)B * T * C > CPU_PARALLEL_MIN_ELEMENTS)
+#pragma omp parallel if ((size_t)B * T * C > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     {
 #pragma omp for nowait
         for (int bt = 0; bt < B * T; bt++) {
@@ -219,7 +219,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     if (dbias) {
         // per output a sum over rows in row order; the outputs are independent, so the SIMD lanes run across them
         const int chunk = 256;
-#pragma omp parallel for if (OC > chunk)
+#pragma omp parallel for if (OC > chunk && (size_t)rows * OC > CPU_PARALLEL_MIN_PASS_ELEMENTS)
         for (int o0 = 0; o0 < OC; o0 += chunk) {
             int n = OC - o0 < chunk ? OC - o0 : chunk;
             float db[256];
@@ -400,7 +400,7 @@ static inline int is_bf16_value(float x) { return (fp8_float_bits(x) & 0xFFFFu) 
 CPU_MULTIVERSION
 void gelu_forward(float* out, const float* inp, size_t N) {
     gelu_fill_tables();
-#pragma omp parallel for if (N > CPU_PARALLEL_MIN_ELEMENTS)
+#pragma omp parallel for if (N > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     for (size_t i = 0; i < N; i++) {
         float x = inp[i];
         out[i] = is_bf16_value(x) ? gelu_value_of_bf16[fp8_float_bits(x) >> 16] : gelu_value(x);
@@ -410,7 +410,7 @@ void gelu_forward(float* out, const float* inp, size_t N) {
 CPU_MULTIVERSION
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
     gelu_fill_tables();
-#pragma omp parallel for if (N > CPU_PARALLEL_MIN_ELEMENTS)
+#pragma omp parallel for if (N > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     for (size_t i = 0; i < N; i++) {
         float x = inp[i];
         float grad = is_bf16_value(x) ? gelu_derivative_of_bf16[fp8_float_bits(x) >> 16] : gelu_derivative(x);
@@ -604,7 +604,7 @@ static LinearPrecision gpt2_linear_precision(const GPT2* m) {
 CPU_MULTIVERSION
 static void round_to_storage(const GPT2* model, float* x, size_t n) {
     if (model->precision == PRECISION_FP32) { return; }
-#pragma omp parallel for if (n > CPU_PARALLEL_MIN_ELEMENTS)
+#pragma omp parallel for if (n > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     for (size_t i = 0; i < n; i++) { x[i] = bf16_round(x[i]); }
 }
 
@@ -1063,24 +1063,30 @@ void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, flo
     float clip_scale = grad_norm > grad_clip ? grad_clip / grad_norm : 1.0f;
     float bias1 = 1.0f - powf(beta1, (float)t), bias2 = 1.0f - powf(beta2, (float)t);
     const ZeroShard* shard = &model->shard;
-    size_t offset = 0;
-    for (int tensor = 0; tensor < NUM_PARAMETER_TENSORS; tensor++) {
-        float decay = parameter_tensor_is_2d(tensor) ? weight_decay : 0.0f;
-        size_t n = model->param_sizes[tensor], lo, hi;
-        if (zero_shard_overlap(shard, offset, n, &lo, &hi)) {
-#pragma omp parallel for if (hi - lo > CPU_PARALLEL_MIN_ELEMENTS)
-            for (size_t i = lo; i < hi; i++) {
-                size_t k = i - shard->offset;  // the moments are stored for the shard only
-                float grad = model->grads_memory[i] * clip_scale;
-                float m = beta1 * model->m_memory[k] + (1.0f - beta1) * grad;
-                float v = beta2 * model->v_memory[k] + (1.0f - beta2) * grad * grad;
-                model->m_memory[k] = m;
-                model->v_memory[k] = v;
-                float m_hat = m / bias1, v_hat = v / bias2;
-                model->master_memory[i] -= learning_rate * (m_hat / (sqrtf(v_hat) + eps) + decay * model->master_memory[i]);
+    // one parallel region for all the tensors: each thread goes on to the next tensor without waiting (every element
+    // is updated on its own), so the step pays one barrier here rather than one per tensor
+#pragma omp parallel if (shard->count > CPU_PARALLEL_MIN_ELEMENTS)
+    {
+        size_t offset = 0;
+        for (int tensor = 0; tensor < NUM_PARAMETER_TENSORS; tensor++) {
+            float decay = parameter_tensor_is_2d(tensor) ? weight_decay : 0.0f;
+            size_t n = model->param_sizes[tensor], lo, hi;
+            if (zero_shard_overlap(shard, offset, n, &lo, &hi)) {
+#pragma omp for nowait
+                for (size_t i = lo; i < hi; i++) {
+                    size_t k = i - shard->offset;  // the moments are stored for the shard only
+                    float grad = model->grads_memory[i] * clip_scale;
+                    float m = beta1 * model->m_memory[k] + (1.0f - beta1) * grad;
+                    float v = beta2 * model->v_memory[k] + (1.0f - beta2) * grad * grad;
+                    model->m_memory[k] = m;
+                    model->v_memory[k] = v;
+                    float m_hat = m / bias1, v_hat = v / bias2;
+                    model->master_memory[i] -=
+                        learning_rate * (m_hat / (sqrtf(v_hat) + eps) + decay * model->master_memory[i]);
+                }
             }
+            offset += n;
         }
-        offset += n;
     }
 }
 

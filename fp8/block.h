@@ -216,7 +216,7 @@ static inline void fp8_quantize_blocks_isa(CpuIsa isa, uint8_t* out, float* dequ
     uint32_t scale_min_bits = fp8_float_bits(range ? range->scale_min : INFINITY);
     uint32_t scale_max_bits = fp8_float_bits(range ? range->scale_max : 0.0f);
 #pragma omp parallel for reduction(max : amax_bits, scale_max_bits) reduction(min : scale_min_bits) \
-    reduction(+ : saturated, flushed) if (rows * cols > CPU_PARALLEL_MIN_ELEMENTS)
+    reduction(+ : saturated, flushed) if (rows * cols > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     for (size_t block = 0; block < num_blocks; block++) {
         size_t row0 = block / block_cols * (size_t)shape.rows, col0 = block % block_cols * (size_t)shape.cols;
         size_t row_end = row0 + (size_t)shape.rows < rows ? row0 + (size_t)shape.rows : rows;
@@ -279,7 +279,7 @@ static inline void fp8_quantize_blocks_columnwise(uint8_t* out_transposed, float
                                                   Fp8BlockScaleRange* range, float* scratch) {
     float* transposed = scratch;                        // (cols, rows)
     float* dequantized_transposed = scratch + rows * cols;  // (cols, rows)
-#pragma omp parallel for if (rows * cols > CPU_PARALLEL_MIN_ELEMENTS)
+#pragma omp parallel for if (rows * cols > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     for (size_t c = 0; c < cols; c++) {
         for (size_t r = 0; r < rows; r++) { transposed[c * rows + r] = inp[r * cols + c]; }
     }
@@ -287,7 +287,7 @@ static inline void fp8_quantize_blocks_columnwise(uint8_t* out_transposed, float
     fp8_quantize_blocks(out_transposed, dequantized ? dequantized_transposed : NULL, block_scale_inv, transposed, cols,
                         rows, shape, cast, amax, stats, range);
     if (!dequantized) { return; }
-#pragma omp parallel for if (rows * cols > CPU_PARALLEL_MIN_ELEMENTS)
+#pragma omp parallel for if (rows * cols > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     for (size_t r = 0; r < rows; r++) {
         for (size_t c = 0; c < cols; c++) { dequantized[r * cols + c] = dequantized_transposed[c * rows + r]; }
     }

@@ -35,6 +35,15 @@ typedef enum { CPU_ISA_BASELINE = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2, CPU_N
 // it: those loops have no reductions across elements, or reduce in a fixed order.)
 #define CPU_PARALLEL_MIN_ELEMENTS ((size_t)1 << 16)
 
+// Passes that stream a tensor once or twice with little arithmetic per element (a bf16 rounding, an FP8 cast or its
+// amax, a dequantization, a transpose, a bias gradient's column sums, LayerNorm, GELU's table look-ups) run on one
+// thread up to this many elements, as llm.c runs its LayerNorm and GELU: such a pass over a million floats takes well
+// under a millisecond on one core, so a second thread saves a few hundred microseconds at most, while on a machine
+// other jobs are using, the barrier that ends a parallel region waits for a thread the scheduler has parked, a time
+// slice of several milliseconds, every time. A step makes several such passes per linear layer (more in bf16 and fp8
+// modes than in fp32): below this they would be most of its barriers. (Results never depend on it either.)
+#define CPU_PARALLEL_MIN_PASS_ELEMENTS ((size_t)1 << 20)
+
 // The element-wise layer functions of the CPU trainer, compiled three times (x86-64, AVX2, AVX-512) by GCC's
 // function multiversioning, the version picked once when the program loads: their loops vectorize across independent
 // results only, so every version gives the same floats.

@@ -31,7 +31,7 @@ ulp, and the diagnostics count it as saturated), at the price of a second read o
 CPU_MULTIVERSION
 static inline float fp8_amax(const float* x, size_t n) {
     uint32_t amax_bits = 0u;
-#pragma omp parallel for reduction(max : amax_bits) if (n > CPU_PARALLEL_MIN_ELEMENTS)
+#pragma omp parallel for reduction(max : amax_bits) if (n > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     for (size_t i = 0; i < n; i++) {
         uint32_t magnitude_bits = fp8_float_bits(x[i]) & 0x7FFFFFFFu;
         if (magnitude_bits > amax_bits) { amax_bits = magnitude_bits; }
@@ -42,7 +42,7 @@ static inline float fp8_amax(const float* x, size_t n) {
 // The same over bf16 storage: a bf16 is the top half of a float, so its magnitude bits shifted up are the float's.
 static inline float fp8_amax_bf16(const uint16_t* x, size_t n) {
     uint32_t amax_bits = 0u;
-#pragma omp parallel for reduction(max : amax_bits) if (n > CPU_PARALLEL_MIN_ELEMENTS)
+#pragma omp parallel for reduction(max : amax_bits) if (n > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     for (size_t i = 0; i < n; i++) {
         uint32_t magnitude_bits = ((uint32_t)x[i] << 16) & 0x7FFFFFFFu;
         if (magnitude_bits > amax_bits) { amax_bits = magnitude_bits; }

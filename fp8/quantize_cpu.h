@@ -102,7 +102,8 @@ static inline void fp8_quantize_isa(CpuIsa isa, uint8_t* out, const float* inp, 
     // In chunks, which count in 32 bits; the max of bit patterns and the counts do not depend on how the chunks are
     // split among threads.
     const size_t chunk = CPU_PARALLEL_MIN_ELEMENTS;
-#pragma omp parallel for reduction(max : amax_bits) reduction(+ : saturated, flushed) if (n > chunk)
+#pragma omp parallel for reduction(max : amax_bits) reduction(+ : saturated, flushed) \
+    if (n > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     for (size_t start = 0; start < n; start += chunk) {
         size_t len = n - start < chunk ? n - start : chunk;
         Fp8ChunkStats c = quantize_chunk(out + start, inp + start, len, format, scale);
@@ -148,7 +149,7 @@ static inline void fp8_dequantize(float* out, const uint8_t* inp, size_t n, Fp8F
     float decoded[256];
     fp8_decode_table(decoded, format);
     const size_t chunk = CPU_PARALLEL_MIN_ELEMENTS;
-#pragma omp parallel for if (n > chunk)
+#pragma omp parallel for if (n > CPU_PARALLEL_MIN_PASS_ELEMENTS)
     for (size_t start = 0; start < n; start += chunk) {
         fp8_dequantize_chunk(out + start, inp + start, n - start < chunk ? n - start : chunk, decoded, scale_inv);
     }
