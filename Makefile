@@ -133,6 +133,15 @@ GPU_ANSWER := $(shell ./scripts/has_gpu.sh 2>&1)
 ifeq ($(origin GPU),undefined)
   GPU := $(if $(filter GPU,$(firstword $(GPU_ANSWER))),1,0)
 endif
+# OpenMP threads that wait at a barrier sleep instead of spinning, in every program make runs (the tests too), unless
+# the environment says otherwise. Why: libgomp's default spins a waiting thread for a while first; on a machine other
+# jobs share, the thread it waits for has often been parked by the OS, and the spinning one takes the core it needs,
+# so a parallel region can cost a scheduler time slice. Measured with dev/bench_cpu.sh -load 2 (two competing OpenMP
+# programs; RESULTS.md, 2026-11-27): the CPU trainer's fp8 step of the small shape went from 0.75-1.10x llm.c's time
+# to 0.38-0.40x, and on a quiet machine the two policies measured the same. libgomp reads it once, before main(), so
+# it is set where programs are started: here, in scripts/compare_bf16_fp8.sh, and by you (doc/building.md).
+OMP_WAIT_POLICY ?= passive
+export OMP_WAIT_POLICY
 # the trainer `make train` runs: the CUDA one only where it can be built and run
 TRAINER ?= $(if $(and $(NVCC),$(filter 1,$(GPU))),train_gpt_fp8,train_gpt_fp8_cpu)
 

@@ -139,6 +139,7 @@ if [ "$LOAD" -gt 0 ]; then
 fi
 echo "ours $([ "$OURS" = ./train_gpt_fp8_cpu ] || echo "-bin $OURS, this tree ")$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)'): $(grep -m 1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(getconf _NPROCESSORS_ONLN) cores, load average $(cut -d ' ' -f 1-3 /proc/loadavg)"
 echo "load: $([ "$LOAD" -gt 0 ] && echo "$LOAD competing OpenMP programs (dev/omp_load.c, $THREADS threads each, parallel loops of 65536 floats back to back)" || echo "none started here")"
+echo "OMP_WAIT_POLICY of both programs: ${OMP_WAIT_POLICY:-unset (the libgomp default: spin a while, then sleep)}"
 echo "$THREADS threads, mean of steps 2..$STEPS, $([ "$CPU_TIME" -eq 1 ] && echo "CPU time per step" || echo "wall clock per step, as each program prints it")"
 printf "%-6s %-5s %5s %12s %12s %8s\n" shape prec round "ours ms" "llm.c ms" ratio
 

@@ -30,11 +30,13 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
+# waiting OpenMP threads sleep instead of spinning (the Makefile says why), unless the caller chose a policy
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 # ---------------------------------------------------------------------------------------------------------------------
 # The defaults, in one place. The CPU model is 128 wide because blockwise scaling casts in blocks of 128 along C, 3C,
-# 4C and B*T (mxfp8 in blocks of 32); five runs of it, 600 steps each, take about a minute on 2 idle cores (README:
-# "What each command does"). The GPU ones train GPT-2 small (d12).
+# 4C and B*T (mxfp8 in blocks of 32); five runs of it, 600 steps each, take about a minute on 2 idle cores
+# (doc/building.md). The GPU ones train GPT-2 small (d12).
 CPU_MODEL=(-L 2 -C 128 -NH 4 -b 8 -t 64 -v 50 -m 8 -l 4e-3 -u 20 -q 0.1)
 CPU_STEPS=600
 # A gap of an FP8 run's final val loss to BF16's smaller than CPU_NOISE_PCT percent reads "within noise"

@@ -49,6 +49,7 @@ cat >"$TMP/fake/train_gpt_fp8_cpu" <<'EOF'
 [[ " $* " == *" -x 0 "* ]] && exit 0  # -x 0: no step
 out=$(sed -E 's/.* -o ([^ ]+) .*/\1/' <<<" $* ")  # every run the same losses: a gap of 0
 mkdir -p "$out" && printf 's:0 tel:6.9315\ns:1 trl:6.9000 lr:0.000400 norm:1.00\ns:600 tel:4.5000\n' >"$out/main.log"
+echo "${OMP_WAIT_POLICY-unset}" >"$out/omp_wait_policy"  # what libgomp would read
 echo "val loss 6.931472"
 for step in 1 2 300 600; do
     echo "step $(printf '%4d' $step)/600 | loss 4.123456 | norm 0.7580 | lr 4.00e-04 | 155.00 ms | 123456 tok/s | ETA 12m34s"
@@ -76,6 +77,21 @@ if grep -q "^fp8 delayed vs bf16: final val 4.5000 vs 4.5000 (+0.00%): within no
     pass compare_gap_within_noise
 else
     fail compare_gap_within_noise "$(grep -m 3 -e ' vs bf16' -e error "$TMP/bar.out")"
+fi
+# the runs' OpenMP threads sleep when they wait (OMP_WAIT_POLICY=passive, the Makefile says why), unless the caller
+# chose a policy; make exports the same default to every program it runs
+env -u OMP_WAIT_POLICY DATA="$TMP/tiny" OUT="$TMP/policy" TRAINER="$TMP/fake/train_gpt_fp8_cpu" STEPS=10 \
+    ./scripts/compare_bf16_fp8.sh >/dev/null 2>&1
+policy_default=$(cat "$TMP/policy/fp8/omp_wait_policy" 2>/dev/null)
+compare STEPS=10 OMP_WAIT_POLICY=active >/dev/null 2>&1
+policy_chosen=$(cat "$TMP/compare/fp8/omp_wait_policy" 2>/dev/null)
+policy_make=$(env -u OMP_WAIT_POLICY make -s --eval 'show_policy: ; @echo "$$OMP_WAIT_POLICY"' show_policy 2>&1)
+policy_make_chosen=$(OMP_WAIT_POLICY=active make -s --eval 'show_policy: ; @echo "$$OMP_WAIT_POLICY"' show_policy 2>&1)
+if [ "$policy_default" = passive ] && [ "$policy_chosen" = active ] && [ "$policy_make" = passive ] &&
+    [ "$policy_make_chosen" = active ]; then
+    pass omp_wait_policy_passive_unless_chosen
+else
+    fail omp_wait_policy_passive_unless_chosen "make train's runs: '$policy_default', chosen active: '$policy_chosen'; make: '$policy_make', chosen active: '$policy_make_chosen'"
 fi
 check compare_steps_0 "compare_bf16_fp8: error: STEPS=0: expected the steps of each run, a whole number from 1" compare STEPS=0
 check compare_steps_word "compare_bf16_fp8: error: STEPS=many: expected" compare STEPS=many
