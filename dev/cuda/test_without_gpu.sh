@@ -44,8 +44,9 @@ if [ "$?" -eq 0 ] && printf '%s\n' "$out" | head -n 1 | grep -q "^usage: train_g
 else
     fail train_gpt_fp8_help_names_it "$(printf '%s\n' "$out" | head -n 1)"
 fi
-if printf '%s\n' "$out" | grep -q "blockwise on Hopper's block-scaled GEMMs" &&
-    printf '%s\n' "$out" | grep -q "it measures MXFP8's accuracy, not its speed"; then
+flat=$(printf '%s\n' "$out" | tr -s ' \n' '  ')  # -h wraps its text at 80 columns
+if grep -q "blockwise on Hopper's block-scaled GEMMs" <<<"$flat" &&
+    grep -q "it measures MXFP8's accuracy, not its speed" <<<"$flat"; then
     pass train_gpt_fp8_help_says_what_the_block_recipes_run_on
 else
     fail train_gpt_fp8_help_says_what_the_block_recipes_run_on "$out"
