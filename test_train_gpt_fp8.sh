@@ -41,7 +41,10 @@ last_val() { grep -E '^s:[0-9]+ tel:' "$1" | tail -n 1 | sed -E 's/.*tel:([0-9.]
 STEPS=${TEST_TRAIN_STEPS:-300}
 # ln(1024) = 6.93 at the start; a unigram model (token frequencies alone) scores 5.81 on the val split and a bigram
 # model 4.15, so a val loss below 5.3 means the model learned to use context. (Measured: about 5.0 after 300 steps.)
+# A shorter run must at least beat the unigram model: make test SANITIZE=1 trains 100 steps (TEST_TRAIN_STEPS=100; it
+# looks for memory errors, the plain pass for learning), which measured 5.25-5.55 in every precision and recipe.
 THRESHOLD=5.3
+[ "$STEPS" -ge 300 ] || THRESHOLD=5.81
 # One training run: its final val loss below THRESHOLD.
 train_case() {  # name, model flags, precision flags
     local p=$1 model=$2 precision_flags=$3 v
