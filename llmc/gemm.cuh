@@ -5,10 +5,12 @@ llmc/gemm.cuh — every GEMM of the trainers through cuBLASLt, BF16 and FP8, wri
 
 which is cuBLASLt's column-major "TN" problem D (m = out_cols, n = rows) = A^T (A = weight, k x m) * B (B = inp,
 k x n). Hopper's FP8 GEMMs accept only TN, and every GEMM of a linear layer can be put in this form given the
-transposed FP8 copies the cast kernels make:
-    fprop  out = X @ W^T            gemm(out, W,   X,   k = C)      E4M3 x E4M3, fast accumulation
-    dgrad  dX  = dY @ W  = dY @ (W^T)^T       gemm(dX, W^T, dY,  k = OC)     E4M3 x E5M2
-    wgrad  dW  = dY^T @ X = dY^T @ (X^T)^T    gemm(dW, X^T, dY^T, k = B*T)  E4M3 x E5M2, may accumulate in fp32
+transposed FP8 copies the cast kernels make. gemm_multiply takes the two operands (GemmOperand: the (outer, k) matrix
+the product reads, stored k-major or transposed, with its type and scales) and the output (GemmOutput):
+    fprop  out = X @ W^T     inp X (B*T, k = C),     weight W (OC, k = C)        E4M3 x E4M3, fast accumulation
+    dgrad  dX  = dY @ W      inp dY (B*T, k = OC),   weight W^T (C, k = OC)      E4M3 x E5M2
+    wgrad  dW  = dY^T @ X    inp dY^T (OC, k = B*T), weight X^T (C, k = B*T)     E4M3 x E5M2, may accumulate in fp32
+In BF16 the transposes are not made: W, X and dY are read as stored (k_major 0), which cuBLASLt allows for bf16.
 For FP8 the operands' scale_inv device pointers go to cuBLASLt as the A and B scales, so the product is rescaled
 inside the GEMM and nothing is dequantized. Fast accumulation (FP8 partial sums kept at lower precision) is for
 fprop only, as in Transformer Engine: gradients accumulate over the whole batch and need the full fp32 path.
@@ -26,12 +28,12 @@ FP8 operands must be 16-byte aligned (checked, one line). When no algorithm fits
 transposes, alignments and epilogue.
 32 MiB workspace, the size cuBLASLt's Hopper kernels ask for.
 
-Block-scaled GEMMs (-fp8_recipe blockwise; gemm_tn_block_scaled): each FP8 operand comes with an array of fp32
-scale_invs, one per 1x128 block along k (CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F: activations and gradients) or per
-128x128 tile (BLK128x128_32F: weights), in the layouts fp8/block.h documents; the scale modes are set on the plan's
-descriptor (CUBLASLT_MATMUL_DESC_A/B_SCALE_MODE) and are part of its key. cuBLASLt runs them on compute capability 9.0
-only, from 12.9 on (gemm_block_scaling_check), without fast accumulation, and never with both operands in tiles.
-NEVER RUN ON A GPU: dev/cuda/fp8_block_gemm checks them against the CPU on the dequantized operands.
+Block-scaled GEMMs (-fp8_recipe blockwise): each FP8 operand comes with an array of fp32 scale_invs, one per 1x128
+block along k (CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F: activations and gradients) or per 128x128 tile
+(BLK128x128_32F: weights), in the layouts fp8/block.h documents; the scale modes are set on the plan's descriptor
+(CUBLASLT_MATMUL_DESC_A/B_SCALE_MODE) and are part of its key. cuBLASLt runs them on compute capability 9.0 only, from
+12.9 on (gemm_block_scaling_check), without fast accumulation and without a bias epilogue (cuBLASLt documents only the
+default one: the trainer puts the bias in the output first and accumulates), and never with both operands in tiles.
 
 Scale pointers: cuBLASLt (13.1, on an H200) refuses an FP8 GEMM at the call, CUBLAS_STATUS_NOT_SUPPORTED after its
 heuristic had found an algorithm, when the A or B scale pointer is not 16-byte aligned (it ran with them at 16 and at
@@ -326,23 +328,68 @@ static inline const float* gemm_aligned_scale_inv(GemmContext* ctx, int plan_ind
     return cell;
 }
 
-// The general form, in cuBLASLt's column-major terms: D (m, n) = op(A) (m, k) @ op(B) (k, n) (+ bias (m)) (+ D).
-// A is stored (k, m) when trans_a, else (m, k); B is stored (n, k) when trans_b, else (k, n) (column-major, so a
-// row-major (r, c) array is a column-major (c, r) one). FP8 operands need trans_a = 1, trans_b = 0 on Hopper, 16-byte
-// alignment and their scale_inv device pointers; bias is bf16 or NULL.
-// With block scale modes (gemm_tn_block_scaled) a_scale_inv and b_scale_inv are whole arrays in cuBLASLt's layouts
-// (fp8/block.h), 16-byte aligned as cuBLASLt requires (checked: they are not copied into the plan's cell).
-static inline void gemm_lt_scaled(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* a,
-                                  cudaDataType_t a_type, const float* a_scale_inv, int a_scale_mode, int trans_a,
-                                  const void* b, cudaDataType_t b_type, const float* b_scale_inv, int b_scale_mode,
-                                  int trans_b, const void* bias, int m, int n, int k, int accumulate, int fast_accum,
-                                  cudaStream_t stream) {
-    GemmKey key = gemm_key(out, out_type, a, a_type, trans_a, b, b_type, trans_b, bias, m, n, k, accumulate, fast_accum,
-                           a_scale_mode, b_scale_mode);
-    int block_scaled = gemm_scale_mode_is_block(a_scale_mode) || gemm_scale_mode_is_block(b_scale_mode);
+// One operand of a GEMM, as it lies in memory: the (outer, k) matrix the product reads, stored row-major as it is
+// (k_major 1: k contiguous) or as its transpose (k_major 0: stored (k, outer)); its type; for FP8 its scale_inv device
+// pointer: one value (scale_mode CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, 0) or an array in the layout of a block
+// mode (VEC128_32F: 1x128 blocks along k, [k/128][round_up(outer, 4)]; BLK128x128_32F: 128x128 tiles,
+// [outer/128][round_up(k/128, 4)]; fp8/block.h). Hopper's FP8 GEMMs read only k-major operands (the TN layout): an
+// FP8 tensor that a GEMM reduces over its rows is given as its transposed copy, which the casts make.
+typedef struct {
+    const void* data;
+    cudaDataType_t type;
+    int outer, k;
+    int k_major;
+    const float* scale_inv;
+    int scale_mode;  // cublasLtMatmulMatrixScale_t
+} GemmOperand;
+
+// The output of a GEMM: out (rows, out_cols) row-major, bf16 or fp32, with a bf16 bias (out_cols) added in the
+// epilogue (NULL: none; scalar scales only: cuBLASLt documents no bias epilogue for Hopper's block-scaled GEMMs), and
+// out's old values added when accumulating (beta 1).
+typedef struct {
+    void* data;
+    cudaDataType_t type;
+    const void* bias;
+    int accumulate;
+} GemmOutput;
+
+static inline GemmOperand gemm_operand(const void* data, cudaDataType_t type, int outer, int k, int k_major,
+                                       const float* scale_inv, int scale_mode) {
+    GemmOperand op = {data, type, outer, k, k_major, scale_inv, scale_mode};
+    return op;
+}
+
+// The trainers' one GEMM, in their row-major terms: out (inp.outer, weight.outer) = inp @ weight^T (+ bias) (+ out),
+// each operand as it is stored (the top: every GEMM of a linear layer is one of these). In cuBLASLt's column-major
+// terms D (m = weight.outer, n = inp.outer) = op(A = weight) @ op(B = inp), A transposed when the weight is k-major,
+// B when the input is not. FP8 operands need the TN layout (both k-major), 16-byte alignment and their scale_invs;
+// fast accumulation applies to FP8 only (the trainers ask for it in fprop with scalar scales). With block scale modes
+// the scale_invs are whole arrays, 16-byte aligned as cuBLASLt requires (checked: they are not copied into the plan's
+// cell); cuBLASLt runs them on compute capability 9.0 with 12.9 or later only (gemm_block_scaling_check).
+static inline void gemm_multiply(GemmContext* ctx, const GemmOutput* out, const GemmOperand* weight,
+                                 const GemmOperand* inp, int fast_accum, cudaStream_t stream) {
+    int trans_a = weight->k_major, trans_b = !inp->k_major;
+    int m = weight->outer, n = inp->outer, k = weight->k;
+    const float* a_scale_inv = weight->scale_inv;
+    const float* b_scale_inv = inp->scale_inv;
+    GemmKey key = gemm_key(out->data, out->type, weight->data, weight->type, trans_a, inp->data, inp->type, trans_b,
+                           out->bias, m, n, k, out->accumulate, fast_accum, weight->scale_mode, inp->scale_mode);
+    int block_scaled = gemm_scale_mode_is_block(weight->scale_mode) || gemm_scale_mode_is_block(inp->scale_mode);
     char problem[640];
+    if (inp->k != weight->k) {
+        gemm_describe(problem, sizeof(problem), &key);
+        fprintf(stderr, "error: GEMM operands reduce over different lengths (weight k %d, input k %d): %s\n", weight->k,
+                inp->k, problem);
+        exit(1);
+    }
     if (gemm_problem_check(&key, problem, sizeof(problem))) {
         fprintf(stderr, "error: %s\n", problem);
+        exit(1);
+    }
+    if (block_scaled && out->bias) {
+        gemm_describe(problem, sizeof(problem), &key);
+        fprintf(stderr, "error: a block-scaled GEMM has no bias epilogue (add the bias to the output first): %s\n",
+                problem);
         exit(1);
     }
     GemmPlan* plan = NULL;
@@ -368,14 +415,14 @@ static inline void gemm_lt_scaled(GemmContext* ctx, void* out, cudaDataType_t ou
         b_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 1, b_scale_inv, stream);
     }
     if (new_plan) {
-        gemm_plan_build(ctx, plan, &key, a_scale_inv, b_scale_inv, bias);
+        gemm_plan_build(ctx, plan, &key, a_scale_inv, b_scale_inv, out->bias);
     } else {
-        gemm_plan_set_pointers(plan, a_scale_inv, b_scale_inv, bias);
+        gemm_plan_set_pointers(plan, a_scale_inv, b_scale_inv, out->bias);
     }
-    const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-    cublasStatus_t status = cublasLtMatmul(ctx->handle, plan->desc, &alpha, a, plan->a_layout, b, plan->b_layout, &beta,
-                                           out, plan->d_layout, out, plan->d_layout, &plan->algo, ctx->workspace,
-                                           GEMM_WORKSPACE_BYTES, stream);
+    const float alpha = 1.0f, beta = out->accumulate ? 1.0f : 0.0f;
+    cublasStatus_t status = cublasLtMatmul(ctx->handle, plan->desc, &alpha, weight->data, plan->a_layout, inp->data,
+                                           plan->b_layout, &beta, out->data, plan->d_layout, out->data, plan->d_layout,
+                                           &plan->algo, ctx->workspace, GEMM_WORKSPACE_BYTES, stream);
     if (status != CUBLAS_STATUS_SUCCESS) {
         gemm_describe(problem, sizeof(problem), &key);
         fprintf(stderr, "error: cuBLASLt matmul failed: %s (%s) for %s\n", cublasGetStatusName(status),
@@ -384,32 +431,31 @@ static inline void gemm_lt_scaled(GemmContext* ctx, void* out, cudaDataType_t ou
     }
 }
 
-// gemm_lt_scaled with one scale_inv per operand (or none: BF16)
+// The positional forms the callers are moving off (removed once none is left).
+static inline void gemm_lt_scaled(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* a,
+                                  cudaDataType_t a_type, const float* a_scale_inv, int a_scale_mode, int trans_a,
+                                  const void* b, cudaDataType_t b_type, const float* b_scale_inv, int b_scale_mode,
+                                  int trans_b, const void* bias, int m, int n, int k, int accumulate, int fast_accum,
+                                  cudaStream_t stream) {
+    GemmOutput o = {out, out_type, bias, accumulate};
+    GemmOperand weight = gemm_operand(a, a_type, m, k, trans_a, a_scale_inv, a_scale_mode);
+    GemmOperand inp = gemm_operand(b, b_type, n, k, !trans_b, b_scale_inv, b_scale_mode);
+    gemm_multiply(ctx, &o, &weight, &inp, fast_accum, stream);
+}
 static inline void gemm_lt(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* a, cudaDataType_t a_type,
                            const float* a_scale_inv, int trans_a, const void* b, cudaDataType_t b_type,
                            const float* b_scale_inv, int trans_b, const void* bias, int m, int n, int k, int accumulate,
                            int fast_accum, cudaStream_t stream) {
-    gemm_lt_scaled(ctx, out, out_type, a, a_type, a_scale_inv, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, trans_a, b,
-                   b_type, b_scale_inv, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, trans_b, bias, m, n, k, accumulate,
-                   fast_accum, stream);
+    gemm_lt_scaled(ctx, out, out_type, a, a_type, a_scale_inv, 0, trans_a, b, b_type, b_scale_inv, 0, trans_b, bias,
+                   m, n, k, accumulate, fast_accum, stream);
 }
-
-// The trainers' row-major form: out (rows, out_cols) = inp (rows, k) @ weight (out_cols, k)^T (+ bias) (+ out), the
-// TN problem described at the top. weight_scale_inv / inp_scale_inv: device pointers for FP8 operands, else NULL.
 static inline void gemm_tn(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* weight,
                            cudaDataType_t weight_type, const float* weight_scale_inv, const void* inp,
                            cudaDataType_t inp_type, const float* inp_scale_inv, const void* bias, int rows,
                            int out_cols, int k, int accumulate, int fast_accum, cudaStream_t stream) {
-    gemm_lt(ctx, out, out_type, weight, weight_type, weight_scale_inv, 1, inp, inp_type, inp_scale_inv, 0, bias, out_cols,
-            rows, k, accumulate, fast_accum, stream);
+    gemm_lt(ctx, out, out_type, weight, weight_type, weight_scale_inv, 1, inp, inp_type, inp_scale_inv, 0, bias,
+            out_cols, rows, k, accumulate, fast_accum, stream);
 }
-
-// The block-scaled form (-fp8_recipe blockwise): gemm_tn's out = inp @ weight^T with each FP8 operand's scale_invs
-// in blocks, `weight_scale_mode` / `inp_scale_mode` CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F (1x128 blocks along k,
-// [k/128][round_up(rows, 4)]) or BLK128x128_32F (128x128 tiles, [rows/128][round_up(k/128, 4)]), fp8/block.h's
-// layouts. No bias epilogue (cuBLASLt documents only the default one for Hopper's block-scaled GEMMs; the trainer puts
-// the bias in `out` first and accumulates) and no fast accumulation (not allowed with block scales). Hopper (compute
-// capability 9.0) and cuBLASLt 12.9 or later only: gemm_block_scaling_check says whether this GPU and library have it.
 static inline void gemm_tn_block_scaled(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* weight,
                                         cudaDataType_t weight_type, const float* weight_scale_inv,
                                         int weight_scale_mode, const void* inp, cudaDataType_t inp_type,
