@@ -36,8 +36,7 @@ differing bf16 roundings on a tensor's path), computed there, and printed beside
 The tests above the cuDNN ones run the plain attention (-attn plain), so that they check the rest of the trainer
 whatever cuDNN does.
 The per-kernel checks (cast bytes, update rule bit-exact on random histories, GEMMs, current scaling's amax pass) are
-dev/cuda/fp8_quantize, fp8_update, fp8_gemm, fp8_current_scaling, fp8_block_quantize and fp8_block_gemm. STATUS: run
-on an H200 and an H100 (RESULTS.md) but for the block recipes' tests, which have never run on a GPU.
+dev/cuda/fp8_quantize, fp8_update, fp8_gemm, fp8_current_scaling, fp8_block_quantize and fp8_block_gemm.
 
 Build: make test_gpt_fp8    Run: ./test_gpt_fp8    (prints one line and exits 1 without a GPU)
 */
@@ -577,7 +576,7 @@ static void test_fp8_cast_bytes_and_amaxes(void) {
     const floatX* last_gelu = forward_input_of(&gpu, L - 1, LINEAR_FCPROJ, scratch, gpu.params_memory);
     cudaCheck(cudaMemcpy(gelu, last_gelu, n * 2, cudaMemcpyDeviceToHost));
     cudaCheck(cudaFree(scratch));
-    cudaCheck(cudaMemcpy(bytes, gpu.x_fp8, n, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(bytes, gpu.fp8_x.codes, n, cudaMemcpyDeviceToHost));
     float scale;
     cudaCheck(cudaMemcpy(&scale, gpu::slot_scale(&gpu, fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_INPUT)), 4,
                          cudaMemcpyDeviceToHost));
@@ -585,7 +584,7 @@ static void test_fp8_cast_bytes_and_amaxes(void) {
     fp8_quantize_bf16(want, gelu, n, FP8_E4M3, scale, &amax, NULL);
     // R1: the same bf16 values, the same scale, the same rounding
     CHECK(memcmp(bytes, want, n) == 0, "fcproj input: GPU FP8 bytes differ from the CPU quantization (R1)");
-    check_kept_input_t(&gpu, module, gpu.x_fp8, TB * TT, "fcproj input");
+    check_kept_input_t(&gpu, module, gpu.fp8_x.codes, TB * TT, "fcproj input");
     gpt2_backward(&gpu, 1.0f);
     cudaCheck(cudaDeviceSynchronize());
     gpt2_zero_grad(&cpu);
@@ -829,7 +828,7 @@ static void test_fp8_current_scaling_casts(void) {
     int module = (L - 1) * LINEARS_PER_BLOCK + LINEAR_FCPROJ;
     gpu::LinearModule lm = linear_module(&gpu, module);
     int w_slot = fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_WEIGHT);
-    check_current_cast(&gpu, w_slot, lm.weight, gpu.weight_fp8 + gpu.weight_fp8_offset[module], (size_t)lm.OC * lm.IC,
+    check_current_cast(&gpu, w_slot, lm.weight, gpu.fp8_weight.codes + gpu.weight_fp8_offset[module], (size_t)lm.OC * lm.IC,
                        1.0f, "fcproj weight");
     int inputs[TB * TT], targets[TB * TT];
     Rng rng;
@@ -838,9 +837,9 @@ static void test_fp8_current_scaling_casts(void) {
     gpt2_forward(&gpu, inputs, targets, TB, TT);  // a training forward: recording, the logits kept for the backward
     int in_slot = fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_INPUT);
     size_t n = (size_t)TB * TT * 4 * C;
-    check_current_cast(&gpu, in_slot, gpu::layer_input(&gpu, gpu.acts.fch_gelu, LINEAR_FCPROJ, L - 1, 4 * C), gpu.x_fp8,
+    check_current_cast(&gpu, in_slot, gpu::layer_input(&gpu, gpu.acts.fch_gelu, LINEAR_FCPROJ, L - 1, 4 * C), gpu.fp8_x.codes,
                        n, 1.0f, "fcproj input");
-    check_kept_input_t(&gpu, module, gpu.x_fp8, TB * TT, "current scaling: fcproj input");
+    check_kept_input_t(&gpu, module, gpu.fp8_x.codes, TB * TT, "current scaling: fcproj input");
     size_t n_logits = (size_t)TB * TT * cpu.config.padded_vocab_size;
     float* logits = download_bf16(gpu.acts.logits, n_logits);
     float* state = download_floats(gpu.fp8.memory, gpu.fp8.num_floats);
@@ -1365,18 +1364,18 @@ static void fp8_block_casts(const char* recipe) {
     snprintf(what, sizeof(what), "%s fcproj weight", recipe);
     if (mxfp8) {
         check_block_cast(&gpu, w_slot, lm.weight, lm.OC, lm.IC, fp8_block_shape(FP8_SCALING_MXFP8, 1, 0), NULL, NULL,
-                         NULL, 0, gpu.weight_dequantized + w_off, what);
+                         NULL, 0, gpu.fp8_weight.dequantized + w_off, what);
         snprintf(what, sizeof(what), "%s fcproj weight, 32x1 blocks", recipe);
         check_block_cast(&gpu, w_slot, lm.weight, lm.OC, lm.IC, fp8_block_shape(FP8_SCALING_MXFP8, 1, 1), NULL, NULL,
-                         NULL, 0, gpu.weight_dequantized_columnwise + w_off, what);
+                         NULL, 0, gpu.fp8_weight.dequantized_t + w_off, what);
     } else {
         check_block_cast(&gpu, w_slot, lm.weight, lm.OC, lm.IC, fp8_block_shape(FP8_SCALING_BLOCKWISE, 1, 0),
-                         gpu.weight_fp8 + w_off, gpu.weight_t_fp8 + w_off,
-                         gpu.weight_scale_inv + gpu.weight_scale_offset[module], 1, NULL, what);
+                         gpu.fp8_weight.codes + w_off, gpu.fp8_weight.codes_t + w_off,
+                         gpu.fp8_weight.scale_inv + gpu.weight_scale_offset[module], 1, NULL, what);
         // W^T's tiles: the same scales, the tile grid transposed
-        float* scale_inv = download_floats(gpu.weight_scale_inv + gpu.weight_scale_offset[module],
+        float* scale_inv = download_floats(gpu.fp8_weight.scale_inv + gpu.weight_scale_offset[module],
                                            fp8_blk128_scale_floats((size_t)lm.OC, (size_t)lm.IC));
-        float* scale_inv_t = download_floats(gpu.weight_t_scale_inv + gpu.weight_t_scale_offset[module],
+        float* scale_inv_t = download_floats(gpu.fp8_weight.scale_inv_t + gpu.weight_t_scale_offset[module],
                                              fp8_blk128_scale_floats((size_t)lm.IC, (size_t)lm.OC));
         int same = 1;
         for (size_t i = 0; i < (size_t)lm.OC / 128; i++) {
@@ -1399,8 +1398,8 @@ static void fp8_block_casts(const char* recipe) {
     cudaCheck(cudaDeviceSynchronize());
     const floatX* x = gpu::layer_input(&gpu, gpu.acts.fch_gelu, LINEAR_FCPROJ, L - 1, lm.IC);  // (B*T, 4C): the last cast
     snprintf(what, sizeof(what), "%s fcproj input", recipe);
-    float amax = check_block_cast(&gpu, in_slot, x, n, lm.IC, fp8_block_shape(cpu.recipe.scaling, 0, 0), gpu.x_fp8,
-                                  NULL, gpu.x_scale_inv, 0, gpu.x_dequantized, what);
+    float amax = check_block_cast(&gpu, in_slot, x, n, lm.IC, fp8_block_shape(cpu.recipe.scaling, 0, 0), gpu.fp8_x.codes,
+                                  NULL, gpu.fp8_x.scale_inv, 0, gpu.fp8_x.dequantized, what);
     float window;
     cudaCheck(cudaMemcpy(&window, gpu.fp8_current_amax + in_slot, 4, cudaMemcpyDeviceToHost));
     CHECK(fp8_float_bits(window) == fp8_float_bits(amax), "%s: the slot's window amax %a, max|x| %a (R1)", what,

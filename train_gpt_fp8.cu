@@ -3,27 +3,25 @@ train_gpt_fp8.cu — the GPU trainer: the same GPT-2, flags, data, logs and chec
 (train_gpt_fp8.c), on cuBLASLt, with BF16 or FP8 (delayed, current, blockwise or mxfp8 scaling) for the four linear
 layers of every block.
 
-STATUS: run on one H200 (2026-11-26, RESULTS.md): test_gpt_fp8 against the CPU reference passes, and so does the
-step-by-step comparison with the CPU trainer (scripts/gpu_check.sh's xcheck). Several GPUs have not run it yet, and
-neither has its output-folder handling since it changed (the folder lock, checked log writes, version-4 checkpoints
-with checksums, -resume_step, -start_over, -max_skipped: llmc/run_folder.h, shared with the CPU trainer and tested
-there; gpu_check's train stage runs scripts/check_run_faults.sh on this trainer).
-
 Data flow of one FP8 linear layer (module), forward and backward, as in Transformer Engine on Hopper:
   forward   X bf16 --cast(scale[input], amax -> row 0)--> X fp8;  out = gemm(W fp8, X fp8) -> bf16 (+ bias)
   backward  dY bf16 --cast+transpose(scale[grad_output], amax -> row 0)--> dY fp8, dY^T fp8
             X  bf16 --cast+transpose(scale[input], no record: same bytes as the forward's)--> X^T fp8
             dX = gemm(W^T fp8, dY fp8)        dW += gemm(X^T fp8, dY^T fp8) (fp32)
   per step  update every slot (one launch) -> AdamW on fp32 masters -> W bf16 --cast+transpose(new scale)--> W, W^T fp8
-With -fp8_recipe current every cast that records is preceded by an amax pass that leaves the tensor's own scale in
-its slot (fp8_amax_scale in fp8/quantize.cuh), and the cast and GEMM read it there; the end-of-step launch only
-clears row 0; evaluation casts write their scales to scratch cells (fp8_eval_scales), so they change nothing.
-With -fp8_recipe blockwise or mxfp8 (fp8/block.h) every cast computes a scale per block in the kernel
-(fp8/block_quantize.cuh: one read of the bf16 tensor makes the rowwise and the columnwise copy it needs): blockwise
-feeds cuBLASLt's block-scaled GEMMs (linear_forward_blocks, linear_backward_blocks; compute capability 9.0 and
-cuBLASLt 12.9+, checked at start-up), mxfp8 is emulated: its casts' values dequantized to bf16 go through the BF16
-GEMMs (no Hopper GEMM takes E8M0 scales), so it shows MXFP8's accuracy, not its speed. STATUS: the block recipes
-have never run on a GPU (test_gpt_fp8's block tests and dev/cuda/fp8_block_* are ready for one).
+Every recipe goes through one cast entry point, linear_cast (TE's quantize dispatch): given which tensor of a module
+it makes (the forward's input, the backward's input, the output gradient, the weight) it returns a LinearOperand, the
+bf16 tensor and the FP8 copies the module's FP8 GEMMs read (rowwise for a GEMM reducing over its columns, columnwise,
+transposed, for one reducing over its rows), and a recipe's own cast makes those copies: the one switch on the recipe.
+linear_forward and linear_backward then read as the CPU's, whatever the recipe: cast, multiply (linear_gemm, on
+llmc/gemm.cuh's gemm_multiply), record. With -fp8_recipe current every cast that records is preceded by an amax pass
+that leaves the tensor's own scale in its slot (fp8_amax_scale in fp8/quantize.cuh), and the cast and GEMM read it
+there; the end-of-step launch only clears row 0; evaluation casts write their scales to scratch cells
+(fp8_eval_scales), so they change nothing. With -fp8_recipe blockwise or mxfp8 (fp8/block.h) every cast computes a
+scale per block in the kernel (fp8/block_quantize.cuh: one read of the bf16 tensor makes the rowwise and the
+columnwise copy it needs): blockwise feeds cuBLASLt's block-scaled GEMMs (compute capability 9.0 and cuBLASLt 12.9+,
+checked at start-up), mxfp8 is emulated: its casts' values dequantized to bf16 go through the BF16 GEMMs (no Hopper
+GEMM takes E8M0 scales), so it shows MXFP8's accuracy, not its speed.
 The BF16 path runs the same GEMMs on bf16 operands. LayerNorm, attention, GELU, residuals and the loss are bf16
 kernels, one family a header with its launchers (llmc/encoder.cuh, layernorm.cuh, gelu.cuh, fused_classifier.cuh,
 bias.cuh, global_norm.cuh, adamw.cuh); parameter gradients, master weights and AdamW moments are fp32.
@@ -38,7 +36,7 @@ the (B, NH, T, T) matrix per layer. Recompute (-r, llm.c's): 1 recomputes GELU i
 output per layer, 2 LayerNorm too (from the residual and the saved mean/rstd); the results are bit-identical. FP8
 with delayed or current scaling keeps, as TE does, what an FP8 wgrad reads: the forward's cast of a linear's input
 writes its transpose in the same pass, kept (1 byte an element) where the bf16 input (2 bytes) was, which the
-backward then neither keeps nor casts again (linear_cast_input; where -r drops the input, it is remade and cast).
+backward then neither keeps nor casts again (linear_cast; where -r drops the input, it is remade and cast).
 With delayed scaling GELU runs inside the FP8 casts beside it (llmc/gelu_fp8.cuh, TE's fused activation casts): the
 forward's in fcproj's input cast, the backward's in fc's grad_output cast, so neither bf16 tensor (B, T, 4C) is
 written and read back (gelu_fcproj_forward, gelu_fc_grad_output; the same bytes as the separate kernels). So does
@@ -50,7 +48,7 @@ free memory (one line saying what to change when it does not fit), then allocate
 
 Several GPUs: NCCL data parallelism with ZeRO-1 and one amax all-reduce per step (llmc/multi_gpu.cuh). The backward
 is deterministic (no float atomics), so the same data gives the same bits, run after run and across a resume.
-Not in this version yet (see README, Status): the fused casts with current scaling.
+The fused casts run with delayed scaling only (current scaling takes its scale from the tensor, after it is made).
 */
 #include <cuda_bf16.h>
 #include <cuda_profiler_api.h>
@@ -142,6 +140,40 @@ typedef struct {
     floatX* proj_out;   // (B, T, C) a projection's output before the residual add
 } ActivationTensors;
 
+// Where the casts of one kind of tensor write its FP8 copies (a recipe uses some; the others are NULL, size 0 in the
+// memory plan): a linear's input x or its output gradient dy (rows B*T), or a weight (rows OC; every module's at its
+// offsets, fp8_operand_buffers_at).
+typedef struct {
+    uint8_t* codes;         // rowwise: FP8 codes (rows, cols)
+    uint8_t* codes_t;       // columnwise: the transpose's codes (cols, rows)
+    float* scale_inv;       // blockwise: the rowwise codes' block scale_invs (VEC128; a weight's BLK128x128)
+    float* scale_inv_t;     // blockwise: the columnwise codes'
+    floatX* dequantized;    // mxfp8 (emulated): the rowwise copy's values dequantized, (rows, cols) bf16
+    floatX* dequantized_t;  // mxfp8 (emulated): the columnwise copy's, in the tensor's layout (rows, cols)
+} Fp8OperandBuffers;
+
+// One module's part of the weights' buffers: its codes and dequantized values at `offset` elements, its tile scales
+// at scale_offset / scale_t_offset floats (NULL stays NULL)
+static Fp8OperandBuffers fp8_operand_buffers_at(const Fp8OperandBuffers* all, size_t offset, size_t scale_offset,
+                                                size_t scale_t_offset) {
+    Fp8OperandBuffers b = {all->codes ? all->codes + offset : NULL, all->codes_t ? all->codes_t + offset : NULL,
+                           all->scale_inv ? all->scale_inv + scale_offset : NULL,
+                           all->scale_inv_t ? all->scale_inv_t + scale_t_offset : NULL,
+                           all->dequantized ? all->dequantized + offset : NULL,
+                           all->dequantized_t ? all->dequantized_t + offset : NULL};
+    return b;
+}
+
+// A module's tensor (rows, cols) as its GEMMs read it (TE's quantized tensor, with its rowwise and columnwise usages):
+// the bf16 tensor for a GEMM in BF16; for a GEMM in FP8 the rowwise copy (the (rows, k = cols) view: fprop's x and W,
+// dgrad's dy) and the columnwise copy (the (cols, k = rows) view: dgrad's W, wgrad's x and dy), each with its type and
+// scales (llmc/gemm.cuh's GemmOperand). What was not made is NULL; linear_cast makes them.
+typedef struct {
+    const floatX* bf16;
+    int rows, cols;
+    GemmOperand rowwise, columnwise;
+} LinearOperand;
+
 typedef struct {
     GPT2Config config;
     int B, T;
@@ -206,25 +238,21 @@ typedef struct {
     // current scaling only
     float* fp8_eval_scales;    // (2, num_slots) device: scale, scale_inv of casts that do not record (evaluation)
     Fp8AmaxWorkspace amax_workspace;  // the amax pass's per-block partials and ticket counter
-    uint8_t *weight_fp8, *weight_t_fp8;  // per module at weight_fp8_offset: W (OC, IC) and W^T (IC, OC)
-    size_t* weight_fp8_offset;
-    uint8_t *x_fp8, *x_t_fp8, *dy_fp8, *dy_t_fp8;  // (B*T*widest) scratch
+    // the FP8 copies the casts write (linear_cast; a recipe uses some, the others stay NULL): of a linear's input x and
+    // its output gradient dy, scratch (B*T, widest module); of the weights, every FP8 module's at weight_fp8_offset
+    // (codes, dequantized) and weight_scale_offset / weight_t_scale_offset (blockwise's tile scale_invs)
+    Fp8OperandBuffers fp8_x, fp8_dy, fp8_weight;
+    size_t *weight_fp8_offset, *weight_scale_offset, *weight_t_scale_offset;
+    LinearOperand* weight_operand;  // (num_modules) each FP8 weight as its GEMMs read it, from its last cast
     // delayed and current scaling: the x^T (IC, B*T) of every FP8 wgrad whose input the recompute keeps, which the
     // forward's cast writes beside x and the backward's wgrad reads, at input_t_offset[module] * B*T (llmc/linear.h's
-    // fp8_input_t_layout, linear_keeps_input_t); the others cast x^T into x_t_fp8 in the backward
+    // fp8_input_t_layout, linear_keeps_input_t); the others cast x^T into fp8_x.codes_t in the backward
     uint8_t* input_t_fp8;
     size_t* input_t_offset;
     // the block recipes (fp8/block_quantize.cuh)
     Fp8BlockScaleRange* fp8_block_scale_range;  // (num_slots) device, as float bits: the smallest and largest block
                                                 // scale since the last diagnostics line (counted with the diagnostics)
     Fp8BlockScaleRange* fp8_block_scale_range_host;  // (num_slots) its host copy, where a file is written or read
-    // blockwise: the scale_invs of every FP8 operand, in cuBLASLt's layouts (fp8/block.h)
-    float *weight_scale_inv, *weight_t_scale_inv;  // BLK128x128, per module at weight_scale_offset / weight_t_scale_offset
-    size_t *weight_scale_offset, *weight_t_scale_offset;
-    float *x_scale_inv, *x_t_scale_inv, *dy_scale_inv, *dy_t_scale_inv;  // VEC128, of x_fp8, x_t_fp8, dy_fp8, dy_t_fp8
-    // mxfp8 (emulated): the casts' values dequantized to bf16, which BF16 GEMMs multiply
-    floatX *weight_dequantized, *weight_dequantized_columnwise;  // 1x32 and 32x1 blocks, at weight_fp8_offset
-    floatX *x_dequantized, *dy_dequantized;                      // (B*T*widest) scratch
     GemmContext gemm;
     cublasHandle_t cublas;
     cudaStream_t stream;
@@ -259,122 +287,11 @@ static LinearModule linear_module(GPT2* model, int module) {
     return lm;
 }
 
-// device pointers into the FP8 metadata of a slot
-static float* slot_scale(GPT2* m, int slot) { return m->fp8.scale + slot; }
-static float* slot_scale_inv(GPT2* m, int slot) { return m->fp8.scale_inv + slot; }
-static float* slot_amax(GPT2* m, int slot, int record) {
-    return record && m->training ? fp8_meta_amax_row0(&m->fp8, slot) : m->amax_discard;
-}
-
-// The scale cell a new cast of `slot` uses: the slot's, except for a current-scaling cast that does not record
-// (evaluation, sampling), whose scale goes to scratch so the training state stays as it was. Its scale_inv is
-// num_slots floats further on, in either place.
-static float* cast_scale(GPT2* m, int slot) {
-    if (m->recipe.scaling == FP8_SCALING_CURRENT && !m->training) { return m->fp8_eval_scales + slot; }
-    return slot_scale(m, slot);
-}
-static float* cast_scale_inv(GPT2* m, int slot) { return cast_scale(m, slot) + m->fp8.num_slots; }
-
-// Current scaling, before a new cast of inp (n) bf16 into `slot`: the amax pass, which leaves the tensor's own scale
-// in cast_scale(slot) (from the slot's previous one when the amax is 0, inf or NaN). Delayed scaling: nothing to do.
-static void current_scale_before_cast(GPT2* m, int slot, const floatX* inp, size_t n) {
-    if (m->recipe.scaling != FP8_SCALING_CURRENT) { return; }
-    Fp8CurrentScale target = {slot_scale(m, slot), cast_scale(m, slot), cast_scale_inv(m, slot),
-                              m->training ? m->fp8_current_amax + slot : m->amax_discard, m->recipe.margin};
-    cudaCheck(fp8_amax_scale(inp, n, fp8_meta_slot_format(&m->fp8, slot), target, m->amax_workspace, m->num_sms,
-                             m->stream));
-}
-
-// The counters a recorded cast into `slot` adds what it clipped and flushed to (the cast kernel counts them in the
-// same pass), or NULL: only while the diagnostics file is written, and only for casts that record.
-static unsigned long long* slot_cast_stats(GPT2* m, int slot, int record) {
-    // the kernels count (elements, saturated, flushed) in three 64-bit integers: Fp8QuantStats' layout
-    static_assert(sizeof(Fp8QuantStats) == 3 * sizeof(unsigned long long), "Fp8QuantStats is three 64-bit counts");
-    return m->fp8_collect_stats && record ? (unsigned long long*)(m->fp8_stats + slot) : NULL;
-}
-
-// Where a recorded per-tensor cast into `slot` reads its scale and leaves its amax and counts (the training forward's
-// and backward's casts of activations and gradients: linear_cast_input, linear_backward, the casts with GELU inside)
-typedef struct {
-    float* scale;
-    float* amax;
-    unsigned long long* stats;
-} Fp8CastTarget;
-
-static Fp8CastTarget recorded_cast_target(GPT2* m, int slot) {
-    Fp8CastTarget t = {cast_scale(m, slot), slot_amax(m, slot, 1), slot_cast_stats(m, slot, m->training)};
-    return t;
-}
-
-// A block recipe's cast of inp (rows, cols) into `slot` (fp8/block_quantize.cuh), no copy chosen yet: the recipe's
-// block length and scale rule, the slot's format; when the cast records (training, `record`), its amax into row 0 and
-// into the slot's window cell (the amax of its last recorded cast, as the CPU's fp8_block_operand keeps), and, with the
-// diagnostics on, its counts and block scale range.
-static Fp8BlockCast1d block_cast_of(GPT2* m, int slot, const floatX* inp, int rows, int cols, int record) {
-    Fp8BlockCast1d a;
-    memset(&a, 0, sizeof(a));
-    a.inp = inp;
-    a.rows = rows;
-    a.cols = cols;
-    a.block_len = m->recipe.scaling == FP8_SCALING_MXFP8 ? FP8_MXFP8_BLOCK : FP8_BLOCKWISE_BLOCK;
-    a.cast = fp8_block_cast_of(&m->recipe, fp8_meta_slot_format(&m->fp8, slot));
-    int recording = record && m->training;
-    a.amax = slot_amax(m, slot, record);
-    a.tensor_amax = recording ? m->fp8_current_amax + slot : NULL;
-    a.stats = slot_cast_stats(m, slot, recording);
-    a.scale_range = a.stats ? reinterpret_cast<unsigned int*>(m->fp8_block_scale_range + slot) : NULL;
-    return a;
-}
-
 static void* device_alloc(size_t bytes) {
     void* p = NULL;
     cudaCheck(cudaMalloc(&p, bytes ? bytes : 16));
     cudaCheck(cudaMemset(p, 0, bytes ? bytes : 16));
     return p;
-}
-
-// Cast every FP8 module's bf16 weight (and its transpose) with its current scale; `record`: amax into row 0 (and,
-// with current scaling, the scale from the weight's own amax first; without, a re-cast with the stored scale).
-// Training state: called while the model records.
-static void gpt2_cast_weights_fp8(GPT2* model, int record) {
-    if (model->precision != PRECISION_FP8) { return; }
-    // as the CPU's: the weights' FP8 copy is training state, so its scales are the slots' own even when called while
-    // evaluation has recording off (current scaling would otherwise put them in the evaluation scratch)
-    int saved = model->training;
-    model->training = 1;
-    LinearPrecision lp = gpt2_linear_precision(model);
-    for (int module = 0; module < linear_num_modules(model->config.num_layers); module++) {
-        if (!linear_casts_weight(&lp, module)) { continue; }
-        LinearModule lm = linear_module(model, module);
-        int slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_WEIGHT);
-        size_t off = model->weight_fp8_offset[module];
-        if (model->recipe.scaling == FP8_SCALING_BLOCKWISE) {  // 128x128 tiles: W and W^T (dgrad's) from one cast
-            Fp8BlockCast1d w = block_cast_of(model, slot, lm.weight, lm.OC, lm.IC, record);
-            Fp8BlockCast2d tiles = {lm.weight, lm.OC, lm.IC, w.cast, model->weight_fp8 + off, model->weight_t_fp8 + off,
-                                    model->weight_scale_inv + model->weight_scale_offset[module],
-                                    model->weight_t_scale_inv + model->weight_t_scale_offset[module], w.amax,
-                                    w.tensor_amax, w.stats, w.scale_range};
-            cudaCheck(fp8_block_cast_2d(&tiles, model->stream));
-            continue;
-        }
-        if (model->recipe.scaling == FP8_SCALING_MXFP8) {  // 1x32 blocks for fprop, 32x1 for dgrad: one pass, two casts
-            Fp8BlockCast1d w = block_cast_of(model, slot, lm.weight, lm.OC, lm.IC, record);
-            if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
-                w.rowwise.dequantized = model->weight_dequantized + off;
-            }
-            if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD)) {
-                w.columnwise.dequantized = model->weight_dequantized_columnwise + off;
-            }
-            cudaCheck(fp8_block_cast_1d(&w, model->stream));
-            continue;
-        }
-        if (record) { current_scale_before_cast(model, slot, lm.weight, (size_t)lm.OC * lm.IC); }
-        float* amax = record ? fp8_meta_amax_row0(&model->fp8, slot) : model->amax_discard;
-        cudaCheck(fp8_cast_transpose_amax(model->weight_fp8 + off, model->weight_t_fp8 + off, lm.weight, lm.OC, lm.IC,
-                                          slot_scale(model, slot), amax, slot_cast_stats(model, slot, record),
-                                          model->fp8.forward_format, model->stream));
-    }
-    model->training = saved;
 }
 
 // The attention a run uses: -attn's, or by default cuDNN's when this program was built with it. Asking for cuDNN
@@ -432,13 +349,6 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
         model->fp8.amax_reduce_user = model;
         model->fp8_last_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, 4, "FP8 amaxes");
         model->fp8_window_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, 4, "FP8 amaxes");
-        if (fp8_recipe_is_block_scaled(&model->recipe)) {
-            model->fp8_block_scale_range_host = (Fp8BlockScaleRange*)calloc_or_die(
-                (size_t)model->fp8.num_slots, sizeof(Fp8BlockScaleRange), "FP8 block scale ranges");
-            for (int slot = 0; slot < model->fp8.num_slots; slot++) {
-                fp8_block_scale_range_reset(&model->fp8_block_scale_range_host[slot]);
-            }
-        }
     }
     gemm_context_init(&model->gemm);
     cublasCheck(cublasCreate(&model->cublas));
@@ -489,6 +399,41 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
     in->norm_blocks = NORM_BLOCKS;
     gpu_memory_plan(&model->memory, in);
 }
+
+// The FP8 buffers of the memory plan and the model's fields that point into them, one row each: the one place that
+// names both (gpt2_gpu_allocate_buffers wires them in a loop). A buffer the run's recipe does not use has size 0 in the
+// plan, and its field stays NULL.
+static const struct {
+    GpuBuffer buffer;
+    size_t field;  // offsetof(GPT2, ...)
+} gpt2_fp8_buffers[] = {
+    {GPU_FP8_STATS, offsetof(GPT2, fp8_stats)},
+    {GPU_FP8_DIAG_AMAX, offsetof(GPT2, fp8_diag_amax)},
+    {GPU_WEIGHT_FP8, offsetof(GPT2, fp8_weight.codes)},
+    {GPU_WEIGHT_T_FP8, offsetof(GPT2, fp8_weight.codes_t)},
+    {GPU_WEIGHT_SCALE_INV, offsetof(GPT2, fp8_weight.scale_inv)},
+    {GPU_WEIGHT_T_SCALE_INV, offsetof(GPT2, fp8_weight.scale_inv_t)},
+    {GPU_WEIGHT_DEQUANTIZED, offsetof(GPT2, fp8_weight.dequantized)},
+    {GPU_WEIGHT_DEQUANTIZED_COLUMNWISE, offsetof(GPT2, fp8_weight.dequantized_t)},
+    {GPU_X_FP8, offsetof(GPT2, fp8_x.codes)},
+    {GPU_X_T_FP8, offsetof(GPT2, fp8_x.codes_t)},
+    {GPU_X_SCALE_INV, offsetof(GPT2, fp8_x.scale_inv)},
+    {GPU_X_T_SCALE_INV, offsetof(GPT2, fp8_x.scale_inv_t)},
+    {GPU_X_DEQUANTIZED, offsetof(GPT2, fp8_x.dequantized)},    // one scratch for x's two copies: the forward's
+    {GPU_X_DEQUANTIZED, offsetof(GPT2, fp8_x.dequantized_t)},  // rowwise one, then the backward's columnwise one
+    {GPU_DY_FP8, offsetof(GPT2, fp8_dy.codes)},
+    {GPU_DY_T_FP8, offsetof(GPT2, fp8_dy.codes_t)},
+    {GPU_DY_SCALE_INV, offsetof(GPT2, fp8_dy.scale_inv)},
+    {GPU_DY_T_SCALE_INV, offsetof(GPT2, fp8_dy.scale_inv_t)},
+    {GPU_DY_DEQUANTIZED, offsetof(GPT2, fp8_dy.dequantized)},
+    {GPU_DY_DEQUANTIZED_COLUMNWISE, offsetof(GPT2, fp8_dy.dequantized_t)},
+    {GPU_INPUT_T_FP8, offsetof(GPT2, input_t_fp8)},
+    {GPU_FP8_BLOCK_SCALE_RANGE, offsetof(GPT2, fp8_block_scale_range)},
+    {GPU_FP8_WINDOW_AMAX, offsetof(GPT2, fp8_current_amax)},
+    {GPU_FP8_EVAL_SCALES, offsetof(GPT2, fp8_eval_scales)},
+    {GPU_AMAX_PARTIALS, offsetof(GPT2, amax_workspace.partials)},
+    {GPU_AMAX_TICKETS, offsetof(GPT2, amax_workspace.blocks_done)},  // zeroed: no cast under way
+};
 
 // Allocates every device buffer of the memory plan (zeroed; a buffer of size 0 is not allocated and its pointer stays
 // NULL: nothing in this configuration uses it), and the host scratch that goes with them.
@@ -560,45 +505,29 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
         fp8_meta_initial_values(initial, &model->fp8);
         cudaCheck(cudaMemcpy(model->fp8.memory, initial, model->fp8.num_floats * 4, cudaMemcpyHostToDevice));
         free(initial);
-        model->fp8_stats = (Fp8QuantStats*)buffer[GPU_FP8_STATS];
-        model->fp8_diag_amax = (float*)buffer[GPU_FP8_DIAG_AMAX];
         int modules = linear_num_modules(model->config.num_layers);
         model->weight_fp8_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 weight offsets");
         LinearPrecision lp = gpt2_linear_precision(model);
         fp8_weight_layout(&model->config, &lp, model->weight_fp8_offset);
         model->input_t_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 input transpose offsets");
         fp8_input_t_layout(&model->config, &lp, model->recompute, model->input_t_offset);
-        model->input_t_fp8 = (uint8_t*)buffer[GPU_INPUT_T_FP8];
-        model->weight_fp8 = (uint8_t*)buffer[GPU_WEIGHT_FP8];
-        model->weight_t_fp8 = (uint8_t*)buffer[GPU_WEIGHT_T_FP8];
-        model->x_fp8 = (uint8_t*)buffer[GPU_X_FP8];
-        model->x_t_fp8 = (uint8_t*)buffer[GPU_X_T_FP8];
-        model->dy_fp8 = (uint8_t*)buffer[GPU_DY_FP8];
-        model->dy_t_fp8 = (uint8_t*)buffer[GPU_DY_T_FP8];
-        // blockwise's scale_inv arrays, mxfp8's dequantized copies, the block recipes' scale ranges (NULL otherwise)
-        model->weight_scale_inv = (float*)buffer[GPU_WEIGHT_SCALE_INV];
-        model->weight_t_scale_inv = (float*)buffer[GPU_WEIGHT_T_SCALE_INV];
         model->weight_scale_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 scale offsets");
         model->weight_t_scale_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 scale offsets");
         fp8_weight_scale_layout(&model->config, &lp, model->weight_scale_offset, 0);
         fp8_weight_scale_layout(&model->config, &lp, model->weight_t_scale_offset, 1);
-        model->x_scale_inv = (float*)buffer[GPU_X_SCALE_INV];
-        model->x_t_scale_inv = (float*)buffer[GPU_X_T_SCALE_INV];
-        model->dy_scale_inv = (float*)buffer[GPU_DY_SCALE_INV];
-        model->dy_t_scale_inv = (float*)buffer[GPU_DY_T_SCALE_INV];
-        model->weight_dequantized = (floatX*)buffer[GPU_WEIGHT_DEQUANTIZED];
-        model->weight_dequantized_columnwise = (floatX*)buffer[GPU_WEIGHT_DEQUANTIZED_COLUMNWISE];
-        model->x_dequantized = (floatX*)buffer[GPU_X_DEQUANTIZED];
-        model->dy_dequantized = (floatX*)buffer[GPU_DY_DEQUANTIZED];
-        model->fp8_block_scale_range = (Fp8BlockScaleRange*)buffer[GPU_FP8_BLOCK_SCALE_RANGE];
-        if (model->fp8_block_scale_range) {  // min +inf, max 0: fp8_block_scale_range_reset's values
+        model->weight_operand = (LinearOperand*)calloc_or_die((size_t)modules, sizeof(LinearOperand), "FP8 weights");
+        for (size_t i = 0; i < sizeof(gpt2_fp8_buffers) / sizeof(gpt2_fp8_buffers[0]); i++) {
+            memcpy((char*)model + gpt2_fp8_buffers[i].field, &buffer[gpt2_fp8_buffers[i].buffer], sizeof(void*));
+        }
+        if (model->fp8_block_scale_range) {  // the block recipes': min +inf, max 0 (fp8_block_scale_range_reset)
+            model->fp8_block_scale_range_host = (Fp8BlockScaleRange*)calloc_or_die(
+                (size_t)model->fp8.num_slots, sizeof(Fp8BlockScaleRange), "FP8 block scale ranges");
+            for (int slot = 0; slot < model->fp8.num_slots; slot++) {
+                fp8_block_scale_range_reset(&model->fp8_block_scale_range_host[slot]);
+            }
             cudaCheck(cudaMemcpy(model->fp8_block_scale_range, model->fp8_block_scale_range_host,
                                  (size_t)model->fp8.num_slots * sizeof(Fp8BlockScaleRange), cudaMemcpyHostToDevice));
         }
-        model->fp8_current_amax = (float*)buffer[GPU_FP8_WINDOW_AMAX];  // current scaling and the block recipes
-        model->fp8_eval_scales = (float*)buffer[GPU_FP8_EVAL_SCALES];
-        model->amax_workspace.partials = (unsigned int*)buffer[GPU_AMAX_PARTIALS];
-        model->amax_workspace.blocks_done = (unsigned int*)buffer[GPU_AMAX_TICKETS];  // zeroed: no cast under way
     }
 #ifdef ENABLE_CUDNN
     if (model->cudnn_attention) {  // cuBLASLt's workspace when it is large enough (one stream runs both), else its own
@@ -632,6 +561,7 @@ static void gpt2_free(GPT2* model) {
     free(model->input_t_offset);
     free(model->weight_scale_offset);
     free(model->weight_t_scale_offset);
+    free(model->weight_operand);
     free(model->fp8_block_scale_range_host);
     free(model->fp8_last_amax);
     free(model->fp8_window_amax);
@@ -646,267 +576,392 @@ static void gpt2_gpu_allocate(GPT2* model, const GPT2Config* config, const Train
 }
 #endif
 
-// linear_forward's FP8 fprop under a block recipe: x cast in 1 x block blocks along its rows, then blockwise: the
-// block-scaled GEMM of x's codes (VEC128 scales) with W's 128x128 tiles; mxfp8 (emulated): x dequantized to bf16, the
-// BF16 GEMM with W's 1x32-block copy. (A BF16 fprop casts nothing here: an FP8 wgrad casts its own copy of x.)
-static void linear_forward_blocks(GPT2* model, int module, floatX* out, const floatX* inp, int rows) {
-    LinearModule lm = linear_module(model, module);
-    Fp8Meta* meta = &model->fp8;
-    size_t off = model->weight_fp8_offset[module];
-    Fp8BlockCast1d x = block_cast_of(model, fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT), inp, rows, lm.IC, 1);
-    if (model->recipe.scaling == FP8_SCALING_MXFP8) {
-        x.rowwise.dequantized = model->x_dequantized;  // (rows, IC)
-        cudaCheck(fp8_block_cast_1d(&x, model->stream));
-        gemm_tn(&model->gemm, out, CUDA_R_16BF, model->weight_dequantized + off, CUDA_R_16BF, NULL,
-                model->x_dequantized, CUDA_R_16BF, NULL, lm.bias, rows, lm.OC, lm.IC, 0, 0, model->stream);
-        return;
-    }
-    x.rowwise.codes = model->x_fp8;             // (rows, IC)
-    x.rowwise.scale_inv = model->x_scale_inv;   // VEC128 of (rows, IC)
-    cudaCheck(fp8_block_cast_1d(&x, model->stream));
-    // no bias epilogue with block scales: out starts as the bias and the GEMM adds its product (beta 1)
-    if (lm.bias) { bias_broadcast(out, lm.bias, rows, lm.OC, model->stream); }
-    cudaDataType_t e4m3 = fp8_cuda_type(meta->forward_format);
-    gemm_tn_block_scaled(&model->gemm, out, CUDA_R_16BF, model->weight_fp8 + off, e4m3,
-                         model->weight_scale_inv + model->weight_scale_offset[module],
-                         CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, model->x_fp8, e4m3, model->x_scale_inv,
-                         CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, rows, lm.OC, lm.IC, lm.bias != NULL, model->stream);
-}
-
-// Where the forward keeps module's FP8 x^T (IC, B*T) for its wgrad (linear_keeps_input_t)
+// Where the forward keeps module's FP8 x^T (IC, B*T) for its wgrad (linear_keeps_input_t); NULL without such a buffer
 static uint8_t* kept_input_t(GPT2* model, int module) {
+    if (!model->input_t_fp8) { return NULL; }
     return model->input_t_fp8 + model->input_t_offset[module] * (size_t)model->B * model->T;
 }
 
-// The forward's per-tensor cast of a module's input inp (rows, IC) into x (rows, IC) FP8, recording its amax; in
-// training, where the module keeps its x^T for an FP8 wgrad (linear_keeps_input_t), that transpose in the same pass
-// (the bytes a cast in the backward with the same scale would make; one read of inp, not two), and then x may be
-// NULL: not written.
-static void linear_cast_input(GPT2* model, int module, uint8_t* x, const floatX* inp, int rows) {
-    LinearModule lm = linear_module(model, module);
-    LinearPrecision lp = gpt2_linear_precision(model);
-    Fp8Meta* meta = &model->fp8;
-    int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
-    current_scale_before_cast(model, in_slot, inp, (size_t)rows * lm.IC);
-    Fp8CastTarget t = recorded_cast_target(model, in_slot);
-    int keeps_t = model->training && linear_keeps_input_t(&lp, module, model->recompute);
-    if (!x && !keeps_t) { die("linear_cast_input: module %d casts its input to nowhere", module); }
-    if (keeps_t) {
-        cudaCheck(fp8_cast_transpose_amax(x, kept_input_t(model, module), inp, rows, lm.IC, t.scale, t.amax, t.stats,
-                                          meta->forward_format, model->stream));
+// ----------------------------------------------------------------------------
+// FP8 operands: what a linear layer's GEMMs read, and the one place that casts them by the recipe
+
+// device pointers into the FP8 metadata of a slot
+static float* slot_scale(GPT2* m, int slot) { return m->fp8.scale + slot; }
+static float* slot_amax(GPT2* m, int slot, int record) {
+    return record && m->training ? fp8_meta_amax_row0(&m->fp8, slot) : m->amax_discard;
+}
+
+// The counters a recorded cast into `slot` adds what it clipped and flushed to (the cast kernel counts them in the
+// same pass), or NULL: only while the diagnostics file is written, and only for casts that record.
+static unsigned long long* slot_cast_stats(GPT2* m, int slot, int record) {
+    // the kernels count (elements, saturated, flushed) in three 64-bit integers: Fp8QuantStats' layout
+    static_assert(sizeof(Fp8QuantStats) == 3 * sizeof(unsigned long long), "Fp8QuantStats is three 64-bit counts");
+    return m->fp8_collect_stats && record ? (unsigned long long*)(m->fp8_stats + slot) : NULL;
+}
+
+// A module's tensor as the GEMMs read it in BF16 alone: no FP8 copy (a BF16 module, or a GEMM overridden to BF16).
+static LinearOperand linear_operand_bf16(const floatX* t, int rows, int cols) {
+    LinearOperand op;
+    memset(&op, 0, sizeof(op));
+    op.bf16 = t;
+    op.rows = rows;
+    op.cols = cols;
+    return op;
+}
+
+// The view of a tensor one GEMM reads: reducing over its cols (rowwise: fprop's x and W, dgrad's dy) or over its rows
+// (columnwise: dgrad's W, wgrad's x and dy); in FP8 the cast's copy, in BF16 the bf16 tensor as it is stored.
+static GemmOperand linear_operand_view(const LinearOperand* t, int columnwise, int fp8, const char* what) {
+    if (fp8) {
+        const GemmOperand* copy = columnwise ? &t->columnwise : &t->rowwise;
+        if (!copy->data) { die("FP8 GEMM: %s has no %s copy (its cast did not make one)", what, columnwise ? "columnwise" : "rowwise"); }
+        return *copy;
+    }
+    if (!t->bf16) { die("BF16 GEMM: %s was not given in bf16", what); }
+    return columnwise ? gemm_operand(t->bf16, CUDA_R_16BF, t->cols, t->rows, 0, NULL, 0)
+                      : gemm_operand(t->bf16, CUDA_R_16BF, t->rows, t->cols, 1, NULL, 0);
+}
+
+// Which tensor of a module a cast makes (TE's quantizer roles): the forward's input (fprop's x), the backward's input
+// (wgrad's x), the output gradient (dgrad's and wgrad's dy), the weight (fprop's and dgrad's W, once a step).
+typedef enum { LINEAR_INPUT, LINEAR_WGRAD_INPUT, LINEAR_GRAD_OUTPUT, LINEAR_WEIGHT } LinearTensor;
+static const char* const linear_tensor_names[] = {"input", "input (for wgrad)", "grad_output", "weight"};
+
+// One cast of a module's tensor, as linear_cast hands it to the recipe's cast: the module, the slot, which copies its
+// FP8 GEMMs read, whether the cast is a new quantization that records (its amax and counts, in training) or a re-cast
+// with the scale in the slot, the bias gradient a gradient's cast may sum in its pass (NULL: none or already summed),
+// and where the copies go.
+typedef struct {
+    LinearTensor tensor;
+    int module, slot;
+    const floatX* inp;  // (rows, cols) bf16; NULL: a fused cast (GELU or LayerNorm inside it) already wrote the copies
+    int rows, cols;
+    int rowwise, columnwise;
+    int record;
+    float* dbias;  // (cols) fp32 += the column sums of inp, where the recipe's cast sums them (it clears it then)
+    int amax_pass;  // current scaling: the scale comes from the tensor's own amax, in a pass just before the cast
+    Fp8Format format;
+    Fp8OperandBuffers dst;  // this tensor's copies (a weight's: at its module's offsets)
+    uint8_t* kept_t;        // the module's input: the x^T (cols, B*T) the forward keeps for the wgrad, or NULL
+} LinearCast;
+
+// The scale cell a new per-tensor cast of `slot` uses: the slot's, except for a current-scaling cast that does not
+// record (evaluation, sampling), whose scale goes to scratch so the training state stays as it was. Its scale_inv is
+// num_slots floats further on, in either place.
+static float* cast_scale(GPT2* m, int slot) {
+    if (m->fp8_eval_scales && !m->training) { return m->fp8_eval_scales + slot; }
+    return slot_scale(m, slot);
+}
+static float* cast_scale_inv(GPT2* m, int slot) { return cast_scale(m, slot) + m->fp8.num_slots; }
+
+// Where a recorded per-tensor cast into `slot` reads its scale and leaves its amax and counts (the training forward's
+// and backward's casts, the weights' first cast; the fused casts of GELU and LayerNorm too)
+typedef struct {
+    float* scale;
+    float* amax;
+    unsigned long long* stats;
+} Fp8CastTarget;
+
+static Fp8CastTarget recorded_cast_target(GPT2* m, int slot) {
+    Fp8CastTarget t = {cast_scale(m, slot), slot_amax(m, slot, 1), slot_cast_stats(m, slot, m->training)};
+    return t;
+}
+
+// Per-tensor scaling (delayed, current): one scale_inv per tensor, FP8 codes and their transpose from one pass
+// (fp8/quantize.cuh). Current scaling first runs the amax pass, which leaves the tensor's own scale in its cast's
+// scale cell (fp8_amax_scale); delayed scaling's scale is there already. A gradient's or a weight's cast always writes
+// both copies (cast + transpose, the gradient's bias sums in the same pass, TE's cast_transpose_dbias); the forward's
+// cast of x writes the x^T the wgrad reads in the same pass where the module keeps it (linear_keeps_input_t), and x
+// where fprop reads it or nothing else would; wgrad's x^T is that kept one, or a re-cast of the remade input with the
+// forward's scale, recording nothing (the same bytes). The fused casts write these same copies (input_made_in_fp8_cast).
+static void linear_cast_per_tensor(GPT2* m, LinearCast* c, LinearOperand* t) {
+    LinearPrecision lp = gpt2_linear_precision(m);
+    int keeps_t = linear_keeps_input_t(&lp, c->module, m->recompute);
+    uint8_t* codes = c->dst.codes;
+    uint8_t* codes_t = c->dst.codes_t;
+    if (c->tensor == LINEAR_INPUT) {  // x^T where the training forward keeps it; x unless only x^T is read
+        codes_t = m->training && keeps_t ? c->kept_t : NULL;
+        if (!c->rowwise && codes_t) { codes = NULL; }
+    } else if (c->tensor == LINEAR_WGRAD_INPUT) {  // x^T alone: the kept one, or a re-cast into scratch
+        codes = NULL;
+        if (keeps_t) { codes_t = c->kept_t; }
+    }
+    cudaDataType_t type = fp8_cuda_type(c->format);
+    int record = c->record && c->tensor != LINEAR_WGRAD_INPUT;  // wgrad's x^T: the forward's scale, not recorded again
+    float* scale = record ? cast_scale(m, c->slot) : slot_scale(m, c->slot);
+    const float* scale_inv = scale + m->fp8.num_slots;
+    if (c->rowwise) { t->rowwise = gemm_operand(codes, type, c->rows, c->cols, 1, scale_inv, 0); }
+    if (c->columnwise) { t->columnwise = gemm_operand(codes_t, type, c->cols, c->rows, 1, scale_inv, 0); }
+    if (c->tensor == LINEAR_WGRAD_INPUT && keeps_t) { return; }  // the forward's cast wrote x^T
+    if (!c->inp) {
+        if (c->tensor == LINEAR_WGRAD_INPUT || c->tensor == LINEAR_WEIGHT) {
+            die("linear_cast: module %d's %s was not given", c->module, linear_tensor_names[c->tensor]);
+        }
+        return;  // the forward's input or the output gradient: a fused cast wrote the copies
+    }
+    Fp8CastTarget target = {scale, m->amax_discard, NULL};
+    if (record) {
+        if (c->amax_pass) {
+            Fp8CurrentScale current = {slot_scale(m, c->slot), cast_scale(m, c->slot), cast_scale_inv(m, c->slot),
+                                       m->training ? m->fp8_current_amax + c->slot : m->amax_discard, m->recipe.margin};
+            cudaCheck(fp8_amax_scale(c->inp, (size_t)c->rows * c->cols, c->format, current, m->amax_workspace,
+                                     m->num_sms, m->stream));
+        }
+        target = recorded_cast_target(m, c->slot);
+    }
+    if (c->dbias) {
+        cudaCheck(fp8_cast_transpose_dbias_amax(codes, codes_t, m->column_partials, c->inp, c->rows, c->cols,
+                                                target.scale, target.amax, target.stats, c->format, m->stream));
+        bias_backward_reduce(c->dbias, m->column_partials, c->rows, c->cols, m->stream);
+        c->dbias = NULL;
+    } else if (codes_t) {
+        cudaCheck(fp8_cast_transpose_amax(codes, codes_t, c->inp, c->rows, c->cols, target.scale, target.amax,
+                                          target.stats, c->format, m->stream));
     } else {
-        cudaCheck(fp8_cast_amax(x, inp, (size_t)rows * lm.IC, t.scale, t.amax, t.stats, meta->forward_format,
-                                model->num_sms, model->stream));
+        cudaCheck(fp8_cast_amax(codes, c->inp, (size_t)c->rows * c->cols, target.scale, target.amax, target.stats,
+                                c->format, m->num_sms, m->stream));
     }
 }
 
-// The per-tensor FP8 fprop GEMM: out (rows, OC) = x (rows, IC) @ W^T + b, x the input's FP8 cast in model->x_fp8
-// (the cast's scale_inv beside it), W the module's FP8 weight; fast accumulation (fprop only).
-static void linear_fprop_fp8(GPT2* model, int module, floatX* out, int rows) {
+// A block recipe's cast of c->inp (rows, cols) (fp8/block_quantize.cuh), no copy chosen yet: the recipe's block
+// length and scale rule, the slot's format; when the cast records (training), its amax into row 0 and into the slot's
+// window cell (the amax of its last recorded cast, as the CPU's fp8_block_operand keeps), and, with the diagnostics on,
+// its counts and block scale range.
+static Fp8BlockCast1d block_cast_of(GPT2* m, const LinearCast* c, int block_len) {
+    if (!c->inp) {  // every copy is cast from the bf16 tensor (a fused cast is per-tensor scaling's)
+        die("linear_cast: module %d's %s was not given, and a block recipe casts it from bf16", c->module,
+            linear_tensor_names[c->tensor]);
+    }
+    Fp8BlockCast1d a;
+    memset(&a, 0, sizeof(a));
+    a.inp = c->inp;
+    a.rows = c->rows;
+    a.cols = c->cols;
+    a.block_len = block_len;
+    a.cast = fp8_block_cast_of(&m->recipe, c->format);
+    int recording = c->record && m->training;
+    a.amax = slot_amax(m, c->slot, c->record);
+    a.tensor_amax = recording ? m->fp8_current_amax + c->slot : NULL;
+    a.stats = slot_cast_stats(m, c->slot, recording);
+    a.scale_range = a.stats ? reinterpret_cast<unsigned int*>(m->fp8_block_scale_range + c->slot) : NULL;
+    return a;
+}
+
+// Blockwise (Float8BlockScaling): every copy a new recorded cast from the bf16 tensor, each block of 128 with its own
+// scale: 1x128 blocks along the rows for the rowwise copy and down the columns for the columnwise one (the transposed
+// codes), in one pass; a weight in 128x128 tiles, whose codes and transposed codes share the tile scales. The GEMMs
+// read the codes with their scale_inv arrays (VEC128, BLK128x128: cuBLASLt's block-scaled GEMMs).
+static void linear_cast_blockwise(GPT2* m, LinearCast* c, LinearOperand* t) {
+    cudaDataType_t type = fp8_cuda_type(c->format);
+    const int vec128 = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, blk128 = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    Fp8BlockCast1d a = block_cast_of(m, c, FP8_BLOCKWISE_BLOCK);
+    if (c->tensor == LINEAR_WEIGHT) {  // both copies, always: they share the tiles
+        Fp8BlockCast2d tiles = {c->inp, c->rows, c->cols, a.cast, c->dst.codes, c->dst.codes_t, c->dst.scale_inv,
+                                c->dst.scale_inv_t, a.amax, a.tensor_amax, a.stats, a.scale_range};
+        cudaCheck(fp8_block_cast_2d(&tiles, m->stream));
+        t->rowwise = gemm_operand(c->dst.codes, type, c->rows, c->cols, 1, c->dst.scale_inv, blk128);
+        t->columnwise = gemm_operand(c->dst.codes_t, type, c->cols, c->rows, 1, c->dst.scale_inv_t, blk128);
+        return;
+    }
+    if (c->rowwise) {
+        a.rowwise.codes = c->dst.codes;          // (rows, cols)
+        a.rowwise.scale_inv = c->dst.scale_inv;  // VEC128 of (rows, cols)
+        t->rowwise = gemm_operand(c->dst.codes, type, c->rows, c->cols, 1, c->dst.scale_inv, vec128);
+    }
+    if (c->columnwise) {
+        a.columnwise.codes = c->dst.codes_t;          // (cols, rows)
+        a.columnwise.scale_inv = c->dst.scale_inv_t;  // VEC128 of (cols, rows)
+        t->columnwise = gemm_operand(c->dst.codes_t, type, c->cols, c->rows, 1, c->dst.scale_inv_t, vec128);
+    }
+    cudaCheck(fp8_block_cast_1d(&a, m->stream));
+}
+
+// MXFP8 (MXFP8BlockScaling), emulated: 1x32 blocks with E8M0 scales along each GEMM's reduction dimension, every copy
+// a new recorded cast; no Hopper GEMM takes E8M0 scales, so each copy is dequantized to bf16 in the tensor's own layout
+// and the BF16 GEMMs multiply those values (MXFP8's accuracy, not its speed).
+static void linear_cast_mxfp8(GPT2* m, LinearCast* c, LinearOperand* t) {
+    Fp8BlockCast1d a = block_cast_of(m, c, FP8_MXFP8_BLOCK);
+    if (c->rowwise) {
+        a.rowwise.dequantized = c->dst.dequantized;  // (rows, cols), 1x32 blocks
+        t->rowwise = gemm_operand(c->dst.dequantized, CUDA_R_16BF, c->rows, c->cols, 1, NULL, 0);
+    }
+    if (c->columnwise) {
+        a.columnwise.dequantized = c->dst.dequantized_t;  // (rows, cols), 32x1 blocks
+        t->columnwise = gemm_operand(c->dst.dequantized_t, CUDA_R_16BF, c->cols, c->rows, 0, NULL, 0);
+    }
+    cudaCheck(fp8_block_cast_1d(&a, m->stream));
+}
+
+// The one switch on the recipe: its cast makes c's copies into t. (A block recipe casts nothing where the module's FP8
+// GEMMs read no copy of the tensor: a BF16 fprop's input, say; a per-tensor one records that input's amax anyway.)
+static void fp8_recipe_cast(GPT2* model, LinearCast* c, LinearOperand* t) {
+    int any = c->rowwise || c->columnwise;
+    switch (model->recipe.scaling) {
+        case FP8_SCALING_DELAYED: linear_cast_per_tensor(model, c, t); break;
+        case FP8_SCALING_CURRENT: c->amax_pass = 1; linear_cast_per_tensor(model, c, t); break;
+        case FP8_SCALING_BLOCKWISE: if (any) { linear_cast_blockwise(model, c, t); } break;
+        case FP8_SCALING_MXFP8: if (any) { linear_cast_mxfp8(model, c, t); } break;
+        default: die("FP8 cast: a recipe this trainer does not know");
+    }
+}
+
+// The one cast entry point (TE's quantize dispatch): `tensor` of `module`, inp (rows, cols) bf16, made into what the
+// module's GEMMs read: itself where they run in BF16, the FP8 copies the recipe makes where they run in FP8 (the
+// forward's input cast with its row 0 amax recorded in training; a per-tensor recipe casts it even for a BF16 fprop
+// beside an FP8 wgrad, as TE records that amax). `record` 0: a re-cast of the weights with the scales they have
+// (resume), recording nothing. dbias (grad_output; NULL: none): += the column sums of inp, in the cast's pass where
+// the recipe's cast sums them, else in its own. inp NULL: a fused cast (GELU or LayerNorm inside it, delayed scaling)
+// already wrote the copies; only their views are made.
+static LinearOperand linear_cast(GPT2* model, int module, LinearTensor tensor, const floatX* inp, int rows,
+                                 int record, float* dbias) {
     LinearModule lm = linear_module(model, module);
+    LinearPrecision lp = gpt2_linear_precision(model);
+    LinearCast c;
+    memset(&c, 0, sizeof(c));
+    c.tensor = tensor;
+    c.module = module;
+    c.inp = inp;
+    c.rows = tensor == LINEAR_WEIGHT ? lm.OC : rows;
+    c.cols = tensor == LINEAR_GRAD_OUTPUT ? lm.OC : lm.IC;
+    c.record = record;
+    c.dbias = dbias;
+    int fprop = linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP);
+    int dgrad = linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD);
+    int wgrad = linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD);
     Fp8Meta* meta = &model->fp8;
-    int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
-    int w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
-    gemm_tn(&model->gemm, out, CUDA_R_16BF, model->weight_fp8 + model->weight_fp8_offset[module],
-            fp8_cuda_type(meta->forward_format), slot_scale_inv(model, w_slot), model->x_fp8,
-            fp8_cuda_type(meta->forward_format), cast_scale_inv(model, in_slot), lm.bias, rows, lm.OC, lm.IC, 0, 1,
-            model->stream);
+    size_t weight_offset = model->weight_fp8_offset ? model->weight_fp8_offset[module] : 0;
+    switch (tensor) {
+        case LINEAR_INPUT:
+            c.rowwise = fprop;
+            c.slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
+            c.dst = model->fp8_x;
+            c.kept_t = kept_input_t(model, module);
+            break;
+        case LINEAR_WGRAD_INPUT:
+            c.columnwise = wgrad;
+            c.slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
+            c.dst = model->fp8_x;
+            c.kept_t = kept_input_t(model, module);
+            break;
+        case LINEAR_GRAD_OUTPUT:
+            c.rowwise = dgrad;
+            c.columnwise = wgrad;
+            c.slot = fp8_meta_bwd_slot(meta, module, FP8_BWD_GRAD_OUTPUT);
+            c.dst = model->fp8_dy;
+            break;
+        case LINEAR_WEIGHT:
+            c.rowwise = fprop;
+            c.columnwise = dgrad;
+            c.slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
+            c.dst = fp8_operand_buffers_at(&model->fp8_weight, weight_offset,
+                                           model->weight_scale_offset ? model->weight_scale_offset[module] : 0,
+                                           model->weight_t_scale_offset ? model->weight_t_scale_offset[module] : 0);
+            break;
+    }
+    LinearOperand t = linear_operand_bf16(inp, c.rows, c.cols);  // what a GEMM in BF16 reads
+    int casts = model->precision == PRECISION_FP8 &&
+                (tensor == LINEAR_WEIGHT ? linear_casts_weight(&lp, module)
+                 : tensor == LINEAR_GRAD_OUTPUT ? linear_casts_grad_output(&lp, module)
+                 : tensor == LINEAR_INPUT ? linear_casts_input(&lp, module) : wgrad);
+    if (casts) {
+        c.format = fp8_meta_slot_format(meta, c.slot);
+        fp8_recipe_cast(model, &c, &t);
+    }
+    if (c.dbias) { bias_backward(c.dbias, inp, c.rows, c.cols, model->column_partials, model->stream); }
+    return t;
+}
+
+// A module's weight as its GEMMs read it: the bf16 weight, with the FP8 copies of its last cast (gpt2_cast_weights_fp8)
+static LinearOperand linear_weight(GPT2* model, int module) {
+    if (model->weight_operand && model->weight_operand[module].bf16) { return model->weight_operand[module]; }
+    LinearModule lm = linear_module(model, module);
+    return linear_operand_bf16(lm.weight, lm.OC, lm.IC);
+}
+
+// Cast every FP8 module's bf16 weight with its current scale (linear_cast's LINEAR_WEIGHT: the recipe's copies for fprop
+// and dgrad); `record`: its amax into row 0 (and, with current scaling, the scale from the weight's own amax first;
+// without, a re-cast with the stored scale). Training state: called while the model records.
+static void gpt2_cast_weights_fp8(GPT2* model, int record) {
+    if (model->precision != PRECISION_FP8) { return; }
+    // as the CPU's: the weights' FP8 copy is training state, so its scales are the slots' own even when called while
+    // evaluation has recording off (current scaling would otherwise put them in the evaluation scratch)
+    int saved = model->training;
+    model->training = 1;
+    LinearPrecision lp = gpt2_linear_precision(model);
+    for (int module = 0; module < linear_num_modules(model->config.num_layers); module++) {
+        if (!linear_casts_weight(&lp, module)) { continue; }
+        LinearModule lm = linear_module(model, module);
+        model->weight_operand[module] = linear_cast(model, module, LINEAR_WEIGHT, lm.weight, lm.OC, record, NULL);
+    }
+    model->training = saved;
+}
+
+// One GEMM of a module in its precision (linear_gemm_is_fp8), on the views of two operands that reduce over k:
+//   fprop  out (B*T, OC) = x @ W^T + b     x rowwise, W rowwise
+//   dgrad  out (B*T, IC) = dy @ W          dy rowwise, W columnwise       (written: the CPU zeroes, then accumulates)
+//   wgrad  out (OC, IC) += dy^T @ x        dy columnwise, x columnwise   (fp32)
+// `weight` is the GEMM's right-hand operand (W, or x for wgrad), `inp` its left (x or dy). A block-scaled GEMM has no
+// bias epilogue: the bias goes into out first and the GEMM accumulates onto it. Fast accumulation is for fprop with
+// per-tensor scales only, as TE's recipes set it (gradients need the full fp32 path; block scales do not allow it).
+static void linear_gemm(GPT2* model, int module, LinearGemm gemm, void* out, const LinearOperand* weight,
+                        const LinearOperand* inp) {
+    LinearModule lm = linear_module(model, module);
+    LinearPrecision lp = gpt2_linear_precision(model);
+    static const char* const gemm_names[] = {"fprop", "dgrad", "wgrad"};
+    int fp8 = linear_gemm_is_fp8(&lp, module, gemm);
+    GemmOperand w = linear_operand_view(weight, gemm != LINEAR_GEMM_FPROP, fp8, gemm_names[gemm]);
+    GemmOperand x = linear_operand_view(inp, gemm == LINEAR_GEMM_WGRAD, fp8, gemm_names[gemm]);
+    GemmOutput o = {out, gemm == LINEAR_GEMM_WGRAD ? CUDA_R_32F : CUDA_R_16BF, gemm == LINEAR_GEMM_FPROP ? lm.bias : NULL,
+                    gemm == LINEAR_GEMM_WGRAD};
+    int block_scaled = gemm_scale_mode_is_block(w.scale_mode) || gemm_scale_mode_is_block(x.scale_mode);
+    if (block_scaled && o.bias) {
+        bias_broadcast((floatX*)out, lm.bias, x.outer, w.outer, model->stream);
+        o.bias = NULL;
+        o.accumulate = 1;
+    }
+    gemm_multiply(&model->gemm, &o, &w, &x, gemm == LINEAR_GEMM_FPROP && !block_scaled, model->stream);
+}
+
+// out (B, T, OC) = x @ W^T + b, x the module's input as linear_cast made it (the fused casts' callers make it there)
+static void linear_fprop(GPT2* model, int module, floatX* out, const LinearOperand* x) {
+    LinearOperand w = linear_weight(model, module);
+    linear_gemm(model, module, LINEAR_GEMM_FPROP, out, &w, x);
 }
 
 // out (B, T, OC) = inp (B, T, IC) @ W^T + b, in the module's precision
 static void linear_forward(GPT2* model, int module, floatX* out, const floatX* inp, int B, int T) {
-    LinearModule lm = linear_module(model, module);
-    int rows = B * T;
-    LinearPrecision lp = gpt2_linear_precision(model);
-    int block_scaled = fp8_recipe_is_block_scaled(&model->recipe);
-    if (block_scaled && linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
-        linear_forward_blocks(model, module, out, inp, rows);
-        return;
-    }
-    if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
-        linear_cast_input(model, module, model->x_fp8, inp, rows);
-        linear_fprop_fp8(model, module, out, rows);
-        return;
-    }
-    if (linear_casts_input(&lp, module) && !block_scaled) {  // fprop in BF16, wgrad in FP8: the input's amax recorded
-        // (where the training forward keeps its transpose for the wgrad, the only copy used, x itself is not written)
-        int keeps_t = model->training && linear_keeps_input_t(&lp, module, model->recompute);
-        linear_cast_input(model, module, keeps_t ? NULL : model->x_fp8, inp, rows);
-    }
-    gemm_tn(&model->gemm, out, CUDA_R_16BF, lm.weight, CUDA_R_16BF, NULL, inp, CUDA_R_16BF, NULL, lm.bias, rows, lm.OC,
-            lm.IC, 0, 0, model->stream);
-}
-
-// linear_backward's GEMMs for an FP8 module under a block recipe (the bias gradient done). grad_output is cast in
-// blocks along its rows for dgrad and down its columns (along the tokens) for wgrad, and so is the input for wgrad,
-// each copy from the bf16 tensor (fp8/block.h). blockwise: one pass makes both of dy's copies, and the block-scaled
-// GEMMs read the codes with their VEC128 scales (and W^T's 128x128 tiles for dgrad); mxfp8 (emulated): each copy
-// dequantized to bf16 in turn (one scratch per tensor), and the BF16 GEMMs of the BF16 path read them, dgrad with W's
-// 32x1-block copy. A GEMM overridden to BF16 reads the bf16 tensors as in BF16.
-static void linear_backward_blocks(GPT2* model, int module, floatX* dinp, const floatX* dout, const floatX* inp,
-                                   int rows) {
-    LinearModule lm = linear_module(model, module);
-    LinearPrecision lp = gpt2_linear_precision(model);
-    Fp8Meta* meta = &model->fp8;
-    int in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
-    int g_slot = fp8_meta_bwd_slot(meta, module, FP8_BWD_GRAD_OUTPUT);
-    size_t off = model->weight_fp8_offset[module];
-    int dgrad_fp8 = linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD);
-    int wgrad_fp8 = linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD);
-    int mxfp8 = model->recipe.scaling == FP8_SCALING_MXFP8;
-    cudaDataType_t fwd = fp8_cuda_type(meta->forward_format), bwd = fp8_cuda_type(meta->backward_format);
-    const int vec128 = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, blk128 = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
-    if (!mxfp8 && (dgrad_fp8 || wgrad_fp8)) {  // blockwise: dgrad's rowwise copy and wgrad's columnwise copy of dy
-        Fp8BlockCast1d dy = block_cast_of(model, g_slot, dout, rows, lm.OC, 1);
-        if (dgrad_fp8) {
-            dy.rowwise.codes = model->dy_fp8;            // (rows, OC)
-            dy.rowwise.scale_inv = model->dy_scale_inv;  // VEC128 of (rows, OC)
-        }
-        if (wgrad_fp8) {
-            dy.columnwise.codes = model->dy_t_fp8;            // (OC, rows)
-            dy.columnwise.scale_inv = model->dy_t_scale_inv;  // VEC128 of (OC, rows)
-        }
-        cudaCheck(fp8_block_cast_1d(&dy, model->stream));
-    }
-    // dgrad: dinp (rows, IC) = dy (rows, OC) @ W (OC, IC), reducing over OC
-    if (dgrad_fp8 && !mxfp8) {
-        gemm_tn_block_scaled(&model->gemm, dinp, CUDA_R_16BF, model->weight_t_fp8 + off, fwd,
-                             model->weight_t_scale_inv + model->weight_t_scale_offset[module], blk128, model->dy_fp8,
-                             bwd, model->dy_scale_inv, vec128, rows, lm.IC, lm.OC, 0, model->stream);
-    } else {
-        const floatX* w = lm.weight;
-        const floatX* dy = dout;
-        if (dgrad_fp8) {  // mxfp8
-            Fp8BlockCast1d c = block_cast_of(model, g_slot, dout, rows, lm.OC, 1);
-            c.rowwise.dequantized = model->dy_dequantized;  // (rows, OC)
-            cudaCheck(fp8_block_cast_1d(&c, model->stream));
-            w = model->weight_dequantized_columnwise + off;
-            dy = model->dy_dequantized;
-        }
-        gemm_lt(&model->gemm, dinp, CUDA_R_16BF, w, CUDA_R_16BF, NULL, 0, dy, CUDA_R_16BF, NULL, 0, NULL, lm.IC, rows,
-                lm.OC, 0, 0, model->stream);
-    }
-    // wgrad: dW (OC, IC) += dy^T (OC, rows) @ x (rows, IC), reducing over the tokens
-    if (wgrad_fp8 && !mxfp8) {
-        Fp8BlockCast1d x = block_cast_of(model, in_slot, inp, rows, lm.IC, 1);
-        x.columnwise.codes = model->x_t_fp8;            // (IC, rows)
-        x.columnwise.scale_inv = model->x_t_scale_inv;  // VEC128 of (IC, rows)
-        cudaCheck(fp8_block_cast_1d(&x, model->stream));
-        gemm_tn_block_scaled(&model->gemm, lm.dweight, CUDA_R_32F, model->x_t_fp8, fwd, model->x_t_scale_inv, vec128,
-                             model->dy_t_fp8, bwd, model->dy_t_scale_inv, vec128, lm.OC, lm.IC, rows, 1, model->stream);
-    } else {
-        const floatX* x = inp;
-        const floatX* dy = dout;
-        if (wgrad_fp8) {  // mxfp8: both operands in 32x1 blocks down the tokens, dequantized in their own layouts
-            Fp8BlockCast1d xc = block_cast_of(model, in_slot, inp, rows, lm.IC, 1);
-            xc.columnwise.dequantized = model->x_dequantized;  // (rows, IC)
-            cudaCheck(fp8_block_cast_1d(&xc, model->stream));
-            Fp8BlockCast1d dyc = block_cast_of(model, g_slot, dout, rows, lm.OC, 1);
-            dyc.columnwise.dequantized = model->dy_dequantized;  // (rows, OC)
-            cudaCheck(fp8_block_cast_1d(&dyc, model->stream));
-            x = model->x_dequantized;
-            dy = model->dy_dequantized;
-        }
-        gemm_lt(&model->gemm, lm.dweight, CUDA_R_32F, x, CUDA_R_16BF, NULL, 0, dy, CUDA_R_16BF, NULL, 1, NULL, lm.IC,
-                lm.OC, rows, 1, 0, model->stream);
-    }
-}
-
-// Whether a module's backward can take its grad_output already cast: per tensor (delayed or current scaling), for
-// both its GEMMs in FP8, so that neither reads the bf16 tensor (and the cast made the bias gradient's partials).
-static int linear_reads_only_fp8_grad_output(const GPT2* m, int module) {
-    LinearPrecision lp = gpt2_linear_precision(m);
-    return !fp8_recipe_is_block_scaled(&m->recipe) && linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD) &&
-           linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD);
+    LinearOperand x = linear_cast(model, module, LINEAR_INPUT, inp, B * T, 1, NULL);
+    linear_fprop(model, module, out, &x);
 }
 
 // dinp (B, T, IC) = dout @ W (written: the CPU accumulates into a zeroed buffer), dW += dout^T @ inp, db += column
 // sums of dout, each GEMM in its precision. inp (B, T, IC) is read where the backward reads the bf16 input
 // (linear_backward_reads_input); elsewhere (NULL may be passed) the FP8 wgrad reads the x^T the forward kept. dout
-// NULL: the caller cast grad_output into dy_fp8 and dy_t_fp8 with its slot's scale, recording, and added the bias
-// gradient from the cast's partials (gelu_fc_grad_output), where linear_reads_only_fp8_grad_output.
+// NULL: a fused cast already made grad_output's FP8 copies and the bias gradient (gelu_fc_grad_output).
 static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX* dout, const floatX* inp, int B,
                             int T) {
     LinearModule lm = linear_module(model, module);
-    LinearPrecision lp = gpt2_linear_precision(model);
-    if (!inp && linear_backward_reads_input(&lp, module, model->recompute)) {
-        die("linear_backward: module %d reads its input, and none was given", module);
-    }
-    if (!dout && !linear_reads_only_fp8_grad_output(model, module)) {
-        die("linear_backward: module %d reads its bf16 grad_output, and none was given", module);
-    }
-    int rows = B * T;
-    Fp8Meta* meta = &model->fp8;
-    int g_slot = 0, in_slot = 0, w_slot = 0;
-    int block_scaled = fp8_recipe_is_block_scaled(&model->recipe) && linear_is_fp8(&lp, module);
-    int casts_grad_output = !block_scaled && linear_casts_grad_output(&lp, module);
-    // the bias gradient comes from the high-precision grad_output: in its own pass, or, where grad_output is cast
-    // per tensor below, in the cast's pass (TE's cast_transpose_dbias), the same sums in the same order
-    if (lm.dbias && !casts_grad_output) { bias_backward(lm.dbias, dout, rows, lm.OC, model->column_partials, model->stream); }
-    if (block_scaled) {
-        linear_backward_blocks(model, module, dinp, dout, inp, rows);
-        return;
-    }
-    if (casts_grad_output) {
-        g_slot = fp8_meta_bwd_slot(meta, module, FP8_BWD_GRAD_OUTPUT);
-        in_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
-        w_slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
-    }
-    if (casts_grad_output && dout) {  // one cast of grad_output feeds dgrad and wgrad (and the bias gradient)
-        current_scale_before_cast(model, g_slot, dout, (size_t)rows * lm.OC);
-        Fp8CastTarget g = recorded_cast_target(model, g_slot);
-        if (lm.dbias) {
-            cudaCheck(fp8_cast_transpose_dbias_amax(model->dy_fp8, model->dy_t_fp8, model->column_partials, dout, rows,
-                                                    lm.OC, g.scale, g.amax, g.stats, meta->backward_format,
-                                                    model->stream));
-            bias_backward_reduce(lm.dbias, model->column_partials, rows, lm.OC, model->stream);
-        } else {
-            cudaCheck(fp8_cast_transpose_amax(model->dy_fp8, model->dy_t_fp8, dout, rows, lm.OC, g.scale, g.amax,
-                                              g.stats, meta->backward_format, model->stream));
-        }
-    }
-    if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD)) {
-        gemm_tn(&model->gemm, dinp, CUDA_R_16BF, model->weight_t_fp8 + model->weight_fp8_offset[module],
-                fp8_cuda_type(meta->forward_format), slot_scale_inv(model, w_slot), model->dy_fp8,
-                fp8_cuda_type(meta->backward_format), cast_scale_inv(model, g_slot), NULL, rows, lm.IC, lm.OC, 0, 0,
-                model->stream);
-    } else {  // dX (rows, IC): column-major m = IC, n = rows, k = OC; A = W (IC x OC, op N), B = dY (OC x rows, op N)
-        gemm_lt(&model->gemm, dinp, CUDA_R_16BF, lm.weight, CUDA_R_16BF, NULL, 0, dout, CUDA_R_16BF, NULL, 0, NULL, lm.IC,
-                rows, lm.OC, 0, 0, model->stream);
-    }
-    if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD)) {
-        // the input's transpose: the one the forward's cast kept (linear_cast_input), or, where the recompute dropped
-        // the input, cast now from the input made again; either way with the scale in the slot since the forward (with
-        // current scaling too: the forward cast's own), so the same bytes, and no record
-        const uint8_t* x_t = model->x_t_fp8;
-        if (linear_keeps_input_t(&lp, module, model->recompute)) {
-            x_t = kept_input_t(model, module);
-        } else {
-            cudaCheck(fp8_cast_transpose_amax(NULL, model->x_t_fp8, inp, rows, lm.IC, slot_scale(model, in_slot),
-                                              model->amax_discard, NULL, meta->forward_format, model->stream));
-        }
-        gemm_tn(&model->gemm, lm.dweight, CUDA_R_32F, x_t, fp8_cuda_type(meta->forward_format),
-                slot_scale_inv(model, in_slot), model->dy_t_fp8, fp8_cuda_type(meta->backward_format),
-                cast_scale_inv(model, g_slot), NULL, lm.OC, lm.IC, rows, 1, 0, model->stream);
-    } else {  // dW (OC, IC): column-major m = IC, n = OC, k = rows; A = X (IC x rows, op N), B = dY (op T)
-        gemm_lt(&model->gemm, lm.dweight, CUDA_R_32F, inp, CUDA_R_16BF, NULL, 0, dout, CUDA_R_16BF, NULL, 1, NULL, lm.IC,
-                lm.OC, rows, 1, 0, model->stream);
-    }
+    LinearOperand dy = linear_cast(model, module, LINEAR_GRAD_OUTPUT, dout, B * T, 1, dout ? lm.dbias : NULL);
+    LinearOperand w = linear_weight(model, module);
+    linear_gemm(model, module, LINEAR_GEMM_DGRAD, dinp, &w, &dy);
+    LinearOperand x = linear_cast(model, module, LINEAR_WGRAD_INPUT, inp, B * T, 1, NULL);
+    linear_gemm(model, module, LINEAR_GEMM_WGRAD, lm.dweight, &x, &dy);
 }
 
 // ----------------------------------------------------------------------------
 // GELU and LayerNorm inside the FP8 casts beside them (llmc/gelu_fp8.cuh, llmc/layernorm_fp8.cuh): where GELU's or
 // LayerNorm's output, or GELU's input gradient, is read only by one per-tensor cast whose scale is known before it runs
-// (delayed scaling), the cast makes it from what GELU or LayerNorm reads, and the bf16 tensor is neither written nor
-// read back. The same bytes as gelu_forward / gelu_backward / layernorm_forward and the separate cast
-// (model->fused_fp8_casts 0 runs those; test_gpt_fp8 compares the two).
+// (delayed scaling: the scale comes from the history), the cast makes it from what GELU or LayerNorm reads, and the
+// bf16 tensor is neither written nor read back. The same bytes as gelu_forward / gelu_backward / layernorm_forward and
+// the separate cast (model->fused_fp8_casts 0 runs those; test_gpt_fp8 compares the two). The copies they write are
+// linear_cast's (its views of them: linear_cast with no input).
 
 // Forward: in training, where the module's fprop is FP8 and its wgrad reads the x^T the forward keeps (the recompute
 // does not drop the input: -r 0 for GELU's output, -r 0 or 1 for LayerNorm's), its input cast is its bf16 input's only
 // reader, so the cast may make that input itself.
 static int input_made_in_fp8_cast(const GPT2* m, int module) {
     LinearPrecision lp = gpt2_linear_precision(m);
-    return m->fused_fp8_casts && m->training && m->recipe.scaling == FP8_SCALING_DELAYED &&
+    return m->fused_fp8_casts && m->training && fp8_recipe_has_history(&m->recipe) &&
            linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP) && linear_keeps_input_t(&lp, module, m->recompute);
 }
 
@@ -922,14 +977,16 @@ static int layernorm_in_input_cast(const GPT2* m, int l, int kind) {
 
 // Backward: where fc's dgrad and wgrad both read its FP8 grad_output, the cast is GELU's input gradient's only reader.
 static int gelu_in_fc_grad_output_cast(const GPT2* m, int l) {
-    return m->fused_fp8_casts && m->recipe.scaling == FP8_SCALING_DELAYED &&
-           linear_reads_only_fp8_grad_output(m, l * LINEARS_PER_BLOCK + LINEAR_FC);
+    LinearPrecision lp = gpt2_linear_precision(m);
+    int module = l * LINEARS_PER_BLOCK + LINEAR_FC;
+    return m->fused_fp8_casts && fp8_recipe_has_history(&m->recipe) &&
+           linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD) && linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD);
 }
 
 // Layer l's GELU and fcproj forward: out (B, T, C) = fcproj(gelu(fch)), fch (B, T, 4C) fc's output. Either GELU runs
 // inside fcproj's input cast (gelu_in_fcproj_cast: FP8 x and the kept x^T from fch, recording the amax of GELU's
-// output as linear_cast_input would; fch_gelu not written), or gelu_forward writes fch_gelu (B, T, 4C) and
-// linear_forward reads it.
+// output as linear_cast would; fch_gelu not written), or gelu_forward writes fch_gelu (B, T, 4C) and linear_forward
+// reads it.
 static void gelu_fcproj_forward(GPT2* model, int l, floatX* out, const floatX* fch, floatX* fch_gelu) {
     int module = l * LINEARS_PER_BLOCK + LINEAR_FCPROJ;
     int rows = model->B * model->T, C4 = 4 * model->config.channels;
@@ -938,10 +995,11 @@ static void gelu_fcproj_forward(GPT2* model, int l, floatX* out, const floatX* f
         linear_forward(model, module, out, fch_gelu, model->B, model->T);
         return;
     }
+    LinearOperand x = linear_cast(model, module, LINEAR_INPUT, NULL, rows, 1, NULL);
     Fp8CastTarget t = recorded_cast_target(model, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT));
-    cudaCheck(gelu_forward_fp8(model->x_fp8, kept_input_t(model, module), fch, rows, C4, t.scale, t.amax, t.stats,
-                               model->fp8.forward_format, model->stream));
-    linear_fprop_fp8(model, module, out, rows);
+    cudaCheck(gelu_forward_fp8((uint8_t*)x.rowwise.data, kept_input_t(model, module), fch, rows, C4, t.scale, t.amax,
+                               t.stats, model->fp8.forward_format, model->stream));
+    linear_fprop(model, module, out, &x);
 }
 
 // Layer l's GELU backward, as fc's grad_output: dgelu (B, T, 4C) holds the gradient of GELU's output (fcproj's dgrad),
@@ -959,8 +1017,8 @@ static const floatX* gelu_fc_grad_output(GPT2* model, int l, floatX* dgelu, cons
     LinearModule lm = linear_module(model, module);
     Fp8CastTarget g = recorded_cast_target(model, fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT));
     float* dbias_partials = lm.dbias ? model->column_partials : NULL;
-    cudaCheck(gelu_backward_fp8(model->dy_fp8, model->dy_t_fp8, dbias_partials, fch, dgelu, rows, C4, g.scale, g.amax,
-                                g.stats, model->fp8.backward_format, model->stream));
+    cudaCheck(gelu_backward_fp8(model->fp8_dy.codes, model->fp8_dy.codes_t, dbias_partials, fch, dgelu, rows, C4, g.scale,
+                                g.amax, g.stats, model->fp8.backward_format, model->stream));
     if (lm.dbias) { bias_backward_reduce(lm.dbias, model->column_partials, rows, C4, model->stream); }
     return NULL;
 }
@@ -1032,7 +1090,7 @@ static const floatX* backward_input(const GPT2* m, const floatX* layer_slice, in
 // made as residual_from + branch (both (B, T, C)) and written, in the LayerNorm's pass (residual_layernorm_forward).
 // Either the pass writes the LayerNorm's output (layer_input's slice) and linear_forward reads it, or it writes only
 // the row statistics and the linear's input cast makes the output from them (layernorm_in_input_cast: FP8 x and the
-// kept x^T, recording the amax of LayerNorm's output as linear_cast_input would; the slice not written).
+// kept x^T, recording the amax of LayerNorm's output as linear_cast would; the slice not written).
 static void layernorm_linear_forward(GPT2* model, int l, int kind, floatX* out, floatX* x, const floatX* residual_from,
                                      const floatX* branch) {
     int B = model->B, T = model->T, C = model->config.channels, rows = B * T;
@@ -1055,10 +1113,11 @@ static void layernorm_linear_forward(GPT2* model, int l, int kind, floatX* out, 
         linear_forward(model, module, out, ln_out, B, T);
         return;
     }
+    LinearOperand x_fp8 = linear_cast(model, module, LINEAR_INPUT, NULL, rows, 1, NULL);
     Fp8CastTarget t = recorded_cast_target(model, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT));
-    cudaCheck(layernorm_forward_fp8(model->x_fp8, kept_input_t(model, module), x, mean, rstd, weight, bias, rows, C,
-                                    t.scale, t.amax, t.stats, model->fp8.forward_format, model->stream));
-    linear_fprop_fp8(model, module, out, rows);
+    cudaCheck(layernorm_forward_fp8((uint8_t*)x_fp8.rowwise.data, kept_input_t(model, module), x, mean, rstd, weight,
+                                    bias, rows, C, t.scale, t.amax, t.stats, model->fp8.forward_format, model->stream));
+    linear_fprop(model, module, out, &x_fp8);
 }
 
 // inputs, targets (B, T) host -> device (targets may be NULL: not copied), and the token buckets of the encoder
@@ -1562,35 +1621,163 @@ static void sample_text(GPT2* model, const Tokenizer* tokenizer, int gen_tokens,
 }
 
 #ifndef TESTING
+// What the GPU trainer refuses from the flags alone, in one line each, before any GPU is looked for (so the answer is
+// the same on every machine; the CPU trainer's refuse_gpu_only_flags is its twin): fp32, E5M2 forward tensors (they
+// would make E5M2 x E5M2 GEMMs, which cuBLASLt does not run on Hopper), -attn cudnn in a build without cuDNN.
+static void refuse_cpu_only_flags(const TrainArgs* args) {
+    if (args->precision == PRECISION_FP32) { die("-precision fp32 is the CPU reference's mode; the GPU trainer runs bf16 or fp8"); }
+    if (args->precision == PRECISION_FP8 && args->recipe.fp8_format == FP8_RECIPE_E5M2) {
+        die("-fp8 e5m2 is CPU-only (cuBLASLt has no E5M2 x E5M2 GEMM on Hopper): use -fp8 hybrid or e4m3 here, or "
+            "train_gpt_fp8_cpu");
+    }
+    // -attn stays ATTENTION_DEFAULT when not given: gpt2_gpu_init then falls back to the plain attention where cuDNN
+    // cannot run the shape, and -attn cudnn makes that an error
+    (void)gpu_attention_kind(args->attention);
+}
+
+// What this GPU, its libraries or the run's shape cannot run, refused in one line each before anything is allocated
+// (a shape cuDNN's attention cannot take falls back to the plain attention unless -attn cudnn asked for it: args is
+// changed then). What the memory plan refuses comes later (gpt2_gpu_plan_fits), once cuDNN has said what it needs.
+static void refuse_what_this_gpu_cannot_run(TrainArgs* args, const RunSetup* run) {
+    char err[ERROR_MESSAGE_MAX];
+    const GPT2Config* config = &run->config;
+    int B = run->B, T = run->T;
+    // -fp8_recipe blockwise runs cuBLASLt's block-scaled GEMMs, which exist on compute capability 9.0 with cuBLASLt
+    // 12.9 or later only
+    if (args->precision == PRECISION_FP8 && fp8_recipe_uses_block_scaled_gemms(&args->recipe) &&
+        gemm_block_scaling_check(err, sizeof(err))) {
+        die("-fp8_recipe blockwise: %s", err);
+    }
+    if (args->profile_step > run->train_steps) {  // a profiler waiting for a step that never comes would record nothing
+        die("-profile_step %d is past the run's last step (%d)", args->profile_step, run->train_steps);
+    }
+    if (args->precision == PRECISION_FP8 && (config->channels % 64 != 0 || (B * T) % 64 != 0)) {
+        die("fp8 on the GPU needs C and B*T to be multiples of 64 (C %d, B*T %d)", config->channels, B * T);
+    }
+    // cuDNN's fused attention takes head sizes that are multiples of 8, and no single-token sequence (its backward
+    // refuses s_q = s_kv = 1); by default such a shape runs the plain attention, asked for by -attn cudnn it is an error
+    // (a shape that passes these but that this cuDNN has no engine for is found by gpt2_gpu_init, which asks cuDNN)
+    int head_size = config->channels / config->num_heads;
+    if (gpu_attention_kind(args->attention) == ATTENTION_CUDNN && (head_size % 8 != 0 || T < 2)) {
+        if (args->attention == ATTENTION_CUDNN) {
+            die("cuDNN attention needs a head size C/NH that is a multiple of 8 and T >= 2 (C %d, NH %d: %d; T %d); "
+                "-attn plain runs any shape", config->channels, config->num_heads, head_size, T);
+        }
+        printf("attention: plain CUDA/cuBLAS, as cuDNN's needs a head size that is a multiple of 8 and T >= 2 (head "
+               "size %d, T %d)\n", head_size, T);
+        args->attention = ATTENTION_PLAIN;
+    }
+    // the grids this shape launches, checked against CUDA's limits (run_setup already keeps B*T within an int): the
+    // column sums (B*T / 64 blocks in y), the widest elementwise launch (B, T, 4C); each exits with one line when it
+    // does not fit (the plain attention's, once it is chosen: gpt2_gpu_init)
+    column_sum_chunks((size_t)B * T);
+    blocks_for((size_t)B * T * 4 * config->channels, 256);
+}
+
+// The memory plan before a byte of it is allocated: printed, and refused in one line when it does not fit. -estimate 1:
+// the largest micro-batch that fits is printed instead, and 0 returned (the run ends); else 1.
+static int gpt2_gpu_plan_fits(GPT2* model, const TrainArgs* args, int total_batch, int num_processes) {
+    size_t free_bytes, total_bytes;
+    cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
+    gpu_memory_print(stdout, &model->memory, &model->memory_inputs, free_bytes);
+    // cuBLASLt's workspace is in the plan but already allocated (gemm_context_init): not free any more
+    size_t available = free_bytes + model->memory.bytes[GPU_GEMM_WORKSPACE];
+#ifdef ENABLE_CUDNN
+    int cudnn_built = 1;
+#else
+    int cudnn_built = 0;
+#endif
+    if (args->estimate_only) {
+        int largest = gpu_memory_largest_batch(&model->memory_inputs, available, total_batch, num_processes);
+        printf("largest micro-batch that fits: B=%d (at T %d, -r %d, -attn %s, %s; -d %d)\n", largest, model->T,
+               args->recompute, model->attention_kind == ATTENTION_CUDNN ? "cudnn" : "plain",
+               precision_name(args->precision), total_batch);
+        return 0;
+    }
+    if (!gpu_memory_fits(&model->memory_inputs, available)) {
+        char refusal[1024];
+        gpu_memory_refusal(refusal, sizeof(refusal), &model->memory_inputs, available, total_batch, num_processes,
+                           cudnn_built);
+        die("%s", refusal);
+    }
+    return 1;
+}
+
+// Every collective relies on these being equal on all ranks: checked once, failing with one line rather than hanging.
+static void gpt2_check_same_on_ranks(GPT2* model, long long tokens_per_step, int train_steps) {
+    MultiGpu* mg = model->multi_gpu;
+    multi_gpu_check_same(mg, (long long)model->num_parameters, "the parameter count");
+    multi_gpu_check_same(mg, model->precision == PRECISION_FP8 ? model->fp8.num_slots : 0, "the number of FP8 slots");
+    multi_gpu_check_same(mg, model->attention_kind, "the attention (cuDNN's or the plain one: each rank asked its cuDNN)");
+    multi_gpu_check_same(mg, tokens_per_step, "B*T*accumulation");
+    multi_gpu_check_same(mg, train_steps, "the number of steps");
+}
+
+// The initial weights: a model file's, or the CPU trainer's initialisation from the same seed, on every rank.
+static void gpt2_upload_initial_params(GPT2* model, const RunSetup* run, uint64_t seed) {
+    float* params = (float*)calloc_or_die(model->num_parameters, 4, "parameters");
+    if (run->loaded_params) {
+        memcpy(params, run->loaded_params, run->loaded_count * sizeof(float));
+    } else {
+        ParameterTensors p;
+        point_parameters(&p, params, model->param_sizes);
+        Rng init_rng;
+        rng_seed(&init_rng, seed);
+        gpt2_init_parameters(&p, model->param_sizes, &model->config, &init_rng);
+    }
+    gpt2_upload_params(model, params);
+    free(params);
+}
+
+// The run's box (rank 0 prints it): the device, the processes, the run, the attention and how the FP8 casts and GEMMs
+// run. Returns this rank's device's properties.
+static cudaDeviceProp print_run_box(const GPT2* model, const TrainArgs* args, const RunSetup* run,
+                                    const ProcessGroupConfig* pg) {
+    const MultiGpu* mg = model->multi_gpu;
+    cudaDeviceProp prop;
+    int device;
+    cudaCheck(cudaGetDevice(&device));  // this rank's GPU (multi_gpu_init set it)
+    cudaCheck(cudaGetDeviceProperties(&prop, device));
+    box_rule(stdout);
+    box_row(stdout, "device", "%s, %d SMs", prop.name, prop.multiProcessorCount);
+    box_row(stdout, "processes", "%d (%s%s%s), ZeRO stage %d", mg->num_processes, pg->launcher,
+            mg->use_nccl ? ", NCCL id via " : "", mg->use_nccl ? pg->init_method : "", mg->zero_stage);
+    box_run_rows(stdout, args, run, model->num_parameters, mg->num_processes);
+    box_row(stdout, "attention", "%s, recompute -r %d",
+            model->attention_kind == ATTENTION_CUDNN ? "cuDNN flash attention (-attn cudnn)" : "plain CUDA/cuBLAS (-attn plain)",
+            args->recompute);
+    int fp8 = args->precision == PRECISION_FP8;
+    if (fp8 && fp8_recipe_has_history(&args->recipe)) {  // delayed scaling: the scale is known before a cast runs
+        box_row(stdout, "fp8 casts", "%s", args->fp8_fused_casts
+                    ? "GELU and LayerNorm inside them where they can be (-fp8_fused_casts 1)"
+                    : "apart from GELU and LayerNorm, which run their own kernels (-fp8_fused_casts 0)");
+    }
+    if (fp8 && fp8_recipe_uses_block_scaled_gemms(&args->recipe)) {
+        box_row(stdout, "fp8 gemms", "cuBLASLt block-scaled: 1x128 (VEC128) activations and gradients, "
+                "128x128 weights");
+    } else if (fp8 && fp8_recipe_gemms_emulated(&args->recipe)) {
+        box_row(stdout, "fp8 gemms", "mxfp8 EMULATED: MXFP8 casts (E8M0 block scales), dequantized to bf16, "
+                "BF16 GEMMs;");
+        box_row(stdout, "", "this run measures MXFP8's accuracy, not its speed (Hopper has no MXFP8 GEMM)");
+    }
+    box_rule(stdout);
+    return prop;
+}
+
 int main(int argc, char** argv) {
     fail_at_exit_if_stdout_fails();  // the step lines are the run's report: a lost one is an error
     TrainArgs args;
     parse_args(&args, argc, argv);
     char err[ERROR_MESSAGE_MAX];
-    if (args.precision == PRECISION_FP32) { die("-precision fp32 is the CPU reference's mode; the GPU trainer runs bf16 or fp8"); }
-    // E5M2 forward tensors would make E5M2 x E5M2 GEMMs, which cuBLASLt does not run on Hopper: refused here, before
-    // any GPU is looked for, so the answer is the same on every machine
-    if (args.precision == PRECISION_FP8 && args.recipe.fp8_format == FP8_RECIPE_E5M2) {
-        die("-fp8 e5m2 is CPU-only (cuBLASLt has no E5M2 x E5M2 GEMM on Hopper): use -fp8 hybrid or e4m3 here, or "
-            "train_gpt_fp8_cpu");
-    }
+    refuse_cpu_only_flags(&args);
     ProcessGroupConfig pg;
     if (process_group_resolve(&pg, args.num_processes, args.process_rank, args.gpus_per_node, args.init_method,
                               args.fs_path, args.server_ip, err, sizeof(err))) {
         die("%s", err);
     }
-    // -attn stays ATTENTION_DEFAULT when not given: gpt2_gpu_init then falls back to the plain attention where cuDNN
-    // cannot run the shape, and -attn cudnn makes that an error; a build without cuDNN refuses -attn cudnn at once
-    (void)gpu_attention_kind(args.attention);
     require_cuda_device("train_gpt_fp8");
     MultiGpu mg;
     multi_gpu_init(&mg, &pg, args.zero_stage);
-    // -fp8_recipe blockwise runs cuBLASLt's block-scaled GEMMs, which exist on compute capability 9.0 with cuBLASLt
-    // 12.9 or later only: any other GPU or library is refused in one line, before anything is allocated
-    if (args.precision == PRECISION_FP8 && args.recipe.scaling == FP8_SCALING_BLOCKWISE &&
-        gemm_block_scaling_check(err, sizeof(err))) {
-        die("-fp8_recipe blockwise: %s", err);
-    }
     int rank0 = mg.process_rank == 0;  // prints, logs and writes the model file
     if (!rank0) {  // only rank 0 speaks; errors still reach stderr from every rank
         if (!freopen("/dev/null", "w", stdout)) { die("cannot silence stdout of rank %d", mg.process_rank); }
@@ -1598,35 +1785,12 @@ int main(int argc, char** argv) {
     RunSetup run;
     run_setup(&args, &run, mg.process_rank, mg.num_processes);
     run_folder_prepare(&args, run.train_steps, rank0);  // rank 0 locks the folder for the job; an earlier run's files
+    refuse_what_this_gpu_cannot_run(&args, &run);
     GPT2Config config = run.config;
     int B = run.B, T = run.T, total_batch = run.total_batch, grad_accum_steps = run.grad_accum_steps;
     int train_steps = run.train_steps, val_steps = run.val_steps, have_val = run.have_val;
     DataLoader* train_loader = &run.train_loader;
     DataLoader* val_loader = &run.val_loader;
-    if (args.profile_step > train_steps) {  // a profiler waiting for a step that never comes would record nothing
-        die("-profile_step %d is past the run's last step (%d)", args.profile_step, train_steps);
-    }
-    if (args.precision == PRECISION_FP8 && (config.channels % 64 != 0 || (B * T) % 64 != 0)) {
-        die("fp8 on the GPU needs C and B*T to be multiples of 64 (C %d, B*T %d)", config.channels, B * T);
-    }
-    // cuDNN's fused attention takes head sizes that are multiples of 8, and no single-token sequence (its backward
-    // refuses s_q = s_kv = 1); by default such a shape runs the plain attention, asked for by -attn cudnn it is an error
-    // (a shape that passes these but that this cuDNN has no engine for is found by gpt2_gpu_init, which asks cuDNN)
-    int head_size = config.channels / config.num_heads;
-    if (gpu_attention_kind(args.attention) == ATTENTION_CUDNN && (head_size % 8 != 0 || T < 2)) {
-        if (args.attention == ATTENTION_CUDNN) {
-            die("cuDNN attention needs a head size C/NH that is a multiple of 8 and T >= 2 (C %d, NH %d: %d; T %d); "
-                "-attn plain runs any shape", config.channels, config.num_heads, head_size, T);
-        }
-        printf("attention: plain CUDA/cuBLAS, as cuDNN's needs a head size that is a multiple of 8 and T >= 2 (head "
-               "size %d, T %d)\n", head_size, T);
-        args.attention = ATTENTION_PLAIN;
-    }
-    // the grids this shape launches, checked against CUDA's limits before anything is allocated (run_setup already
-    // keeps B*T within an int): the column sums (B*T / 64 blocks in y), the widest elementwise launch (B, T, 4C); each
-    // exits with one line when it does not fit (the plain attention's, once it is chosen: gpt2_gpu_init)
-    column_sum_chunks((size_t)B * T);
-    blocks_for((size_t)B * T * 4 * config.channels, 256);
     // -y 1: the checkpoint to resume from, looked for before anything is planned or allocated, so that a run already
     // at or past -x ends with the one line that says so
     long long latest = run_folder_resume_step(&args);
@@ -1641,55 +1805,15 @@ int main(int argc, char** argv) {
 
     GPT2 model;
     gpt2_gpu_init(&model, &config, &args, B, T, &mg);
-    {  // the memory plan before a byte of it is allocated: printed, and refused in one line when it does not fit
-        size_t free_bytes, total_bytes;
-        cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
-        gpu_memory_print(stdout, &model.memory, &model.memory_inputs, free_bytes);
-        // cuBLASLt's workspace is in the plan but already allocated (gemm_context_init): not free any more
-        size_t available = free_bytes + model.memory.bytes[GPU_GEMM_WORKSPACE];
-#ifdef ENABLE_CUDNN
-        int cudnn_built = 1;
-#else
-        int cudnn_built = 0;
-#endif
-        if (args.estimate_only) {
-            int largest = gpu_memory_largest_batch(&model.memory_inputs, available, total_batch, mg.num_processes);
-            printf("largest micro-batch that fits: B=%d (at T %d, -r %d, -attn %s, %s; -d %d)\n", largest, T,
-                   args.recompute, model.attention_kind == ATTENTION_CUDNN ? "cudnn" : "plain", precision_name(args.precision),
-                   total_batch);
-            run_free(&run);
-            multi_gpu_free(&mg);
-            return 0;
-        }
-        if (!gpu_memory_fits(&model.memory_inputs, available)) {
-            char refusal[1024];
-            gpu_memory_refusal(refusal, sizeof(refusal), &model.memory_inputs, available, total_batch, mg.num_processes,
-                               cudnn_built);
-            die("%s", refusal);
-        }
+    if (!gpt2_gpu_plan_fits(&model, &args, total_batch, mg.num_processes)) {  // -estimate 1 ends here
+        run_free(&run);
+        multi_gpu_free(&mg);
+        return 0;
     }
     gpt2_gpu_allocate_buffers(&model);
     model.total_batch = total_batch;
-    // every collective relies on these being equal on all ranks: check once, fail with one line rather than hang
-    multi_gpu_check_same(&mg, (long long)model.num_parameters, "the parameter count");
-    multi_gpu_check_same(&mg, model.precision == PRECISION_FP8 ? model.fp8.num_slots : 0, "the number of FP8 slots");
-    multi_gpu_check_same(&mg, model.attention_kind, "the attention (cuDNN's or the plain one: each rank asked its cuDNN)");
-    multi_gpu_check_same(&mg, (long long)B * T * grad_accum_steps, "B*T*accumulation");
-    multi_gpu_check_same(&mg, train_steps, "the number of steps");
-    {  // the initial weights: a model file's, or the CPU trainer's initialisation from the same seed, on every rank
-        float* params = (float*)calloc_or_die(model.num_parameters, 4, "parameters");
-        if (run.loaded_params) {
-            memcpy(params, run.loaded_params, run.loaded_count * sizeof(float));
-        } else {
-            ParameterTensors p;
-            point_parameters(&p, params, model.param_sizes);
-            Rng init_rng;
-            rng_seed(&init_rng, (uint64_t)args.seed);
-            gpt2_init_parameters(&p, model.param_sizes, &config, &init_rng);
-        }
-        gpt2_upload_params(&model, params);
-        free(params);
-    }
+    gpt2_check_same_on_ranks(&model, (long long)B * T * grad_accum_steps, train_steps);
+    gpt2_upload_initial_params(&model, &run, (uint64_t)args.seed);
 
     // resume, or start: before step 0 the initial weights are cast with scale 1.0 (recording their amax)
     Rng sample_rng;  // the CPU trainer's sampling stream, from the same seed
@@ -1723,32 +1847,7 @@ int main(int argc, char** argv) {
     gpt2_cast_weights_fp8(&model, start_step == 0);
     cudaCheck(cudaDeviceSynchronize());
 
-    cudaDeviceProp prop;
-    int device;
-    cudaCheck(cudaGetDevice(&device));  // this rank's GPU (multi_gpu_init set it)
-    cudaCheck(cudaGetDeviceProperties(&prop, device));
-    box_rule(stdout);
-    box_row(stdout, "device", "%s, %d SMs", prop.name, prop.multiProcessorCount);
-    box_row(stdout, "processes", "%d (%s%s%s), ZeRO stage %d", mg.num_processes, pg.launcher,
-            mg.use_nccl ? ", NCCL id via " : "", mg.use_nccl ? pg.init_method : "", mg.zero_stage);
-    box_run_rows(stdout, &args, &run, model.num_parameters, mg.num_processes);
-    box_row(stdout, "attention", "%s, recompute -r %d",
-            model.attention_kind == ATTENTION_CUDNN ? "cuDNN flash attention (-attn cudnn)" : "plain CUDA/cuBLAS (-attn plain)",
-            args.recompute);
-    if (args.precision == PRECISION_FP8 && args.recipe.scaling == FP8_SCALING_DELAYED) {
-        box_row(stdout, "fp8 casts", "%s", args.fp8_fused_casts
-                    ? "GELU and LayerNorm inside them where they can be (-fp8_fused_casts 1)"
-                    : "apart from GELU and LayerNorm, which run their own kernels (-fp8_fused_casts 0)");
-    }
-    if (args.precision == PRECISION_FP8 && args.recipe.scaling == FP8_SCALING_BLOCKWISE) {
-        box_row(stdout, "fp8 gemms", "cuBLASLt block-scaled: 1x128 (VEC128) activations and gradients, "
-                "128x128 weights");
-    } else if (args.precision == PRECISION_FP8 && args.recipe.scaling == FP8_SCALING_MXFP8) {
-        box_row(stdout, "fp8 gemms", "mxfp8 EMULATED: MXFP8 casts (E8M0 block scales), dequantized to bf16, "
-                "BF16 GEMMs;");
-        box_row(stdout, "", "this run measures MXFP8's accuracy, not its speed (Hopper has no MXFP8 GEMM)");
-    }
-    box_rule(stdout);
+    cudaDeviceProp prop = print_run_box(&model, &args, &run, &pg);
 
     // MFU: 6 FLOPs per parameter per token (forward + backward) plus attention's 12 * L * C * T (llm.c's estimate)
     double flops_per_step = (6.0 * (double)model.num_parameters + 12.0 * config.num_layers * config.channels * T) *

@@ -106,7 +106,8 @@ typedef enum {
     GPU_WEIGHT_DEQUANTIZED,             // mxfp8: every FP8 module's W cast in 1x32 blocks, dequantized, bf16
     GPU_WEIGHT_DEQUANTIZED_COLUMNWISE,  // mxfp8: and in 32x1 blocks (dgrad's), bf16
     GPU_X_DEQUANTIZED,                  // mxfp8: (B*T, widest input) bf16, x's cast (either copy) dequantized
-    GPU_DY_DEQUANTIZED,                 // mxfp8: (B*T, widest output) bf16, dy's
+    GPU_DY_DEQUANTIZED,                 // mxfp8: (B*T, widest output) bf16, dy's rowwise cast (dgrad's) dequantized
+    GPU_DY_DEQUANTIZED_COLUMNWISE,      // mxfp8: (B*T, widest output of an FP8 wgrad) bf16, its columnwise (wgrad's)
     GPU_FP8_BLOCK_SCALE_RANGE,  // block recipes: (num_slots, 2) uint32, the smallest and largest block scale's bits
     GPU_FP8_WINDOW_AMAX,  // current scaling and block recipes: (num_slots) fp32, the amax of each slot's last recorded cast
     GPU_FP8_EVAL_SCALES,  // current scaling: (2, num_slots) fp32, scale and scale_inv of evaluation casts
@@ -141,8 +142,8 @@ static const MemoryGroup gpu_buffer_group[] = {
     // att .. attention workspace
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
-    // fp8 (meta .. dy_t, the block recipes' eleven, then current scaling's four)
-    MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
+    // fp8 (meta .. dy_t, the block recipes' twelve, then current scaling's four)
+    MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     // inputs .. gemm workspace
@@ -186,15 +187,14 @@ static inline size_t attention_stats_layer_floats(int B, int NH, int T) {
 // Columns per row of the B*T-row FP8 cast scratch, the widest any FP8 GEMM needs: x holds the forward's input cast
 // (for an FP8 fprop, or to record the input's amax for an FP8 wgrad), x_t the input's transpose for an FP8 wgrad that
 // casts it in the backward (a block recipe's, or one whose input the recompute drops: the others read the x^T their
-// forward kept, GPU_INPUT_T_FP8), dy
-// and dy_t the output gradient's cast and transpose (dgrad or wgrad). The LM head (Vp columns) counts only when it
-// runs in FP8 (-fp8_lm_head 1).
+// forward kept, GPU_INPUT_T_FP8), dy the output gradient's cast and its transpose (dgrad or wgrad), dy_t mxfp8's
+// columnwise copy of it (an FP8 wgrad's). The LM head (Vp columns) counts only when it runs in FP8 (-fp8_lm_head 1).
 typedef struct {
-    size_t x, x_t, dy;
+    size_t x, x_t, dy, dy_t;
 } Fp8ScratchWidths;
 
 static inline Fp8ScratchWidths fp8_scratch_widths(const GPT2Config* config, const LinearPrecision* p, int recompute) {
-    Fp8ScratchWidths w = {0, 0, 0};
+    Fp8ScratchWidths w = {0, 0, 0, 0};
     int num_modules = linear_num_modules(config->num_layers);
     for (int module = 0; module < num_modules; module++) {
         int fprop = linear_gemm_is_fp8(p, module, LINEAR_GEMM_FPROP);
@@ -205,6 +205,7 @@ static inline Fp8ScratchWidths fp8_scratch_widths(const GPT2Config* config, cons
         if ((fprop || wgrad) && (size_t)ll.IC > w.x) { w.x = (size_t)ll.IC; }
         if (wgrad && !linear_keeps_input_t(p, module, recompute) && (size_t)ll.IC > w.x_t) { w.x_t = (size_t)ll.IC; }
         if ((dgrad || wgrad) && (size_t)ll.OC > w.dy) { w.dy = (size_t)ll.OC; }
+        if (wgrad && (size_t)ll.OC > w.dy_t) { w.dy_t = (size_t)ll.OC; }
     }
     return w;
 }
@@ -264,6 +265,7 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
             b[GPU_WEIGHT_DEQUANTIZED] = b[GPU_WEIGHT_DEQUANTIZED_COLUMNWISE] = weight_elements * bf16;
             b[GPU_X_DEQUANTIZED] = BT * w.x * bf16;
             b[GPU_DY_DEQUANTIZED] = BT * w.dy * bf16;
+            b[GPU_DY_DEQUANTIZED_COLUMNWISE] = BT * w.dy_t * bf16;  // (one cast makes both of dy's copies)
         } else {  // FP8 codes (and, blockwise, their scale_inv arrays)
             b[GPU_WEIGHT_FP8] = b[GPU_WEIGHT_T_FP8] = weight_elements;
             b[GPU_X_FP8] = BT * w.x;

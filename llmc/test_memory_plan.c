@@ -304,8 +304,9 @@ static void test_fp8_block_recipe_buffers(void) {
           "mxfp8: no FP8 codes or scale_inv arrays (the GEMMs are BF16)");
     CHECK(mxfp8.bytes[GPU_WEIGHT_DEQUANTIZED] == 2 * delayed.bytes[GPU_WEIGHT_FP8] &&
               mxfp8.bytes[GPU_WEIGHT_DEQUANTIZED_COLUMNWISE] == 2 * delayed.bytes[GPU_WEIGHT_FP8] &&
-              mxfp8.bytes[GPU_X_DEQUANTIZED] == 2 * BT * 4 * C && mxfp8.bytes[GPU_DY_DEQUANTIZED] == 2 * BT * 4 * C,
-          "mxfp8: weights dequantized twice, x and dy once, in bf16");
+              mxfp8.bytes[GPU_X_DEQUANTIZED] == 2 * BT * 4 * C && mxfp8.bytes[GPU_DY_DEQUANTIZED] == 2 * BT * 4 * C &&
+              mxfp8.bytes[GPU_DY_DEQUANTIZED_COLUMNWISE] == 2 * BT * 4 * C,
+          "mxfp8: weights and dy dequantized twice (rowwise, columnwise: one cast makes both), x once, in bf16");
     CHECK(mxfp8.bytes[GPU_FP8_BLOCK_SCALE_RANGE] == 2 * S * 4 && mxfp8.bytes[GPU_FP8_WINDOW_AMAX] == S * 4,
           "mxfp8: block scale ranges and window amaxes");
 }
