@@ -1764,6 +1764,48 @@ static cudaDeviceProp print_run_box(const GPT2* model, const TrainArgs* args, co
     return prop;
 }
 
+// A training step's time on the model's stream (two events around it), -profile_step's profiler window (a profiler
+// started with collection off, ncu --profile-from-start off, records that step's kernels alone, from the gradients'
+// zeroing to the weights' FP8 cast, after the steps that warmed up cuBLASLt), and the most memory in use on this GPU
+// after a step (every buffer is allocated before step 0, so that is the run's peak, cuBLASLt's workspace included;
+// other processes on the same GPU would be counted too).
+typedef struct {
+    cudaEvent_t start, stop;
+    int profiled;
+    double peak_memory;  // bytes
+} StepClock;
+
+static StepClock step_clock_create(void) {
+    StepClock c = {NULL, NULL, 0, 0.0};
+    cudaCheck(cudaEventCreate(&c.start));
+    cudaCheck(cudaEventCreate(&c.stop));
+    return c;
+}
+
+static void step_clock_start(StepClock* c, int profiled, cudaStream_t stream) {
+    c->profiled = profiled;
+    if (profiled) { cudaCheck(cudaProfilerStart()); }
+    cudaCheck(cudaEventRecord(c->start, stream));
+}
+
+// Waits for the step to finish; returns its milliseconds.
+static float step_clock_stop(StepClock* c, cudaStream_t stream) {
+    cudaCheck(cudaEventRecord(c->stop, stream));
+    cudaCheck(cudaEventSynchronize(c->stop));
+    if (c->profiled) { cudaCheck(cudaProfilerStop()); }
+    float ms;
+    cudaCheck(cudaEventElapsedTime(&ms, c->start, c->stop));
+    size_t free_bytes, total_bytes;
+    cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if ((double)(total_bytes - free_bytes) > c->peak_memory) { c->peak_memory = (double)(total_bytes - free_bytes); }
+    return ms;
+}
+
+static void step_clock_free(StepClock* c) {
+    cudaCheck(cudaEventDestroy(c->start));
+    cudaCheck(cudaEventDestroy(c->stop));
+}
+
 int main(int argc, char** argv) {
     fail_at_exit_if_stdout_fails();  // the step lines are the run's report: a lost one is an error
     TrainArgs args;
@@ -1853,7 +1895,7 @@ int main(int argc, char** argv) {
     double flops_per_step = (6.0 * (double)model.num_parameters + 12.0 * config.num_layers * config.channels * T) *
                             (double)total_batch;
     double peak_flops = gpu_bf16_peak_flops(&prop) * mg.num_processes;
-    double peak_memory = 0.0;  // bytes in use on this GPU after a step, at most
+    StepClock clock = step_clock_create();
     // rank 0's logs; its FP8 diagnostics stand for every rank (amaxes and scales are the same when reduced)
     LogFile main_log = {NULL, NULL}, diag_log = {NULL, NULL};
     if (rank0 && args.output_dir) {
@@ -1890,14 +1932,7 @@ int main(int argc, char** argv) {
         }
         if (last_step) { break; }
         if (step == args.debug_kill_step) { fflush(stdout); raise(SIGKILL); }  // test hook (the GPU check's resume step)
-        // -profile_step: a profiler started with collection off (ncu --profile-from-start off) records this step's
-        // kernels alone, from the gradients' zeroing to the weights' FP8 cast, after the steps that warmed up cuBLASLt
-        int profiled = step + 1 == args.profile_step;
-        if (profiled) { cudaCheck(cudaProfilerStart()); }
-        cudaEvent_t start, stop;
-        cudaCheck(cudaEventCreate(&start));
-        cudaCheck(cudaEventCreate(&stop));
-        cudaCheck(cudaEventRecord(start, model.stream));
+        step_clock_start(&clock, step + 1 == args.profile_step, model.stream);
         gpt2_zero_grad(&model);
         double loss = 0.0;
         for (int micro = 0; micro < grad_accum_steps; micro++) {
@@ -1929,30 +1964,20 @@ int main(int argc, char** argv) {
             // after the all-gather: every rank casts the same weights with the same scale
             gpt2_cast_weights_fp8(&model, 1);
         }
-        cudaCheck(cudaEventRecord(stop, model.stream));
-        cudaCheck(cudaEventSynchronize(stop));
-        if (profiled) { cudaCheck(cudaProfilerStop()); }
-        float ms;
-        cudaCheck(cudaEventElapsedTime(&ms, start, stop));
-        cudaCheck(cudaEventDestroy(start));
-        cudaCheck(cudaEventDestroy(stop));
+        float ms = step_clock_stop(&clock, model.stream);
         if (diag_log.file && (step + 1) % args.fp8_diag_every == 0) {
             write_fp8_diagnostics(&model, diag_log.file, step + 1);
             log_flush(&diag_log);
         }
-        size_t free_bytes, total_bytes;
-        cudaCheck(cudaMemGetInfo(&free_bytes, &total_bytes));
-        if ((double)(total_bytes - free_bytes) > peak_memory) { peak_memory = (double)(total_bytes - free_bytes); }
         double mfu = peak_flops > 0 ? 100.0 * flops_per_step / (ms / 1000.0) / peak_flops : -1.0;
         report_step(&timer, &main_log, step, start_step, train_steps, loss, norm, lr, ms / 1000.0, total_batch, mfu);
         skipped_steps_record(&skipped, &args, step, step_skipped);
     }
     log_close(&main_log);
     log_close(&diag_log);
-    // every buffer is allocated before step 0, so the most in use after any step is the run's peak (cuBLASLt's
-    // workspace included; other processes on the same GPU would be counted too)
-    printf("peak memory %.2f GiB (rank %d; the estimate was %.2f GiB of our buffers)\n", peak_memory / (1 << 30),
+    printf("peak memory %.2f GiB (rank %d; the estimate was %.2f GiB of our buffers)\n", clock.peak_memory / (1 << 30),
            mg.process_rank, bytes_to_gib(gpu_memory_total(&model.memory)));
+    step_clock_free(&clock);
     gpt2_free(&model);
     run_free(&run);
     multi_gpu_free(&mg);
