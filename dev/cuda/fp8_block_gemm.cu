@@ -1,6 +1,6 @@
 /*
 dev/cuda/fp8_block_gemm.cu — the block-scaled FP8 GEMMs of llmc/gemm.cuh (-fp8_recipe blockwise: Transformer Engine's
-Float8BlockScaling on Hopper) on their own: gemm_tn_block_scaled with cuBLASLt's VEC128_32F (1x128 blocks along k)
+Float8BlockScaling on Hopper) on their own: gemm_multiply with cuBLASLt's VEC128_32F (1x128 blocks along k)
 and BLK128x128_32F (128x128 tiles) scale modes, the operands made by fp8/block_quantize.cuh's GPU casts from random
 bf16 tensors, against a CPU product in double of the CPU casts' operands (fp8/block.h). Checks:
   refusals (host only):  gemm_problem_check refuses fast accumulation with a block mode, k not a multiple of 128, two
@@ -393,7 +393,7 @@ static double block_gemm_bound(int k, double magnitude, double want, double befo
     return sum_tol + rounding + 1e-30;
 }
 
-// One gemm_tn_block_scaled call against the reference: out starts as `bias` broadcast per row (bias (out_cols), then
+// One block-scaled gemm_multiply call (both operands k-major: TN) against the reference: out starts as `bias` broadcast per row (bias (out_cols), then
 // accumulate must be 1) or, without one, as random values (read when accumulate, ignored when not). Prints the worst
 // error as a fraction of its bound.
 static void run_and_check(const char* what, const Reference* ref, const HostOperand* weight, const DeviceOperand* dw,
@@ -416,8 +416,10 @@ static void run_and_check(const char* what, const Reference* ref, const HostOper
     void* d_out;
     cudaCheck(cudaMalloc(&d_out, bytes));
     cudaCheck(cudaMemcpy(d_out, host_out, bytes, cudaMemcpyHostToDevice));
-    gemm_tn_block_scaled(&ctx, d_out, out_type, dw->codes, fp8_cuda(weight->format), dw->scale_inv, dw->mode, di->codes,
-                         fp8_cuda(inp->format), di->scale_inv, di->mode, rows, out_cols, k, accumulate, 0);
+    GemmOutput out = {d_out, out_type, NULL, accumulate};
+    GemmOperand w = gemm_operand(dw->codes, fp8_cuda(weight->format), out_cols, k, 1, dw->scale_inv, dw->mode);
+    GemmOperand x = gemm_operand(di->codes, fp8_cuda(inp->format), rows, k, 1, di->scale_inv, di->mode);
+    gemm_multiply(&ctx, &out, &w, &x, 0, 0);
     cudaCheck(cudaDeviceSynchronize());
     cudaCheck(cudaMemcpy(host_out, d_out, bytes, cudaMemcpyDeviceToHost));
     double worst = 0.0, worst_error = 0.0, worst_bound = 0.0, worst_got = 0.0, worst_want = 0.0;
@@ -629,33 +631,28 @@ static const char* gemm_names[NUM_GEMMS] = {"fprop", "dgrad", "wgrad"};
 // pre-fill, a separate kernel, not timed); dgrad BF16 as NN, FP8 TN on W^T; wgrad accumulating into fp32.
 static void issue(const BenchBuffers* b, int gemm, int path, int rows, int OC, int IC) {
     const cudaDataType_t bf16 = CUDA_R_16BF, e4m3 = CUDA_R_8F_E4M3, e5m2 = CUDA_R_8F_E5M2;
+    int block = path == PATH_FP8_BLOCK;
+    cudaDataType_t forward = path == PATH_BF16 ? bf16 : e4m3, backward = path == PATH_BF16 ? bf16 : e5m2;
+    // the scale_invs: none (BF16), the per-tensor one, or the block arrays with their modes
+    const float* w_scale = path == PATH_BF16 ? NULL : block ? b->w_scale : b->one;
+    const float* x_scale = path == PATH_BF16 ? NULL : block ? b->x_scale : b->one;
+    const float* dy_scale = path == PATH_BF16 ? NULL : block ? b->dy_scale : b->one;
+    int w_mode = block ? BLK128 : SCALAR, act_mode = block ? VEC128 : SCALAR;
     if (gemm == GEMM_FPROP) {  // out (rows, OC) = x (rows, IC) @ W (OC, IC)^T
-        if (path == PATH_BF16) {
-            gemm_tn(&ctx, b->out, bf16, b->w, bf16, NULL, b->x, bf16, NULL, b->bias, rows, OC, IC, 0, 0, 0);
-        } else if (path == PATH_FP8_TENSOR) {
-            gemm_tn(&ctx, b->out, bf16, b->w, e4m3, b->one, b->x, e4m3, b->one, b->bias, rows, OC, IC, 0, 1, 0);
-        } else {
-            gemm_tn_block_scaled(&ctx, b->out, bf16, b->w, e4m3, b->w_scale, BLK128, b->x, e4m3, b->x_scale, VEC128,
-                                 rows, OC, IC, 1, 0);
-        }
-    } else if (gemm == GEMM_DGRAD) {  // dx (rows, IC) = dy (rows, OC) @ W (OC, IC)
-        if (path == PATH_BF16) {
-            gemm_lt(&ctx, b->out, bf16, b->w, bf16, NULL, 0, b->dy, bf16, NULL, 0, NULL, IC, rows, OC, 0, 0, 0);
-        } else if (path == PATH_FP8_TENSOR) {
-            gemm_tn(&ctx, b->out, bf16, b->w, e4m3, b->one, b->dy, e5m2, b->one, NULL, rows, IC, OC, 0, 0, 0);
-        } else {
-            gemm_tn_block_scaled(&ctx, b->out, bf16, b->w, e4m3, b->w_scale, BLK128, b->dy, e5m2, b->dy_scale, VEC128,
-                                 rows, IC, OC, 0, 0);
-        }
-    } else {  // dW (OC, IC) += dy^T (OC, rows) @ x (rows, IC)
-        if (path == PATH_BF16) {
-            gemm_lt(&ctx, b->dw, CUDA_R_32F, b->x, bf16, NULL, 0, b->dy, bf16, NULL, 1, NULL, IC, OC, rows, 1, 0, 0);
-        } else if (path == PATH_FP8_TENSOR) {
-            gemm_tn(&ctx, b->dw, CUDA_R_32F, b->x, e4m3, b->one, b->dy, e5m2, b->one, NULL, OC, IC, rows, 1, 0, 0);
-        } else {
-            gemm_tn_block_scaled(&ctx, b->dw, CUDA_R_32F, b->x, e4m3, b->x_scale, VEC128, b->dy, e5m2, b->dy_scale,
-                                 VEC128, OC, IC, rows, 1, 0);
-        }
+        GemmOutput out = {b->out, bf16, block ? NULL : b->bias, block};
+        GemmOperand w = gemm_operand(b->w, forward, OC, IC, 1, w_scale, w_mode);
+        GemmOperand x = gemm_operand(b->x, forward, rows, IC, 1, x_scale, act_mode);
+        gemm_multiply(&ctx, &out, &w, &x, path == PATH_FP8_TENSOR, 0);
+    } else if (gemm == GEMM_DGRAD) {  // dx (rows, IC) = dy (rows, OC) @ W (OC, IC): weight W^T (IC, OC); BF16: W (NN)
+        GemmOutput out = {b->out, bf16, NULL, 0};
+        GemmOperand w_t = gemm_operand(b->w, forward, IC, OC, path != PATH_BF16, w_scale, w_mode);
+        GemmOperand dy = gemm_operand(b->dy, backward, rows, OC, 1, dy_scale, act_mode);
+        gemm_multiply(&ctx, &out, &w_t, &dy, 0, 0);
+    } else {  // dW (OC, IC) += dy^T (OC, rows) @ x (rows, IC): weight x^T (IC, rows), inp dy^T (OC, rows); BF16: NT
+        GemmOutput out = {b->dw, CUDA_R_32F, NULL, 1};
+        GemmOperand x_t = gemm_operand(b->x, forward, IC, rows, path != PATH_BF16, x_scale, act_mode);
+        GemmOperand dy_t = gemm_operand(b->dy, backward, OC, rows, path != PATH_BF16, dy_scale, act_mode);
+        gemm_multiply(&ctx, &out, &x_t, &dy_t, 0, 0);
     }
 }
 

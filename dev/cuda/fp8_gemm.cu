@@ -52,6 +52,8 @@ static void report(int ok, const char* what) {
 }
 
 
+static const int scalar = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;  // one scale_inv per operand
+
 static size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : t == CUDA_R_16BF ? 2 : 1; }
 
 // element i of a host array of type t, as a float
@@ -91,11 +93,11 @@ typedef struct {
     const char* name;
     cudaDataType_t a_type, b_type, out_type;
     int trans_a, trans_b;
-    int m, n, k;  // cuBLASLt's column-major terms (see gemm_lt)
+    int m, n, k;  // cuBLASLt's column-major terms (see gemm_multiply)
     int bias, accumulate, fast_accum;
 } GemmCase;
 
-// One call of gemm_lt against the CPU. offset: bytes added to every device pointer (0: cudaMalloc's 256-byte
+// One call of gemm_multiply against the CPU. offset: bytes added to every device pointer (0: cudaMalloc's 256-byte
 // alignment; 16: what a later layer's slice of a buffer may have). scale_slot: 0 gives each scale_inv its own
 // allocation; n > 0 puts A's at index n and B's at 2n of one float array, as the trainer's FP8 metadata holds them
 // (scale_inv + slot: 4-byte-aligned pointers). stream: where the GEMM runs (the trainer's is not the default one).
@@ -142,8 +144,11 @@ static void check_case(const GemmCase* c, size_t offset, int scale_slot, cudaStr
     scale_invs[a_index] = 1.0f;
     scale_invs[b_index] = b_scale_inv;
     float* d_b_si = (float*)to_device(scale_invs, sizeof(scale_invs), 0);
-    gemm_lt(ctx, d_out, c->out_type, d_a, c->a_type, fp8 ? d_a_si + a_index : NULL, c->trans_a, d_b, c->b_type,
-            fp8 ? d_b_si + b_index : NULL, c->trans_b, d_bias, c->m, c->n, c->k, c->accumulate, c->fast_accum, stream);
+    // in gemm_multiply's terms: A = the weight (m, k), k-major when transposed; B = the input (n, k), k-major when not
+    GemmOutput out = {d_out, c->out_type, d_bias, c->accumulate};
+    GemmOperand weight = gemm_operand(d_a, c->a_type, c->m, c->k, c->trans_a, fp8 ? d_a_si + a_index : NULL, scalar);
+    GemmOperand inp = gemm_operand(d_b, c->b_type, c->n, c->k, !c->trans_b, fp8 ? d_b_si + b_index : NULL, scalar);
+    gemm_multiply(ctx, &out, &weight, &inp, c->fast_accum, stream);
     cudaCheck(cudaDeviceSynchronize());
     void* got = malloc(out_bytes);
     cudaCheck(cudaMemcpy(got, d_out, out_bytes, cudaMemcpyDeviceToHost));
@@ -251,11 +256,14 @@ int main(void) {
         double tflops[2];
         for (int fp8 = 0; fp8 < 2; fp8++) {
             cudaDataType_t t = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+            // out (rows, out_cols) = B (rows, k) @ A (out_cols, k)^T, both k-major (TN)
+            GemmOutput out = {d_out, CUDA_R_16BF, NULL, 0};
+            GemmOperand weight = gemm_operand(d_a, t, shapes[s].out_cols, shapes[s].k, 1, d_one, scalar);
+            GemmOperand inp = gemm_operand(d_b, t, rows, shapes[s].k, 1, d_one, scalar);
             const int reps = 20;
             for (int r = 0; r < reps + 2; r++) {  // the first two warm up (and plan)
                 if (r == 2) { cudaCheck(cudaEventRecord(start)); }
-                gemm_tn(&ctx, d_out, CUDA_R_16BF, d_a, t, d_one, d_b, t, d_one, NULL, rows, shapes[s].out_cols,
-                        shapes[s].k, 0, fp8, 0);
+                gemm_multiply(&ctx, &out, &weight, &inp, fp8, 0);
             }
             cudaCheck(cudaEventRecord(stop));
             cudaCheck(cudaEventSynchronize(stop));

@@ -115,33 +115,30 @@ static void gemm_shape(const Linear* lin, int rows, int which, int* m, int* n, i
     else { *m = lin->OC; *n = lin->IC; *k = rows; }
 }
 
-// One GEMM exactly as train_gpt_fp8.cu's linear_forward / linear_backward issue it.
+// One GEMM exactly as train_gpt_fp8.cu's linear_forward / linear_backward issue it: out = inp @ weight^T, FP8 on the
+// transposed copies the casts make (every operand k-major: TN), BF16 on W, X and dY as stored (k-major or not).
 static void run_gemm(GemmContext* ctx, Linear* lin, int rows, int which, int fp8, const float* one) {
-    const void* bias = lin->has_bias ? lin->bias : NULL;
-    if (which == GEMM_FPROP) {
-        if (fp8) {
-            gemm_tn(ctx, lin->out, CUDA_R_16BF, lin->w8, CUDA_R_8F_E4M3, one, lin->x8, CUDA_R_8F_E4M3, one, bias, rows,
-                    lin->OC, lin->IC, 0, 1, 0);
-        } else {
-            gemm_tn(ctx, lin->out, CUDA_R_16BF, lin->w, CUDA_R_16BF, NULL, lin->x, CUDA_R_16BF, NULL, bias, rows, lin->OC,
-                    lin->IC, 0, 0, 0);
-        }
-    } else if (which == GEMM_DGRAD) {
-        if (fp8) {  // dX (rows, IC) = dY (rows, OC) @ (W^T (IC, OC))^T
-            gemm_tn(ctx, lin->dx, CUDA_R_16BF, lin->w8, CUDA_R_8F_E4M3, one, lin->dy8, CUDA_R_8F_E5M2, one, NULL, rows,
-                    lin->IC, lin->OC, 0, 0, 0);
-        } else {  // column-major m = IC, n = rows, k = OC; A = W (IC x OC, op N), B = dY (OC x rows, op N)
-            gemm_lt(ctx, lin->dx, CUDA_R_16BF, lin->w, CUDA_R_16BF, NULL, 0, lin->dy, CUDA_R_16BF, NULL, 0, NULL, lin->IC,
-                    rows, lin->OC, 0, 0, 0);
-        }
-    } else {
-        if (fp8) {  // dW (OC, IC) += dY^T (OC, rows) @ (X^T (IC, rows))^T, fp32
-            gemm_tn(ctx, lin->dw, CUDA_R_32F, lin->x8, CUDA_R_8F_E4M3, one, lin->dy8, CUDA_R_8F_E5M2, one, NULL, lin->OC,
-                    lin->IC, rows, 1, 0, 0);
-        } else {  // column-major m = IC, n = OC, k = rows; A = X (IC x rows, op N), B = dY (op T)
-            gemm_lt(ctx, lin->dw, CUDA_R_32F, lin->x, CUDA_R_16BF, NULL, 0, lin->dy, CUDA_R_16BF, NULL, 1, NULL, lin->IC,
-                    lin->OC, rows, 1, 0, 0);
-        }
+    const int scalar = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    const void* x = fp8 ? (const void*)lin->x8 : (const void*)lin->x;
+    const void* w = fp8 ? (const void*)lin->w8 : (const void*)lin->w;
+    const void* dy = fp8 ? (const void*)lin->dy8 : (const void*)lin->dy;
+    cudaDataType_t forward = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF, backward = fp8 ? CUDA_R_8F_E5M2 : CUDA_R_16BF;
+    const float* scale_inv = fp8 ? one : NULL;
+    if (which == GEMM_FPROP) {  // out (rows, OC) = X (rows, IC) @ W (OC, IC)^T, fast accumulation in FP8
+        GemmOutput out = {lin->out, CUDA_R_16BF, lin->has_bias ? lin->bias : NULL, 0};
+        GemmOperand weight = gemm_operand(w, forward, lin->OC, lin->IC, 1, scale_inv, scalar);
+        GemmOperand inp = gemm_operand(x, forward, rows, lin->IC, 1, scale_inv, scalar);
+        gemm_multiply(ctx, &out, &weight, &inp, fp8, 0);
+    } else if (which == GEMM_DGRAD) {  // dX (rows, IC) = dY (rows, OC) @ W: weight W^T (IC, OC); BF16: W (NN)
+        GemmOutput out = {lin->dx, CUDA_R_16BF, NULL, 0};
+        GemmOperand weight = gemm_operand(w, forward, lin->IC, lin->OC, fp8, scale_inv, scalar);
+        GemmOperand inp = gemm_operand(dy, backward, rows, lin->OC, 1, scale_inv, scalar);
+        gemm_multiply(ctx, &out, &weight, &inp, 0, 0);
+    } else {  // dW (OC, IC) += dY^T (OC, rows) @ X (rows, IC) in fp32: weight X^T (IC, rows), inp dY^T; BF16: NT
+        GemmOutput out = {lin->dw, CUDA_R_32F, NULL, 1};
+        GemmOperand weight = gemm_operand(x, forward, lin->IC, rows, fp8, scale_inv, scalar);
+        GemmOperand inp = gemm_operand(dy, backward, lin->OC, rows, fp8, scale_inv, scalar);
+        gemm_multiply(ctx, &out, &weight, &inp, 0, 0);
     }
 }
 
