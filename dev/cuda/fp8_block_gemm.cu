@@ -65,6 +65,7 @@ older than 12.9)
 #include "../../llmc/rand.h"
 #include "../../llmc/testing.h"
 #include "../../llmc/tolerance.h"
+#include "bench.h"
 
 #define BLOCK FP8_BLOCKWISE_BLOCK  // 128: the blocks along k, and the weight tiles' side
 static const int VEC128 = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
@@ -486,10 +487,11 @@ static void check_linear(const char* label, int BT, int OC, int IC, int power_2_
     // the GPU casts, as the trainer makes them: one 1D pass per activation for both copies, one 2D pass for W and W^T
     __nv_bfloat16 *d_x16, *d_w16, *d_dy16;
     float* d_amax;
-    cudaCheck(cudaMalloc(&d_x16, n_x * 2));
-    cudaCheck(cudaMalloc(&d_w16, n_w * 2));
-    cudaCheck(cudaMalloc(&d_dy16, n_dy * 2));
-    cudaCheck(cudaMalloc(&d_amax, sizeof(float)));
+    DeviceList dev = {{NULL}, 0};
+    device_alloc(&dev, &d_x16, n_x * 2);
+    device_alloc(&dev, &d_w16, n_w * 2);
+    device_alloc(&dev, &d_dy16, n_dy * 2);
+    device_alloc(&dev, &d_amax, sizeof(float));
     cudaCheck(cudaMemset(d_amax, 0, sizeof(float)));
     cudaCheck(cudaMemcpy(d_x16, x16, n_x * 2, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_w16, w16, n_w * 2, cudaMemcpyHostToDevice));
@@ -560,10 +562,7 @@ static void check_linear(const char* label, int BT, int OC, int IC, int power_2_
         host_operand_free(host_ops[i]);
         device_operand_free(device_ops[i]);
     }
-    cudaCheck(cudaFree(d_x16));
-    cudaCheck(cudaFree(d_w16));
-    cudaCheck(cudaFree(d_dy16));
-    cudaCheck(cudaFree(d_amax));
+    device_list_free(&dev);
     free(x16);
     free(w16);
     free(dy16);
@@ -680,9 +679,8 @@ static void benchmark(void) {
         fill_floats<<<256, 256>>>(*scales[i], counts[i], 1.0f);
         cudaCheck(cudaGetLastError());
     }
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
+    BenchTimer timer;
+    bench_timer_init(&timer);
     printf("TFLOP/s at B*T = %d, mean of %d calls after 2 (which plan): BF16 | FP8 per-tensor | FP8 block-scaled\n",
            rows, reps);
     const struct { const char* name; int C; } models[2] = {{"d12", 768}, {"d24", 1024}};
@@ -695,13 +693,10 @@ static void benchmark(void) {
                 double tflops[NUM_PATHS];
                 for (int p = 0; p < NUM_PATHS; p++) {
                     for (int r = 0; r < reps + 2; r++) {
-                        if (r == 2) { cudaCheck(cudaEventRecord(start)); }
+                        if (r == 2) { bench_start(&timer); }
                         issue(&b, g, p, rows, linears[l].OC, linears[l].IC);
                     }
-                    cudaCheck(cudaEventRecord(stop));
-                    cudaCheck(cudaEventSynchronize(stop));
-                    float ms;
-                    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+                    float ms = bench_stop_ms(&timer);
                     tflops[p] = 2.0 * rows * linears[l].OC * linears[l].IC * reps / (ms * 1e9);
                 }
                 int out_rows = g == GEMM_WGRAD ? linears[l].OC : rows;
@@ -715,8 +710,7 @@ static void benchmark(void) {
             }
         }
     }
-    cudaCheck(cudaEventDestroy(start));
-    cudaCheck(cudaEventDestroy(stop));
+    bench_timer_free(&timer);
     for (int i = 0; i < 6; i++) { cudaCheck(cudaFree(*buffers[i])); }
     for (int i = 0; i < 4; i++) { cudaCheck(cudaFree(*scales[i])); }
 }

@@ -36,6 +36,7 @@ Build: make dev/cuda/gemm_shapes     Run: ./dev/cuda/gemm_shapes -e d12 -b 8 -t 
 #include "../../llmc/gemm.cuh"
 #include "../../llmc/cuda_utils.cuh"
 #include "../../llmc/gpt2.h"
+#include "bench.h"
 
 #define GPT2_PADDED_VOCAB 50304
 
@@ -144,24 +145,20 @@ static void run_gemm(GemmContext* ctx, Linear* lin, int rows, int which, int fp8
 
 // Milliseconds per call: a few warm-up calls (the first one asks cuBLASLt's heuristic), a short run to estimate the
 // time, then enough calls for ~100 ms of work (at least 10, at most 1000), timed with events.
-static double time_gemm(GemmContext* ctx, Linear* lin, int rows, int which, int fp8, const float* one, cudaEvent_t start,
-                        cudaEvent_t stop) {
+static double time_gemm(GemmContext* ctx, Linear* lin, int rows, int which, int fp8, const float* one,
+                        const BenchTimer* timer) {
     for (int r = 0; r < 3; r++) { run_gemm(ctx, lin, rows, which, fp8, one); }
     float ms;
     const int probe = 5;
-    cudaCheck(cudaEventRecord(start));
+    bench_start(timer);
     for (int r = 0; r < probe; r++) { run_gemm(ctx, lin, rows, which, fp8, one); }
-    cudaCheck(cudaEventRecord(stop));
-    cudaCheck(cudaEventSynchronize(stop));
-    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+    ms = bench_stop_ms(timer);
     double estimate = ms / probe;
     int reps = estimate > 0.0 ? (int)(100.0 / estimate) : 1000;
     reps = reps < 10 ? 10 : reps > 1000 ? 1000 : reps;
-    cudaCheck(cudaEventRecord(start));
+    bench_start(timer);
     for (int r = 0; r < reps; r++) { run_gemm(ctx, lin, rows, which, fp8, one); }
-    cudaCheck(cudaEventRecord(stop));
-    cudaCheck(cudaEventSynchronize(stop));
-    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+    ms = bench_stop_ms(timer);
     return (double)ms / reps;
 }
 
@@ -194,7 +191,7 @@ static void algo_describe(char* out, size_t len, const cublasLtMatmulAlgo_t* alg
 // heuristic's list (0: the heuristic's own choice), *num_timed how many were timed, *best_algo the algorithm. The plan
 // gets its own algorithm back, so later calls of this problem run what the trainer runs.
 static double time_gemm_candidates(GemmContext* ctx, Linear* lin, int rows, int which, int fp8, const float* one,
-                                   int requested, cudaEvent_t start, cudaEvent_t stop, int* best_rank, int* num_timed,
+                                   int requested, const BenchTimer* timer, int* best_rank, int* num_timed,
                                    cublasLtMatmulAlgo_t* best_algo) {
     run_gemm(ctx, lin, rows, which, fp8, one);  // makes this GEMM's plan the latest one
     GemmPlan* plan = &ctx->plans[ctx->last_plan];
@@ -208,7 +205,7 @@ static double time_gemm_candidates(GemmContext* ctx, Linear* lin, int rows, int 
     for (int i = 0; i < found; i++) {
         if (results[i].state != CUBLAS_STATUS_SUCCESS) { continue; }
         plan->algo = results[i].algo;
-        double ms = time_gemm(ctx, lin, rows, which, fp8, one, start, stop);
+        double ms = time_gemm(ctx, lin, rows, which, fp8, one, timer);
         (*num_timed)++;
         if (*best_rank < 0 || ms < best_ms) {
             best_ms = ms;
@@ -289,9 +286,8 @@ int main(int argc, char** argv) {
     float* one;  // every operand's scale_inv: (1)
     cudaCheck(cudaMalloc(&one, sizeof(float)));
     cudaCheck(cudaMemcpy(one, &one_host, sizeof(float), cudaMemcpyHostToDevice));
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
+    BenchTimer timer;
+    bench_timer_init(&timer);
 
     enum { NUM_LINEARS = 5, LM_HEAD = 4 };
     Linear linears[NUM_LINEARS];
@@ -318,8 +314,8 @@ int main(int argc, char** argv) {
             int m, n, k;
             gemm_shape(lin, rows, which, &m, &n, &k);
             double flops = 2.0 * m * n * k;
-            double bf16_ms = time_gemm(&ctx, lin, rows, which, 0, one, start, stop);
-            double fp8_ms = time_gemm(&ctx, lin, rows, which, 1, one, start, stop);
+            double bf16_ms = time_gemm(&ctx, lin, rows, which, 0, one, &timer);
+            double fp8_ms = time_gemm(&ctx, lin, rows, which, 1, one, &timer);
             char label[32];
             snprintf(label, sizeof(label), "%s.%s", lin->name, gemm_names[which]);
             printf("%-16s %6d %6d %6d | %6.1f TFLOP/s | %6.1f TFLOP/s | %.2fx", label, m, n, k, flops / (bf16_ms * 1e9),
@@ -330,7 +326,7 @@ int main(int argc, char** argv) {
                 cublasLtMatmulAlgo_t best_algo[2];
                 double best_ms[2];
                 for (int fp8 = 0; fp8 < 2; fp8++) {
-                    best_ms[fp8] = time_gemm_candidates(&ctx, lin, rows, which, fp8, one, algos, start, stop,
+                    best_ms[fp8] = time_gemm_candidates(&ctx, lin, rows, which, fp8, one, algos, &timer,
                                                         &rank[fp8], &timed[fp8], &best_algo[fp8]);
                 }
                 // the heuristic's choice as first timed stays in the totals when it was not beaten
@@ -372,8 +368,7 @@ int main(int argc, char** argv) {
                (1.0 - fp8_best_ms_step / fp8_ms_step) * 100.0, bf16_best_ms_step / fp8_best_ms_step,
                fp8_default_best_ms_step, bf16_best_ms_step / fp8_default_best_ms_step);
     }
-    cudaCheck(cudaEventDestroy(start));
-    cudaCheck(cudaEventDestroy(stop));
+    bench_timer_free(&timer);
     cudaCheck(cudaFree(one));
     gemm_context_free(&ctx);
     return 0;
