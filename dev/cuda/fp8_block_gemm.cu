@@ -662,8 +662,9 @@ static void benchmark(void) {
     void** buffers[6] = {&b.w, &b.x, &b.dy, &b.out, &b.dw, &b.bias};
     size_t bytes[6] = {(size_t)4 * max_c * max_c * 2, big * 2, big * 2, big * 2, (size_t)4 * max_c * max_c * 4,
                        (size_t)4 * max_c * 2};
+    DeviceList dev = {{NULL}, 0};
     for (int i = 0; i < 6; i++) {
-        cudaCheck(cudaMalloc(buffers[i], bytes[i]));
+        device_alloc(&dev, buffers[i], bytes[i]);
         fill_random_bytes<<<1024, 256>>>((uint8_t*)*buffers[i], bytes[i], 17u * (uint32_t)i + 1u);
         cudaCheck(cudaGetLastError());
     }
@@ -675,7 +676,7 @@ static void benchmark(void) {
     float** scales[4] = {&b.w_scale, &b.x_scale, &b.dy_scale, &b.one};
     size_t counts[4] = {w_scales, act_scales, act_scales, 1};
     for (int i = 0; i < 4; i++) {
-        cudaCheck(cudaMalloc(scales[i], counts[i] * sizeof(float)));
+        device_alloc(&dev, scales[i], counts[i] * sizeof(float));
         fill_floats<<<256, 256>>>(*scales[i], counts[i], 1.0f);
         cudaCheck(cudaGetLastError());
     }
@@ -711,8 +712,7 @@ static void benchmark(void) {
         }
     }
     bench_timer_free(&timer);
-    for (int i = 0; i < 6; i++) { cudaCheck(cudaFree(*buffers[i])); }
-    for (int i = 0; i < 4; i++) { cudaCheck(cudaFree(*scales[i])); }
+    device_list_free(&dev);
 }
 
 int main(void) {

@@ -63,9 +63,9 @@ __global__ void fill_random_kernel(void* out, size_t n, int kind, float amplitud
     }
 }
 
-static void* device_random(size_t n, int kind, float amplitude, uint32_t seed) {
+static void* device_random(DeviceList* list, size_t n, int kind, float amplitude, uint32_t seed) {
     void* d;
-    cudaCheck(cudaMalloc(&d, n * (kind == FILL_BF16 ? 2 : 1)));
+    device_alloc(list, &d, n * (kind == FILL_BF16 ? 2 : 1));
     fill_random_kernel<<<1024, 256>>>(d, n, kind, amplitude, seed);
     cudaCheck(cudaGetLastError());
     return d;
@@ -87,27 +87,25 @@ typedef struct {
     uint8_t* x8;          // (rows, IC) E4M3, and as X^T (IC, rows) for wgrad
     uint8_t* w8;          // (OC, IC) E4M3, and as W^T (IC, OC) for dgrad
     uint8_t* dy8;         // (rows, OC) E5M2, and as dY^T (OC, rows) for wgrad
+    DeviceList buffers;   // all of the above
 } Linear;
 
 static void linear_alloc(Linear* lin, int rows, uint32_t seed) {
     size_t r = (size_t)rows, ic = (size_t)lin->IC, oc = (size_t)lin->OC;
-    lin->x = (__nv_bfloat16*)device_random(r * ic, FILL_BF16, 1.0f, seed + 1);
-    lin->w = (__nv_bfloat16*)device_random(oc * ic, FILL_BF16, 0.05f, seed + 2);
-    lin->dy = (__nv_bfloat16*)device_random(r * oc, FILL_BF16, 0.01f, seed + 3);
-    lin->bias = (__nv_bfloat16*)device_random(oc, FILL_BF16, 0.01f, seed + 4);
-    lin->x8 = (uint8_t*)device_random(r * ic, FILL_E4M3, 4.0f, seed + 5);
-    lin->w8 = (uint8_t*)device_random(oc * ic, FILL_E4M3, 4.0f, seed + 6);
-    lin->dy8 = (uint8_t*)device_random(r * oc, FILL_E5M2, 4.0f, seed + 7);
-    cudaCheck(cudaMalloc(&lin->out, r * oc * 2));
-    cudaCheck(cudaMalloc(&lin->dx, r * ic * 2));
-    cudaCheck(cudaMalloc(&lin->dw, oc * ic * 4));
+    lin->x = (__nv_bfloat16*)device_random(&lin->buffers, r * ic, FILL_BF16, 1.0f, seed + 1);
+    lin->w = (__nv_bfloat16*)device_random(&lin->buffers, oc * ic, FILL_BF16, 0.05f, seed + 2);
+    lin->dy = (__nv_bfloat16*)device_random(&lin->buffers, r * oc, FILL_BF16, 0.01f, seed + 3);
+    lin->bias = (__nv_bfloat16*)device_random(&lin->buffers, oc, FILL_BF16, 0.01f, seed + 4);
+    lin->x8 = (uint8_t*)device_random(&lin->buffers, r * ic, FILL_E4M3, 4.0f, seed + 5);
+    lin->w8 = (uint8_t*)device_random(&lin->buffers, oc * ic, FILL_E4M3, 4.0f, seed + 6);
+    lin->dy8 = (uint8_t*)device_random(&lin->buffers, r * oc, FILL_E5M2, 4.0f, seed + 7);
+    device_alloc(&lin->buffers, &lin->out, r * oc * 2);
+    device_alloc(&lin->buffers, &lin->dx, r * ic * 2);
+    device_alloc(&lin->buffers, &lin->dw, oc * ic * 4);
     cudaCheck(cudaMemset(lin->dw, 0, oc * ic * 4));
 }
 
-static void linear_free(Linear* lin) {
-    void* buffers[10] = {lin->x, lin->w, lin->dy, lin->bias, lin->out, lin->dx, lin->dw, lin->x8, lin->w8, lin->dy8};
-    for (int i = 0; i < 10; i++) { cudaCheck(cudaFree(buffers[i])); }
-}
+static void linear_free(Linear* lin) { device_list_free(&lin->buffers); }
 
 // The trainer's row-major shape of a GEMM: out (rows, out_cols) = a (rows, k) @ b (out_cols, k)^T
 static void gemm_shape(const Linear* lin, int rows, int which, int* m, int* n, int* k) {
