@@ -264,8 +264,8 @@ llmc/test_kernels_host: llmc/test_kernels_host.cu llmc/encoder.cuh llmc/cuda_com
                         llmc/testing.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
-dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) $(KERNEL_HEADERS) dev/cuda/cast_check.h llmc/rand.h llmc/gpt2.h \
-            llmc/gelu_math.h llmc/testing.h llmc/tolerance.h | check-nvcc
+dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) $(KERNEL_HEADERS) dev/cuda/cast_check.h dev/cuda/bench.h \
+            llmc/rand.h llmc/gpt2.h llmc/gelu_math.h llmc/testing.h llmc/tolerance.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
 # cuDNN attention: the one C++ unit, compiled by the host compiler (the frontend is plain C++17). The frontend's and
@@ -275,8 +275,9 @@ CXXFLAGS ?= -O2 -std=c++17 -Wall -Wextra -Werror
 llmc/cudnn_attention.o: llmc/cudnn_attention.cpp llmc/cudnn_attention.h llmc/cuda_utils.cuh | $(DEPS_GOAL)
 	$(CXX) $(CXXFLAGS) -isystem $(CUDNN_FRONTEND_PATH) -isystem $(CUDNN_HOME)/include -isystem $(CUDA_HOME)/include -c $< -o $@
 
-dev/cuda/attention_cudnn: dev/cuda/attention_cudnn.cu llmc/attention.cuh llmc/cuda_common.cuh llmc/cuda_utils.cuh \
-                          llmc/cudnn_attention.h llmc/rand.h llmc/tolerance.h $(CUDNN_OBJECT) | check-nvcc
+dev/cuda/attention_cudnn: dev/cuda/attention_cudnn.cu dev/cuda/bench.h llmc/attention.cuh llmc/cuda_common.cuh \
+                          llmc/cuda_utils.cuh llmc/cudnn_attention.h llmc/rand.h llmc/tolerance.h $(CUDNN_OBJECT) \
+                          | check-nvcc
 	@test -n "$(CUDNN_OBJECT)" || { echo "$@ needs cuDNN attention: $(CUDNN_STATUS)"; exit 1; }
 	$(NVCC) $(NVCC_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(CUDNN_LDLIBS)
 

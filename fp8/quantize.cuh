@@ -83,7 +83,9 @@ __device__ __forceinline__ uint2 fp8_cast8(uint4 packed, float s, Fp8Format form
 }
 
 // Block-wide max of unsigned values, valid in thread 0. blockDim.x must be a multiple of 32. Two calls in one kernel
-// need a __syncthreads() between them (they share the per-warp cells).
+// need a __syncthreads() between them (they share the per-warp cells). Not llmc/cuda_common.cuh's block_reduce: a warp
+// here is one __reduce_max_sync (unsigned max in hardware), not five shuffles, and only thread 0 needs the result, so
+// the casts skip block_reduce's broadcast and its two __syncthreads.
 __device__ __forceinline__ unsigned int fp8_block_max(unsigned int thread_max) {
     __shared__ unsigned int warp_max[32];
     unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;

@@ -19,25 +19,38 @@ typedef __nv_bfloat16 floatX;
 // ----------------------------------------------------------------------------
 // reductions
 
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int offset = 16; offset > 0; offset >>= 1) { v += __shfl_xor_sync(0xFFFFFFFFu, v, offset); }
+// One reduction, two combining operations (sum, max), each a functor that the compiler inlines: block_sum and
+// block_max compile to the very instructions of their two former hand-written copies (the PTX differs only in the
+// shared cells' names). The order is fixed, the copies' order: in a warp, butterfly shuffles at offsets 16, 8, 4, 2, 1,
+// each lane doing v = op(v, its partner's v); warp w's result goes to partial[w]; warp 0 then reduces partial[0 ..
+// warps) the same way, its lanes past the last warp holding the identity. So a sum's bits are as before, every run.
+struct ReduceSum {
+    __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+};
+struct ReduceMax {
+    __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+template <typename Op>
+__device__ __forceinline__ float warp_reduce(float v, Op op) {
+    for (int offset = 16; offset > 0; offset >>= 1) { v = op(v, __shfl_xor_sync(0xFFFFFFFFu, v, offset)); }
     return v;
 }
-__device__ __forceinline__ float warp_max(float v) {
-    for (int offset = 16; offset > 0; offset >>= 1) { v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, offset)); }
-    return v;
-}
-// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
-__device__ __forceinline__ float block_sum(float v) {
+
+// Over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result. identity: the value that
+// changes nothing (0 for a sum, -FLT_MAX for a max), held by warp 0's lanes that have no warp to read. Each Op has its
+// own shared cells (one per template instance), as the two hand-written copies had.
+template <typename Op>
+__device__ __forceinline__ float block_reduce(float v, Op op, float identity) {
     __shared__ float partial[32];
     __shared__ float total;
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    v = warp_sum(v);
+    v = warp_reduce(v, op);
     if (lane == 0) { partial[warp] = v; }
     __syncthreads();
     if (warp == 0) {
-        float w = lane < (int)(blockDim.x / 32) ? partial[lane] : 0.0f;
-        w = warp_sum(w);
+        float w = lane < (int)(blockDim.x / 32) ? partial[lane] : identity;
+        w = warp_reduce(w, op);
         if (lane == 0) { total = w; }
     }
     __syncthreads();
@@ -45,23 +58,11 @@ __device__ __forceinline__ float block_sum(float v) {
     __syncthreads();  // partial/total are reused by the next call
     return result;
 }
-__device__ __forceinline__ float block_max(float v) {
-    __shared__ float partial[32];
-    __shared__ float total;
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    v = warp_max(v);
-    if (lane == 0) { partial[warp] = v; }
-    __syncthreads();
-    if (warp == 0) {
-        float w = lane < (int)(blockDim.x / 32) ? partial[lane] : -FLT_MAX;
-        w = warp_max(w);
-        if (lane == 0) { total = w; }
-    }
-    __syncthreads();
-    float result = total;
-    __syncthreads();
-    return result;
-}
+
+__device__ __forceinline__ float warp_sum(float v) { return warp_reduce(v, ReduceSum()); }
+__device__ __forceinline__ float warp_max(float v) { return warp_reduce(v, ReduceMax()); }
+__device__ __forceinline__ float block_sum(float v) { return block_reduce(v, ReduceSum(), 0.0f); }
+__device__ __forceinline__ float block_max(float v) { return block_reduce(v, ReduceMax(), -FLT_MAX); }
 
 // The 8 bf16 of a 16-byte vector as floats (the elementwise and row kernels' 16-byte accesses)
 __device__ __forceinline__ void bf16x8_to_float(float out[8], uint4 packed) {

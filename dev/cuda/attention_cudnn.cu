@@ -19,6 +19,7 @@ Run:   ./dev/cuda/attention_cudnn      (prints one line and exits 1 without a GP
 #include "../../llmc/cudnn_attention.h"
 #include "../../llmc/rand.h"
 #include "../../llmc/tolerance.h"
+#include "bench.h"
 
 static int checks = 0, failures = 0;
 
@@ -153,16 +154,15 @@ static floatX* download(const floatX* device, size_t n) {
     return host;
 }
 
-// A GPU buffer of n bf16 values uniform in [-range, range), and the same values as floats on the host.
-static floatX* random_bf16(float* host, size_t n, float range, Rng* rng) {
+// A GPU buffer (on `list`) of n bf16 values uniform in [-range, range), and the same values as floats on the host.
+static floatX* random_bf16(DeviceList* list, float* host, size_t n, float range, Rng* rng) {
     floatX* staging = (floatX*)malloc(n * sizeof(floatX));
     for (size_t i = 0; i < n; i++) {
         staging[i] = __float2bfloat16_rn((rng_uniform(rng) * 2.0f - 1.0f) * range);
         host[i] = bf16_value(staging[i]);
     }
     floatX* device;
-    cudaCheck(cudaMalloc(&device, n * sizeof(floatX)));
-    cudaCheck(cudaMemcpy(device, staging, n * sizeof(floatX), cudaMemcpyHostToDevice));
+    device_upload(list, &device, staging, n * sizeof(floatX));
     free(staging);
     return device;
 }
@@ -173,26 +173,20 @@ typedef struct {
     AttentionScratch scratch;
 } PlainAttention;
 
-static void plain_init(PlainAttention* p, int B, int T, int C, int NH) {
+static void plain_init(DeviceList* list, PlainAttention* p, int B, int T, int C, int NH) {
     size_t btc = (size_t)B * T * C, tt = (size_t)B * NH * T * T;
-    cudaCheck(cudaMalloc(&p->att, tt * 2));
-    cudaCheck(cudaMalloc(&p->scratch.preatt, tt * 2));
+    device_alloc(list, &p->att, tt * 2);
+    device_alloc(list, &p->scratch.preatt, tt * 2);
     floatX** small[7] = {&p->scratch.q, &p->scratch.k, &p->scratch.v, &p->scratch.y, &p->dq, &p->dk, &p->dv};
-    for (int i = 0; i < 7; i++) { cudaCheck(cudaMalloc(small[i], btc * 2)); }
+    for (int i = 0; i < 7; i++) { device_alloc(list, small[i], btc * 2); }
 }
 
-static void plain_free(PlainAttention* p) {
-    floatX* all[9] = {p->att, p->scratch.preatt, p->scratch.q, p->scratch.k, p->scratch.v, p->scratch.y, p->dq, p->dk, p->dv};
-    for (int i = 0; i < 9; i++) { cudaCheck(cudaFree(all[i])); }
-}
-
-// A workspace for the shape's graphs: cudnn_attention_prepare says how large.
-static void* prepare_workspace(CudnnAttention* cudnn, int B, int T, int C, int NH, size_t* bytes) {
+// A workspace for the shape's graphs (on `list`; none when 0 bytes): cudnn_attention_prepare says how large.
+static void prepare_workspace(DeviceList* list, CudnnAttention* cudnn, int B, int T, int C, int NH, size_t* bytes) {
     *bytes = cudnn_attention_prepare(cudnn, B, T, C, NH);
     void* workspace = NULL;
-    if (*bytes) { cudaCheck(cudaMalloc(&workspace, *bytes)); }
+    if (*bytes) { device_alloc(list, &workspace, *bytes); }
     cudnn_attention_set_workspace(cudnn, workspace, *bytes);
-    return workspace;
 }
 
 // ----------------------------------------------------------------------------
@@ -218,8 +212,9 @@ static void check_shape(CudnnAttention* cudnn, int B, int T, int NH, int HS, Rng
     printf("B %d, T %d, NH %d, HS %d (B*NH %d)\n", B, T, NH, HS, B * NH);
     float* qkv_host = (float*)malloc(n_qkv * sizeof(float));
     float* dout_host = (float*)malloc(n_out * sizeof(float));
-    floatX* qkv = random_bf16(qkv_host, n_qkv, 2.0f, rng);
-    floatX* dout = random_bf16(dout_host, n_out, 1.0f, rng);
+    DeviceList dev = {{NULL}, 0};
+    floatX* qkv = random_bf16(&dev, qkv_host, n_qkv, 2.0f, rng);
+    floatX* dout = random_bf16(&dev, dout_host, n_out, 1.0f, rng);
     double* out_ref = (double*)malloc(n_out * sizeof(double));
     double* lse_ref = (double*)malloc(n_stats * sizeof(double));
     double* dqkv_ref = (double*)malloc(n_qkv * sizeof(double));
@@ -228,13 +223,13 @@ static void check_shape(CudnnAttention* cudnn, int B, int T, int NH, int HS, Rng
 
     // cuDNN, its outputs first filled with NaN (0xFF bytes), so an element it does not write shows
     size_t workspace_bytes;
-    void* workspace = prepare_workspace(cudnn, B, T, C, NH, &workspace_bytes);
+    prepare_workspace(&dev, cudnn, B, T, C, NH, &workspace_bytes);
     floatX *out, *dqkv, *dqkv_again;
     float* stats;
-    cudaCheck(cudaMalloc(&out, n_out * 2));
-    cudaCheck(cudaMalloc(&dqkv, n_qkv * 2));
-    cudaCheck(cudaMalloc(&dqkv_again, n_qkv * 2));
-    cudaCheck(cudaMalloc(&stats, n_stats * 4));
+    device_alloc(&dev, &out, n_out * 2);
+    device_alloc(&dev, &dqkv, n_qkv * 2);
+    device_alloc(&dev, &dqkv_again, n_qkv * 2);
+    device_alloc(&dev, &stats, n_stats * 4);
     cudaCheck(cudaMemset(out, 0xFF, n_out * 2));
     cudaCheck(cudaMemset(dqkv, 0xFF, n_qkv * 2));
     cudaCheck(cudaMemset(stats, 0xFF, n_stats * 4));
@@ -255,7 +250,7 @@ static void check_shape(CudnnAttention* cudnn, int B, int T, int NH, int HS, Rng
 
     // plain attention
     PlainAttention plain;
-    plain_init(&plain, B, T, C, NH);
+    plain_init(&dev, &plain, B, T, C, NH);
     cublasHandle_t cublas;
     cublasCheck(cublasCreate(&cublas));
     attention_forward(out, plain.att, qkv, B, T, C, NH, &plain.scratch, cublas, 0);
@@ -312,12 +307,7 @@ static void check_shape(CudnnAttention* cudnn, int B, int T, int NH, int HS, Rng
            (double)(memcmp(dqkv_cudnn, dqkv_cudnn_again, n_qkv * 2) != 0), 0);
 
     cublasCheck(cublasDestroy(cublas));
-    plain_free(&plain);
-    floatX* device[4] = {qkv, dout, out, dqkv};
-    for (int i = 0; i < 4; i++) { cudaCheck(cudaFree(device[i])); }
-    cudaCheck(cudaFree(dqkv_again));
-    cudaCheck(cudaFree(stats));
-    if (workspace) { cudaCheck(cudaFree(workspace)); }
+    device_list_free(&dev);  // the inputs, outputs, workspace and the plain attention's buffers
     free(qkv_host);
     free(dout_host);
     free(out_ref);
@@ -339,12 +329,11 @@ static void check_shape(CudnnAttention* cudnn, int B, int T, int NH, int HS, Rng
 static float time_attention(int use_cudnn, int backward, CudnnAttention* cudnn, PlainAttention* plain,
                             cublasHandle_t cublas, floatX* out, float* stats, floatX* dqkv, const floatX* qkv,
                             const floatX* dout, int B, int T, int C, int NH) {
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
+    BenchTimer timer;
+    bench_timer_init(&timer);
     const int warmup = 3, reps = 20;
     for (int r = 0; r < warmup + reps; r++) {
-        if (r == warmup) { cudaCheck(cudaEventRecord(start)); }
+        if (r == warmup) { bench_start(&timer); }
         if (use_cudnn) {
             attention_forward_cudnn(cudnn, out, stats, qkv, B, T, C, NH, 0);
             if (backward) { attention_backward_cudnn(cudnn, dqkv, dout, qkv, out, stats, B, T, C, NH, 0); }
@@ -356,12 +345,8 @@ static float time_attention(int use_cudnn, int backward, CudnnAttention* cudnn, 
             }
         }
     }
-    cudaCheck(cudaEventRecord(stop));
-    cudaCheck(cudaEventSynchronize(stop));
-    float ms;
-    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
-    cudaCheck(cudaEventDestroy(start));
-    cudaCheck(cudaEventDestroy(stop));
+    float ms = bench_stop_ms(&timer);
+    bench_timer_free(&timer);
     return ms / reps;
 }
 
@@ -369,17 +354,18 @@ static void time_shape(const char* name, CudnnAttention* cudnn, int B, int T, in
     int C = NH * HS;
     size_t n_qkv = (size_t)B * T * 3 * C, n_out = (size_t)B * T * C;
     float* scratch_host = (float*)malloc(n_qkv * sizeof(float));
-    floatX* qkv = random_bf16(scratch_host, n_qkv, 2.0f, rng);
-    floatX* dout = random_bf16(scratch_host, n_out, 1.0f, rng);
+    DeviceList dev = {{NULL}, 0};
+    floatX* qkv = random_bf16(&dev, scratch_host, n_qkv, 2.0f, rng);
+    floatX* dout = random_bf16(&dev, scratch_host, n_out, 1.0f, rng);
     floatX *out, *dqkv;
     float* stats;
-    cudaCheck(cudaMalloc(&out, n_out * 2));
-    cudaCheck(cudaMalloc(&dqkv, n_qkv * 2));
-    cudaCheck(cudaMalloc(&stats, (size_t)B * NH * T * 4));
+    device_alloc(&dev, &out, n_out * 2);
+    device_alloc(&dev, &dqkv, n_qkv * 2);
+    device_alloc(&dev, &stats, (size_t)B * NH * T * 4);
     size_t workspace_bytes;
-    void* workspace = prepare_workspace(cudnn, B, T, C, NH, &workspace_bytes);
+    prepare_workspace(&dev, cudnn, B, T, C, NH, &workspace_bytes);
     PlainAttention plain;
-    plain_init(&plain, B, T, C, NH);
+    plain_init(&dev, &plain, B, T, C, NH);
     cublasHandle_t cublas;
     cublasCheck(cublasCreate(&cublas));
     float ms[2][2];  // [cudnn][backward]
@@ -396,13 +382,7 @@ static void time_shape(const char* name, CudnnAttention* cudnn, int B, int T, in
            name, B, T, NH, HS, ms[0][0], ms[1][0], 2 * gemm_flops / (ms[1][0] * 1e9), ms[0][0] / ms[1][0], ms[0][1],
            ms[1][1], 7 * gemm_flops / (ms[1][1] * 1e9), ms[0][1] / ms[1][1], (double)workspace_bytes / (1 << 20));
     cublasCheck(cublasDestroy(cublas));
-    plain_free(&plain);
-    cudaCheck(cudaFree(qkv));
-    cudaCheck(cudaFree(dout));
-    cudaCheck(cudaFree(out));
-    cudaCheck(cudaFree(dqkv));
-    cudaCheck(cudaFree(stats));
-    if (workspace) { cudaCheck(cudaFree(workspace)); }
+    device_list_free(&dev);
     free(scratch_host);
 }
 

@@ -3,7 +3,7 @@ dev/cuda/cast_check.h — what the FP8 cast checks of dev/cuda share (fp8_quanti
 and the PASS/FAIL lines of the others): PASS/FAIL lines and their tally, bf16 test values over many octaves,
 comparisons (a transposed copy byte for byte, floats bit for bit with NaN matching NaN, the diagnostics counts against
 the CPU's), the CPU's column partials in llmc/bias.cuh's order, a fused cast's outputs on the device and their check
-against the CPU's cast, and event timing.
+against the CPU's cast, and bf16 uploads. Timing and device buffer lists are bench.h's.
 */
 #ifndef GPTFP8_DEV_CUDA_CAST_CHECK_H
 #define GPTFP8_DEV_CUDA_CAST_CHECK_H
@@ -19,6 +19,7 @@ against the CPU's cast, and event timing.
 #include "../../llmc/bias.cuh"
 #include "../../llmc/cuda_utils.cuh"
 #include "../../llmc/rand.h"
+#include "bench.h"
 
 static int failures = 0, checks = 0;
 static void report(int ok, const char* what) {
@@ -157,19 +158,11 @@ static void check_result(const CastResult* r, const uint8_t* want, float want_am
     if (!counts_ok) { print_counts(r->stats, want_stats); }
 }
 
-// n bf16 values (their bits) on the device
-static __nv_bfloat16* upload_bf16(const uint16_t* x, size_t n) {
+// n bf16 values (their bits) on the device, in a buffer on `list`
+static __nv_bfloat16* upload_bf16(DeviceList* list, const uint16_t* x, size_t n) {
     __nv_bfloat16* d;
-    cudaCheck(cudaMalloc(&d, n * 2));
-    cudaCheck(cudaMemcpy(d, x, n * 2, cudaMemcpyHostToDevice));
+    device_upload(list, &d, x, n * 2);
     return d;
-}
-
-static float time_ms(cudaEvent_t start, cudaEvent_t stop) {
-    float ms;
-    cudaCheck(cudaEventSynchronize(stop));
-    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
-    return ms;
 }
 
 #endif  // GPTFP8_DEV_CUDA_CAST_CHECK_H

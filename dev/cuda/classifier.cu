@@ -67,9 +67,10 @@ static void check_shape(int rows, int V, int Vp, Rng* rng) {
     floatX* d_logits;
     float* d_losses;
     int* d_targets;
-    cudaCheck(cudaMalloc(&d_logits, n * 2));
-    cudaCheck(cudaMalloc(&d_losses, rows * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_targets, rows * sizeof(int)));
+    DeviceList dev = {{NULL}, 0};
+    device_alloc(&dev, &d_logits, n * 2);
+    device_alloc(&dev, &d_losses, rows * sizeof(float));
+    device_alloc(&dev, &d_targets, rows * sizeof(int));
     cudaCheck(cudaMemcpy(d_logits, logits, n * 2, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_targets, targets, rows * sizeof(int), cudaMemcpyHostToDevice));
     const float dloss = 1.0f / 65536.0f;  // 1 / (B*T) at d12 B 64, as the trainer folds it in
@@ -155,9 +156,7 @@ static void check_shape(int rows, int V, int Vp, Rng* rng) {
     free(after);
     free(losses);
     free(eval_losses);
-    cudaCheck(cudaFree(d_logits));
-    cudaCheck(cudaFree(d_losses));
-    cudaCheck(cudaFree(d_targets));
+    device_list_free(&dev);
 }
 
 // logits (n) bf16 in [-8, 8) from a hash of the index: timing data without a CPU pass over gigabytes
@@ -187,17 +186,17 @@ int main(void) {
     floatX *d_logits, *d_copy;
     float* d_losses;
     int* d_targets;
-    cudaCheck(cudaMalloc(&d_logits, n * 2));
-    cudaCheck(cudaMalloc(&d_copy, n * 2));
-    cudaCheck(cudaMalloc(&d_losses, rows * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_targets, rows * sizeof(int)));
+    DeviceList dev = {{NULL}, 0};
+    device_alloc(&dev, &d_logits, n * 2);
+    device_alloc(&dev, &d_copy, n * 2);
+    device_alloc(&dev, &d_losses, rows * sizeof(float));
+    device_alloc(&dev, &d_targets, rows * sizeof(int));
     int* targets = (int*)malloc(rows * sizeof(int));
     for (int r = 0; r < rows; r++) { targets[r] = (int)(rng_next_u64(&rng) % V); }
     cudaCheck(cudaMemcpy(d_targets, targets, rows * sizeof(int), cudaMemcpyHostToDevice));
     free(targets);
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
+    BenchTimer timer;
+    bench_timer_init(&timer);
     const int reps = 10;
     enum { COPY, VECTOR, ELEMENT, VECTOR_EVAL, TIMINGS };
     double us[TIMINGS];
@@ -206,7 +205,7 @@ int main(void) {
             float total_ms = 0.0f;
             for (int r = 0; r < reps; r++) {
                 fill_logits_kernel<<<1024, 256>>>(d_logits, n);  // fresh logits: the gradient overwrote them
-                cudaCheck(cudaEventRecord(start));
+                bench_start(&timer);
                 if (which == COPY) {
                     cudaCheck(cudaMemcpyAsync(d_copy, d_logits, n * 2, cudaMemcpyDeviceToDevice));
                 } else if (which == VECTOR || which == VECTOR_EVAL) {
@@ -215,9 +214,9 @@ int main(void) {
                 } else {
                     fused_classifier_kernel<<<rows, 512>>>(d_logits, d_losses, d_targets, 1.0f / rows, V, Vp, 1);
                 }
-                cudaCheck(cudaEventRecord(stop));
+                bench_stop(&timer);
                 cudaCheck(cudaGetLastError());
-                total_ms += time_ms(start, stop);
+                total_ms += bench_elapsed_ms(&timer);
             }
             us[which] = 1000.0 * total_ms / reps;
         }
@@ -229,10 +228,7 @@ int main(void) {
            "by element %.1f us (%.2fx) | evaluation (losses only) %.1f us (%.0f GB/s)\n",
            rows, Vp, copy_gbs, us[VECTOR], vector_gbs, 100 * vector_gbs / copy_gbs, us[ELEMENT],
            us[ELEMENT] / us[VECTOR], us[VECTOR_EVAL], eval_gbs);
-    cudaCheck(cudaFree(d_logits));
-    cudaCheck(cudaFree(d_copy));
-    cudaCheck(cudaFree(d_losses));
-    cudaCheck(cudaFree(d_targets));
+    device_list_free(&dev);
     printf("classifier: %d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }

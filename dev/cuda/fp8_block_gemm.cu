@@ -1,6 +1,6 @@
 /*
 dev/cuda/fp8_block_gemm.cu — the block-scaled FP8 GEMMs of llmc/gemm.cuh (-fp8_recipe blockwise: Transformer Engine's
-Float8BlockScaling on Hopper) on their own: gemm_tn_block_scaled with cuBLASLt's VEC128_32F (1x128 blocks along k)
+Float8BlockScaling on Hopper) on their own: gemm_multiply with cuBLASLt's VEC128_32F (1x128 blocks along k)
 and BLK128x128_32F (128x128 tiles) scale modes, the operands made by fp8/block_quantize.cuh's GPU casts from random
 bf16 tensors, against a CPU product in double of the CPU casts' operands (fp8/block.h). Checks:
   refusals (host only):  gemm_problem_check refuses fast accumulation with a block mode, k not a multiple of 128, two
@@ -65,6 +65,7 @@ older than 12.9)
 #include "../../llmc/rand.h"
 #include "../../llmc/testing.h"
 #include "../../llmc/tolerance.h"
+#include "bench.h"
 
 #define BLOCK FP8_BLOCKWISE_BLOCK  // 128: the blocks along k, and the weight tiles' side
 static const int VEC128 = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
@@ -393,7 +394,7 @@ static double block_gemm_bound(int k, double magnitude, double want, double befo
     return sum_tol + rounding + 1e-30;
 }
 
-// One gemm_tn_block_scaled call against the reference: out starts as `bias` broadcast per row (bias (out_cols), then
+// One block-scaled gemm_multiply call (both operands k-major: TN) against the reference: out starts as `bias` broadcast per row (bias (out_cols), then
 // accumulate must be 1) or, without one, as random values (read when accumulate, ignored when not). Prints the worst
 // error as a fraction of its bound.
 static void run_and_check(const char* what, const Reference* ref, const HostOperand* weight, const DeviceOperand* dw,
@@ -416,8 +417,10 @@ static void run_and_check(const char* what, const Reference* ref, const HostOper
     void* d_out;
     cudaCheck(cudaMalloc(&d_out, bytes));
     cudaCheck(cudaMemcpy(d_out, host_out, bytes, cudaMemcpyHostToDevice));
-    gemm_tn_block_scaled(&ctx, d_out, out_type, dw->codes, fp8_cuda(weight->format), dw->scale_inv, dw->mode, di->codes,
-                         fp8_cuda(inp->format), di->scale_inv, di->mode, rows, out_cols, k, accumulate, 0);
+    GemmOutput out = {d_out, out_type, NULL, accumulate};
+    GemmOperand w = gemm_operand(dw->codes, fp8_cuda(weight->format), out_cols, k, 1, dw->scale_inv, dw->mode);
+    GemmOperand x = gemm_operand(di->codes, fp8_cuda(inp->format), rows, k, 1, di->scale_inv, di->mode);
+    gemm_multiply(&ctx, &out, &w, &x, 0, 0);
     cudaCheck(cudaDeviceSynchronize());
     cudaCheck(cudaMemcpy(host_out, d_out, bytes, cudaMemcpyDeviceToHost));
     double worst = 0.0, worst_error = 0.0, worst_bound = 0.0, worst_got = 0.0, worst_want = 0.0;
@@ -484,10 +487,11 @@ static void check_linear(const char* label, int BT, int OC, int IC, int power_2_
     // the GPU casts, as the trainer makes them: one 1D pass per activation for both copies, one 2D pass for W and W^T
     __nv_bfloat16 *d_x16, *d_w16, *d_dy16;
     float* d_amax;
-    cudaCheck(cudaMalloc(&d_x16, n_x * 2));
-    cudaCheck(cudaMalloc(&d_w16, n_w * 2));
-    cudaCheck(cudaMalloc(&d_dy16, n_dy * 2));
-    cudaCheck(cudaMalloc(&d_amax, sizeof(float)));
+    DeviceList dev = {{NULL}, 0};
+    device_alloc(&dev, &d_x16, n_x * 2);
+    device_alloc(&dev, &d_w16, n_w * 2);
+    device_alloc(&dev, &d_dy16, n_dy * 2);
+    device_alloc(&dev, &d_amax, sizeof(float));
     cudaCheck(cudaMemset(d_amax, 0, sizeof(float)));
     cudaCheck(cudaMemcpy(d_x16, x16, n_x * 2, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_w16, w16, n_w * 2, cudaMemcpyHostToDevice));
@@ -558,10 +562,7 @@ static void check_linear(const char* label, int BT, int OC, int IC, int power_2_
         host_operand_free(host_ops[i]);
         device_operand_free(device_ops[i]);
     }
-    cudaCheck(cudaFree(d_x16));
-    cudaCheck(cudaFree(d_w16));
-    cudaCheck(cudaFree(d_dy16));
-    cudaCheck(cudaFree(d_amax));
+    device_list_free(&dev);
     free(x16);
     free(w16);
     free(dy16);
@@ -629,33 +630,28 @@ static const char* gemm_names[NUM_GEMMS] = {"fprop", "dgrad", "wgrad"};
 // pre-fill, a separate kernel, not timed); dgrad BF16 as NN, FP8 TN on W^T; wgrad accumulating into fp32.
 static void issue(const BenchBuffers* b, int gemm, int path, int rows, int OC, int IC) {
     const cudaDataType_t bf16 = CUDA_R_16BF, e4m3 = CUDA_R_8F_E4M3, e5m2 = CUDA_R_8F_E5M2;
+    int block = path == PATH_FP8_BLOCK;
+    cudaDataType_t forward = path == PATH_BF16 ? bf16 : e4m3, backward = path == PATH_BF16 ? bf16 : e5m2;
+    // the scale_invs: none (BF16), the per-tensor one, or the block arrays with their modes
+    const float* w_scale = path == PATH_BF16 ? NULL : block ? b->w_scale : b->one;
+    const float* x_scale = path == PATH_BF16 ? NULL : block ? b->x_scale : b->one;
+    const float* dy_scale = path == PATH_BF16 ? NULL : block ? b->dy_scale : b->one;
+    int w_mode = block ? BLK128 : SCALAR, act_mode = block ? VEC128 : SCALAR;
     if (gemm == GEMM_FPROP) {  // out (rows, OC) = x (rows, IC) @ W (OC, IC)^T
-        if (path == PATH_BF16) {
-            gemm_tn(&ctx, b->out, bf16, b->w, bf16, NULL, b->x, bf16, NULL, b->bias, rows, OC, IC, 0, 0, 0);
-        } else if (path == PATH_FP8_TENSOR) {
-            gemm_tn(&ctx, b->out, bf16, b->w, e4m3, b->one, b->x, e4m3, b->one, b->bias, rows, OC, IC, 0, 1, 0);
-        } else {
-            gemm_tn_block_scaled(&ctx, b->out, bf16, b->w, e4m3, b->w_scale, BLK128, b->x, e4m3, b->x_scale, VEC128,
-                                 rows, OC, IC, 1, 0);
-        }
-    } else if (gemm == GEMM_DGRAD) {  // dx (rows, IC) = dy (rows, OC) @ W (OC, IC)
-        if (path == PATH_BF16) {
-            gemm_lt(&ctx, b->out, bf16, b->w, bf16, NULL, 0, b->dy, bf16, NULL, 0, NULL, IC, rows, OC, 0, 0, 0);
-        } else if (path == PATH_FP8_TENSOR) {
-            gemm_tn(&ctx, b->out, bf16, b->w, e4m3, b->one, b->dy, e5m2, b->one, NULL, rows, IC, OC, 0, 0, 0);
-        } else {
-            gemm_tn_block_scaled(&ctx, b->out, bf16, b->w, e4m3, b->w_scale, BLK128, b->dy, e5m2, b->dy_scale, VEC128,
-                                 rows, IC, OC, 0, 0);
-        }
-    } else {  // dW (OC, IC) += dy^T (OC, rows) @ x (rows, IC)
-        if (path == PATH_BF16) {
-            gemm_lt(&ctx, b->dw, CUDA_R_32F, b->x, bf16, NULL, 0, b->dy, bf16, NULL, 1, NULL, IC, OC, rows, 1, 0, 0);
-        } else if (path == PATH_FP8_TENSOR) {
-            gemm_tn(&ctx, b->dw, CUDA_R_32F, b->x, e4m3, b->one, b->dy, e5m2, b->one, NULL, OC, IC, rows, 1, 0, 0);
-        } else {
-            gemm_tn_block_scaled(&ctx, b->dw, CUDA_R_32F, b->x, e4m3, b->x_scale, VEC128, b->dy, e5m2, b->dy_scale,
-                                 VEC128, OC, IC, rows, 1, 0);
-        }
+        GemmOutput out = {b->out, bf16, block ? NULL : b->bias, block};
+        GemmOperand w = gemm_operand(b->w, forward, OC, IC, 1, w_scale, w_mode);
+        GemmOperand x = gemm_operand(b->x, forward, rows, IC, 1, x_scale, act_mode);
+        gemm_multiply(&ctx, &out, &w, &x, path == PATH_FP8_TENSOR, 0);
+    } else if (gemm == GEMM_DGRAD) {  // dx (rows, IC) = dy (rows, OC) @ W (OC, IC): weight W^T (IC, OC); BF16: W (NN)
+        GemmOutput out = {b->out, bf16, NULL, 0};
+        GemmOperand w_t = gemm_operand(b->w, forward, IC, OC, path != PATH_BF16, w_scale, w_mode);
+        GemmOperand dy = gemm_operand(b->dy, backward, rows, OC, 1, dy_scale, act_mode);
+        gemm_multiply(&ctx, &out, &w_t, &dy, 0, 0);
+    } else {  // dW (OC, IC) += dy^T (OC, rows) @ x (rows, IC): weight x^T (IC, rows), inp dy^T (OC, rows); BF16: NT
+        GemmOutput out = {b->dw, CUDA_R_32F, NULL, 1};
+        GemmOperand x_t = gemm_operand(b->x, forward, IC, rows, path != PATH_BF16, x_scale, act_mode);
+        GemmOperand dy_t = gemm_operand(b->dy, backward, OC, rows, path != PATH_BF16, dy_scale, act_mode);
+        gemm_multiply(&ctx, &out, &x_t, &dy_t, 0, 0);
     }
 }
 
@@ -666,8 +662,9 @@ static void benchmark(void) {
     void** buffers[6] = {&b.w, &b.x, &b.dy, &b.out, &b.dw, &b.bias};
     size_t bytes[6] = {(size_t)4 * max_c * max_c * 2, big * 2, big * 2, big * 2, (size_t)4 * max_c * max_c * 4,
                        (size_t)4 * max_c * 2};
+    DeviceList dev = {{NULL}, 0};
     for (int i = 0; i < 6; i++) {
-        cudaCheck(cudaMalloc(buffers[i], bytes[i]));
+        device_alloc(&dev, buffers[i], bytes[i]);
         fill_random_bytes<<<1024, 256>>>((uint8_t*)*buffers[i], bytes[i], 17u * (uint32_t)i + 1u);
         cudaCheck(cudaGetLastError());
     }
@@ -679,13 +676,12 @@ static void benchmark(void) {
     float** scales[4] = {&b.w_scale, &b.x_scale, &b.dy_scale, &b.one};
     size_t counts[4] = {w_scales, act_scales, act_scales, 1};
     for (int i = 0; i < 4; i++) {
-        cudaCheck(cudaMalloc(scales[i], counts[i] * sizeof(float)));
+        device_alloc(&dev, scales[i], counts[i] * sizeof(float));
         fill_floats<<<256, 256>>>(*scales[i], counts[i], 1.0f);
         cudaCheck(cudaGetLastError());
     }
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
+    BenchTimer timer;
+    bench_timer_init(&timer);
     printf("TFLOP/s at B*T = %d, mean of %d calls after 2 (which plan): BF16 | FP8 per-tensor | FP8 block-scaled\n",
            rows, reps);
     const struct { const char* name; int C; } models[2] = {{"d12", 768}, {"d24", 1024}};
@@ -698,13 +694,10 @@ static void benchmark(void) {
                 double tflops[NUM_PATHS];
                 for (int p = 0; p < NUM_PATHS; p++) {
                     for (int r = 0; r < reps + 2; r++) {
-                        if (r == 2) { cudaCheck(cudaEventRecord(start)); }
+                        if (r == 2) { bench_start(&timer); }
                         issue(&b, g, p, rows, linears[l].OC, linears[l].IC);
                     }
-                    cudaCheck(cudaEventRecord(stop));
-                    cudaCheck(cudaEventSynchronize(stop));
-                    float ms;
-                    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+                    float ms = bench_stop_ms(&timer);
                     tflops[p] = 2.0 * rows * linears[l].OC * linears[l].IC * reps / (ms * 1e9);
                 }
                 int out_rows = g == GEMM_WGRAD ? linears[l].OC : rows;
@@ -718,10 +711,8 @@ static void benchmark(void) {
             }
         }
     }
-    cudaCheck(cudaEventDestroy(start));
-    cudaCheck(cudaEventDestroy(stop));
-    for (int i = 0; i < 6; i++) { cudaCheck(cudaFree(*buffers[i])); }
-    for (int i = 0; i < 4; i++) { cudaCheck(cudaFree(*scales[i])); }
+    bench_timer_free(&timer);
+    device_list_free(&dev);
 }
 
 int main(void) {

@@ -44,6 +44,7 @@ Build: make dev/cuda/fp8_block_quantize     Run: ./dev/cuda/fp8_block_quantize  
 #include "../../llmc/cuda_utils.cuh"
 #include "../../llmc/rand.h"
 #include "../../llmc/testing.h"
+#include "bench.h"
 
 #define AMAX_BEFORE 0.125f            // what an earlier cast of the slot left in its amax cell this step
 #define TENSOR_AMAX_BEFORE 1.0e30f    // garbage: the launcher must zero the tensor amax cell before the cast
@@ -444,10 +445,11 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
     CastOutputs out = cast_outputs_alloc(n, fp8_vec128_scale_floats(rows, cols), fp8_vec128_scale_floats(cols, rows));
     uint8_t *d_e8m0, *d_e8m0_t;
     __nv_bfloat16 *d_dequantized, *d_dequantized_t;
-    cudaCheck(cudaMalloc(&d_e8m0, n / 32));                               // (rows, cols / 32)
-    cudaCheck(cudaMalloc(&d_e8m0_t, n / 32 + 1));                         // (cols, rows / 32)
-    cudaCheck(cudaMalloc(&d_dequantized, n * sizeof(__nv_bfloat16)));    // (rows, cols)
-    cudaCheck(cudaMalloc(&d_dequantized_t, n * sizeof(__nv_bfloat16)));  // (rows, cols)
+    DeviceList dev = {{NULL}, 0};
+    device_alloc(&dev, &d_e8m0, n / 32);                               // (rows, cols / 32)
+    device_alloc(&dev, &d_e8m0_t, n / 32 + 1);                         // (cols, rows / 32)
+    device_alloc(&dev, &d_dequantized, n * sizeof(__nv_bfloat16));    // (rows, cols)
+    device_alloc(&dev, &d_dequantized_t, n * sizeof(__nv_bfloat16));  // (rows, cols)
     uint8_t* got_e8m0 = (uint8_t*)malloc(n / 32 + 1);
     uint8_t* got_e8m0_t = (uint8_t*)malloc(n / 32 + 1);
     uint16_t* got_dequantized = (uint16_t*)malloc(n * sizeof(uint16_t));
@@ -532,10 +534,7 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
     free(got_dequantized);
     free(got_dequantized_t);
     cast_outputs_free(&out);
-    cudaCheck(cudaFree(d_e8m0));
-    cudaCheck(cudaFree(d_e8m0_t));
-    cudaCheck(cudaFree(d_dequantized));
-    cudaCheck(cudaFree(d_dequantized_t));
+    device_list_free(&dev);
 }
 
 // ----------------------------------------------------------------------------
@@ -711,12 +710,13 @@ static void test_refusals(void) {
     __nv_bfloat16* d_x;
     uint8_t *d_codes, *d_codes_t, *d_e8m0;
     float *d_scale_inv, *d_scale_inv_t;
-    cudaCheck(cudaMalloc(&d_x, n * sizeof(__nv_bfloat16)));  // (rows, cols)
-    cudaCheck(cudaMalloc(&d_codes, n));                      // (rows, cols)
-    cudaCheck(cudaMalloc(&d_codes_t, n));                    // (cols, rows)
-    cudaCheck(cudaMalloc(&d_e8m0, n / 32));                  // (rows, cols / 32)
-    cudaCheck(cudaMalloc(&d_scale_inv, fp8_vec128_scale_floats(cols, cols) * sizeof(float)));  // fits every layout
-    cudaCheck(cudaMalloc(&d_scale_inv_t, fp8_vec128_scale_floats(cols, cols) * sizeof(float)));
+    DeviceList dev = {{NULL}, 0};
+    device_alloc(&dev, &d_x, n * sizeof(__nv_bfloat16));  // (rows, cols)
+    device_alloc(&dev, &d_codes, n);                      // (rows, cols)
+    device_alloc(&dev, &d_codes_t, n);                    // (cols, rows)
+    device_alloc(&dev, &d_e8m0, n / 32);                  // (rows, cols / 32)
+    device_alloc(&dev, &d_scale_inv, fp8_vec128_scale_floats(cols, cols) * sizeof(float));  // fits every layout
+    device_alloc(&dev, &d_scale_inv_t, fp8_vec128_scale_floats(cols, cols) * sizeof(float));
     cudaCheck(cudaMemset(d_x, 0, n * sizeof(__nv_bfloat16)));
     cudaCheck(cudaMemset(d_codes, 0xAB, n));
     cudaCheck(cudaMemset(d_codes_t, 0xAB, n));
@@ -816,25 +816,13 @@ static void test_refusals(void) {
     CHECK(fp8_block_cast_1d(&good_mx, 0) == cudaSuccess, "the valid mxfp8 1d cast the refusals start from is refused");
     CHECK(fp8_block_cast_2d(&good_2d, 0) == cudaSuccess, "the valid 2d cast the refusals start from is refused");
     cudaCheck(cudaDeviceSynchronize());
-    cudaCheck(cudaFree(d_x));
-    cudaCheck(cudaFree(d_codes));
-    cudaCheck(cudaFree(d_codes_t));
-    cudaCheck(cudaFree(d_e8m0));
-    cudaCheck(cudaFree(d_scale_inv));
-    cudaCheck(cudaFree(d_scale_inv_t));
+    device_list_free(&dev);
 }
 
 // ----------------------------------------------------------------------------
 // bandwidth
 
 #define BENCH_REPS 20
-
-static float elapsed_ms(cudaEvent_t start, cudaEvent_t stop) {
-    float ms;
-    cudaCheck(cudaEventSynchronize(stop));
-    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
-    return ms;
-}
 
 // What one timed launch does: a device copy of bytes, a 1D cast or a 2D cast
 typedef struct {
@@ -856,22 +844,21 @@ static void bench_launch(const BenchOp* op) {
 }
 
 // GB/s of `bytes` moved per launch: one untimed launch (module load, clocks up), then BENCH_REPS back to back
-static double bench_gbs(const BenchOp* op, double bytes, cudaEvent_t start, cudaEvent_t stop) {
+static double bench_gbs(const BenchOp* op, double bytes, const BenchTimer* timer) {
     bench_launch(op);
-    cudaCheck(cudaEventRecord(start));
+    bench_start(timer);
     for (int r = 0; r < BENCH_REPS; r++) { bench_launch(op); }
-    cudaCheck(cudaEventRecord(stop));
-    return bytes * BENCH_REPS / (elapsed_ms(start, stop) * 1e6);
+    return bytes * BENCH_REPS / (bench_stop_ms(timer) * 1e6);
 }
 
 // GB/s of a device-to-device copy of t's bf16 values into `scratch` (read + write), the line each cast is held to
-static double bench_copy_gbs(const Tensor* t, __nv_bfloat16* scratch, cudaEvent_t start, cudaEvent_t stop) {
+static double bench_copy_gbs(const Tensor* t, __nv_bfloat16* scratch, const BenchTimer* timer) {
     BenchOp op;
     memset(&op, 0, sizeof(op));
     op.copy_dst = scratch;
     op.copy_src = t->d_bf16;
     op.copy_bytes = (size_t)t->rows * t->cols * sizeof(__nv_bfloat16);
-    return bench_gbs(&op, 2.0 * (double)op.copy_bytes, start, stop);
+    return bench_gbs(&op, 2.0 * (double)op.copy_bytes, timer);
 }
 
 // Each cast at d12's shapes, E4M3 (the activations' and weights' format), on random values: activations (8192, C /
@@ -879,9 +866,8 @@ static double bench_copy_gbs(const Tensor* t, __nv_bfloat16* scratch, cudaEvent_
 // dequantized bf16; weights blockwise 128 x 128 tiles with the transpose. Each line starts with the device copy of the
 // same bf16 tensor (read + write).
 static void benchmark(void) {
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
+    BenchTimer timer;
+    bench_timer_init(&timer);
     const int act_cols[3] = {768, 2304, 3072};
     for (int i = 0; i < 3; i++) {
         const int rows = 8192, cols = act_cols[i];
@@ -891,11 +877,12 @@ static void benchmark(void) {
         uint8_t *d_e8m0, *d_e8m0_t;
         CastOutputs out = cast_outputs_alloc(n, fp8_vec128_scale_floats(rows, cols),
                                              fp8_vec128_scale_floats(cols, rows));
-        cudaCheck(cudaMalloc(&d_copy, n * sizeof(__nv_bfloat16)));
-        cudaCheck(cudaMalloc(&d_dequantized, n * sizeof(__nv_bfloat16)));    // (rows, cols)
-        cudaCheck(cudaMalloc(&d_dequantized_t, n * sizeof(__nv_bfloat16)));  // (rows, cols)
-        cudaCheck(cudaMalloc(&d_e8m0, n / 32));                               // (rows, cols / 32)
-        cudaCheck(cudaMalloc(&d_e8m0_t, n / 32));                             // (cols, rows / 32)
+        DeviceList dev = {{NULL}, 0};
+        device_alloc(&dev, &d_copy, n * sizeof(__nv_bfloat16));
+        device_alloc(&dev, &d_dequantized, n * sizeof(__nv_bfloat16));    // (rows, cols)
+        device_alloc(&dev, &d_dequantized_t, n * sizeof(__nv_bfloat16));  // (rows, cols)
+        device_alloc(&dev, &d_e8m0, n / 32);                               // (rows, cols / 32)
+        device_alloc(&dev, &d_e8m0_t, n / 32);                             // (cols, rows / 32)
         reset_cells();
 
         Fp8BlockCast1d rowwise;  // blockwise, the rowwise copy alone
@@ -936,28 +923,24 @@ static void benchmark(void) {
         const double rowwise_bytes = in + n + 4.0 * blocks_128;
         const double both_bytes = in + 2.0 * (n + 4.0 * blocks_128);
         const double mx_bytes = in + 2.0 * (n + blocks_32 + 2.0 * n);
-        double copy_gbs = bench_copy_gbs(&t, d_copy, start, stop);
+        double copy_gbs = bench_copy_gbs(&t, d_copy, &timer);
         BenchOp op;
         memset(&op, 0, sizeof(op));
         op.cast_1d = &rowwise;
-        double rowwise_gbs = bench_gbs(&op, rowwise_bytes, start, stop);
+        double rowwise_gbs = bench_gbs(&op, rowwise_bytes, &timer);
         op.cast_1d = &both;
-        double both_gbs = bench_gbs(&op, both_bytes, start, stop);
+        double both_gbs = bench_gbs(&op, both_bytes, &timer);
         op.cast_1d = &counted;
-        double counted_gbs = bench_gbs(&op, both_bytes, start, stop);
+        double counted_gbs = bench_gbs(&op, both_bytes, &timer);
         op.cast_1d = &mx;
-        double mx_gbs = bench_gbs(&op, mx_bytes, start, stop);
+        double mx_gbs = bench_gbs(&op, mx_bytes, &timer);
         printf("%d x %d: device copy %.0f GB/s | blockwise rowwise %.0f GB/s (%.0f%%), rowwise+columnwise %.0f GB/s "
                "(%.0f%%), with diagnostics %.0f GB/s (%.0f%% of without) | mxfp8 rowwise+columnwise+dequantized %.0f "
                "GB/s (%.0f%%)\n",
                rows, cols, copy_gbs, rowwise_gbs, 100 * rowwise_gbs / copy_gbs, both_gbs, 100 * both_gbs / copy_gbs,
                counted_gbs, 100 * counted_gbs / both_gbs, mx_gbs, 100 * mx_gbs / copy_gbs);
 
-        cudaCheck(cudaFree(d_copy));
-        cudaCheck(cudaFree(d_dequantized));
-        cudaCheck(cudaFree(d_dequantized_t));
-        cudaCheck(cudaFree(d_e8m0));
-        cudaCheck(cudaFree(d_e8m0_t));
+        device_list_free(&dev);
         cast_outputs_free(&out);
         free_tensor(&t);
     }
@@ -989,13 +972,13 @@ static void benchmark(void) {
         w_counted.scale_range = d_cells->scale_range;
         const double in = 2.0 * n, tiles = (double)n / (128.0 * 128.0);
         const double bytes = in + 2.0 * (n + 4.0 * tiles);
-        double copy_gbs = bench_copy_gbs(&t, d_copy, start, stop);
+        double copy_gbs = bench_copy_gbs(&t, d_copy, &timer);
         BenchOp op;
         memset(&op, 0, sizeof(op));
         op.cast_2d = &w;
-        double cast_gbs = bench_gbs(&op, bytes, start, stop);
+        double cast_gbs = bench_gbs(&op, bytes, &timer);
         op.cast_2d = &w_counted;
-        double counted_gbs = bench_gbs(&op, bytes, start, stop);
+        double counted_gbs = bench_gbs(&op, bytes, &timer);
         printf("weight %d x %d: device copy %.0f GB/s | blockwise 128x128 tiles + transpose %.0f GB/s (%.0f%%), with "
                "diagnostics %.0f GB/s (%.0f%% of without)\n",
                rows, cols, copy_gbs, cast_gbs, 100 * cast_gbs / copy_gbs, counted_gbs, 100 * counted_gbs / cast_gbs);
@@ -1003,8 +986,7 @@ static void benchmark(void) {
         cast_outputs_free(&out);
         free_tensor(&t);
     }
-    cudaCheck(cudaEventDestroy(start));
-    cudaCheck(cudaEventDestroy(stop));
+    bench_timer_free(&timer);
 }
 
 int main(void) {

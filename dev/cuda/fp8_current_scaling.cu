@@ -22,6 +22,7 @@ Build: make dev/cuda/fp8_current_scaling     Run: ./dev/cuda/fp8_current_scaling
 #include "../../llmc/cuda_utils.cuh"
 #include "../../llmc/rand.h"
 #include "../../llmc/testing.h"
+#include "bench.h"
 
 // Device cells of one cast, in this order: the previous scale, this cast's scale, scale_inv, tensor amax, row 0.
 enum { CELL_PREVIOUS, CELL_SCALE, CELL_SCALE_INV, CELL_AMAX, CELL_ROW0, NUM_CELLS };
@@ -158,20 +159,12 @@ static void test_evaluation_target(void) {
     check_cast(128, 256, FP8_E4M3, 0, VALUES_ZERO, 1, 1, device_sms, workspace, &rng);
 }
 
-static float elapsed_ms(cudaEvent_t start, cudaEvent_t stop) {
-    float ms;
-    cudaCheck(cudaEventSynchronize(stop));
-    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
-    return ms;
-}
-
 // Delayed cast vs current cast (amax pass + the same cast) at B*T = 64*1024 rows and C = 768, 4C columns.
 static void benchmark(void) {
     const int reps = 20;
     int shapes[2][2] = {{65536, 768}, {65536, 3072}};
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
+    BenchTimer timer;
+    bench_timer_init(&timer);
     for (int i = 0; i < 2; i++) {
         int rows = shapes[i][0], cols = shapes[i][1];
         size_t n = (size_t)rows * cols;
@@ -186,7 +179,7 @@ static void benchmark(void) {
         float ms[4];  // delayed cast, current cast, delayed cast+T, current cast+T
         for (int variant = 0; variant < 4; variant++) {
             int current = variant % 2, transpose = variant / 2;
-            cudaCheck(cudaEventRecord(start));
+            bench_start(&timer);
             for (int r = 0; r < reps; r++) {
                 if (current) { cudaCheck(fp8_amax_scale(d_x, n, FP8_E4M3, target, workspace, device_sms, 0)); }
                 if (transpose) {
@@ -196,8 +189,7 @@ static void benchmark(void) {
                     cudaCheck(fp8_cast_amax(d_out, d_x, n, d_cells, d_cells + CELL_ROW0, NULL, FP8_E4M3, device_sms, 0));
                 }
             }
-            cudaCheck(cudaEventRecord(stop));
-            ms[variant] = elapsed_ms(start, stop) / reps;
+            ms[variant] = bench_stop_ms(&timer) / reps;
         }
         // bytes moved: the cast reads 2n and writes n (2n with the transpose); the amax pass reads 2n more
         double gb = 1e-6 * (double)n;
@@ -206,8 +198,7 @@ static void benchmark(void) {
                ms[1] / ms[0], ms[2], 4 * gb / ms[2], ms[3], 6 * gb / ms[3], ms[3] / ms[2]);
         device_cast_free(&d);
     }
-    cudaCheck(cudaEventDestroy(start));
-    cudaCheck(cudaEventDestroy(stop));
+    bench_timer_free(&timer);
 }
 
 int main(void) {

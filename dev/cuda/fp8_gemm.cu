@@ -42,6 +42,7 @@ Build: make dev/cuda/fp8_gemm     Run: ./dev/cuda/fp8_gemm    (prints one line a
 #include "../../fp8/quantize_cpu.h"
 #include "../../llmc/rand.h"
 #include "../../llmc/tolerance.h"
+#include "bench.h"
 
 static int failures = 0, checks = 0;
 
@@ -51,6 +52,8 @@ static void report(int ok, const char* what) {
     printf("%s %s\n", ok ? "PASS" : "FAIL", what);
 }
 
+
+static const int scalar = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;  // one scale_inv per operand
 
 static size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : t == CUDA_R_16BF ? 2 : 1; }
 
@@ -80,9 +83,10 @@ static void* random_operand(size_t n, cudaDataType_t t, float amplitude, float s
     return out;
 }
 
-static void* to_device(const void* host, size_t bytes, size_t offset) {
+// `bytes` of host memory on the device, `offset` bytes into a new buffer on `list`
+static void* to_device(DeviceList* list, const void* host, size_t bytes, size_t offset) {
     char* d;
-    cudaCheck(cudaMalloc(&d, bytes + offset));
+    device_alloc(list, &d, bytes + offset);
     cudaCheck(cudaMemcpy(d + offset, host, bytes, cudaMemcpyHostToDevice));
     return d + offset;
 }
@@ -91,11 +95,11 @@ typedef struct {
     const char* name;
     cudaDataType_t a_type, b_type, out_type;
     int trans_a, trans_b;
-    int m, n, k;  // cuBLASLt's column-major terms (see gemm_lt)
+    int m, n, k;  // cuBLASLt's column-major terms (see gemm_multiply)
     int bias, accumulate, fast_accum;
 } GemmCase;
 
-// One call of gemm_lt against the CPU. offset: bytes added to every device pointer (0: cudaMalloc's 256-byte
+// One call of gemm_multiply against the CPU. offset: bytes added to every device pointer (0: cudaMalloc's 256-byte
 // alignment; 16: what a later layer's slice of a buffer may have). scale_slot: 0 gives each scale_inv its own
 // allocation; n > 0 puts A's at index n and B's at 2n of one float array, as the trainer's FP8 metadata holds them
 // (scale_inv + slot: 4-byte-aligned pointers). stream: where the GEMM runs (the trainer's is not the default one).
@@ -130,20 +134,24 @@ static void check_case(const GemmCase* c, size_t offset, int scale_slot, cudaStr
         }
     }
     size_t out_bytes = n_out * type_bytes(c->out_type);
-    void* d_a = to_device(a, n_a * type_bytes(c->a_type), offset);
-    void* d_b = to_device(b, n_b * type_bytes(c->b_type), offset);
-    void* d_bias = c->bias ? to_device(bias, (size_t)c->m * 2, offset) : NULL;
-    void* d_out = to_device(out0, out_bytes, offset);
+    DeviceList dev = {{NULL}, 0};
+    void* d_a = to_device(&dev, a, n_a * type_bytes(c->a_type), offset);
+    void* d_b = to_device(&dev, b, n_b * type_bytes(c->b_type), offset);
+    void* d_bias = c->bias ? to_device(&dev, bias, (size_t)c->m * 2, offset) : NULL;
+    void* d_out = to_device(&dev, out0, out_bytes, offset);
     float scale_invs[64];
     for (int i = 0; i < 64; i++) { scale_invs[i] = 1.0f; }
     int a_index = scale_slot, b_index = 2 * scale_slot;
     scale_invs[a_index] = a_scale_inv;
-    float* d_a_si = (float*)to_device(scale_invs, sizeof(scale_invs), 0);
+    float* d_a_si = (float*)to_device(&dev, scale_invs, sizeof(scale_invs), 0);
     scale_invs[a_index] = 1.0f;
     scale_invs[b_index] = b_scale_inv;
-    float* d_b_si = (float*)to_device(scale_invs, sizeof(scale_invs), 0);
-    gemm_lt(ctx, d_out, c->out_type, d_a, c->a_type, fp8 ? d_a_si + a_index : NULL, c->trans_a, d_b, c->b_type,
-            fp8 ? d_b_si + b_index : NULL, c->trans_b, d_bias, c->m, c->n, c->k, c->accumulate, c->fast_accum, stream);
+    float* d_b_si = (float*)to_device(&dev, scale_invs, sizeof(scale_invs), 0);
+    // in gemm_multiply's terms: A = the weight (m, k), k-major when transposed; B = the input (n, k), k-major when not
+    GemmOutput out = {d_out, c->out_type, d_bias, c->accumulate};
+    GemmOperand weight = gemm_operand(d_a, c->a_type, c->m, c->k, c->trans_a, fp8 ? d_a_si + a_index : NULL, scalar);
+    GemmOperand inp = gemm_operand(d_b, c->b_type, c->n, c->k, !c->trans_b, fp8 ? d_b_si + b_index : NULL, scalar);
+    gemm_multiply(ctx, &out, &weight, &inp, c->fast_accum, stream);
     cudaCheck(cudaDeviceSynchronize());
     void* got = malloc(out_bytes);
     cudaCheck(cudaMemcpy(got, d_out, out_bytes, cudaMemcpyDeviceToHost));
@@ -186,12 +194,7 @@ static void check_case(const GemmCase* c, size_t offset, int scale_slot, cudaStr
     free(want);
     free(magnitude);
     free(got);
-    cudaCheck(cudaFree((char*)d_a - offset));
-    cudaCheck(cudaFree((char*)d_b - offset));
-    if (d_bias) { cudaCheck(cudaFree((char*)d_bias - offset)); }
-    cudaCheck(cudaFree((char*)d_out - offset));
-    cudaCheck(cudaFree(d_a_si));
-    cudaCheck(cudaFree(d_b_si));
+    device_list_free(&dev);
 }
 
 int main(void) {
@@ -235,37 +238,38 @@ int main(void) {
     struct { const char* name; int out_cols, k; } shapes[4] = {{"qkv", 2304, 768}, {"attproj", 768, 768}, {"fc", 3072, 768},
                                                               {"fcproj", 768, 3072}};
     int rows = 65536;
+    DeviceList dev = {{NULL}, 0};
     void *d_a, *d_b, *d_out;
-    cudaCheck(cudaMalloc(&d_a, (size_t)3072 * 3072 * 2));
-    cudaCheck(cudaMalloc(&d_b, (size_t)rows * 3072 * 2));
-    cudaCheck(cudaMalloc(&d_out, (size_t)rows * 3072 * 2));
+    device_alloc(&dev, &d_a, (size_t)3072 * 3072 * 2);
+    device_alloc(&dev, &d_b, (size_t)rows * 3072 * 2);
+    device_alloc(&dev, &d_out, (size_t)rows * 3072 * 2);
     cudaCheck(cudaMemset(d_a, 0x38, (size_t)3072 * 3072 * 2));
     cudaCheck(cudaMemset(d_b, 0x38, (size_t)rows * 3072 * 2));
     float one = 1.0f;
-    float* d_one = (float*)to_device(&one, 4, 0);
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
+    float* d_one = (float*)to_device(&dev, &one, 4, 0);
+    BenchTimer timer;
+    bench_timer_init(&timer);
     for (int s = 0; s < 4; s++) {
         double flops = 2.0 * rows * shapes[s].out_cols * shapes[s].k;
         double tflops[2];
         for (int fp8 = 0; fp8 < 2; fp8++) {
             cudaDataType_t t = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+            // out (rows, out_cols) = B (rows, k) @ A (out_cols, k)^T, both k-major (TN)
+            GemmOutput out = {d_out, CUDA_R_16BF, NULL, 0};
+            GemmOperand weight = gemm_operand(d_a, t, shapes[s].out_cols, shapes[s].k, 1, d_one, scalar);
+            GemmOperand inp = gemm_operand(d_b, t, rows, shapes[s].k, 1, d_one, scalar);
             const int reps = 20;
-            for (int r = 0; r < reps + 2; r++) {  // the first two warm up (and plan)
-                if (r == 2) { cudaCheck(cudaEventRecord(start)); }
-                gemm_tn(&ctx, d_out, CUDA_R_16BF, d_a, t, d_one, d_b, t, d_one, NULL, rows, shapes[s].out_cols,
-                        shapes[s].k, 0, fp8, 0);
-            }
-            cudaCheck(cudaEventRecord(stop));
-            cudaCheck(cudaEventSynchronize(stop));
-            float ms;
-            cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+            for (int r = 0; r < 2; r++) { gemm_multiply(&ctx, &out, &weight, &inp, fp8, 0); }  // warm up (and plan)
+            bench_start(&timer);
+            for (int r = 0; r < reps; r++) { gemm_multiply(&ctx, &out, &weight, &inp, fp8, 0); }
+            float ms = bench_stop_ms(&timer);
             tflops[fp8] = flops * reps / (ms * 1e9);
         }
         printf("%-8s %6d x %5d x %5d: BF16 %6.1f TFLOP/s | FP8 %6.1f TFLOP/s | %.2fx\n", shapes[s].name, rows,
                shapes[s].out_cols, shapes[s].k, tflops[0], tflops[1], tflops[1] / tflops[0]);
     }
+    bench_timer_free(&timer);
+    device_list_free(&dev);
     gemm_context_free(&ctx);
     printf("fp8_gemm: %d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

@@ -37,12 +37,13 @@ static void check_cast_transpose_dbias(const uint16_t* x, const uint8_t* want, f
     size_t n = (size_t)rows * cols, chunks = (size_t)rows / COLUMN_SUM_ROWS;
     uint8_t *d_out, *d_out_t;
     float *d_amax, *d_partials, *d_dbias_fused, *d_dbias_pass;
-    cudaCheck(cudaMalloc(&d_out, n));
-    cudaCheck(cudaMalloc(&d_out_t, n));
-    cudaCheck(cudaMalloc(&d_amax, 4));
-    cudaCheck(cudaMalloc(&d_partials, chunks * cols * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_dbias_fused, cols * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_dbias_pass, cols * sizeof(float)));
+    DeviceList dev = {{NULL}, 0};
+    device_alloc(&dev, &d_out, n);
+    device_alloc(&dev, &d_out_t, n);
+    device_alloc(&dev, &d_amax, 4);
+    device_alloc(&dev, &d_partials, chunks * cols * sizeof(float));
+    device_alloc(&dev, &d_dbias_fused, cols * sizeof(float));
+    device_alloc(&dev, &d_dbias_pass, cols * sizeof(float));
     float amax0 = 0.125f;  // as check_shape's casts start
     cudaCheck(cudaMemcpy(d_amax, &amax0, 4, cudaMemcpyHostToDevice));
     float* dbias0 = (float*)malloc(cols * sizeof(float));  // an earlier micro-batch's gradient
@@ -62,7 +63,7 @@ static void check_cast_transpose_dbias(const uint16_t* x, const uint8_t* want, f
     bias_backward_reduce(d_dbias_fused, d_partials, rows, cols, 0);
     // bias_backward's own two passes, through their own scratch
     float* d_pass_partials;
-    cudaCheck(cudaMalloc(&d_pass_partials, chunks * cols * sizeof(float)));
+    device_alloc(&dev, &d_pass_partials, chunks * cols * sizeof(float));
     bias_backward(d_dbias_pass, d_x, rows, cols, d_pass_partials, 0);
     float* dbias_fused = (float*)malloc(cols * sizeof(float));
     float* dbias_pass = (float*)malloc(cols * sizeof(float));
@@ -90,13 +91,7 @@ static void check_cast_transpose_dbias(const uint16_t* x, const uint8_t* want, f
     free(got_t);
     free(dbias_fused);
     free(dbias_pass);
-    cudaCheck(cudaFree(d_out));
-    cudaCheck(cudaFree(d_out_t));
-    cudaCheck(cudaFree(d_amax));
-    cudaCheck(cudaFree(d_partials));
-    cudaCheck(cudaFree(d_pass_partials));
-    cudaCheck(cudaFree(d_dbias_fused));
-    cudaCheck(cudaFree(d_dbias_pass));
+    device_list_free(&dev);
 }
 
 static void check_shape(int rows, int cols, Fp8Format format, float scale, int with_nan, Rng* rng) {
@@ -112,12 +107,13 @@ static void check_shape(int rows, int cols, Fp8Format format, float scale, int w
     uint8_t *d_out, *d_out_t;
     float *d_scale, *d_amax;
     unsigned long long* d_stats;
-    cudaCheck(cudaMalloc(&d_x, n * 2));
-    cudaCheck(cudaMalloc(&d_out, n));
-    cudaCheck(cudaMalloc(&d_out_t, n));
-    cudaCheck(cudaMalloc(&d_scale, 4));
-    cudaCheck(cudaMalloc(&d_amax, 4));
-    cudaCheck(cudaMalloc(&d_stats, 3 * sizeof(unsigned long long)));
+    DeviceList dev = {{NULL}, 0};
+    device_alloc(&dev, &d_x, n * 2);
+    device_alloc(&dev, &d_out, n);
+    device_alloc(&dev, &d_out_t, n);
+    device_alloc(&dev, &d_scale, 4);
+    device_alloc(&dev, &d_amax, 4);
+    device_alloc(&dev, &d_stats, 3 * sizeof(unsigned long long));
     cudaCheck(cudaMemcpy(d_x, x, n * 2, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_scale, &scale, 4, cudaMemcpyHostToDevice));
     float amax0 = 0.125f;
@@ -168,12 +164,7 @@ static void check_shape(int rows, int cols, Fp8Format format, float scale, int w
     free(want);
     free(got);
     free(got_t);
-    cudaCheck(cudaFree(d_x));
-    cudaCheck(cudaFree(d_out));
-    cudaCheck(cudaFree(d_out_t));
-    cudaCheck(cudaFree(d_scale));
-    cudaCheck(cudaFree(d_amax));
-    cudaCheck(cudaFree(d_stats));
+    device_list_free(&dev);
 }
 
 // The plain cast alone on n elements (n a multiple of 8 but not of the grid's stride: the kernel's unrolled trips and
@@ -190,10 +181,11 @@ static void check_cast_only(size_t n, Fp8Format format, float scale, int sms, Rn
     unsigned long long* d_stats;
     cudaCheck(cudaMalloc(&d_stats, 3 * sizeof(unsigned long long)));
     cudaCheck(cudaMemset(d_stats, 0, 3 * sizeof(unsigned long long)));
-    cudaCheck(cudaMalloc(&d_x, n * 2));
-    cudaCheck(cudaMalloc(&d_out, n));
-    cudaCheck(cudaMalloc(&d_scale, 4));
-    cudaCheck(cudaMalloc(&d_amax, 4));
+    DeviceList dev = {{NULL}, 0};
+    device_alloc(&dev, &d_x, n * 2);
+    device_alloc(&dev, &d_out, n);
+    device_alloc(&dev, &d_scale, 4);
+    device_alloc(&dev, &d_amax, 4);
     cudaCheck(cudaMemcpy(d_x, x, n * 2, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_scale, &scale, 4, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemset(d_amax, 0, 4));
@@ -217,10 +209,7 @@ static void check_cast_only(size_t n, Fp8Format format, float scale, int sms, Rn
     free(x);
     free(want);
     free(got);
-    cudaCheck(cudaFree(d_x));
-    cudaCheck(cudaFree(d_out));
-    cudaCheck(cudaFree(d_scale));
-    cudaCheck(cudaFree(d_amax));
+    device_list_free(&dev);
 }
 
 int main(void) {
@@ -235,9 +224,8 @@ int main(void) {
                     sms, &rng);
 
     // bandwidth at B*T = 64*1024 rows and C = 768 columns (the ln1 / atty / ln2 casts of d12), and 4C for the GELU
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
+    BenchTimer timer;
+    bench_timer_init(&timer);
     int shapes[2][2] = {{65536, 768}, {65536, 3072}};
     for (int i = 0; i < 2; i++) {
         int rows = shapes[i][0], cols = shapes[i][1];
@@ -246,14 +234,15 @@ int main(void) {
         uint8_t *d_out, *d_out_t, *d_copy;
         float *d_scale, *d_amax;
         unsigned long long* d_stats;
-        cudaCheck(cudaMalloc(&d_stats, 3 * sizeof(unsigned long long)));
+        DeviceList dev = {{NULL}, 0};
+        device_alloc(&dev, &d_stats, 3 * sizeof(unsigned long long));
         cudaCheck(cudaMemset(d_stats, 0, 3 * sizeof(unsigned long long)));
-        cudaCheck(cudaMalloc(&d_x, n * 2));
-        cudaCheck(cudaMalloc(&d_out, n));
-        cudaCheck(cudaMalloc(&d_out_t, n));
-        cudaCheck(cudaMalloc(&d_copy, n * 2));
-        cudaCheck(cudaMalloc(&d_scale, 4));
-        cudaCheck(cudaMalloc(&d_amax, 4));
+        device_alloc(&dev, &d_x, n * 2);
+        device_alloc(&dev, &d_out, n);
+        device_alloc(&dev, &d_out_t, n);
+        device_alloc(&dev, &d_copy, n * 2);
+        device_alloc(&dev, &d_scale, 4);
+        device_alloc(&dev, &d_amax, 4);
         uint16_t* x = random_bf16(n, &rng);  // real values: the converts do the work they do in training
         cudaCheck(cudaMemcpy(d_x, x, n * 2, cudaMemcpyHostToDevice));
         free(x);
@@ -267,23 +256,20 @@ int main(void) {
         cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, NULL, FP8_E4M3, 0));
         cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, d_stats, FP8_E4M3, sms, 0));
         cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, d_stats, FP8_E4M3, 0));
-        cudaCheck(cudaEventRecord(start));
+        bench_start(&timer);
         for (int r = 0; r < reps; r++) { cudaCheck(cudaMemcpyAsync(d_copy, d_x, n * 2, cudaMemcpyDeviceToDevice)); }
-        cudaCheck(cudaEventRecord(stop));
-        double copy_gbs = 2.0 * n * 2 * reps / (time_ms(start, stop) * 1e6);  // read + write
+        double copy_gbs = 2.0 * n * 2 * reps / (bench_stop_ms(&timer) * 1e6);  // read + write
         double cast_gbs[2], transpose_gbs[2];  // without, with the diagnostics counters
         for (int counted = 0; counted < 2; counted++) {
             unsigned long long* stats = counted ? d_stats : NULL;
-            cudaCheck(cudaEventRecord(start));
+            bench_start(&timer);
             for (int r = 0; r < reps; r++) { cudaCheck(fp8_cast_amax(d_out, d_x, n, d_scale, d_amax, stats, FP8_E4M3, sms, 0)); }
-            cudaCheck(cudaEventRecord(stop));
-            cast_gbs[counted] = 3.0 * n * reps / (time_ms(start, stop) * 1e6);  // 2 bytes in, 1 out
-            cudaCheck(cudaEventRecord(start));
+            cast_gbs[counted] = 3.0 * n * reps / (bench_stop_ms(&timer) * 1e6);  // 2 bytes in, 1 out
+            bench_start(&timer);
             for (int r = 0; r < reps; r++) {
                 cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, stats, FP8_E4M3, 0));
             }
-            cudaCheck(cudaEventRecord(stop));
-            transpose_gbs[counted] = 4.0 * n * reps / (time_ms(start, stop) * 1e6);  // 2 in, 1 + 1 out
+            transpose_gbs[counted] = 4.0 * n * reps / (bench_stop_ms(&timer) * 1e6);  // 2 in, 1 + 1 out
         }
         printf("%d x %d: device copy %.0f GB/s | cast+amax %.0f GB/s (%.0f%%) | cast+transpose+amax %.0f GB/s (%.0f%%) | "
                "with counters: cast %.0f GB/s (%.0f%% of without), cast+transpose %.0f GB/s (%.0f%%)\n",
@@ -293,46 +279,35 @@ int main(void) {
         // a grad_output's cast with its bias gradient: the fused pass (+ the reduction of the partials) against the
         // cast followed by bias_backward's own two passes, microseconds per call
         float *d_partials, *d_dbias;
-        cudaCheck(cudaMalloc(&d_partials, (size_t)rows / COLUMN_SUM_ROWS * cols * sizeof(float)));
-        cudaCheck(cudaMalloc(&d_dbias, cols * sizeof(float)));
+        device_alloc(&dev, &d_partials, (size_t)rows / COLUMN_SUM_ROWS * cols * sizeof(float));
+        device_alloc(&dev, &d_dbias, cols * sizeof(float));
         cudaCheck(cudaMemset(d_dbias, 0, cols * sizeof(float)));
         cudaCheck(fp8_cast_transpose_dbias_amax(d_out, d_out_t, d_partials, d_x, rows, cols, d_scale, d_amax, NULL,
                                                 FP8_E5M2, 0));
-        cudaCheck(cudaEventRecord(start));
+        bench_start(&timer);
         for (int r = 0; r < reps; r++) {
             cudaCheck(fp8_cast_transpose_dbias_amax(d_out, d_out_t, d_partials, d_x, rows, cols, d_scale, d_amax, NULL,
                                                     FP8_E5M2, 0));
             bias_backward_reduce(d_dbias, d_partials, rows, cols, 0);
         }
-        cudaCheck(cudaEventRecord(stop));
-        double fused_us = 1000.0 * time_ms(start, stop) / reps;
-        cudaCheck(cudaEventRecord(start));
+        double fused_us = 1000.0 * bench_stop_ms(&timer) / reps;
+        bench_start(&timer);
         for (int r = 0; r < reps; r++) {
             cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, d_scale, d_amax, NULL, FP8_E5M2, 0));
             bias_backward(d_dbias, d_x, rows, cols, d_partials, 0);
         }
-        cudaCheck(cudaEventRecord(stop));
-        double separate_us = 1000.0 * time_ms(start, stop) / reps;
-        cudaCheck(cudaEventRecord(start));
+        double separate_us = 1000.0 * bench_stop_ms(&timer) / reps;
+        bench_start(&timer);
         for (int r = 0; r < reps; r++) {
             cudaCheck(fp8_cast_transpose_dbias_amax(d_out, d_out_t, d_partials, d_x, rows, cols, d_scale, d_amax, NULL,
                                                     FP8_E5M2, 0));
         }
-        cudaCheck(cudaEventRecord(stop));
-        double dbias_kernel_gbs = 4.0 * n * reps / (time_ms(start, stop) * 1e6);  // the partials are 1/32 more: left out
+        double dbias_kernel_gbs = 4.0 * n * reps / (bench_stop_ms(&timer) * 1e6);  // the partials are 1/32 more: left out
         printf("%d x %d: grad_output cast+transpose+dbias %.1f us (its kernel %.0f GB/s, %.0f%% of copy) | cast+transpose "
                "then bias_backward %.1f us | fused / separate %.2f\n",
                rows, cols, fused_us, dbias_kernel_gbs, 100 * dbias_kernel_gbs / copy_gbs, separate_us,
                fused_us / separate_us);
-        cudaCheck(cudaFree(d_partials));
-        cudaCheck(cudaFree(d_dbias));
-        cudaCheck(cudaFree(d_x));
-        cudaCheck(cudaFree(d_out));
-        cudaCheck(cudaFree(d_out_t));
-        cudaCheck(cudaFree(d_copy));
-        cudaCheck(cudaFree(d_scale));
-        cudaCheck(cudaFree(d_amax));
-        cudaCheck(cudaFree(d_stats));
+        device_list_free(&dev);
     }
     printf("fp8_quantize: %d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;

@@ -17,6 +17,7 @@ Build: make dev/cuda/fp8_update     Run: ./dev/cuda/fp8_update    (prints one li
 #include "../../fp8/update.cuh"
 #include "../../llmc/cuda_utils.cuh"
 #include "../../llmc/rand.h"
+#include "bench.h"
 
 // An amax drawn to hit every branch of the rule: unused (0), tiny (scale overflows to FLT_MAX), inf, NaN, normal.
 static float random_amax(Rng* rng) {
@@ -131,33 +132,30 @@ int main(void) {
             meta.amax_history[k] = ldexpf(0.5f + rng_uniform(&rng), (int)(rng_next_u64(&rng) % 40) - 20);
         }
         float *device, *row0;
-        cudaCheck(cudaMalloc(&device, meta.num_floats * sizeof(float)));
-        cudaCheck(cudaMalloc(&row0, meta.num_slots * sizeof(float)));
+        DeviceList dev = {{NULL}, 0};
+        device_alloc(&dev, &device, meta.num_floats * sizeof(float));
+        device_alloc(&dev, &row0, meta.num_slots * sizeof(float));
         cudaCheck(cudaMemcpy(device, meta.memory, meta.num_floats * sizeof(float), cudaMemcpyHostToDevice));
         cudaCheck(cudaMemcpy(row0, meta.amax_history, meta.num_slots * sizeof(float), cudaMemcpyHostToDevice));
         Fp8Meta on_device = meta;
         fp8_meta_point_into(&on_device, device);
         enum { REPS = 100 };
-        cudaEvent_t start[REPS], stop[REPS];
-        for (int r = 0; r < REPS; r++) {
-            cudaCheck(cudaEventCreate(&start[r]));
-            cudaCheck(cudaEventCreate(&stop[r]));
-        }
+        // a timer per launch, read after one synchronize: the launches stay queued back to back, and the copy that
+        // restores row 0 before each is not timed
+        BenchTimer timers[REPS];
+        for (int r = 0; r < REPS; r++) { bench_timer_init(&timers[r]); }
         cudaCheck(fp8_meta_update_launch(&on_device, &recipe, 0, 0));  // warm-up
         for (int r = 0; r < REPS; r++) {
             cudaCheck(cudaMemcpyAsync(device, row0, meta.num_slots * sizeof(float), cudaMemcpyDeviceToDevice, 0));
-            cudaCheck(cudaEventRecord(start[r]));
+            bench_start(&timers[r]);
             cudaCheck(fp8_meta_update_launch(&on_device, &recipe, r, 0));
-            cudaCheck(cudaEventRecord(stop[r]));
+            bench_stop(&timers[r]);
         }
         cudaCheck(cudaDeviceSynchronize());
         float total_ms = 0.0f;
         for (int r = 0; r < REPS; r++) {
-            float ms;
-            cudaCheck(cudaEventElapsedTime(&ms, start[r], stop[r]));
-            total_ms += ms;
-            cudaCheck(cudaEventDestroy(start[r]));
-            cudaCheck(cudaEventDestroy(stop[r]));
+            total_ms += bench_elapsed_ms(&timers[r]);
+            bench_timer_free(&timers[r]);
         }
         // the last launch saw a full row 0: after it, row 0 is all zero and the newest row holds what row 0 held
         float* back = (float*)malloc(meta.num_floats * sizeof(float));
@@ -171,8 +169,7 @@ int main(void) {
         printf("%s update of %d modules (%d slots, history %d, every slot active): %.2f us per launch\n",
                rolled ? "PASS" : "FAIL", sizes[i], meta.num_slots, meta.amax_history_len, 1000 * total_ms / REPS);
         free(back);
-        cudaCheck(cudaFree(device));
-        cudaCheck(cudaFree(row0));
+        device_list_free(&dev);
         fp8_meta_free(&meta);
     }
     printf("fp8_update: %d passed, %d failed\n", checks - failures, failures);

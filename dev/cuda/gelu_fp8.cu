@@ -47,9 +47,10 @@ static void check_shape(int rows, int cols, float fwd_scale, float bwd_scale, in
     uint16_t* dout = random_bf16(n, rng);
     if (with_nan) { fch[n / 3] = 0x7FC0; }
     __nv_bfloat16 *d_fch, *d_dout, *d_gelu;
-    cudaCheck(cudaMalloc(&d_fch, n * 2));
-    cudaCheck(cudaMalloc(&d_dout, n * 2));
-    cudaCheck(cudaMalloc(&d_gelu, n * 2));
+    DeviceList dev = {{NULL}, 0};
+    device_alloc(&dev, &d_fch, n * 2);
+    device_alloc(&dev, &d_dout, n * 2);
+    device_alloc(&dev, &d_gelu, n * 2);
     cudaCheck(cudaMemcpy(d_fch, fch, n * 2, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_dout, dout, n * 2, cudaMemcpyHostToDevice));
     DeviceOutputs d = device_outputs_alloc(n, chunks, cols);
@@ -136,9 +137,7 @@ static void check_shape(int rows, int cols, float fwd_scale, float bwd_scale, in
     free(dbias0);
     free(dbias_fused);
     free(dbias_pass);
-    cudaCheck(cudaFree(d_fch));
-    cudaCheck(cudaFree(d_dout));
-    cudaCheck(cudaFree(d_gelu));
+    device_list_free(&dev);
     device_outputs_free(&d);
 }
 
@@ -159,9 +158,10 @@ static void check_derivative_accuracy(void) {
         if (isfinite(v) && fabsf(v) < 5.0e19f) { x[n++] = v; }
     }
     float *d_x, *d_derivative, *d_argument;
-    cudaCheck(cudaMalloc(&d_x, n * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_derivative, n * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_argument, n * sizeof(float)));
+    DeviceList dev = {{NULL}, 0};
+    device_alloc(&dev, &d_x, n * sizeof(float));
+    device_alloc(&dev, &d_derivative, n * sizeof(float));
+    device_alloc(&dev, &d_argument, n * sizeof(float));
     cudaCheck(cudaMemcpy(d_x, x, n * sizeof(float), cudaMemcpyHostToDevice));
     gelu_derivative_kernel<<<(n + 255) / 256, 256>>>(d_derivative, d_argument, d_x, n);
     cudaCheck(cudaGetLastError());
@@ -194,9 +194,7 @@ static void check_derivative_accuracy(void) {
     free(x);
     free(derivative);
     free(argument);
-    cudaCheck(cudaFree(d_x));
-    cudaCheck(cudaFree(d_derivative));
-    cudaCheck(cudaFree(d_argument));
+    device_list_free(&dev);
 }
 
 // The backward cast's input with the derivative gelu_math.h had before (1 + tanhf, 1 / coshf^2: llm.c's), for the
@@ -238,16 +236,17 @@ int main(void) {
     __nv_bfloat16 *d_fch, *d_dout, *d_gelu, *d_copy;
     uint8_t *d_out, *d_out_t;
     float *d_scale, *d_amax, *d_partials, *d_dbias;
-    cudaCheck(cudaMalloc(&d_fch, n * 2));
-    cudaCheck(cudaMalloc(&d_dout, n * 2));
-    cudaCheck(cudaMalloc(&d_gelu, n * 2));
-    cudaCheck(cudaMalloc(&d_copy, n * 2));
-    cudaCheck(cudaMalloc(&d_out, n));
-    cudaCheck(cudaMalloc(&d_out_t, n));
-    cudaCheck(cudaMalloc(&d_scale, 4));
-    cudaCheck(cudaMalloc(&d_amax, 4));
-    cudaCheck(cudaMalloc(&d_partials, chunks * cols * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_dbias, cols * sizeof(float)));
+    DeviceList dev = {{NULL}, 0};
+    device_alloc(&dev, &d_fch, n * 2);
+    device_alloc(&dev, &d_dout, n * 2);
+    device_alloc(&dev, &d_gelu, n * 2);
+    device_alloc(&dev, &d_copy, n * 2);
+    device_alloc(&dev, &d_out, n);
+    device_alloc(&dev, &d_out_t, n);
+    device_alloc(&dev, &d_scale, 4);
+    device_alloc(&dev, &d_amax, 4);
+    device_alloc(&dev, &d_partials, chunks * cols * sizeof(float));
+    device_alloc(&dev, &d_dbias, cols * sizeof(float));
     uint16_t* x = random_bf16(n, &rng);  // real values: the converts and GELU do the work they do in training
     cudaCheck(cudaMemcpy(d_fch, x, n * 2, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_dout, x, n * 2, cudaMemcpyHostToDevice));
@@ -256,16 +255,15 @@ int main(void) {
     cudaCheck(cudaMemcpy(d_scale, &scale, 4, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemset(d_amax, 0, 4));
     cudaCheck(cudaMemset(d_dbias, 0, cols * sizeof(float)));
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
+    BenchTimer timer;
+    bench_timer_init(&timer);
     const int reps = 20;
     // copy, forward fused, forward separate, backward fused, backward separate, backward fused with the old derivative
     double us[6];
     GeluBackwardTanhCoshInput old_derivative = {d_fch, d_dout};
     for (int pass = 0; pass < 2; pass++) {  // the first pass untimed: module load, clocks up
         for (int which = 0; which < 6; which++) {
-            cudaCheck(cudaEventRecord(start));
+            bench_start(&timer);
             for (int r = 0; r < reps; r++) {
                 if (which == 0) {
                     cudaCheck(cudaMemcpyAsync(d_copy, d_fch, n * 2, cudaMemcpyDeviceToDevice));
@@ -290,8 +288,7 @@ int main(void) {
                     bias_backward_reduce(d_dbias, d_partials, rows, cols, 0);
                 }
             }
-            cudaCheck(cudaEventRecord(stop));
-            us[which] = 1000.0 * time_ms(start, stop) / reps;
+            us[which] = 1000.0 * bench_stop_ms(&timer) / reps;
         }
     }
     double copy_gbs = 2.0 * n * 2 / (us[0] * 1e3);        // read + write
@@ -305,16 +302,7 @@ int main(void) {
            rows, cols, us[3], backward_gbs, 100 * backward_gbs / copy_gbs, us[4], us[3] / us[4]);
     printf("%d x %d: gelu_backward_fp8 + dbias reduce with the tanhf / coshf derivative %.1f us, "
            "this one / that %.2f\n", rows, cols, us[5], us[3] / us[5]);
-    cudaCheck(cudaFree(d_fch));
-    cudaCheck(cudaFree(d_dout));
-    cudaCheck(cudaFree(d_gelu));
-    cudaCheck(cudaFree(d_copy));
-    cudaCheck(cudaFree(d_out));
-    cudaCheck(cudaFree(d_out_t));
-    cudaCheck(cudaFree(d_scale));
-    cudaCheck(cudaFree(d_amax));
-    cudaCheck(cudaFree(d_partials));
-    cudaCheck(cudaFree(d_dbias));
+    device_list_free(&dev);
     printf("gelu_fp8: %d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }

@@ -36,6 +36,7 @@ Build: make dev/cuda/gemm_shapes     Run: ./dev/cuda/gemm_shapes -e d12 -b 8 -t 
 #include "../../llmc/gemm.cuh"
 #include "../../llmc/cuda_utils.cuh"
 #include "../../llmc/gpt2.h"
+#include "bench.h"
 
 #define GPT2_PADDED_VOCAB 50304
 
@@ -62,9 +63,9 @@ __global__ void fill_random_kernel(void* out, size_t n, int kind, float amplitud
     }
 }
 
-static void* device_random(size_t n, int kind, float amplitude, uint32_t seed) {
+static void* device_random(DeviceList* list, size_t n, int kind, float amplitude, uint32_t seed) {
     void* d;
-    cudaCheck(cudaMalloc(&d, n * (kind == FILL_BF16 ? 2 : 1)));
+    device_alloc(list, &d, n * (kind == FILL_BF16 ? 2 : 1));
     fill_random_kernel<<<1024, 256>>>(d, n, kind, amplitude, seed);
     cudaCheck(cudaGetLastError());
     return d;
@@ -86,27 +87,25 @@ typedef struct {
     uint8_t* x8;          // (rows, IC) E4M3, and as X^T (IC, rows) for wgrad
     uint8_t* w8;          // (OC, IC) E4M3, and as W^T (IC, OC) for dgrad
     uint8_t* dy8;         // (rows, OC) E5M2, and as dY^T (OC, rows) for wgrad
+    DeviceList buffers;   // all of the above
 } Linear;
 
 static void linear_alloc(Linear* lin, int rows, uint32_t seed) {
     size_t r = (size_t)rows, ic = (size_t)lin->IC, oc = (size_t)lin->OC;
-    lin->x = (__nv_bfloat16*)device_random(r * ic, FILL_BF16, 1.0f, seed + 1);
-    lin->w = (__nv_bfloat16*)device_random(oc * ic, FILL_BF16, 0.05f, seed + 2);
-    lin->dy = (__nv_bfloat16*)device_random(r * oc, FILL_BF16, 0.01f, seed + 3);
-    lin->bias = (__nv_bfloat16*)device_random(oc, FILL_BF16, 0.01f, seed + 4);
-    lin->x8 = (uint8_t*)device_random(r * ic, FILL_E4M3, 4.0f, seed + 5);
-    lin->w8 = (uint8_t*)device_random(oc * ic, FILL_E4M3, 4.0f, seed + 6);
-    lin->dy8 = (uint8_t*)device_random(r * oc, FILL_E5M2, 4.0f, seed + 7);
-    cudaCheck(cudaMalloc(&lin->out, r * oc * 2));
-    cudaCheck(cudaMalloc(&lin->dx, r * ic * 2));
-    cudaCheck(cudaMalloc(&lin->dw, oc * ic * 4));
+    lin->x = (__nv_bfloat16*)device_random(&lin->buffers, r * ic, FILL_BF16, 1.0f, seed + 1);
+    lin->w = (__nv_bfloat16*)device_random(&lin->buffers, oc * ic, FILL_BF16, 0.05f, seed + 2);
+    lin->dy = (__nv_bfloat16*)device_random(&lin->buffers, r * oc, FILL_BF16, 0.01f, seed + 3);
+    lin->bias = (__nv_bfloat16*)device_random(&lin->buffers, oc, FILL_BF16, 0.01f, seed + 4);
+    lin->x8 = (uint8_t*)device_random(&lin->buffers, r * ic, FILL_E4M3, 4.0f, seed + 5);
+    lin->w8 = (uint8_t*)device_random(&lin->buffers, oc * ic, FILL_E4M3, 4.0f, seed + 6);
+    lin->dy8 = (uint8_t*)device_random(&lin->buffers, r * oc, FILL_E5M2, 4.0f, seed + 7);
+    device_alloc(&lin->buffers, &lin->out, r * oc * 2);
+    device_alloc(&lin->buffers, &lin->dx, r * ic * 2);
+    device_alloc(&lin->buffers, &lin->dw, oc * ic * 4);
     cudaCheck(cudaMemset(lin->dw, 0, oc * ic * 4));
 }
 
-static void linear_free(Linear* lin) {
-    void* buffers[10] = {lin->x, lin->w, lin->dy, lin->bias, lin->out, lin->dx, lin->dw, lin->x8, lin->w8, lin->dy8};
-    for (int i = 0; i < 10; i++) { cudaCheck(cudaFree(buffers[i])); }
-}
+static void linear_free(Linear* lin) { device_list_free(&lin->buffers); }
 
 // The trainer's row-major shape of a GEMM: out (rows, out_cols) = a (rows, k) @ b (out_cols, k)^T
 static void gemm_shape(const Linear* lin, int rows, int which, int* m, int* n, int* k) {
@@ -115,56 +114,49 @@ static void gemm_shape(const Linear* lin, int rows, int which, int* m, int* n, i
     else { *m = lin->OC; *n = lin->IC; *k = rows; }
 }
 
-// One GEMM exactly as train_gpt_fp8.cu's linear_forward / linear_backward issue it.
+// One GEMM exactly as train_gpt_fp8.cu's linear_forward / linear_backward issue it: out = inp @ weight^T, FP8 on the
+// transposed copies the casts make (every operand k-major: TN), BF16 on W, X and dY as stored (k-major or not).
 static void run_gemm(GemmContext* ctx, Linear* lin, int rows, int which, int fp8, const float* one) {
-    const void* bias = lin->has_bias ? lin->bias : NULL;
-    if (which == GEMM_FPROP) {
-        if (fp8) {
-            gemm_tn(ctx, lin->out, CUDA_R_16BF, lin->w8, CUDA_R_8F_E4M3, one, lin->x8, CUDA_R_8F_E4M3, one, bias, rows,
-                    lin->OC, lin->IC, 0, 1, 0);
-        } else {
-            gemm_tn(ctx, lin->out, CUDA_R_16BF, lin->w, CUDA_R_16BF, NULL, lin->x, CUDA_R_16BF, NULL, bias, rows, lin->OC,
-                    lin->IC, 0, 0, 0);
-        }
-    } else if (which == GEMM_DGRAD) {
-        if (fp8) {  // dX (rows, IC) = dY (rows, OC) @ (W^T (IC, OC))^T
-            gemm_tn(ctx, lin->dx, CUDA_R_16BF, lin->w8, CUDA_R_8F_E4M3, one, lin->dy8, CUDA_R_8F_E5M2, one, NULL, rows,
-                    lin->IC, lin->OC, 0, 0, 0);
-        } else {  // column-major m = IC, n = rows, k = OC; A = W (IC x OC, op N), B = dY (OC x rows, op N)
-            gemm_lt(ctx, lin->dx, CUDA_R_16BF, lin->w, CUDA_R_16BF, NULL, 0, lin->dy, CUDA_R_16BF, NULL, 0, NULL, lin->IC,
-                    rows, lin->OC, 0, 0, 0);
-        }
-    } else {
-        if (fp8) {  // dW (OC, IC) += dY^T (OC, rows) @ (X^T (IC, rows))^T, fp32
-            gemm_tn(ctx, lin->dw, CUDA_R_32F, lin->x8, CUDA_R_8F_E4M3, one, lin->dy8, CUDA_R_8F_E5M2, one, NULL, lin->OC,
-                    lin->IC, rows, 1, 0, 0);
-        } else {  // column-major m = IC, n = OC, k = rows; A = X (IC x rows, op N), B = dY (op T)
-            gemm_lt(ctx, lin->dw, CUDA_R_32F, lin->x, CUDA_R_16BF, NULL, 0, lin->dy, CUDA_R_16BF, NULL, 1, NULL, lin->IC,
-                    lin->OC, rows, 1, 0, 0);
-        }
+    const int scalar = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    const void* x = fp8 ? (const void*)lin->x8 : (const void*)lin->x;
+    const void* w = fp8 ? (const void*)lin->w8 : (const void*)lin->w;
+    const void* dy = fp8 ? (const void*)lin->dy8 : (const void*)lin->dy;
+    cudaDataType_t forward = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF, backward = fp8 ? CUDA_R_8F_E5M2 : CUDA_R_16BF;
+    const float* scale_inv = fp8 ? one : NULL;
+    if (which == GEMM_FPROP) {  // out (rows, OC) = X (rows, IC) @ W (OC, IC)^T, fast accumulation in FP8
+        GemmOutput out = {lin->out, CUDA_R_16BF, lin->has_bias ? lin->bias : NULL, 0};
+        GemmOperand weight = gemm_operand(w, forward, lin->OC, lin->IC, 1, scale_inv, scalar);
+        GemmOperand inp = gemm_operand(x, forward, rows, lin->IC, 1, scale_inv, scalar);
+        gemm_multiply(ctx, &out, &weight, &inp, fp8, 0);
+    } else if (which == GEMM_DGRAD) {  // dX (rows, IC) = dY (rows, OC) @ W: weight W^T (IC, OC); BF16: W (NN)
+        GemmOutput out = {lin->dx, CUDA_R_16BF, NULL, 0};
+        GemmOperand weight = gemm_operand(w, forward, lin->IC, lin->OC, fp8, scale_inv, scalar);
+        GemmOperand inp = gemm_operand(dy, backward, rows, lin->OC, 1, scale_inv, scalar);
+        gemm_multiply(ctx, &out, &weight, &inp, 0, 0);
+    } else {  // dW (OC, IC) += dY^T (OC, rows) @ X (rows, IC) in fp32: weight X^T (IC, rows), inp dY^T; BF16: NT
+        GemmOutput out = {lin->dw, CUDA_R_32F, NULL, 1};
+        GemmOperand weight = gemm_operand(x, forward, lin->IC, rows, fp8, scale_inv, scalar);
+        GemmOperand inp = gemm_operand(dy, backward, lin->OC, rows, fp8, scale_inv, scalar);
+        gemm_multiply(ctx, &out, &weight, &inp, 0, 0);
     }
 }
 
 // Milliseconds per call: a few warm-up calls (the first one asks cuBLASLt's heuristic), a short run to estimate the
 // time, then enough calls for ~100 ms of work (at least 10, at most 1000), timed with events.
-static double time_gemm(GemmContext* ctx, Linear* lin, int rows, int which, int fp8, const float* one, cudaEvent_t start,
-                        cudaEvent_t stop) {
+static double time_gemm(GemmContext* ctx, Linear* lin, int rows, int which, int fp8, const float* one,
+                        const BenchTimer* timer) {
     for (int r = 0; r < 3; r++) { run_gemm(ctx, lin, rows, which, fp8, one); }
     float ms;
     const int probe = 5;
-    cudaCheck(cudaEventRecord(start));
+    bench_start(timer);
     for (int r = 0; r < probe; r++) { run_gemm(ctx, lin, rows, which, fp8, one); }
-    cudaCheck(cudaEventRecord(stop));
-    cudaCheck(cudaEventSynchronize(stop));
-    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+    ms = bench_stop_ms(timer);
     double estimate = ms / probe;
     int reps = estimate > 0.0 ? (int)(100.0 / estimate) : 1000;
     reps = reps < 10 ? 10 : reps > 1000 ? 1000 : reps;
-    cudaCheck(cudaEventRecord(start));
+    bench_start(timer);
     for (int r = 0; r < reps; r++) { run_gemm(ctx, lin, rows, which, fp8, one); }
-    cudaCheck(cudaEventRecord(stop));
-    cudaCheck(cudaEventSynchronize(stop));
-    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+    ms = bench_stop_ms(timer);
     return (double)ms / reps;
 }
 
@@ -197,7 +189,7 @@ static void algo_describe(char* out, size_t len, const cublasLtMatmulAlgo_t* alg
 // heuristic's list (0: the heuristic's own choice), *num_timed how many were timed, *best_algo the algorithm. The plan
 // gets its own algorithm back, so later calls of this problem run what the trainer runs.
 static double time_gemm_candidates(GemmContext* ctx, Linear* lin, int rows, int which, int fp8, const float* one,
-                                   int requested, cudaEvent_t start, cudaEvent_t stop, int* best_rank, int* num_timed,
+                                   int requested, const BenchTimer* timer, int* best_rank, int* num_timed,
                                    cublasLtMatmulAlgo_t* best_algo) {
     run_gemm(ctx, lin, rows, which, fp8, one);  // makes this GEMM's plan the latest one
     GemmPlan* plan = &ctx->plans[ctx->last_plan];
@@ -211,7 +203,7 @@ static double time_gemm_candidates(GemmContext* ctx, Linear* lin, int rows, int 
     for (int i = 0; i < found; i++) {
         if (results[i].state != CUBLAS_STATUS_SUCCESS) { continue; }
         plan->algo = results[i].algo;
-        double ms = time_gemm(ctx, lin, rows, which, fp8, one, start, stop);
+        double ms = time_gemm(ctx, lin, rows, which, fp8, one, timer);
         (*num_timed)++;
         if (*best_rank < 0 || ms < best_ms) {
             best_ms = ms;
@@ -292,9 +284,8 @@ int main(int argc, char** argv) {
     float* one;  // every operand's scale_inv: (1)
     cudaCheck(cudaMalloc(&one, sizeof(float)));
     cudaCheck(cudaMemcpy(one, &one_host, sizeof(float), cudaMemcpyHostToDevice));
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
+    BenchTimer timer;
+    bench_timer_init(&timer);
 
     enum { NUM_LINEARS = 5, LM_HEAD = 4 };
     Linear linears[NUM_LINEARS];
@@ -321,8 +312,8 @@ int main(int argc, char** argv) {
             int m, n, k;
             gemm_shape(lin, rows, which, &m, &n, &k);
             double flops = 2.0 * m * n * k;
-            double bf16_ms = time_gemm(&ctx, lin, rows, which, 0, one, start, stop);
-            double fp8_ms = time_gemm(&ctx, lin, rows, which, 1, one, start, stop);
+            double bf16_ms = time_gemm(&ctx, lin, rows, which, 0, one, &timer);
+            double fp8_ms = time_gemm(&ctx, lin, rows, which, 1, one, &timer);
             char label[32];
             snprintf(label, sizeof(label), "%s.%s", lin->name, gemm_names[which]);
             printf("%-16s %6d %6d %6d | %6.1f TFLOP/s | %6.1f TFLOP/s | %.2fx", label, m, n, k, flops / (bf16_ms * 1e9),
@@ -333,7 +324,7 @@ int main(int argc, char** argv) {
                 cublasLtMatmulAlgo_t best_algo[2];
                 double best_ms[2];
                 for (int fp8 = 0; fp8 < 2; fp8++) {
-                    best_ms[fp8] = time_gemm_candidates(&ctx, lin, rows, which, fp8, one, algos, start, stop,
+                    best_ms[fp8] = time_gemm_candidates(&ctx, lin, rows, which, fp8, one, algos, &timer,
                                                         &rank[fp8], &timed[fp8], &best_algo[fp8]);
                 }
                 // the heuristic's choice as first timed stays in the totals when it was not beaten
@@ -375,8 +366,7 @@ int main(int argc, char** argv) {
                (1.0 - fp8_best_ms_step / fp8_ms_step) * 100.0, bf16_best_ms_step / fp8_best_ms_step,
                fp8_default_best_ms_step, bf16_best_ms_step / fp8_default_best_ms_step);
     }
-    cudaCheck(cudaEventDestroy(start));
-    cudaCheck(cudaEventDestroy(stop));
+    bench_timer_free(&timer);
     cudaCheck(cudaFree(one));
     gemm_context_free(&ctx);
     return 0;

@@ -77,18 +77,19 @@ static void check_shape(int rows, int C, Rng* rng) {
     uint16_t* b = normal_bf16(C, 0.0f, 0.1f, rng);
     uint16_t* dy = normal_bf16(n, 0.0f, 0.01f, rng);
     uint16_t* dinp0 = normal_bf16(n, 0.0f, 0.02f, rng);  // the residual gradient the backward adds to
-    __nv_bfloat16 *d_x = upload_bf16(x, n), *d_w = upload_bf16(w, C), *d_b = upload_bf16(b, C);
-    __nv_bfloat16 *d_dy = upload_bf16(dy, n), *d_dinp = upload_bf16(dinp0, n), *d_out, *d_again;
+    DeviceList dev = {{NULL}, 0};
+    __nv_bfloat16 *d_x = upload_bf16(&dev, x, n), *d_w = upload_bf16(&dev, w, C), *d_b = upload_bf16(&dev, b, C);
+    __nv_bfloat16 *d_dy = upload_bf16(&dev, dy, n), *d_dinp = upload_bf16(&dev, dinp0, n), *d_out, *d_again;
     float *d_mean, *d_rstd, *d_dw, *d_db, *d_partials, *d_partials1;
     int chunks = column_sum_chunks((size_t)rows);
-    cudaCheck(cudaMalloc(&d_out, n * 2));
-    cudaCheck(cudaMalloc(&d_again, n * 2));
-    cudaCheck(cudaMalloc(&d_mean, rows * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_rstd, rows * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_dw, C * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_db, C * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_partials, (size_t)chunks * 2 * C * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_partials1, (size_t)chunks * 2 * C * sizeof(float)));
+    device_alloc(&dev, &d_out, n * 2);
+    device_alloc(&dev, &d_again, n * 2);
+    device_alloc(&dev, &d_mean, rows * sizeof(float));
+    device_alloc(&dev, &d_rstd, rows * sizeof(float));
+    device_alloc(&dev, &d_dw, C * sizeof(float));
+    device_alloc(&dev, &d_db, C * sizeof(float));
+    device_alloc(&dev, &d_partials, (size_t)chunks * 2 * C * sizeof(float));
+    device_alloc(&dev, &d_partials1, (size_t)chunks * 2 * C * sizeof(float));
     float* dw0 = (float*)malloc(C * sizeof(float));  // an earlier micro-batch's parameter gradients
     float* db0 = (float*)malloc(C * sizeof(float));
     for (int c = 0; c < C; c++) {
@@ -256,19 +257,7 @@ static void check_shape(int rows, int C, Rng* rng) {
     free(db_exact);
     free(dw_abs);
     free(db_abs);
-    cudaCheck(cudaFree(d_x));
-    cudaCheck(cudaFree(d_w));
-    cudaCheck(cudaFree(d_b));
-    cudaCheck(cudaFree(d_dy));
-    cudaCheck(cudaFree(d_dinp));
-    cudaCheck(cudaFree(d_out));
-    cudaCheck(cudaFree(d_again));
-    cudaCheck(cudaFree(d_mean));
-    cudaCheck(cudaFree(d_rstd));
-    cudaCheck(cudaFree(d_dw));
-    cudaCheck(cudaFree(d_db));
-    cudaCheck(cudaFree(d_partials));
-    cudaCheck(cudaFree(d_partials1));
+    device_list_free(&dev);
 }
 
 // column_partials_reduce on partials (chunks, stride) against the CPU's additions in its order: per column, slice y
@@ -280,8 +269,9 @@ static void check_column_reduce(int chunks, int n, int stride, Rng* rng) {
     float* out0 = (float*)malloc(n * sizeof(float));
     for (int c = 0; c < n; c++) { out0[c] = 0.5f * (float)(c % 4); }
     float *d_partials, *d_out;
-    cudaCheck(cudaMalloc(&d_partials, count * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_out, n * sizeof(float)));
+    DeviceList dev = {{NULL}, 0};
+    device_alloc(&dev, &d_partials, count * sizeof(float));
+    device_alloc(&dev, &d_out, n * sizeof(float));
     cudaCheck(cudaMemcpy(d_partials, partials, count * sizeof(float), cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_out, out0, n * sizeof(float), cudaMemcpyHostToDevice));
     column_partials_reduce(d_out, d_partials, chunks, stride, n, 0);
@@ -305,8 +295,7 @@ static void check_column_reduce(int chunks, int n, int stride, Rng* rng) {
     free(out0);
     free(got);
     free(want);
-    cudaCheck(cudaFree(d_partials));
-    cudaCheck(cudaFree(d_out));
+    device_list_free(&dev);
 }
 
 // residual_forward: bf16(a + b) element by element (R1), from `offset` elements into the buffers (1: the 2-byte-off
@@ -314,8 +303,9 @@ static void check_column_reduce(int chunks, int n, int stride, Rng* rng) {
 static void check_residual(size_t n, int offset, Rng* rng) {
     uint16_t* a = normal_bf16(n + offset, 0.0f, 3.0f, rng);
     uint16_t* b = normal_bf16(n + offset, 0.0f, 0.5f, rng);
-    __nv_bfloat16 *d_a = upload_bf16(a, n + offset), *d_b = upload_bf16(b, n + offset), *d_out;
-    cudaCheck(cudaMalloc(&d_out, (n + offset) * 2));
+    DeviceList dev = {{NULL}, 0};
+    __nv_bfloat16 *d_a = upload_bf16(&dev, a, n + offset), *d_b = upload_bf16(&dev, b, n + offset), *d_out;
+    device_alloc(&dev, &d_out, (n + offset) * 2);
     residual_forward(d_out + offset, d_a + offset, d_b + offset, n, 0);
     uint16_t* got = download_bf16_bits(d_out, n + offset);
     size_t off = 0;
@@ -329,9 +319,7 @@ static void check_residual(size_t n, int offset, Rng* rng) {
     free(a);
     free(b);
     free(got);
-    cudaCheck(cudaFree(d_a));
-    cudaCheck(cudaFree(d_b));
-    cudaCheck(cudaFree(d_out));
+    device_list_free(&dev);
 }
 
 // residual_layernorm_forward (one pass where one warp per row fits, else its two launchers) against residual_forward
@@ -344,8 +332,9 @@ static void check_residual_layernorm(int rows, int C, Rng* rng) {
     uint16_t* b = normal_bf16(n, 0.0f, 0.4f, rng);
     uint16_t* w = normal_bf16(C, 1.0f, 0.2f, rng);
     uint16_t* bias = normal_bf16(C, 0.0f, 0.1f, rng);
-    __nv_bfloat16 *d_a = upload_bf16(a, n), *d_b = upload_bf16(b, n), *d_w = upload_bf16(w, C);
-    __nv_bfloat16* d_bias = upload_bf16(bias, C);
+    DeviceList dev = {{NULL}, 0};
+    __nv_bfloat16 *d_a = upload_bf16(&dev, a, n), *d_b = upload_bf16(&dev, b, n), *d_w = upload_bf16(&dev, w, C);
+    __nv_bfloat16* d_bias = upload_bf16(&dev, bias, C);
     // [0]: residual_forward + layernorm_forward, [1]: residual_layernorm_forward, [2]: the same with no output,
     // [3]: layernorm_forward with no output on [0]'s residual
     __nv_bfloat16 *d_residual[3], *d_out[2];
@@ -415,10 +404,7 @@ static void check_residual_layernorm(int rows, int C, Rng* rng) {
         cudaCheck(cudaFree(d_mean[k]));
         cudaCheck(cudaFree(d_rstd[k]));
     }
-    cudaCheck(cudaFree(d_a));
-    cudaCheck(cudaFree(d_b));
-    cudaCheck(cudaFree(d_w));
-    cudaCheck(cudaFree(d_bias));
+    device_list_free(&dev);
 }
 
 int main(void) {
@@ -443,37 +429,37 @@ int main(void) {
     int rows = 65536, C = 768, chunks = column_sum_chunks((size_t)rows);
     size_t n = (size_t)rows * C;
     uint16_t* x = normal_bf16(n, 0.3f, 1.7f, &rng);
-    __nv_bfloat16 *d_x = upload_bf16(x, n), *d_dy = upload_bf16(x, n), *d_out, *d_dinp, *d_copy, *d_w, *d_b;
+    DeviceList dev = {{NULL}, 0};
+    __nv_bfloat16 *d_x = upload_bf16(&dev, x, n), *d_dy = upload_bf16(&dev, x, n), *d_out, *d_dinp, *d_copy, *d_w, *d_b;
     free(x);
     uint16_t* w = normal_bf16(C, 1.0f, 0.2f, &rng);
-    d_w = upload_bf16(w, C);
-    d_b = upload_bf16(w, C);
+    d_w = upload_bf16(&dev, w, C);
+    d_b = upload_bf16(&dev, w, C);
     free(w);
     float *d_mean, *d_rstd, *d_dw, *d_db, *d_partials;
-    cudaCheck(cudaMalloc(&d_out, n * 2));
-    cudaCheck(cudaMalloc(&d_dinp, n * 2));
-    cudaCheck(cudaMalloc(&d_copy, n * 2));
+    device_alloc(&dev, &d_out, n * 2);
+    device_alloc(&dev, &d_dinp, n * 2);
+    device_alloc(&dev, &d_copy, n * 2);
     cudaCheck(cudaMemset(d_dinp, 0, n * 2));
-    cudaCheck(cudaMalloc(&d_mean, rows * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_rstd, rows * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_dw, C * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_db, C * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_partials, (size_t)chunks * 2 * C * sizeof(float)));
+    device_alloc(&dev, &d_mean, rows * sizeof(float));
+    device_alloc(&dev, &d_rstd, rows * sizeof(float));
+    device_alloc(&dev, &d_dw, C * sizeof(float));
+    device_alloc(&dev, &d_db, C * sizeof(float));
+    device_alloc(&dev, &d_partials, (size_t)chunks * 2 * C * sizeof(float));
     cudaCheck(cudaMemset(d_dw, 0, C * sizeof(float)));
     cudaCheck(cudaMemset(d_db, 0, C * sizeof(float)));
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
+    BenchTimer timer;
+    bench_timer_init(&timer);
     const int reps = 20;
     unsigned int warp_blocks = blocks_for((size_t)rows, LAYERNORM_ROWS_PER_BLOCK);
     dim3 grid1(blocks_for(C, 256), chunks), grid8(blocks_for(C / 8, 128), chunks);
     __nv_bfloat16* d_residual;
-    cudaCheck(cudaMalloc(&d_residual, n * 2));
+    device_alloc(&dev, &d_residual, n * 2);
     enum { COPY, FWD_WARP, FWD_BLOCK, BWD_WARP, BWD_BLOCK, PARTIALS8, PARTIALS1, REDUCE, RESIDUAL, RESIDUAL_LN, TIMINGS };
     double us[TIMINGS];
     for (int pass = 0; pass < 2; pass++) {  // the first untimed: module load, clocks up
         for (int which = 0; which < TIMINGS; which++) {
-            cudaCheck(cudaEventRecord(start));
+            bench_start(&timer);
             for (int r = 0; r < reps; r++) {
                 switch (which) {
                     case COPY: cudaCheck(cudaMemcpyAsync(d_copy, d_x, n * 2, cudaMemcpyDeviceToDevice)); break;
@@ -506,9 +492,9 @@ int main(void) {
                         break;
                 }
             }
-            cudaCheck(cudaEventRecord(stop));
+            bench_stop(&timer);
             cudaCheck(cudaGetLastError());
-            us[which] = 1000.0 * time_ms(start, stop) / reps;
+            us[which] = 1000.0 * bench_elapsed_ms(&timer) / reps;
         }
     }
     // GB/s: bytes read and written an element over the time (copy 2 + 2, forward 2 + 2, backward 6 + 2, residual 4 + 2,
@@ -528,19 +514,7 @@ int main(void) {
            "GB/s, %.0f%% of copy), residual_forward + layernorm_forward %.1f us, one pass / two %.2f\n",
            rows, C, us[RESIDUAL], residual_gbs, 100 * residual_gbs / copy_gbs, us[RESIDUAL_LN], residual_ln_gbs,
            100 * residual_ln_gbs / copy_gbs, us[RESIDUAL] + us[FWD_WARP], us[RESIDUAL_LN] / (us[RESIDUAL] + us[FWD_WARP]));
-    cudaCheck(cudaFree(d_x));
-    cudaCheck(cudaFree(d_dy));
-    cudaCheck(cudaFree(d_out));
-    cudaCheck(cudaFree(d_dinp));
-    cudaCheck(cudaFree(d_copy));
-    cudaCheck(cudaFree(d_residual));
-    cudaCheck(cudaFree(d_w));
-    cudaCheck(cudaFree(d_b));
-    cudaCheck(cudaFree(d_mean));
-    cudaCheck(cudaFree(d_rstd));
-    cudaCheck(cudaFree(d_dw));
-    cudaCheck(cudaFree(d_db));
-    cudaCheck(cudaFree(d_partials));
+    device_list_free(&dev);
     printf("layernorm: %d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }

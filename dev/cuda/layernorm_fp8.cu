@@ -42,15 +42,16 @@ static void check_shape(int rows, int C, float scale, int with_nan, Rng* rng) {
     uint16_t* b = random_bf16(C, rng);
     uint16_t* branch = random_bf16(n, rng);
     if (with_nan) { x[n / 3] = 0x7FC0; }  // its row normalizes to NaN throughout
-    __nv_bfloat16 *d_x = upload_bf16(x, n), *d_w = upload_bf16(w, C), *d_b = upload_bf16(b, C);
-    __nv_bfloat16 *d_branch = upload_bf16(branch, n), *d_ln, *d_residual;
-    cudaCheck(cudaMalloc(&d_ln, n * 2));
-    cudaCheck(cudaMalloc(&d_residual, n * 2));
+    DeviceList dev = {{NULL}, 0};
+    __nv_bfloat16 *d_x = upload_bf16(&dev, x, n), *d_w = upload_bf16(&dev, w, C), *d_b = upload_bf16(&dev, b, C);
+    __nv_bfloat16 *d_branch = upload_bf16(&dev, branch, n), *d_ln, *d_residual;
+    device_alloc(&dev, &d_ln, n * 2);
+    device_alloc(&dev, &d_residual, n * 2);
     float *d_mean, *d_rstd, *d_ref_mean, *d_ref_rstd;  // the statistics the cast reads; the reference's own
-    cudaCheck(cudaMalloc(&d_mean, rows * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_rstd, rows * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_ref_mean, rows * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_ref_rstd, rows * sizeof(float)));
+    device_alloc(&dev, &d_mean, rows * sizeof(float));
+    device_alloc(&dev, &d_rstd, rows * sizeof(float));
+    device_alloc(&dev, &d_ref_mean, rows * sizeof(float));
+    device_alloc(&dev, &d_ref_rstd, rows * sizeof(float));
     DeviceOutputs d = device_outputs_alloc(n, 0, C);
     cudaCheck(cudaMemcpy(d.scale, &scale, 4, cudaMemcpyHostToDevice));
     CastResult r;
@@ -113,16 +114,7 @@ static void check_shape(int rows, int C, float scale, int with_nan, Rng* rng) {
     free(want);
     free(r.out);
     free(r.out_t);
-    cudaCheck(cudaFree(d_x));
-    cudaCheck(cudaFree(d_w));
-    cudaCheck(cudaFree(d_b));
-    cudaCheck(cudaFree(d_branch));
-    cudaCheck(cudaFree(d_ln));
-    cudaCheck(cudaFree(d_residual));
-    cudaCheck(cudaFree(d_mean));
-    cudaCheck(cudaFree(d_rstd));
-    cudaCheck(cudaFree(d_ref_mean));
-    cudaCheck(cudaFree(d_ref_rstd));
+    device_list_free(&dev);
     device_outputs_free(&d);
 }
 
@@ -139,33 +131,33 @@ int main(void) {
     int rows = 65536, C = 768;
     size_t n = (size_t)rows * C;
     uint16_t* x = random_bf16(n, &rng);  // real values: the converts do the work they do in training
-    __nv_bfloat16 *d_x = upload_bf16(x, n), *d_branch = upload_bf16(x, n), *d_w = upload_bf16(x, C);
-    __nv_bfloat16 *d_b = upload_bf16(x + C, C), *d_ln, *d_residual, *d_copy;
+    DeviceList dev = {{NULL}, 0};
+    __nv_bfloat16 *d_x = upload_bf16(&dev, x, n), *d_branch = upload_bf16(&dev, x, n), *d_w = upload_bf16(&dev, x, C);
+    __nv_bfloat16 *d_b = upload_bf16(&dev, x + C, C), *d_ln, *d_residual, *d_copy;
     free(x);
-    cudaCheck(cudaMalloc(&d_ln, n * 2));
-    cudaCheck(cudaMalloc(&d_residual, n * 2));
-    cudaCheck(cudaMalloc(&d_copy, n * 2));
+    device_alloc(&dev, &d_ln, n * 2);
+    device_alloc(&dev, &d_residual, n * 2);
+    device_alloc(&dev, &d_copy, n * 2);
     uint8_t *d_out, *d_out_t;
     float *d_scale, *d_amax, *d_mean, *d_rstd;
-    cudaCheck(cudaMalloc(&d_out, n));
-    cudaCheck(cudaMalloc(&d_out_t, n));
-    cudaCheck(cudaMalloc(&d_scale, 4));
-    cudaCheck(cudaMalloc(&d_amax, 4));
-    cudaCheck(cudaMalloc(&d_mean, rows * sizeof(float)));
-    cudaCheck(cudaMalloc(&d_rstd, rows * sizeof(float)));
+    device_alloc(&dev, &d_out, n);
+    device_alloc(&dev, &d_out_t, n);
+    device_alloc(&dev, &d_scale, 4);
+    device_alloc(&dev, &d_amax, 4);
+    device_alloc(&dev, &d_mean, rows * sizeof(float));
+    device_alloc(&dev, &d_rstd, rows * sizeof(float));
     float scale = 16.0f;
     cudaCheck(cudaMemcpy(d_scale, &scale, 4, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemset(d_amax, 0, 4));
     layernorm_forward(d_ln, d_mean, d_rstd, d_x, d_w, d_b, 1, rows, C, 0);  // statistics for the casts alone
-    cudaEvent_t start, stop;
-    cudaCheck(cudaEventCreate(&start));
-    cudaCheck(cudaEventCreate(&stop));
+    BenchTimer timer;
+    bench_timer_init(&timer);
     const int reps = 20;
     enum { COPY, CAST_FUSED, CAST_BF16, PASSES_FUSED, PASSES_SEPARATE, TIMINGS };
     double us[TIMINGS];
     for (int pass = 0; pass < 2; pass++) {  // the first pass untimed: module load, clocks up
         for (int which = 0; which < TIMINGS; which++) {
-            cudaCheck(cudaEventRecord(start));
+            bench_start(&timer);
             for (int r = 0; r < reps; r++) {
                 switch (which) {
                     case COPY: cudaCheck(cudaMemcpyAsync(d_copy, d_x, n * 2, cudaMemcpyDeviceToDevice)); break;
@@ -191,9 +183,9 @@ int main(void) {
                         break;
                 }
             }
-            cudaCheck(cudaEventRecord(stop));
+            bench_stop(&timer);
             cudaCheck(cudaGetLastError());
-            us[which] = 1000.0 * time_ms(start, stop) / reps;
+            us[which] = 1000.0 * bench_elapsed_ms(&timer) / reps;
         }
     }
     double copy_gbs = 4.0 * n / (us[COPY] * 1e3);             // read 2 + write 2
@@ -207,19 +199,7 @@ int main(void) {
            "copy), residual + LayerNorm then cast+transpose %.1f us, fused / separate %.2f\n",
            rows, C, us[PASSES_FUSED], passes_gbs, 100 * passes_gbs / copy_gbs, us[PASSES_SEPARATE],
            us[PASSES_FUSED] / us[PASSES_SEPARATE]);
-    cudaCheck(cudaFree(d_x));
-    cudaCheck(cudaFree(d_branch));
-    cudaCheck(cudaFree(d_w));
-    cudaCheck(cudaFree(d_b));
-    cudaCheck(cudaFree(d_ln));
-    cudaCheck(cudaFree(d_residual));
-    cudaCheck(cudaFree(d_copy));
-    cudaCheck(cudaFree(d_out));
-    cudaCheck(cudaFree(d_out_t));
-    cudaCheck(cudaFree(d_scale));
-    cudaCheck(cudaFree(d_amax));
-    cudaCheck(cudaFree(d_mean));
-    cudaCheck(cudaFree(d_rstd));
+    device_list_free(&dev);
     printf("layernorm_fp8: %d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }

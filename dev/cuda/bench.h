@@ -1,0 +1,91 @@
+/*
+dev/cuda/bench.h — what every dev/cuda program needs to time GPU work and to give its device buffers back, written
+once: a BenchTimer (two CUDA events around what the default stream runs between bench_start and bench_stop: the GPU's
+own time for that work, not the host's; warm-up calls, where a program makes them, go before bench_start) and a
+DeviceList (the buffers one check allocates with device_alloc / device_upload, freed together by device_list_free).
+What a program times and how it prints the result stays in the program (scripts/gpu_check.sh parses those lines).
+*/
+#ifndef GPTFP8_DEV_CUDA_BENCH_H
+#define GPTFP8_DEV_CUDA_BENCH_H
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../../llmc/cuda_utils.cuh"
+
+// ----------------------------------------------------------------------------
+// timing
+
+typedef struct {
+    cudaEvent_t start, stop;
+} BenchTimer;
+
+static void bench_timer_init(BenchTimer* t) {
+    cudaCheck(cudaEventCreate(&t->start));
+    cudaCheck(cudaEventCreate(&t->stop));
+}
+
+static void bench_timer_free(BenchTimer* t) {
+    cudaCheck(cudaEventDestroy(t->start));
+    cudaCheck(cudaEventDestroy(t->stop));
+}
+
+static void bench_start(const BenchTimer* t) { cudaCheck(cudaEventRecord(t->start)); }
+
+// Marks the end of the timed work without waiting for it (so that more work can be queued behind it)
+static void bench_stop(const BenchTimer* t) { cudaCheck(cudaEventRecord(t->stop)); }
+
+// Waits for the stop event; the milliseconds between start and stop
+static float bench_elapsed_ms(const BenchTimer* t) {
+    float ms;
+    cudaCheck(cudaEventSynchronize(t->stop));
+    cudaCheck(cudaEventElapsedTime(&ms, t->start, t->stop));
+    return ms;
+}
+
+// bench_stop, then bench_elapsed_ms: the usual end of a timed loop
+static float bench_stop_ms(const BenchTimer* t) {
+    bench_stop(t);
+    return bench_elapsed_ms(t);
+}
+
+// ----------------------------------------------------------------------------
+// device buffers
+
+#define DEVICE_LIST_MAX 32
+
+// The device buffers of one check, freed together. Start one empty: DeviceList dev = {{NULL}, 0};
+typedef struct {
+    void* buffers[DEVICE_LIST_MAX];
+    int count;
+} DeviceList;
+
+static void device_list_add(DeviceList* list, void* buffer) {
+    if (list->count == DEVICE_LIST_MAX) {
+        fprintf(stderr, "error: more than %d device buffers in one DeviceList (dev/cuda/bench.h)\n", DEVICE_LIST_MAX);
+        exit(1);
+    }
+    list->buffers[list->count++] = buffer;
+}
+
+// cudaMalloc of `bytes` into *ptr (any pointer type, as cudaMalloc's own overload), kept on the list
+template <typename T>
+static void device_alloc(DeviceList* list, T** ptr, size_t bytes) {
+    cudaCheck(cudaMalloc(ptr, bytes));
+    device_list_add(list, (void*)*ptr);
+}
+
+// `bytes` of host memory copied into a new device buffer on the list
+template <typename T>
+static void device_upload(DeviceList* list, T** ptr, const void* host, size_t bytes) {
+    device_alloc(list, ptr, bytes);
+    cudaCheck(cudaMemcpy((void*)*ptr, host, bytes, cudaMemcpyHostToDevice));
+}
+
+static void device_list_free(DeviceList* list) {
+    for (int i = 0; i < list->count; i++) { cudaCheck(cudaFree(list->buffers[i])); }
+    list->count = 0;
+}
+
+#endif  // GPTFP8_DEV_CUDA_BENCH_H
