@@ -431,40 +431,6 @@ static inline void gemm_multiply(GemmContext* ctx, const GemmOutput* out, const 
     }
 }
 
-// The positional forms the callers are moving off (removed once none is left).
-static inline void gemm_lt_scaled(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* a,
-                                  cudaDataType_t a_type, const float* a_scale_inv, int a_scale_mode, int trans_a,
-                                  const void* b, cudaDataType_t b_type, const float* b_scale_inv, int b_scale_mode,
-                                  int trans_b, const void* bias, int m, int n, int k, int accumulate, int fast_accum,
-                                  cudaStream_t stream) {
-    GemmOutput o = {out, out_type, bias, accumulate};
-    GemmOperand weight = gemm_operand(a, a_type, m, k, trans_a, a_scale_inv, a_scale_mode);
-    GemmOperand inp = gemm_operand(b, b_type, n, k, !trans_b, b_scale_inv, b_scale_mode);
-    gemm_multiply(ctx, &o, &weight, &inp, fast_accum, stream);
-}
-static inline void gemm_lt(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* a, cudaDataType_t a_type,
-                           const float* a_scale_inv, int trans_a, const void* b, cudaDataType_t b_type,
-                           const float* b_scale_inv, int trans_b, const void* bias, int m, int n, int k, int accumulate,
-                           int fast_accum, cudaStream_t stream) {
-    gemm_lt_scaled(ctx, out, out_type, a, a_type, a_scale_inv, 0, trans_a, b, b_type, b_scale_inv, 0, trans_b, bias,
-                   m, n, k, accumulate, fast_accum, stream);
-}
-static inline void gemm_tn(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* weight,
-                           cudaDataType_t weight_type, const float* weight_scale_inv, const void* inp,
-                           cudaDataType_t inp_type, const float* inp_scale_inv, const void* bias, int rows,
-                           int out_cols, int k, int accumulate, int fast_accum, cudaStream_t stream) {
-    gemm_lt(ctx, out, out_type, weight, weight_type, weight_scale_inv, 1, inp, inp_type, inp_scale_inv, 0, bias,
-            out_cols, rows, k, accumulate, fast_accum, stream);
-}
-static inline void gemm_tn_block_scaled(GemmContext* ctx, void* out, cudaDataType_t out_type, const void* weight,
-                                        cudaDataType_t weight_type, const float* weight_scale_inv,
-                                        int weight_scale_mode, const void* inp, cudaDataType_t inp_type,
-                                        const float* inp_scale_inv, int inp_scale_mode, int rows, int out_cols, int k,
-                                        int accumulate, cudaStream_t stream) {
-    gemm_lt_scaled(ctx, out, out_type, weight, weight_type, weight_scale_inv, weight_scale_mode, 1, inp, inp_type,
-                   inp_scale_inv, inp_scale_mode, 0, NULL, out_cols, rows, k, accumulate, 0, stream);
-}
-
 // Whether the current GPU and the cuBLASLt loaded run block-scaled FP8 GEMMs (VEC128, BLK128x128): compute capability
 // 9.0 exactly (cuBLASLt's only architecture for these modes; Blackwell runs MXFP8 instead) and cuBLASLt 12.9 or later
 // (where they appeared). Returns 0, or -1 with one line saying what was found in err.
