@@ -186,7 +186,7 @@ typedef struct {
     float* norm_partials; // (NORM_BLOCKS) per-block sums of squares: summed in a fixed order, so the norm is deterministic
     // precision
     Precision precision;
-    DelayedScaling recipe;
+    Fp8Recipe recipe;
     int fp8_bf16_first_last, fp8_lm_head;
     int training;              // a training forward and backward (1), or evaluation and sampling (0): FP8 casts record
                                // amaxes only in training, and a training forward leaves the classifier to the backward
@@ -1406,7 +1406,7 @@ static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_s
     h.precision = model->precision;
     h.fp8_modules = model->precision == PRECISION_FP8 ? model->fp8.num_modules : 0;
     h.recipe = model->recipe;
-    if (model->precision != PRECISION_FP8) { delayed_scaling_default(&h.recipe); }
+    if (model->precision != PRECISION_FP8) { fp8_recipe_default(&h.recipe); }
     h.fp8_bf16_first_last = model->fp8_bf16_first_last;
     h.fp8_lm_head = model->fp8_lm_head;
     h.B = model->B;

@@ -185,8 +185,8 @@ static inline Fp8BlockShape fp8_block_shape(Fp8ScalingRecipe scaling, int weight
     return shape;
 }
 
-static inline Fp8BlockCast fp8_block_cast_of(const DelayedScaling* recipe, Fp8Format format) {
-    Fp8BlockCast cast = {recipe->scaling, format, recipe->amax_epsilon, recipe->power_2_scale};
+static inline Fp8BlockCast fp8_block_cast_of(const Fp8Recipe* recipe, Fp8Format format) {
+    Fp8BlockCast cast = {recipe->scaling, format, recipe->blockwise.amax_epsilon, recipe->blockwise.power_2_scale};
     return cast;
 }
 
