@@ -29,7 +29,7 @@ static ModelOptions dp_options(int num_processes, int rank, int zero_stage, int 
     ModelOptions opt = tiny_options(PRECISION_FP8);
     opt.config.max_seq_len = DP_T;
     opt.recipe.margin = 1;
-    opt.recipe.reduce_amax = reduce_amax;
+    opt.recipe.delayed.reduce_amax = reduce_amax;
     opt.num_processes = num_processes;
     opt.process_rank = rank;
     opt.zero_stage = zero_stage;

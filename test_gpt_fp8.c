@@ -620,7 +620,7 @@ static void test_fp8_current_scaling(void) {
 // The naive model of one slot: every recorded amax in a list (see fp8/test_fp8.c).
 static void test_fp8_histories_over_steps(void) {
     ModelOptions opt = tiny_options(PRECISION_FP8);
-    opt.recipe.amax_history_len = 3;
+    opt.recipe.delayed.amax_history_len = 3;
     opt.recipe.margin = 1;
     opt.fp8_bf16_first_last = 0;
     GPT2 model;

@@ -942,7 +942,7 @@ static void test_zero1_two_ranks_on_one_gpu(void) {
     memset(&opt, 0, sizeof(opt));
     opt.config = test_config();
     opt.precision = PRECISION_FP8;
-    delayed_scaling_default(&opt.recipe);
+    fp8_recipe_default(&opt.recipe);
     gpt2_allocate(&cpu, &opt, TB, TT);
     Rng rng;
     rng_seed(&rng, 17);
@@ -1796,7 +1796,7 @@ static void test_recompute_bit_identical(void) {
         memset(&opt, 0, sizeof(opt));
         opt.config = config;
         opt.precision = PRECISION_BF16;
-        delayed_scaling_default(&opt.recipe);
+        fp8_recipe_default(&opt.recipe);
         gpt2_allocate(&cpu, &opt, B, T);
         Rng rng;
         rng_seed(&rng, 31);

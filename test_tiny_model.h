@@ -17,8 +17,8 @@ static ModelOptions tiny_options(Precision precision) {
     opt.config.padded_vocab_size = padded_vocab(37);
     opt.config.max_seq_len = 8;
     opt.precision = precision;
-    delayed_scaling_default(&opt.recipe);
-    opt.recipe.amax_history_len = 4;
+    fp8_recipe_default(&opt.recipe);
+    opt.recipe.delayed.amax_history_len = 4;
     return opt;
 }
 

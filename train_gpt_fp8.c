@@ -558,7 +558,7 @@ typedef struct {
     float mean_loss;     // of the last forward with targets
     // precision
     Precision precision;
-    DelayedScaling recipe;
+    Fp8Recipe recipe;
     int fp8_bf16_first_last;  // this many blocks at each end stay BF16
     int fp8_lm_head;          // the LM head through FP8 too
     int training;           // quantizations record amaxes (training) or not (evaluation, sampling)
@@ -779,7 +779,7 @@ void linear_backward(GPT2* model, int module, float* dinp, const float* dout, co
 typedef struct {
     GPT2Config config;
     Precision precision;
-    DelayedScaling recipe;
+    Fp8Recipe recipe;
     int fp8_bf16_first_last;
     int fp8_lm_head;
     int num_processes, process_rank, zero_stage;  // which optimizer shard this model updates (llmc/zero.h)
@@ -1104,7 +1104,7 @@ static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_s
     h.precision = model->precision;
     h.fp8_modules = model->precision == PRECISION_FP8 ? model->fp8.num_modules : 0;
     h.recipe = model->recipe;
-    if (model->precision != PRECISION_FP8) { delayed_scaling_default(&h.recipe); }
+    if (model->precision != PRECISION_FP8) { fp8_recipe_default(&h.recipe); }
     h.fp8_bf16_first_last = model->fp8_bf16_first_last;
     h.fp8_lm_head = model->fp8_lm_head;
     h.B = model->B;

@@ -218,7 +218,7 @@ typedef struct {
     float* norm_partials; // (NORM_BLOCKS) per-block sums of squares: summed in a fixed order, so the norm is deterministic
     // precision
     Precision precision;
-    DelayedScaling recipe;
+    Fp8Recipe recipe;
     int fp8_bf16_first_last, fp8_lm_head;
     int training;              // a training forward and backward (1), or evaluation and sampling (0): FP8 casts record
                                // amaxes only in training, and a training forward leaves the classifier to the backward
@@ -1465,7 +1465,7 @@ static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_s
     h.precision = model->precision;
     h.fp8_modules = model->precision == PRECISION_FP8 ? model->fp8.num_modules : 0;
     h.recipe = model->recipe;
-    if (model->precision != PRECISION_FP8) { delayed_scaling_default(&h.recipe); }
+    if (model->precision != PRECISION_FP8) { fp8_recipe_default(&h.recipe); }
     h.fp8_bf16_first_last = model->fp8_bf16_first_last;
     h.fp8_lm_head = model->fp8_lm_head;
     h.B = model->B;
@@ -1635,19 +1635,22 @@ static void refuse_cpu_only_flags(const TrainArgs* args) {
     (void)gpu_attention_kind(args->attention);
 }
 
-// What this GPU, its libraries or the run's shape cannot run, refused in one line each before anything is allocated
-// (a shape cuDNN's attention cannot take falls back to the plain attention unless -attn cudnn asked for it: args is
-// changed then). What the memory plan refuses comes later (gpt2_gpu_plan_fits), once cuDNN has said what it needs.
-static void refuse_what_this_gpu_cannot_run(TrainArgs* args, const RunSetup* run) {
+// What this GPU and its libraries cannot run, refused in one line before the run touches its folder: blockwise runs
+// cuBLASLt's block-scaled GEMMs, which exist on compute capability 9.0 with cuBLASLt 12.9 or later only.
+static void refuse_what_this_gpu_lacks(const TrainArgs* args) {
     char err[ERROR_MESSAGE_MAX];
-    const GPT2Config* config = &run->config;
-    int B = run->B, T = run->T;
-    // -fp8_recipe blockwise runs cuBLASLt's block-scaled GEMMs, which exist on compute capability 9.0 with cuBLASLt
-    // 12.9 or later only
     if (args->precision == PRECISION_FP8 && fp8_recipe_uses_block_scaled_gemms(&args->recipe) &&
         gemm_block_scaling_check(err, sizeof(err))) {
         die("-fp8_recipe blockwise: %s", err);
     }
+}
+
+// What the run's shape asks of this GPU and cannot have, refused in one line each before anything is allocated (a
+// shape cuDNN's attention cannot take falls back to the plain attention unless -attn cudnn asked for it: args is
+// changed then). What the memory plan refuses comes later (gpt2_gpu_plan_fits), once cuDNN has said what it needs.
+static void refuse_what_this_gpu_cannot_run(TrainArgs* args, const RunSetup* run) {
+    const GPT2Config* config = &run->config;
+    int B = run->B, T = run->T;
     if (args->profile_step > run->train_steps) {  // a profiler waiting for a step that never comes would record nothing
         die("-profile_step %d is past the run's last step (%d)", args->profile_step, run->train_steps);
     }
@@ -1820,6 +1823,7 @@ int main(int argc, char** argv) {
     require_cuda_device("train_gpt_fp8");
     MultiGpu mg;
     multi_gpu_init(&mg, &pg, args.zero_stage);
+    refuse_what_this_gpu_lacks(&args);
     int rank0 = mg.process_rank == 0;  // prints, logs and writes the model file
     if (!rank0) {  // only rank 0 speaks; errors still reach stderr from every rank
         if (!freopen("/dev/null", "w", stdout)) { die("cannot silence stdout of rank %d", mg.process_rank); }

@@ -340,11 +340,13 @@ static const char* state_mismatch(const StateHeader* a, const StateHeader* b) {
     if (a->num_parameters != b->num_parameters) { return "number of parameters"; }
     if (a->B != b->B || a->T != b->T || a->total_batch != b->total_batch) { return "batch (B, T, -d)"; }
     if (a->fp8_modules == 0) { return NULL; }
-    const DelayedScaling *x = &a->recipe, *y = &b->recipe;
+    const Fp8Recipe *x = &a->recipe, *y = &b->recipe;
     if (x->scaling != y->scaling) { return "FP8 recipe"; }
-    if (x->amax_history_len != y->amax_history_len || x->amax_compute_algo != y->amax_compute_algo ||
-        x->margin != y->margin || x->interval != y->interval || x->fp8_format != y->fp8_format ||
-        x->amax_epsilon != y->amax_epsilon || x->power_2_scale != y->power_2_scale) {
+    if (x->delayed.amax_history_len != y->delayed.amax_history_len ||
+        x->delayed.amax_compute_algo != y->delayed.amax_compute_algo || x->margin != y->margin ||
+        x->delayed.interval != y->delayed.interval || x->fp8_format != y->fp8_format ||
+        x->blockwise.amax_epsilon != y->blockwise.amax_epsilon ||
+        x->blockwise.power_2_scale != y->blockwise.power_2_scale) {
         return "FP8 recipe settings";
     }
     return NULL;
@@ -369,7 +371,8 @@ static void compare_states(const char* run_dir, const char* ref_dir, const Toler
     } else if (a.header.fp8_modules == 0) {
         printf("---- FP8 state: none (%s run)\n", precision_name((Precision)a.header.precision));
     } else {
-        int M = a.header.fp8_modules, S = (int)state_fp8_slots(&a.header), rows = a.header.recipe.amax_history_len;
+        int M = a.header.fp8_modules, S = (int)state_fp8_slots(&a.header);
+        int rows = a.header.recipe.delayed.amax_history_len;
         int num_layers = (M - 1) / LINEARS_PER_BLOCK;  // 4 modules a block, then the LM head's (always there)
         // the scale comes from the window's amax (fp8_max / amax / 2^margin), so it differs as relatively as that
         // amax does: a slot's histories and scales take one tolerance

@@ -188,13 +188,13 @@ static inline Fp8BlockShape fp8_block_shape(Fp8ScalingRecipe scaling, int weight
 // How a block recipe's GEMMs run on Hopper: blockwise's on cuBLASLt's block-scaled FP8 GEMMs (VEC128 and BLK128x128
 // scales: compute capability 9.0, cuBLASLt 12.9 or later); mxfp8's emulated, as no Hopper GEMM takes E8M0 scales (its
 // casts' values dequantized to bf16, multiplied by BF16 GEMMs: MXFP8's accuracy, not its speed).
-static inline int fp8_recipe_uses_block_scaled_gemms(const DelayedScaling* recipe) {
+static inline int fp8_recipe_uses_block_scaled_gemms(const Fp8Recipe* recipe) {
     return recipe->scaling == FP8_SCALING_BLOCKWISE;
 }
-static inline int fp8_recipe_gemms_emulated(const DelayedScaling* recipe) { return recipe->scaling == FP8_SCALING_MXFP8; }
+static inline int fp8_recipe_gemms_emulated(const Fp8Recipe* recipe) { return recipe->scaling == FP8_SCALING_MXFP8; }
 
-static inline Fp8BlockCast fp8_block_cast_of(const DelayedScaling* recipe, Fp8Format format) {
-    Fp8BlockCast cast = {recipe->scaling, format, recipe->amax_epsilon, recipe->power_2_scale};
+static inline Fp8BlockCast fp8_block_cast_of(const Fp8Recipe* recipe, Fp8Format format) {
+    Fp8BlockCast cast = {recipe->scaling, format, recipe->blockwise.amax_epsilon, recipe->blockwise.power_2_scale};
     return cast;
 }
 

@@ -126,19 +126,18 @@ static inline void fp8_meta_point_into(Fp8Meta* meta, float* memory) {
 // The layout for num_modules modules under `recipe` (shape and formats; no memory yet: memory and the pointers stay
 // NULL until fp8_meta_point_into). Both trainers make their metadata with it: the CPU in host memory (fp8_meta_init),
 // the GPU in one device buffer, so the two layouts cannot differ.
-static inline int fp8_meta_layout(Fp8Meta* meta, int num_modules, const DelayedScaling* recipe, char* err,
-                                  size_t errlen) {
+static inline int fp8_meta_layout(Fp8Meta* meta, int num_modules, const Fp8Recipe* recipe, char* err, size_t errlen) {
     memset(meta, 0, sizeof(*meta));
-    if (delayed_scaling_validate(recipe, err, errlen)) { return -1; }
+    if (fp8_recipe_validate(recipe, err, errlen)) { return -1; }
     if (num_modules < 1) {
         snprintf(err, errlen, "fp8 meta: need at least one module, got %d", num_modules);
         return -1;
     }
     meta->num_modules = num_modules;
-    meta->amax_history_len = recipe->amax_history_len;
+    meta->amax_history_len = recipe->delayed.amax_history_len;
     meta->num_slots = FP8_SLOTS_PER_MODULE * num_modules;
-    meta->forward_format = delayed_scaling_forward_format(recipe);
-    meta->backward_format = delayed_scaling_backward_format(recipe);
+    meta->forward_format = fp8_recipe_forward_format(recipe);
+    meta->backward_format = fp8_recipe_backward_format(recipe);
     meta->num_floats = ((size_t)meta->amax_history_len + 2) * (size_t)meta->num_slots;
     return 0;
 }
@@ -151,8 +150,7 @@ static inline void fp8_meta_initial_values(float* memory, const Fp8Meta* meta) {
 }
 
 // The layout, allocated in host memory and set to the state before the first forward.
-static inline int fp8_meta_init(Fp8Meta* meta, int num_modules, const DelayedScaling* recipe, char* err,
-                                size_t errlen) {
+static inline int fp8_meta_init(Fp8Meta* meta, int num_modules, const Fp8Recipe* recipe, char* err, size_t errlen) {
     if (fp8_meta_layout(meta, num_modules, recipe, err, errlen)) { return -1; }
     float* memory = (float*)calloc(meta->num_floats, sizeof(float));
     if (!memory) {
@@ -184,8 +182,8 @@ static inline Fp8Format fp8_meta_slot_format(const Fp8Meta* meta, int slot) {
 static inline float* fp8_meta_amax_row0(Fp8Meta* meta, int slot) { return &meta->amax_history[slot]; }
 
 // The hook before the update: one call, all slots' row 0. Single process (or reduce_amax off): nothing to do.
-static inline void fp8_meta_reduce_amax(Fp8Meta* meta, const DelayedScaling* recipe) {
-    if (recipe->reduce_amax && meta->amax_reduce_fn) {
+static inline void fp8_meta_reduce_amax(Fp8Meta* meta, const Fp8Recipe* recipe) {
+    if (recipe->delayed.reduce_amax && meta->amax_reduce_fn) {
         meta->amax_reduce_fn(meta->amax_history, meta->num_slots, meta->amax_reduce_user);
     }
 }
@@ -199,10 +197,11 @@ FP8_HD int fp8_end_of_step_updates_scales(int no_history, int step, int interval
 
 // The end-of-step update of every slot of every module (the CPU twin of fp8/update.cuh's one launch).
 // `step` is the optimizer step that just finished, for `interval`.
-static inline void fp8_meta_update(Fp8Meta* meta, const DelayedScaling* recipe, int step) {
-    int update_scale = fp8_end_of_step_updates_scales(!fp8_recipe_has_history(recipe), step, recipe->interval);
-    int most_recent = recipe->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT;
-    int builtin = recipe->amax_compute_algo != AMAX_COMPUTE_CALLBACK && recipe->scaling_factor_compute_fn == NULL;
+static inline void fp8_meta_update(Fp8Meta* meta, const Fp8Recipe* recipe, int step) {
+    const Fp8DelayedOptions* delayed = &recipe->delayed;
+    int update_scale = fp8_end_of_step_updates_scales(!fp8_recipe_has_history(recipe), step, delayed->interval);
+    int most_recent = delayed->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT;
+    int builtin = delayed->amax_compute_algo != AMAX_COMPUTE_CALLBACK && delayed->scaling_factor_compute_fn == NULL;
     for (int slot = 0; slot < meta->num_slots; slot++) {
         float* column = meta->amax_history + slot;
         float fp8_max_value = fp8_max(fp8_meta_slot_format(meta, slot));
@@ -214,12 +213,13 @@ static inline void fp8_meta_update(Fp8Meta* meta, const DelayedScaling* recipe, 
         // with callbacks: the same steps, either piece replaced by the user's function
         if (column[0] == 0.0f) { continue; }
         if (update_scale) {
-            float amax = recipe->amax_compute_algo == AMAX_COMPUTE_CALLBACK
-                       ? recipe->amax_compute_fn(column, meta->amax_history_len, meta->num_slots, recipe->callback_user)
+            float amax = delayed->amax_compute_algo == AMAX_COMPUTE_CALLBACK
+                       ? delayed->amax_compute_fn(column, meta->amax_history_len, meta->num_slots,
+                                                  delayed->callback_user)
                        : fp8_history_window_amax(column, meta->amax_history_len, meta->num_slots, most_recent);
-            float new_scale = recipe->scaling_factor_compute_fn
-                            ? recipe->scaling_factor_compute_fn(amax, meta->scale[slot], fp8_max_value, recipe,
-                                                                recipe->callback_user)
+            float new_scale = delayed->scaling_factor_compute_fn
+                            ? delayed->scaling_factor_compute_fn(amax, meta->scale[slot], fp8_max_value, recipe,
+                                                                 delayed->callback_user)
                             : fp8_compute_scale(amax, meta->scale[slot], fp8_max_value, recipe->margin);
             meta->scale[slot] = new_scale;
             meta->scale_inv[slot] = 1.0f / new_scale;
@@ -231,12 +231,14 @@ static inline void fp8_meta_update(Fp8Meta* meta, const DelayedScaling* recipe, 
 // Per slot, the amax a delayed-scaling update at this point computes the scale from (over the window, row 0
 // included, or row 0 alone, or the user's callback): what the diagnostics call the window amax. Call it before the
 // update, which rolls the oldest row out. window_amax (num_slots).
-static inline void fp8_meta_window_amax(const Fp8Meta* meta, const DelayedScaling* recipe, float* window_amax) {
-    int most_recent = recipe->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT;
+static inline void fp8_meta_window_amax(const Fp8Meta* meta, const Fp8Recipe* recipe, float* window_amax) {
+    const Fp8DelayedOptions* delayed = &recipe->delayed;
+    int most_recent = delayed->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT;
     for (int slot = 0; slot < meta->num_slots; slot++) {
         const float* column = meta->amax_history + slot;
-        window_amax[slot] = recipe->amax_compute_algo == AMAX_COMPUTE_CALLBACK
-                          ? recipe->amax_compute_fn(column, meta->amax_history_len, meta->num_slots, recipe->callback_user)
+        window_amax[slot] = delayed->amax_compute_algo == AMAX_COMPUTE_CALLBACK
+                          ? delayed->amax_compute_fn(column, meta->amax_history_len, meta->num_slots,
+                                                     delayed->callback_user)
                           : fp8_history_window_amax(column, meta->amax_history_len, meta->num_slots, most_recent);
     }
 }

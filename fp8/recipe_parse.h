@@ -81,22 +81,22 @@ static inline int parse_float_in_range(const char* text, float lo, float hi, con
 
 // Set one option from its string value. `key` is the TE option name; `fprop`, `dgrad`, `wgrad` take the trainer's
 // sense (1 = that GEMM in FP8, 0 = BF16 override). `flag` is how the caller names it in messages ("-fp8_margin").
-static inline int delayed_scaling_set(DelayedScaling* recipe, const char* key, const char* value, const char* flag,
-                                      char* err, size_t errlen) {
+static inline int fp8_recipe_set(Fp8Recipe* recipe, const char* key, const char* value, const char* flag, char* err,
+                                 size_t errlen) {
     long v = 0;
     if (strcmp(key, "margin") == 0) {
         if (parse_int_in_range(value, 0, FP8_MARGIN_MAX, flag, &v, err, errlen)) { return -1; }
         recipe->margin = (int)v;
     } else if (strcmp(key, "interval") == 0) {
         if (parse_int_in_range(value, 1, FP8_INTERVAL_MAX, flag, &v, err, errlen)) { return -1; }
-        recipe->interval = (int)v;
+        recipe->delayed.interval = (int)v;
     } else if (strcmp(key, "amax_history_len") == 0) {
         if (parse_int_in_range(value, 1, FP8_AMAX_HISTORY_LEN_MAX, flag, &v, err, errlen)) { return -1; }
-        recipe->amax_history_len = (int)v;
+        recipe->delayed.amax_history_len = (int)v;
     } else if (strcmp(key, "fp8_format") == 0) {
         return parse_fp8_recipe_format(value, flag, &recipe->fp8_format, err, errlen);
     } else if (strcmp(key, "amax_compute_algo") == 0) {
-        return parse_amax_compute_algo(value, flag, &recipe->amax_compute_algo, err, errlen);
+        return parse_amax_compute_algo(value, flag, &recipe->delayed.amax_compute_algo, err, errlen);
     } else if (strcmp(key, "fprop") == 0 || strcmp(key, "dgrad") == 0 || strcmp(key, "wgrad") == 0) {
         if (parse_int_in_range(value, 0, 1, flag, &v, err, errlen)) { return -1; }
         int* override = key[0] == 'f' ? &recipe->override_fprop
@@ -104,12 +104,13 @@ static inline int delayed_scaling_set(DelayedScaling* recipe, const char* key, c
         *override = v ? 0 : 1;
     } else if (strcmp(key, "reduce_amax") == 0) {
         if (parse_int_in_range(value, 0, 1, flag, &v, err, errlen)) { return -1; }
-        recipe->reduce_amax = (int)v;
+        recipe->delayed.reduce_amax = (int)v;
     } else if (strcmp(key, "amax_epsilon") == 0) {
-        return parse_float_in_range(value, 0.0f, FP8_AMAX_EPSILON_MAX, flag, &recipe->amax_epsilon, err, errlen);
+        return parse_float_in_range(value, 0.0f, FP8_AMAX_EPSILON_MAX, flag, &recipe->blockwise.amax_epsilon, err,
+                                    errlen);
     } else if (strcmp(key, "pow2_scales") == 0) {  // TE's power_2_scale
         if (parse_int_in_range(value, 0, 1, flag, &v, err, errlen)) { return -1; }
-        recipe->power_2_scale = (int)v;
+        recipe->blockwise.power_2_scale = (int)v;
     } else {
         snprintf(err, errlen, "unknown FP8 recipe option '%s' (%s)", key, flag);
         return -1;

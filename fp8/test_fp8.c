@@ -251,35 +251,36 @@ static void test_bf16_rounding(void) {
 // recipe
 
 static void test_recipe_defaults_and_parse(void) {
-    DelayedScaling r;
-    delayed_scaling_default(&r);
-    CHECK(r.margin == 0 && r.interval == 1 && r.fp8_format == FP8_RECIPE_HYBRID && r.amax_history_len == 1024 &&
-              r.amax_compute_algo == AMAX_COMPUTE_MAX && !r.override_fprop && !r.override_dgrad &&
-              !r.override_wgrad && r.reduce_amax == 1 && !r.amax_compute_fn && !r.scaling_factor_compute_fn,
+    Fp8Recipe r;
+    fp8_recipe_default(&r);
+    CHECK(r.scaling == FP8_SCALING_DELAYED && r.margin == 0 && r.fp8_format == FP8_RECIPE_HYBRID && !r.override_fprop &&
+              !r.override_dgrad && !r.override_wgrad && r.delayed.interval == 1 && r.delayed.amax_history_len == 1024 &&
+              r.delayed.amax_compute_algo == AMAX_COMPUTE_MAX && r.delayed.reduce_amax == 1 &&
+              !r.delayed.amax_compute_fn && !r.delayed.scaling_factor_compute_fn,
           "TE defaults");
-    CHECK(delayed_scaling_forward_format(&r) == FP8_E4M3 && delayed_scaling_backward_format(&r) == FP8_E5M2,
+    CHECK(fp8_recipe_forward_format(&r) == FP8_E4M3 && fp8_recipe_backward_format(&r) == FP8_E5M2,
           "HYBRID is E4M3 forward, E5M2 backward");
     char err[256];
-    CHECK(delayed_scaling_set(&r, "fp8_format", "e4m3", "-fp8", err, sizeof(err)) == 0, "%s", err);
-    CHECK(delayed_scaling_backward_format(&r) == FP8_E4M3, "E4M3 everywhere");
-    CHECK(delayed_scaling_set(&r, "fp8_format", "E5M2", "-fp8", err, sizeof(err)) == 0, "%s", err);
-    CHECK(delayed_scaling_forward_format(&r) == FP8_E5M2, "E5M2 everywhere");
-    CHECK(delayed_scaling_set(&r, "fp8_format", "HYBRID", "-fp8", err, sizeof(err)) == 0, "%s", err);
-    CHECK(delayed_scaling_set(&r, "margin", "3", "-fp8_margin", err, sizeof(err)) == 0 && r.margin == 3, "margin");
-    CHECK(delayed_scaling_set(&r, "interval", "4", "-fp8_interval", err, sizeof(err)) == 0 && r.interval == 4, "iv");
-    CHECK(delayed_scaling_set(&r, "amax_history_len", "16", "-fp8_amax_history_len", err, sizeof(err)) == 0 &&
-              r.amax_history_len == 16, "len");
-    CHECK(delayed_scaling_set(&r, "amax_compute_algo", "most_recent", "-fp8_amax_compute_algo", err, sizeof(err)) ==
-                  0 && r.amax_compute_algo == AMAX_COMPUTE_MOST_RECENT, "algo");
-    CHECK(delayed_scaling_set(&r, "fprop", "0", "-fp8_fprop", err, sizeof(err)) == 0 && r.override_fprop == 1,
+    CHECK(fp8_recipe_set(&r, "fp8_format", "e4m3", "-fp8", err, sizeof(err)) == 0, "%s", err);
+    CHECK(fp8_recipe_backward_format(&r) == FP8_E4M3, "E4M3 everywhere");
+    CHECK(fp8_recipe_set(&r, "fp8_format", "E5M2", "-fp8", err, sizeof(err)) == 0, "%s", err);
+    CHECK(fp8_recipe_forward_format(&r) == FP8_E5M2, "E5M2 everywhere");
+    CHECK(fp8_recipe_set(&r, "fp8_format", "HYBRID", "-fp8", err, sizeof(err)) == 0, "%s", err);
+    CHECK(fp8_recipe_set(&r, "margin", "3", "-fp8_margin", err, sizeof(err)) == 0 && r.margin == 3, "margin");
+    CHECK(fp8_recipe_set(&r, "interval", "4", "-fp8_interval", err, sizeof(err)) == 0 && r.delayed.interval == 4, "iv");
+    CHECK(fp8_recipe_set(&r, "amax_history_len", "16", "-fp8_amax_history_len", err, sizeof(err)) == 0 &&
+              r.delayed.amax_history_len == 16, "len");
+    CHECK(fp8_recipe_set(&r, "amax_compute_algo", "most_recent", "-fp8_amax_compute_algo", err, sizeof(err)) ==
+                  0 && r.delayed.amax_compute_algo == AMAX_COMPUTE_MOST_RECENT, "algo");
+    CHECK(fp8_recipe_set(&r, "fprop", "0", "-fp8_fprop", err, sizeof(err)) == 0 && r.override_fprop == 1,
           "-fp8_fprop 0 means override_linear_precision.fprop = True");
-    CHECK(delayed_scaling_set(&r, "wgrad", "1", "-fp8_wgrad", err, sizeof(err)) == 0 && r.override_wgrad == 0, "w");
-    CHECK(delayed_scaling_set(&r, "reduce_amax", "0", "-fp8_reduce_amax", err, sizeof(err)) == 0 &&
-              r.reduce_amax == 0, "reduce");
-    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == 0, "valid after parsing: %s", err);
+    CHECK(fp8_recipe_set(&r, "wgrad", "1", "-fp8_wgrad", err, sizeof(err)) == 0 && r.override_wgrad == 0, "w");
+    CHECK(fp8_recipe_set(&r, "reduce_amax", "0", "-fp8_reduce_amax", err, sizeof(err)) == 0 &&
+              r.delayed.reduce_amax == 0, "reduce");
+    CHECK(fp8_recipe_validate(&r, err, sizeof(err)) == 0, "valid after parsing: %s", err);
     char line[1024];
     FILE* mem = fmemopen(line, sizeof(line), "w");
-    delayed_scaling_print(&r, mem);
+    fp8_recipe_print(&r, mem);
     fclose(mem);
     CHECK(strstr(line, "margin=3") && strstr(line, "interval=4") && strstr(line, "amax_history_len=16") &&
               strstr(line, "most_recent") && strstr(line, "fprop=bf16") && strstr(line, "fwd E4M3, bwd E5M2"),
@@ -309,11 +310,11 @@ static void test_recipe_rejects_bad_values(void) {
         {"no_such_option", "1", "-fp8_foo", "unknown"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        DelayedScaling r;
-        delayed_scaling_default(&r);
-        DelayedScaling before = r;
+        Fp8Recipe r;
+        fp8_recipe_default(&r);
+        Fp8Recipe before = r;
         char err[256] = "";
-        int rc = delayed_scaling_set(&r, bad[i].key, bad[i].value, bad[i].flag, err, sizeof(err));
+        int rc = fp8_recipe_set(&r, bad[i].key, bad[i].value, bad[i].flag, err, sizeof(err));
         CHECK(rc == -1, "%s '%s' accepted", bad[i].key, bad[i].value);
         CHECK(strstr(err, bad[i].must_say) != NULL && strstr(err, bad[i].flag) != NULL && !strchr(err, '\n'),
               "message for %s '%s' should name the flag and say '%s', got: %s", bad[i].key, bad[i].value,
@@ -321,25 +322,25 @@ static void test_recipe_rejects_bad_values(void) {
         CHECK(memcmp(&r, &before, sizeof(r)) == 0, "a rejected value must not change the recipe (%s)", bad[i].key);
     }
     // structs built in code
-    DelayedScaling r;
+    Fp8Recipe r;
     char err[256];
-    delayed_scaling_default(&r);
-    r.amax_compute_algo = AMAX_COMPUTE_CALLBACK;
-    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == -1 && strstr(err, "amax_compute_fn"), "callback w/o fn");
-    delayed_scaling_default(&r);
-    r.interval = 0;
-    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == -1 && strstr(err, "interval"), "interval 0");
-    delayed_scaling_default(&r);
-    r.amax_history_len = -5;
-    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == -1 && strstr(err, "amax_history_len"), "len");
-    delayed_scaling_default(&r);
+    fp8_recipe_default(&r);
+    r.delayed.amax_compute_algo = AMAX_COMPUTE_CALLBACK;
+    CHECK(fp8_recipe_validate(&r, err, sizeof(err)) == -1 && strstr(err, "amax_compute_fn"), "callback w/o fn");
+    fp8_recipe_default(&r);
+    r.delayed.interval = 0;
+    CHECK(fp8_recipe_validate(&r, err, sizeof(err)) == -1 && strstr(err, "interval"), "interval 0");
+    fp8_recipe_default(&r);
+    r.delayed.amax_history_len = -5;
+    CHECK(fp8_recipe_validate(&r, err, sizeof(err)) == -1 && strstr(err, "amax_history_len"), "len");
+    fp8_recipe_default(&r);
     r.margin = -2;
-    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == -1 && strstr(err, "margin"), "margin");
-    delayed_scaling_default(&r);
+    CHECK(fp8_recipe_validate(&r, err, sizeof(err)) == -1 && strstr(err, "margin"), "margin");
+    fp8_recipe_default(&r);
     r.override_dgrad = 7;
-    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == -1, "override must be 0/1");
-    delayed_scaling_default(&r);
-    r.amax_history_len = 0;
+    CHECK(fp8_recipe_validate(&r, err, sizeof(err)) == -1, "override must be 0/1");
+    fp8_recipe_default(&r);
+    r.delayed.amax_history_len = 0;
     Fp8Meta meta;
     CHECK(fp8_meta_init(&meta, 4, &r, err, sizeof(err)) == -1, "meta init rejects a bad recipe");
 }
@@ -347,13 +348,13 @@ static void test_recipe_rejects_bad_values(void) {
 // ----------------------------------------------------------------------------
 // update rule
 
-static DelayedScaling recipe_with(int len, AmaxComputeAlgo algo, int margin, int interval, Fp8RecipeFormat f) {
-    DelayedScaling r;
-    delayed_scaling_default(&r);
-    r.amax_history_len = len;
-    r.amax_compute_algo = algo;
+static Fp8Recipe recipe_with(int len, AmaxComputeAlgo algo, int margin, int interval, Fp8RecipeFormat f) {
+    Fp8Recipe r;
+    fp8_recipe_default(&r);
+    r.delayed.amax_history_len = len;
+    r.delayed.amax_compute_algo = algo;
     r.margin = margin;
-    r.interval = interval;
+    r.delayed.interval = interval;
     r.fp8_format = f;
     return r;
 }
@@ -362,7 +363,7 @@ static DelayedScaling recipe_with(int len, AmaxComputeAlgo algo, int margin, int
 static void test_update_te_scenarios(void) {
     char err[256];
     for (int margin = 0; margin <= 3; margin++) {
-        DelayedScaling r = recipe_with(4, AMAX_COMPUTE_MAX, margin, 1, FP8_RECIPE_HYBRID);
+        Fp8Recipe r = recipe_with(4, AMAX_COMPUTE_MAX, margin, 1, FP8_RECIPE_HYBRID);
         Fp8Meta meta;
         CHECK(fp8_meta_init(&meta, 1, &r, err, sizeof(err)) == 0, "%s", err);
         int slots[2] = {fp8_meta_fwd_slot(&meta, 0, FP8_FWD_INPUT), fp8_meta_bwd_slot(&meta, 0, FP8_BWD_GRAD_OUTPUT)};
@@ -424,7 +425,7 @@ static void test_update_te_scenarios(void) {
 static void test_update_rotation_order(void) {
     // history_len 4, one slot followed explicitly: TE's [a_N, a_1, a_2, a_3] -> [0, a_2, a_3, a_N]
     char err[256];
-    DelayedScaling r = recipe_with(4, AMAX_COMPUTE_MAX, 0, 1, FP8_RECIPE_HYBRID);
+    Fp8Recipe r = recipe_with(4, AMAX_COMPUTE_MAX, 0, 1, FP8_RECIPE_HYBRID);
     Fp8Meta meta;
     CHECK(fp8_meta_init(&meta, 2, &r, err, sizeof(err)) == 0, "%s", err);
     int s = fp8_meta_fwd_slot(&meta, 1, FP8_FWD_WEIGHT);
@@ -458,7 +459,7 @@ static void test_update_rotation_order(void) {
 
 static void test_update_history_len_1(void) {
     char err[256];
-    DelayedScaling r = recipe_with(1, AMAX_COMPUTE_MAX, 0, 1, FP8_RECIPE_HYBRID);
+    Fp8Recipe r = recipe_with(1, AMAX_COMPUTE_MAX, 0, 1, FP8_RECIPE_HYBRID);
     Fp8Meta meta;
     CHECK(fp8_meta_init(&meta, 1, &r, err, sizeof(err)) == 0, "%s", err);
     float amaxes[5] = {3.0f, 0.5f, 0.0f, 8.0f, 1.0f};
@@ -482,7 +483,7 @@ static void test_update_random_against_naive(void) {
     for (int li = 0; li < 4; li++) {
         for (int algo = 0; algo < 2; algo++) {
             int len = lens[li], margin = (int)(rng_u32() % 4), interval = 1 + (int)(rng_u32() % 3);
-            DelayedScaling r = recipe_with(len, (AmaxComputeAlgo)algo, margin, interval, FP8_RECIPE_HYBRID);
+            Fp8Recipe r = recipe_with(len, (AmaxComputeAlgo)algo, margin, interval, FP8_RECIPE_HYBRID);
             Fp8Meta meta;
             CHECK(fp8_meta_init(&meta, MODULES, &r, err, sizeof(err)) == 0, "%s", err);
             int S = meta.num_slots;
@@ -544,7 +545,7 @@ static void test_update_random_against_naive(void) {
 
 static void test_update_interval(void) {
     char err[256];
-    DelayedScaling r = recipe_with(8, AMAX_COMPUTE_MAX, 0, 3, FP8_RECIPE_HYBRID);
+    Fp8Recipe r = recipe_with(8, AMAX_COMPUTE_MAX, 0, 3, FP8_RECIPE_HYBRID);
     Fp8Meta meta;
     CHECK(fp8_meta_init(&meta, 1, &r, err, sizeof(err)) == 0, "%s", err);
     // amaxes 1, 2, 4, 8, 16, 32, 64: scales recomputed at the end of steps 0, 3 and 6 only
@@ -559,7 +560,7 @@ static void test_update_interval(void) {
               "interval 3, step %d: rolled", step);
     }
     // with most_recent, a non-update step's amax is not used later
-    DelayedScaling m = recipe_with(8, AMAX_COMPUTE_MOST_RECENT, 0, 2, FP8_RECIPE_HYBRID);
+    Fp8Recipe m = recipe_with(8, AMAX_COMPUTE_MOST_RECENT, 0, 2, FP8_RECIPE_HYBRID);
     Fp8Meta meta2;
     CHECK(fp8_meta_init(&meta2, 1, &m, err, sizeof(err)) == 0, "%s", err);
     float amaxes[4] = {1.0f, 100.0f, 2.0f, 50.0f};
@@ -578,7 +579,7 @@ static void test_update_interval(void) {
 
 typedef struct {
     int amax_calls, scale_calls;
-    const DelayedScaling* seen_recipe;
+    const Fp8Recipe* seen_recipe;
 } CallbackLog;
 
 // mean of the window's non-zero rows (a made-up algorithm the built-ins cannot produce)
@@ -596,7 +597,7 @@ static float amax_mean_callback(const float* column, int len, int stride, void* 
     return sum / (float)n;
 }
 
-static float scale_halving_callback(float amax, float old_scale, float fp8_max_value, const DelayedScaling* recipe,
+static float scale_halving_callback(float amax, float old_scale, float fp8_max_value, const Fp8Recipe* recipe,
                                     void* user) {
     CallbackLog* log = (CallbackLog*)user;
     log->scale_calls++;
@@ -608,9 +609,9 @@ static float scale_halving_callback(float amax, float old_scale, float fp8_max_v
 static void test_update_callbacks(void) {
     char err[256];
     CallbackLog log = {0, 0, NULL};
-    DelayedScaling r = recipe_with(4, AMAX_COMPUTE_CALLBACK, 0, 1, FP8_RECIPE_HYBRID);
-    r.amax_compute_fn = amax_mean_callback;
-    r.callback_user = &log;
+    Fp8Recipe r = recipe_with(4, AMAX_COMPUTE_CALLBACK, 0, 1, FP8_RECIPE_HYBRID);
+    r.delayed.amax_compute_fn = amax_mean_callback;
+    r.delayed.callback_user = &log;
     Fp8Meta meta;
     CHECK(fp8_meta_init(&meta, 2, &r, err, sizeof(err)) == 0, "%s", err);
     int s = fp8_meta_fwd_slot(&meta, 0, FP8_FWD_INPUT);
@@ -622,8 +623,8 @@ static void test_update_callbacks(void) {
     CHECK(meta.scale[s] == 448.0f / 4.0f, "scale from the callback's amax (mean of 2 and 6): %g", meta.scale[s]);
     CHECK(meta.amax_history[3 * meta.num_slots + s] == 6.0f && meta.amax_history[s] == 0.0f, "still rolls");
     // the scaling-factor callback, with the built-in max
-    r.amax_compute_algo = AMAX_COMPUTE_MAX;
-    r.scaling_factor_compute_fn = scale_halving_callback;
+    r.delayed.amax_compute_algo = AMAX_COMPUTE_MAX;
+    r.delayed.scaling_factor_compute_fn = scale_halving_callback;
     int g = fp8_meta_bwd_slot(&meta, 1, FP8_BWD_GRAD_OUTPUT);
     *fp8_meta_amax_row0(&meta, g) = 8.0f;
     fp8_meta_update(&meta, &r, 2);
@@ -637,7 +638,7 @@ static void test_update_callbacks(void) {
 static void test_update_many_modules_one_call(void) {
     char err[256];
     enum { M = 12 };
-    DelayedScaling r = recipe_with(5, AMAX_COMPUTE_MAX, 1, 1, FP8_RECIPE_HYBRID);
+    Fp8Recipe r = recipe_with(5, AMAX_COMPUTE_MAX, 1, 1, FP8_RECIPE_HYBRID);
     Fp8Meta meta;
     CHECK(fp8_meta_init(&meta, M, &r, err, sizeof(err)) == 0, "%s", err);
     CHECK(meta.num_slots == 5 * M && meta.num_floats == (size_t)(5 + 2) * 5 * M, "one buffer of (len+2)*5M floats");
@@ -685,7 +686,7 @@ static void reduce_max_with_other_rank(float* row0, int num_slots, void* user) {
 
 static void test_reduce_amax_hook(void) {
     char err[256];
-    DelayedScaling r = recipe_with(3, AMAX_COMPUTE_MAX, 0, 1, FP8_RECIPE_HYBRID);
+    Fp8Recipe r = recipe_with(3, AMAX_COMPUTE_MAX, 0, 1, FP8_RECIPE_HYBRID);
     Fp8Meta rank0, rank1, single;
     CHECK(fp8_meta_init(&rank0, 3, &r, err, sizeof(err)) == 0 && fp8_meta_init(&rank1, 3, &r, err, sizeof(err)) == 0 &&
               fp8_meta_init(&single, 3, &r, err, sizeof(err)) == 0, "%s", err);
@@ -716,7 +717,7 @@ static void test_reduce_amax_hook(void) {
               "step %d: reduced ranks equal the single-process state", step);
     }
     // reduce_amax off: the hook is not called
-    r.reduce_amax = 0;
+    r.delayed.reduce_amax = 0;
     ReduceSim sim = {0, rank1.amax_history};
     rank0.amax_reduce_user = &sim;
     fp8_meta_reduce_amax(&rank0, &r);
@@ -806,33 +807,33 @@ static void test_recipe_current_scaling(void) {
     CHECK(parse_fp8_scaling_recipe("Current", "-fp8_recipe", &scaling, err, sizeof(err)) == -1 &&
               strstr(err, "'Current' for -fp8_recipe: expected one of delayed, current") && scaling == FP8_SCALING_DELAYED,
           "rejected with a message naming the flag: %s", err);
-    DelayedScaling r;
-    delayed_scaling_default(&r);
+    Fp8Recipe r;
+    fp8_recipe_default(&r);
     CHECK(r.scaling == FP8_SCALING_DELAYED, "delayed by default");
     r.margin = 2;
     r.fp8_format = FP8_RECIPE_E4M3;
     r.override_wgrad = 1;
     float8_current_scaling_apply(&r);
-    CHECK(r.scaling == FP8_SCALING_CURRENT && r.amax_history_len == 1 && r.interval == 1 && r.reduce_amax == 0 &&
-              r.margin == 2 && r.fp8_format == FP8_RECIPE_E4M3 && r.override_wgrad == 1,
+    CHECK(r.scaling == FP8_SCALING_CURRENT && r.delayed.amax_history_len == 1 && r.delayed.interval == 1 &&
+              r.delayed.reduce_amax == 0 && r.margin == 2 && r.fp8_format == FP8_RECIPE_E4M3 && r.override_wgrad == 1,
           "current scaling: one history row, no interval or reduction; format, margin and overrides kept");
-    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == 0, "valid: %s", err);
+    CHECK(fp8_recipe_validate(&r, err, sizeof(err)) == 0, "valid: %s", err);
     char line[1024];
     FILE* mem = fmemopen(line, sizeof(line), "w");
-    delayed_scaling_print(&r, mem);
+    fp8_recipe_print(&r, mem);
     fclose(mem);
     CHECK(strstr(line, "Float8CurrentScaling(fp8_format=E4M3 [fwd E4M3, bwd E4M3], margin=2") &&
               strstr(line, "wgrad=bf16") && !strstr(line, "amax_history_len"),
           "banner: %s", line);
-    DelayedScaling bad = r;
-    bad.amax_history_len = 16;
-    CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "current scaling"), "history refused");
+    Fp8Recipe bad = r;
+    bad.delayed.amax_history_len = 16;
+    CHECK(fp8_recipe_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "current scaling"), "history refused");
     bad = r;
-    bad.reduce_amax = 1;
-    CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1, "amax reduction refused");
+    bad.delayed.reduce_amax = 1;
+    CHECK(fp8_recipe_validate(&bad, err, sizeof(err)) == -1, "amax reduction refused");
     bad = r;
     bad.scaling = FP8_NUM_SCALING_RECIPES;
-    CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "unknown scaling"), "unknown recipe");
+    CHECK(fp8_recipe_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "unknown scaling"), "unknown recipe");
     // the end-of-step pass of current scaling leaves every scale alone and only clears row 0
     Fp8Meta meta;
     CHECK(fp8_meta_init(&meta, 2, &r, err, sizeof(err)) == 0 && meta.amax_history_len == 1, "%s", err);
@@ -1011,59 +1012,60 @@ static void test_recipe_block_scaling(void) {
               scaling == FP8_SCALING_MXFP8, "mxfp8");
     CHECK(parse_fp8_scaling_recipe("tensorwise", "-fp8_recipe", &scaling, err, sizeof(err)) == -1 &&
               strstr(err, "expected one of delayed, current, blockwise, mxfp8"), "%s", err);
-    DelayedScaling r;
-    delayed_scaling_default(&r);
-    CHECK(r.amax_epsilon == 0.0f && r.power_2_scale == 1, "TE's defaults: amax_epsilon 0, power_2_scale True");
-    CHECK(delayed_scaling_set(&r, "amax_epsilon", "0.001", "-fp8_amax_epsilon", err, sizeof(err)) == 0 &&
-              r.amax_epsilon == 0.001f, "epsilon parsed");
-    CHECK(delayed_scaling_set(&r, "amax_epsilon", "-1", "-fp8_amax_epsilon", err, sizeof(err)) == -1 &&
+    Fp8Recipe r;
+    fp8_recipe_default(&r);
+    CHECK(r.blockwise.amax_epsilon == 0.0f && r.blockwise.power_2_scale == 1,
+          "TE's defaults: amax_epsilon 0, power_2_scale True");
+    CHECK(fp8_recipe_set(&r, "amax_epsilon", "0.001", "-fp8_amax_epsilon", err, sizeof(err)) == 0 &&
+              r.blockwise.amax_epsilon == 0.001f, "epsilon parsed");
+    CHECK(fp8_recipe_set(&r, "amax_epsilon", "-1", "-fp8_amax_epsilon", err, sizeof(err)) == -1 &&
               strstr(err, "-fp8_amax_epsilon"), "negative epsilon refused: %s", err);
-    CHECK(delayed_scaling_set(&r, "amax_epsilon", "inf", "-fp8_amax_epsilon", err, sizeof(err)) == -1, "inf refused");
-    CHECK(delayed_scaling_set(&r, "amax_epsilon", "-0", "-fp8_amax_epsilon", err, sizeof(err)) == 0 &&
-              fp8_float_bits(r.amax_epsilon) == 0u, "-0 is +0 (one value, one set of bits in a checkpoint)");
-    CHECK(delayed_scaling_set(&r, "amax_epsilon", "0.001", "-fp8_amax_epsilon", err, sizeof(err)) == 0, "%s", err);
-    CHECK(delayed_scaling_set(&r, "pow2_scales", "0", "-fp8_pow2_scales", err, sizeof(err)) == 0 &&
-              r.power_2_scale == 0, "pow2 parsed");
-    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == -1 && strstr(err, "blockwise scaling only"),
+    CHECK(fp8_recipe_set(&r, "amax_epsilon", "inf", "-fp8_amax_epsilon", err, sizeof(err)) == -1, "inf refused");
+    CHECK(fp8_recipe_set(&r, "amax_epsilon", "-0", "-fp8_amax_epsilon", err, sizeof(err)) == 0 &&
+              fp8_float_bits(r.blockwise.amax_epsilon) == 0u, "-0 is +0 (one value, one set of bits in a checkpoint)");
+    CHECK(fp8_recipe_set(&r, "amax_epsilon", "0.001", "-fp8_amax_epsilon", err, sizeof(err)) == 0, "%s", err);
+    CHECK(fp8_recipe_set(&r, "pow2_scales", "0", "-fp8_pow2_scales", err, sizeof(err)) == 0 &&
+              r.blockwise.power_2_scale == 0, "pow2 parsed");
+    CHECK(fp8_recipe_validate(&r, err, sizeof(err)) == -1 && strstr(err, "blockwise scaling only"),
           "epsilon and pow2 belong to blockwise: %s", err);
     r.fp8_format = FP8_RECIPE_HYBRID;
     r.override_dgrad = 1;
-    r.amax_history_len = 16;
+    r.delayed.amax_history_len = 16;
     float8_block_scaling_apply(&r, FP8_SCALING_BLOCKWISE);
-    CHECK(r.scaling == FP8_SCALING_BLOCKWISE && r.amax_history_len == 1 && r.interval == 1 && r.reduce_amax == 0 &&
-              r.margin == 0 && r.fp8_format == FP8_RECIPE_HYBRID && r.override_dgrad == 1 &&
-              r.amax_epsilon == 0.001f && r.power_2_scale == 0 && !fp8_recipe_has_history(&r) &&
-              fp8_recipe_is_block_scaled(&r),
+    CHECK(r.scaling == FP8_SCALING_BLOCKWISE && r.delayed.amax_history_len == 1 && r.delayed.interval == 1 &&
+              r.delayed.reduce_amax == 0 && r.margin == 0 && r.fp8_format == FP8_RECIPE_HYBRID &&
+              r.override_dgrad == 1 && r.blockwise.amax_epsilon == 0.001f && r.blockwise.power_2_scale == 0 &&
+              !fp8_recipe_has_history(&r) && fp8_recipe_is_block_scaled(&r),
           "blockwise: no history; format, overrides, epsilon and pow2 kept");
-    CHECK(delayed_scaling_validate(&r, err, sizeof(err)) == 0, "valid: %s", err);
+    CHECK(fp8_recipe_validate(&r, err, sizeof(err)) == 0, "valid: %s", err);
     char line[1024];
     FILE* mem = fmemopen(line, sizeof(line), "w");
-    delayed_scaling_print(&r, mem);
+    fp8_recipe_print(&r, mem);
     fclose(mem);
     CHECK(strstr(line, "Float8BlockScaling(fp8_format=HYBRID [fwd E4M3, bwd E5M2], blocks=1x128") &&
               strstr(line, "power_2_scale=False, amax_epsilon=0.001") && strstr(line, "dgrad=bf16"), "banner: %s", line);
-    DelayedScaling bad = r;
+    Fp8Recipe bad = r;
     bad.fp8_format = FP8_RECIPE_E5M2;
-    CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "no E5M2"), "E5M2 refused");
+    CHECK(fp8_recipe_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "no E5M2"), "E5M2 refused");
     bad = r;
     bad.margin = 1;
-    CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "no margin"), "margin refused");
+    CHECK(fp8_recipe_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "no margin"), "margin refused");
     bad = r;
-    bad.amax_epsilon = NAN;
-    CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1, "NaN epsilon refused");
-    DelayedScaling mx = r;
+    bad.blockwise.amax_epsilon = NAN;
+    CHECK(fp8_recipe_validate(&bad, err, sizeof(err)) == -1, "NaN epsilon refused");
+    Fp8Recipe mx = r;
     float8_block_scaling_apply(&mx, FP8_SCALING_MXFP8);
-    CHECK(mx.scaling == FP8_SCALING_MXFP8 && mx.amax_epsilon == 0.0f && mx.power_2_scale == 1 &&
-              delayed_scaling_validate(&mx, err, sizeof(err)) == 0,
+    CHECK(mx.scaling == FP8_SCALING_MXFP8 && mx.blockwise.amax_epsilon == 0.0f && mx.blockwise.power_2_scale == 1 &&
+              fp8_recipe_validate(&mx, err, sizeof(err)) == 0,
           "mxfp8: the blockwise options reset (E8M0 scales are powers of two, no epsilon): %s", err);
     mem = fmemopen(line, sizeof(line), "w");
-    delayed_scaling_print(&mx, mem);
+    fp8_recipe_print(&mx, mem);
     fclose(mem);
     CHECK(strstr(line, "MXFP8BlockScaling(fp8_format=HYBRID [fwd E4M3, bwd E5M2], blocks=1x32") &&
               strstr(line, "E8M0 scales"), "banner: %s", line);
     bad = mx;
-    bad.amax_history_len = 2;
-    CHECK(delayed_scaling_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "mxfp8 scaling has no amax history"),
+    bad.delayed.amax_history_len = 2;
+    CHECK(fp8_recipe_validate(&bad, err, sizeof(err)) == -1 && strstr(err, "mxfp8 scaling has no amax history"),
           "history refused: %s", err);
     // the block shapes of every operand copy
     Fp8BlockShape s = fp8_block_shape(FP8_SCALING_BLOCKWISE, 1, 0), t = fp8_block_shape(FP8_SCALING_BLOCKWISE, 1, 1);

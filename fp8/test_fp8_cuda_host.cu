@@ -34,10 +34,10 @@ __global__ void device_compile_check(float* history, float* scale, float* scale_
 // The launcher's argument plumbing, checked without a GPU: the kernel needs a device, but which recipe takes the host
 // path does not.
 static void test_update_launcher_host_path_choice(void) {
-    DelayedScaling r;
-    delayed_scaling_default(&r);
+    Fp8Recipe r;
+    fp8_recipe_default(&r);
     CHECK(!fp8_meta_update_needs_host(&r), "built-in recipe runs on the GPU");
-    r.amax_compute_algo = AMAX_COMPUTE_CALLBACK;
+    r.delayed.amax_compute_algo = AMAX_COMPUTE_CALLBACK;
     CHECK(fp8_meta_update_needs_host(&r), "amax callback needs the host");
 }
 

@@ -118,13 +118,14 @@ __global__ void __launch_bounds__(FP8_UPDATE_SLOTS_PER_BLOCK * FP8_UPDATE_ROW_TH
 }
 
 // Whether this recipe needs the host path (a C callback replaces part of the rule).
-static inline int fp8_meta_update_needs_host(const DelayedScaling* recipe) {
-    return recipe->amax_compute_algo == AMAX_COMPUTE_CALLBACK || recipe->scaling_factor_compute_fn != NULL;
+static inline int fp8_meta_update_needs_host(const Fp8Recipe* recipe) {
+    return recipe->delayed.amax_compute_algo == AMAX_COMPUTE_CALLBACK ||
+           recipe->delayed.scaling_factor_compute_fn != NULL;
 }
 
 // Launch the update on `stream` of the metadata `meta` points to, in device memory (fp8_meta_point_into a device
 // buffer of its layout). `step` is the optimizer step that just finished (for the recipe's interval).
-static inline cudaError_t fp8_meta_update_launch(const Fp8Meta* meta, const DelayedScaling* recipe, int step,
+static inline cudaError_t fp8_meta_update_launch(const Fp8Meta* meta, const Fp8Recipe* recipe, int step,
                                                  cudaStream_t stream) {
     int num_slots = meta->num_slots;
     int grid = (num_slots + FP8_UPDATE_SLOTS_PER_BLOCK - 1) / FP8_UPDATE_SLOTS_PER_BLOCK;
@@ -132,21 +133,21 @@ static inline cudaError_t fp8_meta_update_launch(const Fp8Meta* meta, const Dela
     fp8_update_kernel<<<grid, block, 0, stream>>>(
         meta->amax_history, meta->scale, meta->scale_inv, num_slots, FP8_FWD_SLOTS * meta->num_modules, meta->amax_history_len,
         fp8_max(meta->forward_format), fp8_max(meta->backward_format), recipe->margin,
-        recipe->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT,
-        fp8_end_of_step_updates_scales(!fp8_recipe_has_history(recipe), step, recipe->interval));
+        recipe->delayed.amax_compute_algo == AMAX_COMPUTE_MOST_RECENT,
+        fp8_end_of_step_updates_scales(!fp8_recipe_has_history(recipe), step, recipe->delayed.interval));
     return cudaGetLastError();
 }
 
 // Launch fp8_window_amax_kernel on `stream` for the device metadata `meta`: last_amax (num_slots) always, window_amax
 // (num_slots) when not NULL (a recipe with a history: current scaling's window is its casts' own amax). Call it
 // before fp8_meta_update_launch, which rolls the window.
-static inline cudaError_t fp8_meta_window_amax_launch(const Fp8Meta* meta, const DelayedScaling* recipe, float* last_amax,
+static inline cudaError_t fp8_meta_window_amax_launch(const Fp8Meta* meta, const Fp8Recipe* recipe, float* last_amax,
                                                       float* window_amax, cudaStream_t stream) {
     int grid = (meta->num_slots + FP8_UPDATE_SLOTS_PER_BLOCK - 1) / FP8_UPDATE_SLOTS_PER_BLOCK;
     dim3 block(FP8_UPDATE_SLOTS_PER_BLOCK, FP8_UPDATE_ROW_THREADS);
     fp8_window_amax_kernel<<<grid, block, 0, stream>>>(meta->amax_history, last_amax, window_amax, meta->num_slots,
                                                        meta->amax_history_len,
-                                                       recipe->amax_compute_algo == AMAX_COMPUTE_MOST_RECENT);
+                                                       recipe->delayed.amax_compute_algo == AMAX_COMPUTE_MOST_RECENT);
     return cudaGetLastError();
 }
 

@@ -49,7 +49,7 @@ typedef struct {
     Precision precision;
     int precision_set;
     const char* fp8_flag;  // -fp8 value, resolved after parsing
-    DelayedScaling recipe;
+    Fp8Recipe recipe;
     Fp8ScalingRecipe fp8_scaling;       // -fp8_recipe, applied to `recipe` after parsing
     const char* fp8_delayed_only_flag;  // the last flag given that only delayed scaling has (history, algo, ...)
     const char* fp8_blockwise_only_flag;  // the last flag given that only blockwise scaling has (epsilon, pow2)
@@ -107,7 +107,7 @@ static inline void train_args_default(TrainArgs* a) {
     a->zero_stage = 1;
     a->attention = ATTENTION_DEFAULT;
     a->profile_step = -1;
-    delayed_scaling_default(&a->recipe);
+    fp8_recipe_default(&a->recipe);
 }
 
 // -h fits 80 columns: the flags in a column of USAGE_FLAG_WIDTH, what they do beside it, wrapped at spaces onto
@@ -170,7 +170,7 @@ static inline void usage_note(const char* text) { usage_wrapped("", text, NULL);
 static inline void print_usage(const char* program) {
     TrainArgs d;
     train_args_default(&d);
-    const DelayedScaling* r = &d.recipe;
+    const Fp8Recipe* r = &d.recipe;
     const char* slash = strrchr(program, '/');
     printf("usage: %s [flags]   (llm.c-style: every flag takes a value)\n", slash ? slash + 1 : program);
     usage_wrapped("flag", "what it does [default]", NULL);
@@ -240,16 +240,17 @@ static inline void print_usage(const char* program) {
     usage_flag("-fp8_lm_head 0|1", "the LM head through FP8 too", "%d", d.fp8_lm_head);
     usage_flag("-fp8_diag_every K", "FP8 diagnostics into fp8_diag.tsv every K steps", "%d", d.fp8_diag_every);
     printf("fp8, delayed scaling only\n");
-    usage_flag("-fp8_amax_history_len N", "amax history rows per slot", "%d", r->amax_history_len);
+    usage_flag("-fp8_amax_history_len N", "amax history rows per slot", "%d", r->delayed.amax_history_len);
     usage_flag("-fp8_amax_compute_algo A", "max | most_recent over the history", "%s",
-               amax_compute_algo_name(r->amax_compute_algo));
-    usage_flag("-fp8_interval N", "recompute scales every N steps", "%d", r->interval);
-    usage_flag("-fp8_reduce_amax 0|1", "all-reduce(MAX) amaxes over ranks", "%d", r->reduce_amax);
+               amax_compute_algo_name(r->delayed.amax_compute_algo));
+    usage_flag("-fp8_interval N", "recompute scales every N steps", "%d", r->delayed.interval);
+    usage_flag("-fp8_reduce_amax 0|1", "all-reduce(MAX) amaxes over ranks", "%d", r->delayed.reduce_amax);
     usage_flag("-fp8_fused_casts 0|1", "GELU and LayerNorm inside the FP8 casts (GPU; 0: their own kernels, the "
                "same bits; the CPU trainer takes only 0)", "%d", d.fp8_fused_casts);
     printf("fp8, blockwise scaling only\n");
-    usage_flag("-fp8_amax_epsilon F", "a block's amax is at least F", "%g", (double)r->amax_epsilon);
-    usage_flag("-fp8_pow2_scales 0|1", "1: block scales rounded down to powers of two", "%d", r->power_2_scale);
+    usage_flag("-fp8_amax_epsilon F", "a block's amax is at least F", "%g", (double)r->blockwise.amax_epsilon);
+    usage_flag("-fp8_pow2_scales 0|1", "1: block scales rounded down to powers of two", "%d",
+               r->blockwise.power_2_scale);
     printf("several GPUs (CUDA trainer; mpirun and srun set -pn -pr -pg)\n");
     usage_note("(the CPU trainer runs one process: -pn 1 and -pr 0 only; -z changes nothing there)");
     usage_flag("-pn N", "processes", "1, or the launcher's");
@@ -377,7 +378,7 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
             else if (strcmp(key, "recipe") == 0) {
                 if (parse_fp8_scaling_recipe(v, flag, &a->fp8_scaling, err, sizeof(err))) { die("%s", err); }
             }
-            else if (delayed_scaling_set(&a->recipe, key, v, flag, err, sizeof(err))) {
+            else if (fp8_recipe_set(&a->recipe, key, v, flag, err, sizeof(err))) {
                 if (strncmp(err, "unknown", 7) == 0) { die("unknown flag %s (-h lists the flags)", flag); }
                 die("%s", err);
             }
@@ -425,7 +426,7 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
         } else {
             char err[256];
             a->precision = PRECISION_FP8;
-            if (delayed_scaling_set(&a->recipe, "fp8_format", a->fp8_flag, "-fp8", err, sizeof(err))) { die("%s", err); }
+            if (fp8_recipe_set(&a->recipe, "fp8_format", a->fp8_flag, "-fp8", err, sizeof(err))) { die("%s", err); }
         }
     }
     // the recipes without a history (current, blockwise, mxfp8) refuse the flags that shape one, rather than ignore

@@ -330,7 +330,7 @@ static inline int model_file_read(const char* path, GPT2Config* config, float** 
 typedef struct {
     int num_processes, process_rank, precision;
     int fp8_modules;            // M, 0 when the run has no FP8 state
-    DelayedScaling recipe;      // the fields that shape or change the FP8 state (callbacks are not stored)
+    Fp8Recipe recipe;           // the fields that shape or change the FP8 state (callbacks are not stored)
     int fp8_bf16_first_last, fp8_lm_head;
     int B, T, total_batch;
     int64_t step;
@@ -382,7 +382,7 @@ static inline int64_t get_i64(const int32_t* slot) {
 
 static inline size_t state_fp8_slots(const StateHeader* h) { return (size_t)FP8_SLOTS_PER_MODULE * (size_t)h->fp8_modules; }
 static inline size_t state_fp8_floats(const StateHeader* h) {
-    return h->fp8_modules ? ((size_t)h->recipe.amax_history_len + 2) * state_fp8_slots(h) : 0;
+    return h->fp8_modules ? ((size_t)h->recipe.delayed.amax_history_len + 2) * state_fp8_slots(h) : 0;
 }
 
 // The arrays after the header, in file order, with their sizes in bytes (the write, the read and the checksum walk
@@ -446,15 +446,15 @@ static inline int state_file_write(const char* path, const StateHeader* h, const
     header[3] = h->process_rank;
     header[4] = h->precision;
     header[5] = h->fp8_modules;
-    header[6] = h->recipe.amax_history_len;
+    header[6] = h->recipe.delayed.amax_history_len;
     header[7] = h->recipe.margin;
-    header[8] = h->recipe.interval;
+    header[8] = h->recipe.delayed.interval;
     header[9] = (int32_t)h->recipe.fp8_format;
-    header[10] = (int32_t)h->recipe.amax_compute_algo;
+    header[10] = (int32_t)h->recipe.delayed.amax_compute_algo;
     header[11] = h->recipe.override_fprop;
     header[12] = h->recipe.override_dgrad;
     header[13] = h->recipe.override_wgrad;
-    header[14] = h->recipe.reduce_amax;
+    header[14] = h->recipe.delayed.reduce_amax;
     header[15] = h->fp8_bf16_first_last;
     header[16] = h->fp8_lm_head;
     header[17] = h->B;
@@ -469,8 +469,8 @@ static inline int state_file_write(const char* path, const StateHeader* h, const
     header[34] = (int32_t)h->recipe.scaling;
     header[35] = h->total_batch;
     put_i64(&header[36], (int64_t)h->model_checksum);
-    memcpy(&header[38], &h->recipe.amax_epsilon, sizeof(float));
-    header[39] = !h->recipe.power_2_scale;
+    memcpy(&header[38], &h->recipe.blockwise.amax_epsilon, sizeof(float));
+    header[39] = !h->recipe.blockwise.power_2_scale;
     header[40] = h->skipped_in_a_row;
     header[41] = h->first_skipped_step;
     put_i64(&header[42], (int64_t)h->tokenizer_checksum);
@@ -511,20 +511,20 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
         return -1;
     }
     memset(h, 0, sizeof(*h));
-    delayed_scaling_default(&h->recipe);
+    fp8_recipe_default(&h->recipe);
     h->num_processes = header[2];
     h->process_rank = header[3];
     h->precision = header[4];
     h->fp8_modules = header[5];
-    h->recipe.amax_history_len = header[6];
+    h->recipe.delayed.amax_history_len = header[6];
     h->recipe.margin = header[7];
-    h->recipe.interval = header[8];
+    h->recipe.delayed.interval = header[8];
     h->recipe.fp8_format = (Fp8RecipeFormat)header[9];
-    h->recipe.amax_compute_algo = (AmaxComputeAlgo)header[10];
+    h->recipe.delayed.amax_compute_algo = (AmaxComputeAlgo)header[10];
     h->recipe.override_fprop = header[11];
     h->recipe.override_dgrad = header[12];
     h->recipe.override_wgrad = header[13];
-    h->recipe.reduce_amax = header[14];
+    h->recipe.delayed.reduce_amax = header[14];
     h->fp8_bf16_first_last = header[15];
     h->fp8_lm_head = header[16];
     h->B = header[17];
@@ -539,8 +539,8 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
     h->recipe.scaling = (Fp8ScalingRecipe)header[34];
     h->total_batch = header[35];
     h->model_checksum = (uint64_t)get_i64(&header[36]);
-    memcpy(&h->recipe.amax_epsilon, &header[38], sizeof(float));
-    h->recipe.power_2_scale = !header[39];
+    memcpy(&h->recipe.blockwise.amax_epsilon, &header[38], sizeof(float));
+    h->recipe.blockwise.power_2_scale = !header[39];
     h->skipped_in_a_row = header[40];
     h->first_skipped_step = header[41];
     h->tokenizer_checksum = (uint64_t)get_i64(&header[42]);
@@ -550,7 +550,7 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
         h->opt_offset > h->num_parameters || h->opt_count > h->num_parameters - h->opt_offset ||
         h->process_rank < 0 || h->process_rank >= h->num_processes || h->step < 0 || h->num_processes < 1 ||
         h->precision < 0 || h->precision > 2 || h->fp8_modules < 0 || h->fp8_modules > (1 << 20) ||
-        (h->fp8_modules && delayed_scaling_validate(&h->recipe, recipe_err, sizeof(recipe_err))) || h->B < 1 ||
+        (h->fp8_modules && fp8_recipe_validate(&h->recipe, recipe_err, sizeof(recipe_err))) || h->B < 1 ||
         h->T < 1 || h->total_batch < 1 || h->shard_index < 0 || h->shard_position < 0 || h->skipped_in_a_row < 0 ||
         h->first_skipped_step < 0 || h->first_skipped_step > h->step || (h->skipped_in_a_row > 0) != (h->first_skipped_step > 0)) {
         snprintf(err, errlen, "%s: corrupt state header", path);
@@ -604,7 +604,7 @@ static inline int state_file_read_body(const char* path, const StateHeader* h, f
 // flushed counts are within its element count. (The diagnostics amaxes are only printed: any float is taken.)
 static inline int state_fp8_check(const char* path, const StateHeader* h, const StateFp8Arrays* fp8, char* err,
                                   size_t errlen) {
-    size_t slots = state_fp8_slots(h), history = (size_t)h->recipe.amax_history_len * slots;
+    size_t slots = state_fp8_slots(h), history = (size_t)h->recipe.delayed.amax_history_len * slots;
     for (size_t i = 0; i < state_fp8_floats(h); i++) {
         float x = fp8->meta[i];
         if (isnan(x) || x < 0.0f || (i >= history && !(x > 0.0f && isfinite(x)))) {
@@ -908,7 +908,7 @@ static inline int checkpoint_check_same_run(const char* path, const StateHeader*
     static const char* const formats[] = {"e4m3", "hybrid", "e5m2"};
     static const char* const algos[] = {"max", "most_recent", "callback"};
     static const char* const* scalings = fp8_scaling_recipe_names;
-    const DelayedScaling *f = &file->recipe, *r = &run->recipe;
+    const Fp8Recipe *f = &file->recipe, *r = &run->recipe;
     int fp8 = run->precision == PRECISION_FP8;
     // the override flags in the trainer's sense: -fp8_fprop 1 is that GEMM in FP8 (override 0)
     ResumeSetting settings[] = {
@@ -918,18 +918,20 @@ static inline int checkpoint_check_same_run(const char* path, const StateHeader*
         {"-d", file->total_batch, run->total_batch, NULL, 0, 0},
         {fp8 ? "-fp8_recipe" : NULL, f->scaling, r->scaling, scalings, FP8_NUM_SCALING_RECIPES, 0},
         {fp8 ? "-fp8" : NULL, f->fp8_format, r->fp8_format, formats, 3, 0},
-        {fp8 ? "-fp8_amax_history_len" : NULL, f->amax_history_len, r->amax_history_len, NULL, 0, 0},
-        {fp8 ? "-fp8_amax_compute_algo" : NULL, f->amax_compute_algo, r->amax_compute_algo, algos, 3, 0},
+        {fp8 ? "-fp8_amax_history_len" : NULL, f->delayed.amax_history_len, r->delayed.amax_history_len, NULL, 0, 0},
+        {fp8 ? "-fp8_amax_compute_algo" : NULL, f->delayed.amax_compute_algo, r->delayed.amax_compute_algo, algos, 3,
+         0},
         {fp8 ? "-fp8_margin" : NULL, f->margin, r->margin, NULL, 0, 0},
-        {fp8 ? "-fp8_interval" : NULL, f->interval, r->interval, NULL, 0, 0},
+        {fp8 ? "-fp8_interval" : NULL, f->delayed.interval, r->delayed.interval, NULL, 0, 0},
         {fp8 ? "-fp8_fprop" : NULL, !f->override_fprop, !r->override_fprop, NULL, 0, 0},
         {fp8 ? "-fp8_dgrad" : NULL, !f->override_dgrad, !r->override_dgrad, NULL, 0, 0},
         {fp8 ? "-fp8_wgrad" : NULL, !f->override_wgrad, !r->override_wgrad, NULL, 0, 0},
-        {fp8 ? "-fp8_reduce_amax" : NULL, f->reduce_amax, r->reduce_amax, NULL, 0, 0},
+        {fp8 ? "-fp8_reduce_amax" : NULL, f->delayed.reduce_amax, r->delayed.reduce_amax, NULL, 0, 0},
         {fp8 ? "-fp8_bf16_first_last" : NULL, file->fp8_bf16_first_last, run->fp8_bf16_first_last, NULL, 0, 0},
         {fp8 ? "-fp8_lm_head" : NULL, file->fp8_lm_head, run->fp8_lm_head, NULL, 0, 0},
-        {fp8 ? "-fp8_amax_epsilon" : NULL, float_bits_of(f->amax_epsilon), float_bits_of(r->amax_epsilon), NULL, 0, 1},
-        {fp8 ? "-fp8_pow2_scales" : NULL, f->power_2_scale, r->power_2_scale, NULL, 0, 0},
+        {fp8 ? "-fp8_amax_epsilon" : NULL, float_bits_of(f->blockwise.amax_epsilon),
+         float_bits_of(r->blockwise.amax_epsilon), NULL, 0, 1},
+        {fp8 ? "-fp8_pow2_scales" : NULL, f->blockwise.power_2_scale, r->blockwise.power_2_scale, NULL, 0, 0},
     };
     for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
         const ResumeSetting* st = &settings[i];

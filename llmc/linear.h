@@ -68,7 +68,7 @@ static inline LinearLayout linear_layout(const GPT2Config* config, int module) {
 
 typedef struct {
     Precision precision;
-    const DelayedScaling* recipe;
+    const Fp8Recipe* recipe;
     int fp8_bf16_first_last;  // this many blocks at each end stay BF16
     int fp8_lm_head;          // the LM head through FP8 too
     int num_layers;

@@ -321,9 +321,9 @@ static inline void box_run_rows(FILE* out, const TrainArgs* args, const RunSetup
     box_row(out, "precision", "fp8 in blocks %d..%d (%s, %s, %s, %s), the LM head in %s", first, last, linear_names[0],
             linear_names[1], linear_names[2], linear_names[3], args->fp8_lm_head ? "fp8" : "bf16");
     char recipe[1024] = "";
-    FILE* text = fmemopen(recipe, sizeof(recipe), "w");  // delayed_scaling_print writes to a FILE
+    FILE* text = fmemopen(recipe, sizeof(recipe), "w");  // fp8_recipe_print writes to a FILE
     if (text) {
-        delayed_scaling_print(&args->recipe, text);
+        fp8_recipe_print(&args->recipe, text);
         fclose(text);
     }
     recipe[strcspn(recipe, "\n")] = '\0';

@@ -20,7 +20,7 @@ static const size_t GEMM_WORKSPACE = (size_t)32 << 20;  // llmc/gemm.cuh's GEMM_
 
 typedef struct {
     GpuMemoryInputs in;
-    DelayedScaling recipe;  // in.linear.recipe points here
+    Fp8Recipe recipe;  // in.linear.recipe points here
     Fp8Meta meta;
 } Setup;
 
@@ -36,7 +36,7 @@ static void setup(Setup* s, const char* depth, int B, int T, Precision precision
     c->padded_vocab_size = padded_vocab(c->vocab_size);
     s->in.B = B;
     s->in.T = T;
-    delayed_scaling_default(&s->recipe);
+    fp8_recipe_default(&s->recipe);
     LinearPrecision lp = {precision, &s->recipe, 0, 0, c->num_layers};
     s->in.linear = lp;
     s->in.recompute = recompute;

@@ -41,12 +41,12 @@ static int same_float(float a, float b) {
 // the number of differing floats (metadata at the end, and every step's row 0 and window amaxes).
 static size_t compare_run(int modules, int history_len, AmaxComputeAlgo algo, int margin, int interval, int steps,
                           uint64_t seed) {
-    DelayedScaling recipe;
-    delayed_scaling_default(&recipe);
-    recipe.amax_history_len = history_len;
-    recipe.amax_compute_algo = algo;
+    Fp8Recipe recipe;
+    fp8_recipe_default(&recipe);
+    recipe.delayed.amax_history_len = history_len;
+    recipe.delayed.amax_compute_algo = algo;
     recipe.margin = margin;
-    recipe.interval = interval;
+    recipe.delayed.interval = interval;
     Fp8Meta meta;
     char err[256];
     if (fp8_meta_init(&meta, modules, &recipe, err, sizeof(err))) { fprintf(stderr, "%s\n", err); exit(1); }
@@ -120,8 +120,8 @@ int main(void) {
     // 1024 rows and recomputes its scale from them
     int sizes[2] = {49, 193};
     for (int i = 0; i < 2; i++) {
-        DelayedScaling recipe;
-        delayed_scaling_default(&recipe);
+        Fp8Recipe recipe;
+        fp8_recipe_default(&recipe);
         Fp8Meta meta;
         char err[256];
         if (fp8_meta_init(&meta, sizes[i], &recipe, err, sizeof(err))) { fprintf(stderr, "%s\n", err); return 1; }
