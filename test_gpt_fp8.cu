@@ -749,48 +749,59 @@ static void check_diag_amaxes(gpu::GPT2* gpu, cpu::GPT2* cpu, int steps) {
     free(newest_row);
 }
 
-// 5 training steps on both sides from the same weights and batches, with the recipe of `args`: the loss and the
-// gradient norm of every step (R4, R5, R6 for the step's updates), the FP8 state after 1 and after 5 steps
-// (compare_fp8_state), and the last step's amaxes against the GPU's own tensors (R1).
-static void fp8_five_steps(TrainArgs args) {
+// One training step of both models on the same batch (train_step); the losses and gradient norms of both.
+static void shaped_step(cpu::GPT2* cpu, gpu::GPT2* gpu, int step, const TestShape* shape, Rng* rng, float* gpu_loss,
+                        float* gpu_norm, float* cpu_norm) {
+    int n = shape->B * shape->T;
+    int* inputs = (int*)malloc((size_t)n * sizeof(int));
+    int* targets = (int*)malloc((size_t)n * sizeof(int));
+    random_batch(inputs, targets, n, shape->V, rng);
+    *gpu_loss = train_step(gpu, inputs, targets, shape->B, shape->T, step, gpu_norm);
+    train_step(cpu, inputs, targets, shape->B, shape->T, step, cpu_norm);
+    cudaCheck(cudaDeviceSynchronize());
+    free(inputs);
+    free(targets);
+}
+
+// 5 training steps of `shape` on both sides from the same weights (seed) and batches (seed + 1), with the flags of
+// `args`: the loss and the gradient norm of every step (R4, R5, R6 for the step's updates), the FP8 state after 1 and
+// 5 steps when the recipe keeps one worth comparing (`compare_state`: compare_fp8_state, and with delayed scaling the
+// diagnostics' amaxes, check_diag_amaxes), and the last step's amaxes against the GPU's own tensors (R1).
+static void shaped_five_steps(TrainArgs args, const TestShape* shape, uint64_t seed, const char* label,
+                              int compare_state) {
     cpu::GPT2 cpu;
     gpu::GPT2 gpu;
-    make_pair_with(&cpu, &gpu, args, 5);
+    make_shaped_pair(&cpu, &gpu, args, seed, shape);
     Rng rng;
-    rng_seed(&rng, 6);
-    int inputs[TB * TT], targets[TB * TT];
-    const char* recipe = fp8_scaling_recipe_name(args.recipe.scaling);
+    rng_seed(&rng, seed + 1);
     floatX* forward_params = NULL;  // the weights of the last step's forward, for the R1 amax checks after its update
     for (int step = 0; step < 5; step++) {
-        tiny_batch(inputs, targets, &rng);
+        float gpu_loss, gpu_norm, cpu_norm;
         if (step == 4) { forward_params = device_params_copy(&gpu); }
-        float gpu_norm, cpu_norm;
-        float gpu_loss = train_step(&gpu, inputs, targets, TB, TT, step, &gpu_norm);
-        train_step(&cpu, inputs, targets, TB, TT, step, &cpu_norm);
+        shaped_step(&cpu, &gpu, step, shape, &rng, &gpu_loss, &gpu_norm, &cpu_norm);
         char what[48];
-        snprintf(what, sizeof(what), "%s step %d: ", recipe, step);
-        check_loss(&cpu, gpu_loss, TB * TT, step, what);  // the step's forward ran on the weights of `step` updates
+        snprintf(what, sizeof(what), "%s step %d: ", label, step);
+        check_loss(&cpu, gpu_loss, shape->B * shape->T, step, what);  // the forward ran on `step` updates' weights
         check_grad_norm(&cpu, gpu_norm, cpu_norm, step, what);
-        if (step == 0 || step == 4) {
-            cudaCheck(cudaDeviceSynchronize());
+        if (compare_state && (step == 0 || step == 4)) {
             char when[48];
-            snprintf(when, sizeof(when), "%s after %d step%s", recipe, step + 1, step ? "s" : "");
+            snprintf(when, sizeof(when), "%s after %d step%s", label, step + 1, step ? "s" : "");
             int bad = compare_fp8_state(&gpu, &cpu, step + 1, when);
             CHECK(bad == 0, "%s: %d FP8 state entries off (each within its own tolerance: see above)", when, bad);
         }
     }
     float* recorded = recorded_amaxes_of_last_step(&gpu);
     float* row0 = download_floats(gpu.fp8.amax_history, (size_t)gpu.fp8.num_slots);
-    check_amaxes_of_own_tensors(&gpu, recorded, row0, forward_params, recipe);
+    check_amaxes_of_own_tensors(&gpu, recorded, row0, forward_params, label);
     cudaCheck(cudaFree(forward_params));
     free(recorded);
     free(row0);
-    if (args.recipe.scaling == FP8_SCALING_DELAYED) { check_diag_amaxes(&gpu, &cpu, 5); }
+    if (compare_state && args.recipe.scaling == FP8_SCALING_DELAYED) { check_diag_amaxes(&gpu, &cpu, 5); }
     gpt2_free(&cpu);
 }
 
-static void test_fp8_five_steps(void) { fp8_five_steps(test_args("fp8")); }
-static void test_fp8_current_five_steps(void) { fp8_five_steps(test_args_current()); }
+static void test_fp8_five_steps(void) { shaped_five_steps(test_args("fp8"), &tiny_shape, 5, "delayed", 1); }
+static void test_fp8_current_five_steps(void) { shaped_five_steps(test_args_current(), &tiny_shape, 5, "current", 1); }
 
 // A GPU current-scaling cast against the CPU's fp8_quantize_current_bf16 on the same bf16 tensor (downloaded), from
 // the slot's previous scale `previous`: FP8 bytes, and the slot's scale, scale_inv and window amax, bit for bit.
@@ -1184,21 +1195,7 @@ static void test_medium_bf16_forward_backward(void) {
     gpt2_free(&cpu);
 }
 
-// One training step of both models on the same batch (train_step); the losses and gradient norms of both.
-static void shaped_step(cpu::GPT2* cpu, gpu::GPT2* gpu, int step, const TestShape* shape, Rng* rng, float* gpu_loss,
-                        float* gpu_norm, float* cpu_norm) {
-    int n = shape->B * shape->T;
-    int* inputs = (int*)malloc((size_t)n * sizeof(int));
-    int* targets = (int*)malloc((size_t)n * sizeof(int));
-    random_batch(inputs, targets, n, shape->V, rng);
-    *gpu_loss = train_step(gpu, inputs, targets, shape->B, shape->T, step, gpu_norm);
-    train_step(cpu, inputs, targets, shape->B, shape->T, step, cpu_norm);
-    cudaCheck(cudaDeviceSynchronize());
-    free(inputs);
-    free(targets);
-}
-
-// FP8 at the medium shape, with fp8_five_steps' rules and checks. R6 is what moves the two runs apart: on step 0 every
+// FP8 at the medium shape, with the tiny tests' rules and checks. R6 is what moves the two runs apart: on step 0 every
 // scale is 1.0, so most E5M2 gradients (~1e-5, below E5M2's 2^-16) flush, and near the threshold on one side and not
 // the other; AdamW's first steps move each weight by about lr * sign(m) = 1e-3 whatever its gradient's size
 // (adam_step_bound: at most 1.003 lr), so a weight whose gradient flushed on one side only moves on the other alone, or
@@ -1208,41 +1205,6 @@ static void shaped_step(cpu::GPT2* cpu, gpu::GPT2* gpu, int step, const TestShap
 // one side's move relative to the largest weights per block: 4e-3 / 0.1 = 4% a block after the 4 updates behind the
 // fifth step, on top of R4's roundings. The fcproj fprop's fast accumulation over k = 3072 adds one rounding to every
 // path through it (gpt2_linear_roundings).
-// 5 training steps of `shape` on both sides from the same weights (seed) and batches (seed + 1), with the flags of
-// `args`: the loss and the gradient norm of every step (R4, R5, R6), the FP8 state after 1 and 5 steps when the recipe
-// keeps one worth comparing (`compare_state`), and the last step's amaxes against the GPU's own tensors (R1).
-static void shaped_five_steps(TrainArgs args, const TestShape* shape, uint64_t seed, const char* label,
-                              int compare_state) {
-    cpu::GPT2 cpu;
-    gpu::GPT2 gpu;
-    make_shaped_pair(&cpu, &gpu, args, seed, shape);
-    Rng rng;
-    rng_seed(&rng, seed + 1);
-    floatX* forward_params = NULL;  // the weights of the last step's forward, for the R1 amax checks after its update
-    for (int step = 0; step < 5; step++) {
-        float gpu_loss, gpu_norm, cpu_norm;
-        if (step == 4) { forward_params = device_params_copy(&gpu); }
-        shaped_step(&cpu, &gpu, step, shape, &rng, &gpu_loss, &gpu_norm, &cpu_norm);
-        char what[48];
-        snprintf(what, sizeof(what), "%s step %d: ", label, step);
-        check_loss(&cpu, gpu_loss, shape->B * shape->T, step, what);
-        check_grad_norm(&cpu, gpu_norm, cpu_norm, step, what);
-        if (compare_state && (step == 0 || step == 4)) {
-            char when[48];
-            snprintf(when, sizeof(when), "%s after %d step%s", label, step + 1, step ? "s" : "");
-            int bad = compare_fp8_state(&gpu, &cpu, step + 1, when);
-            CHECK(bad == 0, "%s: %d FP8 state entries off (each within its own tolerance: see above)", when, bad);
-        }
-    }
-    float* recorded = recorded_amaxes_of_last_step(&gpu);
-    float* row0 = download_floats(gpu.fp8.amax_history, (size_t)gpu.fp8.num_slots);
-    check_amaxes_of_own_tensors(&gpu, recorded, row0, forward_params, label);
-    cudaCheck(cudaFree(forward_params));
-    free(recorded);
-    free(row0);
-    gpt2_free(&cpu);
-}
-
 static void test_medium_fp8_state_after_1_and_5_steps(void) {
     shaped_five_steps(test_args("fp8"), &medium_shape, 43, "medium fp8", 1);
 }

@@ -32,6 +32,8 @@ When FP8 quantization happens (Transformer Engine's order):
   along their rows for fprop and dgrad and down their columns for wgrad (two casts of each, both from the bf16
   tensor), weights in 128x128 tiles (blockwise: one copy) or 1x32 and 32x1 blocks (mxfp8: two copies). No history,
   no end-of-step update; row 0 still collects each slot's amax for the diagnostics.
+  Every one of these casts of a linear layer is asked of one entry point, linear_operand (which tensor, for which
+  GEMM), which looks at the recipe once: the layers themselves read the same whatever the recipe.
   A step whose loss or gradient norm is not finite is skipped: no weight update, and the amaxes it recorded for
   inputs and gradients are dropped (row 0 of those slots reset), so the FP8 state stays finite.
 
@@ -647,17 +649,15 @@ static const float* fp8_operand(GPT2* model, float* dst, const float* x, size_t 
     return dst;
 }
 
-// Block recipes (-fp8_recipe blockwise | mxfp8, fp8/block.h): cast x (rows, cols) in the blocks of this copy of the
-// operand (`weight`: a weight, 128x128 tiles under blockwise; `columnwise`: blocks down the columns, for a GEMM that
-// reduces over the rows; else along the rows), each block with the scale of its own amax, and return the dequantized
-// values in dst. Every cast is a quantization of its own (the columnwise copy is cast from x, not from the rowwise
-// copy), so each one that records counts into the slot's diagnostics, max-reduces x's amax into its row 0 and leaves
-// it as the slot's window amax; `record` 0 (resumed weights) and evaluation casts record nothing.
+// Block recipes (-fp8_recipe blockwise | mxfp8, fp8/block.h): cast x (rows, cols) in blocks of `shape` (the recipe's
+// blocks for this copy of the operand, fp8_block_shape), each block with the scale of its own amax, and return the
+// dequantized values in dst. Every cast is a quantization of its own (the columnwise copy is cast from x, not from the
+// rowwise copy), so each one that records counts into the slot's diagnostics, max-reduces x's amax into its row 0 and
+// leaves it as the slot's window amax; `record` 0 (resumed weights) and evaluation casts record nothing.
 static const float* fp8_block_operand(GPT2* model, float* dst, const float* x, size_t rows, size_t cols, int slot,
-                                      int weight, int columnwise, int record) {
+                                      Fp8BlockShape shape, int record) {
     Fp8Meta* meta = &model->fp8;
     Fp8BlockCast cast = fp8_block_cast_of(&model->recipe, fp8_meta_slot_format(meta, slot));
-    Fp8BlockShape shape = fp8_block_shape(model->recipe.scaling, weight, columnwise);
     int recording = record && model->training;
     Fp8QuantStats* stats = recording ? &model->fp8_stats[slot] : NULL;
     Fp8BlockScaleRange* range = recording ? &model->fp8_block_scale_range[slot] : NULL;
@@ -676,8 +676,97 @@ static const float* fp8_block_operand(GPT2* model, float* dst, const float* x, s
     return dst;
 }
 
+// What a linear layer asks the FP8 cast for: one of its module's tensors, for one of its three GEMMs.
+typedef enum {
+    LINEAR_INPUT_FPROP,        // x (B*T, IC), for fprop
+    LINEAR_INPUT_WGRAD,        // x, for wgrad
+    LINEAR_GRAD_OUTPUT_DGRAD,  // dy (B*T, OC), for dgrad
+    LINEAR_GRAD_OUTPUT_WGRAD,  // dy, for wgrad
+    LINEAR_WEIGHT_FPROP,       // W (OC, IC), for fprop
+    LINEAR_WEIGHT_DGRAD        // W, for dgrad
+} LinearOperand;
+
+typedef enum { LINEAR_INPUT, LINEAR_GRAD_OUTPUT, LINEAR_WEIGHT } LinearTensor;
+
+// Each operand's tensor and GEMM, and whether that GEMM reads the tensor down its columns (it reduces over the
+// tensor's rows: wgrad over the tokens, dgrad over W's output channels) or along its rows (fprop, dgrad's dy).
+static const struct {
+    LinearTensor tensor;
+    LinearGemm gemm;
+    int columnwise;
+} linear_operand_use[] = {
+    {LINEAR_INPUT, LINEAR_GEMM_FPROP, 0},       {LINEAR_INPUT, LINEAR_GEMM_WGRAD, 1},
+    {LINEAR_GRAD_OUTPUT, LINEAR_GEMM_DGRAD, 0}, {LINEAR_GRAD_OUTPUT, LINEAR_GEMM_WGRAD, 1},
+    {LINEAR_WEIGHT, LINEAR_GEMM_FPROP, 0},      {LINEAR_WEIGHT, LINEAR_GEMM_DGRAD, 1},
+};
+
+// Whether a request casts (Transformer Engine's update_workspace, for its cached FP8 weights): LINEAR_CAST casts now,
+// recording what the recipe records (every request of x and dy; the weights after an update); LINEAR_CAST_UNRECORDED
+// casts the weights again without recording (on resume: the checkpoint's FP8 state already holds their cast);
+// LINEAR_CAST_KEPT reads the weights' copies the last cast made (the GEMMs of every micro-step).
+typedef enum { LINEAR_CAST, LINEAR_CAST_UNRECORDED, LINEAR_CAST_KEPT } LinearCastMode;
+
+// The one FP8 cast entry point of the linear layers, looking at the recipe once, as Transformer Engine's cast
+// dispatch does (common/cast/dispatch/): returns what `operand`'s GEMM multiplies, x (rows, cols) itself where that
+// GEMM runs in BF16 (or fp32), else the dequantized values of x's FP8 cast (in the operand scratch; a weight's in its
+// copy at weight_fp8_offset), making the casts the recipe makes at this point and recording what it records.
+// A tensor the recipe scales the same whichever way a GEMM reads it (per-tensor scaling, delayed or current: one
+// scale; blockwise: a weight's 128x128 tiles) is cast once, by its first request (fprop's for x and W, dgrad's for
+// dy), when any of its GEMMs runs in FP8: an fprop overridden to BF16 with an FP8 wgrad still casts x in the forward,
+// recording the amax the scale of wgrad's copy comes from. Its later requests read that cast: dy's kept in the
+// scratch, W's copy, and x's made again with the same scale, not recorded (the same bytes; the CPU keeps no FP8 x
+// from the forward to the backward, the GPU keeps its x^T). Every other tensor (a block recipe's x and dy, mxfp8's W)
+// gets a cast of its own for each FP8 GEMM, from the high-precision tensor, recorded, in the blocks along the way that
+// GEMM reads it: along the rows for fprop and dgrad, down the columns for wgrad and for mxfp8's dgrad copy of W.
+static const float* linear_operand(GPT2* model, int module, LinearOperand operand, const float* x, size_t rows,
+                                   LinearCastMode mode) {
+    LinearPrecision lp = gpt2_linear_precision(model);
+    LinearTensor tensor = linear_operand_use[operand].tensor;
+    int columnwise = linear_operand_use[operand].columnwise;
+    int cast_at_all = tensor == LINEAR_INPUT         ? linear_casts_input(&lp, module)
+                      : tensor == LINEAR_GRAD_OUTPUT ? linear_casts_grad_output(&lp, module)
+                                                     : linear_casts_weight(&lp, module);
+    if (!cast_at_all) { return x; }  // no GEMM reads this tensor in FP8 (none does outside fp8 mode)
+    // the recipe: one scale for the whole tensor, or blocks along the way this GEMM reads it (and the other way)
+    int block_scaled = fp8_recipe_is_block_scaled(&model->recipe);
+    Fp8BlockShape blocks = {0, 0}, other_way = {0, 0};
+    if (block_scaled) {
+        blocks = fp8_block_shape(model->recipe.scaling, tensor == LINEAR_WEIGHT, columnwise);
+        other_way = fp8_block_shape(model->recipe.scaling, tensor == LINEAR_WEIGHT, !columnwise);
+    }
+    int cast_once = blocks.rows == other_way.rows && blocks.cols == other_way.cols;
+    int fp8 = linear_gemm_is_fp8(&lp, module, linear_operand_use[operand].gemm);
+    int cast_now, record = mode == LINEAR_CAST;
+    if (mode == LINEAR_CAST_KEPT) {  // the weights' copies, cast after the last update
+        cast_now = 0;
+    } else if (!cast_once) {  // a cast of its own for each FP8 GEMM
+        cast_now = fp8;
+    } else if (!columnwise) {  // x's and W's request for fprop, dy's for dgrad: the tensor's first, its one cast
+        cast_now = 1;
+    } else {  // a later request: x made again for an FP8 wgrad (the forward's cast is not kept), not recorded
+        cast_now = tensor == LINEAR_INPUT && fp8;
+        record = 0;
+    }
+    LinearModule lm = linear_module(model, module);
+    size_t cols = (size_t)(tensor == LINEAR_GRAD_OUTPUT ? lm.OC : lm.IC);
+    int slot = tensor == LINEAR_GRAD_OUTPUT ? fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT)
+               : tensor == LINEAR_INPUT     ? fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT)
+                                            : fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_WEIGHT);
+    float* weight_copy = columnwise && !cast_once ? model->weight_dequantized_columnwise : model->weight_dequantized;
+    float* dst = tensor == LINEAR_INPUT         ? model->scratch_inp
+                 : tensor == LINEAR_GRAD_OUTPUT ? model->scratch_dout
+                                                : weight_copy + model->weight_fp8_offset[module];
+    if (cast_now && block_scaled) {
+        fp8_block_operand(model, dst, x, rows, cols, slot, blocks, record);
+    } else if (cast_now) {
+        fp8_operand(model, dst, x, rows * cols, slot, record);
+    }
+    return fp8 ? dst : x;
+}
+
 // After the masters change: refresh the bf16 parameters the layers read (bf16 and fp8 modes), then cast every FP8
-// module's (bf16) weight with its current scale into weight_dequantized; `record`: max-reduce its amax into row 0.
+// module's (bf16) weight with its current scale into weight_dequantized (and, mxfp8, dgrad's copy into
+// weight_dequantized_columnwise); `record`: max-reduce its amax into row 0.
 // Called before step 0 (scale 1.0) and after every optimizer update (new scales); on resume without recording,
 // since the checkpoint's row 0 already holds these weights' amax. (The GPU refreshes its bf16 copy in AdamW and the
 // all-gather, before its own gpt2_cast_weights_fp8: the same point of the step.)
@@ -686,47 +775,22 @@ static void gpt2_cast_weights_fp8(GPT2* model, int record) {
     if (model->precision != PRECISION_FP8) { return; }
     int saved = model->training;
     model->training = 1;
-    LinearPrecision lp = gpt2_linear_precision(model);
+    LinearCastMode mode = record ? LINEAR_CAST : LINEAR_CAST_UNRECORDED;
     for (int module = 0; module < linear_num_modules(model->config.num_layers); module++) {
-        if (!linear_casts_weight(&lp, module)) { continue; }
         LinearModule lm = linear_module(model, module);
-        int slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_WEIGHT);
-        float* dequantized = model->weight_dequantized + model->weight_fp8_offset[module];
-        if (model->recipe.scaling == FP8_SCALING_BLOCKWISE) {  // 128x128 tiles: one copy serves fprop and dgrad
-            fp8_block_operand(model, dequantized, lm.weight, (size_t)lm.OC, (size_t)lm.IC, slot, 1, 0, record);
-        } else if (model->recipe.scaling == FP8_SCALING_MXFP8) {  // along IC for fprop, along OC for dgrad
-            if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
-                fp8_block_operand(model, dequantized, lm.weight, (size_t)lm.OC, (size_t)lm.IC, slot, 1, 0, record);
-            }
-            if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD)) {
-                fp8_block_operand(model, model->weight_dequantized_columnwise + model->weight_fp8_offset[module],
-                                  lm.weight, (size_t)lm.OC, (size_t)lm.IC, slot, 1, 1, record);
-            }
-        } else {
-            fp8_operand(model, dequantized, lm.weight, (size_t)lm.OC * lm.IC, slot, record);
-        }
+        linear_operand(model, module, LINEAR_WEIGHT_FPROP, lm.weight, (size_t)lm.OC, mode);
+        linear_operand(model, module, LINEAR_WEIGHT_DGRAD, lm.weight, (size_t)lm.OC, mode);
     }
     model->training = saved;
 }
 
-// out (B, T, OC) = inp (B, T, IC) @ W^T + b through the module's precision.
+// out (B, T, OC) = inp (B, T, IC) @ W^T + b through the module's precision. In bf16 and fp8 modes the activations
+// are already bf16 values, and so are the weights and the bias (params).
 void linear_forward(GPT2* model, int module, float* out, const float* inp, int B, int T) {
     LinearModule lm = linear_module(model, module);
-    size_t BT = (size_t)B * T, n_inp = BT * lm.IC;
-    const float* x = inp;       // in bf16/fp8 modes activations are already bf16 values,
-    const float* w = lm.weight;  // and so are the weights and the bias (params)
-    LinearPrecision lp = gpt2_linear_precision(model);
-    int block_scaled = fp8_recipe_is_block_scaled(&model->recipe);
-    int input_slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT);
-    if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP)) {
-        x = block_scaled ? fp8_block_operand(model, model->scratch_inp, inp, BT, (size_t)lm.IC, input_slot, 0, 0, 1)
-                         : fp8_operand(model, model->scratch_inp, inp, n_inp, input_slot, 1);
-        w = model->weight_dequantized + model->weight_fp8_offset[module];
-    } else if (linear_casts_input(&lp, module) && !block_scaled) {
-        // fprop overridden to BF16, wgrad in FP8: the per-tensor cast still happens here, recording the amax the
-        // wgrad's copy is scaled with (a block recipe casts wgrad's own columnwise copy in the backward)
-        fp8_operand(model, model->scratch_inp, inp, n_inp, input_slot, 1);
-    }
+    size_t BT = (size_t)B * T;
+    const float* x = linear_operand(model, module, LINEAR_INPUT_FPROP, inp, BT, LINEAR_CAST);
+    const float* w = linear_operand(model, module, LINEAR_WEIGHT_FPROP, lm.weight, (size_t)lm.OC, LINEAR_CAST_KEPT);
     matmul_forward(out, x, w, lm.bias, B, T, lm.IC, lm.OC);
     round_to_storage(model, out, BT * lm.OC);
 }
@@ -734,45 +798,16 @@ void linear_forward(GPT2* model, int module, float* out, const float* inp, int B
 // dinp (B, T, IC) += dout @ W (dgrad), dW += dout^T @ inp (wgrad), db += sum(dout), each GEMM in its precision.
 void linear_backward(GPT2* model, int module, float* dinp, const float* dout, const float* inp, int B, int T) {
     LinearModule lm = linear_module(model, module);
-    size_t BT = (size_t)B * T, n_out = BT * lm.OC, n_inp = BT * lm.IC;
+    size_t BT = (size_t)B * T;
     // the bias gradient comes from the high-precision grad_output (TE computes it in the cast kernel)
     if (lm.dbias) { matmul_backward(NULL, NULL, lm.dbias, dout, NULL, NULL, B, T, lm.IC, lm.OC); }
-    LinearPrecision lp = gpt2_linear_precision(model);
-    int block_scaled = fp8_recipe_is_block_scaled(&model->recipe);
-    int input_slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT);
-    int grad_output_slot = fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT);
-    const float* dout_fp8 = NULL;
-    if (!block_scaled && linear_casts_grad_output(&lp, module)) {  // one E5M2 cast of grad_output feeds dgrad and wgrad
-        dout_fp8 = fp8_operand(model, model->scratch_dout, dout, n_out, grad_output_slot, 1);
-    }
-    // dgrad: dinp = dout @ W, reducing over OC (block recipes: grad_output's rowwise copy, with W's 128x128 tiles or,
-    // mxfp8, W's copy in blocks down its columns)
-    const float* w = lm.weight;
-    const float* dy = dout;
-    if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD)) {
-        size_t offset = model->weight_fp8_offset[module];
-        w = model->recipe.scaling == FP8_SCALING_MXFP8 ? model->weight_dequantized_columnwise + offset
-                                                       : model->weight_dequantized + offset;
-        dy = block_scaled ? fp8_block_operand(model, model->scratch_dout, dout, BT, (size_t)lm.OC, grad_output_slot, 0,
-                                              0, 1)
-                          : dout_fp8;
-    }
+    // dgrad: dinp = dout @ W, reducing over OC
+    const float* dy = linear_operand(model, module, LINEAR_GRAD_OUTPUT_DGRAD, dout, BT, LINEAR_CAST);
+    const float* w = linear_operand(model, module, LINEAR_WEIGHT_DGRAD, lm.weight, (size_t)lm.OC, LINEAR_CAST_KEPT);
     matmul_backward(dinp, NULL, NULL, dy, NULL, w, B, T, lm.IC, lm.OC);
-    // wgrad: dW = dout^T @ inp, reducing over the B*T tokens. Per-tensor recipes reuse the forward's cast of the input
-    // (same scale, so re-casting gives the same bytes; recording again would be a no-op for the max, but it is not a
-    // new quantization, so it is not counted). Block recipes cast both operands again from the high-precision
-    // tensors, in blocks down their columns (along the tokens).
-    const float* x = inp;
-    dy = dout;
-    if (linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD)) {
-        if (block_scaled) {
-            x = fp8_block_operand(model, model->scratch_inp, inp, BT, (size_t)lm.IC, input_slot, 0, 1, 1);
-            dy = fp8_block_operand(model, model->scratch_dout, dout, BT, (size_t)lm.OC, grad_output_slot, 0, 1, 1);
-        } else {
-            x = fp8_operand(model, model->scratch_inp, inp, n_inp, input_slot, 0);
-            dy = dout_fp8;
-        }
-    }
+    // wgrad: dW = dout^T @ inp, reducing over the B*T tokens
+    const float* x = linear_operand(model, module, LINEAR_INPUT_WGRAD, inp, BT, LINEAR_CAST);
+    dy = linear_operand(model, module, LINEAR_GRAD_OUTPUT_WGRAD, dout, BT, LINEAR_CAST);
     matmul_backward(NULL, lm.dweight, NULL, dy, x, NULL, B, T, lm.IC, lm.OC);
 }
 
