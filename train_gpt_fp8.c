@@ -676,30 +676,6 @@ static const float* fp8_block_operand(GPT2* model, float* dst, const float* x, s
     return dst;
 }
 
-// What a linear layer asks the FP8 cast for: one of its module's tensors, for one of its three GEMMs.
-typedef enum {
-    LINEAR_INPUT_FPROP,        // x (B*T, IC), for fprop
-    LINEAR_INPUT_WGRAD,        // x, for wgrad
-    LINEAR_GRAD_OUTPUT_DGRAD,  // dy (B*T, OC), for dgrad
-    LINEAR_GRAD_OUTPUT_WGRAD,  // dy, for wgrad
-    LINEAR_WEIGHT_FPROP,       // W (OC, IC), for fprop
-    LINEAR_WEIGHT_DGRAD        // W, for dgrad
-} LinearOperand;
-
-typedef enum { LINEAR_INPUT, LINEAR_GRAD_OUTPUT, LINEAR_WEIGHT } LinearTensor;
-
-// Each operand's tensor and GEMM, and whether that GEMM reads the tensor down its columns (it reduces over the
-// tensor's rows: wgrad over the tokens, dgrad over W's output channels) or along its rows (fprop, dgrad's dy).
-static const struct {
-    LinearTensor tensor;
-    LinearGemm gemm;
-    int columnwise;
-} linear_operand_use[] = {
-    {LINEAR_INPUT, LINEAR_GEMM_FPROP, 0},       {LINEAR_INPUT, LINEAR_GEMM_WGRAD, 1},
-    {LINEAR_GRAD_OUTPUT, LINEAR_GEMM_DGRAD, 0}, {LINEAR_GRAD_OUTPUT, LINEAR_GEMM_WGRAD, 1},
-    {LINEAR_WEIGHT, LINEAR_GEMM_FPROP, 0},      {LINEAR_WEIGHT, LINEAR_GEMM_DGRAD, 1},
-};
-
 // Whether a request casts (Transformer Engine's update_workspace, for its cached FP8 weights): LINEAR_CAST casts now,
 // recording what the recipe records (every request of x and dy; the weights after an update); LINEAR_CAST_UNRECORDED
 // casts the weights again without recording (on resume: the checkpoint's FP8 state already holds their cast);

@@ -10,7 +10,8 @@ Data flow of one FP8 linear layer (module), forward and backward, as in Transfor
             dX = gemm(W^T fp8, dY fp8)        dW += gemm(X^T fp8, dY^T fp8) (fp32)
   per step  update every slot (one launch) -> AdamW on fp32 masters -> W bf16 --cast+transpose(new scale)--> W, W^T fp8
 Every recipe goes through one cast entry point, linear_cast (TE's quantize dispatch): given which tensor of a module
-it makes (the forward's input, the backward's input, the output gradient, the weight) it returns a LinearOperand, the
+it makes (the forward's input, the backward's input, the output gradient, the weight: llmc/linear.h's LinearOperand,
+the CPU's words) it returns an Fp8Operand, the
 bf16 tensor and the FP8 copies the module's FP8 GEMMs read (rowwise for a GEMM reducing over its columns, columnwise,
 transposed, for one reducing over its rows), and a recipe's own cast makes those copies: the one switch on the recipe.
 linear_forward and linear_backward then read as the CPU's, whatever the recipe: cast, multiply (linear_gemm, on
@@ -164,15 +165,15 @@ static Fp8OperandBuffers fp8_operand_buffers_at(const Fp8OperandBuffers* all, si
     return b;
 }
 
-// A module's tensor (rows, cols) as its GEMMs read it (TE's quantized tensor, with its rowwise and columnwise usages):
-// the bf16 tensor for a GEMM in BF16; for a GEMM in FP8 the rowwise copy (the (rows, k = cols) view: fprop's x and W,
-// dgrad's dy) and the columnwise copy (the (cols, k = rows) view: dgrad's W, wgrad's x and dy), each with its type and
-// scales (llmc/gemm.cuh's GemmOperand). What was not made is NULL; linear_cast makes them.
+// An FP8 operand: a module's tensor (rows, cols) as its GEMMs read it (TE's quantized tensor, with its rowwise and
+// columnwise usages): the bf16 tensor for a GEMM in BF16; for a GEMM in FP8 the rowwise copy (the (rows, k = cols)
+// view: fprop's x and W, dgrad's dy) and the columnwise copy (the (cols, k = rows) view: dgrad's W, wgrad's x and dy),
+// each with its type and scales (llmc/gemm.cuh's GemmOperand). What was not made is NULL; linear_cast makes them.
 typedef struct {
     const floatX* bf16;
     int rows, cols;
     GemmOperand rowwise, columnwise;
-} LinearOperand;
+} Fp8Operand;
 
 typedef struct {
     GPT2Config config;
@@ -243,7 +244,7 @@ typedef struct {
     // (codes, dequantized) and weight_scale_offset / weight_t_scale_offset (blockwise's tile scale_invs)
     Fp8OperandBuffers fp8_x, fp8_dy, fp8_weight;
     size_t *weight_fp8_offset, *weight_scale_offset, *weight_t_scale_offset;
-    LinearOperand* weight_operand;  // (num_modules) each FP8 weight as its GEMMs read it, from its last cast
+    Fp8Operand* weight_operand;  // (num_modules) each FP8 weight as its GEMMs read it, from its last cast
     // delayed and current scaling: the x^T (IC, B*T) of every FP8 wgrad whose input the recompute keeps, which the
     // forward's cast writes beside x and the backward's wgrad reads, at input_t_offset[module] * B*T (llmc/linear.h's
     // fp8_input_t_layout, linear_keeps_input_t); the others cast x^T into fp8_x.codes_t in the backward
@@ -515,7 +516,7 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
         model->weight_t_scale_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 scale offsets");
         fp8_weight_scale_layout(&model->config, &lp, model->weight_scale_offset, 0);
         fp8_weight_scale_layout(&model->config, &lp, model->weight_t_scale_offset, 1);
-        model->weight_operand = (LinearOperand*)calloc_or_die((size_t)modules, sizeof(LinearOperand), "FP8 weights");
+        model->weight_operand = (Fp8Operand*)calloc_or_die((size_t)modules, sizeof(Fp8Operand), "FP8 weights");
         for (size_t i = 0; i < sizeof(gpt2_fp8_buffers) / sizeof(gpt2_fp8_buffers[0]); i++) {
             memcpy((char*)model + gpt2_fp8_buffers[i].field, &buffer[gpt2_fp8_buffers[i].buffer], sizeof(void*));
         }
@@ -600,8 +601,8 @@ static unsigned long long* slot_cast_stats(GPT2* m, int slot, int record) {
 }
 
 // A module's tensor as the GEMMs read it in BF16 alone: no FP8 copy (a BF16 module, or a GEMM overridden to BF16).
-static LinearOperand linear_operand_bf16(const floatX* t, int rows, int cols) {
-    LinearOperand op;
+static Fp8Operand linear_operand_bf16(const floatX* t, int rows, int cols) {
+    Fp8Operand op;
     memset(&op, 0, sizeof(op));
     op.bf16 = t;
     op.rows = rows;
@@ -611,7 +612,7 @@ static LinearOperand linear_operand_bf16(const floatX* t, int rows, int cols) {
 
 // The view of a tensor one GEMM reads: reducing over its cols (rowwise: fprop's x and W, dgrad's dy) or over its rows
 // (columnwise: dgrad's W, wgrad's x and dy); in FP8 the cast's copy, in BF16 the bf16 tensor as it is stored.
-static GemmOperand linear_operand_view(const LinearOperand* t, int columnwise, int fp8, const char* what) {
+static GemmOperand linear_operand_view(const Fp8Operand* t, int columnwise, int fp8, const char* what) {
     if (fp8) {
         const GemmOperand* copy = columnwise ? &t->columnwise : &t->rowwise;
         if (!copy->data) { die("FP8 GEMM: %s has no %s copy (its cast did not make one)", what, columnwise ? "columnwise" : "rowwise"); }
@@ -622,16 +623,14 @@ static GemmOperand linear_operand_view(const LinearOperand* t, int columnwise, i
                       : gemm_operand(t->bf16, CUDA_R_16BF, t->rows, t->cols, 1, NULL, 0);
 }
 
-// Which tensor of a module a cast makes (TE's quantizer roles): the forward's input (fprop's x), the backward's input
-// (wgrad's x), the output gradient (dgrad's and wgrad's dy), the weight (fprop's and dgrad's W, once a step).
-typedef enum { LINEAR_INPUT, LINEAR_WGRAD_INPUT, LINEAR_GRAD_OUTPUT, LINEAR_WEIGHT } LinearTensor;
-static const char* const linear_tensor_names[] = {"input", "input (for wgrad)", "grad_output", "weight"};
-
-// One cast of a module's tensor, as linear_cast hands it to the recipe's cast: the module, the slot, which copies its
+// One cast of a module's tensor, as linear_cast hands it to the recipe's cast: which request of the step it is (llmc/
+// linear.h's LinearOperand: the forward's input, fprop's x; the backward's, wgrad's x; the output gradient, dgrad's
+// request, whose cast serves wgrad too; the weight, fprop's, serving dgrad too), the module, the slot, which copies its
 // FP8 GEMMs read, whether the cast is a new quantization that records (its amax and counts, in training) or a re-cast
 // with the scale in the slot, the bias gradient a gradient's cast may sum in its pass (NULL: none or already summed),
 // and where the copies go.
 typedef struct {
+    LinearOperand operand;
     LinearTensor tensor;
     int module, slot;
     const floatX* inp;  // (rows, cols) bf16; NULL: a fused cast (GELU or LayerNorm inside it) already wrote the copies
@@ -674,28 +673,28 @@ static Fp8CastTarget recorded_cast_target(GPT2* m, int slot) {
 // cast of x writes the x^T the wgrad reads in the same pass where the module keeps it (linear_keeps_input_t), and x
 // where fprop reads it or nothing else would; wgrad's x^T is that kept one, or a re-cast of the remade input with the
 // forward's scale, recording nothing (the same bytes). The fused casts write these same copies (input_made_in_fp8_cast).
-static void linear_cast_per_tensor(GPT2* m, LinearCast* c, LinearOperand* t) {
+static void linear_cast_per_tensor(GPT2* m, LinearCast* c, Fp8Operand* t) {
     LinearPrecision lp = gpt2_linear_precision(m);
     int keeps_t = linear_keeps_input_t(&lp, c->module, m->recompute);
     uint8_t* codes = c->dst.codes;
     uint8_t* codes_t = c->dst.codes_t;
-    if (c->tensor == LINEAR_INPUT) {  // x^T where the training forward keeps it; x unless only x^T is read
+    if (c->operand == LINEAR_INPUT_FPROP) {  // x^T where the training forward keeps it; x unless only x^T is read
         codes_t = m->training && keeps_t ? c->kept_t : NULL;
         if (!c->rowwise && codes_t) { codes = NULL; }
-    } else if (c->tensor == LINEAR_WGRAD_INPUT) {  // x^T alone: the kept one, or a re-cast into scratch
+    } else if (c->operand == LINEAR_INPUT_WGRAD) {  // x^T alone: the kept one, or a re-cast into scratch
         codes = NULL;
         if (keeps_t) { codes_t = c->kept_t; }
     }
     cudaDataType_t type = fp8_cuda_type(c->format);
-    int record = c->record && c->tensor != LINEAR_WGRAD_INPUT;  // wgrad's x^T: the forward's scale, not recorded again
+    int record = c->record && c->operand != LINEAR_INPUT_WGRAD;  // wgrad's x^T: the forward's scale, not recorded again
     float* scale = record ? cast_scale(m, c->slot) : slot_scale(m, c->slot);
     const float* scale_inv = scale + m->fp8.num_slots;
     if (c->rowwise) { t->rowwise = gemm_operand(codes, type, c->rows, c->cols, 1, scale_inv, 0); }
     if (c->columnwise) { t->columnwise = gemm_operand(codes_t, type, c->cols, c->rows, 1, scale_inv, 0); }
-    if (c->tensor == LINEAR_WGRAD_INPUT && keeps_t) { return; }  // the forward's cast wrote x^T
+    if (c->operand == LINEAR_INPUT_WGRAD && keeps_t) { return; }  // the forward's cast wrote x^T
     if (!c->inp) {
-        if (c->tensor == LINEAR_WGRAD_INPUT || c->tensor == LINEAR_WEIGHT) {
-            die("linear_cast: module %d's %s was not given", c->module, linear_tensor_names[c->tensor]);
+        if (c->operand == LINEAR_INPUT_WGRAD || c->tensor == LINEAR_WEIGHT) {
+            die("linear_cast: module %d's %s was not given", c->module, linear_operand_use[c->operand].name);
         }
         return;  // the forward's input or the output gradient: a fused cast wrote the copies
     }
@@ -730,7 +729,7 @@ static void linear_cast_per_tensor(GPT2* m, LinearCast* c, LinearOperand* t) {
 static Fp8BlockCast1d block_cast_of(GPT2* m, const LinearCast* c, int block_len) {
     if (!c->inp) {  // every copy is cast from the bf16 tensor (a fused cast is per-tensor scaling's)
         die("linear_cast: module %d's %s was not given, and a block recipe casts it from bf16", c->module,
-            linear_tensor_names[c->tensor]);
+            linear_operand_use[c->operand].name);
     }
     Fp8BlockCast1d a;
     memset(&a, 0, sizeof(a));
@@ -751,7 +750,7 @@ static Fp8BlockCast1d block_cast_of(GPT2* m, const LinearCast* c, int block_len)
 // scale: 1x128 blocks along the rows for the rowwise copy and down the columns for the columnwise one (the transposed
 // codes), in one pass; a weight in 128x128 tiles, whose codes and transposed codes share the tile scales. The GEMMs
 // read the codes with their scale_inv arrays (VEC128, BLK128x128: cuBLASLt's block-scaled GEMMs).
-static void linear_cast_blockwise(GPT2* m, LinearCast* c, LinearOperand* t) {
+static void linear_cast_blockwise(GPT2* m, LinearCast* c, Fp8Operand* t) {
     cudaDataType_t type = fp8_cuda_type(c->format);
     const int vec128 = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, blk128 = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
     Fp8BlockCast1d a = block_cast_of(m, c, FP8_BLOCKWISE_BLOCK);
@@ -779,7 +778,7 @@ static void linear_cast_blockwise(GPT2* m, LinearCast* c, LinearOperand* t) {
 // MXFP8 (MXFP8BlockScaling), emulated: 1x32 blocks with E8M0 scales along each GEMM's reduction dimension, every copy
 // a new recorded cast; no Hopper GEMM takes E8M0 scales, so each copy is dequantized to bf16 in the tensor's own layout
 // and the BF16 GEMMs multiply those values (MXFP8's accuracy, not its speed).
-static void linear_cast_mxfp8(GPT2* m, LinearCast* c, LinearOperand* t) {
+static void linear_cast_mxfp8(GPT2* m, LinearCast* c, Fp8Operand* t) {
     Fp8BlockCast1d a = block_cast_of(m, c, FP8_MXFP8_BLOCK);
     if (c->rowwise) {
         a.rowwise.dequantized = c->dst.dequantized;  // (rows, cols), 1x32 blocks
@@ -794,7 +793,7 @@ static void linear_cast_mxfp8(GPT2* m, LinearCast* c, LinearOperand* t) {
 
 // The one switch on the recipe: its cast makes c's copies into t. (A block recipe casts nothing where the module's FP8
 // GEMMs read no copy of the tensor: a BF16 fprop's input, say; a per-tensor one records that input's amax anyway.)
-static void fp8_recipe_cast(GPT2* model, LinearCast* c, LinearOperand* t) {
+static void fp8_recipe_cast(GPT2* model, LinearCast* c, Fp8Operand* t) {
     int any = c->rowwise || c->columnwise;
     switch (model->recipe.scaling) {
         case FP8_SCALING_DELAYED: linear_cast_per_tensor(model, c, t); break;
@@ -805,19 +804,22 @@ static void fp8_recipe_cast(GPT2* model, LinearCast* c, LinearOperand* t) {
     }
 }
 
-// The one cast entry point (TE's quantize dispatch): `tensor` of `module`, inp (rows, cols) bf16, made into what the
-// module's GEMMs read: itself where they run in BF16, the FP8 copies the recipe makes where they run in FP8 (the
+// The one cast entry point (TE's quantize dispatch): the tensor of `module` that `operand` names (the request the cast
+// is made at: fprop's x, wgrad's x, dgrad's dy, fprop's W), inp (rows, cols) bf16, made into what the module's GEMMs
+// read: itself where they run in BF16, the FP8 copies the recipe makes where they run in FP8 (the
 // forward's input cast with its row 0 amax recorded in training; a per-tensor recipe casts it even for a BF16 fprop
 // beside an FP8 wgrad, as TE records that amax). `record` 0: a re-cast of the weights with the scales they have
 // (resume), recording nothing. dbias (grad_output; NULL: none): += the column sums of inp, in the cast's pass where
 // the recipe's cast sums them, else in its own. inp NULL: a fused cast (GELU or LayerNorm inside it, delayed scaling)
 // already wrote the copies; only their views are made.
-static LinearOperand linear_cast(GPT2* model, int module, LinearTensor tensor, const floatX* inp, int rows,
-                                 int record, float* dbias) {
+static Fp8Operand linear_cast(GPT2* model, int module, LinearOperand operand, const floatX* inp, int rows, int record,
+                              float* dbias) {
     LinearModule lm = linear_module(model, module);
     LinearPrecision lp = gpt2_linear_precision(model);
+    LinearTensor tensor = linear_operand_use[operand].tensor;
     LinearCast c;
     memset(&c, 0, sizeof(c));
+    c.operand = operand;
     c.tensor = tensor;
     c.module = module;
     c.inp = inp;
@@ -830,39 +832,43 @@ static LinearOperand linear_cast(GPT2* model, int module, LinearTensor tensor, c
     int wgrad = linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD);
     Fp8Meta* meta = &model->fp8;
     size_t weight_offset = model->weight_fp8_offset ? model->weight_fp8_offset[module] : 0;
-    switch (tensor) {
-        case LINEAR_INPUT:
+    int casts = 0;  // (any FP8 GEMM reads the tensor)
+    switch (operand) {
+        case LINEAR_INPUT_FPROP:  // (an FP8 wgrad beside a BF16 fprop: a per-tensor recipe records x's amax here)
             c.rowwise = fprop;
+            casts = linear_casts_input(&lp, module);
             c.slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
             c.dst = model->fp8_x;
             c.kept_t = kept_input_t(model, module);
             break;
-        case LINEAR_WGRAD_INPUT:
+        case LINEAR_INPUT_WGRAD:
             c.columnwise = wgrad;
+            casts = wgrad;
             c.slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
             c.dst = model->fp8_x;
             c.kept_t = kept_input_t(model, module);
             break;
-        case LINEAR_GRAD_OUTPUT:
+        case LINEAR_GRAD_OUTPUT_DGRAD:  // dgrad's and wgrad's copies, from one cast
             c.rowwise = dgrad;
             c.columnwise = wgrad;
+            casts = linear_casts_grad_output(&lp, module);
             c.slot = fp8_meta_bwd_slot(meta, module, FP8_BWD_GRAD_OUTPUT);
             c.dst = model->fp8_dy;
             break;
-        case LINEAR_WEIGHT:
+        case LINEAR_WEIGHT_FPROP:  // fprop's and dgrad's copies, from one cast
             c.rowwise = fprop;
             c.columnwise = dgrad;
+            casts = linear_casts_weight(&lp, module);
             c.slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_WEIGHT);
             c.dst = fp8_operand_buffers_at(&model->fp8_weight, weight_offset,
                                            model->weight_scale_offset ? model->weight_scale_offset[module] : 0,
                                            model->weight_t_scale_offset ? model->weight_t_scale_offset[module] : 0);
             break;
+        default:  // the other requests read a cast made by one of the above
+            die("linear_cast: %s is made by the cast of the tensor's first request", linear_operand_use[operand].name);
     }
-    LinearOperand t = linear_operand_bf16(inp, c.rows, c.cols);  // what a GEMM in BF16 reads
-    int casts = model->precision == PRECISION_FP8 &&
-                (tensor == LINEAR_WEIGHT ? linear_casts_weight(&lp, module)
-                 : tensor == LINEAR_GRAD_OUTPUT ? linear_casts_grad_output(&lp, module)
-                 : tensor == LINEAR_INPUT ? linear_casts_input(&lp, module) : wgrad);
+    Fp8Operand t = linear_operand_bf16(inp, c.rows, c.cols);  // what a GEMM in BF16 reads
+    casts = casts && model->precision == PRECISION_FP8;
     if (casts) {
         c.format = fp8_meta_slot_format(meta, c.slot);
         fp8_recipe_cast(model, &c, &t);
@@ -872,13 +878,13 @@ static LinearOperand linear_cast(GPT2* model, int module, LinearTensor tensor, c
 }
 
 // A module's weight as its GEMMs read it: the bf16 weight, with the FP8 copies of its last cast (gpt2_cast_weights_fp8)
-static LinearOperand linear_weight(GPT2* model, int module) {
+static Fp8Operand linear_weight(GPT2* model, int module) {
     if (model->weight_operand && model->weight_operand[module].bf16) { return model->weight_operand[module]; }
     LinearModule lm = linear_module(model, module);
     return linear_operand_bf16(lm.weight, lm.OC, lm.IC);
 }
 
-// Cast every FP8 module's bf16 weight with its current scale (linear_cast's LINEAR_WEIGHT: the recipe's copies for fprop
+// Cast every FP8 module's bf16 weight with its current scale (linear_cast's LINEAR_WEIGHT_FPROP: the recipe's copies for fprop
 // and dgrad); `record`: its amax into row 0 (and, with current scaling, the scale from the weight's own amax first;
 // without, a re-cast with the stored scale). Training state: called while the model records.
 static void gpt2_cast_weights_fp8(GPT2* model, int record) {
@@ -891,7 +897,7 @@ static void gpt2_cast_weights_fp8(GPT2* model, int record) {
     for (int module = 0; module < linear_num_modules(model->config.num_layers); module++) {
         if (!linear_casts_weight(&lp, module)) { continue; }
         LinearModule lm = linear_module(model, module);
-        model->weight_operand[module] = linear_cast(model, module, LINEAR_WEIGHT, lm.weight, lm.OC, record, NULL);
+        model->weight_operand[module] = linear_cast(model, module, LINEAR_WEIGHT_FPROP, lm.weight, lm.OC, record, NULL);
     }
     model->training = saved;
 }
@@ -903,8 +909,8 @@ static void gpt2_cast_weights_fp8(GPT2* model, int record) {
 // `weight` is the GEMM's right-hand operand (W, or x for wgrad), `inp` its left (x or dy). A block-scaled GEMM has no
 // bias epilogue: the bias goes into out first and the GEMM accumulates onto it. Fast accumulation is for fprop with
 // per-tensor scales only, as TE's recipes set it (gradients need the full fp32 path; block scales do not allow it).
-static void linear_gemm(GPT2* model, int module, LinearGemm gemm, void* out, const LinearOperand* weight,
-                        const LinearOperand* inp) {
+static void linear_gemm(GPT2* model, int module, LinearGemm gemm, void* out, const Fp8Operand* weight,
+                        const Fp8Operand* inp) {
     LinearModule lm = linear_module(model, module);
     LinearPrecision lp = gpt2_linear_precision(model);
     static const char* const gemm_names[] = {"fprop", "dgrad", "wgrad"};
@@ -923,14 +929,14 @@ static void linear_gemm(GPT2* model, int module, LinearGemm gemm, void* out, con
 }
 
 // out (B, T, OC) = x @ W^T + b, x the module's input as linear_cast made it (the fused casts' callers make it there)
-static void linear_fprop(GPT2* model, int module, floatX* out, const LinearOperand* x) {
-    LinearOperand w = linear_weight(model, module);
+static void linear_fprop(GPT2* model, int module, floatX* out, const Fp8Operand* x) {
+    Fp8Operand w = linear_weight(model, module);
     linear_gemm(model, module, LINEAR_GEMM_FPROP, out, &w, x);
 }
 
 // out (B, T, OC) = inp (B, T, IC) @ W^T + b, in the module's precision
 static void linear_forward(GPT2* model, int module, floatX* out, const floatX* inp, int B, int T) {
-    LinearOperand x = linear_cast(model, module, LINEAR_INPUT, inp, B * T, 1, NULL);
+    Fp8Operand x = linear_cast(model, module, LINEAR_INPUT_FPROP, inp, B * T, 1, NULL);
     linear_fprop(model, module, out, &x);
 }
 
@@ -941,10 +947,10 @@ static void linear_forward(GPT2* model, int module, floatX* out, const floatX* i
 static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX* dout, const floatX* inp, int B,
                             int T) {
     LinearModule lm = linear_module(model, module);
-    LinearOperand dy = linear_cast(model, module, LINEAR_GRAD_OUTPUT, dout, B * T, 1, dout ? lm.dbias : NULL);
-    LinearOperand w = linear_weight(model, module);
+    Fp8Operand dy = linear_cast(model, module, LINEAR_GRAD_OUTPUT_DGRAD, dout, B * T, 1, dout ? lm.dbias : NULL);
+    Fp8Operand w = linear_weight(model, module);
     linear_gemm(model, module, LINEAR_GEMM_DGRAD, dinp, &w, &dy);
-    LinearOperand x = linear_cast(model, module, LINEAR_WGRAD_INPUT, inp, B * T, 1, NULL);
+    Fp8Operand x = linear_cast(model, module, LINEAR_INPUT_WGRAD, inp, B * T, 1, NULL);
     linear_gemm(model, module, LINEAR_GEMM_WGRAD, lm.dweight, &x, &dy);
 }
 
@@ -995,7 +1001,7 @@ static void gelu_fcproj_forward(GPT2* model, int l, floatX* out, const floatX* f
         linear_forward(model, module, out, fch_gelu, model->B, model->T);
         return;
     }
-    LinearOperand x = linear_cast(model, module, LINEAR_INPUT, NULL, rows, 1, NULL);
+    Fp8Operand x = linear_cast(model, module, LINEAR_INPUT_FPROP, NULL, rows, 1, NULL);
     Fp8CastTarget t = recorded_cast_target(model, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT));
     cudaCheck(gelu_forward_fp8((uint8_t*)x.rowwise.data, kept_input_t(model, module), fch, rows, C4, t.scale, t.amax,
                                t.stats, model->fp8.forward_format, model->stream));
@@ -1113,7 +1119,7 @@ static void layernorm_linear_forward(GPT2* model, int l, int kind, floatX* out, 
         linear_forward(model, module, out, ln_out, B, T);
         return;
     }
-    LinearOperand x_fp8 = linear_cast(model, module, LINEAR_INPUT, NULL, rows, 1, NULL);
+    Fp8Operand x_fp8 = linear_cast(model, module, LINEAR_INPUT_FPROP, NULL, rows, 1, NULL);
     Fp8CastTarget t = recorded_cast_target(model, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT));
     cudaCheck(layernorm_forward_fp8((uint8_t*)x_fp8.rowwise.data, kept_input_t(model, module), x, mean, rstd, weight,
                                     bias, rows, C, t.scale, t.amax, t.stats, model->fp8.forward_format, model->stream));

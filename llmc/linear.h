@@ -92,6 +92,33 @@ static inline int linear_gemm_is_fp8(const LinearPrecision* p, int module, Linea
     return !bf16;
 }
 
+// What a linear layer asks the FP8 cast for, in both trainers: one of its module's tensors, for one of its three GEMMs.
+typedef enum { LINEAR_INPUT, LINEAR_GRAD_OUTPUT, LINEAR_WEIGHT } LinearTensor;
+typedef enum {
+    LINEAR_INPUT_FPROP,        // x (B*T, IC), for fprop
+    LINEAR_INPUT_WGRAD,        // x, for wgrad
+    LINEAR_GRAD_OUTPUT_DGRAD,  // dy (B*T, OC), for dgrad
+    LINEAR_GRAD_OUTPUT_WGRAD,  // dy, for wgrad
+    LINEAR_WEIGHT_FPROP,       // W (OC, IC), for fprop
+    LINEAR_WEIGHT_DGRAD        // W, for dgrad
+} LinearOperand;
+
+// Each operand's tensor and GEMM, and whether that GEMM reads the tensor down its columns (it reduces over the
+// tensor's rows: wgrad over the tokens, dgrad over W's output channels) or along its rows (fprop, dgrad's dy).
+static const struct {
+    LinearTensor tensor;
+    LinearGemm gemm;
+    int columnwise;
+    const char* name;
+} linear_operand_use[] = {
+    {LINEAR_INPUT, LINEAR_GEMM_FPROP, 0, "fprop's input"},
+    {LINEAR_INPUT, LINEAR_GEMM_WGRAD, 1, "wgrad's input"},
+    {LINEAR_GRAD_OUTPUT, LINEAR_GEMM_DGRAD, 0, "dgrad's grad_output"},
+    {LINEAR_GRAD_OUTPUT, LINEAR_GEMM_WGRAD, 1, "wgrad's grad_output"},
+    {LINEAR_WEIGHT, LINEAR_GEMM_FPROP, 0, "fprop's weight"},
+    {LINEAR_WEIGHT, LINEAR_GEMM_DGRAD, 1, "dgrad's weight"},
+};
+
 // The FP8 casts a module makes follow from its FP8 GEMMs: the weight is cast for fprop or dgrad, the input for
 // fprop or wgrad (an FP8 wgrad with a BF16 fprop still casts the input in the forward, recording its amax), the output
 // gradient for dgrad or wgrad (one cast feeds both).
