@@ -21,7 +21,7 @@
 #   test      ./test_gpt_fp8: the CUDA trainer against the CPU reference
 #   xcheck    the two real trainers against each other: train_gpt_fp8 and train_gpt_fp8_cpu from the same model file
 #             (-e) and shards, with gradient accumulation and one NaN-skipped step, 20 steps of a small model in every
-#             recipe (XCHECK_RECIPES: bf16, fp8_delayed, fp8_current, fp8_blockwise, fp8_mxfp8); dev/compare_runs
+#             recipe (XCHECK_RECIPES, default all: bf16 fp8_delayed fp8_current fp8_blockwise fp8_mxfp8); dev/compare_runs
 #             compares their main.log losses,
 #             norms and learning rates step by step and their final FP8 histories and scales, each within a tolerance
 #             this script states with its reason (stage_xcheck), and the table shows the largest difference of each
@@ -750,8 +750,9 @@ stage_test() {
     row test_gpt_fp8 "$(suite_result "$WORK/test_gpt_fp8.log")"
 }
 
-# The xcheck stage's recipes: each name's trainer flags (a recipe the trainers gain joins this list and the case)
-XCHECK_RECIPES="bf16 fp8_delayed fp8_current fp8_blockwise fp8_mxfp8"
+# The xcheck stage's recipes (XCHECK_RECIPES in the environment picks some): each name's trainer flags (a recipe the
+# trainers gain joins this list and the case)
+XCHECK_RECIPES=${XCHECK_RECIPES:-"bf16 fp8_delayed fp8_current fp8_blockwise fp8_mxfp8"}
 xcheck_recipe_flags() {
     case $1 in
         bf16) echo "-precision bf16" ;;
