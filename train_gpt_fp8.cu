@@ -615,7 +615,9 @@ static Fp8Operand linear_operand_bf16(const floatX* t, int rows, int cols) {
 static GemmOperand linear_operand_view(const Fp8Operand* t, int columnwise, int fp8, const char* what) {
     if (fp8) {
         const GemmOperand* copy = columnwise ? &t->columnwise : &t->rowwise;
-        if (!copy->data) { die("FP8 GEMM: %s has no %s copy (its cast did not make one)", what, columnwise ? "columnwise" : "rowwise"); }
+        if (!copy->data) {
+            die("FP8 GEMM: %s has no %s copy (its cast did not make one)", what, columnwise ? "columnwise" : "rowwise");
+        }
         return *copy;
     }
     if (!t->bf16) { die("BF16 GEMM: %s was not given in bf16", what); }
@@ -672,7 +674,8 @@ static Fp8CastTarget recorded_cast_target(GPT2* m, int slot) {
 // both copies (cast + transpose, the gradient's bias sums in the same pass, TE's cast_transpose_dbias); the forward's
 // cast of x writes the x^T the wgrad reads in the same pass where the module keeps it (linear_keeps_input_t), and x
 // where fprop reads it or nothing else would; wgrad's x^T is that kept one, or a re-cast of the remade input with the
-// forward's scale, recording nothing (the same bytes). The fused casts write these same copies (input_made_in_fp8_cast).
+// forward's scale, recording nothing (the same bytes). The fused casts write these same copies
+// (input_made_in_fp8_cast).
 static void linear_cast_per_tensor(GPT2* m, LinearCast* c, Fp8Operand* t) {
     LinearPrecision lp = gpt2_linear_precision(m);
     int keeps_t = linear_keeps_input_t(&lp, c->module, m->recompute);
@@ -884,9 +887,9 @@ static Fp8Operand linear_weight(GPT2* model, int module) {
     return linear_operand_bf16(lm.weight, lm.OC, lm.IC);
 }
 
-// Cast every FP8 module's bf16 weight with its current scale (linear_cast's LINEAR_WEIGHT_FPROP: the recipe's copies for fprop
-// and dgrad); `record`: its amax into row 0 (and, with current scaling, the scale from the weight's own amax first;
-// without, a re-cast with the stored scale). Training state: called while the model records.
+// Cast every FP8 module's bf16 weight with its current scale (linear_cast at LINEAR_WEIGHT_FPROP: the recipe's copies
+// for fprop and dgrad); `record`: its amax into row 0 (and, with current scaling, the scale from the weight's own amax
+// first; without, a re-cast with the stored scale). Training state: called while the model records.
 static void gpt2_cast_weights_fp8(GPT2* model, int record) {
     if (model->precision != PRECISION_FP8) { return; }
     // as the CPU's: the weights' FP8 copy is training state, so its scales are the slots' own even when called while
@@ -917,8 +920,8 @@ static void linear_gemm(GPT2* model, int module, LinearGemm gemm, void* out, con
     int fp8 = linear_gemm_is_fp8(&lp, module, gemm);
     GemmOperand w = linear_operand_view(weight, gemm != LINEAR_GEMM_FPROP, fp8, gemm_names[gemm]);
     GemmOperand x = linear_operand_view(inp, gemm == LINEAR_GEMM_WGRAD, fp8, gemm_names[gemm]);
-    GemmOutput o = {out, gemm == LINEAR_GEMM_WGRAD ? CUDA_R_32F : CUDA_R_16BF, gemm == LINEAR_GEMM_FPROP ? lm.bias : NULL,
-                    gemm == LINEAR_GEMM_WGRAD};
+    int wgrad = gemm == LINEAR_GEMM_WGRAD;  // fp32 dW += ..., the others bf16 (fprop with its bias)
+    GemmOutput o = {out, wgrad ? CUDA_R_32F : CUDA_R_16BF, gemm == LINEAR_GEMM_FPROP ? lm.bias : NULL, wgrad};
     int block_scaled = gemm_scale_mode_is_block(w.scale_mode) || gemm_scale_mode_is_block(x.scale_mode);
     if (block_scaled && o.bias) {
         bias_broadcast((floatX*)out, lm.bias, x.outer, w.outer, model->stream);
@@ -1023,8 +1026,8 @@ static const floatX* gelu_fc_grad_output(GPT2* model, int l, floatX* dgelu, cons
     LinearModule lm = linear_module(model, module);
     Fp8CastTarget g = recorded_cast_target(model, fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT));
     float* dbias_partials = lm.dbias ? model->column_partials : NULL;
-    cudaCheck(gelu_backward_fp8(model->fp8_dy.codes, model->fp8_dy.codes_t, dbias_partials, fch, dgelu, rows, C4, g.scale,
-                                g.amax, g.stats, model->fp8.backward_format, model->stream));
+    cudaCheck(gelu_backward_fp8(model->fp8_dy.codes, model->fp8_dy.codes_t, dbias_partials, fch, dgelu, rows, C4,
+                                g.scale, g.amax, g.stats, model->fp8.backward_format, model->stream));
     if (lm.dbias) { bias_backward_reduce(lm.dbias, model->column_partials, rows, C4, model->stream); }
     return NULL;
 }
