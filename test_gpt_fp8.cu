@@ -839,8 +839,8 @@ static void test_fp8_current_scaling_casts(void) {
     int module = (L - 1) * LINEARS_PER_BLOCK + LINEAR_FCPROJ;
     gpu::LinearModule lm = linear_module(&gpu, module);
     int w_slot = fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_WEIGHT);
-    check_current_cast(&gpu, w_slot, lm.weight, gpu.fp8_weight.codes + gpu.weight_fp8_offset[module], (size_t)lm.OC * lm.IC,
-                       1.0f, "fcproj weight");
+    check_current_cast(&gpu, w_slot, lm.weight, gpu.fp8_weight.codes + gpu.weight_fp8_offset[module],
+                       (size_t)lm.OC * lm.IC, 1.0f, "fcproj weight");
     int inputs[TB * TT], targets[TB * TT];
     Rng rng;
     rng_seed(&rng, 20);
@@ -848,8 +848,8 @@ static void test_fp8_current_scaling_casts(void) {
     gpt2_forward(&gpu, inputs, targets, TB, TT);  // a training forward: recording, the logits kept for the backward
     int in_slot = fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_INPUT);
     size_t n = (size_t)TB * TT * 4 * C;
-    check_current_cast(&gpu, in_slot, gpu::layer_input(&gpu, gpu.acts.fch_gelu, LINEAR_FCPROJ, L - 1, 4 * C), gpu.fp8_x.codes,
-                       n, 1.0f, "fcproj input");
+    const floatX* fcproj_input = gpu::layer_input(&gpu, gpu.acts.fch_gelu, LINEAR_FCPROJ, L - 1, 4 * C);
+    check_current_cast(&gpu, in_slot, fcproj_input, gpu.fp8_x.codes, n, 1.0f, "fcproj input");
     check_kept_input_t(&gpu, module, gpu.fp8_x.codes, TB * TT, "current scaling: fcproj input");
     size_t n_logits = (size_t)TB * TT * cpu.config.padded_vocab_size;
     float* logits = download_bf16(gpu.acts.logits, n_logits);

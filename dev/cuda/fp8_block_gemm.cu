@@ -394,9 +394,9 @@ static double block_gemm_bound(int k, double magnitude, double want, double befo
     return sum_tol + rounding + 1e-30;
 }
 
-// One block-scaled gemm_multiply call (both operands k-major: TN) against the reference: out starts as `bias` broadcast per row (bias (out_cols), then
-// accumulate must be 1) or, without one, as random values (read when accumulate, ignored when not). Prints the worst
-// error as a fraction of its bound.
+// One block-scaled gemm_multiply call (both operands k-major: TN) against the reference: out starts as `bias`
+// broadcast per row (bias (out_cols), then accumulate must be 1) or, without one, as random values (read when
+// accumulate, ignored when not). Prints the worst error as a fraction of its bound.
 static void run_and_check(const char* what, const Reference* ref, const HostOperand* weight, const DeviceOperand* dw,
                           const HostOperand* inp, const DeviceOperand* di, cudaDataType_t out_type, int accumulate,
                           const float* bias, Rng* rng) {
