@@ -16,10 +16,15 @@ Blocks, for a GEMM out = x @ w^T (x (rows, K), w (N, K); K the reduction dimensi
 A columnwise copy is cast from the high-precision tensor, with its own blocks and scales: it is not the rowwise copy's
 codes transposed (a 1x128 block and a 128x1 block share one element, not a scale).
 
-Per block, amax = max |x| over the block, NaN-propagating like every amax here (fp8_amax_merge's order). TE's kernels
-take fmaxf over the block, which skips NaN; the two differ only in a block holding a NaN, and for blocks along the
-reduction dimension every GEMM output such a block reaches is NaN either way (the NaN element reaches it), so the
-GEMM's results are the same. (Only a 128x128 weight tile would differ, and a weight holding NaN never trains on.)
+Per block, amax = max |x| over the block's elements that are not NaN (an inf counts), as TE's kernels take fmaxf,
+which skips NaN: a block holding a NaN is scaled by its other elements, and the NaN casts to the NaN code. (The
+tensor's amax, max-reduced into the slot's row 0 for the diagnostics, stays NaN-propagating, fp8_amax_merge's order,
+as every other amax here: it is what tells a run that a NaN went through the cast.)
+
+TE version followed: the scale rules below are those of TransformerEngine at commit d0067d0 (2026-08-22), whose
+transformer_engine/common/util/ptx.cuh (exp2f_rcp changed in 71971e3, 2026-02-05; exp2f in 4ff5fdf, 2026-08-05),
+recipe/recipe_common.cuh (compute_scale_from_amax), util/ptx_arch_spec.cuh (float_to_e8m0, the software path Hopper
+takes) and the block quantizers (transpose/quantize_transpose_{vector,square}_blockwise.cu, cast/mxfp8/) were read.
 
 blockwise scale (TE's compute_scale_from_amax): amax = max(amax, amax_epsilon); amax 0, inf or NaN gives scale 1;
   else scale = fp8_max / amax (fp32, round to nearest), FLT_MAX when that overflows; with power_2_scale the mantissa
@@ -29,8 +34,11 @@ mxfp8 scale (TE's software rule, as on Hopper): e = E8M0 exponent of amax * (1 /
   UP: the float's exponent field, plus one when its mantissa is non-zero (so 2^(e-127) >= amax / fp8_max, and no
   element of the block lands above fp8_max by more than the rounding of that fp32 product); special cases NaN -> 0xFF,
   inf -> 0xFE, 0 -> 0, a float exponent 0xFE stays (2^127 is E8M0's largest), and a subnormal at or below 2^-127 gives
-  0. The cast multiplies by 2^(127-e) (TE's exp2f_rcp: 1 when e is 0, and the float bits (254 - e) << 23 otherwise, so
-  e = 0xFE multiplies by 0 and e = 0xFF by -inf); the GEMM multiplies by 2^(e-127) (e = 0xFF is NaN).
+  0. The cast multiplies by 2^(127-e) (TE's exp2f_rcp since 71971e3: the float bits (254 - e) << 23, so byte 0
+  multiplies by 2^127 and a block whose amax is below about 2^-127 * fp8_max keeps its values instead of flushing
+  them; 0xFE by 2^-127, the subnormal 0x00400000, so an inf in a block (amax inf: byte 0xFE) casts to fp8_max and
+  dequantizes to fp8_max * 2^127 = inf again, not NaN; 0xFF, which no NaN-free amax gives, by NaN); the GEMM
+  multiplies by 2^(e-127) (TE's exp2f since 4ff5fdf: e = 0 is the subnormal 2^-127, e = 0xFF is NaN).
   Where this differs from the OCP MX specification: OCP takes the exponent as floor(log2(amax)) minus the element
   format's largest exponent (8 for E4M3), so a block's largest elements can land above 448 and are clipped to it.
   TE rounds up instead: nothing saturates, at the price of up to one binade of resolution for the block's small
@@ -42,8 +50,8 @@ fp8_to_float(code) * scale_inv (the casts' `dequantized` output).
 
 The diagnostics of a block cast (fp8/diag.h's Fp8QuantStats): elements, saturated (|x * scale| > fp8_max), flushed
 (non-zero cast to +-0), as for a per-tensor cast; the tensor's amax max-reduced into the slot's row 0; and the
-smallest and largest scale of its blocks whose amax is finite and non-zero (a block of zeros, or one holding inf or
-NaN, has a scale that says nothing about the tensor).
+smallest and largest scale of its blocks whose amax is finite and non-zero (a block of zeros or NaNs only, or one
+holding inf, has a scale that says nothing about the tensor).
 */
 #ifndef GPTFP8_BLOCK_H
 #define GPTFP8_BLOCK_H
@@ -63,7 +71,13 @@ NaN, has a scale that says nothing about the tensor).
 // ----------------------------------------------------------------------------
 // the scale rules (host + device)
 
-// blockwise: the scale of a block whose amax (max |x|, NaN-propagating) is `amax`.
+// A block's amax as its scale sees it: the largest magnitude's float bits (x's bits without the sign) of the block's
+// elements that are not NaN (bits above 0x7F800000), 0 for none; `block_amax_bits` the running value.
+FP8_HD uint32_t fp8_block_amax_merge(uint32_t block_amax_bits, uint32_t magnitude_bits) {
+    return magnitude_bits <= 0x7F800000u && magnitude_bits > block_amax_bits ? magnitude_bits : block_amax_bits;
+}
+
+// blockwise: the scale of a block whose amax (max |x| over its non-NaN elements) is `amax`.
 FP8_HD float fp8_blockwise_scale(float amax, float fp8_max_value, float amax_epsilon, int power_2_scale) {
     if (amax < amax_epsilon) { amax = amax_epsilon; }                 // a NaN amax compares false: handled next
     if (!(amax > 0.0f) || !(amax <= FLT_MAX)) { return 1.0f; }       // 0, inf or NaN
@@ -92,10 +106,12 @@ FP8_HD uint8_t fp8_mxfp8_exponent(float amax, Fp8Format format) {
     return fp8_e8m0_round_up(amax * fp8_max_reciprocal);
 }
 
-// mxfp8: what the cast multiplies by, 2^(127 - e), as TE's exp2f_rcp computes it (1 for e = 0; 0 for e = 0xFE,
-// -inf for e = 0xFF, from the unsigned arithmetic of the float bits).
+// mxfp8: what the cast multiplies by, 2^(127 - e), as TE's exp2f_rcp computes it (2^127 for e = 0; the subnormal
+// 2^-127 for e = 0xFE, which the exponent field cannot hold; NaN for e = 0xFF).
 FP8_HD float fp8_e8m0_cast_scale(uint8_t e) {
-    return e == 0 ? 1.0f : fp8_bits_float((uint32_t)(254 - (int)e) << 23);
+    if (e == 0xFF) { return fp8_bits_float(0x7FFFFFFFu); }
+    if (e == 0xFE) { return fp8_bits_float(0x00400000u); }
+    return fp8_bits_float((uint32_t)(254 - (int)e) << 23);
 }
 
 // mxfp8: what the GEMM multiplies a code by, 2^(e - 127) (E8M0's value; 0xFF is NaN; e = 0 is the subnormal 2^-127).
@@ -229,13 +245,15 @@ static inline void fp8_quantize_blocks_isa(CpuIsa isa, uint8_t* out, float* dequ
         size_t row0 = block / block_cols * (size_t)shape.rows, col0 = block % block_cols * (size_t)shape.cols;
         size_t row_end = row0 + (size_t)shape.rows < rows ? row0 + (size_t)shape.rows : rows;
         size_t len = col0 + (size_t)shape.cols < cols ? (size_t)shape.cols : cols - col0;
-        // the block's amax: max of the magnitudes' bit patterns (NaN above +inf)
-        uint32_t block_amax_bits = 0;
+        // the block's amax for its scale (NaN skipped), and for the tensor's amax the max of every magnitude's bit
+        // pattern (NaN above +inf)
+        uint32_t block_amax_bits = 0, all_amax_bits = 0;
         for (size_t r = row0; r < row_end; r++) {
             const float* x = inp + r * cols + col0;
             for (size_t i = 0; i < len; i++) {
                 uint32_t magnitude_bits = fp8_float_bits(x[i]) & 0x7FFFFFFFu;
-                block_amax_bits = magnitude_bits > block_amax_bits ? magnitude_bits : block_amax_bits;
+                block_amax_bits = fp8_block_amax_merge(block_amax_bits, magnitude_bits);
+                all_amax_bits = magnitude_bits > all_amax_bits ? magnitude_bits : all_amax_bits;
             }
         }
         float block_amax = fp8_bits_float(block_amax_bits);
@@ -255,7 +273,7 @@ static inline void fp8_quantize_blocks_isa(CpuIsa isa, uint8_t* out, float* dequ
             saturated += c.saturated;
             flushed += c.flushed;
         }
-        amax_bits = block_amax_bits > amax_bits ? block_amax_bits : amax_bits;
+        amax_bits = all_amax_bits > amax_bits ? all_amax_bits : amax_bits;
     }
     *amax = fp8_bits_float(amax_bits);
     if (stats) {

@@ -1085,6 +1085,40 @@ static void test_recipe_block_scaling(void) {
     fp8_meta_free(&meta);
 }
 
+// TE's current edge rules (fp8/block.h names the commit): the cast's E8M0 multiplier 2^(127 - e) with byte 0 -> 2^127
+// and 0xFE -> the subnormal 2^-127 (the older rule gave 1 and 0), 0xFF -> NaN; the GEMM's 2^(e - 127) with byte 0 ->
+// 2^-127; every byte's pair multiplies to 1; the block amax skips NaN and keeps inf.
+static void test_block_edge_rules(void) {
+    CHECK(fp8_float_bits(fp8_e8m0_cast_scale(0)) == 0x7F000000u && fp8_float_bits(fp8_e8m0_to_float(0)) == 0x00400000u,
+          "byte 0: the cast multiplies by 2^127, the GEMM by 2^-127");
+    CHECK(fp8_float_bits(fp8_e8m0_cast_scale(0xFE)) == 0x00400000u &&
+              fp8_float_bits(fp8_e8m0_to_float(0xFE)) == 0x7F000000u, "byte 0xFE: 2^-127 and 2^127");
+    CHECK(isnan(fp8_e8m0_cast_scale(0xFF)) && isnan(fp8_e8m0_to_float(0xFF)), "byte 0xFF: NaN both ways");
+    int products_one = 1;
+    for (int e = 0; e < 0xFF; e++) {
+        float cast = fp8_e8m0_cast_scale((uint8_t)e), gemm = fp8_e8m0_to_float((uint8_t)e);
+        products_one &= cast == ldexpf(1.0f, 127 - e) && gemm == ldexpf(1.0f, e - 127) && cast * gemm == 1.0f;
+    }
+    CHECK(products_one, "bytes 0..254: 2^(127 - e) and 2^(e - 127), whose product is 1");
+    // an inf in an mxfp8 block: byte 0xFE, the inf clips to fp8_max's code, which dequantizes to inf again
+    Fp8BlockCast mx = {FP8_SCALING_MXFP8, FP8_E4M3, 0.0f, 1};
+    Fp8BlockScale s = fp8_block_scale(&mx, INFINITY);
+    uint8_t code = fp8_from_float(INFINITY * s.scale, FP8_E4M3);
+    CHECK(s.e8m0 == 0xFE && code == 0x7E && fp8_to_float(code, FP8_E4M3) * s.scale_inv == INFINITY,
+          "inf: byte 0x%02x, code 0x%02x, back %g", s.e8m0, code, fp8_to_float(code, FP8_E4M3) * s.scale_inv);
+    // a tiny mxfp8 block (amax 2^-130 < 2^-127 * 448): byte 0, its values scaled up and kept
+    s = fp8_block_scale(&mx, ldexpf(1.0f, -130));
+    code = fp8_from_float(ldexpf(1.0f, -130) * s.scale, FP8_E4M3);
+    CHECK(s.e8m0 == 0 && fp8_to_float(code, FP8_E4M3) * s.scale_inv == ldexpf(1.0f, -130),
+          "2^-130: byte %u, kept as %g", s.e8m0, fp8_to_float(code, FP8_E4M3) * s.scale_inv);
+    uint32_t amax_bits = 0;
+    const float block[] = {1.0f, NAN, -3.0f, -NAN, 2.0f};
+    for (int i = 0; i < 5; i++) { amax_bits = fp8_block_amax_merge(amax_bits, fp8_float_bits(block[i]) & 0x7FFFFFFFu); }
+    CHECK(fp8_bits_float(amax_bits) == 3.0f, "the block amax skips NaN: %g", fp8_bits_float(amax_bits));
+    amax_bits = fp8_block_amax_merge(amax_bits, 0x7F800000u);
+    CHECK(amax_bits == 0x7F800000u, "and keeps inf");
+}
+
 // cuBLASLt's scale layouts (fp8/block.h): every block of an (M, K) operand gets its own cell, the cells of one K-block
 // (VEC128) or one row of tiles (BLK128x128) start 16 bytes apart (4 floats), and the arrays hold exactly the padded
 // sizes. Worked values: M 5, K 256 has 2 K-blocks of round_up(5, 4) = 8 rows each (16 floats), row 4's second block at
@@ -1124,7 +1158,7 @@ static void test_block_scale_layouts(void) {
 
 // A block cast in every instruction set and with 1 and 4 threads: the same codes, dequantized values and scales, and
 // the diagnostics count what the codes say (saturated: |x * the block's scale| > max; flushed: x != 0 cast to +-0;
-// the scale range over the blocks with a finite non-zero amax; the amax NaN-propagating). The columnwise cast (through
+// the scale range over the blocks with a finite non-zero amax, which skips NaN; the tensor's amax NaN-propagating). The columnwise cast (through
 // the transpose) gives the generic len x 1 blocks' codes, transposed, and the same values.
 static void test_quantize_blocks_isas_threads_columnwise(void) {
     const size_t rows = 300, cols = 260, n = rows * cols;  // ragged edges; above the threads' threshold
@@ -1171,7 +1205,7 @@ static void test_quantize_blocks_isas_threads_columnwise(void) {
             for (size_t r = r0; r < r0 + shape.rows && r < rows; r++) {
                 for (size_t k = c0; k < c0 + shape.cols && k < cols; k++) {
                     uint32_t m = fp8_float_bits(x[r * cols + k]) & 0x7FFFFFFFu;
-                    amax_bits = m > amax_bits ? m : amax_bits;
+                    amax_bits = m <= 0x7F800000u && m > amax_bits ? m : amax_bits;  // the block's scale skips NaN
                 }
             }
             float amax = fp8_bits_float(amax_bits);
@@ -1268,6 +1302,7 @@ int main(void) {
     RUN_TEST(test_quantize_current_scaling);
     RUN_TEST(test_quantize_chunks_and_dequantize_every_code);
     RUN_TEST(test_recipe_block_scaling);
+    RUN_TEST(test_block_edge_rules);
     RUN_TEST(test_quantize_blocks_isas_threads_columnwise);
     RUN_TEST(test_block_scale_layouts);
     return test_summary("fp8");

@@ -40,12 +40,13 @@ def f32_bits(x):
 
 
 def block_amax(x, bh, bw):
-    """max |x| of every bh x bw block (edge blocks short): a (ceil(R/bh), ceil(C/bw)) grid, NaN-propagating."""
+    """max |x| of every bh x bw block (edge blocks short) over its elements that are not NaN (TE's fmaxf skips NaN;
+    0 for a block of NaNs): a (ceil(R/bh), ceil(C/bw)) grid."""
     rows, cols = x.shape
     gr, gc = -(-rows // bh), -(-cols // bw)
     padded = np.zeros((gr * bh, gc * bw), F32)  # padding with 0 changes no max |x|
-    padded[:rows, :cols] = np.abs(x)
-    return padded.reshape(gr, bh, gc, bw).max(axis=(1, 3))  # numpy's max propagates NaN
+    padded[:rows, :cols] = np.where(np.isnan(x), F32(0), np.abs(x))
+    return padded.reshape(gr, bh, gc, bw).max(axis=(1, 3))
 
 
 def blockwise_scales(amax, fmax, eps, pow2):
@@ -68,7 +69,10 @@ def mxfp8_scales(amax, fmt):
     exp, man = (bits >> 23) & 0xFF, bits & 0x7FFFFF
     e = exp + ((man != 0) & (exp != 0xFE) & ~((exp == 0) & (man <= 0x400000)))
     e = np.where(np.isnan(v), 0xFF, np.where(np.isinf(v), 0xFE, np.where(v == 0, 0, e)))
-    mult = np.where(e == 0, F32(1), bits_f32((((254 - e) % 2**32) << 23) & 0xFFFFFFFF))
+    # the cast's multiplier 2^(127 - e) (TE's exp2f_rcp since February 2026: 2^127 for e = 0, the subnormal 2^-127 for
+    # e = 0xFE), NaN for e = 0xFF
+    with np.errstate(all="ignore"):
+        mult = np.where(e == 0xFF, F32(np.nan), np.ldexp(F32(1), (127 - e).astype(np.int32)).astype(F32))
     scale_inv = np.where(e == 0, bits_f32(0x00400000), bits_f32(e << 23))
     scale_inv = np.where(e == 0xFF, F32(np.nan), scale_inv)
     return mult.astype(F32), scale_inv.astype(F32), e
@@ -288,13 +292,72 @@ for fmt in ("e4m3", "e5m2"):
     edge(f"mxfp8_{fmt}_v_just_above_2^-127", [with_fillers(a) for a in above[:1]], "mxfp8", fmt,
          expect=scale_inv_bits(0x00800000))
 
-# epsilon above the block amax (and a zero block, now scaled by fp8_max / epsilon; a NaN block stays scale 1)
+# epsilon above the block amax (and a zero block, now scaled by fp8_max / epsilon, as is a block of a NaN and 0.1)
 for pow2 in (0, 1):
     eps = 0.25
     want = int(f32_bits(F32(1) / blockwise_scales(np.array([eps], F32), 448.0, eps, pow2)[0][0]))
     edge(f"blockwise_epsilon_above_amax_pow2{pow2}", [with_fillers(F32(0.01)), zeros, [0.2, -0.1], [eps, 1e-3],
                                                       [np.nan, 0.1]], "blockwise", "e4m3", eps=eps, pow2=pow2,
-         expect=scale_inv_bits(*[want] * 4, 0x3F800000))
+         expect=scale_inv_bits(*[want] * 5))  # the NaN is skipped: the block's amax is 0.1, below epsilon
 edge("blockwise_epsilon_below_amax", [with_fillers(F32(3.0)), [0.5]], "blockwise", "e5m2", eps=1e-3, pow2=0)
+
+# TE's current edge rules (fp8/block.h names the TE commit), each worked out by hand:
+# 1. mxfp8's E8M0 byte 0 multiplies by 2^127 in the cast: a block whose amax is at most 2^-127 * fp8_max keeps its
+#    values (here exact in E4M3 once scaled, so they dequantize to themselves), where the older rule (multiplier 1)
+#    flushed them to zero.
+tiny_block = [2.0**-130, -(2.0**-133), 3 * 2.0**-135, 2.0**-136, 0.0]
+
+
+def kept_exactly(codes, scale_inv, deq):
+    x = np.zeros(32, F32)
+    x[:len(tiny_block)] = tiny_block
+    if int(f32_bits(scale_inv[0, 0])) != 0x00400000:
+        return f"scale_inv 0x{int(f32_bits(scale_inv[0, 0])):08x}, worked out 0x00400000 (E8M0 0)"
+    if not np.array_equal(f32_bits(deq[0]), f32_bits(x)):
+        return f"dequantized {deq[0][:5]}, worked out {x[:5]}: the block's values were not kept"
+    return ""
+
+
+edge("mxfp8_e8m0_0_keeps_tiny_values", [tiny_block], "mxfp8", "e4m3", expect=kept_exactly)
+
+# 2. an inf in an mxfp8 block: amax inf gives E8M0 0xFE, the cast multiplies by 2^-127 (inf stays inf, then clips
+#    to fp8_max's code) and the GEMM by 2^127, so the inf dequantizes to inf again (the older rule multiplied by 0:
+#    NaN); the block's finite values, scaled by 2^-127, flush.
+for fmt in ("e4m3", "e5m2"):
+    max_code = 0x7E if fmt == "e4m3" else 0x7B
+
+    def inf_stays_inf(codes, scale_inv, deq, max_code=max_code):
+        want_codes = [max_code, 0x80 | max_code, 0x00, 0x80]
+        got = [int(c) for c in codes[0, :4]]
+        if got != want_codes or int(f32_bits(scale_inv[0, 0])) != 0x7F000000:
+            return f"codes {[hex(c) for c in got]} scale_inv 0x{int(f32_bits(scale_inv[0, 0])):08x}, worked out " \
+                   f"{[hex(c) for c in want_codes]} and 0x7f000000 (2^127)"
+        if not (deq[0, 0] == np.inf and deq[0, 1] == -np.inf and not np.isnan(deq).any()):
+            return f"dequantized {deq[0, :4]}: the infs must come back as infs, nothing as NaN"
+        return ""
+
+    edge(f"mxfp8_{fmt}_inf_stays_inf", [[np.inf, -np.inf, 1.0, -3.0]], "mxfp8", fmt, expect=inf_stays_inf)
+
+# 3. the block amax skips NaN (TE's fmaxf): a block with a NaN is scaled as the block without it, the NaN casts to
+#    the NaN code; a block of NaNs only has amax 0 (blockwise scale 1; mxfp8 E8M0 0).
+for recipe, fmt in [("blockwise", "e4m3"), ("blockwise", "e5m2"), ("mxfp8", "e4m3"), ("mxfp8", "e5m2")]:
+    fmax = FORMATS[fmt][1]
+    if recipe == "blockwise":  # power_2_scale: fp8_max / 3 rounded down to a power of two; a NaN-only block scale 1
+        want_nan_only = 0x3F800000
+        want_with_three = int(f32_bits(F32(1) / bits_f32(int(f32_bits(F32(fmax) / F32(3.0))) & 0xFF800000)))
+    else:  # amax 3: E8M0 exponent of 3 / fp8_max rounded up
+        want_with_three = int(f32_bits(F32(2.0) ** int(np.ceil(np.log2(3.0 / fmax)))))
+        want_nan_only = 0x00400000
+
+    def nan_skipped(codes, scale_inv, deq, w3=want_with_three, wn=want_nan_only):
+        got = [int(b) for b in f32_bits(scale_inv[:, 0])]
+        if got != [w3, w3, wn]:
+            return f"scale_inv bits {[hex(b) for b in got]}, worked out {[hex(w3), hex(w3), hex(wn)]}"
+        if not (codes[0, 0] == 0x7F and codes[0, 1] == codes[1, 0] and codes[2, 0] == 0x7F):
+            return "the NaN must code 0x7F and 3.0 code as in the block without the NaN"
+        return ""
+
+    edge(f"nan_skipped_by_block_amax_{recipe}_{fmt}", [[np.nan, 3.0, -1.0], [3.0, -1.0], [np.nan] * 4], recipe, fmt,
+         expect=nan_skipped)
 
 report.finish()
