@@ -134,7 +134,7 @@ enum Fp8BlockKind {
 typedef struct {
     const __nv_bfloat16* inp;  // (rows, cols)
     int rows, cols;
-    int tiles_per_row;         // ceil(cols / 128): tile t is at tile row t / tiles_per_row, tile column t % tiles_per_row
+    int tiles_per_row;         // ceil(cols / 128): tile t at tile row t / tiles_per_row, tile column t % tiles_per_row
     int num_tiles;
     Fp8BlockCast cast;
     Fp8BlockCopy rowwise, columnwise;   // 2D: rowwise.codes and columnwise.codes (codes, codes_t) only
@@ -342,8 +342,8 @@ __device__ __forceinline__ void fp8_block_read_column_pair(const __nv_bfloat16* 
 // The 32 codes of one column (`high`: the high halves of w, else the low ones) cast with `scale`, packed 4 to a word
 // in row order (cvt pairs along the column: two rows' values of the same column); with COUNT, the counts.
 template <bool COUNT>
-__device__ __forceinline__ void fp8_block_cast_column32(const uint32_t (&w)[32], bool high, float scale, Fp8Format format,
-                                                        uint32_t (&q)[8], Fp8CastCounts* counts) {
+__device__ __forceinline__ void fp8_block_cast_column32(const uint32_t (&w)[32], bool high, float scale,
+                                                        Fp8Format format, uint32_t (&q)[8], Fp8CastCounts* counts) {
 #pragma unroll
     for (int j = 0; j < 32; j += 2) {
         float x0 = high ? fp8_bf16_hi(w[j]) : fp8_bf16_lo(w[j]);
