@@ -3,7 +3,7 @@ fp8/block_quantize.cuh — the GPU casts of the block recipes (-fp8_recipe block
 of a bf16 tensor is cast with the scale of its own amax, computed inside the cast by the CPU's own scale rules
 (fp8_block_scale, host + device), so a block's codes and scale are the CPU reference's bit for bit.
 
-Two kernel families, one read of the bf16 tensor each:
+Two launchers, one read of the bf16 tensor each:
   fp8_block_cast_1d   1 x block_len blocks along the rows (the rowwise copy) and/or block_len x 1 blocks down the
                       columns (the columnwise copy, written transposed: the operand a TN GEMM reducing over the rows
                       reads), both from the same tile in shared memory. block_len 128: blockwise activations and
@@ -12,24 +12,44 @@ Two kernel families, one read of the bf16 tensor each:
   fp8_block_cast_2d   128 x 128 tiles (blockwise weights): the codes, the transposed codes (a tile is the same block
                       both ways: one amax, one scale), and the scale_invs of both in cuBLASLt's BLK128x128 layout.
 Each copy a 1D cast makes is a cast of its own, as on the CPU (a columnwise copy is cast from the bf16 values, not
-from the rowwise codes): each counts its elements in the diagnostics. The tensor's amax is max-reduced into the slot's
-row 0 (float bits, NaN above inf: fp8_amax_merge's order) and, when asked, into a cell of this cast alone (the slot's
-window amax in the diagnostics: the amax of its last recorded cast).
+from the rowwise codes): each counts its elements in the diagnostics. A block's scale comes from the largest magnitude
+of its elements that are not NaN (fp8/block.h, TE's fmaxf); the tensor's amax, max-reduced into the slot's row 0 and,
+when asked, into a cell of this cast alone (the slot's window amax in the diagnostics), is NaN-propagating (float
+bits, NaN above inf: fp8_amax_merge's order). Both are integer maxima of float bits: no float atomics, and no result
+depends on which CTA cast which tile, so runs are deterministic.
 
-Work layout (both families): a CTA of 256 threads owns a 128 x 128 tile. It loads the tile with 16-byte loads into
-shared memory as bf16. Rowwise: a warp takes a row of the tile, each lane 4 neighbouring elements, so a block of 128
-is the whole warp and a block of 32 is 8 lanes; the block's amax is a shuffle reduction inside that group. Columnwise:
-a thread takes one column of the tile and walks down the rows (neighbouring lanes read neighbouring columns: no bank
-conflicts; a 128-row block is split between the CTA's two halves, which meet on its amax in shared memory; 32-row
-blocks are shared out whole), 16 codes at a time, each 16 a store into its row of the transposed copy (16 of a 32-byte
-sector per store; the thread's next store fills the other half, which L2 merges before it writes back). Why not a
-transposed byte tile in shared memory and coalesced stores: with the 34 KB bf16 tile it would pass the 48 KB of
-static shared memory. The 2D cast reduces the whole tile in the CTA, then writes the codes by rows and by columns.
+Shapes (the launchers refuse anything else, one line on stderr and cudaErrorInvalidValue, before touching the GPU):
+any rows and cols, the last block of a row or a column cut short by the tensor's edge exactly as fp8_quantize_blocks
+cuts it (its amax and scale from the elements that exist), except what the memory access needs: cols a multiple of 8
+(the 16-byte bf16 loads; the rowwise codes go out 8 bytes a thread), rows a multiple of 16 where transposed codes are
+written (their 16-byte stores: the 1D cast's columnwise codes, the 2D cast's codes_t), and at most
+FP8_BLOCK_MAX_TILES 128 x 128 tiles. Scale arrays: VEC128 and BLK128x128 as fp8/block.h lays them out (ceil(K / 128)
+blocks per row); E8M0 bytes (rows, ceil(cols / 32)) rowwise and (cols, ceil(rows / 32)) columnwise, row-major.
+Blockwise's 1x128 blocks at any width go beyond Transformer Engine, whose Float8BlockQuantizer wants multiples of 128.
 
-Shapes (the launchers check them and return cudaErrorInvalidValue): cols a multiple of block_len (and of 8: the
-16-byte loads), rows a multiple of block_len when the columnwise copy is made (and of 16: its 16-byte stores); the 2D
-cast takes multiples of 128 both ways (the trainer's weights under blockwise are: llmc/linear.h checks C, 3C, 4C and
-the padded vocabulary). Rows of a rowwise-only cast may be anything (the tile's last rows are masked).
+How they keep up with a device copy (a pure stream: the speed is how many bytes each SM keeps in flight towards HBM,
+and how little the other work stalls it):
+  - A persistent grid: FP8_BLOCK_CTAS_PER_SM CTAs of 256 threads per SM, each looping over 128 x 128 tiles (tile
+    blockIdx.x, then every gridDim.x-th). The tile-level reductions (the tensor amax, the counts, the scale range)
+    run once per CTA at the end, not once per tile.
+  - Double buffering with cp.async: while a CTA casts tile k from one 32 KB bf16 buffer in shared memory, tile k + 1
+    is landing in the other (each thread has its 8 16-byte copies in flight at once, straight to shared memory, no
+    registers held): 2 CTAs x 32 KB = 64 KB per SM in flight while the SM computes and stores.
+  - The bf16 tile is unpadded row-major: the rowwise pass reads 16 bytes a thread (8 elements of a row, a quarter
+    warp reading 128 contiguous bytes), the columnwise pass 4 bytes a thread (a bf16x2 column pair: a warp reads 128
+    contiguous bytes of one row); neither has a bank conflict.
+  - Rowwise: thread t casts 8 elements (16 bytes) of each of 8 rows; a 1x128 block is 16 neighbouring lanes, a 1x32
+    block 4, so a block's amax is one max.u16x2 per 4 elements in the thread and 4 (or 2) shuffles. The codes go
+    straight to global memory, 8 bytes a lane (a half warp writes a 128-byte row), the dequantized bf16 16 bytes a lane.
+  - Columnwise: thread t holds a column pair over 32 rows (32 bf16x2 words in registers, one max.u16x2 each gives both
+    columns' maxima); a 32x1 block is the thread's own, a 128x1 block the max of 4 threads' (one exchange in shared
+    memory). The codes, 32 per column, go into a transposed byte tile in shared memory (16-byte stores, the 16-byte
+    chunks XOR-swizzled by the column so a quarter warp's 8 stores hit 8 different bank groups), which the CTA then
+    writes out as whole 128-byte rows of the transposed copy, 16 bytes a lane.
+  - The 2D cast reads the tile column-pair-wise first (the tile amax: the CTA's max of the threads'), then writes the
+    transposed codes through the byte tile and the codes by rows, as above.
+  - A block holding a NaN (rare) is reduced again by the thread that sees it, NaN skipped: the common path is the
+    plain max of magnitude bits.
 
 CPU twins: fp8_quantize_blocks (rowwise, 128x128 tiles) and fp8_quantize_blocks_columnwise in fp8/block.h;
 dev/cuda/fp8_block_quantize checks every copy against them bit for bit, and prints GB/s against a device copy.
@@ -38,19 +58,30 @@ dev/cuda/fp8_block_quantize checks every copy against them bit for bit, and prin
 #define GPTFP8_BLOCK_QUANTIZE_CUH
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "block.h"
 #include "quantize.cuh"
 
-#define FP8_BLOCK_TILE 128     // a CTA's tile: 128 x 128 elements
-#define FP8_BLOCK_THREADS 256  // 8 warps
+#define FP8_BLOCK_TILE 128       // a tile: 128 x 128 elements
+#define FP8_BLOCK_THREADS 256    // 8 warps
+#define FP8_BLOCK_CTAS_PER_SM 2  // resident CTAs per SM (the shared memory below: 2 x 82 KB of Hopper's 228 KB)
+#define FP8_BLOCK_MAX_TILES (1 << 30)  // tile indices stay far from int's limit as the loop steps by gridDim.x
+
+// dynamic shared memory: two bf16 tiles (the double buffer), the transposed byte tile, the column amax exchange
+#define FP8_BLOCK_TILE_ELEMENTS (FP8_BLOCK_TILE * FP8_BLOCK_TILE)
+#define FP8_BLOCK_SMEM_CODES_OFFSET (2 * FP8_BLOCK_TILE_ELEMENTS * 2)
+#define FP8_BLOCK_SMEM_AMAX_OFFSET (FP8_BLOCK_SMEM_CODES_OFFSET + FP8_BLOCK_TILE_ELEMENTS)
+#define FP8_BLOCK_SMEM_BYTES (FP8_BLOCK_SMEM_AMAX_OFFSET + 4 * FP8_BLOCK_TILE * 4)
 
 // One copy of a 1D block cast; a NULL pointer is not written. The rowwise copy of inp (rows, cols): codes (rows, cols),
-// scale_inv in VEC128 layout for M = rows, K = cols (blockwise), e8m0 (rows, cols / 32) row-major (mxfp8), dequantized
-// (rows, cols). The columnwise copy: codes (cols, rows) (the transposed tensor's rowwise codes), scale_inv in VEC128
-// layout for M = cols, K = rows, e8m0 (cols, rows / 32), dequantized (rows, cols) (inp's layout).
+// scale_inv in VEC128 layout for M = rows, K = cols (blockwise), e8m0 (rows, ceil(cols / 32)) row-major (mxfp8),
+// dequantized (rows, cols). The columnwise copy: codes (cols, rows) (the transposed tensor's rowwise codes), scale_inv
+// in VEC128 layout for M = cols, K = rows, e8m0 (cols, ceil(rows / 32)), dequantized (rows, cols) (inp's layout).
 typedef struct {
     uint8_t* codes;
     float* scale_inv;
@@ -92,334 +123,583 @@ typedef struct {
 } Fp8BlockCast2d;
 
 // ----------------------------------------------------------------------------
-// pieces shared by both kernels
+// the kernel's arguments: one struct for both launchers
 
-// The tile at (row0, col0) of inp (rows, cols) into shared memory, zeros outside the tensor. 16-byte loads: cols a
-// multiple of 8, inp 16-byte aligned.
-__device__ __forceinline__ void fp8_block_load_tile(__nv_bfloat16 (*tile)[FP8_BLOCK_TILE + 8], const __nv_bfloat16* inp,
-                                                    int rows, int cols, int row0, int col0) {
-    for (int v = threadIdx.x; v < FP8_BLOCK_TILE * FP8_BLOCK_TILE / 8; v += blockDim.x) {
-        int r = v / (FP8_BLOCK_TILE / 8), c = v % (FP8_BLOCK_TILE / 8) * 8;
-        uint4 packed = make_uint4(0u, 0u, 0u, 0u);
-        if (row0 + r < rows && col0 + c < cols) {
-            packed = *reinterpret_cast<const uint4*>(inp + (size_t)(row0 + r) * cols + col0 + c);
-        }
-        *reinterpret_cast<uint4*>(&tile[r][c]) = packed;
+enum Fp8BlockKind {
+    FP8_BLOCK_VEC128,  // 1D, 1x128 / 128x1 blocks (blockwise)
+    FP8_BLOCK_MX32,    // 1D, 1x32 / 32x1 blocks (mxfp8)
+    FP8_BLOCK_TILES    // 2D, 128 x 128 tiles (blockwise weights)
+};
+
+typedef struct {
+    const __nv_bfloat16* inp;  // (rows, cols)
+    int rows, cols;
+    int tiles_per_row;         // ceil(cols / 128): tile t at tile row t / tiles_per_row, tile column t % tiles_per_row
+    int num_tiles;
+    Fp8BlockCast cast;
+    Fp8BlockCopy rowwise, columnwise;   // 2D: rowwise.codes and columnwise.codes (codes, codes_t) only
+    float *tile_scale_inv, *tile_scale_inv_t;  // 2D: BLK128x128 for (rows, cols) and (cols, rows)
+    float* amax;
+    float* tensor_amax;
+    unsigned long long* stats;
+    unsigned int* scale_range;
+    size_t counted_elements;  // what the diagnostics' element count grows by (a 1D cast: one rows * cols per copy)
+} Fp8BlockKernelArgs;
+
+// What a thread carries from tile to tile: the tensor's max |x| (float bits, NaN above inf) and, for the diagnostics,
+// its counts and the block scale range (float bits).
+typedef struct {
+    unsigned int thread_max, scale_min, scale_max;
+    Fp8CastCounts counts;
+} Fp8BlockThreadState;
+
+// ----------------------------------------------------------------------------
+// small pieces
+
+__device__ __forceinline__ void fp8_cp_async16(void* smem_dst, const void* global_src, bool valid) {
+    unsigned int dst = (unsigned int)__cvta_generic_to_shared(smem_dst);
+    int src_bytes = valid ? 16 : 0;  // 0: nothing read, 16 zero bytes written (the tile beyond the tensor's edge)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(global_src), "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void fp8_cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void fp8_cp_async_wait_all_but_one(void) {
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+}
+
+// The two bf16 of a packed pair as floats (exact: a bf16 is the top half of a float)
+__device__ __forceinline__ float fp8_bf16_lo(uint32_t pair) { return __uint_as_float(pair << 16); }
+__device__ __forceinline__ float fp8_bf16_hi(uint32_t pair) { return __uint_as_float(pair & 0xFFFF0000u); }
+
+// Both magnitudes of a bf16 pair (sign bits cleared, each half still ordered like the float bits: NaN above inf)
+__device__ __forceinline__ uint32_t fp8_bf16x2_magnitudes(uint32_t pair) { return pair & 0x7FFF7FFFu; }
+
+// The larger of a pair of half maxima as float bits
+__device__ __forceinline__ uint32_t fp8_halves_max(uint32_t halves) {
+    return max(halves << 16, halves & 0xFFFF0000u);
+}
+
+// A block's amax for its scale from some of its bf16 pairs (`words`; HALF 0: both halves of each, 1: the low halves
+// only, 2: the high ones only): fp8/block.h's fp8_block_amax_merge, NaN skipped. The slow path, taken only where the
+// plain maximum says a NaN is there (inlined and unrolled so that `words` stays in registers).
+template <int HALF, int N>
+__device__ __forceinline__ uint32_t fp8_block_amax_skip_nan(const uint32_t (&words)[N]) {
+    uint32_t amax_bits = 0u;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        if (HALF != 2) { amax_bits = fp8_block_amax_merge(amax_bits, (words[i] << 16) & 0x7FFFFFFFu); }
+        if (HALF != 1) { amax_bits = fp8_block_amax_merge(amax_bits, words[i] & 0x7FFF0000u); }
     }
+    return amax_bits;
 }
 
-// A code and the value the GEMM multiplies, for the dequantized copy: fp8_to_float(code) * scale_inv, to bf16. (For
-// mxfp8 the product is a power-of-two multiple of an FP8 value: exact in bf16 unless it falls below bf16's normal
-// range.)
-__device__ __forceinline__ __nv_bfloat16 fp8_block_dequantize(uint32_t code, Fp8Format format, float scale_inv) {
-    return __float2bfloat16(fp8_to_float((uint8_t)code, format) * scale_inv);
-}
-
-// Sixteen codes of one column of the tile, rows r_first .. r_first + 15, cast with `scale`, as one 16-byte store into
-// the transposed copy codes_t (cols, rows) at row col0 + c, column row0 + r_first (rows a multiple of 16, codes_t
-// 16-byte aligned). With COUNT, what the cast clipped and flushed; `dequantized` (rows, cols) may be NULL.
+// Eight bf16 (four pairs) cast with `scale`: eight codes, first value in the lowest byte; with COUNT, what the cast
+// clipped and flushed.
 template <bool COUNT>
-__device__ __forceinline__ void fp8_block_cast_column16(uint8_t* codes_t, __nv_bfloat16* dequantized,
-                                                        const __nv_bfloat16 (*tile)[FP8_BLOCK_TILE + 8], int c,
-                                                        int r_first, int rows, int cols, int row0, int col0,
-                                                        Fp8BlockScale s, Fp8Format format, Fp8CastCounts* counts) {
-    uint8_t bytes[16];
-    for (int j = 0; j < 16; j += 2) {
-        float x0 = __bfloat162float(tile[r_first + j][c]), x1 = __bfloat162float(tile[r_first + j + 1][c]);
-        uint32_t pair = fp8_cvt_pair(x0 * s.scale, x1 * s.scale, format);
-        bytes[j] = (uint8_t)(pair & 0xFFu);
-        bytes[j + 1] = (uint8_t)(pair >> 8);
-        if (dequantized) {
-            size_t offset = (size_t)(row0 + r_first + j) * cols + col0 + c;  // neighbouring lanes: neighbouring columns
-            dequantized[offset] = fp8_block_dequantize(pair & 0xFFu, format, s.scale_inv);
-            dequantized[offset + cols] = fp8_block_dequantize(pair >> 8, format, s.scale_inv);
-        }
+__device__ __forceinline__ uint2 fp8_block_cast8(const uint32_t (&w)[4], float scale, Fp8Format format,
+                                                 Fp8CastCounts* counts) {
+    uint32_t pairs[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        float x0 = fp8_bf16_lo(w[j]), x1 = fp8_bf16_hi(w[j]);
+        pairs[j] = fp8_cvt_pair(x0 * scale, x1 * scale, format);
         if (COUNT) {
             float fp8_max_value = fp8_max(format);
-            fp8_count(counts, x0, x0 * s.scale, pair & 0xFFu, fp8_max_value);
-            fp8_count(counts, x1, x1 * s.scale, pair >> 8, fp8_max_value);
+            fp8_count(counts, x0, x0 * scale, pairs[j] & 0xFFu, fp8_max_value);
+            fp8_count(counts, x1, x1 * scale, pairs[j] >> 8, fp8_max_value);
         }
     }
-    if (codes_t) {
-        uint4 packed;
-        memcpy(&packed, bytes, 16);
-        *reinterpret_cast<uint4*>(codes_t + (size_t)(col0 + c) * rows + row0 + r_first) = packed;
-    }
+    return make_uint2(pairs[0] | (pairs[1] << 16), pairs[2] | (pairs[3] << 16));
 }
 
-// A block's scale into a copy's arrays: the scale_inv of row m's k_block-th block in VEC128 layout (M rows: the
-// copy's), or its E8M0 byte at (m, k_block) of a (M, blocks_per_row) array.
-__device__ __forceinline__ void fp8_block_store_scale(const Fp8BlockCopy* copy, int m, int k_block, int M,
-                                                      int blocks_per_row, Fp8BlockScale s) {
-    if (copy->scale_inv) {
-        copy->scale_inv[fp8_vec128_scale_index((size_t)m, (size_t)k_block, (size_t)M)] = s.scale_inv;
-    }
-    if (copy->e8m0) { copy->e8m0[(size_t)m * blocks_per_row + k_block] = s.e8m0; }
+// Two codes (the low 16 bits: first in the low byte) to the values the GEMM multiplies, fp8_to_float(code) *
+// scale_inv, rounded to bf16 (a packed pair). The hardware's FP8 -> fp16 conversion is exact (every FP8 value is an
+// fp16), and so is fp16 -> fp32: the product is the CPU's.
+__device__ __forceinline__ uint32_t fp8_block_dequantize2(uint32_t codes, Fp8Format format, float scale_inv_lo,
+                                                          float scale_inv_hi) {
+    __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(codes & 0xFFFFu),
+                                                 format == FP8_E4M3 ? __NV_E4M3 : __NV_E5M2);
+    float2 values = __half22float2(__half2(raw));
+    __nv_bfloat162 out = __floats2bfloat162_rn(values.x * scale_inv_lo, values.y * scale_inv_hi);
+    return *reinterpret_cast<uint32_t*>(&out);
 }
 
 // What the diagnostics keep of one block: its scale in the thread's running min and max (float bits, which order
-// like the positive scales), when its amax is finite and non-zero (fp8/block.h: other blocks' scales say nothing).
-__device__ __forceinline__ void fp8_block_scale_range_add(unsigned int* scale_min, unsigned int* scale_max,
-                                                          unsigned int block_amax_bits, float scale) {
+// like the positive scales), when its amax (NaN skipped) is finite and non-zero (fp8/block.h: other blocks' scales
+// say nothing about the tensor).
+__device__ __forceinline__ void fp8_block_scale_range_add(Fp8BlockThreadState* th, unsigned int block_amax_bits,
+                                                          float scale) {
     if (block_amax_bits != 0u && block_amax_bits <= 0x7F7FFFFFu) {
         unsigned int bits = __float_as_uint(scale);
-        *scale_min = min(*scale_min, bits);
-        *scale_max = max(*scale_max, bits);
+        th->scale_min = min(th->scale_min, bits);
+        th->scale_max = max(th->scale_max, bits);
     }
 }
 
-// The end of a cast, every thread: the CTA's max |x| into *amax (and *tensor_amax), and with COUNT its counts and
-// scale range into the diagnostics (counted_elements: what block (0, 0) adds to the element count).
-template <bool COUNT>
-__device__ __forceinline__ void fp8_block_cast_finish(unsigned int thread_max, Fp8CastCounts counts,
-                                                      unsigned int scale_min, unsigned int scale_max, float* amax,
-                                                      float* tensor_amax, unsigned long long* stats,
-                                                      unsigned int* scale_range, size_t counted_elements) {
-    unsigned int tile_max = fp8_block_max(thread_max);
-    if (threadIdx.x == 0 && tile_max != 0u) {
-        atomicMax(reinterpret_cast<unsigned int*>(amax), tile_max);
-        if (tensor_amax) { atomicMax(reinterpret_cast<unsigned int*>(tensor_amax), tile_max); }
-    }
-    if (!COUNT) { return; }
-    __syncthreads();  // fp8_block_counts_to_global's cells after fp8_block_max's
-    fp8_block_counts_to_global(counts, stats, counted_elements, blockIdx.x == 0 && blockIdx.y == 0);
-    scale_min = __reduce_min_sync(0xFFFFFFFFu, scale_min);
-    scale_max = __reduce_max_sync(0xFFFFFFFFu, scale_max);
-    if (threadIdx.x % 32 == 0 && scale_max != 0u) {  // a warp that saw a block with a finite non-zero amax
-        atomicMin(&scale_range[0], scale_min);
-        atomicMax(&scale_range[1], scale_max);
-    }
+// Where the 16-byte chunk `chunk` (rows chunk * 16 .. + 15 of the tile) of the transposed byte tile's row c (column c
+// of the tile) lies: the chunks of a row XOR-swizzled by (c / 2) % 8, so the 8 lanes of a quarter warp, which write
+// chunks of 8 different column pairs, hit 8 different bank groups (and the 8 lanes reading one row read 8 chunks).
+__device__ __forceinline__ int fp8_block_codes_offset(int c, int chunk) {
+    return c * FP8_BLOCK_TILE + ((chunk ^ ((c >> 1) & 7)) << 4);
 }
 
 // ----------------------------------------------------------------------------
-// 1D blocks: rowwise and/or columnwise copies
+// the passes over one tile
 
-template <bool COUNT>
-__global__ void __launch_bounds__(FP8_BLOCK_THREADS) fp8_block_cast_1d_kernel(Fp8BlockCast1d a) {
-    __shared__ __align__(16) __nv_bfloat16 tile[FP8_BLOCK_TILE][FP8_BLOCK_TILE + 8];  // +8: 16-byte aligned rows
-    const int row0 = blockIdx.y * FP8_BLOCK_TILE, col0 = blockIdx.x * FP8_BLOCK_TILE;
-    const int tile_rows = min(FP8_BLOCK_TILE, a.rows - row0), tile_cols = min(FP8_BLOCK_TILE, a.cols - col0);
+// The tile at (row0, col0) into `dst` (row-major 128 x 128 bf16), zeros outside the tensor, by cp.async: thread t's
+// 8 16-byte copies (rows t / 16 + 16 i, elements (t % 16) * 8 ..) all in flight at once. A chunk is all in or all out
+// of the tensor (cols % 8 == 0).
+__device__ __forceinline__ void fp8_block_load_tile(__nv_bfloat16* dst, const Fp8BlockKernelArgs& a, int tile) {
+    const int row0 = tile / a.tiles_per_row * FP8_BLOCK_TILE, col0 = tile % a.tiles_per_row * FP8_BLOCK_TILE;
+    const int r_first = threadIdx.x / 16, c = threadIdx.x % 16 * 8;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int r = r_first + 16 * i;
+        bool valid = row0 + r < a.rows && col0 + c < a.cols;
+        const __nv_bfloat16* src = valid ? a.inp + (size_t)(row0 + r) * a.cols + col0 + c : a.inp;
+        fp8_cp_async16(dst + r * FP8_BLOCK_TILE + c, src, valid);
+    }
+}
+
+// The rowwise copy of one tile: thread t casts elements (t % 16) * 8 .. + 7 of rows t / 16 + 16 i (i < 8). 1D: the
+// block's amax over its 16 (1x128) or 4 (1x32) lanes, its scale, the scale's store by the block's first lane; 2D: the
+// tile's scale `tile_scale`. The codes (and the dequantized bf16) go straight to global memory.
+template <bool COUNT, int KIND>
+__device__ __forceinline__ void fp8_block_rowwise_pass(const Fp8BlockKernelArgs& a, const __nv_bfloat16* tile,
+                                                       int row0, int col0, Fp8BlockScale tile_scale,
+                                                       Fp8BlockThreadState* th) {
+    constexpr int lanes_per_block = KIND == FP8_BLOCK_MX32 ? FP8_MXFP8_BLOCK / 8 : FP8_BLOCKWISE_BLOCK / 8;
     const Fp8Format format = a.cast.format;
-    const float fp8_max_value = fp8_max(format);
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    unsigned int thread_max = 0u, scale_min = 0xFFFFFFFFu, scale_max = 0u;
-    Fp8CastCounts counts = {0u, 0u};
-    fp8_block_load_tile(tile, a.inp, a.rows, a.cols, row0, col0);
-    __syncthreads();
-
-    if (fp8_block_copy_wanted(&a.rowwise)) {
-        // a warp per row, 4 elements a lane: a block is block_len / 4 neighbouring lanes (all 32, or 8)
-        const int lanes_per_block = a.block_len / 4, c = lane * 4;
-        const int blocks_per_row = a.cols / a.block_len;
-        for (int r = warp; r < tile_rows; r += FP8_BLOCK_THREADS / 32) {  // warp-uniform: every lane shuffles
-            float x[4];
-            unsigned int magnitude = 0u;
-            for (int i = 0; i < 4; i++) {
-                x[i] = __bfloat162float(tile[r][c + i]);
-                magnitude = max(magnitude, fp8_magnitude_bits(x[i]));
-            }
-            unsigned int block_amax = magnitude;
+    const int cc = threadIdx.x % 16, col = col0 + cc * 8;
+    const bool col_valid = col < a.cols;
+    const int e8m0_per_row = (a.cols + FP8_MXFP8_BLOCK - 1) / FP8_MXFP8_BLOCK;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int r = threadIdx.x / 16 + 16 * i, row = row0 + r;
+        const uint4 v = *reinterpret_cast<const uint4*>(tile + r * FP8_BLOCK_TILE + cc * 8);
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+        Fp8BlockScale s = tile_scale;
+        uint32_t block_amax = 0u;
+        if (KIND != FP8_BLOCK_TILES) {
+            uint32_t halves = __vmaxu2(__vmaxu2(fp8_bf16x2_magnitudes(w[0]), fp8_bf16x2_magnitudes(w[1])),
+                                       __vmaxu2(fp8_bf16x2_magnitudes(w[2]), fp8_bf16x2_magnitudes(w[3])));
+            uint32_t all = fp8_halves_max(halves);  // zeros beyond the tensor's edge: they change no maximum
+            th->thread_max = max(th->thread_max, all);
+            block_amax = all > 0x7F800000u ? fp8_block_amax_skip_nan<0>(w) : all;
+            // every lane shuffles (a warp-uniform loop), the ones past the tensor's edge included
+#pragma unroll
             for (int offset = lanes_per_block / 2; offset > 0; offset /= 2) {
                 block_amax = max(block_amax, __shfl_xor_sync(0xFFFFFFFFu, block_amax, offset));
             }
-            if (c >= tile_cols) { continue; }  // past the tensor's last column (a whole block: cols % block_len == 0)
-            Fp8BlockScale s = fp8_block_scale(&a.cast, __uint_as_float(block_amax));
-            thread_max = max(thread_max, magnitude);
-            uint32_t lo = fp8_cvt_pair(x[0] * s.scale, x[1] * s.scale, format);
-            uint32_t hi = fp8_cvt_pair(x[2] * s.scale, x[3] * s.scale, format);
-            uint32_t codes = lo | (hi << 16);
-            size_t offset = (size_t)(row0 + r) * a.cols + col0 + c;
-            if (a.rowwise.codes) { *reinterpret_cast<uint32_t*>(a.rowwise.codes + offset) = codes; }
-            if (a.rowwise.dequantized) {
-                for (int i = 0; i < 4; i++) {
-                    a.rowwise.dequantized[offset + i] =
-                        fp8_block_dequantize((codes >> (8 * i)) & 0xFFu, format, s.scale_inv);
-                }
+        }
+        if (row >= a.rows || !col_valid) { continue; }
+        if (KIND != FP8_BLOCK_TILES) { s = fp8_block_scale(&a.cast, __uint_as_float(block_amax)); }
+        const uint2 codes = fp8_block_cast8<COUNT>(w, s.scale, format, &th->counts);
+        const size_t offset = (size_t)row * a.cols + col;
+        if (a.rowwise.codes) { *reinterpret_cast<uint2*>(a.rowwise.codes + offset) = codes; }
+        if (KIND == FP8_BLOCK_TILES) { continue; }
+        if (a.rowwise.dequantized) {
+            uint4 out;
+            out.x = fp8_block_dequantize2(codes.x, format, s.scale_inv, s.scale_inv);
+            out.y = fp8_block_dequantize2(codes.x >> 16, format, s.scale_inv, s.scale_inv);
+            out.z = fp8_block_dequantize2(codes.y, format, s.scale_inv, s.scale_inv);
+            out.w = fp8_block_dequantize2(codes.y >> 16, format, s.scale_inv, s.scale_inv);
+            *reinterpret_cast<uint4*>(a.rowwise.dequantized + offset) = out;
+        }
+        if (cc % lanes_per_block == 0) {  // the block's first lane: its scale
+            if (KIND == FP8_BLOCK_VEC128 && a.rowwise.scale_inv) {
+                a.rowwise.scale_inv[fp8_vec128_scale_index((size_t)row, (size_t)(col / FP8_BLOCKWISE_BLOCK),
+                                                           (size_t)a.rows)] = s.scale_inv;
             }
-            if (COUNT) {
-                for (int i = 0; i < 4; i++) {
-                    fp8_count(&counts, x[i], x[i] * s.scale, (codes >> (8 * i)) & 0xFFu, fp8_max_value);
-                }
+            if (KIND == FP8_BLOCK_MX32 && a.rowwise.e8m0) {
+                a.rowwise.e8m0[(size_t)row * e8m0_per_row + col / FP8_MXFP8_BLOCK] = s.e8m0;
             }
-            if (lane % lanes_per_block == 0) {  // the block's first lane writes its scale
-                fp8_block_store_scale(&a.rowwise, row0 + r, (col0 + c) / a.block_len, a.rows, blocks_per_row, s);
-                if (COUNT) { fp8_block_scale_range_add(&scale_min, &scale_max, block_amax, s.scale); }
-            }
+            if (COUNT) { fp8_block_scale_range_add(th, block_amax, s.scale); }
         }
     }
+}
 
-    int columnwise = fp8_block_copy_wanted(&a.columnwise);
-    // a thread per column of the tile, in each half of the CTA
-    const int c = threadIdx.x % FP8_BLOCK_TILE, half = threadIdx.x / FP8_BLOCK_TILE;
-    const int blocks_per_column = a.rows / a.block_len;
-    if (columnwise && a.block_len == FP8_BLOCK_TILE) {
-        // blockwise: one block per column of the tile (the tile is whole: rows % 128 == 0). Each half of the CTA takes
-        // half the block's rows; the two meet in shared memory on the block's amax, then each casts its half.
-        __shared__ unsigned int half_amax[2][FP8_BLOCK_TILE];
-        const int r_begin = half * (FP8_BLOCK_TILE / 2);
-        unsigned int own_amax = 0u;
-        for (int j = r_begin; j < r_begin + FP8_BLOCK_TILE / 2; j++) {
-            own_amax = max(own_amax, fp8_magnitude_bits(__bfloat162float(tile[j][c])));
+// A column pair of the tile over 32 rows: thread t reads columns 2 (t % 64), + 1 of rows 32 (t / 64) .. + 31 (a warp
+// reads 128 contiguous bytes of a row at a time), and folds their magnitudes into th->thread_max. Returns each
+// column's maximum magnitude with NaN skipped in *amax_lo (column 2 (t % 64)) and *amax_hi.
+__device__ __forceinline__ void fp8_block_read_column_pair(const __nv_bfloat16* tile, uint32_t (&w)[32],
+                                                           uint32_t* amax_lo, uint32_t* amax_hi,
+                                                           Fp8BlockThreadState* th) {
+    const uint32_t* words = reinterpret_cast<const uint32_t*>(tile);
+    const int p = threadIdx.x % 64, segment = threadIdx.x / 64;
+    uint32_t halves = 0u;
+#pragma unroll
+    for (int j = 0; j < 32; j++) {
+        w[j] = words[(segment * 32 + j) * (FP8_BLOCK_TILE / 2) + p];
+        halves = __vmaxu2(halves, fp8_bf16x2_magnitudes(w[j]));
+    }
+    const uint32_t lo = halves << 16, hi = halves & 0xFFFF0000u;
+    th->thread_max = max(th->thread_max, max(lo, hi));
+    *amax_lo = lo > 0x7F800000u ? fp8_block_amax_skip_nan<1>(w) : lo;
+    *amax_hi = hi > 0x7F800000u ? fp8_block_amax_skip_nan<2>(w) : hi;
+}
+
+// The 32 codes of one column (`high`: the high halves of w, else the low ones) cast with `scale`, packed 4 to a word
+// in row order (cvt pairs along the column: two rows' values of the same column); with COUNT, the counts.
+template <bool COUNT>
+__device__ __forceinline__ void fp8_block_cast_column32(const uint32_t (&w)[32], bool high, float scale,
+                                                        Fp8Format format, uint32_t (&q)[8], Fp8CastCounts* counts) {
+#pragma unroll
+    for (int j = 0; j < 32; j += 2) {
+        float x0 = high ? fp8_bf16_hi(w[j]) : fp8_bf16_lo(w[j]);
+        float x1 = high ? fp8_bf16_hi(w[j + 1]) : fp8_bf16_lo(w[j + 1]);
+        uint32_t pair = fp8_cvt_pair(x0 * scale, x1 * scale, format);
+        if (j % 4 == 0) {
+            q[j / 4] = pair;
+        } else {
+            q[j / 4] |= pair << 16;
         }
-        half_amax[half][c] = own_amax;
+        if (COUNT) {
+            float fp8_max_value = fp8_max(format);
+            fp8_count(counts, x0, x0 * scale, pair & 0xFFu, fp8_max_value);
+            fp8_count(counts, x1, x1 * scale, pair >> 8, fp8_max_value);
+        }
+    }
+}
+
+// A column pair's codes (q_lo: column c, q_hi: column c + 1; rows 32 segment .. + 31) into the transposed byte tile
+__device__ __forceinline__ void fp8_block_store_codes_t(uint8_t* codes_tile, int c, int segment,
+                                                        const uint32_t (&q_lo)[8], const uint32_t (&q_hi)[8]) {
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int chunk = 2 * segment + half;
+        *reinterpret_cast<uint4*>(codes_tile + fp8_block_codes_offset(c, chunk)) =
+            make_uint4(q_lo[4 * half], q_lo[4 * half + 1], q_lo[4 * half + 2], q_lo[4 * half + 3]);
+        *reinterpret_cast<uint4*>(codes_tile + fp8_block_codes_offset(c + 1, chunk)) =
+            make_uint4(q_hi[4 * half], q_hi[4 * half + 1], q_hi[4 * half + 2], q_hi[4 * half + 3]);
+    }
+}
+
+// The transposed byte tile out as rows of the transposed copy codes_t (cols, rows): 8 lanes a 128-byte row, 16 bytes
+// a lane; rows past the tensor's edge (a chunk is all in or all out: rows % 16 == 0) and columns past it skipped.
+__device__ __forceinline__ void fp8_block_write_codes_t(uint8_t* codes_t, const uint8_t* codes_tile, int rows,
+                                                        int cols, int row0, int col0) {
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int q = threadIdx.x + FP8_BLOCK_THREADS * k, c = q / 8, chunk = q % 8;
+        if (col0 + c < cols && row0 + chunk * 16 < rows) {
+            *reinterpret_cast<uint4*>(codes_t + (size_t)(col0 + c) * rows + row0 + chunk * 16) =
+                *reinterpret_cast<const uint4*>(codes_tile + fp8_block_codes_offset(c, chunk));
+        }
+    }
+}
+
+// The columnwise copy of one 1D tile: thread t's column pair over 32 rows; a 32x1 block is the thread's own, a 128x1
+// block the 4 row segments' maxima met in shared memory. Codes into the transposed byte tile (written out after the
+// caller's barrier), the dequantized bf16 pairs straight to global memory in inp's layout, the scales by the thread
+// that owns the block (its first segment, for 128x1).
+template <bool COUNT, int KIND>
+__device__ __forceinline__ void fp8_block_columnwise_pass(const Fp8BlockKernelArgs& a, const __nv_bfloat16* tile,
+                                                          uint8_t* codes_tile, unsigned int* column_amax, int row0,
+                                                          int col0, Fp8BlockThreadState* th) {
+    const Fp8Format format = a.cast.format;
+    const int p = threadIdx.x % 64, segment = threadIdx.x / 64, c = 2 * p, col = col0 + c;
+    const bool col_valid = col < a.cols;  // both columns of the pair: cols % 8 == 0
+    uint32_t w[32], amax_lo, amax_hi;
+    fp8_block_read_column_pair(tile, w, &amax_lo, &amax_hi, th);
+    if (KIND == FP8_BLOCK_VEC128) {  // the block is the tile's 128 rows: the max of the 4 segments'
+        *reinterpret_cast<uint2*>(&column_amax[segment * FP8_BLOCK_TILE + c]) = make_uint2(amax_lo, amax_hi);
         __syncthreads();
-        unsigned int block_amax = max(half_amax[0][c], half_amax[1][c]);
-        if (c < tile_cols) {
-            Fp8BlockScale s = fp8_block_scale(&a.cast, __uint_as_float(block_amax));
-            thread_max = max(thread_max, own_amax);
-            for (int j = r_begin; j < r_begin + FP8_BLOCK_TILE / 2; j += 16) {
-                fp8_block_cast_column16<COUNT>(a.columnwise.codes, a.columnwise.dequantized, tile, c, j, a.rows,
-                                               a.cols, row0, col0, s, format, &counts);
-            }
-            if (half == 0) {
-                fp8_block_store_scale(&a.columnwise, col0 + c, row0 / a.block_len, a.cols, blocks_per_column, s);
-                if (COUNT) { fp8_block_scale_range_add(&scale_min, &scale_max, block_amax, s.scale); }
-            }
-        }
-    } else if (columnwise) {
-        // mxfp8: four blocks per column of the tile, shared out between the two halves of the CTA
-        for (int r_first = half * a.block_len; r_first < FP8_BLOCK_TILE; r_first += 2 * a.block_len) {
-            if (c >= tile_cols || r_first >= tile_rows) { continue; }  // whole blocks: rows % block_len == 0
-            unsigned int block_amax = 0u;
-            for (int j = 0; j < a.block_len; j++) {
-                block_amax = max(block_amax, fp8_magnitude_bits(__bfloat162float(tile[r_first + j][c])));
-            }
-            Fp8BlockScale s = fp8_block_scale(&a.cast, __uint_as_float(block_amax));
-            thread_max = max(thread_max, block_amax);
-            for (int j = 0; j < a.block_len; j += 16) {
-                fp8_block_cast_column16<COUNT>(a.columnwise.codes, a.columnwise.dequantized, tile, c, r_first + j,
-                                               a.rows, a.cols, row0, col0, s, format, &counts);
-            }
-            fp8_block_store_scale(&a.columnwise, col0 + c, (row0 + r_first) / a.block_len, a.cols, blocks_per_column,
-                                  s);
-            if (COUNT) { fp8_block_scale_range_add(&scale_min, &scale_max, block_amax, s.scale); }
+#pragma unroll
+        for (int s = 0; s < 4; s++) {
+            uint2 other = *reinterpret_cast<const uint2*>(&column_amax[s * FP8_BLOCK_TILE + c]);
+            amax_lo = max(amax_lo, other.x);
+            amax_hi = max(amax_hi, other.y);
         }
     }
-    size_t copies = (size_t)fp8_block_copy_wanted(&a.rowwise) + (size_t)columnwise;
-    fp8_block_cast_finish<COUNT>(thread_max, counts, scale_min, scale_max, a.amax, a.tensor_amax, a.stats,
-                                 a.scale_range, copies * (size_t)a.rows * (size_t)a.cols);
+    const Fp8BlockScale s_lo = fp8_block_scale(&a.cast, __uint_as_float(amax_lo));
+    const Fp8BlockScale s_hi = fp8_block_scale(&a.cast, __uint_as_float(amax_hi));
+    uint32_t q_lo[8], q_hi[8];
+    // the counts only for the elements inside the tensor (the others are zeros, which count nothing anyway)
+    fp8_block_cast_column32<COUNT>(w, false, s_lo.scale, format, q_lo, &th->counts);
+    fp8_block_cast_column32<COUNT>(w, true, s_hi.scale, format, q_hi, &th->counts);
+    if (a.columnwise.codes) { fp8_block_store_codes_t(codes_tile, c, segment, q_lo, q_hi); }
+    if (!col_valid) { return; }
+    if (a.columnwise.dequantized) {
+#pragma unroll
+        for (int j = 0; j < 32; j++) {
+            const int row = row0 + segment * 32 + j;
+            // row j's two codes: byte j % 4 of word j / 4 of each column
+            uint32_t pair = __byte_perm(q_lo[j / 4], q_hi[j / 4], (j % 4) | ((4 + j % 4) << 4));
+            if (row < a.rows) {
+                reinterpret_cast<uint32_t*>(a.columnwise.dequantized + (size_t)row * a.cols + col)[0] =
+                    fp8_block_dequantize2(pair, format, s_lo.scale_inv, s_hi.scale_inv);
+            }
+        }
+    }
+    if (KIND == FP8_BLOCK_VEC128 && segment == 0) {
+        if (a.columnwise.scale_inv) {
+            const size_t k_block = (size_t)(row0 / FP8_BLOCKWISE_BLOCK);
+            a.columnwise.scale_inv[fp8_vec128_scale_index((size_t)col, k_block, (size_t)a.cols)] = s_lo.scale_inv;
+            a.columnwise.scale_inv[fp8_vec128_scale_index((size_t)col + 1, k_block, (size_t)a.cols)] = s_hi.scale_inv;
+        }
+        if (COUNT) {
+            fp8_block_scale_range_add(th, amax_lo, s_lo.scale);
+            fp8_block_scale_range_add(th, amax_hi, s_hi.scale);
+        }
+    }
+    if (KIND == FP8_BLOCK_MX32 && row0 + segment * 32 < a.rows) {
+        if (a.columnwise.e8m0) {
+            const size_t per_column = (size_t)((a.rows + FP8_MXFP8_BLOCK - 1) / FP8_MXFP8_BLOCK);
+            const size_t k_block = (size_t)(row0 / FP8_MXFP8_BLOCK + segment);
+            a.columnwise.e8m0[(size_t)col * per_column + k_block] = s_lo.e8m0;
+            a.columnwise.e8m0[(size_t)(col + 1) * per_column + k_block] = s_hi.e8m0;
+        }
+        if (COUNT) {
+            fp8_block_scale_range_add(th, amax_lo, s_lo.scale);
+            fp8_block_scale_range_add(th, amax_hi, s_hi.scale);
+        }
+    }
 }
 
-// Checks a 1D cast's shapes and pointers (see the top); cudaErrorInvalidValue when they do not hold.
-static inline cudaError_t fp8_block_cast_1d_check(const Fp8BlockCast1d* a) {
-    int expected_len = a->cast.scaling == FP8_SCALING_MXFP8 ? FP8_MXFP8_BLOCK : FP8_BLOCKWISE_BLOCK;
-    int columnwise = fp8_block_copy_wanted(&a->columnwise);
-    int mxfp8 = a->cast.scaling == FP8_SCALING_MXFP8;
-    if (a->cast.scaling != FP8_SCALING_BLOCKWISE && !mxfp8) { return cudaErrorInvalidValue; }  // a per-tensor recipe
-    if ((mxfp8 && (a->rowwise.scale_inv || a->columnwise.scale_inv)) ||
-        (!mxfp8 && (a->rowwise.e8m0 || a->columnwise.e8m0))) {
-        return cudaErrorInvalidValue;  // VEC128 scale_invs are blockwise's, E8M0 bytes mxfp8's
+// One 128 x 128 tile of a 2D cast: the tile's amax (NaN skipped) from every thread's column pair, met in shared
+// memory; the transposed codes from the registers into the byte tile, the codes by rows from the bf16 tile (the
+// counts there: one cast), the two scale_invs by thread 0. Leaves the byte tile for the caller to write out.
+template <bool COUNT>
+__device__ __forceinline__ void fp8_block_tile_pass(const Fp8BlockKernelArgs& a, const __nv_bfloat16* tile,
+                                                    uint8_t* codes_tile, int tile_index, int row0, int col0,
+                                                    Fp8BlockThreadState* th) {
+    __shared__ unsigned int warp_amax[FP8_BLOCK_THREADS / 32];
+    const int p = threadIdx.x % 64, segment = threadIdx.x / 64;
+    uint32_t w[32], amax_lo, amax_hi;
+    fp8_block_read_column_pair(tile, w, &amax_lo, &amax_hi, th);
+    unsigned int warp_max = __reduce_max_sync(0xFFFFFFFFu, max(amax_lo, amax_hi));
+    if (threadIdx.x % 32 == 0) { warp_amax[threadIdx.x / 32] = warp_max; }
+    __syncthreads();
+    uint32_t tile_amax = 0u;
+#pragma unroll
+    for (int i = 0; i < FP8_BLOCK_THREADS / 32; i++) { tile_amax = max(tile_amax, warp_amax[i]); }
+    const Fp8BlockScale s = fp8_block_scale(&a.cast, __uint_as_float(tile_amax));
+    uint32_t q_lo[8], q_hi[8];
+    fp8_block_cast_column32<false>(w, false, s.scale, a.cast.format, q_lo, &th->counts);
+    fp8_block_cast_column32<false>(w, true, s.scale, a.cast.format, q_hi, &th->counts);
+    fp8_block_store_codes_t(codes_tile, 2 * p, segment, q_lo, q_hi);
+    fp8_block_rowwise_pass<COUNT, FP8_BLOCK_TILES>(a, tile, row0, col0, s, th);
+    if (threadIdx.x == 0) {
+        const size_t tile_m = (size_t)(tile_index / a.tiles_per_row), tile_k = (size_t)(tile_index % a.tiles_per_row);
+        a.tile_scale_inv[fp8_blk128_scale_index(tile_m, tile_k, (size_t)a.cols)] = s.scale_inv;
+        a.tile_scale_inv_t[fp8_blk128_scale_index(tile_k, tile_m, (size_t)a.rows)] = s.scale_inv;
+        if (COUNT) { fp8_block_scale_range_add(th, tile_amax, s.scale); }
     }
-    if (a->block_len != expected_len || a->rows <= 0 || a->cols <= 0 || a->cols % a->block_len != 0 ||
-        (columnwise && (a->rows % a->block_len != 0 || a->rows % 16 != 0)) || (uintptr_t)a->inp % 16 != 0 ||
-        (a->columnwise.codes && (uintptr_t)a->columnwise.codes % 16 != 0) ||
-        (a->rowwise.codes && (uintptr_t)a->rowwise.codes % 4 != 0) || a->amax == NULL ||
-        (a->stats != NULL) != (a->scale_range != NULL) || (uintptr_t)a->stats % 8 != 0 ||
-        (uintptr_t)a->scale_range % 4 != 0 || ((size_t)a->rows + FP8_BLOCK_TILE - 1) / FP8_BLOCK_TILE > 65535u) {
-        return cudaErrorInvalidValue;
-    }
-    return cudaSuccess;
-}
-
-// The launcher: zeroes *tensor_amax (when given), then one launch over the tiles. With stats (and scale_range) the
-// counting kernel, else the lean one.
-static inline cudaError_t fp8_block_cast_1d(const Fp8BlockCast1d* a, cudaStream_t stream) {
-    cudaError_t err = fp8_block_cast_1d_check(a);
-    if (err != cudaSuccess) { return err; }
-    if (a->tensor_amax) {
-        err = cudaMemsetAsync(a->tensor_amax, 0, sizeof(float), stream);
-        if (err != cudaSuccess) { return err; }
-    }
-    dim3 grid((unsigned)(((size_t)a->cols + FP8_BLOCK_TILE - 1) / FP8_BLOCK_TILE),
-              (unsigned)(((size_t)a->rows + FP8_BLOCK_TILE - 1) / FP8_BLOCK_TILE));
-    if (a->stats) {
-        fp8_block_cast_1d_kernel<true><<<grid, FP8_BLOCK_THREADS, 0, stream>>>(*a);
-    } else {
-        fp8_block_cast_1d_kernel<false><<<grid, FP8_BLOCK_THREADS, 0, stream>>>(*a);
-    }
-    return cudaGetLastError();
 }
 
 // ----------------------------------------------------------------------------
-// 2D blocks: a weight's 128 x 128 tiles, codes and transposed codes
+// the kernel: a persistent loop over the tiles, double-buffered
 
+// The end of a cast, every thread: the CTA's max |x| into *amax (and *tensor_amax), and with COUNT its counts and
+// scale range into the diagnostics (CTA 0 adds the element count).
 template <bool COUNT>
-__global__ void __launch_bounds__(FP8_BLOCK_THREADS) fp8_block_cast_2d_kernel(Fp8BlockCast2d a) {
-    __shared__ __align__(16) __nv_bfloat16 tile[FP8_BLOCK_TILE][FP8_BLOCK_TILE + 8];
-    __shared__ unsigned int tile_amax;
-    const int row0 = blockIdx.y * FP8_BLOCK_TILE, col0 = blockIdx.x * FP8_BLOCK_TILE;
-    const Fp8Format format = a.cast.format;
-    const float fp8_max_value = fp8_max(format);
-    fp8_block_load_tile(tile, a.inp, a.rows, a.cols, row0, col0);
-    __syncthreads();
-    // the tile's amax: each thread 8-element pieces of rows, then the CTA
-    unsigned int thread_max = 0u;
-    for (int v = threadIdx.x; v < FP8_BLOCK_TILE * FP8_BLOCK_TILE / 8; v += blockDim.x) {
-        int r = v / (FP8_BLOCK_TILE / 8), c = v % (FP8_BLOCK_TILE / 8) * 8;
-        for (int i = 0; i < 8; i++) {
-            thread_max = max(thread_max, fp8_magnitude_bits(__bfloat162float(tile[r][c + i])));
-        }
+__device__ __forceinline__ void fp8_block_cast_finish(const Fp8BlockThreadState* th, const Fp8BlockKernelArgs& a) {
+    unsigned int cta_max = fp8_block_max(th->thread_max);
+    if (threadIdx.x == 0 && cta_max != 0u) {
+        atomicMax(reinterpret_cast<unsigned int*>(a.amax), cta_max);
+        if (a.tensor_amax) { atomicMax(reinterpret_cast<unsigned int*>(a.tensor_amax), cta_max); }
     }
-    unsigned int block_amax = fp8_block_max(thread_max);
-    if (threadIdx.x == 0) { tile_amax = block_amax; }
-    __syncthreads();
-    block_amax = tile_amax;
-    Fp8BlockScale s = fp8_block_scale(&a.cast, __uint_as_float(block_amax));
-    Fp8CastCounts counts = {0u, 0u};
-    for (int v = threadIdx.x; v < FP8_BLOCK_TILE * FP8_BLOCK_TILE / 8; v += blockDim.x) {
-        int r = v / (FP8_BLOCK_TILE / 8), c = v % (FP8_BLOCK_TILE / 8) * 8;
-        uint8_t bytes[8];
-        for (int i = 0; i < 8; i += 2) {
-            float x0 = __bfloat162float(tile[r][c + i]), x1 = __bfloat162float(tile[r][c + i + 1]);
-            uint32_t pair = fp8_cvt_pair(x0 * s.scale, x1 * s.scale, format);
-            bytes[i] = (uint8_t)(pair & 0xFFu);
-            bytes[i + 1] = (uint8_t)(pair >> 8);
-            if (COUNT) {
-                fp8_count(&counts, x0, x0 * s.scale, pair & 0xFFu, fp8_max_value);
-                fp8_count(&counts, x1, x1 * s.scale, pair >> 8, fp8_max_value);
-            }
-        }
-        uint2 packed;
-        memcpy(&packed, bytes, 8);
-        *reinterpret_cast<uint2*>(a.codes + (size_t)(row0 + r) * a.cols + col0 + c) = packed;
+    if (!COUNT) { return; }
+    __syncthreads();  // fp8_block_counts_to_global's cells after fp8_block_max's
+    fp8_block_counts_to_global(th->counts, a.stats, a.counted_elements, blockIdx.x == 0);
+    unsigned int scale_min = __reduce_min_sync(0xFFFFFFFFu, th->scale_min);
+    unsigned int scale_max = __reduce_max_sync(0xFFFFFFFFu, th->scale_max);
+    if (threadIdx.x % 32 == 0 && scale_max != 0u) {  // a warp that saw a block with a finite non-zero amax
+        atomicMin(&a.scale_range[0], scale_min);
+        atomicMax(&a.scale_range[1], scale_max);
     }
-    if (threadIdx.x == 0) {
-        a.scale_inv[fp8_blk128_scale_index(blockIdx.y, blockIdx.x, (size_t)a.cols)] = s.scale_inv;
-        a.scale_inv_t[fp8_blk128_scale_index(blockIdx.x, blockIdx.y, (size_t)a.rows)] = s.scale_inv;
-    }
-    // the transposed codes: a thread per column of the tile and half its rows, 16 rows a store (the same bytes: the
-    // same scale; the counts were taken above, once for the one cast)
-    const int c = threadIdx.x % FP8_BLOCK_TILE, half = threadIdx.x / FP8_BLOCK_TILE;
-    for (int r = half * (FP8_BLOCK_TILE / 2); r < (half + 1) * (FP8_BLOCK_TILE / 2); r += 16) {
-        fp8_block_cast_column16<false>(a.codes_t, NULL, tile, c, r, a.rows, a.cols, row0, col0, s, format, &counts);
-    }
-    unsigned int scale_min = 0xFFFFFFFFu, scale_max = 0u;
-    if (COUNT && threadIdx.x == 0) { fp8_block_scale_range_add(&scale_min, &scale_max, block_amax, s.scale); }
-    // (fp8_block_cast_finish's fp8_block_max reuses the per-warp cells of the one above: the barrier after tile_amax
-    // already keeps its writes after warp 0's reads)
-    fp8_block_cast_finish<COUNT>(thread_max, counts, scale_min, scale_max, a.amax, a.tensor_amax, a.stats,
-                                 a.scale_range, (size_t)a.rows * (size_t)a.cols);
 }
 
-static inline cudaError_t fp8_block_cast_2d(const Fp8BlockCast2d* a, cudaStream_t stream) {
-    if (a->cast.scaling != FP8_SCALING_BLOCKWISE || a->rows <= 0 || a->cols <= 0 || a->rows % FP8_BLOCK_TILE != 0 ||
-        a->cols % FP8_BLOCK_TILE != 0 || (uintptr_t)a->inp % 16 != 0 || (uintptr_t)a->codes % 16 != 0 ||
-        (uintptr_t)a->codes_t % 16 != 0 || !a->scale_inv || !a->scale_inv_t || a->amax == NULL ||
-        (a->stats != NULL) != (a->scale_range != NULL) || (uintptr_t)a->stats % 8 != 0 ||
-        (uintptr_t)a->scale_range % 4 != 0 || a->rows / FP8_BLOCK_TILE > 65535) {
-        return cudaErrorInvalidValue;
+template <bool COUNT, int KIND>
+__global__ void __launch_bounds__(FP8_BLOCK_THREADS, FP8_BLOCK_CTAS_PER_SM)
+    fp8_block_cast_kernel(const __grid_constant__ Fp8BlockKernelArgs a) {
+    extern __shared__ __align__(16) unsigned char fp8_block_smem[];
+    __nv_bfloat16* tiles = reinterpret_cast<__nv_bfloat16*>(fp8_block_smem);  // [2][128][128]: the double buffer
+    uint8_t* codes_tile = fp8_block_smem + FP8_BLOCK_SMEM_CODES_OFFSET;          // [128][128] swizzled: codes_t
+    unsigned int* column_amax = reinterpret_cast<unsigned int*>(fp8_block_smem + FP8_BLOCK_SMEM_AMAX_OFFSET);
+    const bool rowwise = KIND == FP8_BLOCK_TILES || fp8_block_copy_wanted(&a.rowwise);
+    const bool columnwise = KIND != FP8_BLOCK_TILES && fp8_block_copy_wanted(&a.columnwise);
+    const bool codes_t = a.columnwise.codes != NULL;  // 2D: always (the launcher checks)
+    Fp8BlockThreadState th = {0u, 0xFFFFFFFFu, 0u, {0u, 0u}};
+
+    int tile = blockIdx.x;  // the launcher's grid is at most num_tiles: every CTA has one
+    fp8_block_load_tile(tiles, a, tile);
+    fp8_cp_async_commit();
+    for (int k = 0; tile < a.num_tiles; k++, tile += gridDim.x) {
+        const int next = tile + gridDim.x;
+        if (next < a.num_tiles) { fp8_block_load_tile(tiles + ((k + 1) & 1) * FP8_BLOCK_TILE_ELEMENTS, a, next); }
+        fp8_cp_async_commit();           // (an empty group on the last trip: the wait below still means this tile)
+        fp8_cp_async_wait_all_but_one();  // this thread's copies of tile `tile` have landed...
+        __syncthreads();                  // ...and every thread's
+        const __nv_bfloat16* t = tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS;
+        const int row0 = tile / a.tiles_per_row * FP8_BLOCK_TILE, col0 = tile % a.tiles_per_row * FP8_BLOCK_TILE;
+        if (KIND == FP8_BLOCK_TILES) {
+            fp8_block_tile_pass<COUNT>(a, t, codes_tile, tile, row0, col0, &th);
+        } else {
+            Fp8BlockScale unused = {1.0f, 1.0f, 0};
+            if (rowwise) { fp8_block_rowwise_pass<COUNT, KIND>(a, t, row0, col0, unused, &th); }
+            if (columnwise) { fp8_block_columnwise_pass<COUNT, KIND>(a, t, codes_tile, column_amax, row0, col0, &th); }
+        }
+        if (codes_t) {
+            __syncthreads();  // the byte tile complete
+            fp8_block_write_codes_t(a.columnwise.codes, codes_tile, a.rows, a.cols, row0, col0);
+        }
+        __syncthreads();  // this tile's buffer, byte tile and amax cells read before the next trip overwrites them
     }
+    fp8_block_cast_finish<COUNT>(&th, a);
+}
+
+// ----------------------------------------------------------------------------
+// launchers (asynchronous on `stream`; they return the launch error, the caller checks it)
+
+// One line saying why `launcher` refuses, and the error it returns
+static inline cudaError_t fp8_block_refuse(const char* launcher, const char* why, int rows, int cols) {
+    fprintf(stderr, "%s: %s (rows %d, cols %d)\n", launcher, why, rows, cols);
+    return cudaErrorInvalidValue;
+}
+
+static inline int fp8_block_misaligned(const void* p, unsigned int bytes) { return ((uintptr_t)p & (bytes - 1)) != 0; }
+
+// The launch of one kernel instance over the tiles: a persistent grid of FP8_BLOCK_CTAS_PER_SM CTAs per SM (no more
+// than there are tiles), its dynamic shared memory allowed once per device.
+template <bool COUNT, int KIND>
+static inline cudaError_t fp8_block_cast_launch(const Fp8BlockKernelArgs* a, cudaStream_t stream) {
+    static int configured_device = -1, num_sms = 0;  // per instance: the attribute is per function
+    int device;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err != cudaSuccess) { return err; }
+    if (device != configured_device) {
+        err = cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device);
+        if (err == cudaSuccess) {
+            err = cudaFuncSetAttribute(fp8_block_cast_kernel<COUNT, KIND>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       FP8_BLOCK_SMEM_BYTES);
+        }
+        if (err != cudaSuccess) { return err; }
+        configured_device = device;
+    }
+    long long ctas = (long long)num_sms * FP8_BLOCK_CTAS_PER_SM;
+    int grid = (int)(a->num_tiles < ctas ? a->num_tiles : ctas);
+    fp8_block_cast_kernel<COUNT, KIND><<<grid, FP8_BLOCK_THREADS, FP8_BLOCK_SMEM_BYTES, stream>>>(*a);
+    return cudaGetLastError();
+}
+
+template <int KIND>
+static inline cudaError_t fp8_block_cast_run(const Fp8BlockKernelArgs* a, cudaStream_t stream) {
     if (a->tensor_amax) {
         cudaError_t err = cudaMemsetAsync(a->tensor_amax, 0, sizeof(float), stream);
         if (err != cudaSuccess) { return err; }
     }
-    dim3 grid((unsigned)(a->cols / FP8_BLOCK_TILE), (unsigned)(a->rows / FP8_BLOCK_TILE));
-    if (a->stats) {
-        fp8_block_cast_2d_kernel<true><<<grid, FP8_BLOCK_THREADS, 0, stream>>>(*a);
-    } else {
-        fp8_block_cast_2d_kernel<false><<<grid, FP8_BLOCK_THREADS, 0, stream>>>(*a);
+    return a->stats ? fp8_block_cast_launch<true, KIND>(a, stream) : fp8_block_cast_launch<false, KIND>(a, stream);
+}
+
+// The checks both launchers share: sizes, the tile count, the bf16 input, the amax and diagnostics cells
+static inline cudaError_t fp8_block_cast_check_common(const char* launcher, const __nv_bfloat16* inp, int rows,
+                                                      int cols, const float* amax, const float* tensor_amax,
+                                                      const unsigned long long* stats,
+                                                      const unsigned int* scale_range) {
+    if (rows <= 0 || cols <= 0) { return fp8_block_refuse(launcher, "an empty tensor", rows, cols); }
+    if (cols % 8 != 0) {
+        return fp8_block_refuse(launcher, "cols is not a multiple of 8 (the 16-byte bf16 loads)", rows, cols);
     }
-    return cudaGetLastError();
+    if (((long long)rows + FP8_BLOCK_TILE - 1) / FP8_BLOCK_TILE * (((long long)cols + FP8_BLOCK_TILE - 1) /
+                                                                   FP8_BLOCK_TILE) > FP8_BLOCK_MAX_TILES) {
+        return fp8_block_refuse(launcher, "more 128 x 128 tiles than the grid loop counts (2^30)", rows, cols);
+    }
+    if (fp8_block_misaligned(inp, 16)) {
+        return fp8_block_refuse(launcher, "the bf16 input is not 16-byte aligned (its 16-byte loads)", rows, cols);
+    }
+    if (amax == NULL || fp8_block_misaligned(amax, 4) || fp8_block_misaligned(tensor_amax, 4)) {
+        return fp8_block_refuse(launcher, "no amax cell, or an amax cell not 4-byte aligned", rows, cols);
+    }
+    if ((stats != NULL) != (scale_range != NULL) || fp8_block_misaligned(stats, 8) ||
+        fp8_block_misaligned(scale_range, 4)) {
+        return fp8_block_refuse(launcher, "the diagnostics need both stats (8-byte aligned) and scale_range", rows,
+                                cols);
+    }
+    return cudaSuccess;
+}
+
+// Checks a 1D cast's shapes and pointers (see the top); cudaErrorInvalidValue, with one line, when they do not hold.
+static inline cudaError_t fp8_block_cast_1d_check(const Fp8BlockCast1d* a) {
+    const char* launcher = "fp8_block_cast_1d";
+    const int mxfp8 = a->cast.scaling == FP8_SCALING_MXFP8;
+    if (a->cast.scaling != FP8_SCALING_BLOCKWISE && !mxfp8) {
+        return fp8_block_refuse(launcher, "not a block recipe (blockwise or mxfp8)", a->rows, a->cols);
+    }
+    if (a->block_len != (mxfp8 ? FP8_MXFP8_BLOCK : FP8_BLOCKWISE_BLOCK)) {
+        return fp8_block_refuse(launcher, "block_len is not the recipe's (blockwise 128, mxfp8 32)", a->rows, a->cols);
+    }
+    if ((mxfp8 && (a->rowwise.scale_inv || a->columnwise.scale_inv)) ||
+        (!mxfp8 && (a->rowwise.e8m0 || a->columnwise.e8m0))) {
+        return fp8_block_refuse(launcher, "VEC128 scale_invs are blockwise's, E8M0 bytes mxfp8's", a->rows, a->cols);
+    }
+    cudaError_t err = fp8_block_cast_check_common(launcher, a->inp, a->rows, a->cols, a->amax, a->tensor_amax,
+                                                  a->stats, a->scale_range);
+    if (err != cudaSuccess) { return err; }
+    if (a->columnwise.codes && a->rows % 16 != 0) {
+        return fp8_block_refuse(launcher, "the columnwise codes need rows a multiple of 16 (their 16-byte stores)",
+                                a->rows, a->cols);
+    }
+    if (fp8_block_misaligned(a->rowwise.codes, 8) || fp8_block_misaligned(a->rowwise.dequantized, 16) ||
+        fp8_block_misaligned(a->columnwise.codes, 16) || fp8_block_misaligned(a->columnwise.dequantized, 4) ||
+        fp8_block_misaligned(a->rowwise.scale_inv, 4) || fp8_block_misaligned(a->columnwise.scale_inv, 4)) {
+        return fp8_block_refuse(launcher, "an output is misaligned (rowwise codes 8 bytes, rowwise dequantized and "
+                                "columnwise codes 16, columnwise dequantized and scale_invs 4)", a->rows, a->cols);
+    }
+    return cudaSuccess;
+}
+
+// The 1D launcher: zeroes *tensor_amax (when given), then one launch over the tiles. With stats (and scale_range) the
+// counting kernel, else the lean one.
+static inline cudaError_t fp8_block_cast_1d(const Fp8BlockCast1d* a, cudaStream_t stream) {
+    cudaError_t err = fp8_block_cast_1d_check(a);
+    if (err != cudaSuccess) { return err; }
+    const int tiles_per_row = (a->cols + FP8_BLOCK_TILE - 1) / FP8_BLOCK_TILE;
+    const int tile_rows = (a->rows + FP8_BLOCK_TILE - 1) / FP8_BLOCK_TILE;
+    const size_t copies = (size_t)fp8_block_copy_wanted(&a->rowwise) + (size_t)fp8_block_copy_wanted(&a->columnwise);
+    Fp8BlockKernelArgs k = {a->inp, a->rows, a->cols, tiles_per_row, tiles_per_row * tile_rows, a->cast, a->rowwise,
+                            a->columnwise, NULL, NULL, a->amax, a->tensor_amax, a->stats, a->scale_range,
+                            copies * (size_t)a->rows * (size_t)a->cols};
+    return a->cast.scaling == FP8_SCALING_MXFP8 ? fp8_block_cast_run<FP8_BLOCK_MX32>(&k, stream)
+                                                : fp8_block_cast_run<FP8_BLOCK_VEC128>(&k, stream);
+}
+
+// Checks a 2D cast's shapes and pointers (see the top); cudaErrorInvalidValue, with one line, when they do not hold.
+static inline cudaError_t fp8_block_cast_2d_check(const Fp8BlockCast2d* a) {
+    const char* launcher = "fp8_block_cast_2d";
+    if (a->cast.scaling != FP8_SCALING_BLOCKWISE) {
+        return fp8_block_refuse(launcher, "128x128 tiles are blockwise's only", a->rows, a->cols);
+    }
+    cudaError_t err = fp8_block_cast_check_common(launcher, a->inp, a->rows, a->cols, a->amax, a->tensor_amax,
+                                                  a->stats, a->scale_range);
+    if (err != cudaSuccess) { return err; }
+    if (a->rows % 16 != 0) {
+        return fp8_block_refuse(launcher, "rows is not a multiple of 16 (the transposed codes' 16-byte stores)",
+                                a->rows, a->cols);
+    }
+    if (!a->codes || !a->codes_t || !a->scale_inv || !a->scale_inv_t) {
+        return fp8_block_refuse(launcher, "the codes, the transposed codes and both scale_inv arrays are all written",
+                                a->rows, a->cols);
+    }
+    if (fp8_block_misaligned(a->codes, 8) || fp8_block_misaligned(a->codes_t, 16) ||
+        fp8_block_misaligned(a->scale_inv, 4) || fp8_block_misaligned(a->scale_inv_t, 4)) {
+        return fp8_block_refuse(launcher, "an output is misaligned (codes 8 bytes, transposed codes 16, scale_invs 4)",
+                                a->rows, a->cols);
+    }
+    return cudaSuccess;
+}
+
+static inline cudaError_t fp8_block_cast_2d(const Fp8BlockCast2d* a, cudaStream_t stream) {
+    cudaError_t err = fp8_block_cast_2d_check(a);
+    if (err != cudaSuccess) { return err; }
+    const int tiles_per_row = (a->cols + FP8_BLOCK_TILE - 1) / FP8_BLOCK_TILE;
+    const int tile_rows = (a->rows + FP8_BLOCK_TILE - 1) / FP8_BLOCK_TILE;
+    Fp8BlockCopy rowwise = {a->codes, NULL, NULL, NULL}, columnwise = {a->codes_t, NULL, NULL, NULL};
+    Fp8BlockKernelArgs k = {a->inp, a->rows, a->cols, tiles_per_row, tiles_per_row * tile_rows, a->cast, rowwise,
+                            columnwise, a->scale_inv, a->scale_inv_t, a->amax, a->tensor_amax, a->stats,
+                            a->scale_range, (size_t)a->rows * (size_t)a->cols};
+    return fp8_block_cast_run<FP8_BLOCK_TILES>(&k, stream);
 }
 
 #endif  // GPTFP8_BLOCK_QUANTIZE_CUH

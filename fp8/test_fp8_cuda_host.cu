@@ -87,10 +87,12 @@ static void test_quantize_launch_preconditions(void) {
           "dbias cast: counters at 4 bytes");
 }
 
-// block_quantize.cuh's launchers refuse, before any CUDA call, the shapes and pointers their kernels cannot take: a
-// block length that is not the recipe's, columns off the block, a columnwise copy whose rows are off the block, a
-// misaligned input or transposed output, the other recipe's scale array, counters without a scale range or at 4
-// bytes, a weight off the 128x128 tiles, and mxfp8 given to the 2D cast.
+// block_quantize.cuh's launchers refuse, before any CUDA call, the shapes and pointers their kernels cannot take, and
+// accept partial blocks (any width: the last block of a row or column cut short). Refused: a block length that is not
+// the recipe's, columns off the 16-byte bf16 loads (a multiple of 8), transposed codes whose rows are off their
+// 16-byte stores (a multiple of 16), misaligned inputs and outputs, the other recipe's scale array, counters without a
+// scale range or at 4 bytes, no amax cell, a 2D cast missing an output, mxfp8 given to the 2D cast, more tiles than the
+// grid loop counts. (The acceptances call the checks only: launching needs a GPU.)
 static void test_block_cast_launch_preconditions(void) {
     uint8_t* codes = (uint8_t*)0x7f0000000000;  // never dereferenced: every call below is refused first
     uint8_t* codes_t = (uint8_t*)0x7f0000100000;
@@ -100,6 +102,7 @@ static void test_block_cast_launch_preconditions(void) {
     uint8_t* e8m0 = (uint8_t*)0x7f0000500000;
     unsigned long long* stats = (unsigned long long*)0x7f0000600000;
     unsigned int* scale_range = (unsigned int*)0x7f0000600100;
+    __nv_bfloat16* dequantized = (__nv_bfloat16*)0x7f0000700000;
     Fp8BlockCast blockwise = {FP8_SCALING_BLOCKWISE, FP8_E4M3, 0.0f, 1}, mxfp8 = {FP8_SCALING_MXFP8, FP8_E4M3, 0.0f, 1};
     Fp8BlockCast1d good;
     memset(&good, 0, sizeof(good));
@@ -117,21 +120,36 @@ static void test_block_cast_launch_preconditions(void) {
     Fp8BlockCast1d a = good;
     a.block_len = FP8_MXFP8_BLOCK;
     CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "blockwise with 32-element blocks");
+    // any width: partial 1x128 blocks at 96, 160, 1600 (d48's C) and 800 columns
+    const int widths[4] = {96, 160, 1600, 800};
+    for (int i = 0; i < 4; i++) {
+        a = good;
+        a.cols = widths[i];
+        CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "blockwise, both copies, %d columns passes", widths[i]);
+    }
     a = good;
-    a.cols = 800;
-    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "800 columns: not a multiple of 128");
+    a.cols = 804;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "804 columns: not a multiple of 8");
     a = good;
     a.rows = 200;
-    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "a columnwise copy of 200 rows");
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "a columnwise copy of 200 rows: not a multiple of 16");
+    a.rows = 208;
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "a columnwise copy of 208 rows (a partial 128x1 block) passes");
+    a.rows = 200;
     a.columnwise.codes = NULL;
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "200 rows with the columnwise scales but no codes pass");
     a.columnwise.scale_inv = NULL;
-    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "a rowwise-only copy of 200 rows passes (the rows are masked)");
+    a.rows = 201;
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "a rowwise-only copy of 201 rows passes (the rows are masked)");
     a = good;
     a.inp = inp + 4;
     CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "input at 8 bytes");
     a = good;
     a.columnwise.codes = codes_t + 8;
     CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "transposed codes at 8 bytes");
+    a = good;
+    a.rowwise.codes = codes + 4;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "rowwise codes at 4 bytes (8-byte stores)");
     a = good;
     a.rowwise.e8m0 = e8m0;
     CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "E8M0 scales for blockwise");
@@ -143,6 +161,19 @@ static void test_block_cast_launch_preconditions(void) {
     a.rowwise.e8m0 = e8m0;
     a.cols = 96;
     CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "mxfp8 with E8M0 scales and 96 columns passes");
+    a.cols = 40;
+    a.rows = 48;
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "mxfp8 of (48, 40): partial 1x32 and 32x1 blocks pass");
+    a.rowwise.dequantized = dequantized + 4;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "mxfp8 rowwise dequantized at 8 bytes");
+    a.rowwise.dequantized = NULL;
+    a.columnwise.dequantized = dequantized + 1;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "mxfp8 columnwise dequantized at 2 bytes");
+    a.columnwise.dequantized = dequantized + 2;
+    a.columnwise.codes = NULL;
+    a.rows = 40;
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess,
+          "mxfp8's columnwise dequantized copy alone (the trainer's) at 4 bytes and 40 rows passes");
     a = good;
     a.stats = stats;
     CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "counters without a scale range");
@@ -153,10 +184,26 @@ static void test_block_cast_launch_preconditions(void) {
     a = good;
     a.amax = NULL;
     CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "no amax cell");
+    a = good;
+    a.rows = 2147483392;  // 2^31 - 256: 16777214 tile rows
+    a.cols = 65536;       // 512 tile columns: 2^33 tiles
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "2^33 tiles: more than the grid loop counts");
+
     Fp8BlockCast2d w = {inp, 384, 768, blockwise, codes, codes_t, scale_inv, scale_inv, amax, NULL, NULL, NULL};
+    CHECK(fp8_block_cast_2d_check(&w) == cudaSuccess, "the 2D cast of a (384, 768) weight passes");
     Fp8BlockCast2d b = w;
-    b.rows = 320;
-    CHECK(fp8_block_cast_2d(&b, 0) == cudaErrorInvalidValue, "a weight of 320 rows: off the 128x128 tiles");
+    b.rows = 4800;
+    b.cols = 1600;
+    CHECK(fp8_block_cast_2d_check(&b) == cudaSuccess, "d48's qkv weight (4800, 1600): partial 128x128 tiles pass");
+    b.rows = 160;
+    b.cols = 104;
+    CHECK(fp8_block_cast_2d_check(&b) == cudaSuccess, "a (160, 104) weight passes");
+    b = w;
+    b.rows = 328;
+    CHECK(fp8_block_cast_2d(&b, 0) == cudaErrorInvalidValue, "a weight of 328 rows: its transposed codes' stores");
+    b = w;
+    b.cols = 764;
+    CHECK(fp8_block_cast_2d(&b, 0) == cudaErrorInvalidValue, "a weight of 764 columns: not a multiple of 8");
     b = w;
     b.cast = mxfp8;
     CHECK(fp8_block_cast_2d(&b, 0) == cudaErrorInvalidValue, "mxfp8 has no 2D blocks");
@@ -166,6 +213,9 @@ static void test_block_cast_launch_preconditions(void) {
     b = w;
     b.scale_inv_t = NULL;
     CHECK(fp8_block_cast_2d(&b, 0) == cudaErrorInvalidValue, "no W^T scale array");
+    b = w;
+    b.codes = NULL;
+    CHECK(fp8_block_cast_2d(&b, 0) == cudaErrorInvalidValue, "no codes");
 }
 
 static void test_encode_against_cuda_fp8(void) {

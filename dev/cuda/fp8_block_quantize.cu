@@ -6,9 +6,9 @@ order, then the same fp32 scale rule, fp8_block_scale, host + device, and the sa
     codes (rows, cols) against fp8_quantize_blocks with 1x128 blocks, the columnwise codes (cols, rows) against
     fp8_quantize_blocks_columnwise, every scale_inv read back through fp8_vec128_scale_index (float bits), and no
     other cell of the VEC128 arrays written; E4M3 and E5M2, power_2_scale 1 and 0, amax_epsilon 0 and > 0;
-  - fp8_block_cast_1d, mxfp8 (1x32 and 32x1 blocks): the codes as above, the E8M0 bytes (rowwise (rows, cols / 32),
-    columnwise (cols, rows / 32): fp8_e8m0_to_float of each is the CPU block's scale_inv, bit for bit; the map is
-    one-to-one), and both dequantized bf16 copies (inp's layout) against bf16_from_float of the CPU's dequantized
+  - fp8_block_cast_1d, mxfp8 (1x32 and 32x1 blocks): the codes as above, the E8M0 bytes (rowwise (rows,
+    ceil(cols / 32)), columnwise (cols, ceil(rows / 32)), none written past them: fp8_e8m0_to_float of each is the CPU
+    block's scale_inv, bit for bit; the map is one-to-one), and both dequantized bf16 copies (inp's layout) against bf16_from_float of the CPU's dequantized
     floats (a NaN matches any NaN: the GPU's cvt.rn.bf16.f32 makes the canonical NaN, bf16_from_float keeps payloads);
   - fp8_block_cast_2d (blockwise weights, 128x128 tiles): the codes against fp8_quantize_blocks with 128x128 blocks,
     the transposed codes against their transpose, scale_inv and scale_inv_t through fp8_blk128_scale_index;
@@ -16,20 +16,30 @@ order, then the same fp32 scale rule, fp8_block_scale, host + device, and the sa
     (garbage before: the launcher zeroes it), and with the diagnostics the element / saturated / flushed counts and
     the block scale range (float bits) against the CPU's Fp8QuantStats and Fp8BlockScaleRange of the same casts (two
     copies are two casts: 2 * rows * cols elements); then the lean kernel (stats NULL): the same codes, scales, amaxes;
+  - the block amax that sets a scale skips NaN (fp8/block.h, TE's fmaxf), the tensor amax stays NaN-propagating; TE's
+    current E8M0 edge rules (fp8/block.h) come with fp8_block_scale, and test_te_edge_rules asserts them directly on
+    the GPU's bytes too: an inf in an mxfp8 block (E8M0 0xFE, the inf cast to 448 and dequantized to inf), a NaN beside
+    finite values (the block's byte from the finite ones), tiny blocks (E8M0 byte 0: the values kept, none flushed);
   - shapes: d12's activations and gradients (B*T = 8 * 1024 = 8192 rows; C, 3C, 4C = 768, 2304, 3072 columns) and
-    weights ((2304, 768), (768, 3072), (3072, 768)); a rowwise-only cast of 200 rows (the last tile cut short); mxfp8
-    with 96 columns and 160 rows (tiles cut short both ways); a tensor of zeros (the tensor amax cell must read 0);
+    weights ((2304, 768), (768, 3072), (3072, 768)); partial blocks (any width: the last block of a row or column cut
+    short, as fp8_quantize_blocks cuts it): cols 96, 160, 1600, 40 and 8, rows 208 and 272 with the columnwise copy
+    (off 128, and 208 off 32), a rowwise-only cast of 201 rows, mxfp8's columnwise copy without codes at 200 rows
+    (the trainer's), weights (1600, 4800), (160, 96), (160, 104); every tile of one edge kind (NaN, inf, tiny) at
+    (208, 160); a tensor of zeros (the tensor amax cell must read 0);
   - values: random bf16 whose magnitude changes every 16 x 32 elements (2^-20 .. 2^12: the blocks that span several
     flush some elements), and every other 128 x 128 tile an edge case, in turn: all +-0; one +inf and one -inf; a NaN
-    of either sign; tiny values (2^-136 .. 2^-95: bf16 subnormals, blockwise's FLT_MAX and 2^127 scales, mxfp8's E8M0
-    0 and 1); block maxima at 448 * 2^k and its bf16 neighbours (mxfp8's round-up boundaries, E8M0 0 / 1 at k = -127
-    and k = -120 for E5M2); block maxima v with fl(v * fl(fp8_max / v)) > fp8_max (they saturate under blockwise
-    without power_2_scale); magnitudes up to bf16's largest finite value;
+    of either sign, a 1x32 run and a 32x1 run of NaNs (blocks of NaNs only); tiny values (2^-136 .. 2^-95: bf16
+    subnormals, blockwise's FLT_MAX and 2^127 scales, mxfp8's E8M0 0 and 1); block maxima at 448 * 2^k and its bf16
+    neighbours (mxfp8's round-up boundaries, E8M0 0 / 1 at k = -127 and k = -120 for E5M2); block maxima v with
+    fl(v * fl(fp8_max / v)) > fp8_max (they saturate under blockwise without power_2_scale); magnitudes up to bf16's
+    largest finite value (a tile cut short keeps its special values: they move in to its last row and column);
   - the launchers' refusals (cudaErrorInvalidValue before anything is launched: no error left behind, the tensor amax
-    cell not zeroed, no output written) of bad shapes, alignments, pointers and recipes.
-Then the bandwidth of each cast at d12's shapes (bytes read + written: the bf16 tensor; codes, scales, dequantized
-copies), next to a device-to-device cudaMemcpy of the bf16 tensor measured the same way (read + write): printed
-numbers, never a pass or a fail.
+    cell not zeroed, no output written) of bad shapes (cols off 8, transposed codes' rows off 16), alignments,
+    pointers and recipes, and the shapes the old contract refused that the new one takes.
+Then the bandwidth table at d12's shapes (C 768) and d48's (C 1600): each cast's GB/s (bytes read + written: the bf16
+tensor; codes, scales, dequantized copies), a device-to-device cudaMemcpy of the same bf16 tensor measured the same
+way (read + write), and the fraction; the last line, block_cast_over_copy, the slowest cast's fraction (the issue's
+target: 0.80). Printed numbers, never a pass or a fail.
 
 Build: make dev/cuda/fp8_block_quantize     Run: ./dev/cuda/fp8_block_quantize    (one line, exit 1 without a GPU)
 */
@@ -69,7 +79,7 @@ typedef enum {
     NUM_TILE_KINDS
 } TileKind;
 
-typedef enum { VALUES_RANDOM, VALUES_EDGES, VALUES_ZERO } Values;
+typedef enum { VALUES_RANDOM, VALUES_EDGES, VALUES_ZERO, VALUES_ONE_KIND } Values;
 
 // bf16 values v with fl(v * fl(448 / v)) > 448: a block whose amax is v has an element (v) that blockwise without
 // power_2_scale scales just past fp8_max, so it saturates (counted; the code clips to the one it rounds to anyway).
@@ -141,9 +151,12 @@ static void fill_tile(uint16_t* x, int rows, int cols, int row0, int col0, TileK
             *out = bf16_from_float(uniform_signed() * ldexpf(1.0f, e));
         }
     }
-    // single special values, where the tile has room for them (a row and a column each of their own)
-    int r1 = row0 + 5, c1 = col0 + 7, r2 = row0 + 70, c2 = col0 + 100;
-    int first_fits = r1 < rows && c1 < cols, second_fits = r2 < rows && c2 < cols;
+    // single special values, where the tile has room for them (a row and a column each of their own; the second
+    // moves in to the last row or column of a tile cut short, so an edge tile has both beside its finite values)
+    int r1 = row0 + 5, c1 = col0 + 7;
+    int r2 = row0 + (row_end - row0 > 70 ? 70 : row_end - row0 - 1);
+    int c2 = col0 + (col_end - col0 > 100 ? 100 : col_end - col0 - 1);
+    int first_fits = r1 < rows && c1 < cols, second_fits = r2 != r1 && c2 != c1;
     uint16_t first = 0, second = 0;
     int special = 1;
     if (kind == TILE_INF) {
@@ -157,9 +170,20 @@ static void fill_tile(uint16_t* x, int rows, int cols, int row0, int col0, TileK
     }
     if (special && first_fits) { x[(size_t)r1 * cols + c1] = first; }
     if (special && second_fits) { x[(size_t)r2 * cols + c2] = second; }
+    // TILE_NAN: a 1x32 run of NaNs along row r1 and a 32x1 run down column c1 (mxfp8 blocks of NaNs only: amax 0, as
+    // nothing is left once NaN is skipped; a 1x128 / 128x1 block partly NaN: scaled by its other elements)
+    if (kind == TILE_NAN && r1 < rows && col0 + 64 <= cols) {
+        for (int c = col0 + 32; c < col0 + 64; c++) {
+            x[(size_t)r1 * cols + c] = (uint16_t)(0x7FC0u | (c & 1 ? 0x8000u : 0u));  // NaNs of both signs
+        }
+    }
+    if (kind == TILE_NAN && c1 < cols && row0 + 64 <= rows) {
+        for (int r = row0 + 32; r < row0 + 64; r++) { x[(size_t)r * cols + c1] = 0xFFC0u; }
+    }
 }
 
-// rows x cols bf16 of tiles: all random, every other one an edge kind (in turn, from kind first_edge), or all zeros
+// rows x cols bf16 of tiles: all random, every other one an edge kind (in turn, from kind first_edge), all zeros, or
+// (VALUES_ONE_KIND) every tile of kind first_edge
 static Tensor make_tensor(int rows, int cols, Values values, int first_edge) {
     Tensor t;
     size_t n = (size_t)rows * cols;
@@ -174,6 +198,8 @@ static Tensor make_tensor(int rows, int cols, Values values, int first_edge) {
             TileKind kind = TILE_RANDOM;
             if (values == VALUES_ZERO) {
                 kind = TILE_ZERO;
+            } else if (values == VALUES_ONE_KIND) {
+                kind = (TileKind)first_edge;
             } else if (values == VALUES_EDGES && tile % 2 == 1) {
                 kind = (TileKind)(1 + (first_edge + tile / 2) % (NUM_TILE_KINDS - 1));
             }
@@ -405,16 +431,23 @@ static void cast_name(char* out, size_t len, const char* kind, const Tensor* t, 
     }
 }
 
+#define COLUMNWISE_NO_CODES 2  // check_cast_1d's `columnwise`: the copy's scales and dequantized values, no codes
+
 // One 1D cast of t (its rowwise and/or columnwise copy in one launch), with the diagnostics and then without, against
-// the CPU's casts of the same copies.
+// the CPU's casts of the same copies. columnwise 1: the copy's codes too; COLUMNWISE_NO_CODES: without them (mxfp8's
+// trainer casts: the E8M0 bytes and dequantized values only, so rows need not be a multiple of 16). Partial blocks
+// (cols or rows off block_len) are the CPU's: ceil(cols / block_len) blocks a row, ceil(rows / block_len) a column.
 static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int columnwise) {
     const int mxfp8 = cast.scaling == FP8_SCALING_MXFP8;
     const int block_len = mxfp8 ? FP8_MXFP8_BLOCK : FP8_BLOCKWISE_BLOCK;
     const size_t rows = (size_t)t->rows, cols = (size_t)t->cols, n = rows * cols;
-    const size_t row_blocks = cols / block_len;                       // blocks per row of the rowwise copy
-    const size_t col_blocks = columnwise ? rows / block_len : 0;      // blocks per column of the columnwise copy
+    const size_t row_blocks = fp8_ceil_div(cols, block_len);                   // blocks per row of the rowwise copy
+    const size_t col_blocks = columnwise ? fp8_ceil_div(rows, block_len) : 0;  // per column of the columnwise copy
+    const int columnwise_codes = columnwise == 1;
+    const size_t e8m0_bytes = rows * fp8_ceil_div(cols, 32) + 1, e8m0_t_bytes = cols * fp8_ceil_div(rows, 32) + 1;
     char what[200];
     cast_name(what, sizeof(what), "1d", t, &cast, rowwise, columnwise);
+    if (columnwise == COLUMNWISE_NO_CODES) { strncat(what, " (no codes)", sizeof(what) - strlen(what) - 1); }
 
     // CPU: the rowwise copy, then the columnwise one, as two casts into one amax, stats and scale range
     uint8_t* want_codes = (uint8_t*)malloc(n);                               // (rows, cols)
@@ -446,12 +479,12 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
     uint8_t *d_e8m0, *d_e8m0_t;
     __nv_bfloat16 *d_dequantized, *d_dequantized_t;
     DeviceList dev = {{NULL}, 0};
-    device_alloc(&dev, &d_e8m0, n / 32);                               // (rows, cols / 32)
-    device_alloc(&dev, &d_e8m0_t, n / 32 + 1);                         // (cols, rows / 32)
+    device_alloc(&dev, &d_e8m0, e8m0_bytes);                           // (rows, ceil(cols / 32))
+    device_alloc(&dev, &d_e8m0_t, e8m0_t_bytes);                       // (cols, ceil(rows / 32))
     device_alloc(&dev, &d_dequantized, n * sizeof(__nv_bfloat16));    // (rows, cols)
     device_alloc(&dev, &d_dequantized_t, n * sizeof(__nv_bfloat16));  // (rows, cols)
-    uint8_t* got_e8m0 = (uint8_t*)malloc(n / 32 + 1);
-    uint8_t* got_e8m0_t = (uint8_t*)malloc(n / 32 + 1);
+    uint8_t* got_e8m0 = (uint8_t*)malloc(e8m0_bytes);
+    uint8_t* got_e8m0_t = (uint8_t*)malloc(e8m0_t_bytes);
     uint16_t* got_dequantized = (uint16_t*)malloc(n * sizeof(uint16_t));
     uint16_t* got_dequantized_t = (uint16_t*)malloc(n * sizeof(uint16_t));
 
@@ -459,8 +492,8 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
         char label[240];
         snprintf(label, sizeof(label), "%s%s", what, counted ? ", with diagnostics" : ", lean");
         cast_outputs_fill_sentinel(&out);
-        cudaCheck(cudaMemset(d_e8m0, 0xFF, n / 32));
-        cudaCheck(cudaMemset(d_e8m0_t, 0xFF, n / 32 + 1));
+        cudaCheck(cudaMemset(d_e8m0, 0xFF, e8m0_bytes));
+        cudaCheck(cudaMemset(d_e8m0_t, 0xFF, e8m0_t_bytes));
         cudaCheck(cudaMemset(d_dequantized, 0x7F, n * sizeof(__nv_bfloat16)));
         cudaCheck(cudaMemset(d_dequantized_t, 0x7F, n * sizeof(__nv_bfloat16)));
         reset_cells();
@@ -482,7 +515,7 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
             }
         }
         if (columnwise) {
-            a.columnwise.codes = out.codes_t;
+            a.columnwise.codes = columnwise_codes ? out.codes_t : NULL;
             if (mxfp8) {
                 a.columnwise.e8m0 = d_e8m0_t;
                 a.columnwise.dequantized = d_dequantized_t;
@@ -501,7 +534,8 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
         if (rowwise) {
             check_codes(label, "rowwise", out.got_codes, want_codes, n);
             if (mxfp8) {
-                cudaCheck(cudaMemcpy(got_e8m0, d_e8m0, rows * row_blocks, cudaMemcpyDeviceToHost));
+                cudaCheck(cudaMemcpy(got_e8m0, d_e8m0, e8m0_bytes, cudaMemcpyDeviceToHost));
+                CHECK(got_e8m0[rows * row_blocks] == 0xFFu, "%s: a rowwise E8M0 byte written past the array", label);
                 cudaCheck(cudaMemcpy(got_dequantized, d_dequantized, n * sizeof(uint16_t), cudaMemcpyDeviceToHost));
                 check_e8m0(label, "rowwise", got_e8m0, want_scale_inv, rows, row_blocks);
                 check_dequantized(label, "rowwise", got_dequantized, want_dequantized, n);
@@ -510,9 +544,17 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
             }
         }
         if (columnwise) {
-            check_codes(label, "columnwise", out.got_codes_t, want_codes_t, n);
+            if (columnwise_codes) {
+                check_codes(label, "columnwise", out.got_codes_t, want_codes_t, n);
+            } else {
+                size_t written = 0;
+                for (size_t i = 0; i < n; i++) { written += out.got_codes_t[i] != 0xFFu; }
+                CHECK(written == 0, "%s: %zu columnwise codes written, none asked for", label, written);
+            }
             if (mxfp8) {
-                cudaCheck(cudaMemcpy(got_e8m0_t, d_e8m0_t, cols * col_blocks, cudaMemcpyDeviceToHost));
+                cudaCheck(cudaMemcpy(got_e8m0_t, d_e8m0_t, e8m0_t_bytes, cudaMemcpyDeviceToHost));
+                CHECK(got_e8m0_t[cols * col_blocks] == 0xFFu, "%s: a columnwise E8M0 byte written past the array",
+                      label);
                 cudaCheck(cudaMemcpy(got_dequantized_t, d_dequantized_t, n * sizeof(uint16_t), cudaMemcpyDeviceToHost));
                 check_e8m0(label, "columnwise", got_e8m0_t, want_scale_inv_t, cols, col_blocks);
                 check_dequantized(label, "columnwise", got_dequantized_t, want_dequantized_t, n);
@@ -540,17 +582,17 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
 // ----------------------------------------------------------------------------
 // the 2D cast
 
-// One 2D cast of t (a weight: rows and cols multiples of 128), with the diagnostics and then without, against the
-// CPU's cast in 128 x 128 blocks (the transposed copy: the same codes transposed, the same scales in the transposed
-// tile grid).
+// One 2D cast of t (a weight: rows a multiple of 16, cols of 8; the tiles at the edges cut short), with the
+// diagnostics and then without, against the CPU's cast in 128 x 128 blocks (the transposed copy: the same codes
+// transposed, the same scales in the transposed tile grid).
 static void check_cast_2d(const Tensor* t, Fp8BlockCast cast) {
     const size_t rows = (size_t)t->rows, cols = (size_t)t->cols, n = rows * cols;
-    const size_t tiles_m = rows / FP8_BLOCKWISE_BLOCK, tiles_k = cols / FP8_BLOCKWISE_BLOCK;
+    const size_t tiles_m = fp8_ceil_div(rows, FP8_BLOCKWISE_BLOCK), tiles_k = fp8_ceil_div(cols, FP8_BLOCKWISE_BLOCK);
     char what[200];
     cast_name(what, sizeof(what), "2d", t, &cast, 0, 0);
 
     uint8_t* want_codes = (uint8_t*)malloc(n);                                    // (rows, cols)
-    float* want_scale_inv = (float*)malloc(tiles_m * tiles_k * sizeof(float));   // (rows / 128, cols / 128)
+    float* want_scale_inv = (float*)malloc(tiles_m * tiles_k * sizeof(float));   // (ceil(rows / 128), ceil(cols / 128))
     float want_amax = AMAX_BEFORE;
     Fp8QuantStats want_stats = {0, 0, 0};
     Fp8BlockScaleRange want_range;
@@ -643,27 +685,140 @@ static void test_edge_values(void) {
     free_tensor(&t);
 }
 
-// Tiles cut short: a rowwise-only cast of 200 rows (columnwise needs rows % block_len == 0), mxfp8 with 96 columns
-// (not a multiple of 128) and 160 rows; and a tensor of zeros (the tensor amax cell must read 0, the range untouched)
-static void test_partial_tiles(void) {
-    Tensor t = make_tensor(200, 256, VALUES_EDGES, TILE_TINY - 1);  // 2 x 2 tiles, the second row of them 72 rows
-    for (int f = 0; f < 2; f++) {
-        check_cast_1d(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 0);
-        check_cast_1d(&t, mxfp8_cast(formats[f]), 1, 0);
+// Tiles and blocks cut short by the tensor's edge (any width: the last block of a row or column has the elements
+// that exist, its amax and scale from them, as fp8_quantize_blocks cuts it): widths 96, 160 and 1600 (d48's C; none a
+// multiple of 128), rows off 128 and off 32 with the columnwise copy (208: a 128x1 block of 80 rows and a 32x1 block of
+// 16), a tensor smaller than one block both ways; a rowwise-only cast of 201 rows (any rows), mxfp8's columnwise copy
+// without codes (the trainer's: rows need not be a multiple of 16); weights (1600, 4800) (d48's fc weight shape
+// transposed), (160, 96) and (160, 104) (cols 8 off 16); and a tensor of zeros (the tensor amax cell must read 0, the
+// range untouched).
+static void test_partial_blocks(void) {
+    const int shapes[5][2] = {{256, 96}, {208, 160}, {272, 1600}, {48, 40}, {16, 8}};
+    for (int i = 0; i < 5; i++) {
+        Tensor t = make_tensor(shapes[i][0], shapes[i][1], VALUES_EDGES, i);
+        for (int f = 0; f < 2; f++) {
+            check_cast_1d(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 1);
+            check_cast_1d(&t, mxfp8_cast(formats[f]), 1, 1);
+        }
+        check_cast_1d(&t, blockwise_cast(FP8_E4M3, 0.0f, 0), 1, 1);
+        check_cast_1d(&t, blockwise_cast(FP8_E5M2, 0.0f, 1), 0, 1);
+        check_cast_1d(&t, mxfp8_cast(FP8_E4M3), 1, 0);
+        free_tensor(&t);
     }
-    free_tensor(&t);
-    Tensor u = make_tensor(160, 96, VALUES_EDGES, TILE_BOUNDARY - 1);  // 2 x 1 tiles of 96 columns
+    Tensor r = make_tensor(201, 160, VALUES_EDGES, TILE_TINY - 1);  // 2 x 2 tiles, the last ones 73 rows, 32 columns
     for (int f = 0; f < 2; f++) {
-        check_cast_1d(&u, mxfp8_cast(formats[f]), 1, 1);
-        check_cast_1d(&u, mxfp8_cast(formats[f]), 0, 1);
+        check_cast_1d(&r, blockwise_cast(formats[f], 0.0f, 1), 1, 0);
+        check_cast_1d(&r, mxfp8_cast(formats[f]), 1, 0);
     }
+    free_tensor(&r);
+    Tensor u = make_tensor(200, 96, VALUES_EDGES, TILE_BOUNDARY - 1);  // 200 rows: 8 off 16
+    for (int f = 0; f < 2; f++) { check_cast_1d(&u, mxfp8_cast(formats[f]), 1, COLUMNWISE_NO_CODES); }
+    check_cast_1d(&u, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, COLUMNWISE_NO_CODES);
     free_tensor(&u);
+    const int weights[3][2] = {{1600, 4800}, {160, 96}, {160, 104}};
+    for (int i = 0; i < 3; i++) {
+        Tensor w = make_tensor(weights[i][0], weights[i][1], VALUES_EDGES, 2 * i);
+        for (int f = 0; f < 2; f++) { check_cast_2d(&w, blockwise_cast(formats[f], 0.0f, 1)); }
+        check_cast_2d(&w, blockwise_cast(FP8_E4M3, 0.0f, 0));
+        free_tensor(&w);
+    }
     Tensor z = make_tensor(256, 384, VALUES_ZERO, 0);
     check_cast_1d(&z, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 1);
     check_cast_1d(&z, blockwise_cast(FP8_E4M3, 1.0f / 1024.0f, 0), 1, 1);
     check_cast_1d(&z, mxfp8_cast(FP8_E4M3), 1, 1);
     check_cast_2d(&z, blockwise_cast(FP8_E5M2, 0.0f, 1));
     free_tensor(&z);
+}
+
+// Every tile of one edge kind, at a partial shape (the edge tiles cut short both ways): NaN beside finite values (and
+// blocks of NaNs only) in every tile, so every block amax that sets a scale skips a NaN and the tensor amax is NaN;
+// inf in every tile (mxfp8: E8M0 0xFE, the inf stays inf when dequantized); tiny values everywhere (mxfp8's byte 0).
+static void test_edge_tiles(void) {
+    const TileKind kinds[3] = {TILE_NAN, TILE_INF, TILE_TINY};
+    for (int i = 0; i < 3; i++) {
+        Tensor t = make_tensor(208, 160, VALUES_ONE_KIND, kinds[i]);
+        for (int f = 0; f < 2; f++) {
+            check_cast_1d(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 1);
+            check_cast_1d(&t, mxfp8_cast(formats[f]), 1, 1);
+            check_cast_2d(&t, blockwise_cast(formats[f], 0.0f, 0));
+        }
+        free_tensor(&t);
+    }
+}
+
+// TE's edge rules (fp8/block.h), asserted directly on an mxfp8 E4M3 rowwise cast of 32 x 32 (one block a row), not
+// only through the CPU reference: row 0 holds +inf among values in [-1, 1) (E8M0 0xFE; the inf casts to 448, 0x7E,
+// and dequantizes to +inf, not NaN); row 1 a NaN among them (the block's byte is the one its finite elements give, the
+// NaN's code 0x7F); rows 2 .. 31 tiny values (1 .. 7) * 2^-130 (amax / 448 = 2^-136, below 2^-127: E8M0 byte 0,
+// multiplied by 2^127, and no element flushed to zero).
+static void test_te_edge_rules(void) {
+    const int rows = 32, cols = 32;
+    Tensor t = make_tensor(rows, cols, VALUES_RANDOM, 0);
+    float row1_max = 0.0f;
+    for (int c = 0; c < cols; c++) {
+        t.bf16[c] = bf16_from_float(uniform_signed());
+        t.bf16[cols + c] = bf16_from_float(uniform_signed());
+        float v = fabsf(bf16_to_float(t.bf16[cols + c]));
+        if (c != 3 && v > row1_max) { row1_max = v; }
+        for (int r = 2; r < rows; r++) {
+            float tiny = ldexpf((float)(1 + (r + c) % 7), -130);  // bf16 subnormals (steps of 2^-133)
+            t.bf16[r * cols + c] = bf16_from_float((r + c) % 2 ? -tiny : tiny);
+        }
+    }
+    t.bf16[5] = 0x7F80u;         // +inf at (0, 5)
+    t.bf16[cols + 3] = 0x7FC0u;  // NaN at (1, 3)
+    for (int i = 0; i < rows * cols; i++) { t.values[i] = bf16_to_float(t.bf16[i]); }
+    t.amax_bits = 0x7FC00000u;
+    cudaCheck(cudaMemcpy(t.d_bf16, t.bf16, rows * cols * sizeof(uint16_t), cudaMemcpyHostToDevice));
+    check_cast_1d(&t, mxfp8_cast(FP8_E4M3), 1, 1);  // everything against the CPU first
+
+    uint8_t *d_codes, *d_e8m0;
+    __nv_bfloat16* d_dequantized;
+    DeviceList dev = {{NULL}, 0};
+    device_alloc(&dev, &d_codes, rows * cols);
+    device_alloc(&dev, &d_e8m0, rows);
+    device_alloc(&dev, &d_dequantized, rows * cols * sizeof(__nv_bfloat16));
+    reset_cells();
+    Fp8BlockCast1d a;
+    memset(&a, 0, sizeof(a));
+    a.inp = t.d_bf16;
+    a.rows = rows;
+    a.cols = cols;
+    a.block_len = FP8_MXFP8_BLOCK;
+    a.cast = mxfp8_cast(FP8_E4M3);
+    a.rowwise.codes = d_codes;
+    a.rowwise.e8m0 = d_e8m0;
+    a.rowwise.dequantized = d_dequantized;
+    a.amax = &d_cells->amax;
+    a.stats = d_cells->stats;
+    a.scale_range = d_cells->scale_range;
+    cudaCheck(fp8_block_cast_1d(&a, 0));
+    uint8_t codes[32 * 32], e8m0[32];
+    uint16_t dequantized[32 * 32];
+    Cells cells;
+    cudaCheck(cudaMemcpy(codes, d_codes, sizeof(codes), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(e8m0, d_e8m0, sizeof(e8m0), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(dequantized, d_dequantized, sizeof(dequantized), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(&cells, d_cells, sizeof(cells), cudaMemcpyDeviceToHost));
+    CHECK(e8m0[0] == 0xFEu && codes[5] == 0x7Eu && dequantized[5] == 0x7F80u,
+          "an inf in an mxfp8 block: E8M0 0x%02x (want 0xFE), code 0x%02x (want 0x7E), dequantized 0x%04x (want +inf)",
+          e8m0[0], codes[5], dequantized[5]);
+    uint8_t want_row1 = fp8_mxfp8_exponent(row1_max, FP8_E4M3);
+    CHECK(e8m0[1] == want_row1 && codes[cols + 3] == 0x7Fu,
+          "a NaN in an mxfp8 block: E8M0 0x%02x (want 0x%02x, from its finite elements), its code 0x%02x (want 0x7F)",
+          e8m0[1], want_row1, codes[cols + 3]);
+    int tiny_bytes = 0, tiny_zero_codes = 0;
+    for (int r = 2; r < rows; r++) {
+        tiny_bytes += e8m0[r] == 0u;
+        for (int c = 0; c < cols; c++) { tiny_zero_codes += (codes[r * cols + c] & 0x7Fu) == 0u; }
+    }
+    CHECK(tiny_bytes == rows - 2 && tiny_zero_codes == 0,
+          "tiny mxfp8 blocks: %d of %d E8M0 bytes 0, %d codes flushed to zero (want none)", tiny_bytes, rows - 2,
+          tiny_zero_codes);
+    CHECK(fp8_float_bits(cells.amax) == 0x7FC00000u, "the amax cell 0x%08x: a NaN went through, it must say so",
+          fp8_float_bits(cells.amax));
+    device_list_free(&dev);
+    free_tensor(&t);
 }
 
 // d12's activations and gradients: B*T = 8192 rows of C, 3C and 4C columns, both copies, both recipes and formats
@@ -708,13 +863,14 @@ static void test_refusals(void) {
     const int rows = 256, cols = 256;
     const size_t n = (size_t)rows * cols;
     __nv_bfloat16* d_x;
-    uint8_t *d_codes, *d_codes_t, *d_e8m0;
+    uint8_t *d_codes, *d_codes_t, *d_e8m0, *d_e8m0_t;
     float *d_scale_inv, *d_scale_inv_t;
     DeviceList dev = {{NULL}, 0};
     device_alloc(&dev, &d_x, n * sizeof(__nv_bfloat16));  // (rows, cols)
     device_alloc(&dev, &d_codes, n);                      // (rows, cols)
     device_alloc(&dev, &d_codes_t, n);                    // (cols, rows)
     device_alloc(&dev, &d_e8m0, n / 32);                  // (rows, cols / 32)
+    device_alloc(&dev, &d_e8m0_t, n / 32);                // (cols, rows / 32)
     device_alloc(&dev, &d_scale_inv, fp8_vec128_scale_floats(cols, cols) * sizeof(float));  // fits every layout
     device_alloc(&dev, &d_scale_inv_t, fp8_vec128_scale_floats(cols, cols) * sizeof(float));
     cudaCheck(cudaMemset(d_x, 0, n * sizeof(__nv_bfloat16)));
@@ -743,14 +899,16 @@ static void test_refusals(void) {
     good_mx.rowwise.e8m0 = d_e8m0;
     Fp8BlockCast1d a;
 
-    a = good, a.cols = 200;
-    expect_refused_1d(&a, "cols 200, not a multiple of block_len 128");
-    a = good_mx, a.cols = 80;
-    expect_refused_1d(&a, "mxfp8 and cols 80, not a multiple of block_len 32");
+    a = good, a.cols = 196;
+    expect_refused_1d(&a, "cols 196, not a multiple of 8 (the 16-byte loads)");
+    a = good_mx, a.cols = 84;
+    expect_refused_1d(&a, "mxfp8 and cols 84, not a multiple of 8");
     a = good, a.rows = 200;
-    expect_refused_1d(&a, "a columnwise copy of 200 rows, not a multiple of 128");
-    a = good_mx, a.rows = 48;
-    expect_refused_1d(&a, "an mxfp8 columnwise copy of 48 rows, not a multiple of 32");
+    expect_refused_1d(&a, "columnwise codes of 200 rows, not a multiple of 16 (their 16-byte stores)");
+    a = good_mx, a.rows = 40;
+    expect_refused_1d(&a, "mxfp8 columnwise codes of 40 rows, not a multiple of 16");
+    a = good, a.rowwise.codes = d_codes + 4;
+    expect_refused_1d(&a, "rowwise codes not 8-byte aligned");
     a = good_mx, a.rowwise.scale_inv = d_scale_inv;
     expect_refused_1d(&a, "mxfp8 given a rowwise scale_inv");
     a = good_mx, a.columnwise.scale_inv = d_scale_inv_t;
@@ -786,9 +944,11 @@ static void test_refusals(void) {
     good_2d.tensor_amax = &d_cells->tensor_amax;
     Fp8BlockCast2d b;
     b = good_2d, b.rows = 200;
-    expect_refused_2d(&b, "rows 200, not a multiple of 128");
-    b = good_2d, b.rows = 128, b.cols = 96;
-    expect_refused_2d(&b, "cols 96, not a multiple of 128");
+    expect_refused_2d(&b, "rows 200, not a multiple of 16 (the transposed codes' 16-byte stores)");
+    b = good_2d, b.rows = 128, b.cols = 100;
+    expect_refused_2d(&b, "cols 100, not a multiple of 8");
+    b = good_2d, b.codes = NULL;
+    expect_refused_2d(&b, "no codes");
     b = good_2d, b.cast = mxfp8_cast(FP8_E4M3);
     expect_refused_2d(&b, "the mxfp8 recipe");
     b = good_2d, b.scale_inv_t = NULL;
@@ -815,6 +975,18 @@ static void test_refusals(void) {
     CHECK(fp8_block_cast_1d(&good, 0) == cudaSuccess, "the valid blockwise 1d cast the refusals start from is refused");
     CHECK(fp8_block_cast_1d(&good_mx, 0) == cudaSuccess, "the valid mxfp8 1d cast the refusals start from is refused");
     CHECK(fp8_block_cast_2d(&good_2d, 0) == cudaSuccess, "the valid 2d cast the refusals start from is refused");
+    // what the old contract refused and the new one takes (partial blocks; the buffers hold 256 x 256 of everything)
+    a = good, a.cols = 200;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaSuccess, "blockwise with cols 200 (a 1x128 block of 72) is refused");
+    a = good, a.rows = 208;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaSuccess,
+          "blockwise columnwise with 208 rows (a 128x1 block of 80) is refused");
+    a = good_mx, a.rows = 48, a.cols = 80;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaSuccess, "mxfp8 of (48, 80) (a 32x1 block of 16, a 1x32 of 16) is refused");
+    a = good_mx, a.rows = 200, a.columnwise.codes = NULL, a.columnwise.e8m0 = d_e8m0_t;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaSuccess, "mxfp8 without columnwise codes and 200 rows is refused");
+    b = good_2d, b.rows = 160, b.cols = 104;
+    CHECK(fp8_block_cast_2d(&b, 0) == cudaSuccess, "the 2d cast of (160, 104) is refused");
     cudaCheck(cudaDeviceSynchronize());
     device_list_free(&dev);
 }
@@ -861,131 +1033,167 @@ static double bench_copy_gbs(const Tensor* t, __nv_bfloat16* scratch, const Benc
     return bench_gbs(&op, 2.0 * (double)op.copy_bytes, timer);
 }
 
-// Each cast at d12's shapes, E4M3 (the activations' and weights' format), on random values: activations (8192, C /
-// 3C / 4C) blockwise rowwise only, both copies without and with the diagnostics, and mxfp8's both copies with their
-// dequantized bf16; weights blockwise 128 x 128 tiles with the transpose. Each line starts with the device copy of the
-// same bf16 tensor (read + write).
+// One row of the bandwidth table: a cast's GB/s next to the device copy of the same bf16 tensor, and the fraction
+static double bench_row(const char* tensor, const char* cast, double gbs, double copy_gbs) {
+    printf("| %-12s | %-44s | %6.0f | %6.0f | %5.2f |\n", tensor, cast, gbs, copy_gbs, gbs / copy_gbs);
+    return gbs / copy_gbs;
+}
+
+// The activations' and gradients' casts at (8192, cols), E4M3 (the activations' format), on random values: blockwise
+// rowwise only, both copies without and with the diagnostics, and mxfp8's both copies with their dequantized bf16;
+// every row of the table against a device copy of the same bf16 tensor (read + write). Returns the smallest fraction.
+static double bench_activation(int cols, BenchTimer* timer) {
+    const int rows = 8192;
+    const size_t n = (size_t)rows * cols;
+    Tensor t = make_tensor(rows, cols, VALUES_RANDOM, 0);
+    __nv_bfloat16 *d_copy, *d_dequantized, *d_dequantized_t;
+    uint8_t *d_e8m0, *d_e8m0_t;
+    CastOutputs out = cast_outputs_alloc(n, fp8_vec128_scale_floats(rows, cols), fp8_vec128_scale_floats(cols, rows));
+    DeviceList dev = {{NULL}, 0};
+    const size_t e8m0_bytes = rows * fp8_ceil_div(cols, 32), e8m0_t_bytes = cols * fp8_ceil_div(rows, 32);
+    device_alloc(&dev, &d_copy, n * sizeof(__nv_bfloat16));
+    device_alloc(&dev, &d_dequantized, n * sizeof(__nv_bfloat16));    // (rows, cols)
+    device_alloc(&dev, &d_dequantized_t, n * sizeof(__nv_bfloat16));  // (rows, cols)
+    device_alloc(&dev, &d_e8m0, e8m0_bytes);
+    device_alloc(&dev, &d_e8m0_t, e8m0_t_bytes);
+    reset_cells();
+
+    Fp8BlockCast1d rowwise;  // blockwise, the rowwise copy alone
+    memset(&rowwise, 0, sizeof(rowwise));
+    rowwise.inp = t.d_bf16;
+    rowwise.rows = rows;
+    rowwise.cols = cols;
+    rowwise.block_len = FP8_BLOCKWISE_BLOCK;
+    rowwise.cast = blockwise_cast(FP8_E4M3, 0.0f, 1);
+    rowwise.rowwise.codes = out.codes;
+    rowwise.rowwise.scale_inv = out.scale_inv;
+    rowwise.amax = &d_cells->amax;
+    Fp8BlockCast1d both = rowwise;  // blockwise, both copies
+    both.columnwise.codes = out.codes_t;
+    both.columnwise.scale_inv = out.scale_inv_t;
+    Fp8BlockCast1d counted = both;  // with the diagnostics, as a run that writes them casts
+    counted.tensor_amax = &d_cells->tensor_amax;
+    counted.stats = d_cells->stats;
+    counted.scale_range = d_cells->scale_range;
+    Fp8BlockCast1d mx;  // mxfp8, both copies, their E8M0 bytes and dequantized bf16
+    memset(&mx, 0, sizeof(mx));
+    mx.inp = t.d_bf16;
+    mx.rows = rows;
+    mx.cols = cols;
+    mx.block_len = FP8_MXFP8_BLOCK;
+    mx.cast = mxfp8_cast(FP8_E4M3);
+    mx.rowwise.codes = out.codes;
+    mx.rowwise.e8m0 = d_e8m0;
+    mx.rowwise.dequantized = d_dequantized;
+    mx.columnwise.codes = out.codes_t;
+    mx.columnwise.e8m0 = d_e8m0_t;
+    mx.columnwise.dequantized = d_dequantized_t;
+    mx.amax = &d_cells->amax;
+    Fp8BlockCast1d mx_trainer = mx;  // what the trainer's mxfp8 casts write: the dequantized copies only
+    mx_trainer.rowwise.codes = mx_trainer.columnwise.codes = NULL;
+    mx_trainer.rowwise.e8m0 = mx_trainer.columnwise.e8m0 = NULL;
+
+    // bytes per launch: bf16 in; then per copy the codes and the scales (4 bytes a 1x128 block; mxfp8 1 byte a block
+    // and 2 bytes an element of the dequantized copy)
+    const double in = 2.0 * n;
+    const double vec128 = 4.0 * (fp8_vec128_scale_floats(rows, cols) + fp8_vec128_scale_floats(cols, rows));
+    const double rowwise_bytes = in + n + 4.0 * fp8_vec128_scale_floats(rows, cols);
+    const double both_bytes = in + 2.0 * n + vec128;
+    const double mx_bytes = in + 2.0 * n + (double)(e8m0_bytes + e8m0_t_bytes) + 4.0 * n;
+    const double mx_trainer_bytes = in + 4.0 * n;
+    double copy_gbs = bench_copy_gbs(&t, d_copy, timer);
+    char tensor[32];
+    snprintf(tensor, sizeof(tensor), "%d x %d", rows, cols);
+    BenchOp op;
+    memset(&op, 0, sizeof(op));
+    double worst = 1e30, f;
+    op.cast_1d = &rowwise;
+    f = bench_row(tensor, "blockwise rowwise", bench_gbs(&op, rowwise_bytes, timer), copy_gbs);
+    worst = f < worst ? f : worst;
+    op.cast_1d = &both;
+    f = bench_row(tensor, "blockwise rowwise + columnwise", bench_gbs(&op, both_bytes, timer), copy_gbs);
+    worst = f < worst ? f : worst;
+    op.cast_1d = &counted;
+    f = bench_row(tensor, "blockwise rowwise + columnwise, diagnostics", bench_gbs(&op, both_bytes, timer), copy_gbs);
+    worst = f < worst ? f : worst;
+    op.cast_1d = &mx;
+    f = bench_row(tensor, "mxfp8 both copies: codes, E8M0, dequantized", bench_gbs(&op, mx_bytes, timer), copy_gbs);
+    worst = f < worst ? f : worst;
+    op.cast_1d = &mx_trainer;
+    f = bench_row(tensor, "mxfp8 both dequantized copies (the trainer's)", bench_gbs(&op, mx_trainer_bytes, timer),
+                  copy_gbs);
+    worst = f < worst ? f : worst;
+    device_list_free(&dev);
+    cast_outputs_free(&out);
+    free_tensor(&t);
+    return worst;
+}
+
+// A weight's 128 x 128 tile cast with its transpose, E4M3, without and with the diagnostics (a few MB: the weight may
+// sit in L2, the copy as much as the cast). Returns the smaller fraction of the copy's bandwidth.
+static double bench_weight(int rows, int cols, BenchTimer* timer) {
+    const size_t n = (size_t)rows * cols;
+    Tensor t = make_tensor(rows, cols, VALUES_RANDOM, 0);
+    __nv_bfloat16* d_copy;
+    CastOutputs out = cast_outputs_alloc(n, fp8_blk128_scale_floats(rows, cols), fp8_blk128_scale_floats(cols, rows));
+    cudaCheck(cudaMalloc(&d_copy, n * sizeof(__nv_bfloat16)));
+    reset_cells();
+    Fp8BlockCast2d w;
+    memset(&w, 0, sizeof(w));
+    w.inp = t.d_bf16;
+    w.rows = rows;
+    w.cols = cols;
+    w.cast = blockwise_cast(FP8_E4M3, 0.0f, 1);
+    w.codes = out.codes;
+    w.codes_t = out.codes_t;
+    w.scale_inv = out.scale_inv;
+    w.scale_inv_t = out.scale_inv_t;
+    w.amax = &d_cells->amax;
+    Fp8BlockCast2d w_counted = w;
+    w_counted.stats = d_cells->stats;
+    w_counted.scale_range = d_cells->scale_range;
+    const double bytes =  // bf16 in, codes and transposed codes out, both scale_inv arrays
+        2.0 * n + 2.0 * n + 4.0 * (fp8_blk128_scale_floats(rows, cols) + fp8_blk128_scale_floats(cols, rows));
+    double copy_gbs = bench_copy_gbs(&t, d_copy, timer);
+    char tensor[32];
+    snprintf(tensor, sizeof(tensor), "w %d x %d", rows, cols);
+    BenchOp op;
+    memset(&op, 0, sizeof(op));
+    op.cast_2d = &w;
+    double f = bench_row(tensor, "blockwise 128x128 tiles + transpose", bench_gbs(&op, bytes, timer), copy_gbs);
+    op.cast_2d = &w_counted;
+    double g = bench_row(tensor, "blockwise 128x128 tiles + transpose, diagnostics", bench_gbs(&op, bytes, timer),
+                         copy_gbs);
+    cudaCheck(cudaFree(d_copy));
+    cast_outputs_free(&out);
+    free_tensor(&t);
+    return f < g ? f : g;
+}
+
+// The table at d12's shapes (C 768: activations (8192, C / 3C / 4C), weights (3C, C), (C, 4C), (4C, C)) and d48's
+// (C 1600, every width off 128: partial blocks), then the slowest cast's fraction of copy bandwidth
+// (results/latest.tsv's block_cast_over_copy; the issue's target is 0.80). Printed numbers, never a pass or a fail.
 static void benchmark(void) {
     BenchTimer timer;
     bench_timer_init(&timer);
-    const int act_cols[3] = {768, 2304, 3072};
-    for (int i = 0; i < 3; i++) {
-        const int rows = 8192, cols = act_cols[i];
-        const size_t n = (size_t)rows * cols;
-        Tensor t = make_tensor(rows, cols, VALUES_RANDOM, 0);
-        __nv_bfloat16 *d_copy, *d_dequantized, *d_dequantized_t;
-        uint8_t *d_e8m0, *d_e8m0_t;
-        CastOutputs out = cast_outputs_alloc(n, fp8_vec128_scale_floats(rows, cols),
-                                             fp8_vec128_scale_floats(cols, rows));
-        DeviceList dev = {{NULL}, 0};
-        device_alloc(&dev, &d_copy, n * sizeof(__nv_bfloat16));
-        device_alloc(&dev, &d_dequantized, n * sizeof(__nv_bfloat16));    // (rows, cols)
-        device_alloc(&dev, &d_dequantized_t, n * sizeof(__nv_bfloat16));  // (rows, cols)
-        device_alloc(&dev, &d_e8m0, n / 32);                               // (rows, cols / 32)
-        device_alloc(&dev, &d_e8m0_t, n / 32);                             // (cols, rows / 32)
-        reset_cells();
-
-        Fp8BlockCast1d rowwise;  // blockwise, the rowwise copy alone
-        memset(&rowwise, 0, sizeof(rowwise));
-        rowwise.inp = t.d_bf16;
-        rowwise.rows = rows;
-        rowwise.cols = cols;
-        rowwise.block_len = FP8_BLOCKWISE_BLOCK;
-        rowwise.cast = blockwise_cast(FP8_E4M3, 0.0f, 1);
-        rowwise.rowwise.codes = out.codes;
-        rowwise.rowwise.scale_inv = out.scale_inv;
-        rowwise.amax = &d_cells->amax;
-        Fp8BlockCast1d both = rowwise;  // blockwise, both copies
-        both.columnwise.codes = out.codes_t;
-        both.columnwise.scale_inv = out.scale_inv_t;
-        Fp8BlockCast1d counted = both;  // with the diagnostics, as a run that writes them casts
-        counted.tensor_amax = &d_cells->tensor_amax;
-        counted.stats = d_cells->stats;
-        counted.scale_range = d_cells->scale_range;
-        Fp8BlockCast1d mx;  // mxfp8, both copies and their dequantized bf16
-        memset(&mx, 0, sizeof(mx));
-        mx.inp = t.d_bf16;
-        mx.rows = rows;
-        mx.cols = cols;
-        mx.block_len = FP8_MXFP8_BLOCK;
-        mx.cast = mxfp8_cast(FP8_E4M3);
-        mx.rowwise.codes = out.codes;
-        mx.rowwise.e8m0 = d_e8m0;
-        mx.rowwise.dequantized = d_dequantized;
-        mx.columnwise.codes = out.codes_t;
-        mx.columnwise.e8m0 = d_e8m0_t;
-        mx.columnwise.dequantized = d_dequantized_t;
-        mx.amax = &d_cells->amax;
-
-        // bytes per launch: bf16 in; then per copy the codes and the scales (4 bytes a block; mxfp8 1 byte a block
-        // and 2 bytes an element of the dequantized copy)
-        const double in = 2.0 * n, blocks_128 = (double)n / 128.0, blocks_32 = (double)n / 32.0;
-        const double rowwise_bytes = in + n + 4.0 * blocks_128;
-        const double both_bytes = in + 2.0 * (n + 4.0 * blocks_128);
-        const double mx_bytes = in + 2.0 * (n + blocks_32 + 2.0 * n);
-        double copy_gbs = bench_copy_gbs(&t, d_copy, &timer);
-        BenchOp op;
-        memset(&op, 0, sizeof(op));
-        op.cast_1d = &rowwise;
-        double rowwise_gbs = bench_gbs(&op, rowwise_bytes, &timer);
-        op.cast_1d = &both;
-        double both_gbs = bench_gbs(&op, both_bytes, &timer);
-        op.cast_1d = &counted;
-        double counted_gbs = bench_gbs(&op, both_bytes, &timer);
-        op.cast_1d = &mx;
-        double mx_gbs = bench_gbs(&op, mx_bytes, &timer);
-        printf("%d x %d: device copy %.0f GB/s | blockwise rowwise %.0f GB/s (%.0f%%), rowwise+columnwise %.0f GB/s "
-               "(%.0f%%), with diagnostics %.0f GB/s (%.0f%% of without) | mxfp8 rowwise+columnwise+dequantized %.0f "
-               "GB/s (%.0f%%)\n",
-               rows, cols, copy_gbs, rowwise_gbs, 100 * rowwise_gbs / copy_gbs, both_gbs, 100 * both_gbs / copy_gbs,
-               counted_gbs, 100 * counted_gbs / both_gbs, mx_gbs, 100 * mx_gbs / copy_gbs);
-
-        device_list_free(&dev);
-        cast_outputs_free(&out);
-        free_tensor(&t);
+    printf("| tensor | cast | GB/s | copy GB/s | fraction of copy |\n| --- | --- | --- | --- | --- |\n");
+    const int widths[2] = {768, 1600};
+    double worst = 1e30, worst_weight = 1e30;
+    for (int d = 0; d < 2; d++) {
+        const int C = widths[d];
+        const int act_cols[3] = {C, 3 * C, 4 * C};
+        for (int i = 0; i < 3; i++) {
+            double f = bench_activation(act_cols[i], &timer);
+            worst = f < worst ? f : worst;
+        }
+        const int weights[3][2] = {{3 * C, C}, {C, 4 * C}, {4 * C, C}};
+        for (int i = 0; i < 3; i++) {
+            double f = bench_weight(weights[i][0], weights[i][1], &timer);
+            worst_weight = f < worst_weight ? f : worst_weight;
+        }
     }
-
-    // the weights (a few MB: they may sit in L2, the copy as much as the cast)
-    const int weights[3][2] = {{2304, 768}, {768, 3072}, {3072, 768}};
-    for (int i = 0; i < 3; i++) {
-        const int rows = weights[i][0], cols = weights[i][1];
-        const size_t n = (size_t)rows * cols;
-        Tensor t = make_tensor(rows, cols, VALUES_RANDOM, 0);
-        __nv_bfloat16* d_copy;
-        CastOutputs out = cast_outputs_alloc(n, fp8_blk128_scale_floats(rows, cols),
-                                             fp8_blk128_scale_floats(cols, rows));
-        cudaCheck(cudaMalloc(&d_copy, n * sizeof(__nv_bfloat16)));
-        reset_cells();
-        Fp8BlockCast2d w;
-        memset(&w, 0, sizeof(w));
-        w.inp = t.d_bf16;
-        w.rows = rows;
-        w.cols = cols;
-        w.cast = blockwise_cast(FP8_E4M3, 0.0f, 1);
-        w.codes = out.codes;
-        w.codes_t = out.codes_t;
-        w.scale_inv = out.scale_inv;
-        w.scale_inv_t = out.scale_inv_t;
-        w.amax = &d_cells->amax;
-        Fp8BlockCast2d w_counted = w;
-        w_counted.stats = d_cells->stats;
-        w_counted.scale_range = d_cells->scale_range;
-        const double in = 2.0 * n, tiles = (double)n / (128.0 * 128.0);
-        const double bytes = in + 2.0 * (n + 4.0 * tiles);
-        double copy_gbs = bench_copy_gbs(&t, d_copy, &timer);
-        BenchOp op;
-        memset(&op, 0, sizeof(op));
-        op.cast_2d = &w;
-        double cast_gbs = bench_gbs(&op, bytes, &timer);
-        op.cast_2d = &w_counted;
-        double counted_gbs = bench_gbs(&op, bytes, &timer);
-        printf("weight %d x %d: device copy %.0f GB/s | blockwise 128x128 tiles + transpose %.0f GB/s (%.0f%%), with "
-               "diagnostics %.0f GB/s (%.0f%% of without)\n",
-               rows, cols, copy_gbs, cast_gbs, 100 * cast_gbs / copy_gbs, counted_gbs, 100 * counted_gbs / cast_gbs);
-        cudaCheck(cudaFree(d_copy));
-        cast_outputs_free(&out);
-        free_tensor(&t);
-    }
+    printf("block_cast_over_copy %.2f (the slowest cast's fraction of a device copy's bandwidth; target 0.80): "
+           "activations %.2f, weights %.2f\n", worst < worst_weight ? worst : worst_weight, worst, worst_weight);
     bench_timer_free(&timer);
 }
 
@@ -995,7 +1203,9 @@ int main(void) {
     find_over_values();
     cudaCheck(cudaMalloc(&d_cells, sizeof(Cells)));
     RUN_TEST(test_edge_values);
-    RUN_TEST(test_partial_tiles);
+    RUN_TEST(test_partial_blocks);
+    RUN_TEST(test_edge_tiles);
+    RUN_TEST(test_te_edge_rules);
     RUN_TEST(test_d12_activations);
     RUN_TEST(test_d12_weights);
     RUN_TEST(test_refusals);
