@@ -354,7 +354,8 @@ static void test_gpu_dims(void) {
         const char* refusal;  // NULL: accepted
     } cases[] = {
         {"delayed", 2, 768, 8, 1024, 0, 0, 0, 0, 0, NULL},
-        {"delayed", 2, 96, 8, 1024, 0, 0, 0, 0, 0, "fp8 on the GPU needs C and B*T to be multiples of 64 (C 96, B*T 8192)"},
+        {"delayed", 2, 96, 8, 1024, 0, 0, 0, 0, 0,
+         "fp8 on the GPU needs C and B*T to be multiples of 64 (C 96, B*T 8192)"},
         {"delayed", 2, 768, 3, 16, 0, 0, 0, 0, 0, "multiples of 64 (C 768, B*T 48)"},
         {"mxfp8", 2, 72, 3, 16, 0, 0, 0, 0, 0, NULL},  // C 2.25 x 32, B*T 48 = 1.5 x 32
         {"mxfp8", 48, 1600, 1, 1008, 0, 0, 0, 0, 1, NULL},  // B*T 31.5 x 32
