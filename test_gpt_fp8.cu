@@ -23,7 +23,10 @@ differing bf16 roundings on a tensor's path), computed there, and printed beside
         flushed elements and block scale range (R1), the fcproj weight's and input's codes and scales (blockwise, in
         cuBLASLt's layouts) or dequantized values (mxfp8) are the CPU's block casts of the same bf16 values (R1), 5
         steps track the CPU's losses and norms (R4, R5, R6), and a checkpoint goes CPU -> GPU -> CPU bit for bit (R1);
-        blockwise's only on a GPU that runs block-scaled GEMMs (compute capability 9.0, cuBLASLt 12.9+);
+        the casts and 5 steps again where the widths end in partial blocks: mxfp8 at C 72 and B*T 80 (last: it needs
+        fp8/block_quantize.cuh's casts to take partial blocks), blockwise at B*T 80 with a BF16 wgrad (partial blocks
+        along the GEMMs' outer dimension only); blockwise's only on a GPU that runs block-scaled GEMMs (compute
+        capability 9.0, cuBLASLt 12.9+);
   checkpoints: a CPU checkpoint continues on the GPU with the CPU's loss (R4, as the first forward); GPU save -> load
         -> continue gives bit-identical losses (R1); ZeRO-1 on two ranks is ZeRO-0's bits (R1);
   cuDNN attention (built with cuDNN): the trainer's loss and every gradient against the CPU at a medium shape
@@ -1215,12 +1218,22 @@ static void test_medium_fp8_state_after_1_and_5_steps(void) {
 
 static const TestShape block_shape = {2, 64, 2, 128, 4, TV};
 
-// fp8 with -fp8_recipe `recipe` (blockwise or mxfp8), plain attention
-static TrainArgs test_args_block(const char* recipe) {
-    char flags[96];
-    snprintf(flags, sizeof(flags), "-precision fp8 -fp8_recipe %s -attn plain", recipe);
+// fp8 with -fp8_recipe `recipe` (blockwise or mxfp8), plain attention, and `extra` flags
+static TrainArgs test_args_block_with(const char* recipe, const char* extra) {
+    char flags[128];
+    snprintf(flags, sizeof(flags), "-precision fp8 -fp8_recipe %s -attn plain %s", recipe, extra);
     return test_args_line(flags);
 }
+
+static TrainArgs test_args_block(const char* recipe) { return test_args_block_with(recipe, ""); }
+
+// The block recipes where the widths end in partial blocks (a block cut short by the tensor's edge, its scale from the
+// elements it has; llmc/linear.h's linear_check_gpu_dims says what the GPU takes): mxfp8 at C 72 (2.25 blocks of 32;
+// 3C 6.75, 4C 9) and B*T 80 (2.5), every GEMM in FP8; blockwise at B*T 80 with its wgrad in BF16, so 80 is only ever
+// an outer dimension (fprop's and dgrad's rows: partial 1x128 blocks of x's and dy's VEC128 scales along m), its ks
+// (C, 3C, 4C) whole blocks of 128.
+static const TestShape mxfp8_partial_shape = {2, 40, 2, 72, 3, TV};
+static const TestShape blockwise_outer_partial_shape = {2, 40, 2, 128, 4, TV};
 
 static uint8_t* download_bytes(const uint8_t* device, size_t n) {
     uint8_t* host = (uint8_t*)malloc(n);
@@ -1292,10 +1305,10 @@ static float check_block_cast(const gpu::GPT2* gpu, int slot, const floatX* devi
 // cast, cast again with the diagnostics on, counts the CPU's elements, clipped and flushed and has the CPU's block
 // scale range (the same bf16 weights); the last block's fcproj weight's copies, code by code and scale by scale; after
 // a training forward, the last fcproj input's cast likewise, and its slot's window amax is max|x| of that input.
-static void fp8_block_casts(const char* recipe) {
+static void fp8_block_casts_at(const char* recipe, const char* extra_flags, const TestShape* shape) {
     cpu::GPT2 cpu;
     gpu::GPT2 gpu;
-    make_shaped_pair(&cpu, &gpu, test_args_block(recipe), 51, &block_shape);
+    make_shaped_pair(&cpu, &gpu, test_args_block_with(recipe, extra_flags), 51, shape);
     int S = cpu.fp8.num_slots, L = cpu.config.num_layers, mxfp8 = cpu.recipe.scaling == FP8_SCALING_MXFP8;
     memset(cpu.fp8_stats, 0, (size_t)S * sizeof(Fp8QuantStats));
     for (int slot = 0; slot < S; slot++) { fp8_block_scale_range_reset(&cpu.fp8_block_scale_range[slot]); }
@@ -1340,8 +1353,8 @@ static void fp8_block_casts(const char* recipe) {
         float* scale_inv_t = download_floats(gpu.fp8_weight.scale_inv_t + gpu.weight_t_scale_offset[module],
                                              fp8_blk128_scale_floats((size_t)lm.IC, (size_t)lm.OC));
         int same = 1;
-        for (size_t i = 0; i < (size_t)lm.OC / 128; i++) {
-            for (size_t k = 0; k < (size_t)lm.IC / 128; k++) {
+        for (size_t i = 0; i < fp8_ceil_div((size_t)lm.OC, 128); i++) {
+            for (size_t k = 0; k < fp8_ceil_div((size_t)lm.IC, 128); k++) {
                 same &= fp8_float_bits(scale_inv[fp8_blk128_scale_index(i, k, (size_t)lm.IC)]) ==
                         fp8_float_bits(scale_inv_t[fp8_blk128_scale_index(k, i, (size_t)lm.OC)]);
             }
@@ -1350,13 +1363,13 @@ static void fp8_block_casts(const char* recipe) {
         free(scale_inv);
         free(scale_inv_t);
     }
-    int n = block_shape.B * block_shape.T;
+    int n = shape->B * shape->T;
     int* inputs = (int*)malloc((size_t)n * sizeof(int));
     int* targets = (int*)malloc((size_t)n * sizeof(int));
     Rng rng;
     rng_seed(&rng, 52);
-    random_batch(inputs, targets, n, block_shape.V, &rng);
-    gpt2_forward(&gpu, inputs, targets, block_shape.B, block_shape.T);
+    random_batch(inputs, targets, n, shape->V, &rng);
+    gpt2_forward(&gpu, inputs, targets, shape->B, shape->T);
     cudaCheck(cudaDeviceSynchronize());
     const floatX* x = gpu::layer_input(&gpu, gpu.acts.fch_gelu, LINEAR_FCPROJ, L - 1, lm.IC);  // (B*T, 4C): the last cast
     snprintf(what, sizeof(what), "%s fcproj input", recipe);
@@ -1371,8 +1384,13 @@ static void fp8_block_casts(const char* recipe) {
     gpt2_free(&cpu);
 }
 
+static void fp8_block_casts(const char* recipe) { fp8_block_casts_at(recipe, "", &block_shape); }
 static void test_fp8_blockwise_casts(void) { fp8_block_casts("blockwise"); }
 static void test_fp8_mxfp8_casts(void) { fp8_block_casts("mxfp8"); }
+static void test_fp8_mxfp8_partial_blocks_casts(void) { fp8_block_casts_at("mxfp8", "", &mxfp8_partial_shape); }
+static void test_fp8_blockwise_outer_partial_blocks_casts(void) {
+    fp8_block_casts_at("blockwise", "-fp8_wgrad 0", &blockwise_outer_partial_shape);
+}
 
 // 5 training steps of a block recipe, as for delayed and current scaling (shaped_five_steps), but for the FP8 state:
 // the block recipes' metadata keeps scale 1 and clears row 0 every step (their casts are checked above).
@@ -1382,6 +1400,13 @@ static void fp8_block_five_steps(const char* recipe) {
 
 static void test_fp8_blockwise_five_steps(void) { fp8_block_five_steps("blockwise"); }
 static void test_fp8_mxfp8_five_steps(void) { fp8_block_five_steps("mxfp8"); }
+static void test_fp8_mxfp8_partial_blocks_five_steps(void) {
+    shaped_five_steps(test_args_block("mxfp8"), &mxfp8_partial_shape, 53, "mxfp8 partial blocks", 0);
+}
+static void test_fp8_blockwise_outer_partial_blocks_five_steps(void) {
+    shaped_five_steps(test_args_block_with("blockwise", "-fp8_wgrad 0"), &blockwise_outer_partial_shape, 53,
+                      "blockwise outer partial blocks", 0);
+}
 
 // A block recipe's checkpoint CPU -> GPU -> CPU: the CPU's after one step loads on the GPU with its diagnostics state
 // (counters, last and window amaxes, block scale ranges, on the host and on the device) and continues with the CPU's
@@ -1838,6 +1863,8 @@ int main(int argc, char** argv) {
         RUN_TEST(test_fp8_blockwise_casts);
         RUN_TEST(test_fp8_blockwise_five_steps);
         RUN_TEST(test_fp8_blockwise_checkpoints);
+        RUN_TEST(test_fp8_blockwise_outer_partial_blocks_casts);
+        RUN_TEST(test_fp8_blockwise_outer_partial_blocks_five_steps);
     } else {
         printf("SKIP the blockwise tests: %s\n", why);
     }
@@ -1848,5 +1875,8 @@ int main(int argc, char** argv) {
     RUN_TEST(test_cudnn_attention_against_cpu);
     RUN_TEST(test_cudnn_unsupported_head_size_falls_back);
 #endif
+    // last: they need fp8/block_quantize.cuh's casts to take partial blocks (a cast that refuses them exits the run)
+    RUN_TEST(test_fp8_mxfp8_partial_blocks_casts);
+    RUN_TEST(test_fp8_mxfp8_partial_blocks_five_steps);
     return test_summary("gpt-gpu");
 }

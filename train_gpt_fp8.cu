@@ -1654,6 +1654,15 @@ static void refuse_what_this_gpu_lacks(const TrainArgs* args) {
     }
 }
 
+// The shapes the FP8 recipe's casts and GEMMs take here (llmc/linear.h; the CPU trainer takes every shape), refused
+// in one line before the run touches its folder.
+static void refuse_shapes_fp8_cannot_take(const TrainArgs* args, const RunSetup* run) {
+    LinearPrecision lp = {args->precision, &args->recipe, args->fp8_bf16_first_last, args->fp8_lm_head,
+                          run->config.num_layers};
+    char err[ERROR_MESSAGE_MAX];
+    if (linear_check_gpu_dims(&run->config, &lp, run->B, run->T, err, sizeof(err))) { die("%s", err); }
+}
+
 // What the run's shape asks of this GPU and cannot have, refused in one line each before anything is allocated (a
 // shape cuDNN's attention cannot take falls back to the plain attention unless -attn cudnn asked for it: args is
 // changed then). What the memory plan refuses comes later (gpt2_gpu_plan_fits), once cuDNN has said what it needs.
@@ -1662,9 +1671,6 @@ static void refuse_what_this_gpu_cannot_run(TrainArgs* args, const RunSetup* run
     int B = run->B, T = run->T;
     if (args->profile_step > run->train_steps) {  // a profiler waiting for a step that never comes would record nothing
         die("-profile_step %d is past the run's last step (%d)", args->profile_step, run->train_steps);
-    }
-    if (args->precision == PRECISION_FP8 && (config->channels % 64 != 0 || (B * T) % 64 != 0)) {
-        die("fp8 on the GPU needs C and B*T to be multiples of 64 (C %d, B*T %d)", config->channels, B * T);
     }
     // cuDNN's fused attention takes head sizes that are multiples of 8, and no single-token sequence (its backward
     // refuses s_q = s_kv = 1); by default such a shape runs the plain attention, asked for by -attn cudnn it is an error
@@ -1839,6 +1845,7 @@ int main(int argc, char** argv) {
     }
     RunSetup run;
     run_setup(&args, &run, mg.process_rank, mg.num_processes);
+    refuse_shapes_fp8_cannot_take(&args, &run);
     run_folder_prepare(&args, run.train_steps, rank0);  // rank 0 locks the folder for the job; an earlier run's files
     refuse_what_this_gpu_cannot_run(&args, &run);
     GPT2Config config = run.config;

@@ -7,7 +7,8 @@ nearest even of the codes. Nothing here calls or copies the C code.
 
 Codes are compared exactly; scale_inv and dequantized values as float32 bit patterns (any NaN matches any NaN).
 Cases: random tensors for every recipe/format/block shape (edge blocks cut short, tiny and multi-threaded sizes), the
-columnwise command, and edge cases (zeros, inf, NaN, subnormals, powers of two and their neighbours, extreme and
+columnwise command, partial blocks at the trainers' widths (C 96, 160, 1600; a partial block's scale from its own
+elements, worked out by hand), and edge cases (zeros, inf, NaN, subnormals, powers of two and their neighbours, extreme and
 overflowing scales, the E8M0 boundary at 2^-127, epsilon above the amax), each its own check.
 Skips (exit 0, saying so) when numpy or ml_dtypes is not importable; `make deps` installs them.
 Usage: test_fp8_blocks.py path/to/fp8_codec
@@ -202,6 +203,43 @@ for recipe, fmt, length, eps, pow2 in [("blockwise", "e4m3", 128, 0.0, 1), ("blo
     name = f"columnwise_{recipe}_{fmt}_{length}" + (f"_eps{eps:g}_pow2{pow2}" if recipe == "blockwise" else "")
     check(f"{name}_vs_reference", not any(ref_problems), "; ".join(p for p in ref_problems if p)[:600])
     check(f"{name}_vs_blocks_transposed", not any(blocks_problems), "; ".join(p for p in blocks_problems if p)[:600])
+
+# ----------------------------------------------------------------------------
+# 2b. partial blocks at the trainers' widths (llmc/linear.h: any width): (200, 96) is B*T 200 by C 96 (one partial
+# 1x128 block per row; 200 rows: one whole and one partial 128-row block), (160, 1600) C 160 by d48's 1600 (12.5
+# blocks of 128), (130, 33) partial every way for both recipes; rowwise, columnwise (the `blocks` command's 128x1 /
+# 32x1 and the `columnwise` command) and 128x128 tiles, against the reference
+
+for recipe, fmt, blocks, length in [("blockwise", "e4m3", [(1, 128), (128, 1), (128, 128)], 128),
+                                    ("blockwise", "e5m2", [(1, 128), (128, 1)], 128),
+                                    ("mxfp8", "e4m3", [(1, 32), (32, 1)], 32), ("mxfp8", "e5m2", [(1, 32), (32, 1)], 32)]:
+    problems = []
+    for rows, cols in [(200, 96), (160, 1600), (130, 33)]:
+        x = (rng.standard_normal((rows, cols)) * np.exp2(rng.integers(-20, 21, (rows, 1)))).astype(F32)
+        for bh, bw in blocks:
+            problems.append(compare(x, recipe, fmt, bh, bw, 0.0, 1))
+            problems[-1] = problems[-1] and f"[{rows}x{cols} {bh}x{bw}] {problems[-1]}"
+        codes_t, scale_inv, deq = run_columnwise(x, recipe, fmt, length)
+        err = mismatch(x, (codes_t.T, scale_inv.T, deq), reference(x, recipe, fmt, length, 1))
+        problems.append(err and f"[{rows}x{cols} columnwise {length}] {err}")
+    check(f"partial_blocks_trainer_widths_{recipe}_{fmt}", not any(problems), "; ".join(p for p in problems if p)[:600])
+
+# A block cut short by the tensor's edge takes its amax, so its scale, from the elements it has, nothing past the
+# edge: a (2, 130) tensor whose rows end in partial blocks [3, -1] and [0.5], the next row (in memory) starting with
+# 1000s; the 128x1 copy of its transpose (130, 2) likewise, down the columns. Worked out by hand: blockwise with
+# power-of-two scales, scale_inv = 1 / 2^floor(log2(448 / amax)): amax 1000 -> 4 (448 / 1000 = 0.448: scale
+# 2^-2), 3 -> 2^-7, 0.5 -> 2^-9; read past the edge, a partial block would get the 1000s' 4.
+partial = np.zeros((2, 130), F32)
+partial[0, :128], partial[0, 128:] = 1000.0, [3.0, -1.0]
+partial[1, :128], partial[1, 128:] = -1000.0, [0.5, 0.0]
+want_partial = [[4.0, 2.0**-7], [4.0, 2.0**-9]]
+for name, x, bh, bw in [("rowwise", partial, 1, 128), ("columnwise", partial.T.copy(), 128, 1)]:
+    got = run_blocks(x, "blockwise", "e4m3", bh, bw)
+    err = mismatch(x, got, reference(x, "blockwise", "e4m3", bh, bw))
+    grid = got[1] if bw == 128 else got[1].T
+    if not err and not np.array_equal(grid, np.asarray(want_partial, F32)):
+        err = f"scale_inv {grid.tolist()}, worked out {want_partial}"
+    check(f"partial_block_scale_from_its_own_elements_{name}", not err, err)
 
 # ----------------------------------------------------------------------------
 # 3. edge cases: each compared with the reference, and some with values worked out by hand

@@ -261,10 +261,11 @@ static inline cublasStatus_t gemm_plan_heuristic(GemmContext* ctx, const GemmPla
     return status;
 }
 
-// Builds a plan's descriptors for `key` and asks the heuristic for its algorithm (with this call's pointers set, as
-// the heuristic may look at them); exits with the problem described when cuBLASLt has none.
-static inline void gemm_plan_build(GemmContext* ctx, GemmPlan* plan, const GemmKey* key, const float* a_scale_inv,
-                                   const float* b_scale_inv, const void* bias) {
+// Builds a plan's descriptors for `key` (transposes, fast accumulation, scale modes, epilogue, the three layouts) with
+// this call's pointers set; no algorithm yet (gemm_plan_build asks for it; dev/cuda/fp8_block_gemm asks for problems
+// gemm_problem_check refuses, to see what cuBLASLt itself does with them). gemm_plan_destroy frees them.
+static inline void gemm_plan_describe(GemmPlan* plan, const GemmKey* key, const float* a_scale_inv,
+                                      const float* b_scale_inv, const void* bias) {
     memset(plan, 0, sizeof(*plan));
     plan->key = *key;
     cublasCheck(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -303,7 +304,13 @@ static inline void gemm_plan_build(GemmContext* ctx, GemmPlan* plan, const GemmK
     }
     cublasCheck(cublasLtMatrixLayoutCreate(&plan->d_layout, key->out_type, key->m, key->n, key->m));
     gemm_plan_set_pointers(plan, a_scale_inv, b_scale_inv, bias);
+}
 
+// Builds a plan's descriptors for `key` and asks the heuristic for its algorithm (with this call's pointers set, as
+// the heuristic may look at them); exits with the problem described when cuBLASLt has none.
+static inline void gemm_plan_build(GemmContext* ctx, GemmPlan* plan, const GemmKey* key, const float* a_scale_inv,
+                                   const float* b_scale_inv, const void* bias) {
+    gemm_plan_describe(plan, key, a_scale_inv, b_scale_inv, bias);
     cublasLtMatmulHeuristicResult_t heuristic;
     int found = 0;
     // no algorithm is answered with CUBLAS_STATUS_NOT_SUPPORTED (or 0 results): both are reported with the problem

@@ -226,46 +226,79 @@ static inline size_t fp8_weight_scale_layout(const GPT2Config* config, const Lin
 }
 
 // ----------------------------------------------------------------------------
-// the block recipes' shapes
+// the shapes FP8 takes on the GPU
 
-// The block recipes (fp8/block.h) cast in blocks of 128 (blockwise) or 32 (mxfp8) along every blocked GEMM
-// dimension: the widths of every FP8 module (its input IC and output OC: C, 3C, 4C, and the padded vocabulary for an
-// FP8 LM head) and, when some module's wgrad runs in FP8, the tokens of a micro-batch (B*T, the wgrad's reduction
-// dimension). Returns 0, or -1 with one line naming the first dimension that is not a multiple and the flags behind it.
-static inline int linear_check_block_dims(const GPT2Config* config, const LinearPrecision* p, int B, int T, char* err,
-                                          size_t errlen) {
-    if (p->precision != PRECISION_FP8 || !fp8_recipe_is_block_scaled(p->recipe)) { return 0; }
-    int block = p->recipe->scaling == FP8_SCALING_MXFP8 ? 32 : 128;
-    const char* recipe = fp8_scaling_recipe_name(p->recipe->scaling);
-    static const char* const in_names[LINEARS_PER_BLOCK] = {"C", "C", "C", "4C"};
-    static const char* const out_names[LINEARS_PER_BLOCK] = {"3C", "C", "4C", "C"};
-    int wgrad_fp8 = 0;
-    for (int module = 0; module < linear_num_modules(config->num_layers); module++) {
-        if (!linear_is_fp8(p, module)) { continue; }
-        wgrad_fp8 |= linear_gemm_is_fp8(p, module, LINEAR_GEMM_WGRAD);
-        LinearLayout ll = linear_layout(config, module);
-        int is_head = module == linear_lm_head(config->num_layers);
-        const char* in_name = is_head ? "C" : in_names[module % LINEARS_PER_BLOCK];
-        const char* out_name = is_head ? "the padded vocabulary Vp" : out_names[module % LINEARS_PER_BLOCK];
-        if (ll.IC % block != 0 || ll.OC % block != 0) {
-            int bad_in = ll.IC % block != 0;
-            char why[64];
-            if (is_head && !bad_in) {
-                snprintf(why, sizeof(why), "the vocabulary %d padded; -fp8_lm_head 0", config->vocab_size);
-            } else {
-                snprintf(why, sizeof(why), "-C %d", config->channels);
-            }
-            snprintf(err, errlen, "-fp8_recipe %s casts in blocks of %d, so every blocked GEMM dimension must be a "
-                     "multiple of %d: %s is %d (%s)", recipe, block, block, bad_in ? in_name : out_name,
-                     bad_in ? ll.IC : ll.OC, why);
+// The block recipes cast in blocks of 128 (blockwise) or 32 (mxfp8) along the GEMMs' dimensions, and where a
+// dimension is not a multiple, the last block of each row or column is cut short by the tensor's edge, its amax and
+// scale from the elements it has (fp8/block.h): the CPU trainer, whose GEMMs multiply the dequantized values, takes
+// every shape in every recipe. The GPU trainer's kernels ask for more, which this checks (with B*T the tokens of a
+// micro-batch; 3C and 4C follow from C):
+//   delayed, current  C and B*T multiples of 64: the per-tensor casts' 64x64 tiles (fp8/quantize.cuh).
+//   mxfp8             C (and the padded vocabulary Vp of an FP8 LM head) a multiple of 8 and B*T of 16: the block
+//                     casts' 16-byte loads and 16-row tiles (fp8/block_quantize.cuh); its GEMMs are BF16's
+//                     (emulated), which take any shape.
+//   blockwise         every FP8 GEMM's reduction dimension k (IC for fprop, OC for dgrad, B*T for wgrad) a multiple
+//                     of 128, as cuBLASLt's block-scaled GEMM with a partial last block along k is unverified
+//                     (dev/cuda/fp8_block_gemm checks it); an FP8 module's other dimensions, a GEMM's outer ones
+//                     (m, n), multiples of 16 (cuBLASLt's FP8 GEMMs, the casts' transposed copies, the weights' 2D
+//                     cast). A partial block along m or n is taken: each output element still multiplies whole
+//                     blocks along k, each with its own scale, and the scale arrays hold the partial tiles' scales at
+//                     fp8/block.h's indices (ceil(m / 128) tiles; VEC128 per row); dev/cuda/fp8_block_gemm checks that
+//                     too. (With all three GEMMs in FP8 every dimension is some GEMM's k: a partial block only along
+//                     m or n comes with a GEMM overridden to BF16.)
+// Returns 0, or -1 with one line naming the first dimension that does not fit and the flags behind it.
+static inline int linear_check_gpu_dims(const GPT2Config* config, const LinearPrecision* p, int B, int T, char* err,
+                                        size_t errlen) {
+    if (p->precision != PRECISION_FP8) { return 0; }
+    long long BT = (long long)B * T;
+    if (!fp8_recipe_is_block_scaled(p->recipe)) {
+        if (config->channels % 64 != 0 || BT % 64 != 0) {
+            snprintf(err, errlen, "fp8 on the GPU needs C and B*T to be multiples of 64 (C %d, B*T %lld)",
+                     config->channels, BT);
             return -1;
         }
+        return 0;
     }
-    if (wgrad_fp8 && (long long)B * T % block != 0) {
-        snprintf(err, errlen, "-fp8_recipe %s casts in blocks of %d, so every blocked GEMM dimension must be a multiple "
-                 "of %d: the tokens of a micro-batch B*T are %lld (-b %d -t %d)", recipe, block, block,
-                 (long long)B * T, B, T);
-        return -1;
+    int blockwise = p->recipe->scaling == FP8_SCALING_BLOCKWISE;
+    const char* recipe = fp8_scaling_recipe_name(p->recipe->scaling);
+    // the names of a module's widths and of the flags that set them
+    static const char* const in_names[LINEARS_PER_BLOCK] = {"C", "C", "C", "4C"};
+    static const char* const out_names[LINEARS_PER_BLOCK] = {"3C", "C", "4C", "C"};
+    char tokens_why[64], channels_why[32], vocab_why[80];
+    snprintf(tokens_why, sizeof(tokens_why), "-b %d -t %d", B, T);
+    snprintf(channels_why, sizeof(channels_why), "-C %d", config->channels);
+    snprintf(vocab_why, sizeof(vocab_why), "the vocabulary %d padded; -fp8_lm_head 0", config->vocab_size);
+    int width_multiple = blockwise ? 16 : 8;  // the GEMMs' 16 (blockwise); the casts' 16-byte loads (mxfp8)
+    static const char* const gemm_names[3] = {"fprop", "dgrad", "wgrad"};
+    for (int module = 0; module < linear_num_modules(config->num_layers); module++) {
+        if (!linear_is_fp8(p, module)) { continue; }
+        LinearLayout ll = linear_layout(config, module);
+        int is_head = module == linear_lm_head(config->num_layers), kind = module % LINEARS_PER_BLOCK;
+        const char* module_name = is_head ? "lm_head" : linear_names[kind];
+        // a module's three dimensions, each the reduction dimension of one of its GEMMs
+        struct { const char* name; long long size; const char* why; LinearGemm reduced_by; } dims[3] = {
+            {is_head ? "C" : in_names[kind], ll.IC, channels_why, LINEAR_GEMM_FPROP},
+            {is_head ? "the padded vocabulary Vp" : out_names[kind], ll.OC, is_head ? vocab_why : channels_why,
+             LINEAR_GEMM_DGRAD},
+            {"B*T", BT, tokens_why, LINEAR_GEMM_WGRAD}};
+        for (int d = 0; d < 3; d++) {
+            if (blockwise && linear_gemm_is_fp8(p, module, dims[d].reduced_by) && dims[d].size % 128 != 0) {
+                snprintf(err, errlen, "-fp8_recipe blockwise on the GPU needs every FP8 GEMM to reduce over a "
+                         "multiple of 128, as cuBLASLt's block-scaled GEMM with a partial last block along k is "
+                         "unverified (dev/cuda/fp8_block_gemm checks it): %s's %s reduces over %s = %lld (%s)",
+                         module_name, gemm_names[dims[d].reduced_by], dims[d].name, dims[d].size, dims[d].why);
+                return -1;
+            }
+            int multiple = dims[d].reduced_by == LINEAR_GEMM_WGRAD ? 16 : width_multiple;
+            if (dims[d].size % multiple != 0) {
+                snprintf(err, errlen, "-fp8_recipe %s on the GPU needs %s to be a multiple of %d (%s): %s is %lld (%s)",
+                         recipe, dims[d].reduced_by == LINEAR_GEMM_WGRAD ? "B*T" : "every FP8 module's width",
+                         multiple, blockwise ? "cuBLASLt's FP8 GEMMs and the block casts' tiles"
+                                             : "the block casts' 16-byte loads and 16-row tiles",
+                         dims[d].name, dims[d].size, dims[d].why);
+                return -1;
+            }
+        }
     }
     return 0;
 }

@@ -328,8 +328,8 @@ static inline int gpu_memory_fits(const GpuMemoryInputs* in, size_t available) {
 }
 
 // The largest micro-batch B' <= in->B that fits `available` and still divides the total batch (total_batch tokens
-// a multiple of B' * T * num_processes, so -d stays and gradient accumulation makes up the difference), with B' * T a
-// multiple of 64 in FP8 (the casts' tiles) and of the block recipes' blocks where they need it; 0 if none. cuDNN's
+// a multiple of B' * T * num_processes, so -d stays and gradient accumulation makes up the difference), with B' * T
+// what the FP8 recipe's casts and GEMMs take on the GPU (llmc/linear.h's linear_check_gpu_dims); 0 if none. cuDNN's
 // workspace is kept at the size measured for in->B, an upper bound for the smaller batches.
 static inline int gpu_memory_largest_batch(const GpuMemoryInputs* in, size_t available, long long total_batch,
                                            int num_processes) {
@@ -337,9 +337,8 @@ static inline int gpu_memory_largest_batch(const GpuMemoryInputs* in, size_t ava
     for (int b = in->B; b >= 1; b--) {
         long long tokens = (long long)b * in->T * num_processes;
         if (total_batch % tokens != 0) { continue; }
-        if (in->linear.precision == PRECISION_FP8 && ((long long)b * in->T) % 64 != 0) { continue; }
-        char why[256];  // the block recipes: B*T a multiple of the block when a wgrad runs in FP8
-        if (linear_check_block_dims(&in->config, &in->linear, b, in->T, why, sizeof(why))) { continue; }
+        char why[512];  // FP8: B*T a multiple of what the recipe's casts and GEMMs take on the GPU
+        if (linear_check_gpu_dims(&in->config, &in->linear, b, in->T, why, sizeof(why))) { continue; }
         trial.B = b;
         if (gpu_memory_fits(&trial, available)) { return b; }
     }

@@ -208,9 +208,6 @@ static inline void run_setup(TrainArgs* args, RunSetup* run, int process_rank, i
         die("-fp8_bf16_first_last %d leaves no FP8 block in a %d-layer model (at most %d)", args->fp8_bf16_first_last,
             cfg->num_layers, cfg->num_layers / 2);
     }
-    LinearPrecision linear = {args->precision, &args->recipe, args->fp8_bf16_first_last, args->fp8_lm_head,
-                              cfg->num_layers};
-    if (linear_check_block_dims(cfg, &linear, run->B, run->T, err, sizeof(err))) { die("%s", err); }
     // data
     if (dataloader_init(&run->train_loader, args->train_pattern, (size_t)run->B, (size_t)run->T, process_rank,
                         num_processes, cfg->vocab_size, err, sizeof(err))) {

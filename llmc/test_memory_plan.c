@@ -1,7 +1,9 @@
 /*
 llmc/test_memory_plan.c — CPU tests of the GPU trainer's memory plan (llmc/memory_plan.h), the estimate it prints and
 checks before allocating anything: every buffer's size against sums written out here by hand, what recompute, the
-attention and the FP8 options (current scaling's buffers among them) change, whether GPT-2 1.5B (d48) at T=1024 fits one 80 GB GPU, and the refusal line.
+attention and the FP8 options (current scaling's buffers among them) change, the block recipes' scale arrays where the
+widths end in partial blocks, the shapes FP8 takes on the GPU (linear_check_gpu_dims), whether GPT-2 1.5B (d48) at
+T=1024 fits one 80 GB GPU, and the refusal line.
 
 "Fits an 80 GB GPU": an H100 80GB reports 81559 MiB; the CUDA context, cuBLAS, cuDNN and NCCL take some hundreds of
 MiB before the trainer asks for its buffers, so the tests give the plan 79 GiB free, of which it keeps
@@ -311,6 +313,106 @@ static void test_fp8_block_recipe_buffers(void) {
           "mxfp8: block scale ranges and window amaxes");
 }
 
+// The block recipes' scale arrays where the widths end in partial blocks, sized with ceil (fp8/block.h's layouts): d48
+// (C 1600 = 12.5 x 128) at B 1, T 1000 (B*T 1000 = 7.8 x 128, not a multiple of 4 either). W's BLK128x128 per layer,
+// qkv (4800, 1600): ceil(4800/128) = 38 rows of round_up(ceil(1600/128) = 13, 4) = 16, attproj 13 x 16, fc (6400,
+// 1600) 50 x 16, fcproj (1600, 6400) 13 x round_up(50, 4) = 52: 608 + 208 + 800 + 676 = 2292 floats; W^T's qkv (1600,
+// 4800) 13 x round_up(38, 4) = 40, attproj 208, fc (1600, 6400) 13 x 52, fcproj (6400, 1600) 50 x 16: 520 + 208 + 676
+// + 800 = 2204; x's and dy's VEC128 rowwise, (1000, 4C): ceil(6400/128) = 50 blocks of 1000 rows; columnwise (4C,
+// 1000): ceil(1000/128) = 8 blocks of 6400 rows.
+static void test_fp8_block_scales_partial_blocks(void) {
+    Setup s;
+    setup(&s, "d48", 1, 1000, PRECISION_FP8, 0, ATTENTION_CUDNN);
+    float8_block_scaling_apply(&s.recipe, FP8_SCALING_BLOCKWISE);
+    setup_fp8_meta(&s);
+    GpuMemoryPlan plan;
+    gpu_memory_plan(&plan, &s.in);
+    size_t L = 48, BT = 1000;
+    CHECK(plan.bytes[GPU_WEIGHT_SCALE_INV] == L * 2292 * 4 && plan.bytes[GPU_WEIGHT_T_SCALE_INV] == L * 2204 * 4,
+          "d48 blockwise: W's and W^T's tile scales, %zu and %zu bytes", plan.bytes[GPU_WEIGHT_SCALE_INV],
+          plan.bytes[GPU_WEIGHT_T_SCALE_INV]);
+    CHECK(plan.bytes[GPU_X_SCALE_INV] == 50 * BT * 4 && plan.bytes[GPU_DY_SCALE_INV] == 50 * BT * 4 &&
+              plan.bytes[GPU_X_T_SCALE_INV] == 8 * 6400 * 4 && plan.bytes[GPU_DY_T_SCALE_INV] == 8 * 6400 * 4,
+          "d48 blockwise at B*T 1000: x's and dy's VEC128 scales, both copies, partial blocks counted");
+    // every module's tile scales start 16-byte aligned (cuBLASLt's scale pointers): a multiple of 4 floats apart
+    size_t offsets[4 * 48 + 1], offsets_t[4 * 48 + 1];
+    fp8_weight_scale_layout(&s.in.config, &s.in.linear, offsets, 0);
+    fp8_weight_scale_layout(&s.in.config, &s.in.linear, offsets_t, 1);
+    int misaligned = 0;
+    for (int m = 0; m < 4 * 48 + 1; m++) { misaligned += offsets[m] % 4 != 0 || offsets_t[m] % 4 != 0; }
+    CHECK(misaligned == 0, "%d modules' tile scales not 16-byte aligned", misaligned);
+}
+
+// What the GPU trainer takes of a shape in FP8 (llmc/linear.h's linear_check_gpu_dims; the CPU trainer takes every
+// shape): per-tensor recipes C and B*T multiples of 64; mxfp8 C a multiple of 8 and B*T of 16; blockwise every FP8
+// GEMM's k a multiple of 128 (a partial last k block is unverified on cuBLASLt), the outer dimensions multiples of 16.
+static void test_gpu_dims(void) {
+    const struct {
+        const char* recipe;  // delayed, mxfp8, blockwise
+        int L, C, B, T, vp;  // vp: the padded vocabulary (0: GPT-2's, 50304)
+        int override_fprop, override_dgrad, override_wgrad, lm_head;
+        const char* refusal;  // NULL: accepted
+    } cases[] = {
+        {"delayed", 2, 768, 8, 1024, 0, 0, 0, 0, 0, NULL},
+        {"delayed", 2, 96, 8, 1024, 0, 0, 0, 0, 0,
+         "fp8 on the GPU needs C and B*T to be multiples of 64 (C 96, B*T 8192)"},
+        {"delayed", 2, 768, 3, 16, 0, 0, 0, 0, 0, "multiples of 64 (C 768, B*T 48)"},
+        {"mxfp8", 2, 72, 3, 16, 0, 0, 0, 0, 0, NULL},  // C 2.25 x 32, B*T 48 = 1.5 x 32
+        {"mxfp8", 48, 1600, 1, 1008, 0, 0, 0, 0, 1, NULL},  // B*T 31.5 x 32
+        {"mxfp8", 2, 100, 3, 16, 0, 0, 0, 0, 0,
+         "-fp8_recipe mxfp8 on the GPU needs every FP8 module's width to be a multiple of 8 (the block casts' 16-byte "
+         "loads and 16-row tiles): C is 100 (-C 100)"},
+        {"mxfp8", 2, 96, 3, 21, 0, 0, 0, 0, 0,
+         "needs B*T to be a multiple of 16 (the block casts' 16-byte loads and 16-row tiles): B*T is 63 (-b 3 -t 21)"},
+        {"mxfp8", 2, 96, 3, 16, 50260, 0, 0, 0, 1, "the padded vocabulary Vp is 50260 (the vocabulary 50257 padded; "
+         "-fp8_lm_head 0)"},
+        {"mxfp8", 2, 96, 3, 16, 50260, 0, 0, 0, 0, NULL},  // the LM head in BF16: its Vp is no cast's
+        {"blockwise", 12, 768, 8, 1024, 0, 0, 0, 0, 1, NULL},
+        {"blockwise", 48, 1600, 8, 1024, 0, 0, 0, 0, 0,
+         "-fp8_recipe blockwise on the GPU needs every FP8 GEMM to reduce over a multiple of 128, as cuBLASLt's "
+         "block-scaled GEMM with a partial last block along k is unverified (dev/cuda/fp8_block_gemm checks it): qkv's "
+         "fprop reduces over C = 1600 (-C 1600)"},
+        {"blockwise", 48, 1600, 8, 1024, 0, 1, 1, 0, 0, NULL},  // wgrad alone in FP8: 1600 is outer (m, n) only
+        {"blockwise", 2, 128, 2, 40, 0, 0, 0, 1, 0, NULL},      // B*T 80, outer in fprop and dgrad
+        {"blockwise", 2, 128, 2, 40, 0, 0, 0, 0, 0, "qkv's wgrad reduces over B*T = 80 (-b 2 -t 40)"},
+        {"blockwise", 2, 128, 3, 16, 50260, 0, 1, 1, 1, "the padded vocabulary Vp is 50260"},  // fprop FP8: outer Vp
+        {"blockwise", 2, 128, 8, 16, 50304, 0, 0, 0, 1, NULL},
+        {"blockwise", 2, 128, 3, 16, 50304, 0, 1, 1, 1, NULL},
+        {"blockwise", 2, 72, 8, 1024, 0, 1, 1, 0, 0,
+         "-fp8_recipe blockwise on the GPU needs every FP8 module's width to be a multiple of 16 (cuBLASLt's FP8 GEMMs "
+         "and the block casts' tiles): C is 72 (-C 72)"},
+        {"blockwise", 2, 144, 8, 1024, 0, 0, 1, 1, 0, "qkv's fprop reduces over C = 144 (-C 144)"},
+        {"blockwise", 2, 160, 8, 1024, 0, 1, 0, 1, 0, "qkv's dgrad reduces over 3C = 480 (-C 160)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        Setup s;
+        memset(&s, 0, sizeof(s));
+        setup(&s, "d12", cases[i].B, cases[i].T, PRECISION_FP8, 0, ATTENTION_CUDNN);
+        s.in.config.num_layers = cases[i].L;
+        s.in.config.channels = cases[i].C;
+        if (cases[i].vp) { s.in.config.padded_vocab_size = cases[i].vp; }
+        if (strcmp(cases[i].recipe, "delayed") != 0) {
+            float8_block_scaling_apply(&s.recipe, strcmp(cases[i].recipe, "mxfp8") == 0 ? FP8_SCALING_MXFP8
+                                                                                        : FP8_SCALING_BLOCKWISE);
+        }
+        s.recipe.override_fprop = cases[i].override_fprop;
+        s.recipe.override_dgrad = cases[i].override_dgrad;
+        s.recipe.override_wgrad = cases[i].override_wgrad;
+        s.in.linear.num_layers = cases[i].L;
+        s.in.linear.fp8_lm_head = cases[i].lm_head;
+        char err[512] = "";
+        int rc = linear_check_gpu_dims(&s.in.config, &s.in.linear, cases[i].B, cases[i].T, err, sizeof(err));
+        if (cases[i].refusal) {
+            CHECK(rc == -1 && strstr(err, cases[i].refusal) != NULL && strchr(err, '\n') == NULL,
+                  "case %zu (%s C %d B*T %d): returned %d, '%s' (want one line with '%s')", i, cases[i].recipe,
+                  cases[i].C, cases[i].B * cases[i].T, rc, err, cases[i].refusal);
+        } else {
+            CHECK(rc == 0, "case %zu (%s C %d B*T %d): refused with '%s'", i, cases[i].recipe, cases[i].C,
+                  cases[i].B * cases[i].T, err);
+        }
+    }
+}
+
 // Issue 12: GPT-2 1.5B (d48) at B=16, T=1024 fits one 80 GB GPU by the estimate, BF16 and FP8, with cuDNN attention
 // and -r 2 (and without recompute too); B=64 does not, and the largest -b that keeps -d 65536 is 16 in FP8.
 static void test_d48_fits_80gb(void) {
@@ -376,6 +478,8 @@ int main(void) {
     RUN_TEST(test_fp8_keeps_input_transposes);
     RUN_TEST(test_fp8_current_scaling_buffers);
     RUN_TEST(test_fp8_block_recipe_buffers);
+    RUN_TEST(test_fp8_block_scales_partial_blocks);
+    RUN_TEST(test_gpu_dims);
     RUN_TEST(test_d48_fits_80gb);
     RUN_TEST(test_refusal_line);
     return test_summary("memory-plan");

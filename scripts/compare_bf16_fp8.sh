@@ -34,8 +34,9 @@ cd "$repo"
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 # ---------------------------------------------------------------------------------------------------------------------
-# The defaults, in one place. The CPU model is 128 wide because blockwise scaling casts in blocks of 128 along C, 3C,
-# 4C and B*T (mxfp8 in blocks of 32); five runs of it, 600 steps each, take about a minute on 2 idle cores
+# The defaults, in one place. The CPU model is 128 wide so that blockwise scaling's blocks of 128 along C, 3C, 4C and
+# B*T are whole, as TE's blockwise takes them (mxfp8's of 32 too; the trainers take any width, partial blocks and
+# all: doc/four_recipes.md); five runs of it, 600 steps each, take about a minute on 2 idle cores
 # (doc/building.md). The GPU ones train GPT-2 small (d12).
 CPU_MODEL=(-L 2 -C 128 -NH 4 -b 8 -t 64 -v 50 -m 8 -l 4e-3 -u 20 -q 0.1)
 CPU_STEPS=600

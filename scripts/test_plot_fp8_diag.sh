@@ -23,7 +23,7 @@ fi
 pngs="amax scale saturated flushed saturation_heatmap"
 for recipe in delayed current blockwise mxfp8; do
     width=64
-    [ "$recipe" = blockwise ] && width=128  # blocks of 128 along C, 3C, 4C and B*T
+    [ "$recipe" = blockwise ] && width=128  # whole blocks of 128 along C, 3C, 4C and B*T (any width trains)
     if ! $TRAINER -i "$DATA/tiny_shakespeare_train.bin" -j "$DATA/tiny_shakespeare_val.bin" -tk "$DATA/tokenizer.bin" \
         -L 2 -C $width -NH 4 -b 4 -t 32 -x 12 -v 0 -s 0 -l 4e-3 -fp8_diag_every 2 -fp8_recipe "$recipe" \
         -o "$tmp/run_$recipe" >"$tmp/train_$recipe.out" 2>&1; then

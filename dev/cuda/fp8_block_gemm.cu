@@ -5,7 +5,7 @@ and BLK128x128_32F (128x128 tiles) scale modes, the operands made by fp8/block_q
 bf16 tensors, against a CPU product in double of the CPU casts' operands (fp8/block.h). Checks:
   refusals (host only):  gemm_problem_check refuses fast accumulation with a block mode, k not a multiple of 128, two
                          BLK128x128 operands, a block mode beside a scalar one, a BF16 operand with a block mode (and
-                         accepts the trainer's two block forms); at d48 (C = 1600) the GEMM and both casts refuse
+                         accepts the trainer's two block forms)
   the operands:          the GPU casts' codes and scale_invs (read at fp8/block.h's cuBLASLt indices) equal the CPU
                          casts' bit for bit (R1 of llmc/tolerance.h), so the CPU product below is the GPU's problem
   the three GEMMs of a linear layer, each TN:
@@ -18,9 +18,19 @@ bf16 tensors, against a CPU product in double of the CPU casts' operands (fp8/bl
   at BT 256, IC 128, OC 384 (power-of-two scales, then fp32 scales: power_2_scale 0), and the d12 and d24 models'
   four linears (C 768 / 1024; OC, IC = 3C, C | C, C | 4C, C | C, 4C) at BT = 8 * 1024. Every row is checked at the small
   shape; at the model shapes one row per 128-row block (a different offset in each) and the last, every column.
-  d48 (C = 1600, not a multiple of 128) is skipped, and says so: the trainer refuses -fp8_recipe blockwise there too.
+  partial blocks (the trainers take any width, llmc/linear.h; a block cut short by the tensor's edge has its own scale):
+    the operands cast on the CPU (fp8/block.h's casts take partial blocks) and uploaded at fp8/block.h's cuBLASLt
+    indices, then, through gemm_multiply, checked like the above: m or n not a multiple of 128 with k one (B*T 272,
+    208 outputs, 1600 outputs, d48's wgrad with outer 4800 x 1600), which the GPU trainer takes; and k not a multiple of
+    128 (C 96, 160 and d48's 1600 in fprop and dgrad, B*T 272 and 1040 in wgrad) with both operands' k zero-padded to
+    the next multiple of 128 (codes 0, the same scales), what the trainer can do where cuBLASLt takes no partial k
+    block.
 then TFLOP/s of each block-scaled GEMM at the d12 and d24 shapes (B*T = 64 * 1024) beside the per-tensor FP8 GEMM and
-the BF16 GEMM, each as the trainer issues it (printed, never pass/fail).
+the BF16 GEMM, each as the trainer issues it (printed, never pass/fail); and last (a fault loses the context) the same
+partial-k problems with k as it is, straight to cuBLASLt (gemm_problem_check refuses them): for each, whether its
+heuristic and cublasLtMatmul accept it and, if it runs, whether it is RIGHT (within the bound) or WRONG, then one line
+"partial k blocks as they are: N of 8 right, ..." (printed, never pass/fail: the GPU trainer refuses blockwise where
+an FP8 GEMM's k is not a multiple of 128 until this says what cuBLASLt does).
 
 The scale arrays are filled with NaN before the casts: the casts overwrite every scale a block has, and the padding
 (fp8/block.h: rows to 4 in VEC128, k-blocks to 4 in BLK128x128) stays NaN, so a GEMM reading a scale from anywhere but
@@ -128,36 +138,6 @@ static void test_refusals(void) {
                  "two FP8 operands");
 }
 
-// d48: C = 1600 = 12.5 x 128, so neither the 128x128 weight tiles nor the 1x128 blocks along C fit. Not checked; what
-// would refuse it is (the GEMM for k = C, both cast launchers, before they touch the GPU).
-static void test_d48_refused(void) {
-    const int C = 1600, BT = 8 * 1024;
-    printf("d48 (C %d): the block-scaled GEMMs are skipped: C is not a multiple of %d (the trainer refuses "
-           "-fp8_recipe blockwise at d48 too)\n", C, BLOCK);
-    expect_check("d48 qkv fprop (k = C = 1600)",
-                 tn_key(CUDA_R_8F_E4M3, BLK128, CUDA_R_8F_E4M3, VEC128, BT, 3 * C, C, 0), "multiple of 128");
-    Fp8BlockCast e4m3 = {FP8_SCALING_BLOCKWISE, FP8_E4M3, 0.0f, 1};
-    Fp8BlockCast2d w;
-    memset(&w, 0, sizeof(w));
-    w.inp = (const __nv_bfloat16*)fake_pointer;
-    w.rows = 3 * C;
-    w.cols = C;
-    w.cast = e4m3;
-    w.codes = w.codes_t = (uint8_t*)fake_pointer;
-    w.scale_inv = w.scale_inv_t = w.amax = (float*)fake_pointer;
-    CHECK(fp8_block_cast_2d(&w, 0) == cudaErrorInvalidValue, "the 2D cast of a (4800, 1600) weight was not refused");
-    Fp8BlockCast1d x;
-    memset(&x, 0, sizeof(x));
-    x.inp = (const __nv_bfloat16*)fake_pointer;
-    x.rows = BT;
-    x.cols = C;
-    x.block_len = BLOCK;
-    x.cast = e4m3;
-    x.rowwise.codes = (uint8_t*)fake_pointer;
-    x.rowwise.scale_inv = x.amax = (float*)fake_pointer;
-    CHECK(fp8_block_cast_1d(&x, 0) == cudaErrorInvalidValue, "the 1D cast of a (%d, %d) input was not refused", BT, C);
-}
-
 // ----------------------------------------------------------------------------
 // the operands
 
@@ -189,19 +169,25 @@ static void random_tensor(uint16_t* bf16, float* values, int rows, int cols, flo
     }
 }
 
+// blocks of 128 along n elements, the last one partial when n is not a multiple
+static int blocks_of(int n) { return (n + BLOCK - 1) / BLOCK; }
+
 // One FP8 operand of a block-scaled GEMM as the CPU cast made it: codes (M, K) row-major, K the reduction dimension,
-// and each block's scale_inv in the CPU's own grid (M / block_rows, K / 128), row-major: no cuBLASLt layout involved.
+// and each block's scale_inv in the CPU's own grid (ceil(M / block_rows), ceil(K / 128)), row-major (a block cut short
+// by the edge has one too): no cuBLASLt layout involved.
 typedef struct {
     uint8_t* codes;    // (M, K)
-    float* scale_inv;  // (M / block_rows, K / 128)
+    float* scale_inv;  // (ceil(M / block_rows), ceil(K / 128))
     int M, K;
     int block_rows;    // 1: 1x128 blocks along K (VEC128); 128: 128x128 tiles (BLK128x128)
     Fp8Format format;
 } HostOperand;
 
+static int grid_rows(const HostOperand* op) { return (op->M + op->block_rows - 1) / op->block_rows; }
+
 static HostOperand host_operand(int M, int K, int block_rows, Fp8Format format) {
-    HostOperand op = {(uint8_t*)malloc((size_t)M * K), (float*)malloc((size_t)(M / block_rows) * (K / BLOCK) * 4), M, K,
-                      block_rows, format};
+    size_t grid = (size_t)((M + block_rows - 1) / block_rows) * blocks_of(K);
+    HostOperand op = {(uint8_t*)malloc((size_t)M * K), (float*)malloc(grid * 4), M, K, block_rows, format};
     return op;
 }
 
@@ -212,7 +198,7 @@ static void host_operand_free(HostOperand* op) {
 
 // the value the GEMM multiplies at (m, k): the code's value times its block's scale_inv, exact in double
 static double operand_value(const HostOperand* op, int m, int k) {
-    double s = op->scale_inv[(size_t)(m / op->block_rows) * (op->K / BLOCK) + k / BLOCK];
+    double s = op->scale_inv[(size_t)(m / op->block_rows) * blocks_of(op->K) + k / BLOCK];
     return (double)fp8_to_float(op->codes[(size_t)m * op->K + k], op->format) * s;
 }
 
@@ -251,7 +237,7 @@ static HostOperand transpose_tiles(const HostOperand* w) {
     for (int m = 0; m < w->M; m++) {
         for (int k = 0; k < w->K; k++) { t.codes[(size_t)k * w->M + m] = w->codes[(size_t)m * w->K + k]; }
     }
-    int tiles_m = w->M / BLOCK, tiles_k = w->K / BLOCK;
+    int tiles_m = blocks_of(w->M), tiles_k = blocks_of(w->K);
     for (int i = 0; i < tiles_m; i++) {
         for (int j = 0; j < tiles_k; j++) {
             t.scale_inv[(size_t)j * tiles_m + i] = w->scale_inv[(size_t)i * tiles_k + j];
@@ -260,17 +246,20 @@ static HostOperand transpose_tiles(const HostOperand* w) {
     return t;
 }
 
-// The same operand on the GPU: codes (M, K) and scale_inv in cuBLASLt's layout for `mode`, made by the GPU casts.
+// The same operand on the GPU: codes (M, k) and scale_inv in cuBLASLt's layout for `mode`, made by the GPU casts
+// (k = K), or uploaded from the CPU's (upload_operand: k = K, or K zero-padded to a multiple of 128).
 typedef struct {
     uint8_t* codes;
     float* scale_inv;
     size_t scale_floats;
     int mode;  // VEC128 or BLK128
+    int k;     // the columns of codes, the GEMM's k
 } DeviceOperand;
 
 static DeviceOperand device_operand(int M, int K, int mode) {
     DeviceOperand d;
     d.mode = mode;
+    d.k = K;
     d.scale_floats = mode == VEC128 ? fp8_vec128_scale_floats((size_t)M, (size_t)K)
                                     : fp8_blk128_scale_floats((size_t)M, (size_t)K);
     cudaCheck(cudaMalloc(&d.codes, (size_t)M * K));
@@ -296,7 +285,7 @@ static void check_copy(const char* what, const DeviceOperand* d, const HostOpera
     for (size_t i = 0; i < n; i++) {
         if (codes[i] != h->codes[i] && bad_codes++ == 0) { first_bad_code = i; }
     }
-    int block_rows = h->M / h->block_rows, block_cols = h->K / BLOCK;
+    int block_rows = grid_rows(h), block_cols = blocks_of(h->K);
     for (int i = 0; i < block_rows; i++) {
         for (int j = 0; j < block_cols; j++) {
             size_t at = d->mode == VEC128 ? fp8_vec128_scale_index((size_t)i, (size_t)j, (size_t)h->M)
@@ -394,12 +383,59 @@ static double block_gemm_bound(int k, double magnitude, double want, double befo
     return sum_tol + rounding + 1e-30;
 }
 
-// One block-scaled gemm_multiply call (both operands k-major: TN) against the reference: out starts as `bias`
-// broadcast per row (bias (out_cols), then accumulate must be 1) or, without one, as random values (read when
-// accumulate, ignored when not). Prints the worst error as a fraction of its bound.
-static void run_and_check(const char* what, const Reference* ref, const HostOperand* weight, const DeviceOperand* dw,
-                          const HostOperand* inp, const DeviceOperand* di, cudaDataType_t out_type, int accumulate,
-                          const float* bias, Rng* rng) {
+// How a block-scaled GEMM is issued: through gemm_multiply (the trainer's GEMM layer, with gemm_problem_check), or
+// straight to cuBLASLt (a problem gemm_problem_check refuses, to see what cuBLASLt itself does with it).
+enum { ISSUE_GEMM_MULTIPLY, ISSUE_CUBLASLT };
+
+// What a GEMM issued straight to cuBLASLt gave: refused (by its heuristic or at the call), ran (then compared), or
+// ran and left the GPU in an error (the context is lost: nothing after it can run).
+typedef enum { DIRECT_REFUSED, DIRECT_RAN, DIRECT_FAULTED } DirectOutcome;
+
+// The problem of gemm_multiply's call for these operands (TN, both k-major), asked of cuBLASLt's heuristic and run
+// when it has an algorithm; `why` says what refused or faulted. Nothing exits: every cuBLASLt status is reported.
+static DirectOutcome multiply_direct(const GemmOutput* out, const GemmOperand* w, const GemmOperand* x, char* why,
+                                     size_t why_len) {
+    GemmKey key = gemm_key(out->data, out->type, w->data, w->type, 1, x->data, x->type, 0, NULL, w->outer, x->outer,
+                           w->k, out->accumulate, 0, w->scale_mode, x->scale_mode);
+    GemmPlan plan;
+    gemm_plan_describe(&plan, &key, w->scale_inv, x->scale_inv, NULL);
+    cublasLtMatmulHeuristicResult_t heuristic;
+    int found = 0;
+    cublasStatus_t status = gemm_plan_heuristic(&ctx, &plan, &heuristic, 1, &found);
+    DirectOutcome outcome = DIRECT_REFUSED;
+    if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+        snprintf(why, why_len, "its heuristic answered %s",
+                 status != CUBLAS_STATUS_SUCCESS ? cublasGetStatusName(status) : "0 algorithms");
+    } else {
+        const float alpha = 1.0f, beta = out->accumulate ? 1.0f : 0.0f;
+        status = cublasLtMatmul(ctx.handle, plan.desc, &alpha, w->data, plan.a_layout, x->data, plan.b_layout, &beta,
+                                out->data, plan.d_layout, out->data, plan.d_layout, &heuristic.algo, ctx.workspace,
+                                GEMM_WORKSPACE_BYTES, 0);
+        cudaError_t err = cudaDeviceSynchronize();
+        if (err != cudaSuccess) {
+            snprintf(why, why_len, "the GPU faulted: %s", cudaGetErrorString(err));
+            return DIRECT_FAULTED;  // the plan is not destroyed: nothing runs on a lost context
+        }
+        if (status != CUBLAS_STATUS_SUCCESS) {
+            snprintf(why, why_len, "cublasLtMatmul answered %s", cublasGetStatusName(status));
+        } else {
+            outcome = DIRECT_RAN;
+            snprintf(why, why_len, "cuBLASLt ran it");
+        }
+    }
+    gemm_plan_destroy(&plan);
+    return outcome;
+}
+
+// One block-scaled GEMM (both operands k-major: TN) against the reference: out starts as `bias` broadcast per row
+// (bias (out_cols), then accumulate must be 1) or, without one, as random values (read when accumulate, ignored when
+// not). The GEMM reduces over the device operands' k (their K, or K zero-padded); the bound over the K that holds
+// values. ISSUE_GEMM_MULTIPLY: it must run and be within the bound (a failed check otherwise). ISSUE_CUBLASLT: what
+// cuBLASLt did is printed, never a failed check (*outcome: refused, ran or faulted). Returns the worst error as a
+// fraction of its bound (inf when it did not run).
+static double run_gemm(const char* what, const Reference* ref, const HostOperand* weight, const DeviceOperand* dw,
+                       const HostOperand* inp, const DeviceOperand* di, cudaDataType_t out_type, int accumulate,
+                       const float* bias, Rng* rng, int issue, DirectOutcome* outcome) {
     int rows = inp->M, out_cols = weight->M, k = inp->K;
     size_t n = (size_t)rows * out_cols, bytes = n * (out_type == CUDA_R_32F ? 4 : 2);
     float* before = (float*)malloc(n * sizeof(float));  // (rows, out_cols): out before the call, as stored
@@ -418,10 +454,26 @@ static void run_and_check(const char* what, const Reference* ref, const HostOper
     cudaCheck(cudaMalloc(&d_out, bytes));
     cudaCheck(cudaMemcpy(d_out, host_out, bytes, cudaMemcpyHostToDevice));
     GemmOutput out = {d_out, out_type, NULL, accumulate};
-    GemmOperand w = gemm_operand(dw->codes, fp8_cuda(weight->format), out_cols, k, 1, dw->scale_inv, dw->mode);
-    GemmOperand x = gemm_operand(di->codes, fp8_cuda(inp->format), rows, k, 1, di->scale_inv, di->mode);
-    gemm_multiply(&ctx, &out, &w, &x, 0, 0);
-    cudaCheck(cudaDeviceSynchronize());
+    GemmOperand w = gemm_operand(dw->codes, fp8_cuda(weight->format), out_cols, dw->k, 1, dw->scale_inv, dw->mode);
+    GemmOperand x = gemm_operand(di->codes, fp8_cuda(inp->format), rows, di->k, 1, di->scale_inv, di->mode);
+    char how[160] = "";
+    if (dw->k != k) { snprintf(how, sizeof(how), " [k zero-padded to %d]", dw->k); }
+    if (issue == ISSUE_CUBLASLT) {
+        char why[128];
+        *outcome = multiply_direct(&out, &w, &x, why, sizeof(why));
+        if (*outcome != DIRECT_RAN) {
+            printf("  %-30s out (%d, %d), k %d%s, straight to cuBLASLt: NOT RUN, %s\n", what, rows, out_cols, k, how,
+                   why);
+            free(before);
+            free(host_out);
+            if (*outcome == DIRECT_REFUSED) { cudaCheck(cudaFree(d_out)); }
+            return INFINITY;
+        }
+        snprintf(how + strlen(how), sizeof(how) - strlen(how), " [straight to cuBLASLt]");
+    } else {
+        gemm_multiply(&ctx, &out, &w, &x, 0, 0);
+        cudaCheck(cudaDeviceSynchronize());
+    }
     cudaCheck(cudaMemcpy(host_out, d_out, bytes, cudaMemcpyDeviceToHost));
     double worst = 0.0, worst_error = 0.0, worst_bound = 0.0, worst_got = 0.0, worst_want = 0.0;
     int worst_row = 0, worst_col = 0;
@@ -443,15 +495,26 @@ static void run_and_check(const char* what, const Reference* ref, const HostOper
             }
         }
     }
-    printf("  %-30s out (%d, %d) %s, k %d, %s x %s: max |error| / bound %.3g at (%d, %d): got %.7g, want %.7g, "
-           "|error| %.3g, bound %.3g (%d of %d rows checked)\n", what, rows, out_cols, gemm_type_name(out_type), k,
-           fp8_format_name(weight->format), fp8_format_name(inp->format), worst, worst_row, worst_col, worst_got,
-           worst_want, worst_error, worst_bound, ref->num_rows, rows);
-    CHECK(worst <= 1.0, "%s (out (%d, %d), k %d): the error at (%d, %d) is %.3g of its bound (got %.7g, want %.7g)",
-          what, rows, out_cols, k, worst_row, worst_col, worst, worst_got, worst_want);
+    printf("  %-30s out (%d, %d) %s, k %d%s, %s x %s: max |error| / bound %.3g at (%d, %d): got %.7g, want %.7g, "
+           "|error| %.3g, bound %.3g (%d of %d rows checked)%s\n", what, rows, out_cols, gemm_type_name(out_type), k,
+           how, fp8_format_name(weight->format), fp8_format_name(inp->format), worst, worst_row, worst_col, worst_got,
+           worst_want, worst_error, worst_bound, ref->num_rows, rows,
+           issue == ISSUE_CUBLASLT ? (worst <= 1.0 ? ": RIGHT" : ": WRONG") : "");
+    if (issue == ISSUE_GEMM_MULTIPLY) {
+        CHECK(worst <= 1.0, "%s (out (%d, %d), k %d%s): the error at (%d, %d) is %.3g of its bound (got %.7g, want "
+              "%.7g)", what, rows, out_cols, k, how, worst_row, worst_col, worst, worst_got, worst_want);
+    }
     free(before);
     free(host_out);
     cudaCheck(cudaFree(d_out));
+    return worst;
+}
+
+// run_gemm through gemm_multiply: it must run and be right
+static void run_and_check(const char* what, const Reference* ref, const HostOperand* weight, const DeviceOperand* dw,
+                          const HostOperand* inp, const DeviceOperand* di, cudaDataType_t out_type, int accumulate,
+                          const float* bias, Rng* rng) {
+    run_gemm(what, ref, weight, dw, inp, di, out_type, accumulate, bias, rng, ISSUE_GEMM_MULTIPLY, NULL);
 }
 
 // One linear layer: x (BT, IC), W (OC, IC), dy (BT, OC) and a bias (OC), cast on the CPU and on the GPU, then its
@@ -589,6 +652,142 @@ static void check_model(const char* model, int C, uint64_t seed) {
 
 static void test_d12(void) { check_model("d12", 768, 1000); }
 static void test_d24(void) { check_model("d24", 1024, 2000); }
+
+// ----------------------------------------------------------------------------
+// partial blocks: the trainers take any width (llmc/linear.h), so a GEMM's dimensions need not be multiples of 128
+
+// The CPU cast's operand uploaded for a GEMM whose k is k_stride >= its K: codes (M, k_stride), the columns past K
+// zero (code 0 is +0 in E4M3 and E5M2: they add nothing), and the scale_invs at fp8/block.h's cuBLASLt indices for
+// `mode` (ceil(K / 128) blocks along k either way, so zero-padding changes none of them), the padding NaN.
+static DeviceOperand upload_operand(const HostOperand* h, int mode, int k_stride) {
+    DeviceOperand d;
+    d.mode = mode;
+    d.k = k_stride;
+    d.scale_floats = mode == VEC128 ? fp8_vec128_scale_floats((size_t)h->M, (size_t)k_stride)
+                                    : fp8_blk128_scale_floats((size_t)h->M, (size_t)k_stride);
+    uint8_t* codes = (uint8_t*)calloc((size_t)h->M * k_stride, 1);
+    for (int m = 0; m < h->M; m++) { memcpy(codes + (size_t)m * k_stride, h->codes + (size_t)m * h->K, (size_t)h->K); }
+    float* scales = (float*)malloc(d.scale_floats * sizeof(float));
+    for (size_t i = 0; i < d.scale_floats; i++) { scales[i] = fp8_bits_float(0xFFFFFFFFu); }  // NaN
+    for (int i = 0; i < grid_rows(h); i++) {
+        for (int j = 0; j < blocks_of(h->K); j++) {
+            size_t at = mode == VEC128 ? fp8_vec128_scale_index((size_t)i, (size_t)j, (size_t)h->M)
+                                       : fp8_blk128_scale_index((size_t)i, (size_t)j, (size_t)k_stride);
+            scales[at] = h->scale_inv[(size_t)i * blocks_of(h->K) + j];
+        }
+    }
+    cudaCheck(cudaMalloc(&d.codes, (size_t)h->M * k_stride));
+    cudaCheck(cudaMalloc(&d.scale_inv, d.scale_floats * sizeof(float)));
+    cudaCheck(cudaMemcpy(d.codes, codes, (size_t)h->M * k_stride, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d.scale_inv, scales, d.scale_floats * sizeof(float), cudaMemcpyHostToDevice));
+    free(codes);
+    free(scales);
+    return d;
+}
+
+// A GEMM of a linear layer at a width that ends in partial blocks: out (rows, out_cols) = inp (rows, k) @ weight
+// (out_cols, k)^T, the weight in 128x128 tiles (fprop's W, dgrad's W^T: BLK128x128) or 1x128 blocks (wgrad's x^T:
+// VEC128), the input in 1x128 blocks (VEC128).
+typedef struct {
+    const char* label;
+    int rows, out_cols, k;
+    int weight_tiles;
+    Fp8Format weight_format, inp_format;
+    cudaDataType_t out_type;
+} PartialProblem;
+
+static const PartialProblem partial_k_problems[] = {  // k not a multiple of 128
+    {"C 96 qkv fprop", 272, 288, 96, 1, FP8_E4M3, FP8_E4M3, CUDA_R_16BF},
+    {"C 96 attproj dgrad", 272, 96, 96, 1, FP8_E4M3, FP8_E5M2, CUDA_R_16BF},
+    {"C 160 fc fprop", 272, 640, 160, 1, FP8_E4M3, FP8_E4M3, CUDA_R_16BF},
+    {"C 160 fcproj dgrad", 272, 640, 160, 1, FP8_E4M3, FP8_E5M2, CUDA_R_16BF},
+    {"d48 qkv fprop", 256, 4800, 1600, 1, FP8_E4M3, FP8_E4M3, CUDA_R_16BF},
+    {"d48 fcproj dgrad", 256, 6400, 1600, 1, FP8_E4M3, FP8_E5M2, CUDA_R_16BF},
+    {"C 160 qkv wgrad, B*T 272", 480, 160, 272, 0, FP8_E4M3, FP8_E5M2, CUDA_R_32F},
+    {"d48 qkv wgrad, B*T 1040", 4800, 1600, 1040, 0, FP8_E4M3, FP8_E5M2, CUDA_R_32F},
+};
+static const PartialProblem partial_outer_problems[] = {  // k a multiple of 128, m or n not
+    {"fprop, B*T 272", 272, 384, 128, 1, FP8_E4M3, FP8_E4M3, CUDA_R_16BF},
+    {"fprop, 208 outputs", 256, 208, 256, 1, FP8_E4M3, FP8_E4M3, CUDA_R_16BF},
+    {"dgrad into 1600 (d48's C)", 272, 1600, 384, 1, FP8_E4M3, FP8_E5M2, CUDA_R_16BF},
+    {"d48 qkv wgrad, B*T 256", 4800, 1600, 256, 0, FP8_E4M3, FP8_E5M2, CUDA_R_32F},
+};
+
+// What straight-to-cuBLASLt runs of partial k blocks gave, for the summary line
+static int partial_as_is_right, partial_as_is_wrong, partial_as_is_refused, partial_as_is_faulted;
+
+// One partial-block problem from random bf16 tensors (random_tensor: a scale per block) cast on the CPU, against the
+// product of the casts' operands. `as_is` 0: through gemm_multiply, which must run it and be right: with k as it is
+// where k is a multiple of 128 (partial blocks along m or n only), else with both operands' k zero-padded to the next
+// multiple of 128. `as_is` 1: k as it is, straight to cuBLASLt (gemm_problem_check refuses k off 128): what cuBLASLt
+// does with a partial last block along k, printed and counted, never a failed check. Returns 0, or -1 when the GPU
+// faulted (its context is lost).
+static int check_partial(const PartialProblem* p, int as_is, uint64_t seed) {
+    int padded_k = blocks_of(p->k) * BLOCK;
+    size_t n_w = (size_t)p->out_cols * p->k, n_x = (size_t)p->rows * p->k;
+    uint16_t* w16 = (uint16_t*)malloc(n_w * 2);
+    uint16_t* x16 = (uint16_t*)malloc(n_x * 2);
+    float* wv = (float*)malloc(n_w * sizeof(float));
+    float* xv = (float*)malloc(n_x * sizeof(float));
+    random_tensor(w16, wv, p->out_cols, p->k, p->weight_tiles ? 0.02f : 1.0f, seed);
+    random_tensor(x16, xv, p->rows, p->k, p->inp_format == FP8_E5M2 ? 1e-4f : 1.0f, seed + 1);
+    Fp8BlockCast weight_cast = {FP8_SCALING_BLOCKWISE, p->weight_format, 0.0f, 1};
+    Fp8BlockCast inp_cast = {FP8_SCALING_BLOCKWISE, p->inp_format, 0.0f, 1};
+    HostOperand w = p->weight_tiles ? cast_tiles(wv, p->out_cols, p->k, &weight_cast)
+                                    : cast_rowwise(wv, p->out_cols, p->k, &weight_cast);
+    HostOperand x = cast_rowwise(xv, p->rows, p->k, &inp_cast);
+    int k_stride = as_is || p->k % BLOCK == 0 ? p->k : padded_k;
+    DeviceOperand dw = upload_operand(&w, p->weight_tiles ? BLK128 : VEC128, k_stride);
+    DeviceOperand dx = upload_operand(&x, VEC128, k_stride);
+    Reference ref = reference_gemm(&w, &x);
+    Rng rng;
+    rng_seed(&rng, seed + 2);
+    int accumulate = p->out_type == CUDA_R_32F;  // wgrad accumulates into dW, as the trainer's
+    DirectOutcome outcome = DIRECT_RAN;
+    double worst = run_gemm(p->label, &ref, &w, &dw, &x, &dx, p->out_type, accumulate, NULL, &rng,
+                            as_is ? ISSUE_CUBLASLT : ISSUE_GEMM_MULTIPLY, &outcome);
+    if (as_is) {
+        partial_as_is_refused += outcome == DIRECT_REFUSED;
+        partial_as_is_faulted += outcome == DIRECT_FAULTED;
+        partial_as_is_right += outcome == DIRECT_RAN && worst <= 1.0;
+        partial_as_is_wrong += outcome == DIRECT_RAN && !(worst <= 1.0);
+    }
+    if (outcome != DIRECT_FAULTED) {
+        reference_free(&ref);
+        device_operand_free(&dw);
+        device_operand_free(&dx);
+    }
+    host_operand_free(&w);
+    host_operand_free(&x);
+    free(w16);
+    free(x16);
+    free(wv);
+    free(xv);
+    return outcome == DIRECT_FAULTED ? -1 : 0;
+}
+
+// What the trainer relies on, through its GEMM layer: partial blocks along m or n with k a multiple of 128, and a
+// partial last block along k made whole by zero-padding k (the padding's codes 0, its blocks' scales unchanged).
+static void test_partial_blocks_through_gemm_multiply(void) {
+    size_t n_outer = sizeof(partial_outer_problems) / sizeof(partial_outer_problems[0]);
+    size_t n_k = sizeof(partial_k_problems) / sizeof(partial_k_problems[0]);
+    for (size_t i = 0; i < n_outer; i++) { check_partial(&partial_outer_problems[i], 0, 5000 + 10 * i); }
+    for (size_t i = 0; i < n_k; i++) { check_partial(&partial_k_problems[i], 0, 6000 + 10 * i); }
+}
+
+// A partial last block along k as it is, straight to cuBLASLt (run last: a fault loses the context). Prints what
+// cuBLASLt accepts and whether it is right; fails nothing (the trainer refuses blockwise there until this is known:
+// llmc/linear.h). Returns -1 when the GPU faulted.
+static int partial_k_as_is(void) {
+    printf("partial blocks along k as they are, straight to cuBLASLt (gemm_problem_check refuses them):\n");
+    size_t n_k = sizeof(partial_k_problems) / sizeof(partial_k_problems[0]);
+    int faulted = 0;
+    for (size_t i = 0; i < n_k && !faulted; i++) { faulted = check_partial(&partial_k_problems[i], 1, 6000 + 10 * i); }
+    printf("partial k blocks as they are: %d of %zu right, %d wrong, %d refused, %d faulted (zero-padded to a multiple "
+           "of 128: checked above)\n", partial_as_is_right, n_k, partial_as_is_wrong, partial_as_is_refused,
+           partial_as_is_faulted);
+    return faulted ? -1 : 0;
+}
 
 // ----------------------------------------------------------------------------
 // throughput
@@ -730,12 +929,15 @@ int main(void) {
     printf("%s, cuBLASLt %zu.%zu.%zu\n", prop.name, version / 10000, version / 100 % 100, version % 100);
     gemm_context_init(&ctx);
     RUN_TEST(test_refusals);
-    RUN_TEST(test_d48_refused);
     RUN_TEST(test_small_power_2_scales);
     RUN_TEST(test_small_fp32_scales);
     RUN_TEST(test_d12);
     RUN_TEST(test_d24);
+    RUN_TEST(test_partial_blocks_through_gemm_multiply);
     benchmark();
+    if (partial_k_as_is() != 0) {  // the context is lost: nothing more can be freed
+        return test_summary("fp8_block_gemm");
+    }
     gemm_context_free(&ctx);
     return test_summary("fp8_block_gemm");
 }
