@@ -23,6 +23,11 @@ differing bf16 roundings on a tensor's path), computed there, and printed beside
         flushed elements and block scale range (R1), the fcproj weight's and input's codes and scales (blockwise, in
         cuBLASLt's layouts) or dequantized values (mxfp8) are the CPU's block casts of the same bf16 values (R1), 5
         steps track the CPU's losses and norms (R4, R5, R6), and a checkpoint goes CPU -> GPU -> CPU bit for bit (R1);
+        blockwise's columnwise input copy made by the forward's cast and kept for the wgrad (at -r 0, and -r 1 where
+        fcproj's is cast in the backward) and its grad_output casts' bias sums: the kept codes and scales the CPU's
+        cast (R1), 5 steps against the CPU with the diagnostics on, every slot's element count the CPU's, the last
+        step's counts and block scale ranges the CPU's casts of the GPU's own tensors, and the bias gradients
+        bias_backward's bits (R1);
         the casts and 5 steps again where the widths end in partial blocks: mxfp8 at C 72 and B*T 80 (last: it needs
         fp8/block_quantize.cuh's casts to take partial blocks), blockwise at B*T 80 with a BF16 wgrad (partial blocks
         along the GEMMs' outer dimension only); blockwise's only on a GPU that runs block-scaled GEMMs (compute
@@ -32,10 +37,11 @@ differing bf16 roundings on a tensor's path), computed there, and printed beside
   cuDNN attention (built with cuDNN): the trainer's loss and every gradient against the CPU at a medium shape
         (L 2, C 768, NH 12, T 256, V 1024), with the plain attention's counts (cuDNN rounds no more); without -attn, a
         head size cuDNN cannot run (1024) falls back to the plain attention and one it runs keeps cuDNN; recompute (-r 1,
-        -r 2): loss, gradients and recorded amaxes bit-identical to -r 0 (R1), in BF16, FP8 delayed, FP8 current and
-        FP8 with BF16 end blocks, with plain and with cuDNN attention (in FP8 this pins the x^T the forward keeps for a
-        wgrad to the one the backward casts from a remade input, and the layer slices of the inputs; the kept x^T is
-        also the forward's x, transposed, byte for byte, R1).
+        -r 2): loss, gradients, recorded amaxes and the diagnostics' counts (window amaxes, block scale ranges)
+        bit-identical to -r 0 (R1), in BF16, FP8 delayed, FP8 current, FP8 with BF16 end blocks and FP8 blockwise
+        (where the GPU runs its GEMMs), with plain and with cuDNN attention (in FP8 this pins the x^T the forward keeps
+        for a wgrad to the one the backward casts from a remade input, and the layer slices of the inputs; the kept x^T
+        is also the forward's x, transposed, byte for byte, R1).
 The tests above the cuDNN ones run the plain attention (-attn plain), so that they check the rest of the trainer
 whatever cuDNN does.
 The per-kernel checks (cast bytes, update rule bit-exact on random histories, GEMMs, current scaling's amax pass) are
@@ -1304,7 +1310,9 @@ static float check_block_cast(const gpu::GPT2* gpu, int slot, const floatX* devi
 // The casts of a block recipe on the GPU against the CPU's (R1, from the same bf16 values): every FP8 module's weight
 // cast, cast again with the diagnostics on, counts the CPU's elements, clipped and flushed and has the CPU's block
 // scale range (the same bf16 weights); the last block's fcproj weight's copies, code by code and scale by scale; after
-// a training forward, the last fcproj input's cast likewise, and its slot's window amax is max|x| of that input.
+// a training forward, the last fcproj input's cast likewise (and, blockwise, where the module keeps it for its wgrad,
+// the columnwise copy the forward's cast wrote beside it: x^T's codes and VEC128 scales, the CPU's cast of x in 128x1
+// blocks), and its slot's window amax is max|x| of that input.
 static void fp8_block_casts_at(const char* recipe, const char* extra_flags, const TestShape* shape) {
     cpu::GPT2 cpu;
     gpu::GPT2 gpu;
@@ -1375,6 +1383,30 @@ static void fp8_block_casts_at(const char* recipe, const char* extra_flags, cons
     snprintf(what, sizeof(what), "%s fcproj input", recipe);
     float amax = check_block_cast(&gpu, in_slot, x, n, lm.IC, fp8_block_shape(cpu.recipe.scaling, 0, 0), gpu.fp8_x.codes,
                                   NULL, gpu.fp8_x.scale_inv, 0, gpu.fp8_x.dequantized, what);
+    LinearPrecision lp = gpu::gpt2_linear_precision(&gpu);
+    if (!mxfp8 && linear_keeps_input_t(&lp, module, gpu.recompute)) {  // x^T (IC, n) in 1x128 blocks: x's 128x1
+        float* values = download_bf16(x, (size_t)n * lm.IC);
+        uint16_t* transposed = (uint16_t*)malloc((size_t)n * lm.IC * sizeof(uint16_t));
+        for (int r = 0; r < n; r++) {
+            for (int c = 0; c < lm.IC; c++) {
+                transposed[(size_t)c * n + r] = bf16_from_float(values[(size_t)r * lm.IC + c]);
+            }
+        }
+        floatX* device_transposed;
+        cudaCheck(cudaMalloc(&device_transposed, (size_t)n * lm.IC * sizeof(floatX)));
+        cudaCheck(cudaMemcpy(device_transposed, transposed, (size_t)n * lm.IC * sizeof(floatX),
+                             cudaMemcpyHostToDevice));
+        snprintf(what, sizeof(what), "%s fcproj input, the kept columnwise copy", recipe);
+        float kept_amax =
+            check_block_cast(&gpu, in_slot, device_transposed, lm.IC, n, fp8_block_shape(FP8_SCALING_BLOCKWISE, 0, 0),
+                             gpu::kept_input_t(&gpu, module), NULL, gpu::kept_input_t_scale_inv(&gpu, module), 0, NULL,
+                             what);
+        CHECK(fp8_float_bits(kept_amax) == fp8_float_bits(amax), "%s: amax %a, the rowwise cast's %a", what, kept_amax,
+              amax);
+        cudaCheck(cudaFree(device_transposed));
+        free(transposed);
+        free(values);
+    }
     float window;
     cudaCheck(cudaMemcpy(&window, gpu.fp8_current_amax + in_slot, 4, cudaMemcpyDeviceToHost));
     CHECK(fp8_float_bits(window) == fp8_float_bits(amax), "%s: the slot's window amax %a, max|x| %a (R1)", what,
@@ -1407,6 +1439,168 @@ static void test_fp8_blockwise_outer_partial_blocks_five_steps(void) {
     shaped_five_steps(test_args_block_with("blockwise", "-fp8_wgrad 0"), &blockwise_outer_partial_shape, 53,
                       "blockwise outer partial blocks", 0);
 }
+
+// Both sides' diagnostics counters and block scale ranges cleared (the GPU's on the device), as after a diagnostics
+// line
+static void clear_block_diagnostics(cpu::GPT2* cpu, gpu::GPT2* gpu) {
+    int S = cpu->fp8.num_slots;
+    memset(cpu->fp8_stats, 0, (size_t)S * sizeof(Fp8QuantStats));
+    cudaCheck(cudaMemset(gpu->fp8_stats, 0, (size_t)S * sizeof(Fp8QuantStats)));
+    for (int slot = 0; slot < S; slot++) {
+        fp8_block_scale_range_reset(&cpu->fp8_block_scale_range[slot]);
+        fp8_block_scale_range_reset(&gpu->fp8_block_scale_range_host[slot]);
+    }
+    gpu::gpt2_fp8_block_scale_ranges_to_device(gpu);
+}
+
+// What a slot's recorded blockwise casts of the bf16 tensor x (rows, cols) on the device count, on the CPU
+// (fp8/block.h, the CPU trainer's casts): the rowwise copy's cast (1x128 blocks) where `rowwise`, the columnwise
+// copy's (128x1) where `columnwise`, each a cast of its own, into *stats and *range (cleared first).
+static void blockwise_casts_of(const gpu::GPT2* gpu, int slot, const floatX* x, int rows, int cols, int rowwise,
+                               int columnwise, Fp8QuantStats* stats, Fp8BlockScaleRange* range) {
+    size_t n = (size_t)rows * cols;
+    float* values = download_bf16(x, n);
+    uint8_t* codes = (uint8_t*)malloc(n);
+    float* scratch = (float*)malloc(2 * n * sizeof(float));
+    Fp8BlockCast cast = fp8_block_cast_of(&gpu->recipe, fp8_meta_slot_format(&gpu->fp8, slot));
+    float amax = 0.0f;
+    memset(stats, 0, sizeof(*stats));
+    fp8_block_scale_range_reset(range);
+    if (rowwise) {
+        fp8_quantize_blocks(codes, NULL, NULL, values, (size_t)rows, (size_t)cols,
+                            fp8_block_shape(FP8_SCALING_BLOCKWISE, 0, 0), &cast, &amax, stats, range);
+    }
+    if (columnwise) {
+        fp8_quantize_blocks_columnwise(codes, NULL, NULL, values, (size_t)rows, (size_t)cols, FP8_BLOCKWISE_BLOCK,
+                                       &cast, &amax, stats, range, scratch);
+    }
+    free(values);
+    free(codes);
+    free(scratch);
+}
+
+// Blockwise does once what delayed scaling does once: the training forward's cast of a linear's input writes the
+// columnwise copy its FP8 wgrad reads (kept, the bf16 input not) beside the rowwise one, and each biased layer's
+// grad_output cast sums its bias gradient in its pass. 5 steps against the CPU (which casts that copy in the backward
+// and sums the bias from its own tensor) with the diagnostics on, at -r `recompute` (0: every wgrad reads a kept copy;
+// 1: fcproj's input remade and cast in the backward): the losses and norms (R4, R5, R6); after 4 steps every slot's
+// element count the CPU's (R1: the same recorded casts, none twice, none left out); over the last step, each block
+// linear's input slot and block 0's qkv and fc grad_output slots count the clipped and flushed elements and keep the
+// block scale range of the CPU's recorded casts (rowwise and columnwise, each a cast of its own) of the GPU's own
+// tensors (R1: the forward's cast of the wgrad's copy records what the backward's cast did), the recorded amaxes are
+// max|x| of those tensors (R1), and block 0's qkv and fc bias gradients are bias_backward's bits on the GPU's own
+// grad_outputs (R1: the cast's column partials are bias_backward's).
+static void blockwise_kept_input_five_steps(int recompute) {
+    char flags[32], label[48];
+    snprintf(flags, sizeof(flags), "-r %d", recompute);
+    snprintf(label, sizeof(label), "blockwise kept x^T -r %d", recompute);
+    const TestShape* shape = &block_shape;
+    cpu::GPT2 cpu;
+    gpu::GPT2 gpu;
+    make_shaped_pair(&cpu, &gpu, test_args_block_with("blockwise", flags), 57, shape);
+    int S = cpu.fp8.num_slots, L = cpu.config.num_layers, C = cpu.config.channels, BT = shape->B * shape->T;
+    gpu.fp8_collect_stats = 1;
+    clear_block_diagnostics(&cpu, &gpu);
+    Rng rng;
+    rng_seed(&rng, 58);
+    Fp8QuantStats* stats = (Fp8QuantStats*)malloc((size_t)S * sizeof(Fp8QuantStats));
+    floatX* forward_params = NULL;
+    for (int step = 0; step < 5; step++) {
+        if (step == 4) {  // the counts of 4 steps, then the last step's alone
+            cudaCheck(cudaMemcpy(stats, gpu.fp8_stats, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
+            int off = 0;
+            for (int slot = 0; slot < S; slot++) { off += stats[slot].count != cpu.fp8_stats[slot].count; }
+            CHECK(off == 0, "%s: after 4 steps %d slots' element counts differ from the CPU's (R1)", label, off);
+            clear_block_diagnostics(&cpu, &gpu);
+            forward_params = device_params_copy(&gpu);
+        }
+        float gpu_loss, gpu_norm, cpu_norm;
+        shaped_step(&cpu, &gpu, step, shape, &rng, &gpu_loss, &gpu_norm, &cpu_norm);
+        char what[80];
+        snprintf(what, sizeof(what), "%s step %d: ", label, step);
+        check_loss(&cpu, gpu_loss, BT, step, what);
+        check_grad_norm(&cpu, gpu_norm, cpu_norm, step, what);
+    }
+    cudaCheck(cudaMemcpy(stats, gpu.fp8_stats, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
+    gpu::gpt2_fp8_block_scale_ranges_to_host(&gpu);
+    LinearPrecision lp = gpu::gpt2_linear_precision(&gpu);
+    size_t BTC = (size_t)BT * C;
+    floatX* scratch;
+    cudaCheck(cudaMalloc(&scratch, BTC * 4 * sizeof(floatX)));
+    int off = 0, checked = 0;
+    for (int module = 0; module < LINEARS_PER_BLOCK * L; module++) {  // every block linear's input
+        int l = module / LINEARS_PER_BLOCK, kind = module % LINEARS_PER_BLOCK;
+        int slot = fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_INPUT);
+        int IC = linear_layout(&gpu.config, module).IC;
+        const floatX* x = forward_input_of(&gpu, l, kind, scratch, forward_params);
+        Fp8QuantStats want;
+        Fp8BlockScaleRange want_range;
+        blockwise_casts_of(&gpu, slot, x, BT, IC, linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP),
+                           linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD), &want, &want_range);
+        int bad = memcmp(&stats[slot], &want, sizeof(want)) != 0 ||
+                  memcmp(&gpu.fp8_block_scale_range_host[slot], &want_range, sizeof(want_range)) != 0;
+        if (bad && off < 3) {
+            printf("  block %d %s input: GPU %lld elements, %lld saturated, %lld flushed, scales %g .. %g; CPU "
+                   "casts of the GPU's input %lld, %lld, %lld, %g .. %g\n", l, linear_names[kind], stats[slot].count,
+                   stats[slot].saturated, stats[slot].flushed, gpu.fp8_block_scale_range_host[slot].scale_min,
+                   gpu.fp8_block_scale_range_host[slot].scale_max, want.count, want.saturated, want.flushed,
+                   want_range.scale_min, want_range.scale_max);
+        }
+        off += bad;
+        checked++;
+    }
+    const floatX* grad_outputs[2] = {gpu.dqkv, gpu.dbt4c};  // block 0's: the last backward's
+    const int kinds[2] = {LINEAR_QKV, LINEAR_FC};
+    const float* bias_grads[2] = {gpu.grads.qkvb, gpu.grads.fcb};  // block 0's first
+    float* partials;
+    float* dbias;
+    cudaCheck(cudaMalloc(&partials, (size_t)column_sum_chunks((size_t)BT) * 4 * C * sizeof(float)));
+    cudaCheck(cudaMalloc(&dbias, (size_t)4 * C * sizeof(float)));
+    for (int i = 0; i < 2; i++) {
+        int module = kinds[i], OC = linear_layout(&gpu.config, module).OC;
+        int slot = fp8_meta_bwd_slot(&gpu.fp8, module, FP8_BWD_GRAD_OUTPUT);
+        Fp8QuantStats want;
+        Fp8BlockScaleRange want_range;
+        blockwise_casts_of(&gpu, slot, grad_outputs[i], BT, OC, linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD),
+                           linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD), &want, &want_range);
+        int bad = memcmp(&stats[slot], &want, sizeof(want)) != 0 ||
+                  memcmp(&gpu.fp8_block_scale_range_host[slot], &want_range, sizeof(want_range)) != 0;
+        if (bad && off < 3) {
+            printf("  block 0 %s grad_output: GPU %lld elements, %lld saturated, %lld flushed; CPU casts of the GPU's "
+                   "gradient %lld, %lld, %lld\n", linear_names[module], stats[slot].count, stats[slot].saturated,
+                   stats[slot].flushed, want.count, want.saturated, want.flushed);
+        }
+        off += bad;
+        checked++;
+        // the bias gradient: bias_backward on the GPU's own grad_output, into zeros (the step's gradients started at 0)
+        cudaCheck(cudaMemset(dbias, 0, (size_t)OC * sizeof(float)));
+        bias_backward(dbias, grad_outputs[i], BT, OC, partials, gpu.stream);
+        cudaCheck(cudaStreamSynchronize(gpu.stream));
+        float* want_bias = download_floats(dbias, (size_t)OC);
+        float* got_bias = download_floats(bias_grads[i], (size_t)OC);
+        CHECK(memcmp(got_bias, want_bias, (size_t)OC * sizeof(float)) == 0,
+              "%s: block 0 %s's bias gradient is not bias_backward's bits on its grad_output (R1)", label,
+              linear_names[module]);
+        free(want_bias);
+        free(got_bias);
+    }
+    CHECK(off == 0, "%s: %d of %d slots' last-step counts or block scale ranges are not the CPU's recorded casts of "
+          "the GPU's own tensors (R1; the first above)", label, off, checked);
+    float* recorded = recorded_amaxes_of_last_step(&gpu);
+    float* row0 = download_floats(gpu.fp8.amax_history, (size_t)S);
+    check_amaxes_of_own_tensors(&gpu, recorded, row0, forward_params, label);
+    free(recorded);
+    free(row0);
+    free(stats);
+    cudaCheck(cudaFree(partials));
+    cudaCheck(cudaFree(dbias));
+    cudaCheck(cudaFree(scratch));
+    cudaCheck(cudaFree(forward_params));
+    gpt2_free(&cpu);
+}
+
+static void test_fp8_blockwise_kept_input_five_steps(void) { blockwise_kept_input_five_steps(0); }
+static void test_fp8_blockwise_kept_input_recompute_five_steps(void) { blockwise_kept_input_five_steps(1); }
 
 // A block recipe's checkpoint CPU -> GPU -> CPU: the CPU's after one step loads on the GPU with its diagnostics state
 // (counters, last and window amaxes, block scale ranges, on the host and on the device) and continues with the CPU's
@@ -1750,12 +1944,15 @@ static void test_cudnn_unsupported_head_size_falls_back(void) {
 
 // -r 1 and -r 2 recompute GELU and LayerNorm in the backward from what the forward kept: the loss, every gradient and
 // every amax the step records must be the bits of -r 0 (the FP8 casts of the recomputed inputs must not record
-// again). In FP8 this also pins the x^T the forward keeps for an FP8 wgrad (-r 0: every FP8 wgrad reads one) to the
+// again), and so must the diagnostics' counts (and the window amaxes and block scale ranges where the recipe keeps
+// them). In FP8 this also pins the x^T the forward keeps for an FP8 wgrad (-r 0: every FP8 wgrad reads one) to the
 // x^T the backward casts from the remade input (-r 1: fcproj's, -r 2: qkv's and fc's too), and the layer slices of
 // ln1, ln2 and fch_gelu: with the first and last of 3 blocks in BF16 (-fp8_bf16_first_last 1), blocks 0 and 2 keep
 // slices of their own and block 1 writes the shared one; a slice two layers wrote would give -r 0 other gradients
-// than -r 2, which remakes each before use. For each attention this build has, on a small shape cuDNN supports
-// (head size 64): BF16, FP8 delayed, FP8 current, FP8 with BF16 ends.
+// than -r 2, which remakes each before use. Blockwise (where this GPU runs its GEMMs): the columnwise copy the
+// forward's cast keeps is the backward's cast of the remade input, and the forward's cast of it records exactly what
+// the backward's cast records (the same counts, window amax and scale range). For each attention this build has, on
+// a small shape cuDNN supports (head size 64): BF16, FP8 delayed, FP8 current, FP8 with BF16 ends, FP8 blockwise.
 static void test_recompute_bit_identical(void) {
     const int B = 2, T = 64;  // B*T = 128: a multiple of 64 for the FP8 casts
     typedef struct {
@@ -1763,12 +1960,15 @@ static void test_recompute_bit_identical(void) {
         const char* flags;
         int layers;
     } Variant;
-    const Variant variants[4] = {
+    const Variant variants[5] = {
         {"bf16", "-precision bf16", 2},
         {"fp8", "-precision fp8 -fp8_amax_history_len 16", 2},
         {"fp8 current", "-precision fp8 -fp8_recipe current", 2},
         {"fp8 bf16 ends", "-precision fp8 -fp8_amax_history_len 16 -fp8_bf16_first_last 1", 3},
+        {"fp8 blockwise", "-precision fp8 -fp8_recipe blockwise", 2},
     };
+    char why[256];
+    int block_gemms = gemm_block_scaling_check(why, sizeof(why)) == 0;
 #ifdef ENABLE_CUDNN
     const char* attentions[2] = {"plain", "cudnn"};
     int num_attentions = 2;
@@ -1776,7 +1976,11 @@ static void test_recompute_bit_identical(void) {
     const char* attentions[1] = {"plain"};
     int num_attentions = 1;
 #endif
-    for (int v = 0; v < 4; v++) {
+    for (int v = 0; v < 5; v++) {
+        if (strstr(variants[v].flags, "blockwise") && !block_gemms) {
+            printf("  SKIP %s: %s\n", variants[v].name, why);
+            continue;
+        }
         GPT2Config config = config_of(variants[v].layers, 256, 4, 200, 64);
         cpu::GPT2 cpu;  // only for the initial weights
         cpu::ModelOptions opt;
@@ -1795,6 +1999,9 @@ static void test_recompute_bit_identical(void) {
             float losses[3];
             float* grads[3];
             float* row0[3] = {NULL, NULL, NULL};
+            Fp8QuantStats* counts[3] = {NULL, NULL, NULL};
+            float* window[3] = {NULL, NULL, NULL};
+            Fp8BlockScaleRange* ranges[3] = {NULL, NULL, NULL};
             size_t P = 0;
             int slots = 0;
             for (int r = 0; r < 3; r++) {
@@ -1803,6 +2010,7 @@ static void test_recompute_bit_identical(void) {
                 TrainArgs args = test_args_line(flags);
                 gpu::GPT2 gpu;
                 gpu_model(&gpu, &config, &args, B, T, cpu.master_memory);
+                gpu.fp8_collect_stats = gpu.precision == PRECISION_FP8;  // the step's casts, counted
                 gpt2_zero_grad(&gpu);
                 gpt2_forward(&gpu, inputs, targets, B, T);
                 gpt2_backward(&gpu, 1.0f);
@@ -1813,6 +2021,15 @@ static void test_recompute_bit_identical(void) {
                 if (gpu.precision == PRECISION_FP8) {
                     slots = gpu.fp8.num_slots;
                     row0[r] = download_floats(gpu.fp8.amax_history, (size_t)slots);
+                    counts[r] = (Fp8QuantStats*)malloc((size_t)slots * sizeof(Fp8QuantStats));
+                    cudaCheck(cudaMemcpy(counts[r], gpu.fp8_stats, (size_t)slots * sizeof(Fp8QuantStats),
+                                         cudaMemcpyDeviceToHost));
+                }
+                if (gpu.fp8_current_amax) { window[r] = download_floats(gpu.fp8_current_amax, (size_t)slots); }
+                if (gpu.fp8_block_scale_range) {
+                    ranges[r] = (Fp8BlockScaleRange*)malloc((size_t)slots * sizeof(Fp8BlockScaleRange));
+                    cudaCheck(cudaMemcpy(ranges[r], gpu.fp8_block_scale_range,
+                                         (size_t)slots * sizeof(Fp8BlockScaleRange), cudaMemcpyDeviceToHost));
                 }
                 gpt2_free(&gpu);
             }
@@ -1824,11 +2041,25 @@ static void test_recompute_bit_identical(void) {
                 if (row0[0]) {
                     CHECK(memcmp(row0[r], row0[0], (size_t)slots * sizeof(float)) == 0,
                           "%s %s -r %d: the recorded amaxes bit-identical to -r 0", attentions[a], what, r);
+                    CHECK(memcmp(counts[r], counts[0], (size_t)slots * sizeof(Fp8QuantStats)) == 0,
+                          "%s %s -r %d: the diagnostics' counts those of -r 0", attentions[a], what, r);
+                }
+                if (window[0]) {
+                    CHECK(memcmp(window[r], window[0], (size_t)slots * sizeof(float)) == 0,
+                          "%s %s -r %d: the window amaxes (each slot's last recorded cast) bit-identical to -r 0",
+                          attentions[a], what, r);
+                }
+                if (ranges[0]) {
+                    CHECK(memcmp(ranges[r], ranges[0], (size_t)slots * sizeof(Fp8BlockScaleRange)) == 0,
+                          "%s %s -r %d: the block scale ranges those of -r 0", attentions[a], what, r);
                 }
             }
             for (int r = 0; r < 3; r++) {
                 free(grads[r]);
                 free(row0[r]);
+                free(counts[r]);
+                free(window[r]);
+                free(ranges[r]);
             }
         }
         gpt2_free(&cpu);
@@ -1862,6 +2093,8 @@ int main(int argc, char** argv) {
     if (gemm_block_scaling_check(why, sizeof(why)) == 0) {
         RUN_TEST(test_fp8_blockwise_casts);
         RUN_TEST(test_fp8_blockwise_five_steps);
+        RUN_TEST(test_fp8_blockwise_kept_input_five_steps);
+        RUN_TEST(test_fp8_blockwise_kept_input_recompute_five_steps);
         RUN_TEST(test_fp8_blockwise_checkpoints);
         RUN_TEST(test_fp8_blockwise_outer_partial_blocks_casts);
         RUN_TEST(test_fp8_blockwise_outer_partial_blocks_five_steps);

@@ -35,8 +35,9 @@ Attention (-attn): cuDNN's fused flash attention (llmc/cudnn_attention.cpp, the 
 keeps only the softmax statistics (B, NH, T) per layer, or the plain CUDA/cuBLAS one (llmc/attention.cuh), which keeps
 the (B, NH, T, T) matrix per layer. Recompute (-r, llm.c's): 1 recomputes GELU in the backward instead of keeping its
 output per layer, 2 LayerNorm too (from the residual and the saved mean/rstd); the results are bit-identical. FP8
-with delayed or current scaling keeps, as TE does, what an FP8 wgrad reads: the forward's cast of a linear's input
-writes its transpose in the same pass, kept (1 byte an element) where the bf16 input (2 bytes) was, which the
+with delayed, current or blockwise scaling keeps, as TE does, what an FP8 wgrad reads: the forward's cast of a
+linear's input writes its transpose in the same pass (blockwise: its columnwise copy, x^T's codes with their 1x128
+block scales, cast from the bf16 source), kept (1 byte an element) where the bf16 input (2 bytes) was, which the
 backward then neither keeps nor casts again (linear_cast; where -r drops the input, it is remade and cast).
 With delayed scaling GELU runs inside the FP8 casts beside it (llmc/gelu_fp8.cuh, TE's fused activation casts): the
 forward's in fcproj's input cast, the backward's in fc's grad_output cast, so neither bf16 tensor (B, T, 4C) is
@@ -115,8 +116,9 @@ static void point_parameters_bf16(ParameterTensorsX* p, floatX* memory, const si
 
 // Sizes in llmc/memory_plan.h. ln1, ln2 and fch_gelu (the inputs of qkv, fc and fcproj) hold a slice for each layer
 // whose backward reads them, and one slice the others share (layer_input's): with -r 2, ln1 and ln2 hold one slice
-// (the backward recomputes each layer's before it uses it), with -r 1 or 2, so does fch_gelu; in FP8 with delayed or
-// current scaling, a layer whose wgrad reads the FP8 x^T its forward kept (input_t_fp8) needs no slice of its own.
+// (the backward recomputes each layer's before it uses it), with -r 1 or 2, so does fch_gelu; in FP8 with delayed,
+// current or blockwise scaling, a layer whose wgrad reads the FP8 x^T its forward kept (input_t_fp8) needs no slice of
+// its own.
 typedef struct {
     floatX* encoded;    // (B, T, C)
     floatX* ln1;        // (L, B, T, C), or fewer slices (see above)
@@ -245,11 +247,14 @@ typedef struct {
     Fp8OperandBuffers fp8_x, fp8_dy, fp8_weight;
     size_t *weight_fp8_offset, *weight_scale_offset, *weight_t_scale_offset;
     Fp8Operand* weight_operand;  // (num_modules) each FP8 weight as its GEMMs read it, from its last cast
-    // delayed and current scaling: the x^T (IC, B*T) of every FP8 wgrad whose input the recompute keeps, which the
-    // forward's cast writes beside x and the backward's wgrad reads, at input_t_offset[module] * B*T (llmc/linear.h's
-    // fp8_input_t_layout, linear_keeps_input_t); the others cast x^T into fp8_x.codes_t in the backward
+    // delayed, current and blockwise scaling: the x^T (IC, B*T) of every FP8 wgrad whose input the recompute keeps,
+    // which the forward's cast writes beside x and the backward's wgrad reads, at input_t_offset[module] * B*T
+    // (llmc/linear.h's fp8_input_t_layout, linear_keeps_input_t), and blockwise its VEC128 scale_invs at
+    // input_t_scale_offset[module] (fp8_input_t_scale_layout); the others cast x^T into fp8_x in the backward
     uint8_t* input_t_fp8;
     size_t* input_t_offset;
+    float* input_t_scale_inv;
+    size_t* input_t_scale_offset;
     // the block recipes (fp8/block_quantize.cuh)
     Fp8BlockScaleRange* fp8_block_scale_range;  // (num_slots) device, as float bits: the smallest and largest block
                                                 // scale since the last diagnostics line (counted with the diagnostics)
@@ -429,6 +434,7 @@ static const struct {
     {GPU_DY_DEQUANTIZED, offsetof(GPT2, fp8_dy.dequantized)},
     {GPU_DY_DEQUANTIZED_COLUMNWISE, offsetof(GPT2, fp8_dy.dequantized_t)},
     {GPU_INPUT_T_FP8, offsetof(GPT2, input_t_fp8)},
+    {GPU_INPUT_T_SCALE_INV, offsetof(GPT2, input_t_scale_inv)},
     {GPU_FP8_BLOCK_SCALE_RANGE, offsetof(GPT2, fp8_block_scale_range)},
     {GPU_FP8_WINDOW_AMAX, offsetof(GPT2, fp8_current_amax)},
     {GPU_FP8_EVAL_SCALES, offsetof(GPT2, fp8_eval_scales)},
@@ -512,6 +518,9 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
         fp8_weight_layout(&model->config, &lp, model->weight_fp8_offset);
         model->input_t_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 input transpose offsets");
         fp8_input_t_layout(&model->config, &lp, model->recompute, model->input_t_offset);
+        model->input_t_scale_offset =
+            (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 input transpose scale offsets");
+        fp8_input_t_scale_layout(&model->config, &lp, model->recompute, BT, model->input_t_scale_offset);
         model->weight_scale_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 scale offsets");
         model->weight_t_scale_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 scale offsets");
         fp8_weight_scale_layout(&model->config, &lp, model->weight_scale_offset, 0);
@@ -560,6 +569,7 @@ static void gpt2_free(GPT2* model) {
     free(model->host_token_count);
     free(model->weight_fp8_offset);
     free(model->input_t_offset);
+    free(model->input_t_scale_offset);
     free(model->weight_scale_offset);
     free(model->weight_t_scale_offset);
     free(model->weight_operand);
@@ -581,6 +591,12 @@ static void gpt2_gpu_allocate(GPT2* model, const GPT2Config* config, const Train
 static uint8_t* kept_input_t(GPT2* model, int module) {
     if (!model->input_t_fp8) { return NULL; }
     return model->input_t_fp8 + model->input_t_offset[module] * (size_t)model->B * model->T;
+}
+
+// Blockwise: where the forward keeps the VEC128 scale_invs of module's x^T; NULL without such a buffer
+static float* kept_input_t_scale_inv(GPT2* model, int module) {
+    if (!model->input_t_scale_inv) { return NULL; }
+    return model->input_t_scale_inv + model->input_t_scale_offset[module];
 }
 
 // ----------------------------------------------------------------------------
@@ -644,6 +660,7 @@ typedef struct {
     Fp8Format format;
     Fp8OperandBuffers dst;  // this tensor's copies (a weight's: at its module's offsets)
     uint8_t* kept_t;        // the module's input: the x^T (cols, B*T) the forward keeps for the wgrad, or NULL
+    float* kept_scale_inv_t;  // blockwise: the kept x^T's VEC128 scale_invs, or NULL
 } LinearCast;
 
 // The scale cell a new per-tensor cast of `slot` uses: the slot's, except for a current-scaling cast that does not
@@ -749,15 +766,33 @@ static Fp8BlockCast1d block_cast_of(GPT2* m, const LinearCast* c, int block_len)
     return a;
 }
 
+// The column partials of a grad_output cast in its pass (a block recipe's: the cast's tile sums, bias_backward's pass 1
+// in the same order, so the same bits) when it carries the bias gradient: set them up in the cast, and after it add
+// them into dbias (bias_backward_reduce), which linear_cast then does not sum again.
+static_assert(FP8_BLOCK_COLUMN_SUM_ROWS == COLUMN_SUM_ROWS, "the block casts' column sums are bias_backward's chunks");
+static void block_cast_dbias_begin(GPT2* m, const LinearCast* c, Fp8BlockCast1d* a) {
+    a->column_partials = c->dbias ? m->column_partials : NULL;
+}
+static void block_cast_dbias_end(GPT2* m, LinearCast* c) {
+    if (!c->dbias) { return; }
+    bias_backward_reduce(c->dbias, m->column_partials, c->rows, c->cols, m->stream);
+    c->dbias = NULL;
+}
+
 // Blockwise (Float8BlockScaling): every copy a new recorded cast from the bf16 tensor, each block of 128 with its own
 // scale: 1x128 blocks along the rows for the rowwise copy and down the columns for the columnwise one (the transposed
 // codes), in one pass; a weight in 128x128 tiles, whose codes and transposed codes share the tile scales. The GEMMs
-// read the codes with their scale_inv arrays (VEC128, BLK128x128: cuBLASLt's block-scaled GEMMs).
+// read the codes with their scale_inv arrays (VEC128, BLK128x128: cuBLASLt's block-scaled GEMMs). Where the module
+// keeps its input's transpose (linear_keeps_input_t, as per-tensor scaling does), the training forward's cast of x
+// writes the columnwise copy the wgrad reads too, into the kept buffers, even where fprop runs in BF16: what the
+// CPU's backward cast of it makes and records (the same bytes, amax, counts and scale range, recorded once), made
+// earlier in the step; the backward's wgrad request then reads that copy and casts nothing. A gradient's cast sums its
+// bias gradient's column partials in the same pass (TE's cast_transpose_dbias).
 static void linear_cast_blockwise(GPT2* m, LinearCast* c, Fp8Operand* t) {
     cudaDataType_t type = fp8_cuda_type(c->format);
     const int vec128 = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, blk128 = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
-    Fp8BlockCast1d a = block_cast_of(m, c, FP8_BLOCKWISE_BLOCK);
     if (c->tensor == LINEAR_WEIGHT) {  // both copies, always: they share the tiles
+        Fp8BlockCast1d a = block_cast_of(m, c, FP8_BLOCKWISE_BLOCK);
         Fp8BlockCast2d tiles = {c->inp, c->rows, c->cols, a.cast, c->dst.codes, c->dst.codes_t, c->dst.scale_inv,
                                 c->dst.scale_inv_t, a.amax, a.tensor_amax, a.stats, a.scale_range};
         cudaCheck(fp8_block_cast_2d(&tiles, m->stream));
@@ -765,17 +800,31 @@ static void linear_cast_blockwise(GPT2* m, LinearCast* c, Fp8Operand* t) {
         t->columnwise = gemm_operand(c->dst.codes_t, type, c->cols, c->rows, 1, c->dst.scale_inv_t, blk128);
         return;
     }
+    // the columnwise copy: in the kept buffers where the module keeps it, made by the training forward's cast
+    LinearPrecision lp = gpt2_linear_precision(m);
+    int keeps_t = c->tensor == LINEAR_INPUT && linear_keeps_input_t(&lp, c->module, m->recompute);
+    if (keeps_t && (!c->kept_t || !c->kept_scale_inv_t)) {
+        die("linear_cast: module %d keeps its input's columnwise copy, but no buffer holds it", c->module);
+    }
+    uint8_t* codes_t = keeps_t ? c->kept_t : c->dst.codes_t;                  // (cols, rows)
+    float* scale_inv_t = keeps_t ? c->kept_scale_inv_t : c->dst.scale_inv_t;  // VEC128 of (cols, rows)
+    int columnwise = c->columnwise;  // whether this cast makes the columnwise copy
+    if (keeps_t) { columnwise = c->operand == LINEAR_INPUT_FPROP && m->training; }
+    if (c->columnwise) { t->columnwise = gemm_operand(codes_t, type, c->cols, c->rows, 1, scale_inv_t, vec128); }
+    if (!c->rowwise && !columnwise) { return; }  // no copy made here (wgrad's kept one; no FP8 GEMM reads one)
+    Fp8BlockCast1d a = block_cast_of(m, c, FP8_BLOCKWISE_BLOCK);
     if (c->rowwise) {
         a.rowwise.codes = c->dst.codes;          // (rows, cols)
         a.rowwise.scale_inv = c->dst.scale_inv;  // VEC128 of (rows, cols)
         t->rowwise = gemm_operand(c->dst.codes, type, c->rows, c->cols, 1, c->dst.scale_inv, vec128);
     }
-    if (c->columnwise) {
-        a.columnwise.codes = c->dst.codes_t;          // (cols, rows)
-        a.columnwise.scale_inv = c->dst.scale_inv_t;  // VEC128 of (cols, rows)
-        t->columnwise = gemm_operand(c->dst.codes_t, type, c->cols, c->rows, 1, c->dst.scale_inv_t, vec128);
+    if (columnwise) {
+        a.columnwise.codes = codes_t;
+        a.columnwise.scale_inv = scale_inv_t;
     }
+    block_cast_dbias_begin(m, c, &a);
     cudaCheck(fp8_block_cast_1d(&a, m->stream));
+    block_cast_dbias_end(m, c);
 }
 
 // MXFP8 (MXFP8BlockScaling), emulated: 1x32 blocks with E8M0 scales along each GEMM's reduction dimension, every copy
@@ -791,17 +840,20 @@ static void linear_cast_mxfp8(GPT2* m, LinearCast* c, Fp8Operand* t) {
         a.columnwise.dequantized = c->dst.dequantized_t;  // (rows, cols), 32x1 blocks
         t->columnwise = gemm_operand(c->dst.dequantized_t, CUDA_R_16BF, c->cols, c->rows, 0, NULL, 0);
     }
+    block_cast_dbias_begin(m, c, &a);
     cudaCheck(fp8_block_cast_1d(&a, m->stream));
+    block_cast_dbias_end(m, c);
 }
 
 // The one switch on the recipe: its cast makes c's copies into t. (A block recipe casts nothing where the module's FP8
-// GEMMs read no copy of the tensor: a BF16 fprop's input, say; a per-tensor one records that input's amax anyway.)
+// GEMMs read no copy of the tensor: a BF16 fprop's input, say, unless blockwise's forward makes the columnwise copy an
+// FP8 wgrad keeps; a per-tensor one records that input's amax anyway.)
 static void fp8_recipe_cast(GPT2* model, LinearCast* c, Fp8Operand* t) {
     int any = c->rowwise || c->columnwise;
     switch (model->recipe.scaling) {
         case FP8_SCALING_DELAYED: linear_cast_per_tensor(model, c, t); break;
         case FP8_SCALING_CURRENT: c->amax_pass = 1; linear_cast_per_tensor(model, c, t); break;
-        case FP8_SCALING_BLOCKWISE: if (any) { linear_cast_blockwise(model, c, t); } break;
+        case FP8_SCALING_BLOCKWISE: linear_cast_blockwise(model, c, t); break;  // (it looks at what it makes)
         case FP8_SCALING_MXFP8: if (any) { linear_cast_mxfp8(model, c, t); } break;
         default: die("FP8 cast: a recipe this trainer does not know");
     }
@@ -843,6 +895,7 @@ static Fp8Operand linear_cast(GPT2* model, int module, LinearOperand operand, co
             c.slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
             c.dst = model->fp8_x;
             c.kept_t = kept_input_t(model, module);
+            c.kept_scale_inv_t = kept_input_t_scale_inv(model, module);
             break;
         case LINEAR_INPUT_WGRAD:
             c.columnwise = wgrad;
@@ -850,6 +903,7 @@ static Fp8Operand linear_cast(GPT2* model, int module, LinearOperand operand, co
             c.slot = fp8_meta_fwd_slot(meta, module, FP8_FWD_INPUT);
             c.dst = model->fp8_x;
             c.kept_t = kept_input_t(model, module);
+            c.kept_scale_inv_t = kept_input_t_scale_inv(model, module);
             break;
         case LINEAR_GRAD_OUTPUT_DGRAD:  // dgrad's and wgrad's copies, from one cast
             c.rowwise = dgrad;

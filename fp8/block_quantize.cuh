@@ -11,6 +11,10 @@ Two launchers, one read of the bf16 tensor each:
                       dequantized to bf16 for the emulated GEMM (Hopper has no MXFP8 GEMM).
   fp8_block_cast_2d   128 x 128 tiles (blockwise weights): the codes, the transposed codes (a tile is the same block
                       both ways: one amax, one scale), and the scale_invs of both in cuBLASLt's BLK128x128 layout.
+A 1D cast may also sum its tensor's columns on the way (column_partials, TE's cast_transpose_dbias: a linear layer's
+grad_output cast makes its bias gradient's pass 1 from the tile it holds anyway): each column's 64-row chunks
+(FP8_BLOCK_COLUMN_SUM_ROWS, llmc/cuda_common.cuh's COLUMN_SUM_ROWS) summed row by row from 0.0f in fp32, exactly
+llmc/bias.cuh's bias_backward_partials_kernel, so bias_backward_reduce on them gives bias_backward's bits.
 Each copy a 1D cast makes is a cast of its own, as on the CPU (a columnwise copy is cast from the bf16 values, not
 from the rowwise codes): each counts its elements in the diagnostics. A block's scale comes from the largest magnitude
 of its elements that are not NaN (fp8/block.h, TE's fmaxf); the tensor's amax, max-reduced into the slot's row 0 and,
@@ -50,6 +54,9 @@ and how little the other work stalls it):
     transposed codes through the byte tile and the codes by rows, as above.
   - A block holding a NaN (rare) is reduced again by the thread that sees it, NaN skipped: the common path is the
     plain max of magnitude bits.
+  - The column sums: thread t sums column t % 128 of the tile's 64-row chunk t / 128 from the bf16 tile in shared
+    memory (a warp reads 64 contiguous bytes of a row at a time, no bank conflict), one fp32 add a row: the order is
+    the sum's, so each column's chunk is one thread's chain of 64 dependent adds; the partials go out coalesced.
 
 CPU twins: fp8_quantize_blocks (rowwise, 128x128 tiles) and fp8_quantize_blocks_columnwise in fp8/block.h;
 dev/cuda/fp8_block_quantize checks every copy against them bit for bit, and prints GB/s against a device copy.
@@ -71,6 +78,9 @@ dev/cuda/fp8_block_quantize checks every copy against them bit for bit, and prin
 #define FP8_BLOCK_THREADS 256    // 8 warps
 #define FP8_BLOCK_CTAS_PER_SM 2  // resident CTAs per SM (the shared memory below: 2 x 82 KB of Hopper's 228 KB)
 #define FP8_BLOCK_MAX_TILES (1 << 30)  // tile indices stay far from int's limit as the loop steps by gridDim.x
+#define FP8_BLOCK_COLUMN_SUM_ROWS 64    // the column sums' chunk: llmc/cuda_common.cuh's COLUMN_SUM_ROWS
+static_assert(FP8_BLOCK_TILE == 2 * FP8_BLOCK_COLUMN_SUM_ROWS && FP8_BLOCK_THREADS == 2 * FP8_BLOCK_TILE,
+              "the column sums: two 64-row chunks a tile, one thread per column and chunk");
 
 // dynamic shared memory: two bf16 tiles (the double buffer), the transposed byte tile, the column amax exchange
 #define FP8_BLOCK_TILE_ELEMENTS (FP8_BLOCK_TILE * FP8_BLOCK_TILE)
@@ -105,6 +115,8 @@ typedef struct {
     unsigned long long* stats;  // (3) or NULL: elements, saturated, flushed (fp8/diag.h's Fp8QuantStats), added to
     unsigned int* scale_range;  // (2) or NULL: the smallest and largest block scale (float bits) of the blocks whose
                                 // amax is finite and non-zero, min- and max-reduced in (with stats: diagnostics)
+    float* column_partials;     // (ceil(rows / 64), cols) or NULL: each column's 64-row chunk summed in row order in
+                                // fp32 (bias_backward_partials_kernel's sums: a bias gradient's pass 1)
 } Fp8BlockCast1d;
 
 // A 2D (128 x 128 tile) cast of a weight (rows, cols): codes (rows, cols) and codes_t (cols, rows), scale_inv in
@@ -144,6 +156,7 @@ typedef struct {
     unsigned long long* stats;
     unsigned int* scale_range;
     size_t counted_elements;  // what the diagnostics' element count grows by (a 1D cast: one rows * cols per copy)
+    float* column_partials;   // 1D: (ceil(rows / 64), cols) or NULL
 } Fp8BlockKernelArgs;
 
 // What a thread carries from tile to tile: the tensor's max |x| (float bits, NaN above inf) and, for the diagnostics,
@@ -488,6 +501,30 @@ __device__ __forceinline__ void fp8_block_tile_pass(const Fp8BlockKernelArgs& a,
     }
 }
 
+// The column sums of one tile (a 1D cast's column_partials): thread t sums column t % 128 of the tile's 64-row chunk
+// t / 128 from the bf16 tile, row by row from 0.0f in fp32, the rows past the tensor's edge not added (the tile holds
+// zeros there, and 0.0f added to a sum of -0.0f would make it +0.0f): bias_backward_partials_kernel's chunk, order and
+// adds, so the same bits. Chunks and columns wholly outside the tensor write nothing.
+__device__ __forceinline__ void fp8_block_column_sums(const Fp8BlockKernelArgs& a, const __nv_bfloat16* tile,
+                                                      int row0, int col0) {
+    const int c = threadIdx.x % FP8_BLOCK_TILE, chunk = threadIdx.x / FP8_BLOCK_TILE;
+    const int col = col0 + c, first_row = row0 + chunk * FP8_BLOCK_COLUMN_SUM_ROWS;
+    if (col >= a.cols || first_row >= a.rows) { return; }
+    const int n = min(FP8_BLOCK_COLUMN_SUM_ROWS, a.rows - first_row);
+    const unsigned short* column =
+        reinterpret_cast<const unsigned short*>(tile) + chunk * FP8_BLOCK_COLUMN_SUM_ROWS * FP8_BLOCK_TILE + c;
+    float sum = 0.0f;
+    if (n == FP8_BLOCK_COLUMN_SUM_ROWS) {  // every chunk but the tensor's last: the loads unrolled ahead of the adds
+#pragma unroll 16
+        for (int r = 0; r < FP8_BLOCK_COLUMN_SUM_ROWS; r++) {
+            sum += __uint_as_float((uint32_t)column[r * FP8_BLOCK_TILE] << 16);
+        }
+    } else {
+        for (int r = 0; r < n; r++) { sum += __uint_as_float((uint32_t)column[r * FP8_BLOCK_TILE] << 16); }
+    }
+    a.column_partials[(size_t)(first_row / FP8_BLOCK_COLUMN_SUM_ROWS) * a.cols + col] = sum;
+}
+
 // ----------------------------------------------------------------------------
 // the kernel: a persistent loop over the tiles, double-buffered
 
@@ -511,7 +548,8 @@ __device__ __forceinline__ void fp8_block_cast_finish(const Fp8BlockThreadState*
     }
 }
 
-template <bool COUNT, int KIND>
+// SUMS: the 1D cast's column partials (an instance of its own, so the casts without them compile as they did)
+template <bool COUNT, int KIND, bool SUMS>
 __global__ void __launch_bounds__(FP8_BLOCK_THREADS, FP8_BLOCK_CTAS_PER_SM)
     fp8_block_cast_kernel(const __grid_constant__ Fp8BlockKernelArgs a) {
     extern __shared__ __align__(16) unsigned char fp8_block_smem[];
@@ -540,6 +578,7 @@ __global__ void __launch_bounds__(FP8_BLOCK_THREADS, FP8_BLOCK_CTAS_PER_SM)
             Fp8BlockScale unused = {1.0f, 1.0f, 0};
             if (rowwise) { fp8_block_rowwise_pass<COUNT, KIND>(a, t, row0, col0, unused, &th); }
             if (columnwise) { fp8_block_columnwise_pass<COUNT, KIND>(a, t, codes_tile, column_amax, row0, col0, &th); }
+            if (SUMS) { fp8_block_column_sums(a, t, row0, col0); }  // t stays until the loop's last barrier
         }
         if (codes_t) {
             __syncthreads();  // the byte tile complete
@@ -563,7 +602,7 @@ static inline int fp8_block_misaligned(const void* p, unsigned int bytes) { retu
 
 // The launch of one kernel instance over the tiles: a persistent grid of FP8_BLOCK_CTAS_PER_SM CTAs per SM (no more
 // than there are tiles), its dynamic shared memory allowed once per device.
-template <bool COUNT, int KIND>
+template <bool COUNT, int KIND, bool SUMS>
 static inline cudaError_t fp8_block_cast_launch(const Fp8BlockKernelArgs* a, cudaStream_t stream) {
     static int configured_device = -1, num_sms = 0;  // per instance: the attribute is per function
     int device;
@@ -572,25 +611,33 @@ static inline cudaError_t fp8_block_cast_launch(const Fp8BlockKernelArgs* a, cud
     if (device != configured_device) {
         err = cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device);
         if (err == cudaSuccess) {
-            err = cudaFuncSetAttribute(fp8_block_cast_kernel<COUNT, KIND>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       FP8_BLOCK_SMEM_BYTES);
+            err = cudaFuncSetAttribute(fp8_block_cast_kernel<COUNT, KIND, SUMS>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, FP8_BLOCK_SMEM_BYTES);
         }
         if (err != cudaSuccess) { return err; }
         configured_device = device;
     }
     long long ctas = (long long)num_sms * FP8_BLOCK_CTAS_PER_SM;
     int grid = (int)(a->num_tiles < ctas ? a->num_tiles : ctas);
-    fp8_block_cast_kernel<COUNT, KIND><<<grid, FP8_BLOCK_THREADS, FP8_BLOCK_SMEM_BYTES, stream>>>(*a);
+    fp8_block_cast_kernel<COUNT, KIND, SUMS><<<grid, FP8_BLOCK_THREADS, FP8_BLOCK_SMEM_BYTES, stream>>>(*a);
     return cudaGetLastError();
 }
 
+// The kernel instance for a's outputs: with or without the diagnostics' counting, with or without the column sums
+// (a 1D cast's only)
 template <int KIND>
 static inline cudaError_t fp8_block_cast_run(const Fp8BlockKernelArgs* a, cudaStream_t stream) {
     if (a->tensor_amax) {
         cudaError_t err = cudaMemsetAsync(a->tensor_amax, 0, sizeof(float), stream);
         if (err != cudaSuccess) { return err; }
     }
-    return a->stats ? fp8_block_cast_launch<true, KIND>(a, stream) : fp8_block_cast_launch<false, KIND>(a, stream);
+    constexpr bool SUMS = KIND != FP8_BLOCK_TILES;  // (no 2D instance with the sums)
+    if (SUMS && a->column_partials) {
+        return a->stats ? fp8_block_cast_launch<true, KIND, SUMS>(a, stream)
+                        : fp8_block_cast_launch<false, KIND, SUMS>(a, stream);
+    }
+    return a->stats ? fp8_block_cast_launch<true, KIND, false>(a, stream)
+                    : fp8_block_cast_launch<false, KIND, false>(a, stream);
 }
 
 // The checks both launchers share: sizes, the tile count, the bf16 input, the amax and diagnostics cells
@@ -647,6 +694,10 @@ static inline cudaError_t fp8_block_cast_1d_check(const Fp8BlockCast1d* a) {
         return fp8_block_refuse(launcher, "an output is misaligned (rowwise codes 8 bytes, rowwise dequantized and "
                                 "columnwise codes 16, columnwise dequantized and scale_invs 4)", a->rows, a->cols);
     }
+    if (fp8_block_misaligned(a->column_partials, 4)) {
+        return fp8_block_refuse(launcher, "the column partials are not 4-byte aligned (one float a column and chunk)",
+                                a->rows, a->cols);
+    }
     return cudaSuccess;
 }
 
@@ -660,7 +711,7 @@ static inline cudaError_t fp8_block_cast_1d(const Fp8BlockCast1d* a, cudaStream_
     const size_t copies = (size_t)fp8_block_copy_wanted(&a->rowwise) + (size_t)fp8_block_copy_wanted(&a->columnwise);
     Fp8BlockKernelArgs k = {a->inp, a->rows, a->cols, tiles_per_row, tiles_per_row * tile_rows, a->cast, a->rowwise,
                             a->columnwise, NULL, NULL, a->amax, a->tensor_amax, a->stats, a->scale_range,
-                            copies * (size_t)a->rows * (size_t)a->cols};
+                            copies * (size_t)a->rows * (size_t)a->cols, a->column_partials};
     return a->cast.scaling == FP8_SCALING_MXFP8 ? fp8_block_cast_run<FP8_BLOCK_MX32>(&k, stream)
                                                 : fp8_block_cast_run<FP8_BLOCK_VEC128>(&k, stream);
 }
@@ -698,7 +749,7 @@ static inline cudaError_t fp8_block_cast_2d(const Fp8BlockCast2d* a, cudaStream_
     Fp8BlockCopy rowwise = {a->codes, NULL, NULL, NULL}, columnwise = {a->codes_t, NULL, NULL, NULL};
     Fp8BlockKernelArgs k = {a->inp, a->rows, a->cols, tiles_per_row, tiles_per_row * tile_rows, a->cast, rowwise,
                             columnwise, a->scale_inv, a->scale_inv_t, a->amax, a->tensor_amax, a->stats,
-                            a->scale_range, (size_t)a->rows * (size_t)a->cols};
+                            a->scale_range, (size_t)a->rows * (size_t)a->cols, NULL};
     return fp8_block_cast_run<FP8_BLOCK_TILES>(&k, stream);
 }
 

@@ -182,6 +182,20 @@ static void test_block_cast_launch_preconditions(void) {
     a.stats = (unsigned long long*)((char*)stats + 4);
     CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "counters at 4 bytes");
     a = good;
+    a.column_partials = (float*)0x7f0000800000;  // a grad_output cast's bias sums, (rows / 64, cols)
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "column partials (4-byte aligned) pass");
+    a.rows = 208;
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "column partials of 208 rows (a last chunk of 16) pass");
+    a.column_partials = (float*)0x7f0000800002;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "column partials at 2 bytes");
+    a.cast = mxfp8;
+    a.block_len = FP8_MXFP8_BLOCK;
+    a.rowwise.scale_inv = a.columnwise.scale_inv = NULL;
+    a.rowwise.e8m0 = e8m0;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "mxfp8 with column partials at 2 bytes");
+    a.column_partials = (float*)0x7f0000800004;
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "mxfp8 with column partials passes");
+    a = good;
     a.amax = NULL;
     CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "no amax cell");
     a = good;

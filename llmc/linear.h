@@ -146,11 +146,15 @@ static inline int linear_input_recomputed(int num_layers, int module, int recomp
 
 // Whether a module's FP8 wgrad reads the FP8 transpose of its input that the forward made and kept (as TE keeps a
 // layer's FP8 input for its backward): with a per-tensor recipe (delayed or current scaling) the forward's cast of x
-// writes x^T in the same pass, with the scale and so the bytes a cast in the backward would make. Not where the
+// writes x^T in the same pass, with the scale and so the bytes a cast in the backward would make; with blockwise the
+// forward's cast writes the columnwise copy (x^T's codes in 1x128 blocks down x's columns, and their VEC128 scales)
+// beside the rowwise one, from the bf16 source in the same pass (a 1x128-scaled tensor cannot be transposed): the
+// bytes, amax and counts the backward's cast of it would make, recorded once, as that cast's were. Not where the
 // recompute drops the input (-r trades that memory for time: the backward makes the input again and casts it), nor
-// under a block recipe (it casts x down its columns in its own blocks in the backward, from the bf16 input).
+// under mxfp8 (emulated: its columnwise copy is the dequantized bf16, as large as the input, so keeping it saves no
+// memory; it casts x down its columns in the backward, from the bf16 input).
 static inline int linear_keeps_input_t(const LinearPrecision* p, int module, int recompute) {
-    return linear_gemm_is_fp8(p, module, LINEAR_GEMM_WGRAD) && !fp8_recipe_is_block_scaled(p->recipe) &&
+    return linear_gemm_is_fp8(p, module, LINEAR_GEMM_WGRAD) && p->recipe->scaling != FP8_SCALING_MXFP8 &&
            !linear_input_recomputed(p->num_layers, module, recompute);
 }
 
@@ -168,6 +172,22 @@ static inline size_t fp8_input_t_layout(const GPT2Config* config, const LinearPr
     for (int module = 0; module < linear_num_modules(config->num_layers); module++) {
         if (offsets) { offsets[module] = total; }
         if (linear_keeps_input_t(p, module, recompute)) { total += (size_t)linear_layout(config, module).IC; }
+    }
+    return total;
+}
+
+// Blockwise: the VEC128 scale_invs (fp8/block.h) of the columnwise copies the forward keeps, x^T (IC, rows = B*T) in
+// 1x128 blocks along its rows: where each keeping module's array starts, in floats (offsets (num_modules) may be
+// NULL), ceil-sized at any width (fp8_vec128_scale_floats), each a multiple of 4 floats so every one starts 16-byte
+// aligned; returns the floats of all of them.
+static inline size_t fp8_input_t_scale_layout(const GPT2Config* config, const LinearPrecision* p, int recompute,
+                                              size_t rows, size_t* offsets) {
+    size_t total = 0;
+    for (int module = 0; module < linear_num_modules(config->num_layers); module++) {
+        if (offsets) { offsets[module] = total; }
+        if (linear_keeps_input_t(p, module, recompute)) {
+            total += fp8_vec128_scale_floats((size_t)linear_layout(config, module).IC, rows);
+        }
     }
     return total;
 }

@@ -12,10 +12,12 @@ What changes the activations (B*T rows of C = channels, L layers; bf16 = 2 bytes
   stored per layer for the backward: qkv 3C, atty C, residual2 C, residual3 C, fch 4C, and
     ln1 C + ln2 C           unless -r 2 (LayerNorm recomputed from the residual and the saved mean/rstd: one layer's)
     fch_gelu 4C             unless -r 1 or 2 (GELU recomputed from fch: one layer's buffer)
-  FP8 with delayed or current scaling: an FP8 wgrad reads the FP8 x^T (1 byte) its forward's cast kept, so the bf16
-    input of qkv, fc, fcproj (ln1, ln2, fch_gelu: 2 bytes) stays only for the layers whose wgrad is BF16; at -r 0, per
-    layer 7C bytes of x^T (qkv C, attproj C, fc C, fcproj 4C) instead of 12C of bf16. An input the recompute drops
-    keeps no x^T either: its backward makes it again and casts it (see llmc/linear.h's linear_keeps_input_t)
+  FP8 with delayed, current or blockwise scaling: an FP8 wgrad reads the FP8 x^T (1 byte) its forward's cast kept, so
+    the bf16 input of qkv, fc, fcproj (ln1, ln2, fch_gelu: 2 bytes) stays only for the layers whose wgrad is BF16; at
+    -r 0, per layer 7C bytes of x^T (qkv C, attproj C, fc C, fcproj 4C) instead of 12C of bf16; blockwise adds the
+    copies' VEC128 scales, one float per 128 tokens of a channel (1/32 byte an element). An input the recompute drops
+    keeps no x^T either: its backward makes it again and casts it (see llmc/linear.h's linear_keeps_input_t). mxfp8
+    keeps the bf16 inputs (its columnwise copy, dequantized bf16 for the emulated GEMMs, is as large as the input)
   attention: plain keeps att (B, NH, T, T) per layer; cuDNN keeps the softmax statistics (B, NH, T) fp32 per layer
 */
 #ifndef GPTFP8_MEMORY_PLAN_H
@@ -103,6 +105,7 @@ typedef enum {
     GPU_X_T_SCALE_INV,       // blockwise: x's columnwise ones, VEC128 of (widest input of an FP8 wgrad, B*T)
     GPU_DY_SCALE_INV,        // blockwise: dy's rowwise, VEC128 of (B*T, widest output)
     GPU_DY_T_SCALE_INV,      // blockwise: dy's columnwise, VEC128 of (widest output, B*T)
+    GPU_INPUT_T_SCALE_INV,   // blockwise: every kept x^T's VEC128 scales (fp8_input_t_scale_layout)
     GPU_WEIGHT_DEQUANTIZED,             // mxfp8: every FP8 module's W cast in 1x32 blocks, dequantized, bf16
     GPU_WEIGHT_DEQUANTIZED_COLUMNWISE,  // mxfp8: and in 32x1 blocks (dgrad's), bf16
     GPU_X_DEQUANTIZED,                  // mxfp8: (B*T, widest input) bf16, x's cast (either copy) dequantized
@@ -142,10 +145,10 @@ static const MemoryGroup gpu_buffer_group[] = {
     // att .. attention workspace
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
-    // fp8 (meta .. dy_t, the block recipes' twelve, then current scaling's four)
+    // fp8 (meta .. dy_t, the block recipes' thirteen, then current scaling's four)
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
-    MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
+    MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     // inputs .. gemm workspace
     MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES,
     MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES,
@@ -186,8 +189,8 @@ static inline size_t attention_stats_layer_floats(int B, int NH, int T) {
 
 // Columns per row of the B*T-row FP8 cast scratch, the widest any FP8 GEMM needs: x holds the forward's input cast
 // (for an FP8 fprop, or to record the input's amax for an FP8 wgrad), x_t the input's transpose for an FP8 wgrad that
-// casts it in the backward (a block recipe's, or one whose input the recompute drops: the others read the x^T their
-// forward kept, GPU_INPUT_T_FP8), dy the output gradient's cast and its transpose (dgrad or wgrad), dy_t mxfp8's
+// casts it in the backward (mxfp8's, or one whose input the recompute drops: the others read the x^T their forward
+// kept, GPU_INPUT_T_FP8), dy the output gradient's cast and its transpose (dgrad or wgrad), dy_t mxfp8's
 // columnwise copy of it (an FP8 wgrad's). The LM head (Vp columns) counts only when it runs in FP8 (-fp8_lm_head 1).
 typedef struct {
     size_t x, x_t, dy, dy_t;
@@ -280,6 +283,7 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
             b[GPU_X_T_SCALE_INV] = fp8_vec128_scale_floats(w.x_t, BT) * fp32;
             b[GPU_DY_SCALE_INV] = fp8_vec128_scale_floats(BT, w.dy) * fp32;
             b[GPU_DY_T_SCALE_INV] = fp8_vec128_scale_floats(w.dy, BT) * fp32;
+            b[GPU_INPUT_T_SCALE_INV] = fp8_input_t_scale_layout(c, &in->linear, in->recompute, BT, NULL) * fp32;
         }
         if (scaling == FP8_SCALING_BLOCKWISE || scaling == FP8_SCALING_MXFP8) {
             b[GPU_FP8_BLOCK_SCALE_RANGE] = 2 * (size_t)in->fp8_slots * sizeof(unsigned int);

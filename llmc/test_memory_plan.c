@@ -180,10 +180,11 @@ static void test_fp8_scratch_sized_for_its_users(void) {
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_FP8) == 0, "BF16: no FP8 buffers");
 }
 
-// Delayed and current scaling keep each FP8 wgrad's x^T (1 byte an element) from the forward instead of the bf16
-// input (2 bytes) where the recompute keeps it: ln1, ln2 and fch_gelu shrink to one shared slice plus one per layer
-// whose wgrad is BF16; an input the recompute drops keeps no x^T (its backward casts it again, into the x^T scratch);
-// the block recipes keep the bf16 inputs. By the plan, FP8 then needs no more than BF16 at d12 B 64 and d48 B 16.
+// Delayed, current and blockwise scaling keep each FP8 wgrad's x^T (1 byte an element; blockwise with its VEC128
+// scales) from the forward instead of the bf16 input (2 bytes) where the recompute keeps it: ln1, ln2 and fch_gelu
+// shrink to one shared slice plus one per layer whose wgrad is BF16; an input the recompute drops keeps no x^T (its
+// backward casts it again, into the x^T scratch); mxfp8 keeps the bf16 inputs. By the plan, FP8 then needs no more
+// than BF16 at d12 B 64 and d48 B 16, blockwise included.
 static void test_fp8_keeps_input_transposes(void) {
     Setup s;
     setup(&s, "d12", 64, 1024, PRECISION_FP8, 0, ATTENTION_CUDNN);
@@ -226,13 +227,37 @@ static void test_fp8_keeps_input_transposes(void) {
           first, middle, last, slices);
     // BF16: every layer its own slice, as without FP8
     CHECK(linear_input_slice(&b.in.linear, LINEAR_FC, 0, 7, &slices) == 7 && slices == 12, "BF16: layer 7's slice is 7");
-    // blockwise: bf16 inputs kept, x^T cast in the backward
+    // blockwise: the same x^T kept as delayed scaling's, with their VEC128 scales (one float per channel and 128
+    // tokens: qkv, attproj, fc C each and fcproj 4C per layer), no x^T scratch and its scales; -r 1: fcproj's input
+    // cast in the backward into the (4C, B*T) scratch and its scales
     s.in.linear.fp8_bf16_first_last = 0;
     float8_block_scaling_apply(&s.recipe, FP8_SCALING_BLOCKWISE);
     setup_fp8_meta(&s);
     gpu_memory_plan(&plan, &s.in);
-    CHECK(plan.bytes[GPU_LN1] == L * BTC * 2 && plan.bytes[GPU_INPUT_T_FP8] == 0 && plan.bytes[GPU_X_T_FP8] == BT * 4 * C,
-          "blockwise: every layer's bf16 inputs, one x^T scratch");
+    CHECK(plan.bytes[GPU_LN1] == BTC * 2 && plan.bytes[GPU_LN2] == BTC * 2 && plan.bytes[GPU_FCH_GELU] == 4 * BTC * 2 &&
+              plan.bytes[GPU_INPUT_T_FP8] == L * 7 * BTC && plan.bytes[GPU_X_T_FP8] == 0,
+          "blockwise -r 0: one shared slice of ln1, ln2, fch_gelu, every layer's 7C of x^T, no x^T scratch");
+    CHECK(plan.bytes[GPU_INPUT_T_SCALE_INV] == L * 7 * C * (BT / 128) * 4 && plan.bytes[GPU_X_T_SCALE_INV] == 0,
+          "blockwise -r 0: the kept x^T's scales, %zu bytes; none for a scratch x^T",
+          plan.bytes[GPU_INPUT_T_SCALE_INV]);
+    size_t blockwise_total = plan_total(&s.in);
+    printf("  d12 B=64 -r 0: blockwise %.2f GiB (bf16 %.2f GiB)\n", (double)blockwise_total / GiB,
+           (double)bf16_total / GiB);
+    CHECK(blockwise_total <= bf16_total, "d12 B=64: blockwise plans %zu bytes, BF16 %zu", blockwise_total, bf16_total);
+    s.in.recompute = 1;
+    gpu_memory_plan(&plan, &s.in);
+    CHECK(plan.bytes[GPU_INPUT_T_FP8] == L * 3 * BTC && plan.bytes[GPU_X_T_FP8] == BT * 4 * C &&
+              plan.bytes[GPU_INPUT_T_SCALE_INV] == L * 3 * C * (BT / 128) * 4 &&
+              plan.bytes[GPU_X_T_SCALE_INV] == 4 * C * (BT / 128) * 4,
+          "blockwise -r 1: qkv, attproj, fc x^T kept with their scales, fcproj's cast in the backward into scratch");
+    s.in.recompute = 0;
+    // mxfp8: its columnwise copy is dequantized bf16, as large as the input: the bf16 inputs stay, nothing kept
+    float8_block_scaling_apply(&s.recipe, FP8_SCALING_MXFP8);
+    setup_fp8_meta(&s);
+    gpu_memory_plan(&plan, &s.in);
+    CHECK(plan.bytes[GPU_LN1] == L * BTC * 2 && plan.bytes[GPU_FCH_GELU] == L * 4 * BTC * 2 &&
+              plan.bytes[GPU_INPUT_T_FP8] == 0 && plan.bytes[GPU_INPUT_T_SCALE_INV] == 0,
+          "mxfp8: every layer's bf16 inputs, no x^T kept");
     // d48 B 16 -r 0 (issue 12's shape): FP8 below BF16
     Setup d48, d48_bf16;
     setup(&d48, "d48", 16, 1024, PRECISION_FP8, 0, ATTENTION_CUDNN);
@@ -270,9 +295,10 @@ static void test_fp8_current_scaling_buffers(void) {
 // as for delayed scaling, plus scale_inv arrays: per layer W's BLK128x128 tiles, qkv (3C/128 = 18 rows of
 // round_up(C/128 = 6, 4) = 8) + attproj (6 x 8) + fc (24 x 8) + fcproj (6 x round_up(24, 4) = 24) = 144 + 48 + 192 +
 // 144 = 528 floats, W^T's qkv (6 x round_up(18, 4) = 20) + attproj 48 + fc (6 x 24) + fcproj (24 x 8) = 120 + 48 + 144
-// + 192 = 504; x's VEC128 (4C/128 = 24 blocks of 8192 rows), dy's likewise. mxfp8: no FP8 codes, every weight
-// dequantized twice in bf16 (2 x 2 bytes an element), x and dy dequantized in bf16. Both: the block scale ranges
-// and the window amaxes.
+// + 192 = 504; x's rowwise VEC128 (4C/128 = 24 blocks of 8192 rows), dy's both copies likewise; the kept x^T's per
+// layer (C + C + C + 4C rows of 8192/128 = 64 blocks), and no x^T scratch (every wgrad reads a kept one). mxfp8: no
+// FP8 codes, every weight dequantized twice in bf16 (2 x 2 bytes an element), x and dy dequantized in bf16. Both: the
+// block scale ranges and the window amaxes.
 static void test_fp8_block_recipe_buffers(void) {
     Setup s;
     setup(&s, "d12", 8, 1024, PRECISION_FP8, 0, ATTENTION_CUDNN);
@@ -290,9 +316,12 @@ static void test_fp8_block_recipe_buffers(void) {
     CHECK(blockwise.bytes[GPU_WEIGHT_SCALE_INV] == L * 528 * 4 && blockwise.bytes[GPU_WEIGHT_T_SCALE_INV] == L * 504 * 4,
           "blockwise: W's and W^T's tile scales, %zu and %zu bytes", blockwise.bytes[GPU_WEIGHT_SCALE_INV],
           blockwise.bytes[GPU_WEIGHT_T_SCALE_INV]);
-    CHECK(blockwise.bytes[GPU_X_SCALE_INV] == 24 * BT * 4 && blockwise.bytes[GPU_X_T_SCALE_INV] == BT / 128 * 4 * C * 4 &&
+    CHECK(blockwise.bytes[GPU_X_SCALE_INV] == 24 * BT * 4 && blockwise.bytes[GPU_X_T_SCALE_INV] == 0 &&
               blockwise.bytes[GPU_DY_SCALE_INV] == 24 * BT * 4 && blockwise.bytes[GPU_DY_T_SCALE_INV] == BT / 128 * 4 * C * 4,
-          "blockwise: x's and dy's VEC128 scales, both copies");
+          "blockwise: x's rowwise and dy's VEC128 scales, both copies");
+    CHECK(blockwise.bytes[GPU_INPUT_T_SCALE_INV] == L * 7 * C * 64 * 4 && delayed.bytes[GPU_INPUT_T_SCALE_INV] == 0,
+          "blockwise: the kept x^T's VEC128 scales, %zu bytes (delayed scaling's have none)",
+          blockwise.bytes[GPU_INPUT_T_SCALE_INV]);
     CHECK(blockwise.bytes[GPU_WEIGHT_DEQUANTIZED] == 0 && blockwise.bytes[GPU_X_DEQUANTIZED] == 0,
           "blockwise: nothing dequantized");
     CHECK(blockwise.bytes[GPU_FP8_BLOCK_SCALE_RANGE] == 2 * S * 4 && blockwise.bytes[GPU_FP8_WINDOW_AMAX] == S * 4 &&
@@ -318,8 +347,9 @@ static void test_fp8_block_recipe_buffers(void) {
 // qkv (4800, 1600): ceil(4800/128) = 38 rows of round_up(ceil(1600/128) = 13, 4) = 16, attproj 13 x 16, fc (6400,
 // 1600) 50 x 16, fcproj (1600, 6400) 13 x round_up(50, 4) = 52: 608 + 208 + 800 + 676 = 2292 floats; W^T's qkv (1600,
 // 4800) 13 x round_up(38, 4) = 40, attproj 208, fc (1600, 6400) 13 x 52, fcproj (6400, 1600) 50 x 16: 520 + 208 + 676
-// + 800 = 2204; x's and dy's VEC128 rowwise, (1000, 4C): ceil(6400/128) = 50 blocks of 1000 rows; columnwise (4C,
-// 1000): ceil(1000/128) = 8 blocks of 6400 rows.
+// + 800 = 2204; x's and dy's VEC128 rowwise, (1000, 4C): ceil(6400/128) = 50 blocks of 1000 rows; dy's columnwise (4C,
+// 1000): ceil(1000/128) = 8 blocks of 6400 rows; the kept x^T's per layer, 8 blocks of qkv's, attproj's, fc's 1600
+// rows and fcproj's 6400 (-r 1: no fcproj x^T kept, its scratch copy 8 blocks of 6400 rows).
 static void test_fp8_block_scales_partial_blocks(void) {
     Setup s;
     setup(&s, "d48", 1, 1000, PRECISION_FP8, 0, ATTENTION_CUDNN);
@@ -332,8 +362,22 @@ static void test_fp8_block_scales_partial_blocks(void) {
           "d48 blockwise: W's and W^T's tile scales, %zu and %zu bytes", plan.bytes[GPU_WEIGHT_SCALE_INV],
           plan.bytes[GPU_WEIGHT_T_SCALE_INV]);
     CHECK(plan.bytes[GPU_X_SCALE_INV] == 50 * BT * 4 && plan.bytes[GPU_DY_SCALE_INV] == 50 * BT * 4 &&
-              plan.bytes[GPU_X_T_SCALE_INV] == 8 * 6400 * 4 && plan.bytes[GPU_DY_T_SCALE_INV] == 8 * 6400 * 4,
-          "d48 blockwise at B*T 1000: x's and dy's VEC128 scales, both copies, partial blocks counted");
+              plan.bytes[GPU_X_T_SCALE_INV] == 0 && plan.bytes[GPU_DY_T_SCALE_INV] == 8 * 6400 * 4,
+          "d48 blockwise at B*T 1000: x's and dy's VEC128 scales, partial blocks counted");
+    CHECK(plan.bytes[GPU_INPUT_T_SCALE_INV] == L * 8 * (3 * 1600 + 6400) * 4,
+          "d48 blockwise at B*T 1000: the kept x^T's VEC128 scales, %zu bytes", plan.bytes[GPU_INPUT_T_SCALE_INV]);
+    size_t kept_offsets[4 * 48 + 1];
+    fp8_input_t_scale_layout(&s.in.config, &s.in.linear, 0, BT, kept_offsets);
+    int kept_misaligned = 0;
+    for (int m = 0; m < 4 * 48 + 1; m++) { kept_misaligned += kept_offsets[m] % 4 != 0; }
+    CHECK(kept_misaligned == 0 && kept_offsets[4] == 8 * (3 * 1600 + 6400),
+          "%d modules' kept x^T scales not 16-byte aligned; layer 1 starts at %zu floats", kept_misaligned,
+          kept_offsets[4]);
+    s.in.recompute = 1;
+    gpu_memory_plan(&plan, &s.in);
+    CHECK(plan.bytes[GPU_INPUT_T_SCALE_INV] == L * 8 * 3 * 1600 * 4 && plan.bytes[GPU_X_T_SCALE_INV] == 8 * 6400 * 4,
+          "d48 blockwise -r 1: qkv's, attproj's, fc's x^T scales kept, fcproj's scratch x^T's");
+    s.in.recompute = 0;
     // every module's tile scales start 16-byte aligned (cuBLASLt's scale pointers): a multiple of 4 floats apart
     size_t offsets[4 * 48 + 1], offsets_t[4 * 48 + 1];
     fp8_weight_scale_layout(&s.in.config, &s.in.linear, offsets, 0);

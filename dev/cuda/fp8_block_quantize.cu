@@ -12,6 +12,13 @@ order, then the same fp32 scale rule, fp8_block_scale, host + device, and the sa
     floats (a NaN matches any NaN: the GPU's cvt.rn.bf16.f32 makes the canonical NaN, bf16_from_float keeps payloads);
   - fp8_block_cast_2d (blockwise weights, 128x128 tiles): the codes against fp8_quantize_blocks with 128x128 blocks,
     the transposed codes against their transpose, scale_inv and scale_inv_t through fp8_blk128_scale_index;
+  - fp8_block_cast_1d's column sums (column_partials, the bias gradient's pass 1 in a grad_output cast), float bits
+    against a CPU emulation of llmc/bias.cuh's bias_backward_partials_kernel (each column's 64-row chunk, the last
+    one cut short, added in row order from 0.0f in fp32; a NaN matches any NaN but the sentinel's), no cell of the
+    (ceil(rows / 64), cols) array left unwritten and none past it written; at d12's shapes, at partial widths and
+    rows (208, 272, 201, 48, 16 rows: a last chunk of 16, 9 or fewer rows), on the edge tiles (NaN, inf, huge
+    values: sums that overflow), with both copies, one copy, blockwise and mxfp8; the codes, scales and cells of the
+    same cast checked as without the sums;
   - every cast: the amax cell (holding an earlier cast's amax: max-merged, NaN above inf), the tensor amax cell
     (garbage before: the launcher zeroes it), and with the diagnostics the element / saturated / flushed counts and
     the block scale range (float bits) against the CPU's Fp8QuantStats and Fp8BlockScaleRange of the same casts (two
@@ -35,11 +42,13 @@ order, then the same fp32 scale rule, fp8_block_scale, host + device, and the sa
     largest finite value (a tile cut short keeps its special values: they move in to its last row and column);
   - the launchers' refusals (cudaErrorInvalidValue before anything is launched: no error left behind, the tensor amax
     cell not zeroed, no output written) of bad shapes (cols off 8, transposed codes' rows off 16), alignments,
-    pointers and recipes, and the shapes the old contract refused that the new one takes.
+    pointers and recipes (column partials not 4-byte aligned among them), and the shapes the old contract refused
+    that the new one takes.
 Then the bandwidth table at d12's shapes (C 768) and d48's (C 1600): each cast's GB/s (bytes read + written: the bf16
-tensor; codes, scales, dequantized copies), a device-to-device cudaMemcpy of the same bf16 tensor measured the same
-way (read + write), and the fraction; the last line, block_cast_over_copy, the slowest cast's fraction (the issue's
-target: 0.80). Printed numbers, never a pass or a fail.
+tensor; codes, scales, dequantized copies, column partials), a device-to-device cudaMemcpy of the same bf16 tensor
+measured the same way (read + write), and the fraction; the last line, block_cast_over_copy, the slowest cast's
+fraction (the issue's target: 0.80; the cast with column partials among them). Printed numbers, never a pass or a
+fail.
 
 Build: make dev/cuda/fp8_block_quantize     Run: ./dev/cuda/fp8_block_quantize    (one line, exit 1 without a GPU)
 */
@@ -432,12 +441,49 @@ static void cast_name(char* out, size_t len, const char* kind, const Tensor* t, 
 }
 
 #define COLUMNWISE_NO_CODES 2  // check_cast_1d's `columnwise`: the copy's scales and dequantized values, no codes
+#define COLUMN_SUM_ROWS 64     // llmc/cuda_common.cuh's chunk, which bias_backward_partials_kernel sums
+static_assert(FP8_BLOCK_COLUMN_SUM_ROWS == COLUMN_SUM_ROWS, "the cast's column sums are the bias gradient's chunks");
+#define PARTIALS_SENTINEL 0xFFFFFFFFu  // a -NaN: what the column partials hold before a cast (the GPU's NaN is +)
+
+// llmc/bias.cuh's bias_backward_partials_kernel on the CPU, in its order: partials (ceil(rows / 64), cols), each the
+// column's rows of one 64-row chunk (the last chunk's rows that exist) added one by one from 0.0f in fp32
+static void bias_partials_cpu(float* partials, const float* values, int rows, int cols) {
+    for (int r0 = 0; r0 < rows; r0 += COLUMN_SUM_ROWS) {
+        int r1 = r0 + COLUMN_SUM_ROWS < rows ? r0 + COLUMN_SUM_ROWS : rows;
+        for (int c = 0; c < cols; c++) {
+            float sum = 0.0f;
+            for (int r = r0; r < r1; r++) { sum += values[(size_t)r * cols + c]; }
+            partials[(size_t)(r0 / COLUMN_SUM_ROWS) * cols + c] = sum;
+        }
+    }
+}
+
+// The column partials a cast wrote (chunks, cols; the cell after them must still hold the sentinel) against the
+// CPU's: the same float bits, or both NaN (the GPU's fp32 add makes the canonical NaN, the CPU's keeps a payload);
+// never the sentinel, so an unwritten cell fails even where the CPU's sum is NaN
+static void check_column_partials(const char* what, const float* got, const float* want, size_t chunks, size_t cols) {
+    size_t bad = 0, first = 0, n = chunks * cols;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t g = fp8_float_bits(got[i]), w = fp8_float_bits(want[i]);
+        int same = g == w || (isnan(got[i]) && isnan(want[i]));
+        if (!same || g == PARTIALS_SENTINEL) {
+            if (bad == 0) { first = i; }
+            bad++;
+        }
+    }
+    CHECK(bad == 0, "%s: %zu of %zu column partials differ from bias_backward_partials_kernel's sums (first: chunk "
+          "%zu column %zu, GPU 0x%08x, CPU 0x%08x)", what, bad, n, first / cols, first % cols,
+          bad ? fp8_float_bits(got[first]) : 0u, bad ? fp8_float_bits(want[first]) : 0u);
+    CHECK(fp8_float_bits(got[n]) == PARTIALS_SENTINEL, "%s: a column partial written past the (%zu, %zu) array", what,
+          chunks, cols);
+}
 
 // One 1D cast of t (its rowwise and/or columnwise copy in one launch), with the diagnostics and then without, against
 // the CPU's casts of the same copies. columnwise 1: the copy's codes too; COLUMNWISE_NO_CODES: without them (mxfp8's
 // trainer casts: the E8M0 bytes and dequantized values only, so rows need not be a multiple of 16). Partial blocks
 // (cols or rows off block_len) are the CPU's: ceil(cols / block_len) blocks a row, ceil(rows / block_len) a column.
-static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int columnwise) {
+// column_sums: the cast also writes its column partials (a grad_output cast's bias sums), against bias_partials_cpu.
+static void check_cast_1d_with(const Tensor* t, Fp8BlockCast cast, int rowwise, int columnwise, int column_sums) {
     const int mxfp8 = cast.scaling == FP8_SCALING_MXFP8;
     const int block_len = mxfp8 ? FP8_MXFP8_BLOCK : FP8_BLOCKWISE_BLOCK;
     const size_t rows = (size_t)t->rows, cols = (size_t)t->cols, n = rows * cols;
@@ -448,6 +494,16 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
     char what[200];
     cast_name(what, sizeof(what), "1d", t, &cast, rowwise, columnwise);
     if (columnwise == COLUMNWISE_NO_CODES) { strncat(what, " (no codes)", sizeof(what) - strlen(what) - 1); }
+    if (column_sums) { strncat(what, " + column partials", sizeof(what) - strlen(what) - 1); }
+    const size_t chunks = fp8_ceil_div(rows, COLUMN_SUM_ROWS);
+    float* want_partials = NULL;
+    float* got_partials = NULL;
+    float* d_partials = NULL;
+    if (column_sums) {
+        want_partials = (float*)malloc(chunks * cols * sizeof(float));
+        got_partials = (float*)malloc((chunks * cols + 1) * sizeof(float));
+        bias_partials_cpu(want_partials, t->values, t->rows, t->cols);
+    }
 
     // CPU: the rowwise copy, then the columnwise one, as two casts into one amax, stats and scale range
     uint8_t* want_codes = (uint8_t*)malloc(n);                               // (rows, cols)
@@ -487,6 +543,7 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
     uint8_t* got_e8m0_t = (uint8_t*)malloc(e8m0_t_bytes);
     uint16_t* got_dequantized = (uint16_t*)malloc(n * sizeof(uint16_t));
     uint16_t* got_dequantized_t = (uint16_t*)malloc(n * sizeof(uint16_t));
+    if (column_sums) { device_alloc(&dev, &d_partials, (chunks * cols + 1) * sizeof(float)); }
 
     for (int counted = 1; counted >= 0; counted--) {  // the diagnostics kernel, then the lean one
         char label[240];
@@ -496,6 +553,7 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
         cudaCheck(cudaMemset(d_e8m0_t, 0xFF, e8m0_t_bytes));
         cudaCheck(cudaMemset(d_dequantized, 0x7F, n * sizeof(__nv_bfloat16)));
         cudaCheck(cudaMemset(d_dequantized_t, 0x7F, n * sizeof(__nv_bfloat16)));
+        if (column_sums) { cudaCheck(cudaMemset(d_partials, 0xFF, (chunks * cols + 1) * sizeof(float))); }
         reset_cells();
 
         Fp8BlockCast1d a;
@@ -527,9 +585,15 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
         a.tensor_amax = &d_cells->tensor_amax;
         a.stats = counted ? d_cells->stats : NULL;
         a.scale_range = counted ? d_cells->scale_range : NULL;
+        a.column_partials = d_partials;
         cudaCheck(fp8_block_cast_1d(&a, 0));
         cudaCheck(cudaDeviceSynchronize());
         cast_outputs_download(&out);
+        if (column_sums) {
+            cudaCheck(cudaMemcpy(got_partials, d_partials, (chunks * cols + 1) * sizeof(float),
+                                 cudaMemcpyDeviceToHost));
+            check_column_partials(label, got_partials, want_partials, chunks, cols);
+        }
 
         if (rowwise) {
             check_codes(label, "rowwise", out.got_codes, want_codes, n);
@@ -575,8 +639,14 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
     free(got_e8m0_t);
     free(got_dequantized);
     free(got_dequantized_t);
+    free(want_partials);
+    free(got_partials);
     cast_outputs_free(&out);
     device_list_free(&dev);
+}
+
+static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int columnwise) {
+    check_cast_1d_with(t, cast, rowwise, columnwise, 0);
 }
 
 // ----------------------------------------------------------------------------
@@ -663,12 +733,13 @@ static void check_cast_2d(const Tensor* t, Fp8BlockCast cast) {
 static const Fp8Format formats[2] = {FP8_E4M3, FP8_E5M2};
 
 // Every edge kind (4 x 8 tiles, half of them edges: each kind twice) through every cast, both formats, the
-// blockwise options, and one-copy casts (rows * cols elements counted, not twice that)
+// blockwise options, and one-copy casts (rows * cols elements counted, not twice that); E5M2's (the gradients'
+// format) blockwise cast of both copies with its column partials, as a grad_output cast makes them
 static void test_edge_values(void) {
     CHECK(num_over_values > 0, "no bf16 value saturates under blockwise without power_2_scale: TILE_OVER is random");
     Tensor t = make_tensor(512, 1024, VALUES_EDGES, 0);
     for (int f = 0; f < 2; f++) {
-        check_cast_1d(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 1);
+        check_cast_1d_with(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 1, formats[f] == FP8_E5M2);
         check_cast_1d(&t, blockwise_cast(formats[f], 0.0f, 0), 1, 1);
         check_cast_1d(&t, mxfp8_cast(formats[f]), 1, 1);
         check_cast_2d(&t, blockwise_cast(formats[f], 0.0f, 1));
@@ -691,14 +762,15 @@ static void test_edge_values(void) {
 // 16), a tensor smaller than one block both ways; a rowwise-only cast of 201 rows (any rows), mxfp8's columnwise copy
 // without codes (the trainer's: rows need not be a multiple of 16); weights (1600, 4800) (d48's fc weight shape
 // transposed), (160, 96) and (160, 104) (cols 8 off 16); and a tensor of zeros (the tensor amax cell must read 0, the
-// range untouched).
+// range untouched). E5M2's casts with their column partials (a last chunk of 16 rows at 208 and 272, of 48 and 16
+// rows at 48 and 16, of 9 at 201; the sums of zeros: +0.0f), as a grad_output cast makes them.
 static void test_partial_blocks(void) {
     const int shapes[5][2] = {{256, 96}, {208, 160}, {272, 1600}, {48, 40}, {16, 8}};
     for (int i = 0; i < 5; i++) {
         Tensor t = make_tensor(shapes[i][0], shapes[i][1], VALUES_EDGES, i);
         for (int f = 0; f < 2; f++) {
-            check_cast_1d(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 1);
-            check_cast_1d(&t, mxfp8_cast(formats[f]), 1, 1);
+            check_cast_1d_with(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 1, formats[f] == FP8_E5M2);
+            check_cast_1d_with(&t, mxfp8_cast(formats[f]), 1, 1, formats[f] == FP8_E5M2);
         }
         check_cast_1d(&t, blockwise_cast(FP8_E4M3, 0.0f, 0), 1, 1);
         check_cast_1d(&t, blockwise_cast(FP8_E5M2, 0.0f, 1), 0, 1);
@@ -707,12 +779,14 @@ static void test_partial_blocks(void) {
     }
     Tensor r = make_tensor(201, 160, VALUES_EDGES, TILE_TINY - 1);  // 2 x 2 tiles, the last ones 73 rows, 32 columns
     for (int f = 0; f < 2; f++) {
-        check_cast_1d(&r, blockwise_cast(formats[f], 0.0f, 1), 1, 0);
+        check_cast_1d_with(&r, blockwise_cast(formats[f], 0.0f, 1), 1, 0, formats[f] == FP8_E5M2);
         check_cast_1d(&r, mxfp8_cast(formats[f]), 1, 0);
     }
     free_tensor(&r);
     Tensor u = make_tensor(200, 96, VALUES_EDGES, TILE_BOUNDARY - 1);  // 200 rows: 8 off 16
-    for (int f = 0; f < 2; f++) { check_cast_1d(&u, mxfp8_cast(formats[f]), 1, COLUMNWISE_NO_CODES); }
+    for (int f = 0; f < 2; f++) {
+        check_cast_1d_with(&u, mxfp8_cast(formats[f]), 1, COLUMNWISE_NO_CODES, formats[f] == FP8_E5M2);
+    }
     check_cast_1d(&u, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, COLUMNWISE_NO_CODES);
     free_tensor(&u);
     const int weights[3][2] = {{1600, 4800}, {160, 96}, {160, 104}};
@@ -723,7 +797,7 @@ static void test_partial_blocks(void) {
         free_tensor(&w);
     }
     Tensor z = make_tensor(256, 384, VALUES_ZERO, 0);
-    check_cast_1d(&z, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 1);
+    check_cast_1d_with(&z, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 1, 1);
     check_cast_1d(&z, blockwise_cast(FP8_E4M3, 1.0f / 1024.0f, 0), 1, 1);
     check_cast_1d(&z, mxfp8_cast(FP8_E4M3), 1, 1);
     check_cast_2d(&z, blockwise_cast(FP8_E5M2, 0.0f, 1));
@@ -732,13 +806,14 @@ static void test_partial_blocks(void) {
 
 // Every tile of one edge kind, at a partial shape (the edge tiles cut short both ways): NaN beside finite values (and
 // blocks of NaNs only) in every tile, so every block amax that sets a scale skips a NaN and the tensor amax is NaN;
-// inf in every tile (mxfp8: E8M0 0xFE, the inf stays inf when dequantized); tiny values everywhere (mxfp8's byte 0).
+// inf in every tile (mxfp8: E8M0 0xFE, the inf stays inf when dequantized); tiny values everywhere (mxfp8's byte 0);
+// huge ones (column sums that overflow to inf, and inf - inf = NaN). E5M2's blockwise casts with column partials.
 static void test_edge_tiles(void) {
-    const TileKind kinds[3] = {TILE_NAN, TILE_INF, TILE_TINY};
-    for (int i = 0; i < 3; i++) {
+    const TileKind kinds[4] = {TILE_NAN, TILE_INF, TILE_TINY, TILE_HUGE};
+    for (int i = 0; i < 4; i++) {
         Tensor t = make_tensor(208, 160, VALUES_ONE_KIND, kinds[i]);
         for (int f = 0; f < 2; f++) {
-            check_cast_1d(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 1);
+            check_cast_1d_with(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 1, formats[f] == FP8_E5M2);
             check_cast_1d(&t, mxfp8_cast(formats[f]), 1, 1);
             check_cast_2d(&t, blockwise_cast(formats[f], 0.0f, 0));
         }
@@ -821,13 +896,14 @@ static void test_te_edge_rules(void) {
     free_tensor(&t);
 }
 
-// d12's activations and gradients: B*T = 8192 rows of C, 3C and 4C columns, both copies, both recipes and formats
+// d12's activations and gradients: B*T = 8192 rows of C, 3C and 4C columns, both copies, both recipes and formats;
+// E5M2's blockwise cast (the gradients': d12's grad_output casts) with its column partials
 static void test_d12_activations(void) {
     const int cols[3] = {768, 2304, 3072};
     for (int i = 0; i < 3; i++) {
         Tensor t = make_tensor(8192, cols[i], VALUES_EDGES, i);
         for (int f = 0; f < 2; f++) {
-            check_cast_1d(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 1);
+            check_cast_1d_with(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 1, formats[f] == FP8_E5M2);
             check_cast_1d(&t, mxfp8_cast(formats[f]), 1, 1);
         }
         free_tensor(&t);
@@ -864,7 +940,7 @@ static void test_refusals(void) {
     const size_t n = (size_t)rows * cols;
     __nv_bfloat16* d_x;
     uint8_t *d_codes, *d_codes_t, *d_e8m0, *d_e8m0_t;
-    float *d_scale_inv, *d_scale_inv_t;
+    float *d_scale_inv, *d_scale_inv_t, *d_partials;
     DeviceList dev = {{NULL}, 0};
     device_alloc(&dev, &d_x, n * sizeof(__nv_bfloat16));  // (rows, cols)
     device_alloc(&dev, &d_codes, n);                      // (rows, cols)
@@ -873,7 +949,9 @@ static void test_refusals(void) {
     device_alloc(&dev, &d_e8m0_t, n / 32);                // (cols, rows / 32)
     device_alloc(&dev, &d_scale_inv, fp8_vec128_scale_floats(cols, cols) * sizeof(float));  // fits every layout
     device_alloc(&dev, &d_scale_inv_t, fp8_vec128_scale_floats(cols, cols) * sizeof(float));
+    device_alloc(&dev, &d_partials, (n / COLUMN_SUM_ROWS + 1) * sizeof(float));  // (rows / 64, cols), and one more
     cudaCheck(cudaMemset(d_x, 0, n * sizeof(__nv_bfloat16)));
+    cudaCheck(cudaMemset(d_partials, 0xFF, (n / COLUMN_SUM_ROWS + 1) * sizeof(float)));
     cudaCheck(cudaMemset(d_codes, 0xAB, n));
     cudaCheck(cudaMemset(d_codes_t, 0xAB, n));
     reset_cells();
@@ -929,6 +1007,10 @@ static void test_refusals(void) {
     expect_refused_1d(&a, "columnwise codes not 16-byte aligned");
     a = good, a.rows = 0;
     expect_refused_1d(&a, "0 rows");
+    a = good, a.column_partials = (float*)((char*)d_partials + 2);
+    expect_refused_1d(&a, "column partials not 4-byte aligned");
+    a = good_mx, a.column_partials = (float*)((char*)d_partials + 1);
+    expect_refused_1d(&a, "mxfp8 and column partials not 4-byte aligned");
 
     Fp8BlockCast2d good_2d;
     memset(&good_2d, 0, sizeof(good_2d));
@@ -971,6 +1053,14 @@ static void test_refusals(void) {
     for (size_t i = 0; i < n; i++) { written += codes[i] != 0xABu; }
     CHECK(written == 0, "refused casts wrote %zu codes", written);
     free(codes);
+    float* partials = (float*)malloc((n / COLUMN_SUM_ROWS + 1) * sizeof(float));
+    cudaCheck(cudaMemcpy(partials, d_partials, (n / COLUMN_SUM_ROWS + 1) * sizeof(float), cudaMemcpyDeviceToHost));
+    written = 0;
+    for (size_t i = 0; i < n / COLUMN_SUM_ROWS + 1; i++) {
+        written += fp8_float_bits(partials[i]) != PARTIALS_SENTINEL;
+    }
+    CHECK(written == 0, "refused casts wrote %zu column partials", written);
+    free(partials);
 
     CHECK(fp8_block_cast_1d(&good, 0) == cudaSuccess, "the valid blockwise 1d cast the refusals start from is refused");
     CHECK(fp8_block_cast_1d(&good_mx, 0) == cudaSuccess, "the valid mxfp8 1d cast the refusals start from is refused");
@@ -987,6 +1077,10 @@ static void test_refusals(void) {
     CHECK(fp8_block_cast_1d(&a, 0) == cudaSuccess, "mxfp8 without columnwise codes and 200 rows is refused");
     b = good_2d, b.rows = 160, b.cols = 104;
     CHECK(fp8_block_cast_2d(&b, 0) == cudaSuccess, "the 2d cast of (160, 104) is refused");
+    a = good, a.rows = 208, a.column_partials = d_partials;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaSuccess, "blockwise of 208 rows with column partials is refused");
+    a = good_mx, a.column_partials = d_partials;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaSuccess, "mxfp8 with column partials is refused");
     cudaCheck(cudaDeviceSynchronize());
     device_list_free(&dev);
 }
@@ -1040,14 +1134,16 @@ static double bench_row(const char* tensor, const char* cast, double gbs, double
 }
 
 // The activations' and gradients' casts at (8192, cols), E4M3 (the activations' format), on random values: blockwise
-// rowwise only, both copies without and with the diagnostics, and mxfp8's both copies with their dequantized bf16;
-// every row of the table against a device copy of the same bf16 tensor (read + write). Returns the smallest fraction.
+// rowwise only, both copies without and with the diagnostics, both copies with the column partials (a grad_output
+// cast with its bias sums), and mxfp8's both copies with their dequantized bf16; every row of the table against a
+// device copy of the same bf16 tensor (read + write). Returns the smallest fraction.
 static double bench_activation(int cols, BenchTimer* timer) {
     const int rows = 8192;
     const size_t n = (size_t)rows * cols;
     Tensor t = make_tensor(rows, cols, VALUES_RANDOM, 0);
     __nv_bfloat16 *d_copy, *d_dequantized, *d_dequantized_t;
     uint8_t *d_e8m0, *d_e8m0_t;
+    float* d_partials;
     CastOutputs out = cast_outputs_alloc(n, fp8_vec128_scale_floats(rows, cols), fp8_vec128_scale_floats(cols, rows));
     DeviceList dev = {{NULL}, 0};
     const size_t e8m0_bytes = rows * fp8_ceil_div(cols, 32), e8m0_t_bytes = cols * fp8_ceil_div(rows, 32);
@@ -1056,6 +1152,8 @@ static double bench_activation(int cols, BenchTimer* timer) {
     device_alloc(&dev, &d_dequantized_t, n * sizeof(__nv_bfloat16));  // (rows, cols)
     device_alloc(&dev, &d_e8m0, e8m0_bytes);
     device_alloc(&dev, &d_e8m0_t, e8m0_t_bytes);
+    const size_t partials_bytes = fp8_ceil_div((size_t)rows, COLUMN_SUM_ROWS) * cols * sizeof(float);
+    device_alloc(&dev, &d_partials, partials_bytes);
     reset_cells();
 
     Fp8BlockCast1d rowwise;  // blockwise, the rowwise copy alone
@@ -1075,6 +1173,8 @@ static double bench_activation(int cols, BenchTimer* timer) {
     counted.tensor_amax = &d_cells->tensor_amax;
     counted.stats = d_cells->stats;
     counted.scale_range = d_cells->scale_range;
+    Fp8BlockCast1d summed = both;  // with the column partials: the trainer's grad_output cast of a biased layer
+    summed.column_partials = d_partials;
     Fp8BlockCast1d mx;  // mxfp8, both copies, their E8M0 bytes and dequantized bf16
     memset(&mx, 0, sizeof(mx));
     mx.inp = t.d_bf16;
@@ -1115,6 +1215,10 @@ static double bench_activation(int cols, BenchTimer* timer) {
     worst = f < worst ? f : worst;
     op.cast_1d = &counted;
     f = bench_row(tensor, "blockwise rowwise + columnwise, diagnostics", bench_gbs(&op, both_bytes, timer), copy_gbs);
+    worst = f < worst ? f : worst;
+    op.cast_1d = &summed;
+    f = bench_row(tensor, "blockwise both copies + column partials",
+                  bench_gbs(&op, both_bytes + (double)partials_bytes, timer), copy_gbs);
     worst = f < worst ? f : worst;
     op.cast_1d = &mx;
     f = bench_row(tensor, "mxfp8 both copies: codes, E8M0, dequantized", bench_gbs(&op, mx_bytes, timer), copy_gbs);
