@@ -9,7 +9,10 @@
 # their command lines (timing runs without -o and with -fp8_diag_every 0, sanitizers only when asked); and, with no time
 # budget, the summary table, summary.txt, the archive and the --append-results section; the clock sampler stopped the
 # moment it starts (the logs stay, nothing left running); the profile and bench stages run with stand-in trainer, ncu
-# and nvidia-smi. Prints "gpu-check: N passed, M failed".
+# and nvidia-smi; results/latest.tsv's row writer (a new row last, an existing one replaced in place, every other line
+# and the header kept, its refusals), the commit it names (-dirty), the figures the bench and dev stages write from
+# stand-in output, and that a failed, refused, skipped or dry run, or trainer flags after --, write none.
+# Prints "gpu-check: N passed, M failed".
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . scripts/test_lib.sh
@@ -222,6 +225,80 @@ expect clock_brief_reasons_joined "SM clock 1550 of 1980 MHz (power cap, thermal
 expect clock_reasons_bits "power cap, power brake" "$(clock_reasons 0x84)"
 expect clock_reasons_idle_only "none" "$(clock_reasons 0x0000000000000001)"
 
+# block_cast_over_copy: fp8_block_quantize's last timing line
+printf '%s\n' '| w 4800 x 1600 | blockwise 128x128 tiles + transpose | 2100.0 | 2900.0 | 0.72 |' \
+    "block_cast_over_copy 0.72 (the slowest cast's fraction of a device copy's bandwidth; target 0.80): activations 0.81, weights 0.72" \
+    'fp8_block_quantize: 7 passed, 0 failed' >"$tmp/block.log"
+expect block_cast_over_copy "0.72 activations 0.81, weights 0.72" "$(block_cast_over_copy "$tmp/block.log")"
+expect block_cast_over_copy_none "" "$(block_cast_over_copy "$tmp/suite.log")"
+
+# results/latest.tsv's row writer: a missing file starts with the header; a new row goes last, an existing one is
+# replaced where it is, every other line stays byte for byte; what it refuses leaves the file as it was
+latest="$tmp/latest/results/latest.tsv"
+set_row() { latest_set "$latest" "$1" "$2" x "NVIDIA H100 80GB HBM3" abc1234 2026-11-28 "$3"; }
+set_row d12_b64_fp8_over_bf16 1.245 'first' 2>"$tmp/latest_err"
+expect latest_set_creates_with_header "$LATEST_HEADER|d12_b64_fp8_over_bf16	1.245	x	NVIDIA H100 80GB HBM3	abc1234	2026-11-28	first" \
+    "$(paste -sd '|' "$latest")"
+printf 'hand_row\t0.38-0.40\tx\tnone (2-core AMD EPYC)\t86be2c0\t2026-11-27\tby hand, with a \\ backslash\n' >>"$latest"
+set_row d48_fp8_over_bf16 1.32 'second'
+cp "$latest" "$tmp/latest_before"
+set_row d12_b64_fp8_over_bf16 1.300 $'a\tcommand\nwith a tab, a newline and \\, kept'
+expect latest_set_replaces_in_place "$(sed -n 1p "$tmp/latest_before")|d12_b64_fp8_over_bf16	1.300	x	NVIDIA H100 80GB HBM3	abc1234	2026-11-28	a command with a tab, a newline and \\, kept|$(sed -n 3,4p "$tmp/latest_before" | paste -sd '|')" \
+    "$(paste -sd '|' "$latest")"
+expect latest_set_leaves_no_temporary "latest.tsv" "$(ls "$tmp/latest/results")"
+# a name written twice by hand keeps one row, the new one
+printf 'd48_fp8_over_bf16\t1.37\tx\tH200\t6b8d234\t2026-11-27\ta duplicate\n' >>"$latest"
+set_row d48_fp8_over_bf16 1.400 'third'
+expect latest_set_one_row_per_name "1|1.400" \
+    "$(grep -c '^d48_fp8_over_bf16	' "$latest")|$(awk -F '\t' '$1 == "d48_fp8_over_bf16" { print $2 }' "$latest")"
+cp "$latest" "$tmp/latest_before"
+refused=""
+set_row "D12 speed" 1.0 x 2>>"$tmp/latest_err" || refused="$refused name"
+set_row d12_b64_fp8_over_bf16 n/a x 2>>"$tmp/latest_err" || refused="$refused value"
+set_row d12_b64_fp8_over_bf16 "" x 2>>"$tmp/latest_err" || refused="$refused empty"
+printf 'metric\tvalue\tunit\tgpu\tcommit\tdate\tsection\n' >"$tmp/old_header.tsv"
+latest_set "$tmp/old_header.tsv" d48_fp8_over_bf16 1.3 x H100 abc 2026-11-28 c 2>>"$tmp/latest_err" || refused="$refused header"
+if [ "$refused" = " name value empty header" ] && cmp -s "$latest" "$tmp/latest_before" &&
+    [ "$(wc -l <"$tmp/old_header.tsv")" -eq 1 ] && [ "$(wc -l <"$tmp/latest_err")" -eq 4 ] &&
+    grep -q "is not snake_case; nothing written" "$tmp/latest_err" && grep -q "is not a number; nothing written" "$tmp/latest_err" &&
+    grep -q "its first line is not the header 'name value unit gpu commit date command'" "$tmp/latest_err"; then
+    pass latest_set_refusals
+else
+    fail latest_set_refusals "refused:$refused / $(cat "$tmp/latest_err")"
+fi
+# the commit: the short hash, -dirty when a tracked file differs, results/latest.tsv itself left out
+mkdir -p "$tmp/repo_commit/results"
+(
+    cd "$tmp/repo_commit" || exit 1
+    git init -q . && echo a >code.c && printf '%s\n' "$LATEST_HEADER" >results/latest.tsv && git add . &&
+        git -c user.name=t -c user.email=t@t commit -qm first || exit 1
+    clean=$(latest_commit)
+    echo row >>results/latest.tsv
+    after_write=$(latest_commit)
+    echo b >>code.c
+    echo "$clean $after_write $(latest_commit) $(git rev-parse --short HEAD)"
+) >"$tmp/commit.out" 2>&1
+read -r clean after_write dirty head <"$tmp/commit.out"
+if [ -n "$head" ] && [ "$clean" = "$head" ] && [ "$after_write" = "$head" ] && [ "$dirty" = "$head-dirty" ]; then
+    pass latest_commit_dirty
+else
+    fail latest_commit_dirty "$(cat "$tmp/commit.out")"
+fi
+mkdir -p "$tmp/not_a_repository"
+expect latest_commit_outside_git unknown "$(cd "$tmp/not_a_repository" && GIT_CEILING_DIRECTORIES="$tmp" latest_commit)"
+# the repository's own file: the header gpu_check rewrites, 7 fields a line, one row per snake_case name, the figures
+# issue 56 names that were measured before it
+repo_latest=results/latest.tsv
+if [ "$(head -n 1 "$repo_latest")" = "$LATEST_HEADER" ] &&
+    awk -F '\t' 'NF != 7 || $2 == "" || (NR > 1 && ($1 !~ /^[a-z0-9]+(_[a-z0-9]+)*$/ || seen[$1]++)) { bad = 1 } END { exit bad }' "$repo_latest" &&
+    (for name in d12_b64_fp8_over_bf16 d48_fp8_over_bf16 d12_b64_bf16_over_llmc; do
+        awk -F '\t' -v name="$name" '$1 == name { found = 1 } END { exit !found }' "$repo_latest" || exit 1
+    done); then
+    pass repository_latest_tsv_well_formed
+else
+    fail repository_latest_tsv_well_formed "$(awk -F '\t' '{ print NF ": " $1 }' "$repo_latest")"
+fi
+
 # shellcheck disable=SC2034 # used by the sourced functions
 ROW_STEP=() ROW_RESULT=() ROW_KEY=()
 add_row gpu "OK (1s)" "NVIDIA H100"
@@ -326,8 +403,16 @@ chmod +x "$tmp/gpu_bin/nvidia-smi"
 
 # --dry-run: which steps each --only runs, and with what command lines (nothing is run)
 dry() { PATH="$tmp/gpu_bin:$PATH" bash "$script" --dry-run "$@" 2>&1; }
-out=$(dry --only train,bench "$tmp/dry1")
+out=$(GPU_CHECK_LATEST="$tmp/dry_latest.tsv" dry --only train,bench "$tmp/dry1")
 rc=$?
+# a dry run measures nothing: no figure written, no results/latest.tsv made, no row about it
+if [ ! -e "$tmp/dry_latest.tsv" ] && [ ! -e "$tmp/dry1/latest.tsv" ] && ! printf '%s\n' "$out" | grep -q latest_tsv &&
+    printf '%s\n' "$out" | grep -qE '^\| bench_d12_b64_fp8_blockwise +\| DRY RUN' &&
+    printf '%s\n' "$out" | grep -qE '^\| bench_d48_fp8_blockwise +\| DRY RUN'; then
+    pass dry_run_writes_no_figure
+else
+    fail dry_run_writes_no_figure "$(ls "$tmp/dry1") / $out"
+fi
 archive="$tmp/dry1/gpu_check_logs.tar.gz"
 bench_cmd=$(tar -xzOf "$archive" ./bench_d48_fp8.log 2>/dev/null | head -n 1)
 train_cmd=$(tar -xzOf "$archive" ./train_fp8.log 2>/dev/null | head -n 1)
@@ -481,9 +566,19 @@ else
 fi
 
 # the whole run with no time budget: every step SKIPPED (budget), the table, summary.txt, the archive, RESULTS section
-out=$(PATH="$tmp/gpu_bin:$PATH" GPU_CHECK_BUDGET=0 GPU_CHECK_RESULTS="$tmp/RESULTS.md" bash "$script" --append-results \
-    "$tmp/run_logs" 2>&1)
+printf '%s\n' "$LATEST_HEADER" $'d48_fp8_over_bf16\t1.32\tx\tH100\te24f1a6\t2026-11-27\tthe old one' >"$tmp/run_latest.tsv"
+cp "$tmp/run_latest.tsv" "$tmp/run_latest_before.tsv"
+out=$(PATH="$tmp/gpu_bin:$PATH" GPU_CHECK_BUDGET=0 GPU_CHECK_RESULTS="$tmp/RESULTS.md" GPU_CHECK_LATEST="$tmp/run_latest.tsv" \
+    bash "$script" --append-results "$tmp/run_logs" 2>&1)
 rc=$?
+# every stage skipped: nothing written, and the table says why
+if cmp -s "$tmp/run_latest.tsv" "$tmp/run_latest_before.tsv" && [ ! -e "$tmp/run_logs/latest.tsv" ] &&
+    printf '%s\n' "$out" | grep -qE '^\| latest_tsv_bench +\| \(nothing written\) +\| d12_b64_fp8_over_bf16 not written: bench_d12_b64_bf16 SKIPPED \(budget\);' &&
+    printf '%s\n' "$out" | grep -qE '^\| latest_tsv_dev +\| \(nothing written\) +\| block_cast_over_copy not written: fp8_block_quantize SKIPPED \(budget\) +\|'; then
+    pass skipped_stages_write_no_figure
+else
+    fail skipped_stages_write_no_figure "$(cat "$tmp/run_latest.tsv") / $out"
+fi
 expect run_exit_status 0 "$rc"
 if printf '%s\n' "$out" | grep -q "^GPU: NVIDIA H100 80GB HBM3, driver 550.54.15" &&
     printf '%s\n' "$out" | grep -qE '^\| build +\| SKIPPED \(budget\)' &&
@@ -598,9 +693,26 @@ if [ -n "${FAKE_SMI_STARTED:-}" ] && [[ " $* " != *" -estimate "* ]]; then  # wa
 fi
 ms=100
 [[ " $* " == *" -precision fp8 "* ]] && ms=80
+[[ " $* " == *" -fp8_recipe blockwise "* ]] && ms=125
+# FAKE_TRAINER_RULES: lines "ACTION<tab>GLOB", the last whose GLOB matches " ARGS " wins: ACTION a step time in ms,
+# refuse (the GPU trainer's one-line refusal of blockwise at a width off 128) or fail (a crash after its step lines)
+if [ -n "${FAKE_TRAINER_RULES:-}" ]; then
+    while IFS=$'\t' read -r rule glob; do
+        # shellcheck disable=SC2053 # GLOB is a pattern
+        [[ " $* " == $glob ]] && ms=$rule
+    done <"$FAKE_TRAINER_RULES"
+fi
+case $ms in
+    refuse)
+        echo "error: -fp8_recipe blockwise on the GPU needs every FP8 GEMM to reduce over a multiple of 128, as cuBLASLt's block-scaled GEMM with a partial last block along k is unverified (dev/cuda/fp8_block_gemm checks it): qkv's fprop reduces over C = 1600 (-C 1600)" >&2
+        exit 1
+        ;;
+    fail) crash=1; ms=90 ;;
+esac
 for i in $(seq 1 15); do
     printf 'step %4d/15 | loss 5.000000 | norm 1.0000 | lr 3.00e-04 | %d.00 ms | 655360 tok/s | mfu 30.0%% | peak memory 20.00 GiB\n' "$i" "$ms"
 done
+if [ -n "${crash:-}" ]; then echo "stand-in trainer: CUDA error: an illegal memory access was encountered" >&2; exit 1; fi
 EOF
 cat >"$tmp/fake_ncu" <<'EOF'
 #!/usr/bin/env bash
@@ -754,33 +866,197 @@ else
     fail clock_sampler_stopped_at_once "$(cat "$tmp/sampler_at_once.out") / left running: $(cat "$tmp/smi_at_once.pids" 2>/dev/null)"
 fi
 
-# the bench stage run for real with the stand-in trainer (as ./train_gpt_fp8) and nvidia-smi: each row has its step
-# time and the SM clock the run was sampled at; fp8's 80 ms against bf16's 100 ms is 1.25x
+# the bench stage run for real with the stand-in trainer (as ./train_gpt_fp8): bench_stage NAME LATEST [VAR=VALUE...]
+# runs stage_bench alone with those variables (EXTRA=WORDS: trainer flags after --), its table in $tmp/NAME.table, its
+# figures into the file LATEST, its exit status ANY_FAILED
 mkdir -p "$tmp/bench_dir"
 ln -sf "$tmp/fake_trainer" "$tmp/bench_dir/train_gpt_fp8"
-(
-    cd "$tmp/bench_dir" || exit 1
-    # shellcheck disable=SC2034 # globals of the sourced stage
-    WORK="$tmp/bench_work" LOGDIR="$tmp/bench_out" DEADLINE=$((SECONDS + 300)) ANY_FAILED=0 ARCHIVE_OVER=0 STARTED=now
-    # shellcheck disable=SC2034
-    GPU_NAME=cpu GPU_DRIVER=- GPU_MEMORY=- COMMIT=- COMMAND_LINE=test STAGES=bench DRY_RUN=0 EXTRA=() SKIP=5
-    # shellcheck disable=SC2034
-    ROW_STEP=() ROW_RESULT=() ROW_KEY=() DATA_FLAGS=(-i train.bin) BENCH_STEPS=15 BENCH_B=8
-    mkdir -p "$WORK" "$LOGDIR"
-    PATH="$tmp/smi_bin:$PATH" FAKE_SMI_ARGS="$tmp/bench_smi" FAKE_SMI_STARTED="$tmp/bench_smi_started" stage_bench 2>/dev/null
-    print_table
-    exit "$ANY_FAILED"
-) >"$tmp/bench_stage.table"
+bench_stage() {
+    local name=$1 latest=$2
+    shift 2
+    (
+        cd "$tmp/bench_dir" || exit 1
+        # shellcheck disable=SC2034 # globals of the sourced stage
+        WORK="$tmp/$name" LOGDIR="$tmp/${name}_out" DEADLINE=$((SECONDS + 300)) ANY_FAILED=0 ARCHIVE_OVER=0 STARTED=now
+        # shellcheck disable=SC2034
+        GPU_NAME="NVIDIA H100 80GB HBM3" GPU_DRIVER=- GPU_MEMORY=- COMMIT=- STAGES=bench DRY_RUN=0 EXTRA=() SKIP=5
+        # shellcheck disable=SC2034
+        ROW_STEP=() ROW_RESULT=() ROW_KEY=() DATA_FLAGS=(-i train.bin) BENCH_STEPS=15 BENCH_B=8
+        # shellcheck disable=SC2034
+        LATEST_TSV=$latest LATEST_COMMIT=abc1234 COMMAND_LINE="scripts/gpu_check.sh --only bench out"
+        local assignment
+        for assignment in "$@"; do
+            # shellcheck disable=SC2206 # the flags are words
+            case $assignment in EXTRA=*) EXTRA=(${assignment#EXTRA=}) ;; *) export "${assignment?}" ;; esac
+        done
+        mkdir -p "$WORK" "$LOGDIR"
+        stage_bench 2>/dev/null
+        print_table
+        exit "$ANY_FAILED"
+    ) >"$tmp/$name.table"
+}
+# seed_latest FILE: the header, a row no stage writes, and an older d48_fp8_over_bf16
+seed_latest() {
+    printf '%s\n' "$LATEST_HEADER" $'other_figure\t0.5\tx\tH200\t1111111\t2026-01-01\tby hand' \
+        $'d48_fp8_over_bf16\t1.32\tx\tH100\te24f1a6\t2026-11-27\tthe old one' >"$1"
+}
+row_of() { awk -F '\t' -v name="$2" '$1 == name' "$1"; }  # row_of FILE NAME: NAME's row
+today=$(date -u +%Y-%m-%d)
+# each row has its step time and the SM clock the run was sampled at (the stand-in nvidia-smi); fp8's 80 ms against
+# bf16's 100 ms is 1.25x, blockwise's 125 ms 0.80x; every ratio goes into results/latest.tsv: d48's replaced where it
+# was, the new ones added last, the header and the other row as they were
+seed_latest "$tmp/bench_latest.tsv"
+bench_stage bench_stage "$tmp/bench_latest.tsv" PATH="$tmp/smi_bin:$PATH" FAKE_SMI_ARGS="$tmp/bench_smi" \
+    FAKE_SMI_STARTED="$tmp/bench_smi_started"
 rc=$?
 clock='SM clock 1800 of 1980 MHz \(power cap\)'  # as an ERE
-if [ "$rc" -eq 0 ] && [ "$(grep -cE "^\| bench_d(12|24|48)_.*, $clock +\|\$" "$tmp/bench_stage.table")" -eq 7 ] &&
+if [ "$rc" -eq 0 ] && [ "$(grep -cE "^\| bench_d(12|24|48)_.*, $clock +\|\$" "$tmp/bench_stage.table")" -eq 11 ] &&
     grep -qE "^\| bench_d12_bf16 +\| OK .*\| 100\.00 ms/step, .*, $clock" "$tmp/bench_stage.table" &&
     grep -qE "^\| bench_d24_fp8 +\| OK .*\| 80\.00 ms/step, .*, 1\.25x vs bf16, $clock" "$tmp/bench_stage.table" &&
-    grep -qE "^\| bench_d12_fp8_blockwise +\| OK .*1\.25x vs bf16, 1\.00x vs fp8 delayed, $clock" "$tmp/bench_stage.table" &&
-    [ "$(wc -l <"$tmp/bench_smi.pids")" -eq 7 ] && ! xargs -r kill -0 <"$tmp/bench_smi.pids" 2>/dev/null; then
+    grep -qE "^\| bench_d12_fp8_blockwise +\| OK .*0\.80x vs bf16, 0\.64x vs fp8 delayed, $clock" "$tmp/bench_stage.table" &&
+    grep -qE "^\| bench_d12_b64_fp8_blockwise +\| OK .*0\.80x vs bf16, 0\.64x vs fp8 delayed, $clock" "$tmp/bench_stage.table" &&
+    grep -qE "^\| bench_d48_fp8_blockwise +\| OK .*0\.80x vs bf16, 0\.64x vs fp8 delayed, $clock" "$tmp/bench_stage.table" &&
+    ! grep -qE '^\| bench_d24_fp8_blockwise ' "$tmp/bench_stage.table" &&
+    [ "$(wc -l <"$tmp/bench_smi.pids")" -eq 11 ] && ! xargs -r kill -0 <"$tmp/bench_smi.pids" 2>/dev/null; then
     pass bench_stage_samples_the_clock
 else
     fail bench_stage_samples_the_clock "rc $rc: $(cat "$tmp/bench_stage.table")"
+fi
+# the B 64 runs and d48's blockwise run: their commands
+b64_cmd=$(head -n 1 "$tmp/bench_stage/bench_d12_b64_fp8_blockwise.log")
+d48_blockwise_cmd=$(head -n 1 "$tmp/bench_stage/bench_d48_fp8_blockwise.log")
+if [ "$b64_cmd" = '$ ./train_gpt_fp8 -i train.bin -e d12 -b 64 -t 1024 -x 15 -v 0 -s 0 -seed 1337 -precision fp8 -fp8_recipe blockwise -fp8_diag_every 0' ] &&
+    [ "$d48_blockwise_cmd" = '$ ./train_gpt_fp8 -i train.bin -e d48 -b 8 -d 32768 -t 1024 -x 15 -v 0 -s 0 -seed 1337 -precision fp8 -fp8_recipe blockwise -fp8_diag_every 0' ]; then
+    pass bench_stage_b64_and_d48_blockwise_commands
+else
+    fail bench_stage_b64_and_d48_blockwise_commands "$b64_cmd / $d48_blockwise_cmd"
+fi
+b64_command='./train_gpt_fp8 -i train.bin -e d12 -b 64 -t 1024 -x 15 -v 0 -s 0 -seed 1337 -precision bf16 -fp8_diag_every 0, then the same with -precision fp8 in place of -precision bf16: 100.00 / 80.00 ms/step (means of steps 6-15), the ratio of the two, measured in one call: the bench stage of scripts/gpu_check.sh --only bench out'
+want_rows=$(printf '%s\n' "$LATEST_HEADER" $'other_figure\t0.5\tx\tH200\t1111111\t2026-01-01\tby hand' \
+    "d48_fp8_over_bf16	1.250	x	NVIDIA H100 80GB HBM3	abc1234	$today" \
+    "d12_b64_fp8_over_bf16	1.250	x	NVIDIA H100 80GB HBM3	abc1234	$today" \
+    "blockwise_d12_b64_over_bf16	0.800	x	NVIDIA H100 80GB HBM3	abc1234	$today" \
+    "blockwise_d48_over_bf16	0.800	x	NVIDIA H100 80GB HBM3	abc1234	$today")
+got_rows=$(awk -F '\t' 'NR <= 2 { print; next } { print $1 "\t" $2 "\t" $3 "\t" $4 "\t" $5 "\t" $6 }' "$tmp/bench_latest.tsv")
+if [ "$got_rows" = "$want_rows" ] && [ "$(row_of "$tmp/bench_latest.tsv" d12_b64_fp8_over_bf16 | cut -f 7)" = "$b64_command" ] &&
+    [[ $(row_of "$tmp/bench_latest.tsv" blockwise_d48_over_bf16 | cut -f 7) == "./train_gpt_fp8 -i train.bin -e d48 -b 8 -d 32768 "*"-precision bf16 -fp8_diag_every 0, then the same with -precision fp8 -fp8_recipe blockwise in place of -precision bf16: 100.00 / 125.00 ms/step"* ]] &&
+    grep -qE '^\| latest_tsv_bench +\| OK +\| d12_b64_fp8_over_bf16 1\.250; d48_fp8_over_bf16 1\.250; blockwise_d12_b64_over_bf16 0\.800; blockwise_d48_over_bf16 0\.800 +\|' \
+        "$tmp/bench_stage.table" && cmp -s "$tmp/bench_latest.tsv" "$tmp/bench_stage_out/latest.tsv" &&
+    [ -z "$(find "$tmp" -maxdepth 1 -name 'bench_latest.tsv.tmp.*')" ]; then
+    pass bench_stage_writes_its_figures
+else
+    fail bench_stage_writes_its_figures "$(cat "$tmp/bench_latest.tsv") / $(grep latest_tsv "$tmp/bench_stage.table")"
+fi
+# d12 at B 64 at other step times than at B 8 (each figure from its own runs); d48 FP8 failing and blockwise refused
+# at d48: no d48 figure written (the old row kept byte for byte), the refusal SKIPPED with its line, the failure FAILED
+printf '%s\t%s\n' 400 '* -b 64 * -precision bf16 *' 250 '* -b 64 * -precision fp8 *' 320 '* -b 64 * -fp8_recipe blockwise *' \
+    fail '* -e d48 * -precision fp8 -fp8_diag_every *' refuse '* -e d48 * -fp8_recipe blockwise *' >"$tmp/rules_fail"
+seed_latest "$tmp/bench_fail_latest.tsv"
+old_d48=$(row_of "$tmp/bench_fail_latest.tsv" d48_fp8_over_bf16)
+bench_stage bench_fail "$tmp/bench_fail_latest.tsv" FAKE_TRAINER_RULES="$tmp/rules_fail"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -qE '^\| bench_d48_fp8 +\| FAILED \(rc 1' "$tmp/bench_fail.table" &&
+    grep -qE "^\| bench_d48_fp8_blockwise +\| SKIPPED \(refused\) +\| -fp8_recipe blockwise on the GPU needs every FP8 GEMM to reduce over a multiple of 128, .*: qkv's fprop reduces over C = 1600 \(-C 1600\) +\|" \
+        "$tmp/bench_fail.table" &&
+    [ "$(row_of "$tmp/bench_fail_latest.tsv" d48_fp8_over_bf16)" = "$old_d48" ] &&
+    [ -z "$(row_of "$tmp/bench_fail_latest.tsv" blockwise_d48_over_bf16)" ] &&
+    [ "$(row_of "$tmp/bench_fail_latest.tsv" d12_b64_fp8_over_bf16 | cut -f 2)" = 1.600 ] &&
+    [ "$(row_of "$tmp/bench_fail_latest.tsv" blockwise_d12_b64_over_bf16 | cut -f 2)" = 1.250 ] &&
+    [ "$(wc -l <"$tmp/bench_fail_latest.tsv")" -eq 5 ] &&
+    grep -qE '^\| latest_tsv_bench +\| OK +\| d12_b64_fp8_over_bf16 1\.600; d48_fp8_over_bf16 not written: bench_d48_fp8 FAILED \(rc 1, [0-9]+s\); blockwise_d12_b64_over_bf16 1\.250; blockwise_d48_over_bf16 not written: bench_d48_fp8_blockwise refused by the trainer +\|' \
+        "$tmp/bench_fail.table"; then
+    pass bench_stage_failed_or_refused_runs_write_nothing
+else
+    fail bench_stage_failed_or_refused_runs_write_nothing "rc $rc: $(cat "$tmp/bench_fail.table") / $(cat "$tmp/bench_fail_latest.tsv")"
+fi
+# the refusal alone is not a failure; with BENCH_B 64 the d12 runs are the B 64 ones (no second set; d48, with no
+# memory estimate from the stand-in, at B 64 too)
+printf '%s\t%s\n' 400 '* -b 64 * -precision bf16 *' 250 '* -b 64 * -precision fp8 *' \
+    refuse '* -e d48 * -fp8_recipe blockwise *' >"$tmp/rules_refuse"
+seed_latest "$tmp/bench_refuse_latest.tsv"
+bench_stage bench_refuse "$tmp/bench_refuse_latest.tsv" FAKE_TRAINER_RULES="$tmp/rules_refuse" BENCH_B=64
+rc=$?
+if [ "$rc" -eq 0 ] && grep -qE '^\| bench_d48_fp8_blockwise +\| SKIPPED \(refused\) ' "$tmp/bench_refuse.table" &&
+    ! grep -qE '^\| bench_d12_b64_' "$tmp/bench_refuse.table" &&
+    [ "$(row_of "$tmp/bench_refuse_latest.tsv" d12_b64_fp8_over_bf16 | cut -f 2)" = 1.600 ] &&
+    [[ $(row_of "$tmp/bench_refuse_latest.tsv" d12_b64_fp8_over_bf16 | cut -f 7) == *" -e d12 -b 64 "* ]] &&
+    [ "$(row_of "$tmp/bench_refuse_latest.tsv" d48_fp8_over_bf16 | cut -f 2)" = 1.600 ] &&
+    [ -z "$(row_of "$tmp/bench_refuse_latest.tsv" blockwise_d48_over_bf16)" ]; then
+    pass bench_stage_refusal_is_not_a_failure
+else
+    fail bench_stage_refusal_is_not_a_failure "rc $rc: $(cat "$tmp/bench_refuse.table") / $(cat "$tmp/bench_refuse_latest.tsv")"
+fi
+# trainer flags after --: the runs are not the shapes the names say; nothing written, the file as it was
+seed_latest "$tmp/bench_extra_latest.tsv"
+cp "$tmp/bench_extra_latest.tsv" "$tmp/bench_extra_before.tsv"
+bench_stage bench_extra "$tmp/bench_extra_latest.tsv" "EXTRA=-fp8_margin 1"
+rc=$?
+if [ "$rc" -eq 0 ] && cmp -s "$tmp/bench_extra_latest.tsv" "$tmp/bench_extra_before.tsv" &&
+    grep -qE '^\| latest_tsv_bench +\| \(nothing written\) +\| d12_b64_fp8_over_bf16 not written: trainer flags after -- \(-fp8_margin 1\);' \
+        "$tmp/bench_extra.table" && [ ! -e "$tmp/bench_extra_out/latest.tsv" ]; then
+    pass bench_stage_extra_flags_write_nothing
+else
+    fail bench_stage_extra_flags_write_nothing "rc $rc: $(cat "$tmp/bench_extra.table")"
+fi
+
+# the dev stage's block_cast_over_copy, from a stand-in dev/cuda/fp8_block_quantize (FAKE_BLOCK_RC its exit status,
+# FAKE_BLOCK_LINE 0 to leave its last line out): written only when the run passed and printed the line
+mkdir -p "$tmp/dev_dir/dev/cuda"
+cat >"$tmp/dev_dir/dev/cuda/fp8_block_quantize" <<'FAKE'
+#!/usr/bin/env bash
+echo "PASS test_edge_values"
+echo "| w 4800 x 1600 | blockwise 128x128 tiles + transpose | 2100.0 | 2900.0 | 0.72 |"
+[ "${FAKE_BLOCK_LINE:-1}" = 1 ] &&
+    echo "block_cast_over_copy 0.72 (the slowest cast's fraction of a device copy's bandwidth; target 0.80): activations 0.81, weights 0.72"
+echo "fp8_block_quantize: 7 passed, ${FAKE_BLOCK_RC:-0} failed"
+exit "${FAKE_BLOCK_RC:-0}"
+FAKE
+chmod +x "$tmp/dev_dir/dev/cuda/fp8_block_quantize"
+dev_stage() {  # dev_stage NAME LATEST [VAR=VALUE...]: stage_dev alone with fp8_block_quantize only, as bench_stage
+    local name=$1 latest=$2
+    shift 2
+    (
+        cd "$tmp/dev_dir" || exit 1
+        # shellcheck disable=SC2034 # globals of the sourced stage
+        WORK="$tmp/$name" LOGDIR="$tmp/${name}_out" DEADLINE=$((SECONDS + 300)) ANY_FAILED=0 ARCHIVE_OVER=0 STARTED=now
+        # shellcheck disable=SC2034
+        GPU_NAME="NVIDIA H100 80GB HBM3" GPU_DRIVER=- GPU_MEMORY=- COMMIT=- STAGES=dev DRY_RUN=0 EXTRA=()
+        # shellcheck disable=SC2034
+        ROW_STEP=() ROW_RESULT=() ROW_KEY=() DEV_PROGRAMS=fp8_block_quantize CUDNN_PROGRAMS=""
+        # shellcheck disable=SC2034
+        LATEST_TSV=$latest LATEST_COMMIT=abc1234-dirty COMMAND_LINE="scripts/gpu_check.sh --only dev out"
+        local assignment
+        for assignment in "$@"; do export "${assignment?}"; done
+        mkdir -p "$WORK" "$LOGDIR"
+        stage_dev 2>/dev/null
+        print_table
+        exit "$ANY_FAILED"
+    ) >"$tmp/$name.table"
+}
+seed_latest "$tmp/dev_latest.tsv"
+dev_stage dev_ok "$tmp/dev_latest.tsv"
+rc=$?
+dev_row="block_cast_over_copy	0.72	x	NVIDIA H100 80GB HBM3	abc1234-dirty	$today	./dev/cuda/fp8_block_quantize: the slowest block cast's GB/s over a device-to-device copy's of the same tensor, both timed in that run (activations 0.81, weights 0.72); the dev stage of scripts/gpu_check.sh --only dev out"
+if [ "$rc" -eq 0 ] && [ "$(tail -n 1 "$tmp/dev_latest.tsv")" = "$dev_row" ] && [ "$(wc -l <"$tmp/dev_latest.tsv")" -eq 4 ] &&
+    grep -qE "^\| block_cast_over_copy +\| \(in fp8_block_quantize\) +\| 0\.72 of a device copy's bandwidth, the slowest block cast \(activations 0\.81, weights 0\.72\) +\|" \
+        "$tmp/dev_ok.table" && grep -qE '^\| latest_tsv_dev +\| OK +\| block_cast_over_copy 0\.72 +\|' "$tmp/dev_ok.table"; then
+    pass dev_stage_writes_block_cast_over_copy
+else
+    fail dev_stage_writes_block_cast_over_copy "rc $rc: $(cat "$tmp/dev_ok.table") / $(cat "$tmp/dev_latest.tsv")"
+fi
+cp "$tmp/dev_latest.tsv" "$tmp/dev_before.tsv"
+dev_stage dev_failed "$tmp/dev_latest.tsv" FAKE_BLOCK_RC=1
+rc=$?
+dev_stage dev_no_line "$tmp/dev_latest.tsv" FAKE_BLOCK_LINE=0
+rc2=$?
+if [ "$rc" -eq 1 ] && [ "$rc2" -eq 0 ] && cmp -s "$tmp/dev_latest.tsv" "$tmp/dev_before.tsv" &&
+    grep -qE '^\| latest_tsv_dev +\| \(nothing written\) +\| block_cast_over_copy not written: fp8_block_quantize FAILED \(rc 1, [0-9]+s\) +\|' \
+        "$tmp/dev_failed.table" &&
+    grep -qE '^\| latest_tsv_dev +\| \(nothing written\) +\| block_cast_over_copy not written: fp8_block_quantize printed no block_cast_over_copy line +\|' \
+        "$tmp/dev_no_line.table"; then
+    pass dev_stage_failed_run_writes_nothing
+else
+    fail dev_stage_failed_run_writes_nothing "rc $rc / $rc2: $(cat "$tmp/dev_failed.table" "$tmp/dev_no_line.table")"
 fi
 
 # ---------------------------------------------------------------------------------------------------------------------
