@@ -1204,29 +1204,26 @@ static double bench_activation(int cols, BenchTimer* timer) {
     double copy_gbs = bench_copy_gbs(&t, d_copy, timer);
     char tensor[32];
     snprintf(tensor, sizeof(tensor), "%d x %d", rows, cols);
-    BenchOp op;
-    memset(&op, 0, sizeof(op));
-    double worst = 1e30, f;
-    op.cast_1d = &rowwise;
-    f = bench_row(tensor, "blockwise rowwise", bench_gbs(&op, rowwise_bytes, timer), copy_gbs);
-    worst = f < worst ? f : worst;
-    op.cast_1d = &both;
-    f = bench_row(tensor, "blockwise rowwise + columnwise", bench_gbs(&op, both_bytes, timer), copy_gbs);
-    worst = f < worst ? f : worst;
-    op.cast_1d = &counted;
-    f = bench_row(tensor, "blockwise rowwise + columnwise, diagnostics", bench_gbs(&op, both_bytes, timer), copy_gbs);
-    worst = f < worst ? f : worst;
-    op.cast_1d = &summed;
-    f = bench_row(tensor, "blockwise both copies + column partials",
-                  bench_gbs(&op, both_bytes + (double)partials_bytes, timer), copy_gbs);
-    worst = f < worst ? f : worst;
-    op.cast_1d = &mx;
-    f = bench_row(tensor, "mxfp8 both copies: codes, E8M0, dequantized", bench_gbs(&op, mx_bytes, timer), copy_gbs);
-    worst = f < worst ? f : worst;
-    op.cast_1d = &mx_trainer;
-    f = bench_row(tensor, "mxfp8 both dequantized copies (the trainer's)", bench_gbs(&op, mx_trainer_bytes, timer),
-                  copy_gbs);
-    worst = f < worst ? f : worst;
+    const struct {
+        const char* name;
+        const Fp8BlockCast1d* cast;
+        double bytes;
+    } rows_of_table[] = {
+        {"blockwise rowwise", &rowwise, rowwise_bytes},
+        {"blockwise rowwise + columnwise", &both, both_bytes},
+        {"blockwise rowwise + columnwise, diagnostics", &counted, both_bytes},
+        {"blockwise both copies + column partials", &summed, both_bytes + (double)partials_bytes},
+        {"mxfp8 both copies: codes, E8M0, dequantized", &mx, mx_bytes},
+        {"mxfp8 both dequantized copies (the trainer's)", &mx_trainer, mx_trainer_bytes},
+    };
+    double worst = 1e30;
+    for (size_t i = 0; i < sizeof(rows_of_table) / sizeof(rows_of_table[0]); i++) {
+        BenchOp op;
+        memset(&op, 0, sizeof(op));
+        op.cast_1d = rows_of_table[i].cast;
+        double f = bench_row(tensor, rows_of_table[i].name, bench_gbs(&op, rows_of_table[i].bytes, timer), copy_gbs);
+        worst = f < worst ? f : worst;
+    }
     device_list_free(&dev);
     cast_outputs_free(&out);
     free_tensor(&t);
