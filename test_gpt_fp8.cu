@@ -27,7 +27,8 @@ differing bf16 roundings on a tensor's path), computed there, and printed beside
         fcproj's is cast in the backward) and its grad_output casts' bias sums: the kept codes and scales the CPU's
         cast (R1), 5 steps against the CPU with the diagnostics on, every slot's element count the CPU's, the last
         step's counts and block scale ranges the CPU's casts of the GPU's own tensors, and the bias gradients
-        bias_backward's bits (R1);
+        bias_backward's bits (R1); at -r 0 GELU runs inside fcproj's input block cast (both copies from fch), and
+        3 steps with it give the bits of gelu_forward and the plain cast (R1), fch_gelu never written;
         the casts and 5 steps again where the widths end in partial blocks: mxfp8 at C 72 and B*T 80 (last: it needs
         fp8/block_quantize.cuh's casts to take partial blocks), blockwise at B*T 80 with a BF16 wgrad (partial blocks
         along the GEMMs' outer dimension only); blockwise's only on a GPU that runs block-scaled GEMMs (compute
@@ -1312,7 +1313,8 @@ static float check_block_cast(const gpu::GPT2* gpu, int slot, const floatX* devi
 // scale range (the same bf16 weights); the last block's fcproj weight's copies, code by code and scale by scale; after
 // a training forward, the last fcproj input's cast likewise (and, blockwise, where the module keeps it for its wgrad,
 // the columnwise copy the forward's cast wrote beside it: x^T's codes and VEC128 scales, the CPU's cast of x in 128x1
-// blocks), and its slot's window amax is max|x| of that input.
+// blocks; there, at -r 0, the cast with GELU inside made both from fch, and x is gelu_forward's output of fch), and
+// its slot's window amax is max|x| of that input.
 static void fp8_block_casts_at(const char* recipe, const char* extra_flags, const TestShape* shape) {
     cpu::GPT2 cpu;
     gpu::GPT2 gpu;
@@ -1379,7 +1381,11 @@ static void fp8_block_casts_at(const char* recipe, const char* extra_flags, cons
     random_batch(inputs, targets, n, shape->V, &rng);
     gpt2_forward(&gpu, inputs, targets, shape->B, shape->T);
     cudaCheck(cudaDeviceSynchronize());
-    const floatX* x = gpu::layer_input(&gpu, gpu.acts.fch_gelu, LINEAR_FCPROJ, L - 1, lm.IC);  // (B*T, 4C): the last cast
+    // (B*T, 4C), the last cast's: fch_gelu's slice, or (blockwise at -r 0: GELU inside the cast, fch_gelu not written)
+    // gelu_forward's output of fch made again into scratch
+    floatX* scratch;
+    cudaCheck(cudaMalloc(&scratch, (size_t)n * lm.IC * sizeof(floatX)));
+    const floatX* x = forward_input_of(&gpu, L - 1, LINEAR_FCPROJ, scratch, NULL);
     snprintf(what, sizeof(what), "%s fcproj input", recipe);
     float amax = check_block_cast(&gpu, in_slot, x, n, lm.IC, fp8_block_shape(cpu.recipe.scaling, 0, 0), gpu.fp8_x.codes,
                                   NULL, gpu.fp8_x.scale_inv, 0, gpu.fp8_x.dequantized, what);
@@ -1411,6 +1417,7 @@ static void fp8_block_casts_at(const char* recipe, const char* extra_flags, cons
     cudaCheck(cudaMemcpy(&window, gpu.fp8_current_amax + in_slot, 4, cudaMemcpyDeviceToHost));
     CHECK(fp8_float_bits(window) == fp8_float_bits(amax), "%s: the slot's window amax %a, max|x| %a (R1)", what,
           window, amax);
+    cudaCheck(cudaFree(scratch));
     free(inputs);
     free(targets);
     gpt2_free(&cpu);
@@ -1499,6 +1506,11 @@ static void blockwise_kept_input_five_steps(int recompute) {
     gpu::GPT2 gpu;
     make_shaped_pair(&cpu, &gpu, test_args_block_with("blockwise", flags), 57, shape);
     int S = cpu.fp8.num_slots, L = cpu.config.num_layers, C = cpu.config.channels, BT = shape->B * shape->T;
+    for (int l = 0; l < L; l++) {  // -r 0: GELU inside fcproj's input cast (its bf16 output read by nothing else)
+        CHECK(gpu::gelu_in_fcproj_cast(&gpu, l) == (recompute == 0),
+              "%s: block %d's GELU %s fcproj's input cast (want %s)", label, l,
+              gpu::gelu_in_fcproj_cast(&gpu, l) ? "inside" : "outside", recompute == 0 ? "inside" : "outside");
+    }
     gpu.fp8_collect_stats = 1;
     clear_block_diagnostics(&cpu, &gpu);
     Rng rng;
@@ -1600,6 +1612,95 @@ static void blockwise_kept_input_five_steps(int recompute) {
 }
 
 static void test_fp8_blockwise_kept_input_five_steps(void) { blockwise_kept_input_five_steps(0); }
+
+// Blockwise's GELU inside fcproj's input cast (fp8/block_quantize.cuh's gelu cast, gelu_in_block_cast) against
+// gelu_forward and the plain block cast of its output (fused_fp8_casts 0): three training steps at -r 0, with the
+// diagnostics on, give the same losses, norms, gradients, master and bf16 weights, FP8 state and counts, bit for bit
+// (R1: the cast sees the bf16 values gelu_forward writes). That the fused cast is what ran: the fused model's fch_gelu
+// still holds the bytes it was filled with, the other's does not.
+static void test_fp8_blockwise_gelu_in_cast_bit_identical(void) {
+    const TestShape* shape = &block_shape;
+    cpu::GPT2 cpu_fused, cpu_separate;  // only for the same initial weights on both GPU models
+    gpu::GPT2 fused, separate;
+    make_shaped_pair(&cpu_fused, &fused, test_args_block_with("blockwise", "-r 0"), 59, shape);
+    make_shaped_pair(&cpu_separate, &separate, test_args_block_with("blockwise", "-r 0"), 59, shape);
+    separate.fused_fp8_casts = 0;  // (the flag is delayed scaling's on the command line; the field decides)
+    for (int l = 0; l < fused.config.num_layers; l++) {
+        CHECK(gpu::gelu_in_fcproj_cast(&fused, l) && !gpu::gelu_in_fcproj_cast(&separate, l),
+              "block %d: GELU inside fcproj's input cast in the fused model, not in the other", l);
+        CHECK(!gpu::layernorm_in_input_cast(&fused, l, LINEAR_QKV) &&
+                  !gpu::layernorm_in_input_cast(&fused, l, LINEAR_FC),
+              "block %d: LayerNorm outside the blockwise casts", l);
+    }
+    gpu::GPT2* models[2] = {&fused, &separate};
+    size_t gelu_bytes = fused.memory.bytes[GPU_FCH_GELU];
+    for (int m = 0; m < 2; m++) {
+        models[m]->fp8_collect_stats = 1;
+        cudaCheck(cudaMemset(models[m]->fp8_stats, 0, (size_t)models[m]->fp8.num_slots * sizeof(Fp8QuantStats)));
+        cudaCheck(cudaMemset(models[m]->acts.fch_gelu, 0xA5, gelu_bytes));
+    }
+    int n = shape->B * shape->T;
+    int* inputs = (int*)malloc((size_t)n * sizeof(int));
+    int* targets = (int*)malloc((size_t)n * sizeof(int));
+    Rng rng;
+    rng_seed(&rng, 60);
+    for (int step = 0; step < 3; step++) {
+        random_batch(inputs, targets, n, shape->V, &rng);
+        float norm[2], loss[2];
+        for (int m = 0; m < 2; m++) {
+            loss[m] = train_step(models[m], inputs, targets, shape->B, shape->T, step, &norm[m]);
+        }
+        CHECK(memcmp(&loss[0], &loss[1], 4) == 0 && memcmp(&norm[0], &norm[1], 4) == 0,
+              "blockwise step %d: loss %.9g norm %.9g GELU in the cast, %.9g %.9g separate", step, loss[0], norm[0],
+              loss[1], norm[1]);
+    }
+    cudaCheck(cudaDeviceSynchronize());
+    gpu::gpt2_fp8_block_scale_ranges_to_host(&fused);
+    gpu::gpt2_fp8_block_scale_ranges_to_host(&separate);
+    size_t P = fused.num_parameters;
+    int S = fused.fp8.num_slots;
+    struct {
+        const char* what;
+        const void *a, *b;
+        size_t bytes;
+        int on_device;
+    } same[] = {
+        {"gradients", fused.grads_memory, separate.grads_memory, P * 4, 1},
+        {"master weights", fused.master_memory, separate.master_memory, P * 4, 1},
+        {"bf16 weights", fused.params_memory, separate.params_memory, P * 2, 1},
+        {"FP8 state", fused.fp8.memory, separate.fp8.memory, fused.fp8.num_floats * 4, 1},
+        {"diagnostics counts", fused.fp8_stats, separate.fp8_stats, (size_t)S * sizeof(Fp8QuantStats), 1},
+        {"block scale ranges", fused.fp8_block_scale_range_host, separate.fp8_block_scale_range_host,
+         (size_t)S * sizeof(Fp8BlockScaleRange), 0},
+    };
+    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+        uint8_t* a = (uint8_t*)malloc(same[i].bytes);
+        uint8_t* b = (uint8_t*)malloc(same[i].bytes);
+        cudaMemcpyKind kind = same[i].on_device ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost;
+        cudaCheck(cudaMemcpy(a, same[i].a, same[i].bytes, kind));
+        cudaCheck(cudaMemcpy(b, same[i].b, same[i].bytes, kind));
+        CHECK(memcmp(a, b, same[i].bytes) == 0,
+              "blockwise after 3 steps: %s bit-identical, GELU in the cast or not (R1)", same[i].what);
+        free(a);
+        free(b);
+    }
+    size_t untouched[2] = {0, 0};
+    uint8_t* host = (uint8_t*)malloc(gelu_bytes);
+    for (int m = 0; m < 2; m++) {
+        cudaCheck(cudaMemcpy(host, models[m]->acts.fch_gelu, gelu_bytes, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < gelu_bytes; i++) { untouched[m] += host[i] == 0xA5; }
+    }
+    CHECK(untouched[0] == gelu_bytes && untouched[1] < gelu_bytes / 2,
+          "blockwise fch_gelu (%zu bytes): %zu bytes as filled with GELU in the cast (want all), %zu in the other "
+          "(want few)", gelu_bytes, untouched[0], untouched[1]);
+    free(host);
+    free(inputs);
+    free(targets);
+    gpt2_free(&fused);
+    gpt2_free(&separate);
+    gpt2_free(&cpu_fused);
+    gpt2_free(&cpu_separate);
+}
 static void test_fp8_blockwise_kept_input_recompute_five_steps(void) { blockwise_kept_input_five_steps(1); }
 
 // A block recipe's checkpoint CPU -> GPU -> CPU: the CPU's after one step loads on the GPU with its diagnostics state
@@ -2094,6 +2195,7 @@ int main(int argc, char** argv) {
         RUN_TEST(test_fp8_blockwise_casts);
         RUN_TEST(test_fp8_blockwise_five_steps);
         RUN_TEST(test_fp8_blockwise_kept_input_five_steps);
+        RUN_TEST(test_fp8_blockwise_gelu_in_cast_bit_identical);
         RUN_TEST(test_fp8_blockwise_kept_input_recompute_five_steps);
         RUN_TEST(test_fp8_blockwise_checkpoints);
         RUN_TEST(test_fp8_blockwise_outer_partial_blocks_casts);

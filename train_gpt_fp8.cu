@@ -43,14 +43,17 @@ With delayed scaling GELU runs inside the FP8 casts beside it (llmc/gelu_fp8.cuh
 forward's in fcproj's input cast, the backward's in fc's grad_output cast, so neither bf16 tensor (B, T, 4C) is
 written and read back (gelu_fcproj_forward, gelu_fc_grad_output; the same bytes as the separate kernels). So does
 LayerNorm in the input casts of qkv and fc (llmc/layernorm_fp8.cuh, TE's LayerNormLinear): its pass writes the row
-statistics, the cast makes the output from them (layernorm_linear_forward). Each residual add rides on the pass of the
+statistics, the cast makes the output from them (layernorm_linear_forward). With blockwise scaling the forward's GELU
+runs inside fcproj's input block cast (fp8/block_quantize.cuh's gelu cast: both copies from fch in one pass) where
+nothing else reads GELU's output (gelu_in_block_cast). Each residual add rides on the pass of the
 LayerNorm after it (residual_layernorm_forward, llm.c's fused residual), in every precision.
 Memory: every device buffer is planned first (llmc/memory_plan.h); the plan is printed, checked against the GPU's
 free memory (one line saying what to change when it does not fit), then allocated as planned.
 
 Several GPUs: NCCL data parallelism with ZeRO-1 and one amax all-reduce per step (llmc/multi_gpu.cuh). The backward
 is deterministic (no float atomics), so the same data gives the same bits, run after run and across a resume.
-The fused casts run with delayed scaling only (current scaling takes its scale from the tensor, after it is made).
+The fused casts run with delayed scaling (current scaling takes its scale from the tensor, after it is made), and
+blockwise's GELU cast (each block's scale from its own amax inside the cast).
 */
 #include <cuda_bf16.h>
 #include <cuda_profiler_api.h>
@@ -652,6 +655,7 @@ typedef struct {
     LinearTensor tensor;
     int module, slot;
     const floatX* inp;  // (rows, cols) bf16; NULL: a fused cast (GELU or LayerNorm inside it) already wrote the copies
+    int gelu;           // blockwise's forward input of fcproj made in its cast: inp is fch, the tensor gelu(inp)
     int rows, cols;
     int rowwise, columnwise;
     int record;
@@ -754,6 +758,7 @@ static Fp8BlockCast1d block_cast_of(GPT2* m, const LinearCast* c, int block_len)
     Fp8BlockCast1d a;
     memset(&a, 0, sizeof(a));
     a.inp = c->inp;
+    a.gelu = c->gelu;  // (fp8_block_cast_1d refuses it under mxfp8; the 2D cast of a weight never has it)
     a.rows = c->rows;
     a.cols = c->cols;
     a.block_len = block_len;
@@ -850,6 +855,10 @@ static void linear_cast_mxfp8(GPT2* m, LinearCast* c, Fp8Operand* t) {
 // FP8 wgrad keeps; a per-tensor one records that input's amax anyway.)
 static void fp8_recipe_cast(GPT2* model, LinearCast* c, Fp8Operand* t) {
     int any = c->rowwise || c->columnwise;
+    if (c->gelu && (model->recipe.scaling != FP8_SCALING_BLOCKWISE || c->tensor != LINEAR_INPUT)) {
+        die("linear_cast: module %d's %s with GELU inside, which only blockwise's input casts make", c->module,
+            linear_operand_use[c->operand].name);
+    }
     switch (model->recipe.scaling) {
         case FP8_SCALING_DELAYED: linear_cast_per_tensor(model, c, t); break;
         case FP8_SCALING_CURRENT: c->amax_pass = 1; linear_cast_per_tensor(model, c, t); break;
@@ -866,9 +875,11 @@ static void fp8_recipe_cast(GPT2* model, LinearCast* c, Fp8Operand* t) {
 // beside an FP8 wgrad, as TE records that amax). `record` 0: a re-cast of the weights with the scales they have
 // (resume), recording nothing. dbias (grad_output; NULL: none): += the column sums of inp, in the cast's pass where
 // the recipe's cast sums them, else in its own. inp NULL: a fused cast (GELU or LayerNorm inside it, delayed scaling)
-// already wrote the copies; only their views are made.
-static Fp8Operand linear_cast(GPT2* model, int module, LinearOperand operand, const floatX* inp, int rows, int record,
-                              float* dbias) {
+// already wrote the copies; only their views are made. gelu 1 (blockwise, fcproj's forward input only, from
+// gelu_fcproj_forward): inp is fch and the tensor cast is gelu(inp), made inside the block cast; no bf16 view of it
+// (a BF16 GEMM given it dies: the rule in gelu_in_block_cast says none reads it).
+static Fp8Operand linear_cast_of(GPT2* model, int module, LinearOperand operand, const floatX* inp, int rows,
+                                 int record, float* dbias, int gelu) {
     LinearModule lm = linear_module(model, module);
     LinearPrecision lp = gpt2_linear_precision(model);
     LinearTensor tensor = linear_operand_use[operand].tensor;
@@ -878,6 +889,7 @@ static Fp8Operand linear_cast(GPT2* model, int module, LinearOperand operand, co
     c.tensor = tensor;
     c.module = module;
     c.inp = inp;
+    c.gelu = gelu;
     c.rows = tensor == LINEAR_WEIGHT ? lm.OC : rows;
     c.cols = tensor == LINEAR_GRAD_OUTPUT ? lm.OC : lm.IC;
     c.record = record;
@@ -924,14 +936,20 @@ static Fp8Operand linear_cast(GPT2* model, int module, LinearOperand operand, co
         default:  // the other requests read a cast made by one of the above
             die("linear_cast: %s is made by the cast of the tensor's first request", linear_operand_use[operand].name);
     }
-    Fp8Operand t = linear_operand_bf16(inp, c.rows, c.cols);  // what a GEMM in BF16 reads
+    Fp8Operand t = linear_operand_bf16(gelu ? NULL : inp, c.rows, c.cols);  // what a GEMM in BF16 reads
     casts = casts && model->precision == PRECISION_FP8;
+    if (gelu && !casts) { die("linear_cast: module %d's input with GELU inside, but nothing casts it", module); }
     if (casts) {
         c.format = fp8_meta_slot_format(meta, c.slot);
         fp8_recipe_cast(model, &c, &t);
     }
     if (c.dbias) { bias_backward(c.dbias, inp, c.rows, c.cols, model->column_partials, model->stream); }
     return t;
+}
+
+static Fp8Operand linear_cast(GPT2* model, int module, LinearOperand operand, const floatX* inp, int rows, int record,
+                              float* dbias) {
+    return linear_cast_of(model, module, operand, inp, rows, record, dbias, 0);
 }
 
 // A module's weight as its GEMMs read it: the bf16 weight, with the FP8 copies of its last cast (gpt2_cast_weights_fp8)
@@ -1028,9 +1046,25 @@ static int input_made_in_fp8_cast(const GPT2* m, int module) {
            linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP) && linear_keeps_input_t(&lp, module, m->recompute);
 }
 
-// GELU's output, fcproj's input, made inside fcproj's input cast
+// Blockwise's twin for GELU (a block cast takes each block's scale from its own amax inside the cast, so it needs no
+// scale ahead of it): GELU's output, fcproj's input, is made inside fcproj's input cast from fch when that cast is its
+// only reader: in training (an evaluation forward runs gelu_forward into the shared fch_gelu slice and the plain cast,
+// as delayed scaling's does), fcproj's fprop in FP8 (not -fp8_fprop 0, nor fcproj in a BF16 end block under
+// -fp8_bf16_first_last) and its wgrad reading the columnwise copy the forward keeps (linear_keeps_input_t: FP8 wgrad,
+// not -fp8_wgrad 0, and no -r 1 or 2, whose backward remakes GELU's output into fch_gelu and casts that). Then the
+// cast writes both copies from fch in one pass and fch_gelu is neither written nor read. (fused_fp8_casts is always 1
+// here: -fp8_fused_casts is delayed scaling's flag; the tests set the field to 0 to compare with the separate path.)
+static int gelu_in_block_cast(const GPT2* m, int module) {
+    LinearPrecision lp = gpt2_linear_precision(m);
+    return m->fused_fp8_casts && m->training && m->precision == PRECISION_FP8 &&
+           m->recipe.scaling == FP8_SCALING_BLOCKWISE && linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP) &&
+           linear_keeps_input_t(&lp, module, m->recompute);
+}
+
+// GELU's output, fcproj's input, made inside fcproj's input cast (delayed scaling's fused cast, or blockwise's)
 static int gelu_in_fcproj_cast(const GPT2* m, int l) {
-    return input_made_in_fp8_cast(m, l * LINEARS_PER_BLOCK + LINEAR_FCPROJ);
+    int module = l * LINEARS_PER_BLOCK + LINEAR_FCPROJ;
+    return input_made_in_fp8_cast(m, module) || gelu_in_block_cast(m, module);
 }
 
 // LayerNorm's output, the input of the linear of kind `kind` (qkv after ln1, fc after ln2), made inside its input cast
@@ -1048,14 +1082,19 @@ static int gelu_in_fc_grad_output_cast(const GPT2* m, int l) {
 
 // Layer l's GELU and fcproj forward: out (B, T, C) = fcproj(gelu(fch)), fch (B, T, 4C) fc's output. Either GELU runs
 // inside fcproj's input cast (gelu_in_fcproj_cast: FP8 x and the kept x^T from fch, recording the amax of GELU's
-// output as linear_cast would; fch_gelu not written), or gelu_forward writes fch_gelu (B, T, 4C) and linear_forward
-// reads it.
+// output as linear_cast would; fch_gelu not written: delayed scaling's gelu_forward_fp8, or blockwise's block cast
+// with GELU inside, through linear_cast), or gelu_forward writes fch_gelu (B, T, 4C) and linear_forward reads it.
 static void gelu_fcproj_forward(GPT2* model, int l, floatX* out, const floatX* fch, floatX* fch_gelu) {
     int module = l * LINEARS_PER_BLOCK + LINEAR_FCPROJ;
     int rows = model->B * model->T, C4 = 4 * model->config.channels;
     if (!gelu_in_fcproj_cast(model, l)) {
         gelu_forward(fch_gelu, fch, (size_t)rows * C4, model->stream);
         linear_forward(model, module, out, fch_gelu, model->B, model->T);
+        return;
+    }
+    if (gelu_in_block_cast(model, module)) {  // both copies from fch, GELU inside the block cast
+        Fp8Operand x = linear_cast_of(model, module, LINEAR_INPUT_FPROP, fch, rows, 1, NULL, 1);
+        linear_fprop(model, module, out, &x);
         return;
     }
     Fp8Operand x = linear_cast(model, module, LINEAR_INPUT_FPROP, NULL, rows, 1, NULL);

@@ -31,6 +31,14 @@ FP8_BLOCK_MAX_TILES 128 x 128 tiles. Scale arrays: VEC128 and BLK128x128 as fp8/
 blocks per row); E8M0 bytes (rows, ceil(cols / 32)) rowwise and (cols, ceil(rows / 32)) columnwise, row-major.
 Blockwise's 1x128 blocks at any width go beyond Transformer Engine, whose Float8BlockQuantizer wants multiples of 128.
 
+GELU inside a blockwise 1D cast (Fp8BlockCast1d.gelu; TE's fused activation casts, llmc/gelu_fp8.cuh's for delayed
+scaling): inp is fc's output and the cast's tensor is gelu(inp) as llmc/gelu.cuh's gelu_forward writes it (GELU in
+fp32 of each bf16 element, gelu_math.h's gelu_value, rounded to bf16). Each thread replaces the elements its own
+cp.async copies brought into the tile by those bf16 values before the tile's barrier, so every pass (codes, scales,
+amaxes, counts, scale ranges, column sums) sees the bytes gelu_forward would have written: the cast of its output, bit
+for bit, without that (B, T, 4C) tensor written and read back. An instance of its own (the casts without it compile
+as they did); blockwise's only (mxfp8's casts never take GELU's output in the trainer).
+
 How they keep up with a device copy (a pure stream: the speed is how many bytes each SM keeps in flight towards HBM,
 and how little the other work stalls it):
   - A persistent grid: FP8_BLOCK_CTAS_PER_SM CTAs of 256 threads per SM, each looping over 128 x 128 tiles (tile
@@ -71,6 +79,7 @@ dev/cuda/fp8_block_quantize checks every copy against them bit for bit, and prin
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../llmc/gelu_math.h"
 #include "block.h"
 #include "quantize.cuh"
 
@@ -117,6 +126,8 @@ typedef struct {
                                 // amax is finite and non-zero, min- and max-reduced in (with stats: diagnostics)
     float* column_partials;     // (ceil(rows / 64), cols) or NULL: each column's 64-row chunk summed in row order in
                                 // fp32 (bias_backward_partials_kernel's sums: a bias gradient's pass 1)
+    int gelu;                   // 1: the cast's tensor is gelu(inp) (bf16, gelu_forward's bytes), made in the cast
+                                // from inp (blockwise only); 0: inp itself
 } Fp8BlockCast1d;
 
 // A 2D (128 x 128 tile) cast of a weight (rows, cols): codes (rows, cols) and codes_t (cols, rows), scale_inv in
@@ -528,6 +539,28 @@ __device__ __forceinline__ void fp8_block_column_sums(const Fp8BlockKernelArgs& 
 // ----------------------------------------------------------------------------
 // the kernel: a persistent loop over the tiles, double-buffered
 
+// GELU inside the cast: the chunks this thread's own cp.async copies (fp8_block_load_tile's) brought into `tile`
+// replaced by gelu(x) in bf16, element by element as llmc/gelu.cuh's gelu_forward8 (gelu_value in fp32, rounded to
+// nearest even). Only its own: its cp.async wait made them visible to it; the tile's barrier after this makes the
+// GELU values visible to the others. Chunks beyond the tensor's edge stay zeros (gelu(0) is 0 anyway).
+__device__ __forceinline__ void fp8_block_gelu_own_chunks(__nv_bfloat16* tile, const Fp8BlockKernelArgs& a,
+                                                          int tile_index) {
+    const int row0 = tile_index / a.tiles_per_row * FP8_BLOCK_TILE;
+    const int col0 = tile_index % a.tiles_per_row * FP8_BLOCK_TILE;
+    const int r_first = threadIdx.x / 16, c = threadIdx.x % 16 * 8;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int r = r_first + 16 * i;
+        if (row0 + r >= a.rows || col0 + c >= a.cols) { continue; }
+        uint4* chunk = reinterpret_cast<uint4*>(tile + r * FP8_BLOCK_TILE + c);  // 16 bytes in, 16 out
+        uint4 packed = *chunk;
+        __nv_bfloat16* values = reinterpret_cast<__nv_bfloat16*>(&packed);
+#pragma unroll
+        for (int j = 0; j < 8; j++) { values[j] = __float2bfloat16_rn(gelu_value(__bfloat162float(values[j]))); }
+        *chunk = packed;
+    }
+}
+
 // The end of a cast, every thread: the CTA's max |x| into *amax (and *tensor_amax), and with COUNT its counts and
 // scale range into the diagnostics (CTA 0 adds the element count).
 template <bool COUNT>
@@ -548,8 +581,9 @@ __device__ __forceinline__ void fp8_block_cast_finish(const Fp8BlockThreadState*
     }
 }
 
-// SUMS: the 1D cast's column partials (an instance of its own, so the casts without them compile as they did)
-template <bool COUNT, int KIND, bool SUMS>
+// SUMS: the 1D cast's column partials, GELU: gelu(inp) cast (each an instance of its own, so the casts without them
+// compile as they did)
+template <bool COUNT, int KIND, bool SUMS, bool GELU>
 __global__ void __launch_bounds__(FP8_BLOCK_THREADS, FP8_BLOCK_CTAS_PER_SM)
     fp8_block_cast_kernel(const __grid_constant__ Fp8BlockKernelArgs a) {
     extern __shared__ __align__(16) unsigned char fp8_block_smem[];
@@ -569,7 +603,8 @@ __global__ void __launch_bounds__(FP8_BLOCK_THREADS, FP8_BLOCK_CTAS_PER_SM)
         if (next < a.num_tiles) { fp8_block_load_tile(tiles + ((k + 1) & 1) * FP8_BLOCK_TILE_ELEMENTS, a, next); }
         fp8_cp_async_commit();           // (an empty group on the last trip: the wait below still means this tile)
         fp8_cp_async_wait_all_but_one();  // this thread's copies of tile `tile` have landed...
-        __syncthreads();                  // ...and every thread's
+        if (GELU) { fp8_block_gelu_own_chunks(tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS, a, tile); }
+        __syncthreads();                  // ...and every thread's (with GELU: made GELU's output)
         const __nv_bfloat16* t = tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS;
         const int row0 = tile / a.tiles_per_row * FP8_BLOCK_TILE, col0 = tile % a.tiles_per_row * FP8_BLOCK_TILE;
         if (KIND == FP8_BLOCK_TILES) {
@@ -602,7 +637,7 @@ static inline int fp8_block_misaligned(const void* p, unsigned int bytes) { retu
 
 // The launch of one kernel instance over the tiles: a persistent grid of FP8_BLOCK_CTAS_PER_SM CTAs per SM (no more
 // than there are tiles), its dynamic shared memory allowed once per device.
-template <bool COUNT, int KIND, bool SUMS>
+template <bool COUNT, int KIND, bool SUMS, bool GELU>
 static inline cudaError_t fp8_block_cast_launch(const Fp8BlockKernelArgs* a, cudaStream_t stream) {
     static int configured_device = -1, num_sms = 0;  // per instance: the attribute is per function
     int device;
@@ -611,7 +646,7 @@ static inline cudaError_t fp8_block_cast_launch(const Fp8BlockKernelArgs* a, cud
     if (device != configured_device) {
         err = cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device);
         if (err == cudaSuccess) {
-            err = cudaFuncSetAttribute(fp8_block_cast_kernel<COUNT, KIND, SUMS>,
+            err = cudaFuncSetAttribute(fp8_block_cast_kernel<COUNT, KIND, SUMS, GELU>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, FP8_BLOCK_SMEM_BYTES);
         }
         if (err != cudaSuccess) { return err; }
@@ -619,25 +654,33 @@ static inline cudaError_t fp8_block_cast_launch(const Fp8BlockKernelArgs* a, cud
     }
     long long ctas = (long long)num_sms * FP8_BLOCK_CTAS_PER_SM;
     int grid = (int)(a->num_tiles < ctas ? a->num_tiles : ctas);
-    fp8_block_cast_kernel<COUNT, KIND, SUMS><<<grid, FP8_BLOCK_THREADS, FP8_BLOCK_SMEM_BYTES, stream>>>(*a);
+    fp8_block_cast_kernel<COUNT, KIND, SUMS, GELU><<<grid, FP8_BLOCK_THREADS, FP8_BLOCK_SMEM_BYTES, stream>>>(*a);
     return cudaGetLastError();
 }
 
 // The kernel instance for a's outputs: with or without the diagnostics' counting, with or without the column sums
-// (a 1D cast's only)
+// (a 1D cast's only), with or without GELU inside (blockwise's 1D instances only: the 1D launcher refuses it under
+// mxfp8, and the 2D one has no gelu)
+template <int KIND, bool GELU>
+static inline cudaError_t fp8_block_cast_run_instance(const Fp8BlockKernelArgs* a, cudaStream_t stream) {
+    constexpr bool SUMS = KIND != FP8_BLOCK_TILES;  // (no 2D instance with the sums)
+    if (SUMS && a->column_partials) {
+        return a->stats ? fp8_block_cast_launch<true, KIND, SUMS, GELU>(a, stream)
+                        : fp8_block_cast_launch<false, KIND, SUMS, GELU>(a, stream);
+    }
+    return a->stats ? fp8_block_cast_launch<true, KIND, false, GELU>(a, stream)
+                    : fp8_block_cast_launch<false, KIND, false, GELU>(a, stream);
+}
+
 template <int KIND>
-static inline cudaError_t fp8_block_cast_run(const Fp8BlockKernelArgs* a, cudaStream_t stream) {
+static inline cudaError_t fp8_block_cast_run(const Fp8BlockKernelArgs* a, int gelu, cudaStream_t stream) {
     if (a->tensor_amax) {
         cudaError_t err = cudaMemsetAsync(a->tensor_amax, 0, sizeof(float), stream);
         if (err != cudaSuccess) { return err; }
     }
-    constexpr bool SUMS = KIND != FP8_BLOCK_TILES;  // (no 2D instance with the sums)
-    if (SUMS && a->column_partials) {
-        return a->stats ? fp8_block_cast_launch<true, KIND, SUMS>(a, stream)
-                        : fp8_block_cast_launch<false, KIND, SUMS>(a, stream);
-    }
-    return a->stats ? fp8_block_cast_launch<true, KIND, false>(a, stream)
-                    : fp8_block_cast_launch<false, KIND, false>(a, stream);
+    constexpr bool GELU_OK = KIND == FP8_BLOCK_VEC128;
+    if (GELU_OK && gelu) { return fp8_block_cast_run_instance<KIND, GELU_OK>(a, stream); }
+    return fp8_block_cast_run_instance<KIND, false>(a, stream);
 }
 
 // The checks both launchers share: sizes, the tile count, the bf16 input, the amax and diagnostics cells
@@ -681,6 +724,10 @@ static inline cudaError_t fp8_block_cast_1d_check(const Fp8BlockCast1d* a) {
         (!mxfp8 && (a->rowwise.e8m0 || a->columnwise.e8m0))) {
         return fp8_block_refuse(launcher, "VEC128 scale_invs are blockwise's, E8M0 bytes mxfp8's", a->rows, a->cols);
     }
+    if (a->gelu != 0 && (a->gelu != 1 || mxfp8)) {
+        return fp8_block_refuse(launcher, "gelu is 0 or 1, and GELU inside the cast is blockwise's only", a->rows,
+                                a->cols);
+    }
     cudaError_t err = fp8_block_cast_check_common(launcher, a->inp, a->rows, a->cols, a->amax, a->tensor_amax,
                                                   a->stats, a->scale_range);
     if (err != cudaSuccess) { return err; }
@@ -712,8 +759,8 @@ static inline cudaError_t fp8_block_cast_1d(const Fp8BlockCast1d* a, cudaStream_
     Fp8BlockKernelArgs k = {a->inp, a->rows, a->cols, tiles_per_row, tiles_per_row * tile_rows, a->cast, a->rowwise,
                             a->columnwise, NULL, NULL, a->amax, a->tensor_amax, a->stats, a->scale_range,
                             copies * (size_t)a->rows * (size_t)a->cols, a->column_partials};
-    return a->cast.scaling == FP8_SCALING_MXFP8 ? fp8_block_cast_run<FP8_BLOCK_MX32>(&k, stream)
-                                                : fp8_block_cast_run<FP8_BLOCK_VEC128>(&k, stream);
+    return a->cast.scaling == FP8_SCALING_MXFP8 ? fp8_block_cast_run<FP8_BLOCK_MX32>(&k, 0, stream)
+                                                : fp8_block_cast_run<FP8_BLOCK_VEC128>(&k, a->gelu, stream);
 }
 
 // Checks a 2D cast's shapes and pointers (see the top); cudaErrorInvalidValue, with one line, when they do not hold.
@@ -750,7 +797,7 @@ static inline cudaError_t fp8_block_cast_2d(const Fp8BlockCast2d* a, cudaStream_
     Fp8BlockKernelArgs k = {a->inp, a->rows, a->cols, tiles_per_row, tiles_per_row * tile_rows, a->cast, rowwise,
                             columnwise, a->scale_inv, a->scale_inv_t, a->amax, a->tensor_amax, a->stats,
                             a->scale_range, (size_t)a->rows * (size_t)a->cols, NULL};
-    return fp8_block_cast_run<FP8_BLOCK_TILES>(&k, stream);
+    return fp8_block_cast_run<FP8_BLOCK_TILES>(&k, 0, stream);
 }
 
 #endif  // GPTFP8_BLOCK_QUANTIZE_CUH

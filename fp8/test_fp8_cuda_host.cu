@@ -91,8 +91,9 @@ static void test_quantize_launch_preconditions(void) {
 // accept partial blocks (any width: the last block of a row or column cut short). Refused: a block length that is not
 // the recipe's, columns off the 16-byte bf16 loads (a multiple of 8), transposed codes whose rows are off their
 // 16-byte stores (a multiple of 16), misaligned inputs and outputs, the other recipe's scale array, counters without a
-// scale range or at 4 bytes, no amax cell, a 2D cast missing an output, mxfp8 given to the 2D cast, more tiles than the
-// grid loop counts. (The acceptances call the checks only: launching needs a GPU.)
+// scale range or at 4 bytes, no amax cell, GELU inside under mxfp8 or a gelu flag not 0 or 1, a 2D cast missing an
+// output, mxfp8 given to the 2D cast, more tiles than the grid loop counts. (The acceptances call the checks only:
+// launching needs a GPU.)
 static void test_block_cast_launch_preconditions(void) {
     uint8_t* codes = (uint8_t*)0x7f0000000000;  // never dereferenced: every call below is refused first
     uint8_t* codes_t = (uint8_t*)0x7f0000100000;
@@ -195,6 +196,20 @@ static void test_block_cast_launch_preconditions(void) {
     CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "mxfp8 with column partials at 2 bytes");
     a.column_partials = (float*)0x7f0000800004;
     CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "mxfp8 with column partials passes");
+    a = good;
+    a.gelu = 1;  // fcproj's input cast from fch, GELU inside (blockwise's only)
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "blockwise with GELU inside passes");
+    a.column_partials = (float*)0x7f0000800000;
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "blockwise with GELU inside and column partials passes");
+    a.gelu = 2;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "gelu 2 (0 or 1)");
+    a = good;
+    a.gelu = 1;
+    a.cast = mxfp8;
+    a.block_len = FP8_MXFP8_BLOCK;
+    a.rowwise.scale_inv = a.columnwise.scale_inv = NULL;
+    a.rowwise.e8m0 = e8m0;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "mxfp8 with GELU inside (blockwise's only)");
     a = good;
     a.amax = NULL;
     CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "no amax cell");
