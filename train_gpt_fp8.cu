@@ -1040,10 +1040,13 @@ static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX*
 // Forward: in training, where the module's fprop is FP8 and its wgrad reads the x^T the forward keeps (the recompute
 // does not drop the input: -r 0 for GELU's output, -r 0 or 1 for LayerNorm's), its input cast is its bf16 input's only
 // reader, so the cast may make that input itself.
-static int input_made_in_fp8_cast(const GPT2* m, int module) {
+static int input_cast_is_only_reader(const GPT2* m, int module) {
     LinearPrecision lp = gpt2_linear_precision(m);
-    return m->fused_fp8_casts && m->training && fp8_recipe_has_history(&m->recipe) &&
-           linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP) && linear_keeps_input_t(&lp, module, m->recompute);
+    return m->fused_fp8_casts && m->training && linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP) &&
+           linear_keeps_input_t(&lp, module, m->recompute);
+}
+static int input_made_in_fp8_cast(const GPT2* m, int module) {
+    return fp8_recipe_has_history(&m->recipe) && input_cast_is_only_reader(m, module);
 }
 
 // Blockwise's twin for GELU (a block cast takes each block's scale from its own amax inside the cast, so it needs no
@@ -1055,10 +1058,7 @@ static int input_made_in_fp8_cast(const GPT2* m, int module) {
 // cast writes both copies from fch in one pass and fch_gelu is neither written nor read. (fused_fp8_casts is always 1
 // here: -fp8_fused_casts is delayed scaling's flag; the tests set the field to 0 to compare with the separate path.)
 static int gelu_in_block_cast(const GPT2* m, int module) {
-    LinearPrecision lp = gpt2_linear_precision(m);
-    return m->fused_fp8_casts && m->training && m->precision == PRECISION_FP8 &&
-           m->recipe.scaling == FP8_SCALING_BLOCKWISE && linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP) &&
-           linear_keeps_input_t(&lp, module, m->recompute);
+    return m->recipe.scaling == FP8_SCALING_BLOCKWISE && input_cast_is_only_reader(m, module);
 }
 
 // GELU's output, fcproj's input, made inside fcproj's input cast (delayed scaling's fused cast, or blockwise's)
