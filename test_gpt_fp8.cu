@@ -715,6 +715,21 @@ static int compare_fp8_state(gpu::GPT2* gpu, cpu::GPT2* cpu, int steps, const ch
         }
     }
     if (worst >= 0.0) { printf("  %s: the entry nearest its tolerance (%.2f of it): %s\n", when, worst, worst_line); }
+    if (gpu->fp8_gemm_scale_inv) {  // the GEMMs' strided copy holds every slot's scale_inv, bit for bit
+        float* strided = download_floats(gpu->fp8_gemm_scale_inv, (size_t)S * FP8_GEMM_SCALE_INV_STRIDE);
+        const float* scale_inv = state + (meta->scale_inv - meta->memory);
+        for (int slot = 0; slot < S; slot++) {
+            float got = strided[(size_t)slot * FP8_GEMM_SCALE_INV_STRIDE];
+            if (fp8_float_bits(got) != fp8_float_bits(scale_inv[slot])) {
+                if (bad < 5) {
+                    printf("  OFF %s: slot %d: the GEMMs' scale_inv %g, the metadata's %g\n", when, slot, got,
+                           scale_inv[slot]);
+                }
+                bad++;
+            }
+        }
+        free(strided);
+    }
     free(state);
     return bad;
 }

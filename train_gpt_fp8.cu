@@ -230,6 +230,9 @@ typedef struct {
                                // amaxes only in training, and a training forward leaves the classifier to the backward
     Fp8Meta fp8;               // all modules' histories and scales, in device memory (the CPU's layout: fp8/meta.h);
                                // host copies only where a file is written or read (checkpoints, diagnostics)
+    float* fp8_gemm_scale_inv;  // per-tensor recipes: (num_slots, FP8_GEMM_SCALE_INV_STRIDE) device, every slot's
+                                // scale_inv 16 bytes from the next, where the GEMMs read it (fp8/update.cuh); current
+                                // scaling: then the evaluation casts' (num_slots, FP8_GEMM_SCALE_INV_STRIDE)
     float* amax_discard;       // where casts that must not record write their amax
     int fp8_collect_stats;     // count clipped / flushed elements of every recorded cast (for fp8_diag.tsv)
     Fp8QuantStats* fp8_stats;  // (num_slots) device: elements, saturated, flushed since the last diagnostics block
@@ -441,9 +444,18 @@ static const struct {
     {GPU_FP8_BLOCK_SCALE_RANGE, offsetof(GPT2, fp8_block_scale_range)},
     {GPU_FP8_WINDOW_AMAX, offsetof(GPT2, fp8_current_amax)},
     {GPU_FP8_EVAL_SCALES, offsetof(GPT2, fp8_eval_scales)},
+    {GPU_FP8_GEMM_SCALE_INV, offsetof(GPT2, fp8_gemm_scale_inv)},
     {GPU_AMAX_PARTIALS, offsetof(GPT2, amax_workspace.partials)},
     {GPU_AMAX_TICKETS, offsetof(GPT2, amax_workspace.blocks_done)},  // zeroed: no cast under way
 };
+
+// The GEMMs' copy of the FP8 metadata's scale_invs (fp8_gemm_scale_inv), made whole after the host wrote the metadata
+// (its initial values, a checkpoint's); the end-of-step update and current scaling's amax pass keep it from then on.
+// Per-tensor recipes only: the block recipes' GEMMs read their casts' scale arrays.
+static void gpt2_fp8_gemm_scale_inv_refresh(GPT2* model) {
+    if (!model->fp8_gemm_scale_inv) { return; }
+    cudaCheck(fp8_gemm_scale_inv_refresh_launch(&model->fp8, model->fp8_gemm_scale_inv, model->stream));
+}
 
 // Allocates every device buffer of the memory plan (zeroed; a buffer of size 0 is not allocated and its pointer stays
 // NULL: nothing in this configuration uses it), and the host scratch that goes with them.
@@ -532,6 +544,7 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
         for (size_t i = 0; i < sizeof(gpt2_fp8_buffers) / sizeof(gpt2_fp8_buffers[0]); i++) {
             memcpy((char*)model + gpt2_fp8_buffers[i].field, &buffer[gpt2_fp8_buffers[i].buffer], sizeof(void*));
         }
+        gpt2_fp8_gemm_scale_inv_refresh(model);
         if (model->fp8_block_scale_range) {  // the block recipes': min +inf, max 0 (fp8_block_scale_range_reset)
             model->fp8_block_scale_range_host = (Fp8BlockScaleRange*)calloc_or_die(
                 (size_t)model->fp8.num_slots, sizeof(Fp8BlockScaleRange), "FP8 block scale ranges");
@@ -676,6 +689,15 @@ static float* cast_scale(GPT2* m, int slot) {
 }
 static float* cast_scale_inv(GPT2* m, int slot) { return cast_scale(m, slot) + m->fp8.num_slots; }
 
+// Where the GEMMs read the scale_inv that goes with the scale cell `scale` (a slot's, or an evaluation cast's):
+// the same value, 16-byte aligned as cuBLASLt takes it (llmc/gemm.cuh), in fp8_gemm_scale_inv.
+static float* gemm_scale_inv_of(GPT2* m, const float* scale) {
+    size_t S = (size_t)m->fp8.num_slots;
+    int evaluation = m->fp8_eval_scales && scale >= m->fp8_eval_scales && scale < m->fp8_eval_scales + S;
+    size_t slot = evaluation ? (size_t)(scale - m->fp8_eval_scales) : (size_t)(scale - m->fp8.scale);
+    return m->fp8_gemm_scale_inv + ((evaluation ? S : 0) + slot) * FP8_GEMM_SCALE_INV_STRIDE;
+}
+
 // Where a recorded per-tensor cast into `slot` reads its scale and leaves its amax and counts (the training forward's
 // and backward's casts, the weights' first cast; the fused casts of GELU and LayerNorm too)
 typedef struct {
@@ -712,7 +734,7 @@ static void linear_cast_per_tensor(GPT2* m, LinearCast* c, Fp8Operand* t) {
     cudaDataType_t type = fp8_cuda_type(c->format);
     int record = c->record && c->operand != LINEAR_INPUT_WGRAD;  // wgrad's x^T: the forward's scale, not recorded again
     float* scale = record ? cast_scale(m, c->slot) : slot_scale(m, c->slot);
-    const float* scale_inv = scale + m->fp8.num_slots;
+    const float* scale_inv = gemm_scale_inv_of(m, scale);  // the GEMMs' copy of scale + num_slots
     if (c->rowwise) { t->rowwise = gemm_operand(codes, type, c->rows, c->cols, 1, scale_inv, 0); }
     if (c->columnwise) { t->columnwise = gemm_operand(codes_t, type, c->cols, c->rows, 1, scale_inv, 0); }
     if (c->operand == LINEAR_INPUT_WGRAD && keeps_t) { return; }  // the forward's cast wrote x^T
@@ -726,6 +748,7 @@ static void linear_cast_per_tensor(GPT2* m, LinearCast* c, Fp8Operand* t) {
     if (record) {
         if (c->amax_pass) {
             Fp8CurrentScale current = {slot_scale(m, c->slot), cast_scale(m, c->slot), cast_scale_inv(m, c->slot),
+                                       gemm_scale_inv_of(m, cast_scale(m, c->slot)),
                                        m->training ? m->fp8_current_amax + c->slot : m->amax_discard, m->recipe.margin};
             cudaCheck(fp8_amax_scale(c->inp, (size_t)c->rows * c->cols, c->format, current, m->amax_workspace,
                                      m->num_sms, m->stream));
@@ -1487,7 +1510,7 @@ static void gpt2_fp8_end_of_step(GPT2* model, int step) {
     fp8_meta_reduce_amax(&model->fp8, &model->recipe);
     float* window_amax = fp8_recipe_has_history(&model->recipe) ? model->fp8_diag_amax + model->fp8.num_slots : NULL;
     cudaCheck(fp8_meta_window_amax_launch(&model->fp8, &model->recipe, model->fp8_diag_amax, window_amax, model->stream));
-    cudaCheck(fp8_meta_update_launch(&model->fp8, &model->recipe, step, model->stream));
+    cudaCheck(fp8_meta_update_launch(&model->fp8, model->fp8_gemm_scale_inv, &model->recipe, step, model->stream));
 }
 
 // The host's copies of the diagnostics' amaxes, for a file about to be written: fp8_last_amax, and fp8_window_amax
@@ -1654,6 +1677,7 @@ static void gpt2_load_checkpoint(GPT2* model, const char* dir, int step, uint64_
     cudaCheck(cudaMemcpy(model->v_memory, v, model->shard.count * 4, cudaMemcpyHostToDevice));
     if (model->precision == PRECISION_FP8) {
         cudaCheck(cudaMemcpy(model->fp8.memory, fp8.meta, model->fp8.num_floats * 4, cudaMemcpyHostToDevice));
+        gpt2_fp8_gemm_scale_inv_refresh(model);
         cudaCheck(cudaMemcpy(model->fp8_stats, fp8.stats, (size_t)model->fp8.num_slots * sizeof(Fp8QuantStats),
                              cudaMemcpyHostToDevice));
         gpt2_fp8_diag_amaxes_to_device(model);

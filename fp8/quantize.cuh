@@ -266,7 +266,8 @@ __global__ void fp8_cast_transpose_amax_kernel(uint8_t* out, uint8_t* out_t, flo
 typedef struct {
     const float* previous_scale;  // the slot's scale before this cast: kept when the amax is 0, inf or NaN
     float* scale;                 // this cast's scale (what the cast kernel then reads)
-    float* scale_inv;             // 1 / scale (what the GEMM reads)
+    float* scale_inv;             // 1 / scale (the metadata's cell, contiguous with the other slots')
+    float* gemm_scale_inv;        // the same value at a 16-byte-aligned address, where the GEMM reads it; or NULL
     float* tensor_amax;           // this tensor's amax, what the scale came from (diagnostics)
     int margin;
 } Fp8CurrentScale;
@@ -307,6 +308,7 @@ __global__ void fp8_amax_scale_kernel(const __nv_bfloat16* inp, size_t n, Fp8Cur
     if (threadIdx.x == 0) {
         float amax = __uint_as_float(amax_bits);
         fp8_current_scale(amax, *target.previous_scale, fp8_max_value, target.margin, target.scale, target.scale_inv);
+        if (target.gemm_scale_inv) { *target.gemm_scale_inv = *target.scale_inv; }
         *target.tensor_amax = amax;
         *workspace.blocks_done = 0u;  // ready for the next cast
     }

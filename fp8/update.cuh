@@ -21,6 +21,11 @@ scale came from), fp8_meta_window_amax_launch writes those two per slot into dev
 the same block layout and meta.h's merge: the GPU twin of fp8_meta_window_amax, so the trainer copies nothing to the
 host and waits for nothing at the end of a step; it reads the arrays only where it writes a file.
 
+Every scale_inv the kernel writes it also writes into the GEMMs' strided copy, gemm_scale_inv (num_slots, 4): cuBLASLt
+reads a scale pointer only at 16-byte alignment (llmc/gemm.cuh), and the metadata keeps its scale_invs contiguous, the
+layout of a checkpoint. fp8_gemm_scale_inv_refresh_launch writes the whole copy after the host has written the
+metadata (its initial values, a checkpoint read).
+
 The amax_compute_algo and scaling_factor_compute_algo callbacks are host functions; a recipe with either runs the
 host rule (fp8_meta_update) on a copy instead, see fp8_meta_update_needs_host. With current scaling the same launch
 only clears row 0 (update_scale 0 and a one-row history): the casts set the scales (fp8/quantize.cuh).
@@ -35,14 +40,17 @@ only clears row 0 (update_scale 0 and a one-row history): the casts set the scal
 #define FP8_UPDATE_SLOTS_PER_BLOCK 32
 #define FP8_UPDATE_ROW_THREADS 32
 #define FP8_UPDATE_ROWS_PER_THREAD 8
+// floats from one slot's scale_inv to the next in the GEMMs' copy: 16 bytes, the alignment cuBLASLt reads them at
+#define FP8_GEMM_SCALE_INV_STRIDE 4
 
 // amax_history (amax_history_len, num_slots), scale (num_slots), scale_inv (num_slots): fp8/meta.h's buffer on the
-// device. Slots [0, num_forward_slots) use forward_max (E4M3: 448), the rest backward_max (E5M2: 57344).
+// device; gemm_scale_inv (num_slots, FP8_GEMM_SCALE_INV_STRIDE) the GEMMs' copy of scale_inv, or NULL. Slots
+// [0, num_forward_slots) use forward_max (E4M3: 448), the rest backward_max (E5M2: 57344).
 // Block (FP8_UPDATE_SLOTS_PER_BLOCK, FP8_UPDATE_ROW_THREADS), one block per FP8_UPDATE_SLOTS_PER_BLOCK slots.
 __global__ void __launch_bounds__(FP8_UPDATE_SLOTS_PER_BLOCK * FP8_UPDATE_ROW_THREADS)
-    fp8_update_kernel(float* amax_history, float* scale, float* scale_inv, int num_slots, int num_forward_slots,
-                      int amax_history_len, float forward_max, float backward_max, int margin, int most_recent,
-                      int update_scale) {
+    fp8_update_kernel(float* amax_history, float* scale, float* scale_inv, float* gemm_scale_inv, int num_slots,
+                      int num_forward_slots, int amax_history_len, float forward_max, float backward_max, int margin,
+                      int most_recent, int update_scale) {
     __shared__ float column_max[FP8_UPDATE_ROW_THREADS][FP8_UPDATE_SLOTS_PER_BLOCK];
     const int slot = blockIdx.x * FP8_UPDATE_SLOTS_PER_BLOCK + threadIdx.x, len = amax_history_len;
     float* column = amax_history + slot;
@@ -81,6 +89,7 @@ __global__ void __launch_bounds__(FP8_UPDATE_SLOTS_PER_BLOCK * FP8_UPDATE_ROW_TH
         float new_scale = fp8_compute_scale(amax, scale[slot], fp8_max_value, margin);
         scale[slot] = new_scale;
         scale_inv[slot] = 1.0f / new_scale;
+        if (gemm_scale_inv) { gemm_scale_inv[(size_t)slot * FP8_GEMM_SCALE_INV_STRIDE] = scale_inv[slot]; }
     }
     // the end of fp8_history_roll: the finished step's amax becomes the newest row, row 0 opens fresh (len 1: both
     // are row 0, which ends 0, as on the CPU)
@@ -117,6 +126,12 @@ __global__ void __launch_bounds__(FP8_UPDATE_SLOTS_PER_BLOCK * FP8_UPDATE_ROW_TH
     window_amax[slot] = amax;
 }
 
+// gemm_scale_inv[slot * FP8_GEMM_SCALE_INV_STRIDE] = scale_inv[slot] for every slot: the GEMMs' copy made whole
+__global__ void fp8_gemm_scale_inv_refresh_kernel(const float* scale_inv, float* gemm_scale_inv, int num_slots) {
+    int slot = blockIdx.x * blockDim.x + threadIdx.x;
+    if (slot < num_slots) { gemm_scale_inv[(size_t)slot * FP8_GEMM_SCALE_INV_STRIDE] = scale_inv[slot]; }
+}
+
 // Whether this recipe needs the host path (a C callback replaces part of the rule).
 static inline int fp8_meta_update_needs_host(const Fp8Recipe* recipe) {
     return recipe->delayed.amax_compute_algo == AMAX_COMPUTE_CALLBACK ||
@@ -124,17 +139,30 @@ static inline int fp8_meta_update_needs_host(const Fp8Recipe* recipe) {
 }
 
 // Launch the update on `stream` of the metadata `meta` points to, in device memory (fp8_meta_point_into a device
-// buffer of its layout). `step` is the optimizer step that just finished (for the recipe's interval).
-static inline cudaError_t fp8_meta_update_launch(const Fp8Meta* meta, const Fp8Recipe* recipe, int step,
-                                                 cudaStream_t stream) {
+// buffer of its layout), and of the GEMMs' copy of its scale_invs (gemm_scale_inv, or NULL: none kept). `step` is the
+// optimizer step that just finished (for the recipe's interval).
+static inline cudaError_t fp8_meta_update_launch(const Fp8Meta* meta, float* gemm_scale_inv, const Fp8Recipe* recipe,
+                                                 int step, cudaStream_t stream) {
     int num_slots = meta->num_slots;
     int grid = (num_slots + FP8_UPDATE_SLOTS_PER_BLOCK - 1) / FP8_UPDATE_SLOTS_PER_BLOCK;
     dim3 block(FP8_UPDATE_SLOTS_PER_BLOCK, FP8_UPDATE_ROW_THREADS);
     fp8_update_kernel<<<grid, block, 0, stream>>>(
-        meta->amax_history, meta->scale, meta->scale_inv, num_slots, FP8_FWD_SLOTS * meta->num_modules, meta->amax_history_len,
+        meta->amax_history, meta->scale, meta->scale_inv, gemm_scale_inv, num_slots, FP8_FWD_SLOTS * meta->num_modules,
+        meta->amax_history_len,
         fp8_max(meta->forward_format), fp8_max(meta->backward_format), recipe->margin,
         recipe->delayed.amax_compute_algo == AMAX_COMPUTE_MOST_RECENT,
         fp8_end_of_step_updates_scales(!fp8_recipe_has_history(recipe), step, recipe->delayed.interval));
+    return cudaGetLastError();
+}
+
+// Launch fp8_gemm_scale_inv_refresh_kernel on `stream`: the GEMMs' copy (num_slots, FP8_GEMM_SCALE_INV_STRIDE) of
+// the device metadata's scale_invs, after the host wrote them
+static inline cudaError_t fp8_gemm_scale_inv_refresh_launch(const Fp8Meta* meta, float* gemm_scale_inv,
+                                                            cudaStream_t stream) {
+    const int block_size = 256;
+    int grid = (meta->num_slots + block_size - 1) / block_size;
+    fp8_gemm_scale_inv_refresh_kernel<<<grid, block_size, 0, stream>>>(meta->scale_inv, gemm_scale_inv,
+                                                                        meta->num_slots);
     return cudaGetLastError();
 }
 

@@ -37,12 +37,12 @@ default one: the trainer puts the bias in the output first and accumulates), and
 
 Scale pointers: cuBLASLt (13.1, on an H200) refuses an FP8 GEMM at the call, CUBLAS_STATUS_NOT_SUPPORTED after its
 heuristic had found an algorithm, when the A or B scale pointer is not 16-byte aligned (it ran with them at 16 and at
-256 bytes, and refused them at 4 and 8: dev/cuda/fp8_gemm checks both). The trainers' FP8 metadata keeps one scale_inv
-per slot, contiguous floats, so most slots sit at 4, 8 or 12 bytes past 16. Such a value is first copied, on the
-GEMM's stream, into the plan's own 16-byte-aligned cell (gemm_aligned_scale_inv), which the GEMM then reads; stream
-order makes the copy land before the GEMM and after the previous GEMM of that plan has read the cell, so a context's
-GEMMs must all run on one stream (the trainers' do). The copy reads the value on the device when the GEMM is about
-to run, so delayed and current scaling alike get the value the cast used.
+256 bytes, and refused them at 4 and 8). So every scale_inv pointer given here must be 16-byte aligned (checked before
+the call, one line: gemm_scale_pointers_check; dev/cuda/fp8_gemm checks both sides). The trainers' FP8 metadata keeps
+one scale_inv per slot in contiguous floats, the layout of its checkpoints, so the GPU trainer keeps a second, strided
+copy where each slot's scale_inv sits 16 bytes from the next (fp8/update.cuh), written by whatever writes the first.
+A GEMM then reads the value on the device when it runs, so delayed and current scaling alike get the value the cast
+used, on any stream, with nothing copied before it.
 */
 #ifndef GPTFP8_GEMM_CUH
 #define GPTFP8_GEMM_CUH
@@ -77,7 +77,6 @@ typedef struct {
 typedef struct {
     cublasLtHandle_t handle;
     void* workspace;  // GEMM_WORKSPACE_BYTES on the device
-    float* aligned_scale_inv;  // (GEMM_MAX_PLANS, 2, 4) on the device: per plan, A's and B's scale_inv, 16 bytes apart
     GemmPlan plans[GEMM_MAX_PLANS];
     int num_plans;
     int last_plan;  // index of the plan the latest call ran (dev/cuda/gemm_shapes times that plan's alternatives)
@@ -87,7 +86,6 @@ static inline void gemm_context_init(GemmContext* ctx) {
     memset(ctx, 0, sizeof(*ctx));
     cublasCheck(cublasLtCreate(&ctx->handle));
     cudaCheck(cudaMalloc(&ctx->workspace, GEMM_WORKSPACE_BYTES));
-    cudaCheck(cudaMalloc(&ctx->aligned_scale_inv, (size_t)GEMM_MAX_PLANS * 8 * sizeof(float)));
 }
 
 static inline void gemm_plan_destroy(GemmPlan* plan) {
@@ -106,7 +104,6 @@ static inline void gemm_context_free(GemmContext* ctx) {
     gemm_plans_clear(ctx);
     cublasCheck(cublasLtDestroy(ctx->handle));
     cudaCheck(cudaFree(ctx->workspace));
-    cudaCheck(cudaFree(ctx->aligned_scale_inv));
 }
 
 static inline int gemm_type_is_fp8(cudaDataType_t t) { return t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2; }
@@ -325,14 +322,24 @@ static inline void gemm_plan_build(GemmContext* ctx, GemmPlan* plan, const GemmK
     plan->algo = heuristic.algo;
 }
 
-// A scale_inv pointer cuBLASLt accepts (see the top): `scale_inv` itself when NULL or 16-byte aligned, else the plan's
-// cell `operand` (0: A, 1: B), into which the value is copied on `stream` first.
-static inline const float* gemm_aligned_scale_inv(GemmContext* ctx, int plan_index, int operand, const float* scale_inv,
-                                                  cudaStream_t stream) {
-    if (scale_inv == NULL || (uintptr_t)scale_inv % 16 == 0) { return scale_inv; }
-    float* cell = ctx->aligned_scale_inv + ((size_t)plan_index * 2 + operand) * 4;
-    cudaCheck(cudaMemcpyAsync(cell, scale_inv, sizeof(float), cudaMemcpyDeviceToDevice, stream));
-    return cell;
+// The scale_inv pointers of an FP8 GEMM, as cuBLASLt takes them (see the top): 16-byte aligned; with block scale modes
+// both present (whole arrays); with a scalar one NULL means 1. Returns 0, or -1 with one line (what is wrong: the
+// problem) in err.
+static inline int gemm_scale_pointers_check(const GemmKey* key, const float* a_scale_inv, const float* b_scale_inv,
+                                            char* err, size_t errlen) {
+    int block_scaled = gemm_scale_mode_is_block(key->a_scale_mode) || gemm_scale_mode_is_block(key->b_scale_mode);
+    if (!block_scaled && !gemm_type_is_fp8(key->a_type) && !gemm_type_is_fp8(key->b_type)) { return 0; }
+    const char* wrong = NULL;
+    if (block_scaled && (!a_scale_inv || !b_scale_inv)) {
+        wrong = "a block-scaled GEMM needs both scale arrays";
+    } else if ((uintptr_t)a_scale_inv % 16 != 0 || (uintptr_t)b_scale_inv % 16 != 0) {
+        wrong = "cuBLASLt takes FP8 scale pointers 16-byte aligned only";
+    }
+    if (!wrong) { return 0; }
+    char problem[512];
+    gemm_describe(problem, sizeof(problem), key);
+    snprintf(err, errlen, "%s (A %p, B %p): %s", wrong, (const void*)a_scale_inv, (const void*)b_scale_inv, problem);
+    return -1;
 }
 
 // One operand of a GEMM, as it lies in memory: the (outer, k) matrix the product reads, stored row-major as it is
@@ -371,8 +378,8 @@ static inline GemmOperand gemm_operand(const void* data, cudaDataType_t type, in
 // terms D (m = weight.outer, n = inp.outer) = op(A = weight) @ op(B = inp), A transposed when the weight is k-major,
 // B when the input is not. FP8 operands need the TN layout (both k-major), 16-byte alignment and their scale_invs;
 // fast accumulation applies to FP8 only (the trainers ask for it in fprop with scalar scales). With block scale modes
-// the scale_invs are whole arrays, 16-byte aligned as cuBLASLt requires (checked: they are not copied into the plan's
-// cell); cuBLASLt runs them on compute capability 9.0 with 12.9 or later only (gemm_block_scaling_check).
+// the scale_invs are whole arrays; every scale pointer is 16-byte aligned, as cuBLASLt requires (checked). cuBLASLt
+// runs block-scaled GEMMs on compute capability 9.0 with 12.9 or later only (gemm_block_scaling_check).
 static inline void gemm_multiply(GemmContext* ctx, const GemmOutput* out, const GemmOperand* weight,
                                  const GemmOperand* inp, int fast_accum, cudaStream_t stream) {
     int trans_a = weight->k_major, trans_b = !inp->k_major;
@@ -389,7 +396,8 @@ static inline void gemm_multiply(GemmContext* ctx, const GemmOutput* out, const 
                 inp->k, problem);
         exit(1);
     }
-    if (gemm_problem_check(&key, problem, sizeof(problem))) {
+    if (gemm_problem_check(&key, problem, sizeof(problem)) ||
+        gemm_scale_pointers_check(&key, a_scale_inv, b_scale_inv, problem, sizeof(problem))) {
         fprintf(stderr, "error: %s\n", problem);
         exit(1);
     }
@@ -408,19 +416,7 @@ static inline void gemm_multiply(GemmContext* ctx, const GemmOutput* out, const 
         if (ctx->num_plans == GEMM_MAX_PLANS) { gemm_plans_clear(ctx); }  // more problems than a step has: start over
         plan = &ctx->plans[ctx->num_plans++];
     }
-    int plan_index = (int)(plan - ctx->plans);
-    ctx->last_plan = plan_index;
-    if (block_scaled) {
-        if (!a_scale_inv || !b_scale_inv || (uintptr_t)a_scale_inv % 16 != 0 || (uintptr_t)b_scale_inv % 16 != 0) {
-            gemm_describe(problem, sizeof(problem), &key);
-            fprintf(stderr, "error: a block-scaled GEMM needs both scale arrays, 16-byte aligned (A %p, B %p): %s\n",
-                    (const void*)a_scale_inv, (const void*)b_scale_inv, problem);
-            exit(1);
-        }
-    } else {
-        a_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 0, a_scale_inv, stream);
-        b_scale_inv = gemm_aligned_scale_inv(ctx, plan_index, 1, b_scale_inv, stream);
-    }
+    ctx->last_plan = (int)(plan - ctx->plans);
     if (new_plan) {
         gemm_plan_build(ctx, plan, &key, a_scale_inv, b_scale_inv, out->bias);
     } else {

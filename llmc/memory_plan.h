@@ -90,6 +90,8 @@ typedef enum {
     GPU_ATTENTION_WORKSPACE,  // cuDNN: its workspace where it is larger than cuBLASLt's (else it shares that one)
     // FP8
     GPU_FP8_META,      // amax histories, scales, scale_invs (Fp8Meta.num_floats) fp32
+    GPU_FP8_GEMM_SCALE_INV,  // per-tensor recipes: (num_slots, 4) fp32, each scale_inv 16 bytes from the next, where
+                             // cuBLASLt reads it (current scaling: (2, num_slots, 4), the evaluation casts' second)
     GPU_FP8_STATS,     // (num_slots, 3) uint64 diagnostics counters
     GPU_FP8_DIAG_AMAX,  // (2, num_slots) fp32: each slot's step amax as the last update saw it, and its window amax
     GPU_WEIGHT_FP8,    // every FP8 module's W (OC, IC), one byte each
@@ -145,10 +147,10 @@ static const MemoryGroup gpu_buffer_group[] = {
     // att .. attention workspace
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
-    // fp8 (meta .. dy_t, the block recipes' thirteen, then current scaling's four)
+    // fp8 (meta, the GEMMs' scale_invs .. dy_t, the block recipes' thirteen, then current scaling's four)
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
-    MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
+    MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     // inputs .. gemm workspace
     MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES,
     MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES,
@@ -288,6 +290,9 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
         if (scaling == FP8_SCALING_BLOCKWISE || scaling == FP8_SCALING_MXFP8) {
             b[GPU_FP8_BLOCK_SCALE_RANGE] = 2 * (size_t)in->fp8_slots * sizeof(unsigned int);
             b[GPU_FP8_WINDOW_AMAX] = (size_t)in->fp8_slots * fp32;
+        }
+        if (scaling == FP8_SCALING_DELAYED || scaling == FP8_SCALING_CURRENT) {
+            b[GPU_FP8_GEMM_SCALE_INV] = (scaling == FP8_SCALING_CURRENT ? 2 : 1) * (size_t)in->fp8_slots * 4 * fp32;
         }
         if (scaling == FP8_SCALING_CURRENT) {
             b[GPU_FP8_WINDOW_AMAX] = (size_t)in->fp8_slots * fp32;

@@ -93,9 +93,10 @@ static void test_groups_by_hand(void) {
           "attention %zu", gpu_memory_group_bytes(&plan, MEMORY_ATTENTION));
     // FP8: the weights of every block's four linears (12 C^2 per layer) twice (W and W^T), the LM head in BF16; cast
     // scratch x, dy, dy_t of 4C columns each (fcproj's input, fc's output); every layer's kept x^T of qkv, attproj, fc
-    // (C each) and fcproj (4C); the scaling state; the counters and the diagnostics' two amaxes per slot
+    // (C each) and fcproj (4C); the scaling state; the counters, the diagnostics' two amaxes and the GEMMs' 16-byte
+    // scale_inv per slot
     size_t fp8 = 2 * L * 12 * C * C + 3 * BT * 4 * C + L * 7 * C * BT + s.in.fp8_meta_floats * 4 +
-                 (size_t)s.in.fp8_slots * (3 * 8 + 2 * 4);
+                 (size_t)s.in.fp8_slots * (3 * 8 + 2 * 4 + 16);
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_FP8) == fp8, "fp8 %zu, by hand %zu", gpu_memory_group_bytes(&plan, MEMORY_FP8),
           fp8);
     CHECK(s.in.fp8_meta_floats == (size_t)(1024 + 2) * 5 * (4 * 12 + 1), "FP8 state: (history + 2) * 5 slots * modules");
@@ -289,6 +290,8 @@ static void test_fp8_current_scaling_buffers(void) {
           "the diagnostics' step and window amaxes: (2, slots) fp32 in both recipes");
     CHECK(current.bytes[GPU_FP8_META] == (1 + 2) * S * 4 && delayed.bytes[GPU_FP8_META] == (1024 + 2) * S * 4,
           "FP8 metadata: one history row instead of 1024");
+    CHECK(delayed.bytes[GPU_FP8_GEMM_SCALE_INV] == S * 16 && current.bytes[GPU_FP8_GEMM_SCALE_INV] == 2 * S * 16,
+          "the GEMMs' scale_invs, 16 bytes each: every slot's (delayed), and the evaluation casts' too (current)");
 }
 
 // The block recipes' buffers at d12, B 8, T 1024 (BT 8192), sums written out from the shapes. blockwise: the FP8 codes
@@ -340,6 +343,8 @@ static void test_fp8_block_recipe_buffers(void) {
           "mxfp8: weights and dy dequantized twice (rowwise, columnwise: one cast makes both), x once, in bf16");
     CHECK(mxfp8.bytes[GPU_FP8_BLOCK_SCALE_RANGE] == 2 * S * 4 && mxfp8.bytes[GPU_FP8_WINDOW_AMAX] == S * 4,
           "mxfp8: block scale ranges and window amaxes");
+    CHECK(blockwise.bytes[GPU_FP8_GEMM_SCALE_INV] == 0 && mxfp8.bytes[GPU_FP8_GEMM_SCALE_INV] == 0,
+          "block recipes: no strided per-slot scale_invs (their GEMMs read whole scale arrays)");
 }
 
 // The block recipes' scale arrays where the widths end in partial blocks, sized with ceil (fp8/block.h's layouts): d48

@@ -25,7 +25,7 @@ Build: make dev/cuda/fp8_current_scaling     Run: ./dev/cuda/fp8_current_scaling
 #include "bench.h"
 
 // Device cells of one cast, in this order: the previous scale, this cast's scale, scale_inv, tensor amax, row 0.
-enum { CELL_PREVIOUS, CELL_SCALE, CELL_SCALE_INV, CELL_AMAX, CELL_ROW0, NUM_CELLS };
+enum { CELL_PREVIOUS, CELL_SCALE, CELL_SCALE_INV, CELL_AMAX, CELL_ROW0, CELL_GEMM_SCALE_INV, NUM_CELLS };
 
 typedef enum { VALUES_NORMAL, VALUES_ZERO, VALUES_WITH_INF, VALUES_WITH_NAN, VALUES_DENORMAL } Values;
 static const char* values_name[] = {"normal", "all zero", "with an inf", "with a NaN", "only denormals"};
@@ -86,11 +86,12 @@ static void check_cast(int rows, int cols, Fp8Format format, int margin, Values 
     __nv_bfloat16* d_x = d.x;
     uint8_t *d_out = d.out, *d_out_t = d.out_t;
     float* d_cells = d.cells;
-    float cells[NUM_CELLS] = {previous_scale, -1.0f, -1.0f, -1.0f, row0_before};
+    float cells[NUM_CELLS] = {previous_scale, -1.0f, -1.0f, -1.0f, row0_before, -1.0f};
     cudaCheck(cudaMemcpy(d_x, x, n * 2, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_cells, cells, sizeof(cells), cudaMemcpyHostToDevice));
     float* scale_cell = separate_target ? d_cells + CELL_SCALE : d_cells + CELL_PREVIOUS;
-    Fp8CurrentScale target = {d_cells + CELL_PREVIOUS, scale_cell, d_cells + CELL_SCALE_INV, d_cells + CELL_AMAX, margin};
+    Fp8CurrentScale target = {d_cells + CELL_PREVIOUS, scale_cell, d_cells + CELL_SCALE_INV,
+                              d_cells + CELL_GEMM_SCALE_INV, d_cells + CELL_AMAX, margin};
     cudaCheck(fp8_amax_scale(d_x, n, format, target, workspace, num_sms, 0));
     if (transpose) {
         cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_x, rows, cols, scale_cell, d_cells + CELL_ROW0, NULL, format, 0));
@@ -117,6 +118,9 @@ static void check_cast(int rows, int cols, Fp8Format format, int margin, Values 
           "%s %s %dx%d margin %d, %s: scale %g scale_inv %g amax %g row0 %g, CPU %g %g %g %g", name,
           fp8_format_name(format), rows, cols, margin, values_name[kind], got_scale, cells[CELL_SCALE_INV],
           cells[CELL_AMAX], cells[CELL_ROW0], want_scale, want_scale_inv, want_amax, want_row0);
+    CHECK(same_bits(cells[CELL_GEMM_SCALE_INV], want_scale_inv), "%s %s %dx%d margin %d, %s: the GEMMs' copy of "
+          "scale_inv is %g, the CPU's scale_inv %g", name, fp8_format_name(format), rows, cols, margin,
+          values_name[kind], cells[CELL_GEMM_SCALE_INV], want_scale_inv);
     if (separate_target) {
         CHECK(cells[CELL_PREVIOUS] == previous_scale, "evaluation-style cast: the previous scale's cell was written");
     }
@@ -175,7 +179,7 @@ static void benchmark(void) {
         cudaCheck(cudaMemset(d_x, 0x3F, n * 2));
         cudaCheck(cudaMemset(d_cells, 0, NUM_CELLS * sizeof(float)));
         Fp8CurrentScale target = {d_cells + CELL_PREVIOUS, d_cells + CELL_PREVIOUS, d_cells + CELL_SCALE_INV,
-                                  d_cells + CELL_AMAX, 0};
+                                  d_cells + CELL_GEMM_SCALE_INV, d_cells + CELL_AMAX, 0};
         float ms[4];  // delayed cast, current cast, delayed cast+T, current cast+T
         for (int variant = 0; variant < 4; variant++) {
             int current = variant % 2, transpose = variant / 2;

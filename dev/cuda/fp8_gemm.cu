@@ -8,9 +8,9 @@ product in double of the very operands the GPU gets (FP8 bytes dequantized, bf16
                                  accumulating into fp32
   plans:                         the same problem at 256-byte-aligned and at 16-byte-aligned pointers gets two plans
                                  (the alignment is part of the key), and both are right
-  as the trainer calls them:     on a stream of its own, with the scale_invs at slots of one float array (16-byte and
-                                 4/8-byte aligned: cuBLASLt refuses the latter, and gemm.cuh must copy them to an
-                                 aligned cell first)
+  as the trainer calls them:     on a stream of its own, with the scale_invs at 16-byte-strided slots of one float
+                                 array (the GPU trainer's copy for its GEMMs); scale pointers 4 or 8 bytes past 16 are
+                                 refused in one line before cuBLASLt sees them (it refuses them at the call)
 then TFLOP/s of BF16 and FP8 at the d12 shapes (B*T = 64*1024).
 
 Tolerance, per output element, from sum |a_i * b_i| (the magnitude the sum passes through, not the result, which
@@ -101,8 +101,8 @@ typedef struct {
 
 // One call of gemm_multiply against the CPU. offset: bytes added to every device pointer (0: cudaMalloc's 256-byte
 // alignment; 16: what a later layer's slice of a buffer may have). scale_slot: 0 gives each scale_inv its own
-// allocation; n > 0 puts A's at index n and B's at 2n of one float array, as the trainer's FP8 metadata holds them
-// (scale_inv + slot: 4-byte-aligned pointers). stream: where the GEMM runs (the trainer's is not the default one).
+// allocation; n > 0 puts A's at index n and B's at 2n of one float array, as the trainer's strided copy of its FP8
+// metadata's scale_invs holds them (n a multiple of 4). stream: where the GEMM runs (the trainer's is not the default).
 static void check_case(const GemmCase* c, size_t offset, int scale_slot, cudaStream_t stream, GemmContext* ctx,
                        Rng* rng) {
     int fp8 = gemm_type_is_fp8(c->a_type);
@@ -224,15 +224,37 @@ int main(void) {
     snprintf(what, sizeof(what), "16-byte-aligned pointers got plans of their own (%d plans before, %d after)",
              plans_before, ctx.num_plans);
     report(ctx.num_plans == plans_before + 2, what);
-    // as the trainer calls them: on a stream of its own, then the scale_invs at slots of one metadata array (16-byte
-    // and 4-byte aligned), each FP8 form
+    // as the trainer calls them: on a stream of its own, then the scale_invs at slots of one array 16 bytes apart
+    // (the trainer's fp8_gemm_scale_inv, FP8_GEMM_SCALE_INV_STRIDE floats a slot), each FP8 form
     cudaStream_t stream;
     cudaCheck(cudaStreamCreate(&stream));
     check_case(&cases[0], 0, 0, stream, &ctx, &rng);
-    for (int slot = 4; slot >= 1; slot -= 3) {
+    for (int slot = 4; slot <= 8; slot += 4) {
         for (int i = 0; i < 4; i++) { check_case(&cases[i], 0, slot, stream, &ctx, &rng); }
     }
     cudaCheck(cudaStreamDestroy(stream));
+    // and a scale pointer 4, 8 or 12 bytes past 16 is refused in one line (gemm_multiply exits with it) before
+    // cuBLASLt refuses it at the call; NULL (a scale of 1) and 16-byte-aligned ones pass
+    {
+        DeviceList cells = {{NULL}, 0};
+        float* d_cells;
+        device_alloc(&cells, &d_cells, 64 * sizeof(float));
+        GemmKey key = gemm_key(d_cells, CUDA_R_16BF, d_cells, CUDA_R_8F_E4M3, 1, d_cells, CUDA_R_8F_E4M3, 0, NULL, 192,
+                               256, 128, 0, 1, scalar, scalar);
+        char err[640];
+        int refused_all = 1;
+        for (int misaligned = 1; misaligned < 4; misaligned++) {
+            refused_all &= gemm_scale_pointers_check(&key, d_cells + misaligned, d_cells, err, sizeof(err)) != 0;
+            refused_all &= gemm_scale_pointers_check(&key, d_cells, d_cells + 4 + misaligned, err, sizeof(err)) != 0;
+        }
+        int passed_aligned = gemm_scale_pointers_check(&key, d_cells + 4, d_cells + 8, err, sizeof(err)) == 0 &&
+                             gemm_scale_pointers_check(&key, NULL, NULL, err, sizeof(err)) == 0;
+        gemm_scale_pointers_check(&key, d_cells + 1, d_cells, err, sizeof(err));
+        printf("  the refusal reads: %s\n", err);
+        report(refused_all && passed_aligned, "FP8 scale pointers: 4/8/12 bytes past 16 refused, 16-byte-aligned and "
+                                              "NULL taken");
+        device_list_free(&cells);
+    }
 
     // throughput at the d12 shapes, B*T = 65536
     struct { const char* name; int out_cols, k; } shapes[4] = {{"qkv", 2304, 768}, {"attproj", 768, 768}, {"fc", 3072, 768},

@@ -4,7 +4,9 @@ bit (R1 of llmc/tolerance.h: the same float operations, a maximum and a division
 rule (fp8_meta_update in fp8/meta.h) on random histories with 0, tiny, inf and NaN amaxes, for both algorithms, several
 margins and intervals, histories of 1 row, a few rows, fewer and more rows than one of the kernel's passes covers, and
 1024; before every update, the diagnostics' amaxes (fp8_meta_window_amax_launch: row 0 and the window of every
-slot) against the CPU's fp8_meta_window_amax, bit for bit too (a maximum); then times one launch at the model sizes (d12: 49 modules, d48: 193, amax_history_len 1024) on histories full of
+slot) against the CPU's fp8_meta_window_amax, bit for bit too (a maximum); after the last, the GEMMs' strided copy of
+scale_inv (made whole by fp8_gemm_scale_inv_refresh_launch, then kept by the update) against the CPU's scale_inv; then
+times one launch at the model sizes (d12: 49 modules, d48: 193, amax_history_len 1024) on histories full of
 real amaxes, with row 0 refilled before every timed launch (the kernel zeroes it, and a slot whose row 0 is 0 is
 skipped: timing launches after the first would time an empty kernel).
 
@@ -60,6 +62,11 @@ static size_t compare_run(int modules, int history_len, AmaxComputeAlgo algo, in
     Fp8Meta on_device = meta;  // the same layout, pointing into the device copy
     fp8_meta_point_into(&on_device, device);
     size_t S = (size_t)meta.num_slots, mismatches = 0;
+    // the GEMMs' strided copy of scale_inv: made whole from the start values, then kept by every update
+    float* gemm_scale_inv = NULL;
+    cudaCheck(cudaMalloc(&gemm_scale_inv, S * FP8_GEMM_SCALE_INV_STRIDE * sizeof(float)));
+    cudaCheck(cudaMemset(gemm_scale_inv, 0xFF, S * FP8_GEMM_SCALE_INV_STRIDE * sizeof(float)));  // NaN until written
+    cudaCheck(fp8_gemm_scale_inv_refresh_launch(&on_device, gemm_scale_inv, 0));
     float *device_amaxes, *host_window = (float*)malloc(S * sizeof(float)), *back_amaxes = (float*)malloc(2 * S * sizeof(float));
     cudaCheck(cudaMalloc(&device_amaxes, 2 * S * sizeof(float)));  // (2, S): last, window
     for (int step = 0; step < steps; step++) {
@@ -78,9 +85,23 @@ static size_t compare_run(int modules, int history_len, AmaxComputeAlgo algo, in
             mismatches += !ok;
         }
         fp8_meta_update(&meta, &recipe, step);
-        cudaCheck(fp8_meta_update_launch(&on_device, &recipe, step, 0));
+        cudaCheck(fp8_meta_update_launch(&on_device, gemm_scale_inv, &recipe, step, 0));
     }
     cudaCheck(cudaFree(device_amaxes));
+    float* strided = (float*)malloc(S * FP8_GEMM_SCALE_INV_STRIDE * sizeof(float));
+    cudaCheck(cudaMemcpy(strided, gemm_scale_inv, S * FP8_GEMM_SCALE_INV_STRIDE * sizeof(float),
+                         cudaMemcpyDeviceToHost));
+    for (size_t s = 0; s < S; s++) {
+        if (!same_float(strided[s * FP8_GEMM_SCALE_INV_STRIDE], meta.scale_inv[s])) {
+            if (mismatches < 5) {
+                printf("  slot %zu: the GEMMs' scale_inv %a, cpu %a\n", s, strided[s * FP8_GEMM_SCALE_INV_STRIDE],
+                       meta.scale_inv[s]);
+            }
+            mismatches++;
+        }
+    }
+    free(strided);
+    cudaCheck(cudaFree(gemm_scale_inv));
     free(host_window);
     free(back_amaxes);
     float* back = (float*)malloc(bytes);
@@ -109,7 +130,8 @@ int main(void) {
                 size_t bad = compare_run(49, lens[li], (AmaxComputeAlgo)algo, margin, interval, 25, 1000 + li * 10 + algo);
                 printf("%s len %4d %-11s margin %d interval %d: %s\n", bad ? "FAIL" : "PASS", lens[li],
                        amax_compute_algo_name((AmaxComputeAlgo)algo), margin, interval,
-                       bad ? "differs from the CPU rule" : "update and diagnostics' amaxes bit-exact");
+                       bad ? "differs from the CPU rule"
+                           : "update, the GEMMs' scale_invs and diagnostics' amaxes bit-exact");
                 failures += bad != 0;
                 checks++;
             }
@@ -144,11 +166,11 @@ int main(void) {
         // restores row 0 before each is not timed
         BenchTimer timers[REPS];
         for (int r = 0; r < REPS; r++) { bench_timer_init(&timers[r]); }
-        cudaCheck(fp8_meta_update_launch(&on_device, &recipe, 0, 0));  // warm-up
+        cudaCheck(fp8_meta_update_launch(&on_device, NULL, &recipe, 0, 0));  // warm-up
         for (int r = 0; r < REPS; r++) {
             cudaCheck(cudaMemcpyAsync(device, row0, meta.num_slots * sizeof(float), cudaMemcpyDeviceToDevice, 0));
             bench_start(&timers[r]);
-            cudaCheck(fp8_meta_update_launch(&on_device, &recipe, r, 0));
+            cudaCheck(fp8_meta_update_launch(&on_device, NULL, &recipe, r, 0));
             bench_stop(&timers[r]);
         }
         cudaCheck(cudaDeviceSynchronize());
