@@ -2182,6 +2182,131 @@ static void test_recompute_bit_identical(void) {
     }
 }
 
+// ----------------------------------------------------------------------------
+// A step queues its work without waiting for the GPU (issue 56's host stalls), checked with a gate: a kernel at the
+// head of the stream that spins until the host opens it (a flag in mapped pinned memory), or gives up after 20 s of
+// GPU time and records that it did. The host queues a part of a step behind the closed gate, then opens it: a call
+// in that part that waited for the GPU (a synchronous copy, a stream synchronize, an event read) would have waited
+// for the gate itself, which then times out. No clock decides the result, only whether the host opened the gate.
+
+__global__ void host_gate_kernel(const volatile int* open, int* timed_out, unsigned long long limit_ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    while (!*open) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        if (now - start > limit_ns) {
+            *timed_out = 1;
+            return;
+        }
+        __nanosleep(1000);
+    }
+}
+
+typedef struct {
+    int* flags;         // host: [0] open, [1] timed out (mapped pinned memory)
+    int* device_flags;  // the same two ints as the GPU addresses them
+} HostGate;
+
+static HostGate host_gate_alloc(void) {
+    HostGate g;
+    cudaCheck(cudaHostAlloc(&g.flags, 2 * sizeof(int), cudaHostAllocMapped));
+    cudaCheck(cudaHostGetDevicePointer((void**)&g.device_flags, g.flags, 0));
+    return g;
+}
+
+// Closes the gate on `stream` for at most `seconds` of GPU time
+static void host_gate_close(HostGate* g, cudaStream_t stream, unsigned long long seconds) {
+    __atomic_store_n(&g->flags[0], 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&g->flags[1], 0, __ATOMIC_SEQ_CST);
+    host_gate_kernel<<<1, 1, 0, stream>>>(g->device_flags, g->device_flags + 1, seconds * 1000000000ull);
+    cudaCheck(cudaGetLastError());
+}
+
+// Opens the gate and waits for the stream; 1 when the host opened it (nothing queued since it closed waited)
+static int host_gate_open(HostGate* g, cudaStream_t stream) {
+    __atomic_store_n(&g->flags[0], 1, __ATOMIC_SEQ_CST);
+    cudaCheck(cudaStreamSynchronize(stream));
+    return __atomic_load_n(&g->flags[1], __ATOMIC_SEQ_CST) == 0;
+}
+
+// HS 64, so that cuDNN's attention takes the heads where it is built; C 128 for blockwise's k
+static const TestShape gate_shape = {2, 64, 2, 128, 2, TV};
+
+// For every precision and recipe: a first step builds what is built once (GEMM plans, cuDNN graphs); then, behind
+// a closed gate, a training forward (its batch copies included), and after the gradient norm (which the host reads:
+// gpt2_grad_norm says why) the end of the step (FP8 update, AdamW, the weights' casts). The gated step is then the
+// CPU's step, by loss and gradient norm.
+static void test_step_queues_without_waiting(void) {
+#ifdef ENABLE_CUDNN
+    const char* attention = "cudnn";
+#else
+    const char* attention = "plain";
+#endif
+    const char* recipes[] = {"bf16", "delayed", "current", "blockwise", "mxfp8"};
+    char why[256];
+    int have_blockwise = gemm_block_scaling_check(why, sizeof(why)) == 0;
+    HostGate gate = host_gate_alloc();
+    int BT = gate_shape.B * gate_shape.T;
+    int* inputs = (int*)malloc((size_t)BT * sizeof(int));
+    int* targets = (int*)malloc((size_t)BT * sizeof(int));
+    for (int r = 0; r < 5; r++) {
+        if (!strcmp(recipes[r], "blockwise") && !have_blockwise) { continue; }
+        char flags[160], what[96];
+        if (r == 0) {
+            snprintf(flags, sizeof(flags), "-precision bf16 -attn %s", attention);
+        } else {
+            snprintf(flags, sizeof(flags), "-precision fp8 -fp8_recipe %s -attn %s", recipes[r], attention);
+        }
+        snprintf(what, sizeof(what), "%s, %s attention: ", recipes[r], attention);
+        cpu::GPT2 cpu;
+        gpu::GPT2 gpu;
+        make_shaped_pair(&cpu, &gpu, test_args_line(flags), 71 + r, &gate_shape);
+        Rng rng;
+        rng_seed(&rng, 72 + r);
+        float gpu_norm, cpu_norm;
+        random_batch(inputs, targets, BT, gate_shape.V, &rng);
+        train_step(&gpu, inputs, targets, gate_shape.B, gate_shape.T, 0, &gpu_norm);
+        train_step(&cpu, inputs, targets, gate_shape.B, gate_shape.T, 0, &cpu_norm);
+        random_batch(inputs, targets, BT, gate_shape.V, &rng);
+        cudaStream_t stream = gpu.stream;
+        if (r == 0) {  // a launch that returns only once its kernel is done (a sanitizer's) leaves nothing to check
+            host_gate_close(&gate, stream, 1);
+            int asynchronous = cudaStreamQuery(stream) == cudaErrorNotReady;
+            (void)cudaGetLastError();  // "not ready" is an answer, not an error
+            host_gate_open(&gate, stream);
+            if (!asynchronous) {
+                printf("SKIP test_step_queues_without_waiting: a kernel launch waits for its kernel here "
+                       "(a sanitizer?)\n");
+                gpt2_free(&gpu);
+                gpt2_free(&cpu);
+                break;
+            }
+        }
+        gpt2_zero_grad(&gpu);
+        host_gate_close(&gate, stream, 20);
+        gpt2_forward(&gpu, inputs, targets, gate_shape.B, gate_shape.T);
+        CHECK(host_gate_open(&gate, stream), "%sthe training forward and its batch's copies queue without waiting",
+              what);
+        gpt2_backward(&gpu, 1.0f);
+        gpu_norm = gpt2_grad_norm(&gpu);
+        host_gate_close(&gate, stream, 20);
+        gpt2_fp8_end_of_step(&gpu, 1);
+        gpt2_update(&gpu, TEST_LR, TEST_BETA1, TEST_BETA2, 1e-8f, 0.0f, gpu_norm, 1.0f, 2);
+        gpt2_cast_weights_fp8(&gpu, 1);
+        CHECK(host_gate_open(&gate, stream), "%sthe end of step (FP8 update, AdamW, the weights' casts) queues without "
+              "waiting", what);
+        float gpu_loss = gpu.mean_loss;
+        train_step(&cpu, inputs, targets, gate_shape.B, gate_shape.T, 1, &cpu_norm);
+        check_loss(&cpu, gpu_loss, BT, 1, what);
+        check_grad_norm(&cpu, gpu_norm, cpu_norm, 1, what);
+        gpt2_free(&gpu);
+        gpt2_free(&cpu);
+    }
+    free(inputs);
+    free(targets);
+    cudaCheck(cudaFreeHost(gate.flags));
+}
+
 int main(int argc, char** argv) {
     test_select(argc, argv);  // NAME... / --skip NAME: some of the cases (llmc/testing.h), e.g. under racecheck
     require_cuda_device("test_gpt_fp8");
@@ -2204,6 +2329,7 @@ int main(int argc, char** argv) {
     RUN_TEST(test_gelu_vector_and_element_paths_agree);
     RUN_TEST(test_fused_fp8_casts_bit_identical);
     RUN_TEST(test_recompute_bit_identical);
+    RUN_TEST(test_step_queues_without_waiting);
     // the block recipes: blockwise needs Hopper's block-scaled GEMMs (compute capability 9.0, cuBLASLt 12.9+)
     char why[256];
     if (gemm_block_scaling_check(why, sizeof(why)) == 0) {

@@ -201,6 +201,14 @@ typedef struct {
     int *bucket_positions, *bucket_start, *bucket_token;  // (B*T), (B*T + 1), (B*T)
     int *host_positions, *host_bucket_start, *host_bucket_token, *host_token_count;  // ... and (V)
     int num_buckets;
+    // The host's side of the copies inside a step, pinned so that they are queued on the stream like kernels and
+    // nothing waits for the GPU to hand them over: the batch (host_inputs, host_targets: (B*T) each; the inputs stay
+    // for the token buckets the backward builds), the buckets above, and the losses (B*T) coming back. Each group of
+    // copies records its event, which the host waits on before it writes that memory again: a micro-batch later,
+    // when those copies have long run.
+    int *host_inputs, *host_targets;
+    float* host_losses;
+    cudaEvent_t batch_copied, buckets_copied, losses_copied;
     float* column_partials;  // (B*T / COLUMN_SUM_ROWS, 4C) per-chunk column sums of the bias / LayerNorm gradients
     // backward scratch
     floatX *dresidual, *dbtc, *dbtc2, *dbt4c, *dqkv;  // (B,T,C) x3, (B,T,4C), (B,T,3C)
@@ -368,6 +376,9 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
     cudaCheck(cudaStreamCreate(&model->comm_stream));
     cudaCheck(cudaEventCreateWithFlags(&model->grads_ready, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&model->grads_reduced, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreateWithFlags(&model->batch_copied, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreateWithFlags(&model->buckets_copied, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreateWithFlags(&model->losses_copied, cudaEventDisableTiming));
     model->num_sms = current_device_sms();  // this rank's GPU (multi_gpu_init set it)
     model->stats_layer_floats = attention_stats_layer_floats(B, config->num_heads, T);
 #ifdef ENABLE_CUDNN
@@ -517,9 +528,12 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
     model->norm_squared = (float*)buffer[GPU_NORM_SQUARED];
     model->norm_partials = (float*)buffer[GPU_NORM_PARTIALS];
     model->amax_discard = (float*)buffer[GPU_AMAX_DISCARD];
-    model->host_positions = (int*)calloc_or_die(BT, 4, "token buckets");
-    model->host_bucket_start = (int*)calloc_or_die(BT + 1, 4, "token buckets");
-    model->host_bucket_token = (int*)calloc_or_die(BT, 4, "token buckets");
+    cudaCheck(cudaMallocHost(&model->host_inputs, BT * sizeof(int)));
+    cudaCheck(cudaMallocHost(&model->host_targets, BT * sizeof(int)));
+    cudaCheck(cudaMallocHost(&model->host_losses, BT * sizeof(float)));
+    cudaCheck(cudaMallocHost(&model->host_positions, BT * sizeof(int)));
+    cudaCheck(cudaMallocHost(&model->host_bucket_start, (BT + 1) * sizeof(int)));
+    cudaCheck(cudaMallocHost(&model->host_bucket_token, BT * sizeof(int)));
     model->host_token_count = (int*)calloc_or_die((size_t)model->config.vocab_size, 4, "token counts");
     if (model->precision == PRECISION_FP8) {
         fp8_meta_point_into(&model->fp8, (float*)buffer[GPU_FP8_META]);
@@ -577,11 +591,16 @@ static void gpt2_free(GPT2* model) {
     cublasCheck(cublasDestroy(model->cublas));
     cudaCheck(cudaEventDestroy(model->grads_ready));
     cudaCheck(cudaEventDestroy(model->grads_reduced));
+    cudaCheck(cudaEventDestroy(model->batch_copied));
+    cudaCheck(cudaEventDestroy(model->buckets_copied));
+    cudaCheck(cudaEventDestroy(model->losses_copied));
     cudaCheck(cudaStreamDestroy(model->stream));
     cudaCheck(cudaStreamDestroy(model->comm_stream));
-    free(model->host_positions);
-    free(model->host_bucket_start);
-    free(model->host_bucket_token);
+    void* pinned[] = {model->host_inputs, model->host_targets, model->host_losses, model->host_positions,
+                      model->host_bucket_start, model->host_bucket_token};  // NULL where never allocated
+    for (size_t i = 0; i < sizeof(pinned) / sizeof(pinned[0]); i++) {
+        if (pinned[i]) { cudaCheck(cudaFreeHost(pinned[i])); }
+    }
     free(model->host_token_count);
     free(model->weight_fp8_offset);
     free(model->input_t_offset);
@@ -1245,31 +1264,52 @@ static void layernorm_linear_forward(GPT2* model, int l, int kind, floatX* out, 
     linear_fprop(model, module, out, &x_fp8);
 }
 
-// inputs, targets (B, T) host -> device (targets may be NULL: not copied), and the token buckets of the encoder
-// backward. The copies are synchronous: the host scratch is reused by the next batch.
+// inputs, targets (B, T) host -> device (targets may be NULL: not copied), queued on the stream from the pinned
+// host_inputs / host_targets: the host hands the batch over without waiting for the GPU. host_inputs keeps the
+// inputs for the token buckets the backward builds (gpt2_set_buckets).
 static void gpt2_set_batch(GPT2* model, const int* inputs, const int* targets) {
-    int BT = model->B * model->T;
-    model->num_buckets = encoder_buckets(inputs, BT, model->config.vocab_size, model->host_positions,
-                                         model->host_bucket_start, model->host_bucket_token, model->host_token_count);
-    cudaCheck(cudaMemcpy(model->inputs, inputs, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
-    if (targets) { cudaCheck(cudaMemcpy(model->targets, targets, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice)); }
-    cudaCheck(cudaMemcpy(model->bucket_positions, model->host_positions, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(model->bucket_start, model->host_bucket_start, (size_t)(model->num_buckets + 1) * sizeof(int),
-                         cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(model->bucket_token, model->host_bucket_token, (size_t)model->num_buckets * sizeof(int),
-                         cudaMemcpyHostToDevice));
+    size_t bytes = (size_t)model->B * model->T * sizeof(int);
+    cudaCheck(cudaEventSynchronize(model->batch_copied));  // the last batch's copies have read the pinned memory
+    memcpy(model->host_inputs, inputs, bytes);
+    cudaCheck(cudaMemcpyAsync(model->inputs, model->host_inputs, bytes, cudaMemcpyHostToDevice, model->stream));
+    if (targets) {
+        memcpy(model->host_targets, targets, bytes);
+        cudaCheck(cudaMemcpyAsync(model->targets, model->host_targets, bytes, cudaMemcpyHostToDevice, model->stream));
+    }
+    cudaCheck(cudaEventRecord(model->batch_copied, model->stream));
 }
 
-// The mean of the batch's losses (B*T on the device), summed on the host in double as the CPU's.
-static float gpt2_mean_loss(GPT2* model) {
+// The encoder backward's token buckets of the batch gpt2_set_batch kept (encoder_buckets), built on the host and
+// queued to the device. gpt2_backward calls it after queuing every layer's backward, so the host builds them while
+// the GPU runs those (llm.c's order), and the copies land just before the encoder backward reads them.
+static void gpt2_set_buckets(GPT2* model) {
+    int BT = model->B * model->T;
+    cudaStream_t s = model->stream;
+    cudaCheck(cudaEventSynchronize(model->buckets_copied));  // the last buckets' copies have read the pinned memory
+    model->num_buckets = encoder_buckets(model->host_inputs, BT, model->config.vocab_size, model->host_positions,
+                                         model->host_bucket_start, model->host_bucket_token, model->host_token_count);
+    cudaCheck(cudaMemcpyAsync(model->bucket_positions, model->host_positions, (size_t)BT * sizeof(int),
+                              cudaMemcpyHostToDevice, s));
+    cudaCheck(cudaMemcpyAsync(model->bucket_start, model->host_bucket_start, (size_t)(model->num_buckets + 1) * sizeof(int),
+                              cudaMemcpyHostToDevice, s));
+    cudaCheck(cudaMemcpyAsync(model->bucket_token, model->host_bucket_token, (size_t)model->num_buckets * sizeof(int),
+                              cudaMemcpyHostToDevice, s));
+    cudaCheck(cudaEventRecord(model->buckets_copied, s));
+}
+
+// The mean of the batch's losses (B*T, host_losses once copied back), summed on the host in double as the CPU's.
+static float gpt2_losses_mean(const GPT2* model) {
     size_t BT = (size_t)model->B * model->T;
-    float* losses = (float*)calloc_or_die(BT, sizeof(float), "losses");
-    cudaCheck(cudaMemcpyAsync(losses, model->acts.losses, BT * sizeof(float), cudaMemcpyDeviceToHost, model->stream));
-    cudaCheck(cudaStreamSynchronize(model->stream));
     double sum = 0.0;
-    for (size_t i = 0; i < BT; i++) { sum += losses[i]; }
-    free(losses);
+    for (size_t i = 0; i < BT; i++) { sum += model->host_losses[i]; }
     return (float)(sum / BT);
+}
+
+// Queues the copy of the batch's losses (B*T on the device) into host_losses, after the classifier that wrote them.
+static void gpt2_copy_losses_to_host(GPT2* model) {
+    size_t bytes = (size_t)model->B * model->T * sizeof(float);
+    cudaCheck(cudaMemcpyAsync(model->host_losses, model->acts.losses, bytes, cudaMemcpyDeviceToHost, model->stream));
+    cudaCheck(cudaEventRecord(model->losses_copied, model->stream));
 }
 
 // Forward on inputs and targets (B, T), host arrays (targets may be NULL: logits only, for sampling), B and T as
@@ -1317,7 +1357,9 @@ static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int
     model->mean_loss = -1.0f;
     if (targets && !model->training) {  // evaluation: the losses now, the logits kept
         fused_classifier(a->logits, a->losses, 0.0f, model->targets, B, T, V, Vp, 0, s);
-        model->mean_loss = gpt2_mean_loss(model);
+        gpt2_copy_losses_to_host(model);
+        cudaCheck(cudaEventSynchronize(model->losses_copied));  // evaluation's loss is read now: nothing else is queued
+        model->mean_loss = gpt2_losses_mean(model);
     }
 }
 
@@ -1408,7 +1450,7 @@ static void gpt2_backward(GPT2* model, float loss_scale) {
     cudaStream_t s = model->stream;
     float dloss = loss_scale / (float)(B * T);  // d(mean loss)/d(loss_bt), the CPU's expression
     fused_classifier(a->logits, a->losses, dloss, model->targets, B, T, V, Vp, 1, s);
-    model->mean_loss = gpt2_mean_loss(model);
+    gpt2_copy_losses_to_host(model);  // mean_loss is read at the end, once the whole backward is queued
     // LM head: dlnf -> dbtc; then the final LayerNorm into dresidual (the gradient of the last residual stream)
     linear_backward(model, linear_lm_head(model->config.num_layers), model->dbtc, a->logits, a->lnf, B, T);
     cudaCheck(cudaMemsetAsync(model->dresidual, 0, BTC * 2, s));
@@ -1439,6 +1481,7 @@ static void gpt2_backward(GPT2* model, float loss_scale) {
         layernorm_backward_layer(model, &ln1, model->dbtc);
         if (model->reduce_in_backward) { gpt2_reduce_gradients_async(model, l); }  // block l's gradients are final
     }
+    gpt2_set_buckets(model);
     EncoderBuckets buckets = {model->bucket_positions, model->bucket_start, model->bucket_token, model->num_buckets};
     encoder_backward(g->wte, g->wpe, model->dresidual, &buckets, B, T, C, s);
     if (model->reduce_in_backward) {  // the shared tensors, then the compute stream waits for every reduction
@@ -1446,10 +1489,16 @@ static void gpt2_backward(GPT2* model, float loss_scale) {
         cudaCheck(cudaEventRecord(model->grads_reduced, model->comm_stream));
         cudaCheck(cudaStreamWaitEvent(s, model->grads_reduced, 0));
     }
+    // The host waits here for the classifier's losses, with the rest of the backward already in the GPU's queue (the
+    // main loop needs the loss: a step whose loss is not finite is skipped).
+    cudaCheck(cudaEventSynchronize(model->losses_copied));
+    model->mean_loss = gpt2_losses_mean(model);
 }
 
 // The gradient norm: this rank's shard's sum of squares (per-block partials, then one block adds them in order: the
-// same bits every run), summed over the ranks, into model->norm_squared where AdamW reads it; also returned.
+// same bits every run), summed over the ranks, into model->norm_squared; returned. The host waits for it here, the
+// one wait inside a step besides the mean loss's (gpt2_backward): whether the step is skipped (a loss or norm that is
+// not finite) decides what the host queues next, and AdamW's clip scale comes from it, computed as the CPU's.
 static float gpt2_grad_norm(GPT2* model) {
     MultiGpu* mg = model->multi_gpu;
     cudaStream_t s = model->stream;
@@ -1705,7 +1754,7 @@ static void write_fp8_diagnostics(GPT2* model, FILE* f, int step) {
     Fp8Meta host = fp8_meta_host_copy(model);
     Fp8QuantStats* stats = (Fp8QuantStats*)calloc_or_die((size_t)S, sizeof(Fp8QuantStats), "FP8 stats");
     cudaCheck(cudaMemcpy(stats, model->fp8_stats, (size_t)S * sizeof(Fp8QuantStats), cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemset(model->fp8_stats, 0, (size_t)S * sizeof(Fp8QuantStats)));
+    cudaCheck(cudaMemsetAsync(model->fp8_stats, 0, (size_t)S * sizeof(Fp8QuantStats), model->stream));
     gpt2_fp8_diag_amaxes_to_host(model);
     gpt2_fp8_block_scale_ranges_to_host(model);
     LinearPrecision lp = gpt2_linear_precision(model);
