@@ -9,22 +9,60 @@ norm, then the moments, then the decoupled decay). And the fp32 -> bf16 copy of 
 
 #include "cuda_common.cuh"
 
+// One parameter's AdamW: the master weight w after the step, its moments *m and *v updated, from its gradient. Both
+// paths of adamw_kernel call it, so they give the same bits.
+__device__ __forceinline__ float adamw_element(float w, float grad_unclipped, float* m, float* v, float lr, float beta1,
+                                               float beta2, float bias1, float bias2, float eps, float weight_decay,
+                                               float clip_scale) {
+    float grad = grad_unclipped * clip_scale;
+    float mi = beta1 * *m + (1.0f - beta1) * grad;
+    float vi = beta2 * *v + (1.0f - beta2) * grad * grad;
+    *m = mi;
+    *v = vi;
+    w -= lr * ((mi / bias1) / (sqrtf(vi / bias2) + eps) + weight_decay * w);
+    return w;
+}
+
 // AdamW on fp32 master weights; writes the bf16 copy the GEMMs read. clip_scale: the gradient clipping's factor,
 // min(1, grad_clip / norm), computed once on the host from the global norm, as the CPU's gpt2_update does.
+// ADAMW_VECTOR parameters a thread: where `vectorized` (every pointer 16-byte aligned) as 16-byte loads and stores,
+// two of each fp32 array and one of the bf16 weights, several in flight at once; else, and for the tail of n, one by
+// one. AdamW moves 30 bytes a parameter, the most of any pass at the end of a step.
+#define ADAMW_VECTOR 8
 __global__ void adamw_kernel(float* master, floatX* params, const float* grads, float* m, float* v, size_t n, float lr,
                              float beta1, float beta2, float bias1, float bias2, float eps, float weight_decay,
-                             float clip_scale) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) { return; }
-    float grad = grads[i] * clip_scale;
-    float mi = beta1 * m[i] + (1.0f - beta1) * grad;
-    float vi = beta2 * v[i] + (1.0f - beta2) * grad * grad;
-    m[i] = mi;
-    v[i] = vi;
-    float w = master[i];
-    w -= lr * ((mi / bias1) / (sqrtf(vi / bias2) + eps) + weight_decay * w);
-    master[i] = w;
-    params[i] = __float2bfloat16_rn(w);
+                             float clip_scale, int vectorized) {
+    size_t first = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * ADAMW_VECTOR;
+    if (first >= n) { return; }
+    if (vectorized && first + ADAMW_VECTOR <= n) {
+        float w[8], g[8], mv[8], vv[8];
+        for (int h = 0; h < 2; h++) {  // two 16-byte vectors of each fp32 array
+            *reinterpret_cast<float4*>(w + 4 * h) = reinterpret_cast<const float4*>(master + first)[h];
+            *reinterpret_cast<float4*>(g + 4 * h) = reinterpret_cast<const float4*>(grads + first)[h];
+            *reinterpret_cast<float4*>(mv + 4 * h) = reinterpret_cast<const float4*>(m + first)[h];
+            *reinterpret_cast<float4*>(vv + 4 * h) = reinterpret_cast<const float4*>(v + first)[h];
+        }
+        uint4 out;
+        floatX* os = reinterpret_cast<floatX*>(&out);
+        for (int i = 0; i < 8; i++) {
+            w[i] = adamw_element(w[i], g[i], &mv[i], &vv[i], lr, beta1, beta2, bias1, bias2, eps, weight_decay,
+                                 clip_scale);
+            os[i] = __float2bfloat16_rn(w[i]);
+        }
+        for (int h = 0; h < 2; h++) {
+            reinterpret_cast<float4*>(master + first)[h] = *reinterpret_cast<const float4*>(w + 4 * h);
+            reinterpret_cast<float4*>(m + first)[h] = *reinterpret_cast<const float4*>(mv + 4 * h);
+            reinterpret_cast<float4*>(v + first)[h] = *reinterpret_cast<const float4*>(vv + 4 * h);
+        }
+        *reinterpret_cast<uint4*>(params + first) = out;
+        return;
+    }
+    for (size_t i = first; i < n && i < first + ADAMW_VECTOR; i++) {
+        float w = adamw_element(master[i], grads[i], &m[i], &v[i], lr, beta1, beta2, bias1, bias2, eps, weight_decay,
+                                clip_scale);
+        master[i] = w;
+        params[i] = __float2bfloat16_rn(w);
+    }
 }
 
 // fp32 -> bf16 copy (initial parameters, loaded checkpoints)
@@ -35,11 +73,20 @@ __global__ void float_to_bf16_kernel(floatX* out, const float* inp, size_t n) {
 
 // One AdamW step of n parameters: master, m, v (n) fp32 updated, params (n) bf16 written; bias1, bias2 the bias
 // corrections 1 - beta^t; clip_scale the gradient clipping's factor
+// Whether adamw_kernel takes these arrays 16 bytes at a time: every pointer 16-byte aligned (a shard or a tensor
+// that starts at a multiple of 8 parameters)
+static inline int adamw_vectorized(const float* master, const floatX* params, const float* grads, const float* m,
+                                   const float* v) {
+    return all_aligned_16(master, params, grads) && all_aligned_16(m, v, v);
+}
+
 static inline void adamw_update(float* master, floatX* params, const float* grads, float* m, float* v, size_t n,
                                 float learning_rate, float beta1, float beta2, float bias1, float bias2, float eps,
                                 float weight_decay, float clip_scale, cudaStream_t stream) {
-    adamw_kernel<<<blocks_for(n, 512), 512, 0, stream>>>(master, params, grads, m, v, n, learning_rate, beta1, beta2,
-                                                         bias1, bias2, eps, weight_decay, clip_scale);
+    size_t threads = (n + ADAMW_VECTOR - 1) / ADAMW_VECTOR;
+    adamw_kernel<<<blocks_for(threads, 256), 256, 0, stream>>>(master, params, grads, m, v, n, learning_rate, beta1,
+                                                               beta2, bias1, bias2, eps, weight_decay, clip_scale,
+                                                               adamw_vectorized(master, params, grads, m, v));
     cudaCheck(cudaGetLastError());
 }
 
