@@ -15,7 +15,8 @@ differing bf16 roundings on a tensor's path), computed there, and printed beside
         updates behind it (weights: bit for bit before the first update, then R6's bound), and the losses and
         gradient norms per step likewise (R4, R5, R6);
   medium: the same at L 2, C 768, NH 12, T 384, V 1024, where every kernel loop runs more than one pass, and the
-        encoder backward's bucket loop with a grid smaller than the bucket count (R1);
+        encoder backward's bucket loop with a grid smaller than the bucket count (R1); and at GPT-2 XL's width (one
+        block of C 1600, 25 heads of 64, B*T 128);
   current scaling (-fp8_recipe current): a weight cast and an activation cast give the CPU's bytes, scale, scale_inv
         and amax bit for bit from the GPU's own bf16 tensors (R1); an evaluation forward changes no FP8 state and gives
         the logits of a recording forward (R1); 5 steps track the CPU run as for delayed scaling;
@@ -43,6 +44,12 @@ differing bf16 roundings on a tensor's path), computed there, and printed beside
         (where the GPU runs its GEMMs), with plain and with cuDNN attention (in FP8 this pins the x^T the forward keeps
         for a wgrad to the one the backward casts from a remade input, and the layer slices of the inputs; the kept x^T
         is also the forward's x, transposed, byte for byte, R1).
+  fused casts (delayed): GELU and LayerNorm inside the casts give the bits of the separate kernels over 3 steps (R1),
+        at C 64 and C 384;
+  the step's host side: a training forward and an end of step queue without waiting for the GPU (a gate kernel the
+        host opens after queuing them), in every precision and recipe; AdamW's 16-byte path the bits of its element
+        path (R1), the gradient norm at four alignments within R2 of the sum in double; the GEMMs' 16-byte-strided
+        scale_invs equal the metadata's (with the FP8 state, R1).
 The tests above the cuDNN ones run the plain attention (-attn plain), so that they check the rest of the trainer
 whatever cuDNN does.
 The per-kernel checks (cast bytes, update rule bit-exact on random histories, GEMMs, current scaling's amax pass) are
@@ -1234,6 +1241,13 @@ static void test_medium_fp8_state_after_1_and_5_steps(void) {
     shaped_five_steps(test_args("fp8"), &medium_shape, 43, "medium fp8", 1);
 }
 
+// GPT-2 XL's width against the CPU (issue 55: at C 1600 the GPU had only been timed): one block of C 1600 with 25
+// heads of 64 (d48's), B*T 128, five delayed-scaling steps, the same checks and tolerances as the medium model's
+static void test_medium_xl_width_fp8_five_steps(void) {
+    static const TestShape xl_shape = {1, 128, 1, 1600, 25, 1024};
+    shaped_five_steps(test_args("fp8"), &xl_shape, 47, "C 1600 fp8", 1);
+}
+
 // ----------------------------------------------------------------------------
 // the block recipes (-fp8_recipe blockwise | mxfp8): a shape whose every blocked dimension is a multiple of 128
 // (C 128, 3C, 4C; B*T 128, the FP8 wgrad's reduction dimension)
@@ -1852,13 +1866,14 @@ static void test_encoder_backward_bucket_stride(void) {
 // them (-fp8_fused_casts 0): three training steps, with the diagnostics counters on, give the same losses, gradients,
 // master and bf16 weights, FP8 state (histories, scales) and counts, bit for bit (R1: the same functions of the same
 // bf16 values). That the fused kernels are what ran: the fused model's fch_gelu, ln1 and ln2 still hold the bytes
-// they were filled with, the other's do not.
-static void test_fused_fp8_casts_bit_identical(void) {
+// they were filled with, the other's do not. At `shape`, weights from `seed`, batches from seed + 1.
+static void fused_fp8_casts_bit_identical_at(const TestShape* shape, uint64_t seed) {
     cpu::GPT2 cpu_fused, cpu_separate;  // only for the same initial weights on both GPU models
     gpu::GPT2 fused, separate;
-    make_pair(&cpu_fused, &fused, "fp8", 23);
-    make_pair_with(&cpu_separate, &separate,
-                   test_args_line("-precision fp8 -fp8_amax_history_len 16 -attn plain -r 0 -fp8_fused_casts 0"), 23);
+    make_shaped_pair(&cpu_fused, &fused, test_args("fp8"), seed, shape);
+    make_shaped_pair(&cpu_separate, &separate,
+                     test_args_line("-precision fp8 -fp8_amax_history_len 16 -attn plain -r 0 -fp8_fused_casts 0"), seed,
+                     shape);
     int L = fused.config.num_layers;
     for (int l = 0; l < L; l++) {
         CHECK(gpu::gelu_in_fcproj_cast(&fused, l) && gpu::gelu_in_fc_grad_output_cast(&fused, l) &&
@@ -1890,16 +1905,23 @@ static void test_fused_fp8_casts_bit_identical(void) {
             cudaCheck(cudaMemset(made_inside[k].of[m], 0xA5, fused.memory.bytes[made_inside[k].buffer]));
         }
     }
-    int inputs[TB * TT], targets[TB * TT];
+    int BT = shape->B * shape->T;
+    int* inputs = (int*)malloc((size_t)BT * sizeof(int));
+    int* targets = (int*)malloc((size_t)BT * sizeof(int));
     Rng rng;
-    rng_seed(&rng, 24);
+    rng_seed(&rng, seed + 1);
     for (int step = 0; step < 3; step++) {
-        tiny_batch(inputs, targets, &rng);
+        random_batch(inputs, targets, BT, shape->V, &rng);
         float norm[2], loss[2];
-        for (int m = 0; m < 2; m++) { loss[m] = train_step(models[m], inputs, targets, TB, TT, step, &norm[m]); }
+        for (int m = 0; m < 2; m++) {
+            loss[m] = train_step(models[m], inputs, targets, shape->B, shape->T, step, &norm[m]);
+        }
         CHECK(memcmp(&loss[0], &loss[1], 4) == 0 && memcmp(&norm[0], &norm[1], 4) == 0,
-              "step %d: loss %.9g norm %.9g fused, %.9g %.9g separate", step, loss[0], norm[0], loss[1], norm[1]);
+              "C %d step %d: loss %.9g norm %.9g fused, %.9g %.9g separate", shape->C, step, loss[0], norm[0], loss[1],
+              norm[1]);
     }
+    free(inputs);
+    free(targets);
     cudaCheck(cudaDeviceSynchronize());
     size_t P = fused.num_parameters;
     struct {
@@ -1919,8 +1941,8 @@ static void test_fused_fp8_casts_bit_identical(void) {
         uint8_t* b = (uint8_t*)malloc(same[i].bytes);
         cudaCheck(cudaMemcpy(a, same[i].a, same[i].bytes, cudaMemcpyDeviceToHost));
         cudaCheck(cudaMemcpy(b, same[i].b, same[i].bytes, cudaMemcpyDeviceToHost));
-        CHECK(memcmp(a, b, same[i].bytes) == 0, "after 3 steps: %s bit-identical, GELU and LayerNorm fused or not (R1)",
-              same[i].what);
+        CHECK(memcmp(a, b, same[i].bytes) == 0, "C %d, after 3 steps: %s bit-identical, GELU and LayerNorm fused or not "
+              "(R1)", shape->C, same[i].what);
         free(a);
         free(b);
     }
@@ -1941,6 +1963,15 @@ static void test_fused_fp8_casts_bit_identical(void) {
     gpt2_free(&separate);
     gpt2_free(&cpu_fused);
     gpt2_free(&cpu_separate);
+}
+
+static void test_fused_fp8_casts_bit_identical(void) { fused_fp8_casts_bit_identical_at(&tiny_shape, 23); }
+
+// The same at a second width (issue 55: the kernels' own dev checks cover other widths, the trainer only ran C 64):
+// C 384, 6 heads of 64, B*T 128 (the fused casts' 64-row tiles twice)
+static void test_medium_fused_fp8_casts_bit_identical_c384(void) {
+    static const TestShape c384_shape = {2, 64, 2, 384, 6, TV};
+    fused_fp8_casts_bit_identical_at(&c384_shape, 25);
 }
 
 // GELU's two paths (llmc/gelu.cuh): the 16-byte one (aligned pointers) and the element-by-element one (a pointer 2
@@ -2391,9 +2422,11 @@ int main(int argc, char** argv) {
     RUN_TEST(test_checkpoints);
     RUN_TEST(test_medium_bf16_forward_backward);
     RUN_TEST(test_medium_fp8_state_after_1_and_5_steps);
+    RUN_TEST(test_medium_xl_width_fp8_five_steps);
     RUN_TEST(test_encoder_backward_bucket_stride);
     RUN_TEST(test_gelu_vector_and_element_paths_agree);
     RUN_TEST(test_fused_fp8_casts_bit_identical);
+    RUN_TEST(test_medium_fused_fp8_casts_bit_identical_c384);
     RUN_TEST(test_recompute_bit_identical);
     RUN_TEST(test_adamw_and_norm_vector_paths);
     RUN_TEST(test_step_queues_without_waiting);
