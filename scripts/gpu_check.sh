@@ -29,8 +29,9 @@
 #   train     data, then d12 on tinyshakespeare in BF16 and FP8 (delayed, then blockwise and mxfp8), same seed,
 #             TRAIN_STEPS steps (as scripts/compare_bf16_fp8.sh runs them, at B 8; with FP8 diagnostics, in the
 #             archive), and the plot
-#             LOGDIR/bf16_vs_fp8.png; resume: a small FP8 run killed between checkpoints and resumed with -y 1 ends with
-#             every file byte-identical to an uninterrupted run's; nan_skip: a NaN gradient at step 4 skips that step
+#             LOGDIR/bf16_vs_fp8.png; resume (delayed), resume_current, resume_blockwise, resume_mxfp8: a small FP8 run
+#             of two micro-batches a step killed between checkpoints and resumed with -y 1 ends with every file
+#             byte-identical to an uninterrupted run's; nan_skip: a NaN gradient at step 4 skips that step
 #             with a warning and the run ends with a finite loss; faults: scripts/check_run_faults.sh on train_gpt_fp8
 #             (logs that cannot be written, damaged checkpoints, the folder lock, -start_over, -max_skipped, long paths)
 #   bench     d12, d24, d48 in BF16 and FP8, BENCH_STEPS steps each: mean ms and tok/s after the first 5 steps, MFU,
@@ -1044,26 +1045,37 @@ stage_train() {
     done
     # resume: a small FP8 run killed at step 9 (after the checkpoint of step 6 and the diagnostics block of step 8, on
     # neither), then resumed with -y 1: its folder must end byte for byte as the uninterrupted run's (the CPU suite
-    # checks the CPU trainer the same way); both folders are removed after
-    run_step resume 120 bash -c '
-        dir=$1
-        shift
-        rm -rf "$dir" && mkdir -p "$dir" || exit 1
-        ./train_gpt_fp8 "$@" -o "$dir/straight" || exit 1
-        ./train_gpt_fp8 "$@" -o "$dir/resumed" -debug_kill_step 9
-        [ $? -eq 137 ] || { echo "the run to resume was not killed at step 9"; rm -rf "$dir"; exit 1; }
-        ./train_gpt_fp8 "$@" -o "$dir/resumed" -y 1 || { rm -rf "$dir"; exit 1; }
-        if diff -r -q "$dir/straight" "$dir/resumed"; then
-            echo "resume: every file byte-identical ($(ls "$dir/straight" | wc -l) files)"
-            rc=0
-        else
-            echo "resume: files differ from the uninterrupted run"
-            rc=1
+    # checks the CPU trainer the same way); both folders are removed after. In every FP8 recipe (step resume: delayed
+    # scaling; resume_current, resume_blockwise, resume_mxfp8), each step of two micro-batches (-d 4096 at B 8, T 256),
+    # so that a resume also restores the accumulation's position in the data
+    local resume_recipe resume_step
+    for resume_recipe in delayed current blockwise mxfp8; do
+        resume_step=resume
+        recipe_flags=(-fp8_recipe delayed -fp8_amax_history_len 16)
+        if [ "$resume_recipe" != delayed ]; then
+            resume_step=resume_$resume_recipe
+            recipe_flags=(-fp8_recipe "$resume_recipe")
         fi
-        rm -rf "$dir"
-        exit $rc' resume "$WORK/resume" "${DATA_FLAGS[@]}" -L 4 -C 256 -NH 4 -b 8 -t 256 -x 20 -n 6 -v 6 -m 2 -s 0 \
-        -seed 1337 -precision fp8 -fp8_amax_history_len 16 -fp8_diag_every 4 ${EXTRA[@]+"${EXTRA[@]}"}
-    row resume "$(grep -E '^resume: ' "$WORK/resume.log" 2>/dev/null | tail -n 1 | sed 's/^resume: //')"
+        run_step "$resume_step" 120 bash -c '
+            dir=$1
+            shift
+            rm -rf "$dir" && mkdir -p "$dir" || exit 1
+            ./train_gpt_fp8 "$@" -o "$dir/straight" || exit 1
+            ./train_gpt_fp8 "$@" -o "$dir/resumed" -debug_kill_step 9
+            [ $? -eq 137 ] || { echo "the run to resume was not killed at step 9"; rm -rf "$dir"; exit 1; }
+            ./train_gpt_fp8 "$@" -o "$dir/resumed" -y 1 || { rm -rf "$dir"; exit 1; }
+            if diff -r -q "$dir/straight" "$dir/resumed"; then
+                echo "resume: every file byte-identical ($(ls "$dir/straight" | wc -l) files)"
+                rc=0
+            else
+                echo "resume: files differ from the uninterrupted run"
+                rc=1
+            fi
+            rm -rf "$dir"
+            exit $rc' resume "$WORK/$resume_step" "${DATA_FLAGS[@]}" -L 4 -C 256 -NH 4 -b 8 -t 256 -d 4096 -x 20 -n 6 \
+            -v 6 -m 2 -s 0 -seed 1337 -precision fp8 "${recipe_flags[@]}" -fp8_diag_every 4 ${EXTRA[@]+"${EXTRA[@]}"}
+        row "$resume_step" "$(grep -E '^resume: ' "$WORK/$resume_step.log" 2>/dev/null | tail -n 1 | sed 's/^resume: //')"
+    done
     # nan_skip: a NaN poisoned into the gradient of step 4 (-debug_nan_step 3) must skip that step with a warning, and
     # the run must go on to a finite loss with its FP8 state intact (the CPU suite checks the CPU trainer the same way)
     run_step nan_skip 60 bash -c '

@@ -473,6 +473,20 @@ if printf '%s\n' "$out" | grep -qE '^\| resume +\| DRY RUN' && [[ $resume_cmd ==
 else
     fail train_stage_resume_step "$resume_cmd"
 fi
+resume_recipes_ok=1
+for recipe in current blockwise mxfp8; do
+    cmd=$(tar -xzOf "$tmp/dry2/gpu_check_logs.tar.gz" ./resume_$recipe.log 2>/dev/null | head -n 1)
+    if ! printf '%s\n' "$out" | grep -qE "^\| resume_$recipe +\| DRY RUN" || [[ $cmd != *"-debug_kill_step 9"* ]] ||
+        [[ $cmd != *" -fp8_recipe $recipe "* ]] || [[ $cmd != *" -d 4096 "* ]]; then
+        resume_recipes_ok=0
+        resume_recipes_cmd=$cmd
+    fi
+done
+if [ "$resume_recipes_ok" = 1 ] && [[ $resume_cmd == *" -d 4096 "* ]] && [[ $resume_cmd == *" -fp8_recipe delayed "* ]]; then
+    pass train_stage_resumes_every_fp8_recipe_with_accumulation
+else
+    fail train_stage_resumes_every_fp8_recipe_with_accumulation "${resume_recipes_cmd:-$resume_cmd}"
+fi
 nan_cmd=$(tar -xzOf "$tmp/dry2/gpu_check_logs.tar.gz" ./nan_skip.log 2>/dev/null | head -n 1)
 if printf '%s\n' "$out" | grep -qE '^\| nan_skip +\| DRY RUN' && [[ $nan_cmd == *" -debug_nan_step 3 "* ]] &&
     [[ $nan_cmd == *" -precision fp8 "* ]] && [[ $nan_cmd == *" -fp8_margin 1" ]]; then
