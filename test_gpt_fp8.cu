@@ -40,8 +40,8 @@ differing bf16 roundings on a tensor's path), computed there, and printed beside
         (L 2, C 768, NH 12, T 256, V 1024), with the plain attention's counts (cuDNN rounds no more); without -attn, a
         head size cuDNN cannot run (1024) falls back to the plain attention and one it runs keeps cuDNN; recompute (-r 1,
         -r 2): loss, gradients, recorded amaxes and the diagnostics' counts (window amaxes, block scale ranges)
-        bit-identical to -r 0 (R1), in BF16, FP8 delayed, FP8 current, FP8 with BF16 end blocks and FP8 blockwise
-        (where the GPU runs its GEMMs), with plain and with cuDNN attention (in FP8 this pins the x^T the forward keeps
+        bit-identical to -r 0 (R1), in BF16, FP8 delayed, FP8 current, FP8 with BF16 end blocks, FP8 blockwise
+        (where the GPU runs its GEMMs) and FP8 mxfp8, with plain and with cuDNN attention (in FP8 this pins the x^T the forward keeps
         for a wgrad to the one the backward casts from a remade input, and the layer slices of the inputs; the kept x^T
         is also the forward's x, transposed, byte for byte, R1).
   fused casts (delayed): GELU and LayerNorm inside the casts give the bits of the separate kernels over 3 steps (R1),
@@ -2099,7 +2099,8 @@ static void test_cudnn_unsupported_head_size_falls_back(void) {
 // than -r 2, which remakes each before use. Blockwise (where this GPU runs its GEMMs): the columnwise copy the
 // forward's cast keeps is the backward's cast of the remade input, and the forward's cast of it records exactly what
 // the backward's cast records (the same counts, window amax and scale range). For each attention this build has, on
-// a small shape cuDNN supports (head size 64): BF16, FP8 delayed, FP8 current, FP8 with BF16 ends, FP8 blockwise.
+// a small shape cuDNN supports (head size 64): BF16, FP8 delayed, FP8 current, FP8 with BF16 ends, FP8 blockwise, FP8
+// mxfp8 (issue 55 item 3: the block recipes had never run with recompute on a GPU).
 static void test_recompute_bit_identical(void) {
     const int B = 2, T = 64;  // B*T = 128: a multiple of 64 for the FP8 casts
     typedef struct {
@@ -2107,13 +2108,15 @@ static void test_recompute_bit_identical(void) {
         const char* flags;
         int layers;
     } Variant;
-    const Variant variants[5] = {
+    const Variant variants[] = {
         {"bf16", "-precision bf16", 2},
         {"fp8", "-precision fp8 -fp8_amax_history_len 16", 2},
         {"fp8 current", "-precision fp8 -fp8_recipe current", 2},
         {"fp8 bf16 ends", "-precision fp8 -fp8_amax_history_len 16 -fp8_bf16_first_last 1", 3},
         {"fp8 blockwise", "-precision fp8 -fp8_recipe blockwise", 2},
+        {"fp8 mxfp8", "-precision fp8 -fp8_recipe mxfp8", 2},
     };
+    const int num_variants = (int)(sizeof(variants) / sizeof(variants[0]));
     char why[256];
     int block_gemms = gemm_block_scaling_check(why, sizeof(why)) == 0;
 #ifdef ENABLE_CUDNN
@@ -2123,7 +2126,7 @@ static void test_recompute_bit_identical(void) {
     const char* attentions[1] = {"plain"};
     int num_attentions = 1;
 #endif
-    for (int v = 0; v < 5; v++) {
+    for (int v = 0; v < num_variants; v++) {
         if (strstr(variants[v].flags, "blockwise") && !block_gemms) {
             printf("  SKIP %s: %s\n", variants[v].name, why);
             continue;
