@@ -208,7 +208,7 @@ TEST_PROGRAMS := $(CPU_TESTS) $(DATA_TEST_PROGRAMS) $(CUDA_HOST_TESTS) $(if $(NV
 GPU_ONLY_PROGRAMS := $(if $(NVCC),$(CUDA_PROGRAMS) $(DEV_CUDA))
 
 .DEFAULT_GOAL := all
-.PHONY: all test deps info help clean check-nvcc train data cuda fuzz $(LLMC_TARGETS)
+.PHONY: all test test-programs deps info help clean check-nvcc train data cuda fuzz $(LLMC_TARGETS)
 all: $(RUN_PROGRAMS)
 
 cuda: $(CUDA_PROGRAMS) $(DEV_CUDA)
@@ -325,17 +325,27 @@ TEST_COMMANDS := $(C_TEST_COMMANDS) $(SCRIPT_TEST_COMMANDS) \
                  $(if $(NVCC),./fp8/test_fp8_cuda_host ./llmc/test_kernels_host ./dev/cuda/test_without_gpu.sh) \
                  "./fuzz/run_fuzz.sh $(FUZZ_SMOKE_SECONDS)"
 
+# `make -jN test-programs` builds what `make test` (or `make test SANITIZE=1`) runs, in parallel; `.ci/run` does that
+# first and then runs the tests from a plain `make test`: some tests call make themselves, and under a parallel parent
+# each of those would warn that the jobserver is unavailable, in output the tests compare line by line.
+ifeq ($(SANITIZE),1)
+TEST_BUILD := $(CPU_PROGRAMS) $(CPU_TOOLS) $(CPU_TESTS) $(DATA_PROGRAMS) $(DATA_TEST_PROGRAMS)
+else
+TEST_BUILD := $(RUN_PROGRAMS) $(TEST_PROGRAMS)
+endif
+test-programs: $(TEST_BUILD)
+
 ifeq ($(SANITIZE),1)
 # Reports go to files (expected-error runs included, whose stderr the tests only grep), and the last test line fails
 # when there is any. allocator_may_return_null: the trainer's "out of memory" test asks for 256 TB on purpose.
 SANITIZER_LOG_DIR := $(CURDIR)/sanitizer-reports
-test: $(CPU_PROGRAMS) $(CPU_TOOLS) $(CPU_TESTS) $(DATA_PROGRAMS) $(DATA_TEST_PROGRAMS)
+test: $(TEST_BUILD)
 	@rm -rf $(SANITIZER_LOG_DIR) && mkdir -p $(SANITIZER_LOG_DIR)
 	@ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:log_path=$(SANITIZER_LOG_DIR)/asan \
 	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SANITIZER_LOG_DIR)/ubsan TEST_TRAIN_STEPS=100 \
 	  ./scripts/run_tests.sh $(C_TEST_COMMANDS) "./scripts/check_sanitizer_reports.sh $(SANITIZER_LOG_DIR)"
 else
-test: $(RUN_PROGRAMS) $(TEST_PROGRAMS)
+test: $(TEST_BUILD)
 	@./scripts/run_tests.sh --built-not-run "$(GPU_ONLY_PROGRAMS)" --gpu $(GPU) $(TEST_COMMANDS)
 endif
 
@@ -422,6 +432,7 @@ help:
 	@echo "                       made from other INPUT is refused (FORCE=1 replaces it); the same INPUT: kept or remade"
 	@echo "  make test            build everything and run every CPU test; the last line is 'N passed, M failed'"
 	@echo "  make test SANITIZE=1 the CPU programs under ASan + UBSan, the C suites on them (reports: sanitizer-reports/)"
+	@echo "  make -j4 test-programs  only build what make test (SANITIZE=1 too) runs, in parallel; then make test"
 	@echo "  make fuzz            libFuzzer on the shard, model, state, tokenizer, manifest and run data readers (clang)"
 	@echo "  make cuda            the CUDA trainer, its GPU test, the dev/cuda checks (needs nvcc; runs on a GPU)"
 	@echo "  make info            what was found: compilers, GPU, cuDNN, NCCL, and what make / make train use"
