@@ -208,7 +208,7 @@ TEST_PROGRAMS := $(CPU_TESTS) $(DATA_TEST_PROGRAMS) $(CUDA_HOST_TESTS) $(if $(NV
 GPU_ONLY_PROGRAMS := $(if $(NVCC),$(CUDA_PROGRAMS) $(DEV_CUDA))
 
 .DEFAULT_GOAL := all
-.PHONY: all test test-programs deps info help clean check-nvcc train data cuda fuzz $(LLMC_TARGETS)
+.PHONY: all test test-programs deps info help clean check-nvcc train data cuda fuzz llmc-baseline $(LLMC_TARGETS)
 all: $(RUN_PROGRAMS)
 
 cuda: $(CUDA_PROGRAMS) $(DEV_CUDA)
@@ -364,6 +364,17 @@ data: dev/data/tokenizer
 # INPUT, STEPS, OUT and SEED reach it from the command line: the text trained on is checked against INPUT)
 train: $(DATA_PROGRAMS) $(TRAINER)
 	@TRAINER=./$(TRAINER) $(if $(DATA),DATA="$(DATA)") ./scripts/compare_bf16_fp8.sh
+
+# llm.c's train_gpt2cu beside ours, for issue 56's comparison (scripts/gpu_check.sh's llmc stage): built from a
+# checkout of karpathy/llm.c (LLMC_DIR, default third_party/llm.c; neither it nor the build is committed) into
+# dev/llmc/ by dev/build_llmc.sh, which says the two lines it changes for CUDA 13; with cuDNN where ours has it.
+LLMC_DIR ?= third_party/llm.c
+LLMC_CUDNN_CFLAGS := $(if $(CUDNN_OBJECT),-I$(abspath $(CUDNN_FRONTEND_PATH)) -I$(CUDNN_HOME)/include -I$(CUDA_HOME)/include)
+LLMC_CUDNN_LDLIBS := $(if $(CUDNN_OBJECT),$(call lib_dirs,$(CUDNN_HOME)) $(call lib_flag,$(CUDNN_HOME),cudnn,9) \
+                     $(call lib_dirs,$(CUDA_HOME)) -lnvrtc)
+llmc-baseline: | check-nvcc
+	@NVCC="$(NVCC)" CUDNN_CFLAGS="$(LLMC_CUDNN_CFLAGS)" CUDNN_LDLIBS="$(LLMC_CUDNN_LDLIBS)" \
+	  ./dev/build_llmc.sh "$(LLMC_DIR)" dev/llmc
 
 # llm.c's trainer targets, which llm.c users type: this project's trainers have other names (one line, exit 1)
 LLMC_TARGETS := train_gpt2 train_gpt2cu train_gpt2fp32cu

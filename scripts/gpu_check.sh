@@ -43,6 +43,9 @@
 #             that fits this GPU in BF16 and in FP8, and runs both, then blockwise, at the smaller of the two, with
 #             gradient accumulation to D48_TOTAL_TOKENS (default 32768); blockwise refused by the trainer in one line
 #             (C 1600: a GEMM's k off 128) is SKIPPED (refused), not a failure
+#   llmc      our BF16 d12 step at B 64 and GPT-2's vocabulary against llm.c's train_gpt2cu with cuDNN, built by make
+#             llmc-baseline from LLMC_DIR (default third_party/llm.c, carried here, never committed; SKIPPED without
+#             it), BENCH_STEPS steps each: results/latest.tsv's d12_b64_bf16_over_llmc (not run unless named in --only)
 #   gemm      ./dev/cuda/gemm_shapes -e d12: BF16 vs FP8 TFLOP/s of every GEMM of a step; then at B 64 (the profile's
 #             batch) with -algos 8: how far each GEMM's plan is from the fastest of cuBLASLt's first 8 heuristic
 #             answers, and the step's GEMM time had each used its fastest (would autotuning pay?)
@@ -89,7 +92,7 @@
 # SKIPPED (budget), which is not a failure. Exit status: 0 when no step FAILED or hit its own timeout, 1 otherwise (and
 # 1 at once, before building anything, when no GPU answers), 2 on bad arguments. --dry-run writes each step's command
 # into its log and the table without running it. --append-results also appends the table to RESULTS.md.
-# Environment: GPU_CHECK_BUDGET, TRAIN_STEPS (200), BENCH_STEPS (30), BENCH_B (8), PROFILE_B (64), PROFILE_RUNS, PROFILE_V, NCU,
+# Environment: GPU_CHECK_BUDGET, TRAIN_STEPS (200), BENCH_STEPS (30), BENCH_B (8), PROFILE_B (64), PROFILE_RUNS, PROFILE_V, NCU, LLMC_DIR,
 # INPUT, GPU_CHECK_RESULTS (the file --append-results appends to, default RESULTS.md in the repository root),
 # GPU_CHECK_LATEST (the figures' file, default results/latest.tsv in the repository root), GPU_CHECK_ARCHIVE_MAX_BYTES
 # (16 MiB).
@@ -98,7 +101,7 @@
 set -u
 
 GPU_CHECK_USAGE="usage: scripts/gpu_check.sh [--only STAGE,...] [--input input.txt] [--append-results] [--dry-run] LOGDIR [-- extra trainer flags]"
-GPU_CHECK_STAGES="build dev test xcheck train bench gemm nccl sanitize profile"
+GPU_CHECK_STAGES="build dev test xcheck train bench llmc gemm nccl sanitize profile"
 GPU_CHECK_DEFAULT_STAGES="build dev test xcheck train bench gemm nccl"
 GPU_CHECK_ARCHIVE=gpu_check_logs.tar.gz
 
@@ -797,7 +800,7 @@ stage_programs() {
         test | sanitize) echo "test_gpt_fp8" ;;
         xcheck) echo "train_gpt_fp8 train_gpt_fp8_cpu dev/compare_runs" ;;
         train) echo "train_gpt_fp8 dev/data/tokenizer" ;;
-        bench | nccl | profile) echo "train_gpt_fp8" ;;
+        bench | llmc | nccl | profile) echo "train_gpt_fp8" ;;
         gemm) echo "dev/cuda/gemm_shapes" ;;
     esac
 }
@@ -1057,13 +1060,13 @@ stage_train() {
     # checks the CPU trainer the same way); both folders are removed after. In every FP8 recipe (step resume: delayed
     # scaling; resume_current, resume_blockwise, resume_mxfp8), each step of two micro-batches (-d 4096 at B 8, T 256),
     # so that a resume also restores the accumulation's position in the data
-    local resume_recipe resume_step
+    local resume_recipe resume_step resume_flags
     for resume_recipe in delayed current blockwise mxfp8; do
         resume_step=resume
-        recipe_flags=(-fp8_recipe delayed -fp8_amax_history_len 16)
+        resume_flags=(-fp8_recipe delayed -fp8_amax_history_len 16)
         if [ "$resume_recipe" != delayed ]; then
             resume_step=resume_$resume_recipe
-            recipe_flags=(-fp8_recipe "$resume_recipe")
+            resume_flags=(-fp8_recipe "$resume_recipe")
         fi
         run_step "$resume_step" 120 bash -c '
             dir=$1
@@ -1082,7 +1085,7 @@ stage_train() {
             fi
             rm -rf "$dir"
             exit $rc' resume "$WORK/$resume_step" "${DATA_FLAGS[@]}" -L 4 -C 256 -NH 4 -b 8 -t 256 -d 4096 -x 20 -n 6 \
-            -v 6 -m 2 -s 0 -seed 1337 -precision fp8 "${recipe_flags[@]}" -fp8_diag_every 4 ${EXTRA[@]+"${EXTRA[@]}"}
+            -v 6 -m 2 -s 0 -seed 1337 -precision fp8 "${resume_flags[@]}" -fp8_diag_every 4 ${EXTRA[@]+"${EXTRA[@]}"}
         row "$resume_step" "$(grep -E '^resume: ' "$WORK/$resume_step.log" 2>/dev/null | tail -n 1 | sed 's/^resume: //')"
     done
     # nan_skip: a NaN poisoned into the gradient of step 4 (-debug_nan_step 3) must skip that step with a warning, and
@@ -1266,6 +1269,52 @@ stage_bench() {
     bench_ratio blockwise_d12_b64_over_bf16 "bench_${d12_b64}_bf16" "bench_${d12_b64}_fp8_blockwise"
     bench_ratio blockwise_d48_over_bf16 bench_d48_bf16 bench_d48_fp8_blockwise
     latest_table_row bench
+}
+
+# llmc: our BF16 step against llm.c's train_gpt2cu with cuDNN (issue 56), on this GPU in this call: d12, B 64, T 1024,
+# GPT-2's vocabulary (ours with -V 50257 on the shards without our tokenizer; llm.c reads the same shards), its
+# defaults otherwise (recompute GELU), BENCH_STEPS steps each, the mean ms/step after the first SKIP of each log.
+# llm.c is built by `make llmc-baseline` from LLMC_DIR (default third_party/llm.c: a checkout of karpathy/llm.c carried
+# to the GPU machine, never committed; dev/build_llmc.sh says what it changes for CUDA 13); without one the stage is
+# SKIPPED. results/latest.tsv: d12_b64_bf16_over_llmc, llm.c's ms over ours (above 1: ours is faster).
+stage_llmc() {
+    local llmc_dir=${LLMC_DIR:-third_party/llm.c} steps=$BENCH_STEPS llmc_ms ours_ms train="" val="" i
+    if [ ! -f "$llmc_dir/train_gpt2.cu" ] && [ "${DRY_RUN:-0}" != 1 ]; then
+        echo "gpu_check: llmc: skipped, no llm.c checkout in $llmc_dir (LLMC_DIR)" >"$WORK/llmc_build.log"
+        add_row llmc_build "SKIPPED (no llm.c in $llmc_dir: set LLMC_DIR)" "-"
+        latest_skip d12_b64_bf16_over_llmc "no llm.c checkout in $llmc_dir"
+        latest_table_row llmc
+        write_summary
+        return 0
+    fi
+    run_step llmc_build 300 make llmc-baseline LLMC_DIR="$llmc_dir"
+    row llmc_build "$(grep -E '^build_llmc: ' "$WORK/llmc_build.log" 2>/dev/null | tail -n 1 | sed 's/^build_llmc: //')"
+    profile_vocabulary_flags 50257
+    for ((i = 0; i + 1 < ${#PROFILE_DATA_FLAGS[@]}; i++)); do
+        case ${PROFILE_DATA_FLAGS[i]} in
+            -i) train=${PROFILE_DATA_FLAGS[i + 1]} ;;
+            -j) val=${PROFILE_DATA_FLAGS[i + 1]} ;;
+        esac
+    done
+    run_step llmc_train_gpt2cu 240 ./dev/llmc/train_gpt2cu -i "$train" -j "${val:-$train}" -e d12 -b 64 -t 1024 \
+        -x "$steps" -v 1000 -m 2 -s 0 -n 0 -h 0
+    row llmc_train_gpt2cu "$(bench_key "$WORK/llmc_train_gpt2cu.log" "$SKIP")"
+    run_step llmc_ours_bf16 240 ./train_gpt_fp8 "${PROFILE_DATA_FLAGS[@]}" -e d12 -b 64 -t 1024 -x "$steps" -v 0 -s 0 \
+        -seed 1337 -precision bf16 -fp8_diag_every 0 ${EXTRA[@]+"${EXTRA[@]}"}
+    llmc_ms=$(progress_stats "$WORK/llmc_train_gpt2cu.log" "$SKIP" | awk '{ print $1 }')
+    ours_ms=$(progress_stats "$WORK/llmc_ours_bf16.log" "$SKIP" | awk '{ print $1 }')
+    row llmc_ours_bf16 "$(bench_key "$WORK/llmc_ours_bf16.log" "$SKIP"), $(speedup "$llmc_ms" "$ours_ms") llm.c's time over ours"
+    if [ "${DRY_RUN:-0}" != 1 ]; then
+        if [ ${#EXTRA[@]} -gt 0 ]; then
+            latest_skip d12_b64_bf16_over_llmc "trainer flags after -- ($(quote_words "${EXTRA[@]}"))"
+        elif [ "$(speedup "$llmc_ms" "$ours_ms")" = n/a ]; then
+            latest_skip d12_b64_bf16_over_llmc "a run printed no step times after the first $SKIP"
+        else
+            latest_write d12_b64_bf16_over_llmc "$(awk -v a="$llmc_ms" -v b="$ours_ms" 'BEGIN { printf "%.4f", a / b }')" \
+                x "llm.c train_gpt2cu -e d12 -b 64 -t 1024 ($llmc_ms ms) over train_gpt_fp8 -e d12 -b 64 -t 1024 -V 50257 -precision bf16 ($ours_ms ms)"
+        fi
+    fi
+    latest_table_row llmc
 }
 
 stage_gemm() {
@@ -1598,7 +1647,7 @@ main() {
     cudnn_programs >/dev/null  # ask make info once, here: the stages read it in subshells
     stage_build
     local stage
-    for stage in dev test xcheck train bench gemm nccl sanitize profile; do
+    for stage in dev test xcheck train bench llmc gemm nccl sanitize profile; do
         stage_selected "$stage" && "stage_$stage"
     done
 

@@ -494,6 +494,68 @@ if printf '%s\n' "$out" | grep -qE '^\| nan_skip +\| DRY RUN' && [[ $nan_cmd == 
 else
     fail train_stage_nan_skip_step "$nan_cmd"
 fi
+# dev/build_llmc.sh (make llmc-baseline) on a stand-in llm.c checkout with llm.c f1e2ace's two lines and an nvcc that
+# records its arguments: the copy gets both changes, cuDNN's flags reach both compiles, one line says what was built;
+# a folder without llm.c is refused in one line
+mkdir -p "$tmp/fake_llmc/llmc"
+printf '// llm.c\n' >"$tmp/fake_llmc/train_gpt2.cu"
+printf 'int f() {\n        cudaCheck_(cudaMemAdvise(*out, bytes, cudaMemAdviseSetPreferredLocation, cudaCpuDeviceId), file, line);\n}\n' \
+    >"$tmp/fake_llmc/llmc/cuda_utils.cuh"
+printf '#if __has_include(<nvml.h>)\n#define USE_NVML 1\n#endif\n' >"$tmp/fake_llmc/llmc/mfu.h"
+printf '#!/usr/bin/env bash\necho "$*" >>"%s"\nprev=""\nfor a in "$@"; do [ "$prev" = -o ] && : >"$a"; prev=$a; done\n' \
+    "$tmp/fake_nvcc.args" >"$tmp/fake_nvcc"
+chmod +x "$tmp/fake_nvcc"
+build_out=$(NVCC="$tmp/fake_nvcc" CUDNN_CFLAGS="-I/cudnn/include" CUDNN_LDLIBS="-lcudnn -lnvrtc" \
+    ./dev/build_llmc.sh "$tmp/fake_llmc" "$tmp/llmc_build" 2>&1)
+refused=$(./dev/build_llmc.sh "$tmp/no_llmc" "$tmp/llmc_build2" 2>&1)
+refused_rc=$?
+if [ "$build_out" = "build_llmc: $tmp/llmc_build/train_gpt2cu, llm.c from $tmp/fake_llmc, with cuDNN; changed: cudaMemAdvise's location NVML off" ] &&
+    grep -q 'host_location.type = cudaMemLocationTypeHost' "$tmp/llmc_build/llmc/cuda_utils.cuh" &&
+    grep -q '^#if 0  // dev/build_llmc.sh: NVML off' "$tmp/llmc_build/llmc/mfu.h" &&
+    grep -q -- '-c .*-DENABLE_CUDNN -I/cudnn/include llmc/cudnn_att.cpp -o cudnn_att.o' "$tmp/fake_nvcc.args" &&
+    grep -q -- '-DENABLE_BF16 -DNO_USE_MPI -DENABLE_CUDNN -I/cudnn/include train_gpt2.cu cudnn_att.o -lcublas -lcublasLt -lcudnn -lnvrtc -o train_gpt2cu' \
+        "$tmp/fake_nvcc.args" &&
+    [ "$refused_rc" -eq 1 ] && [ "$(printf '%s\n' "$refused" | wc -l)" -eq 1 ] &&
+    [[ $refused == "build_llmc: $tmp/no_llmc is not an llm.c checkout"* ]]; then
+    pass build_llmc_changes_and_flags
+else
+    fail build_llmc_changes_and_flags "$build_out / $refused (rc $refused_rc) / $(cat "$tmp/fake_nvcc.args" 2>/dev/null)"
+fi
+# the llmc stage (only when named): llm.c built from LLMC_DIR, then it and our BF16 trainer at d12 B 64 at GPT-2's
+# vocabulary (ours on the shards without our tokenizer, -V 50257); without an llm.c checkout it is skipped, says why,
+# and writes nothing into results/latest.tsv
+out=$(LLMC_DIR="$tmp/no_llmc" dry --only llmc "$tmp/dry_llmc")
+llmc_build_cmd=$(tar -xzOf "$tmp/dry_llmc/gpu_check_logs.tar.gz" ./llmc_build.log 2>/dev/null | head -n 1)
+llmc_cmd=$(tar -xzOf "$tmp/dry_llmc/gpu_check_logs.tar.gz" ./llmc_train_gpt2cu.log 2>/dev/null | head -n 1)
+ours_cmd=$(tar -xzOf "$tmp/dry_llmc/gpu_check_logs.tar.gz" ./llmc_ours_bf16.log 2>/dev/null | head -n 1)
+if [[ $llmc_build_cmd == *"make llmc-baseline LLMC_DIR=$tmp/no_llmc"* ]] &&
+    [[ $llmc_cmd == *"./dev/llmc/train_gpt2cu -i "*" -e d12 -b 64 -t 1024 "* ]] &&
+    [[ $ours_cmd == *"./train_gpt_fp8 -i "*" -V 50257 -e d12 -b 64 -t 1024 "*" -precision bf16 "* ]] &&
+    [[ $ours_cmd != *" -tk "* ]] && printf '%s\n' "$out" | grep -qE '^\| llmc_ours_bf16 +\| DRY RUN'; then
+    pass llmc_stage_commands
+else
+    fail llmc_stage_commands "$llmc_build_cmd / $llmc_cmd / $ours_cmd"
+fi
+llmc_table=$(
+    # shellcheck disable=SC2034 # globals of the sourced stage
+    WORK="$tmp/llmc_skip" LOGDIR="$tmp/llmc_skip_out" DEADLINE=$((SECONDS + 60)) ANY_FAILED=0 ARCHIVE_OVER=0 STARTED=now
+    # shellcheck disable=SC2034
+    GPU_NAME=cpu GPU_DRIVER=- GPU_MEMORY=- COMMIT=- COMMAND_LINE=test STAGES=llmc DRY_RUN=0 EXTRA=() BENCH_STEPS=30 SKIP=5
+    # shellcheck disable=SC2034
+    ROW_STEP=() ROW_RESULT=() ROW_KEY=() LATEST_NOTES=() LATEST_FAILED=0 LATEST_STAGE_WROTE=0 LATEST_WROTE=0
+    # shellcheck disable=SC2034
+    GPU_CHECK_LATEST="$tmp/llmc_latest.tsv" LATEST_TSV="$tmp/llmc_latest.tsv"
+    mkdir -p "$WORK" "$LOGDIR"
+    LLMC_DIR="$tmp/no_llmc" stage_llmc >/dev/null 2>&1
+    print_table
+)
+if printf '%s\n' "$llmc_table" | grep -qE '^\| llmc_build +\| SKIPPED \(no llm.c in .*no_llmc: set LLMC_DIR\)' &&
+    printf '%s\n' "$llmc_table" | grep -qE '^\| latest_tsv_llmc +\| \(nothing written\) +\| d12_b64_bf16_over_llmc not written: no llm.c checkout' &&
+    [ ! -e "$tmp/llmc_latest.tsv" ] && ! printf '%s\n' "$llmc_table" | grep -q llmc_train_gpt2cu; then
+    pass llmc_stage_skipped_without_llmc
+else
+    fail llmc_stage_skipped_without_llmc "$llmc_table"
+fi
 # the xcheck stage's commands: the model file from the CPU trainer, then per recipe both trainers from it with the same
 # flags (gradient accumulation -d 2*B*T, the NaN step, the recipe's flags) and compare_runs expecting step 4 skipped
 out=$(dry --only xcheck "$tmp/dry_xcheck")
