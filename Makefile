@@ -120,6 +120,24 @@ else
                   $(call lib_dirs,$(CUDA_HOME)) -lnvrtc -lstdc++
 endif
 
+# CUPTI (llmc/gpu_idle.h, the trainer's -idle_step: the GPU's idle time in a step): CUDA's activity tracing, where its
+# header and library are found (the toolkit's include/ and lib, or extras/CUPTI/); NO_CUPTI=1 leaves it out.
+CUPTI_INCLUDE := $(firstword $(foreach d,$(CUDA_HOME)/include $(CUDA_HOME)/extras/CUPTI/include,\
+                                       $(if $(wildcard $(d)/cupti.h),$(d))))
+CUPTI_LIBDIR := $(firstword $(foreach d,$(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/extras/CUPTI/lib64,\
+                                      $(if $(wildcard $(d)/libcupti.so*),$(d))))
+CUPTI_FLAGS :=
+CUPTI_LDLIBS :=
+ifeq ($(NO_CUPTI),1)
+  CUPTI_STATUS := ✗ off (NO_CUPTI=1): -idle_step refused
+else ifeq ($(and $(NVCC),$(CUPTI_INCLUDE),$(CUPTI_LIBDIR)),)
+  CUPTI_STATUS := ✗ not found (no cupti.h with a libcupti under CUDA_HOME): -idle_step refused
+else
+  CUPTI_STATUS := ✓ $(CUPTI_LIBDIR)/libcupti.so: -idle_step measures a step's GPU idle time
+  CUPTI_FLAGS := -DENABLE_CUPTI -I$(CUPTI_INCLUDE)
+  CUPTI_LDLIBS := -L$(CUPTI_LIBDIR) -Xlinker -rpath=$(CUPTI_LIBDIR) -lcupti
+endif
+
 ifeq ($(NVCC),)
   $(info note: nvcc not found: the CUDA programs and the nvcc-compiled tests are skipped (make info says more))
 endif
@@ -260,7 +278,7 @@ fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(CUDA_HEADERS) $(FP8_HEADERS)
 
 # Host-only: the host helpers of the GPU kernels (no GPU needed)
 llmc/test_kernels_host: llmc/test_kernels_host.cu llmc/encoder.cuh llmc/cuda_common.cuh llmc/cuda_utils.cuh llmc/gemm.cuh \
-                        llmc/gelu.cuh llmc/gelu_math.h llmc/gelu_fp8.cuh llmc/layernorm.cuh llmc/layernorm_fp8.cuh fp8/quantize.cuh $(FP8_HEADERS) llmc/rand.h \
+                        llmc/gelu.cuh llmc/gelu_math.h llmc/gelu_fp8.cuh llmc/layernorm.cuh llmc/layernorm_fp8.cuh fp8/quantize.cuh $(FP8_HEADERS) llmc/rand.h llmc/gpu_idle.h \
                         llmc/testing.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
@@ -400,15 +418,17 @@ check-nvcc:
 	@test -n "$(NVCC)" || { echo "nvcc not found: install the CUDA toolkit or set NVCC=/path/to/nvcc"; exit 1; }
 
 GPU_TRAINER_HEADERS := $(CUDA_HEADERS) $(FP8_HEADERS) $(LLMC_HEADERS) $(KERNEL_HEADERS) \
-                       llmc/multi_gpu.cuh llmc/multi_process.h llmc/memory_plan.h llmc/cudnn_attention.h
+                       llmc/multi_gpu.cuh llmc/multi_process.h llmc/memory_plan.h llmc/cudnn_attention.h llmc/gpu_idle.h
 
 train_gpt_fp8: train_gpt_fp8.cu $(GPU_TRAINER_HEADERS) $(CUDNN_OBJECT) | check-nvcc
-	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(MULTI_GPU_LDLIBS) $(CUDNN_LDLIBS)
+	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $(CUDNN_FLAGS) $(CUPTI_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(MULTI_GPU_LDLIBS) \
+	  $(CUDNN_LDLIBS) $(CUPTI_LDLIBS)
 
 # the GPU test compiles both trainers into one program and compares them
 test_gpt_fp8: test_gpt_fp8.cu train_gpt_fp8.cu train_gpt_fp8.c $(GPU_TRAINER_HEADERS) llmc/testing.h llmc/tolerance.h \
               $(CUDNN_OBJECT) | check-nvcc
-	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(MULTI_GPU_LDLIBS) $(CUDNN_LDLIBS)
+	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $(CUDNN_FLAGS) $(CUPTI_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(MULTI_GPU_LDLIBS) \
+	  $(CUDNN_LDLIBS) $(CUPTI_LDLIBS)
 
 info:
 	@echo "CC          $(CC)"
@@ -418,6 +438,7 @@ info:
 	@echo "CUDNN_HOME  $(or $(CUDNN_HOME),not found: no cudnn_graph.h; set CUDNN_HOME or pip install nvidia-cudnn-cu13)"
 	@echo "NCCL_HOME   $(or $(NCCL_HOME),not found: no nccl.h; set NCCL_HOME or pip install nvidia-nccl-cu13)"
 	@echo "cuDNN attn  $(CUDNN_STATUS)"
+	@echo "CUPTI       $(CUPTI_STATUS)"
 	@echo "multi-GPU   $(if $(findstring MULTI_GPU,$(MULTI_GPU_FLAGS)),NCCL ($(NCCL_LIBRARY))$(if $(findstring USE_MPI,$(MULTI_GPU_FLAGS)), + MPI ($(MPICC)), (no MPI: ids via -pi fs|tcp)),off: $(if $(filter 1,$(NO_MULTI_GPU)),NO_MULTI_GPU=1,no nccl.h with a libnccl beside it))"
 	@echo "GPU         $(if $(filter command line,$(origin GPU)),GPU=$(GPU) given (detected: $(GPU_ANSWER)),$(GPU_ANSWER))"
 	@echo "make        builds $(RUN_PROGRAMS)"

@@ -719,6 +719,8 @@ expect_error flag_estimate "-estimate" $TINY -estimate 2
 expect_error cpu_multi_process "the CPU reference trainer runs one process" $TINY -pn 2
 expect_error flag_profile_step "invalid value '0' for -profile_step: must be in \[1, 1073741824\]" $TINY -profile_step 0
 expect_error cpu_profile_step "-profile_step marks a step for a GPU profiler (ncu): it is train_gpt_fp8's flag" $TINY -profile_step 2
+expect_error flag_idle_step "invalid value '0' for -idle_step: must be in \[1, 1073741824\]" $TINY -idle_step 0
+expect_error cpu_idle_step "-idle_step measures the GPU's idle time in a step: it is train_gpt_fp8's flag" $TINY -idle_step 2
 # every flag only the CUDA trainer acts on is refused, saying why, unless its value is what this trainer does anyway
 while read -r name want; do
     # shellcheck disable=SC2086 # the flags are words

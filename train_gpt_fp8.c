@@ -1213,6 +1213,9 @@ static void refuse_gpu_only_flags(const TrainArgs* a) {
     if (a->profile_step > 0) {
         die("-profile_step marks a step for a GPU profiler (ncu): it is train_gpt_fp8's flag, not the CPU trainer's");
     }
+    if (a->idle_step > 0) {
+        die("-idle_step measures the GPU's idle time in a step: it is train_gpt_fp8's flag, not the CPU trainer's");
+    }
     if (a->attention == ATTENTION_CUDNN) {
         die("-attn cudnn: the CPU trainer has one attention (plain, -attn plain); cuDNN attention is train_gpt_fp8's");
     }

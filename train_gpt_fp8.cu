@@ -84,6 +84,7 @@ blockwise's GELU cast (each block's scale from its own amax inside the cast).
 #include "llmc/gelu_fp8.cuh"
 #include "llmc/gemm.cuh"
 #include "llmc/global_norm.cuh"
+#include "llmc/gpu_idle.h"
 #include "llmc/layernorm.cuh"
 #include "llmc/layernorm_fp8.cuh"
 #include "llmc/linear.h"
@@ -1818,6 +1819,12 @@ static void refuse_what_this_gpu_lacks(const TrainArgs* args) {
         gemm_block_scaling_check(err, sizeof(err))) {
         die("-fp8_recipe blockwise: %s", err);
     }
+#ifndef ENABLE_CUPTI
+    if (args->idle_step > 0) {
+        die("-idle_step %d: this train_gpt_fp8 was built without CUPTI, which measures it (make info says why)",
+            args->idle_step);
+    }
+#endif
 }
 
 // The shapes the FP8 recipe's casts and GEMMs take here (llmc/linear.h; the CPU trainer takes every shape), refused
@@ -1837,6 +1844,9 @@ static void refuse_what_this_gpu_cannot_run(TrainArgs* args, const RunSetup* run
     int B = run->B, T = run->T;
     if (args->profile_step > run->train_steps) {  // a profiler waiting for a step that never comes would record nothing
         die("-profile_step %d is past the run's last step (%d)", args->profile_step, run->train_steps);
+    }
+    if (args->idle_step > run->train_steps) {
+        die("-idle_step %d is past the run's last step (%d)", args->idle_step, run->train_steps);
     }
     // cuDNN's fused attention takes head sizes that are multiples of 8, and no single-token sequence (its backward
     // refuses s_q = s_kv = 1); by default such a shape runs the plain attention, asked for by -attn cudnn it is an error
@@ -2064,6 +2074,10 @@ int main(int argc, char** argv) {
                 die("-profile_step %d: this run resumes after step %d, so it never trains that step", args.profile_step,
                     start_step);
             }
+            if (args.idle_step > 0 && args.idle_step <= start_step) {
+                die("-idle_step %d: this run resumes after step %d, so it never trains that step", args.idle_step,
+                    start_step);
+            }
             printf("resumed from %s/model_%08lld.bin at step %d\n", args.output_dir, latest, start_step);
             multi_gpu_barrier(&mg);  // every rank has read its files before rank 0 removes any later ones
             if (rank0) { run_folder_drop_later_checkpoints(args.output_dir, latest); }
@@ -2118,6 +2132,13 @@ int main(int argc, char** argv) {
         }
         if (last_step) { break; }
         if (step == args.debug_kill_step) { fflush(stdout); raise(SIGKILL); }  // test hook (the GPU check's resume step)
+#ifdef ENABLE_CUPTI
+        // -idle_step: the GPU's idle time in this step, from here (the host's first call of the step) to its end on
+        // the GPU, which step_clock_stop waits for (llmc/gpu_idle.h)
+        uint64_t idle_t0 = 0;
+        int idle_traced = step + 1 == args.idle_step;
+        if (idle_traced) { gpu_idle_begin(&idle_t0); }
+#endif
         step_clock_start(&clock, step + 1 == args.profile_step, model.stream);
         gpt2_zero_grad(&model);
         double loss = 0.0;
@@ -2151,6 +2172,14 @@ int main(int argc, char** argv) {
             gpt2_cast_weights_fp8(&model, 1);
         }
         float ms = step_clock_stop(&clock, model.stream);
+#ifdef ENABLE_CUPTI
+        if (idle_traced) {
+            GpuIdleResult idle = gpu_idle_end(idle_t0);
+            printf("idle: step %d: the GPU idle %.3f ms of a %.3f ms step (busy %.3f ms: %zu kernels, %zu copies, %zu "
+                   "memsets%s)\n", step + 1, idle.idle_ms, idle.wall_ms, idle.busy_ms, idle.kernels, idle.copies,
+                   idle.sets, idle.over ? "; records were lost, so this idle time is an upper bound" : "");
+        }
+#endif
         if (diag_log.file && (step + 1) % args.fp8_diag_every == 0) {
             write_fp8_diagnostics(&model, diag_log.file, step + 1);
             log_flush(&diag_log);

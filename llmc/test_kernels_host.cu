@@ -5,7 +5,8 @@ exactly one bucket, the bucket of its own token, in increasing position order, w
 order; the launch grid sizes (llmc/cuda_common.cuh), computed in 64 bits, exact up to CUDA's limits and one error line
 past them; llmc/gemm.cuh's plan keys with pointer alignments and its FP8 problem checks with their messages; and
 llmc/gelu_fp8.cuh's and llmc/layernorm_fp8.cuh's launchers refusing, before any CUDA call, what their kernels cannot
-take; and which LayerNorm kernels llmc/layernorm.cuh picks for which widths and pointers.
+take; and which LayerNorm kernels llmc/layernorm.cuh picks for which widths and pointers; the FP8 GEMMs' scale
+pointers refused unless 16-byte aligned; llmc/gpu_idle.h's union of busy intervals.
 */
 #include <stdlib.h>
 
@@ -13,6 +14,7 @@ take; and which LayerNorm kernels llmc/layernorm.cuh picks for which widths and 
 #include "encoder.cuh"
 #include "gelu_fp8.cuh"
 #include "gemm.cuh"
+#include "gpu_idle.h"
 #include "layernorm.cuh"
 #include "layernorm_fp8.cuh"
 #include "rand.h"
@@ -147,6 +149,28 @@ static void test_gemm_key_and_checks(void) {
     gemm_describe(err, sizeof(err), &bf16);
     CHECK(strstr(err, "D (100 x 36, fp32, align 2)") && strstr(err, "B bf16 transposed") && strstr(err, "D +="),
           "the description names shapes, types, transposes and accumulation: %s", err);
+    // scale pointers: 16-byte aligned (or NULL: a scale of 1) for FP8; BF16 has none to check
+    const float* cells = (const float*)(base + 65536);
+    CHECK(gemm_scale_pointers_check(&first, cells, cells + 4, err, sizeof(err)) == 0 &&
+              gemm_scale_pointers_check(&first, NULL, NULL, err, sizeof(err)) == 0 &&
+              gemm_scale_pointers_check(&bf16, cells + 1, cells + 2, err, sizeof(err)) == 0,
+          "16-byte-aligned and NULL FP8 scale pointers pass, BF16 ones are not looked at: %s", err);
+    CHECK(gemm_scale_pointers_check(&first, cells + 1, cells, err, sizeof(err)) != 0 &&
+              strstr(err, "16-byte aligned only") && strstr(err, "e4m3") &&
+              gemm_scale_pointers_check(&first, cells, cells + 6, err, sizeof(err)) != 0,
+          "a scale pointer 4 or 8 bytes past 16 is refused with the problem: %s", err);
+}
+
+// llmc/gpu_idle.h's union of the busy intervals within a step's window [t0, t1] (the rest of -idle_step needs CUPTI
+// and a GPU): overlapping, nested, touching, reversed and outside intervals, in any order.
+static void test_gpu_idle_union(void) {
+    GpuBusyInterval a[] = {{50, 60}, {10, 20}, {15, 30}, {12, 14}, {30, 35}, {80, 70}, {0, 5}, {95, 130}, {200, 300}};
+    uint64_t busy = gpu_idle_union_ns(a, sizeof(a) / sizeof(a[0]), 3, 100);
+    // [3,5] 2 + [10,35] 25 + [50,60] 10 + [95,100] 5 = 42; [80,70] is empty, [200,300] past t1
+    CHECK(busy == 42, "union %llu ns, want 42", (unsigned long long)busy);
+    CHECK(gpu_idle_union_ns(a, 0, 0, 100) == 0, "no interval, nothing busy");
+    GpuBusyInterval whole[] = {{0, 1000}, {10, 20}};
+    CHECK(gpu_idle_union_ns(whole, 2, 100, 200) == 100, "an interval around the whole window covers it once");
 }
 
 // The block-scaled GEMMs' problems (-fp8_recipe blockwise): the trainer's three pass, and what cuBLASLt does not run
@@ -294,5 +318,6 @@ int main(void) {
     RUN_TEST(test_gelu_fp8_launch_preconditions);
     RUN_TEST(test_layernorm_fp8_launch_preconditions);
     RUN_TEST(test_layernorm_rows_fit);
+    RUN_TEST(test_gpu_idle_union);
     return test_summary("kernels-host");
 }

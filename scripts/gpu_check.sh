@@ -63,8 +63,10 @@
 #             timing every kernel of step 3 alone and the SM clock it ran at (-profile_step 3, ncu --profile-from-start
 #             off, clocks and caches left as they are); scripts/profile_step.py sums them by kind (GEMMs, attention,
 #             FP8 casts, LayerNorm, ...) and by kernel into LOGDIR/profile_step.md, each run beside the first, and from
-#             the two clocks bounds the time outside kernels from below (not run unless named in --only)
-# Default: every stage but sanitize and profile. --only picks stages, e.g. a first short call
+#             the two clocks bounds the time outside kernels from below; and each run's GPU idle time in a step, measured
+#             (the trainer's -idle_step 8: CUPTI's trace; profile_idle rows; at the default shape results/latest.tsv's
+#             gpu_idle_ms_bf16 and gpu_idle_ms_fp8) (not run unless named in --only)
+# Default: every stage but llmc, sanitize and profile. --only picks stages, e.g. a first short call
 # `--only build,dev,test,xcheck,train` with TRAIN_STEPS=20 and a later one `--only bench,gemm,nccl`.
 #
 # The corpus, without network: the prepared shards in data/tinyshakespeare/ when they are there (carry that folder to
@@ -125,6 +127,15 @@ progress_stats() {
         }
         END { if (count) { printf "%.2f %.0f %d\n", sum_ms / count, sum_tok / count, count } else { print "n/a n/a 0" } }
     ' "$1" 2>/dev/null || echo "n/a n/a 0"
+}
+
+# idle_key LOG: the trainer's -idle_step line as "IDLE_MS WALL_MS rest", e.g. "0.412 78.903 busy 78.491 ms: 1842
+# kernels, 6 copies, 3 memsets", from
+#   idle: step 8: the GPU idle 0.412 ms of a 78.903 ms step (busy 78.491 ms: 1842 kernels, 6 copies, 3 memsets)
+# or nothing when the log has no such line
+idle_key() {
+    sed -nE 's/^idle: step [0-9]+: the GPU idle ([0-9.]+) ms of a ([0-9.]+) ms step \((.*)\)$/\1 \2 \3/p' "$1" 2>/dev/null |
+        tail -n 1
 }
 
 # mfu_mean LOG SKIP: the mean of the "mfu X%" values after the first SKIP ("35.2%"), or "n/a"
@@ -1480,6 +1491,34 @@ profile_vocabulary_flags() {
     PROFILE_DATA_FLAGS+=(-V "$1")
 }
 
+# profile_idle RUN TRAINER ARGS...: how long the GPU sat idle in a step of RUN (the trainer's -idle_step, CUPTI's trace
+# of step 8 of 8: a step's wall time from the host's first call to its end on the GPU, minus the union of the kernels',
+# copies' and memsets' times; Nsight Systems cannot make its reports on these machines). A trainer built without
+# CUPTI refuses the flag: SKIPPED. At the default shape (PROFILE_B 64, our vocabulary) the bf16 and fp8 runs write
+# results/latest.tsv's gpu_idle_ms_bf16 and gpu_idle_ms_fp8 (issue 56).
+profile_idle() {
+    local run=$1 trainer=$2 key failed_before=$ANY_FAILED
+    shift 2
+    local -a idle
+    run_step "profile_idle_$run" 120 "$trainer" "$@" -x 8 -idle_step 8 ${EXTRA[@]+"${EXTRA[@]}"}
+    if [ "$STEP_RC" -gt 0 ] && grep -q "built without CUPTI" "$WORK/profile_idle_$run.log" 2>/dev/null; then
+        ANY_FAILED=$failed_before  # a refusal, not a failure: this trainer cannot measure it
+        STEP_RESULT="SKIPPED (no CUPTI)"
+    fi
+    key=$(idle_key "$WORK/profile_idle_$run.log")
+    read -r -a idle <<<"$key"
+    row "profile_idle_$run" "${key:+${idle[0]} ms idle of a ${idle[1]} ms step (${key#* * })}"
+    case $run in bf16 | fp8) ;; *) return 0 ;; esac
+    [ "${DRY_RUN:-0}" = 1 ] && return 0
+    if [ "${PROFILE_B:-64}" != 64 ] || [ -n "${PROFILE_V:-}" ] || [ ${#EXTRA[@]} -gt 0 ]; then
+        latest_skip "gpu_idle_ms_$run" "not d12 B 64 at our vocabulary with the trainer's own flags"
+    elif [ -z "$key" ]; then
+        latest_skip "gpu_idle_ms_$run" "profile_idle_$run printed no idle line"
+    else
+        latest_write "gpu_idle_ms_$run" "${idle[0]}" ms "$(quote_words "$trainer" "$@" -x 8 -idle_step 8): step 8's GPU idle time (${idle[0]} of ${idle[1]} ms; ${key#* * })"
+    fi
+}
+
 stage_profile() {
     local ncu run flags step_ms step_mhz summary_args=() b=${PROFILE_B:-64} trainer=${PROFILE_TRAINER:-./train_gpt_fp8}
     ncu=$(find_ncu)
@@ -1511,6 +1550,7 @@ stage_profile() {
             add_row "profile_clocks_$run" "-" "$(clock_key "$WORK/profile_clocks_$run.csv")"
             [ -n "$step_ms" ] && step_mhz=$(clock_mean "$WORK/profile_clocks_$run.csv")
         fi
+        profile_idle "$run" "$trainer" "${common[@]}" $flags
         if [ "${DRY_RUN:-0}" != 1 ] && { [ -z "$ncu" ] || [ ! -x "$ncu" ]; }; then
             echo "gpu_check: profile_$run: skipped, no Nsight Compute:" \
                 "${ncu:-ncu is neither on PATH nor in \$CUDA_HOME/bin} (NCU= names one)" >"$WORK/profile_$run.log"
@@ -1540,6 +1580,7 @@ stage_profile() {
             row "profile_$run" ""
         fi
     done
+    latest_table_row profile
     [ ${#summary_args[@]} -gt 0 ] || return 0
     STEP_MIN_SECONDS=5 run_step profile_summary 60 python3 scripts/profile_step.py --brief \
         --out "$WORK/profile_step.md" "${summary_args[@]}"

@@ -788,6 +788,10 @@ esac
 for i in $(seq 1 15); do
     printf 'step %4d/15 | loss 5.000000 | norm 1.0000 | lr 3.00e-04 | %d.00 ms | 655360 tok/s | mfu 30.0%% | peak memory 20.00 GiB\n' "$i" "$ms"
 done
+if [[ " $* " == *" -idle_step 8 "* ]]; then
+    printf 'idle: step 8: the GPU idle 0.%d ms of a %d.500 ms step (busy %d.%d ms: 100 kernels, 2 copies, 1 memsets)\n' \
+        "$ms" "$ms" "$ms" "$((500 - ms))"
+fi
 if [ -n "${crash:-}" ]; then echo "stand-in trainer: CUDA error: an illegal memory access was encountered" >&2; exit 1; fi
 EOF
 cat >"$tmp/fake_ncu" <<'EOF'
@@ -823,7 +827,7 @@ profile_run() {  # profile_run NAME NCU: stage_profile alone (bf16 and fp8), its
         WORK="$tmp/$1" LOGDIR="$tmp/$1_out" DEADLINE=$((SECONDS + 120)) ANY_FAILED=0 ARCHIVE_OVER=0 STARTED=now
         # shellcheck disable=SC2034
         GPU_NAME=cpu GPU_DRIVER=- GPU_MEMORY=- COMMIT=- COMMAND_LINE=test STAGES=profile DRY_RUN=0 EXTRA=() SKIP=5
-        ROW_STEP=() ROW_RESULT=() ROW_KEY=() DATA_FLAGS=(-i train.bin)
+        ROW_STEP=() ROW_RESULT=() ROW_KEY=() DATA_FLAGS=(-i train.bin) LATEST_TSV="$tmp/$1_latest.tsv"
         mkdir -p "$WORK" "$LOGDIR"
         NCU=$2 PROFILE_TRAINER="$tmp/fake_trainer" PROFILE_RUNS="bf16 fp8" stage_profile 2>/dev/null
         print_table
@@ -843,6 +847,16 @@ if [ "$rc" -eq 0 ] && printf '%s\n' "$table" | grep -qE '^\| profile_time_fp8 +\
 else
     fail profile_stage_with_a_stand_in_ncu "rc $rc: $table / $(cat "$tmp/profile_fake_out/profile_step.md" 2>/dev/null)"
 fi
+# -idle_step's run beside each: its line in the table, and at the default shape the bf16 and fp8 ones in latest.tsv
+if printf '%s\n' "$table" | grep -qE '^\| profile_idle_bf16 +\| OK .*\| 0\.100 ms idle of a 100\.500 ms step \(busy 100\.400 ms: 100 kernels, 2 copies, 1 memsets\) +\|' &&
+    printf '%s\n' "$table" | grep -qE '^\| latest_tsv_profile +\| OK +\| gpu_idle_ms_bf16 0\.100; gpu_idle_ms_fp8 0\.80 +\|' &&
+    [ "$(awk -F '\t' '$1 == "gpu_idle_ms_fp8" { print $2 " " $3 }' "$tmp/profile_fake_latest.tsv")" = "0.80 ms" ] &&
+    [ "$(awk -F '\t' '$1 == "gpu_idle_ms_bf16" && $7 ~ /-x 8 -idle_step 8/ { print $2 }' "$tmp/profile_fake_latest.tsv")" = 0.100 ]; then
+    pass profile_stage_gpu_idle_rows
+else
+    fail profile_stage_gpu_idle_rows "$table / $(cat "$tmp/profile_fake_latest.tsv" 2>/dev/null)"
+fi
+expect idle_key "0.412 78.903 busy 78.491 ms: 1842 kernels, 6 copies, 3 memsets" "$(idle_key <(printf 'step 8/8 | x\nidle: step 8: the GPU idle 0.412 ms of a 78.903 ms step (busy 78.491 ms: 1842 kernels, 6 copies, 3 memsets)\n'))"
 FAKE_NCU_NO_REPORT=1 profile_run profile_unreached "$tmp/fake_ncu"
 rc=$?
 if [ "$rc" -eq 1 ] && grep -qE '^\| profile_fp8 +\| FAILED \(rc 1.*ncu wrote no report: was step 3 reached' "$tmp/profile_unreached.table" &&
