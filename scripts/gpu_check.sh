@@ -138,6 +138,17 @@ idle_key() {
         tail -n 1
 }
 
+# flag_value FLAG WORDS...: the word after the last FLAG among WORDS (nothing when FLAG is not there)
+flag_value() {
+    local flag=$1 value="" previous="" word
+    shift
+    for word in "$@"; do
+        [ "$previous" = "$flag" ] && value=$word
+        previous=$word
+    done
+    echo "$value"
+}
+
 # mfu_mean LOG SKIP: the mean of the "mfu X%" values after the first SKIP ("35.2%"), or "n/a"
 mfu_mean() {
     { grep -oE 'mfu:? *[0-9]+(\.[0-9]+)? *%' "$1" 2>/dev/null || true; } | grep -oE '[0-9]+(\.[0-9]+)?' |
@@ -1289,7 +1300,7 @@ stage_bench() {
 # to the GPU machine, never committed; dev/build_llmc.sh says what it changes for CUDA 13); without one the stage is
 # SKIPPED. results/latest.tsv: d12_b64_bf16_over_llmc, llm.c's ms over ours (above 1: ours is faster).
 stage_llmc() {
-    local llmc_dir=${LLMC_DIR:-third_party/llm.c} steps=$BENCH_STEPS llmc_ms ours_ms train="" val="" i
+    local llmc_dir=${LLMC_DIR:-third_party/llm.c} steps=$BENCH_STEPS llmc_ms ours_ms train val
     if [ ! -f "$llmc_dir/train_gpt2.cu" ] && [ "${DRY_RUN:-0}" != 1 ]; then
         echo "gpu_check: llmc: skipped, no llm.c checkout in $llmc_dir (LLMC_DIR)" >"$WORK/llmc_build.log"
         add_row llmc_build "SKIPPED (no llm.c in $llmc_dir: set LLMC_DIR)" "-"
@@ -1301,12 +1312,8 @@ stage_llmc() {
     run_step llmc_build 300 make llmc-baseline LLMC_DIR="$llmc_dir"
     row llmc_build "$(grep -E '^build_llmc: ' "$WORK/llmc_build.log" 2>/dev/null | tail -n 1 | sed 's/^build_llmc: //')"
     profile_vocabulary_flags 50257
-    for ((i = 0; i + 1 < ${#PROFILE_DATA_FLAGS[@]}; i++)); do
-        case ${PROFILE_DATA_FLAGS[i]} in
-            -i) train=${PROFILE_DATA_FLAGS[i + 1]} ;;
-            -j) val=${PROFILE_DATA_FLAGS[i + 1]} ;;
-        esac
-    done
+    train=$(flag_value -i "${PROFILE_DATA_FLAGS[@]}")
+    val=$(flag_value -j "${PROFILE_DATA_FLAGS[@]}")
     run_step llmc_train_gpt2cu 240 ./dev/llmc/train_gpt2cu -i "$train" -j "${val:-$train}" -e d12 -b 64 -t 1024 \
         -x "$steps" -v 1000 -m 2 -s 0 -n 0 -h 0
     row llmc_train_gpt2cu "$(bench_key "$WORK/llmc_train_gpt2cu.log" "$SKIP")"
@@ -1474,13 +1481,9 @@ profile_differences() {
 # tokenizer's (GPT-2's 50257, as llm.c's train_gpt2cu runs d12): the train and val shards linked into WORK/shards_vV,
 # a folder without our tokenizer (read by -tk or beside the shards, it would refuse the larger -V), and -V V
 profile_vocabulary_flags() {
-    local dir="$WORK/shards_v$1" i train="" val=""
-    for ((i = 0; i + 1 < ${#DATA_FLAGS[@]}; i++)); do
-        case ${DATA_FLAGS[i]} in
-            -i) train=${DATA_FLAGS[i + 1]} ;;
-            -j) val=${DATA_FLAGS[i + 1]} ;;
-        esac
-    done
+    local dir="$WORK/shards_v$1" train val
+    train=$(flag_value -i "${DATA_FLAGS[@]}")
+    val=$(flag_value -j "${DATA_FLAGS[@]}")
     mkdir -p "$dir"
     ln -sf "$(realpath -m "$train")" "$dir/train.bin"
     PROFILE_DATA_FLAGS=(-i "$dir/train.bin")
