@@ -8,9 +8,6 @@ Two ways to reduce a row. Where C is a multiple of 8 up to LAYERNORM_MAX_C (GPT-
 tensors are 16-byte aligned, one warp owns a row: it reads the row once, in 16-byte vectors, into registers, reduces
 with shuffles alone, and writes in 16-byte vectors (layernorm_forward_rows_kernel, layernorm_backward_rows_kernel).
 Elsewhere a 256-thread block owns a row, element by element (layernorm_forward_kernel, layernorm_backward_kernel).
-The backward where the warps fit is one pass (layernorm_backward_fused_kernel): a block takes a chunk of rows, writes
-their input gradient one warp a row, then sums the chunk's parameter-gradient partials from the same rows while they
-are in L2, where two kernels read dout and inp from memory twice.
 The first is the fast one: the second, the only one until now, ran LayerNorm at about a quarter of the memory's
 bandwidth (13.7 ms of a 106 ms d12 step at B 64 on an H100, RESULTS.md), its 2-byte accesses and block-wide
 __syncthreads reductions keeping too few bytes in flight. Both compute a row's statistics in fp32 in their own order
@@ -260,12 +257,14 @@ __global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
     layernorm_row_forward<VECTORS>(x, lane, row, C, out, mean, rstd, weight, bias);
 }
 
-// dinp's row `row` (C) bf16 += its input gradient, as layernorm_backward_kernel's, by one warp (lane l: vectors l,
-// l + 32, ...) with the row in registers: the one-warp-per-row kernel and the fused backward call it.
+// dinp (rows, C) bf16 += the input gradient, as layernorm_backward_kernel's, one warp per row.
 template <int VECTORS>
-__device__ __forceinline__ void layernorm_backward_row(floatX* dinp, const floatX* dout, const floatX* inp,
-                                                       const floatX* weight, const float* mean, const float* rstd,
-                                                       size_t row, int lane, int C) {
+__global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
+    layernorm_backward_rows_kernel(floatX* dinp, const floatX* dout, const floatX* inp, const floatX* weight,
+                                   const float* mean, const float* rstd, int rows, int C) {
+    int lane = threadIdx.x % 32;
+    size_t row = (size_t)blockIdx.x * LAYERNORM_ROWS_PER_BLOCK + threadIdx.x / 32;
+    if (row >= (size_t)rows) { return; }
     int vectors = C / 8;
     const uint4* x_row = reinterpret_cast<const uint4*>(inp + row * C);
     const uint4* dy_row = reinterpret_cast<const uint4*>(dout + row * C);
@@ -311,26 +310,16 @@ __device__ __forceinline__ void layernorm_backward_row(floatX* dinp, const float
     }
 }
 
-// dinp (rows, C) bf16 += the input gradient, as layernorm_backward_kernel's, one warp per row.
-template <int VECTORS>
-__global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
-    layernorm_backward_rows_kernel(floatX* dinp, const floatX* dout, const floatX* inp, const floatX* weight,
-                                   const float* mean, const float* rstd, int rows, int C) {
-    int lane = threadIdx.x % 32;
-    size_t row = (size_t)blockIdx.x * LAYERNORM_ROWS_PER_BLOCK + threadIdx.x / 32;
-    if (row >= (size_t)rows) { return; }
-    layernorm_backward_row<VECTORS>(dinp, dout, inp, weight, mean, rstd, row, lane, C);
-}
-
-// Chunk `chunk`'s parameter partials of columns 8v .. 8v + 7 (one 16-byte vector of dout and of inp a row), as
-// layernorm_param_backward_partials_kernel's: each sum down its column over rows [r0, r1) in order from 0.0f, so the
-// same bits. The loads of several rows are in flight at once (unrolled; the sums stay in row order).
-__device__ __forceinline__ void layernorm_param_partials8(float* partials, const floatX* dout, const floatX* inp,
-                                                          const float* mean, const float* rstd, int v, int r0, int r1,
-                                                          int chunk, int C) {
+// partials as layernorm_param_backward_partials_kernel's, each thread 8 adjacent columns (one 16-byte vector of dout
+// and of inp per row) instead of one: the same sums, each down its column row by row from 0.0f, so the same bits.
+// partials must be 16-byte aligned (its float4 stores; C a multiple of 8 keeps every row's offset one).
+__global__ void layernorm_param_backward_partials8_kernel(float* partials, const floatX* dout, const floatX* inp,
+                                                          const float* mean, const float* rstd, int rows, int C) {
+    int v = blockIdx.x * blockDim.x + threadIdx.x;  // columns 8v .. 8v + 7
+    if (v >= C / 8) { return; }
+    int r0 = blockIdx.y * COLUMN_SUM_ROWS, r1 = min(rows, r0 + COLUMN_SUM_ROWS);
     float dw[8], db[8];
     for (int i = 0; i < 8; i++) { dw[i] = db[i] = 0.0f; }
-#pragma unroll 4
     for (int r = r0; r < r1; r++) {
         float d[8], x[8];
         bf16x8_to_float(d, reinterpret_cast<const uint4*>(dout + (size_t)r * C)[v]);
@@ -341,43 +330,12 @@ __device__ __forceinline__ void layernorm_param_partials8(float* partials, const
             db[i] = __fadd_rn(db[i], d[i]);
         }
     }
-    float4* dw_out = reinterpret_cast<float4*>(partials + (size_t)chunk * 2 * C + 8 * v);
-    float4* db_out = reinterpret_cast<float4*>(partials + (size_t)chunk * 2 * C + C + 8 * v);
+    float4* dw_out = reinterpret_cast<float4*>(partials + (size_t)blockIdx.y * 2 * C + 8 * v);
+    float4* db_out = reinterpret_cast<float4*>(partials + (size_t)blockIdx.y * 2 * C + C + 8 * v);
     dw_out[0] = make_float4(dw[0], dw[1], dw[2], dw[3]);
     dw_out[1] = make_float4(dw[4], dw[5], dw[6], dw[7]);
     db_out[0] = make_float4(db[0], db[1], db[2], db[3]);
     db_out[1] = make_float4(db[4], db[5], db[6], db[7]);
-}
-
-// partials as layernorm_param_backward_partials_kernel's, each thread 8 adjacent columns instead of one
-// (layernorm_param_partials8), a chunk per grid y. partials must be 16-byte aligned (its float4 stores; C a multiple
-// of 8 keeps every row's offset one).
-__global__ void layernorm_param_backward_partials8_kernel(float* partials, const floatX* dout, const floatX* inp,
-                                                          const float* mean, const float* rstd, int rows, int C) {
-    int v = blockIdx.x * blockDim.x + threadIdx.x;  // columns 8v .. 8v + 7
-    if (v >= C / 8) { return; }
-    int r0 = blockIdx.y * COLUMN_SUM_ROWS, r1 = min(rows, r0 + COLUMN_SUM_ROWS);
-    layernorm_param_partials8(partials, dout, inp, mean, rstd, v, r0, r1, blockIdx.y, C);
-}
-
-// The backward in one pass over dout and inp (issue 56: LayerNorm's backward read both twice): a block owns one
-// chunk of COLUMN_SUM_ROWS rows; its warps write the chunk's dinp rows (layernorm_backward_row), then its threads sum
-// the chunk's parameter partials (layernorm_param_partials8) from the same rows, which the first half has just brought
-// into L2 (neither half reads what the other writes, so no barrier between them). The memory sees dout and inp once
-// instead of twice; the bits are those of layernorm_backward_rows_kernel and layernorm_param_backward_partials8_kernel
-// (the same functions on the same rows in the same order). Grid: one block per chunk.
-template <int VECTORS>
-__global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
-    layernorm_backward_fused_kernel(float* partials, floatX* dinp, const floatX* dout, const floatX* inp,
-                                    const floatX* weight, const float* mean, const float* rstd, int rows, int C) {
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    int r0 = blockIdx.x * COLUMN_SUM_ROWS, r1 = min(rows, r0 + COLUMN_SUM_ROWS);
-    for (int r = r0 + warp; r < r1; r += LAYERNORM_ROWS_PER_BLOCK) {
-        layernorm_backward_row<VECTORS>(dinp, dout, inp, weight, mean, rstd, (size_t)r, lane, C);
-    }
-    for (int v = threadIdx.x; v < C / 8; v += blockDim.x) {
-        layernorm_param_partials8(partials, dout, inp, mean, rstd, v, r0, r1, blockIdx.x, C);
-    }
 }
 
 // Whether the one-warp-per-row kernels take these tensors: C a multiple of 8 up to LAYERNORM_MAX_C, every pointer
@@ -405,10 +363,10 @@ __global__ void residual_forward_kernel(floatX* out, const floatX* inp1, const f
     }
 }
 
-// The launch of a kernel that keeps rows of C in a warp's registers, on `blocks` blocks of LAYERNORM_ROWS_PER_BLOCK
-// warps: its instance for C / 256 vectors per lane
-#define LAYERNORM_VECTORS_LAUNCH(kernel, blocks, C, stream, ...)                                                      \
+// The launch of a one-warp-per-row kernel for `rows` rows of C: its instance for C / 256 vectors per lane
+#define LAYERNORM_ROWS_LAUNCH(kernel, rows, C, stream, ...)                                                           \
     do {                                                                                                             \
+        unsigned int blocks = blocks_for((size_t)(rows), LAYERNORM_ROWS_PER_BLOCK);                                  \
         unsigned int threads = 32 * LAYERNORM_ROWS_PER_BLOCK;                                                        \
         switch (((C) + 255) / 256) {                                                                                 \
             case 1: kernel<1><<<blocks, threads, 0, stream>>>(__VA_ARGS__); break;                                   \
@@ -421,10 +379,6 @@ __global__ void residual_forward_kernel(floatX* out, const floatX* inp1, const f
             default: kernel<LAYERNORM_MAX_VECTORS><<<blocks, threads, 0, stream>>>(__VA_ARGS__); break;              \
         }                                                                                                            \
     } while (0)
-
-// The launch of a one-warp-per-row kernel for `rows` rows of C
-#define LAYERNORM_ROWS_LAUNCH(kernel, rows, C, stream, ...)                                                           \
-    LAYERNORM_VECTORS_LAUNCH(kernel, blocks_for((size_t)(rows), LAYERNORM_ROWS_PER_BLOCK), C, stream, __VA_ARGS__)
 
 // out (B, T, C) = LayerNorm(inp) * weight + bias; mean, rstd (B, T) kept for the backward. out may be NULL: the
 // statistics only (the FP8 cast that makes the output from them, llmc/layernorm_fp8.cuh, comes next).
@@ -450,16 +404,18 @@ static inline void layernorm_recompute(floatX* out, const floatX* inp, const flo
 }
 
 // dinp (B, T, C) bf16 += the input gradient; dweight, dbias (C) fp32 += the parameter gradients, summed over the B*T
-// rows in two deterministic passes through column_partials (B*T / COLUMN_SUM_ROWS, 2C). Where the one-warp-per-row
-// kernels fit, the input gradient and the partials come from one pass (layernorm_backward_fused_kernel).
+// rows in two deterministic passes through column_partials (B*T / COLUMN_SUM_ROWS, 2C)
 static inline void layernorm_backward(floatX* dinp, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
                                       const floatX* weight, const float* mean, const float* rstd, int B, int T, int C,
                                       float* column_partials, cudaStream_t stream) {
     int rows = B * T, chunks = column_sum_chunks((size_t)rows);
     int partials_aligned = all_aligned_16(column_partials, column_partials, column_partials);  // the float4 stores
     if (layernorm_rows_fit(C, dinp, dout, inp, weight) && partials_aligned) {
-        LAYERNORM_VECTORS_LAUNCH(layernorm_backward_fused_kernel, (unsigned int)chunks, C, stream, column_partials,
-                                 dinp, dout, inp, weight, mean, rstd, rows, C);
+        LAYERNORM_ROWS_LAUNCH(layernorm_backward_rows_kernel, rows, C, stream, dinp, dout, inp, weight, mean, rstd,
+                              rows, C);
+        dim3 grid(blocks_for(C / 8, 128), chunks);
+        layernorm_param_backward_partials8_kernel<<<grid, 128, 0, stream>>>(column_partials, dout, inp, mean, rstd,
+                                                                            rows, C);
     } else {
         unsigned int row_blocks = blocks_per_row((size_t)rows, "the LayerNorm backward (one block per token)");
         layernorm_backward_kernel<<<row_blocks, 256, 0, stream>>>(dinp, dout, inp, weight, mean, rstd, C);

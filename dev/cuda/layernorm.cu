@@ -11,9 +11,8 @@ lanes only), 64 (one vector, on 8 lanes) and 100 (not a multiple of 8: the block
              its two-pass variance (R2) and of rsqrtf; -r 2's recompute writes the forward's bytes (R1)
   backward   dinp (accumulated onto a nonzero one, as the trainer does) within one bf16 rounding plus the fp32 bound of
              its two row sums (R2, R3) of the exact value from the GPU's mean and rstd; the one-warp kernel's 8-column
-             parameter partials bit for bit the one-column kernel's (R1: the same sums in the same order); the fused
-             pass layernorm_backward runs (dinp and partials in one) bit for bit the one-warp-per-row kernel and the
-             8-column partials (R1); dweight and dbias (accumulated) within the fp32 bound of their B*T-term sums (R2)
+             parameter partials bit for bit the one-column kernel's (R1: the same sums in the same order); dweight and
+             dbias (accumulated) within the fp32 bound of their B*T-term sums (R2)
   column sums  column_partials_reduce bit for bit the CPU's additions in its fixed order (R1)
   residual   bf16(a + b) bit for bit (R1), on the 16-byte path, a pointer 2 bytes off it, and a tail past a multiple
              of 8
@@ -21,8 +20,8 @@ lanes only), 64 (one vector, on 8 lanes) and 100 (not a multiple of 8: the block
              those of residual_forward then layernorm_forward, bit for bit (R1: the same functions of the same values),
              one warp per row and (C 100) the two launchers; with no output (NULL), the same residual and statistics,
              and so from layernorm_forward with no output
-Then at 65536 x 768 (d12, B 64): forward and backward, each way, the backward in one pass against its two kernels,
-the residual, and the residual with the LayerNorm in one pass against the two, in us and GB/s against the copy.
+Then at 65536 x 768 (d12, B 64): forward and backward, each way, the residual, and the residual with the LayerNorm in
+one pass against the two, in us and GB/s against the copy.
 
 Build: make dev/cuda/layernorm     Run: ./dev/cuda/layernorm    (prints one line and exits 1 without a GPU)
 */
@@ -222,26 +221,13 @@ static void check_shape(int rows, int C, Rng* rng) {
              rows, C, way, worst_param);
     report(param_off == 0, what);
     if (rows_kernel) {
-        // layernorm_backward ran the fused pass: its dinp and partials against the two kernels it replaces, run on the
-        // same tensors from the same dinp0 (R1: the same functions on the same rows in the same order)
-        size_t count = (size_t)chunks * 2 * C;
-        float* fused_partials = (float*)malloc(count * sizeof(float));
-        cudaCheck(cudaMemcpy(fused_partials, d_partials, count * sizeof(float), cudaMemcpyDeviceToHost));
-        cudaCheck(cudaMemcpy(d_dinp, dinp0, n * 2, cudaMemcpyHostToDevice));
-        LAYERNORM_ROWS_LAUNCH(layernorm_backward_rows_kernel, rows, C, 0, d_dinp, d_dy, d_x, d_w, d_mean, d_rstd, rows,
-                              C);
-        cudaCheck(cudaGetLastError());
-        uint16_t* two_kernel_dinp = download_bf16_bits(d_dinp, n);
-        snprintf(what, sizeof(what), "%d x %d: the fused backward's dinp that of the one-warp-per-row kernel, bit for bit "
-                 "(R1)", rows, C);
-        report(memcmp(two_kernel_dinp, dinp, n * 2) == 0, what);
-        free(two_kernel_dinp);
-        // the 8-column partials against the one-column kernel's on the same tensors (R1), and the fused pass's
+        // the 8-column partials against the one-column kernel's on the same tensors (R1)
         dim3 grid1(blocks_for(C, 256), chunks);
         layernorm_param_backward_partials_kernel<<<grid1, 256>>>(d_partials1, d_dy, d_x, d_mean, d_rstd, rows, C);
         dim3 grid8(blocks_for(C / 8, 128), chunks);
         layernorm_param_backward_partials8_kernel<<<grid8, 128>>>(d_partials, d_dy, d_x, d_mean, d_rstd, rows, C);
         cudaCheck(cudaGetLastError());
+        size_t count = (size_t)chunks * 2 * C;
         float* p1 = (float*)malloc(count * sizeof(float));
         float* p8 = (float*)malloc(count * sizeof(float));
         cudaCheck(cudaMemcpy(p1, d_partials1, count * sizeof(float), cudaMemcpyDeviceToHost));
@@ -249,12 +235,8 @@ static void check_shape(int rows, int C, Rng* rng) {
         snprintf(what, sizeof(what),
                  "%d x %d: the 8-column parameter partials the one-column kernel's, bit for bit (R1)", rows, C);
         report(floats_identical(p8, p1, count), what);
-        snprintf(what, sizeof(what), "%d x %d: the fused backward's parameter partials the 8-column kernel's, bit for "
-                 "bit (R1)", rows, C);
-        report(floats_identical(fused_partials, p8, count), what);
         free(p1);
         free(p8);
-        free(fused_partials);
     }
 
     free(x);
@@ -473,10 +455,7 @@ int main(void) {
     dim3 grid1(blocks_for(C, 256), chunks), grid8(blocks_for(C / 8, 128), chunks);
     __nv_bfloat16* d_residual;
     device_alloc(&dev, &d_residual, n * 2);
-    enum {
-        COPY, FWD_WARP, FWD_BLOCK, BWD_WARP, BWD_BLOCK, PARTIALS8, PARTIALS1, BWD_FUSED, REDUCE, RESIDUAL, RESIDUAL_LN,
-        TIMINGS
-    };
+    enum { COPY, FWD_WARP, FWD_BLOCK, BWD_WARP, BWD_BLOCK, PARTIALS8, PARTIALS1, REDUCE, RESIDUAL, RESIDUAL_LN, TIMINGS };
     double us[TIMINGS];
     for (int pass = 0; pass < 2; pass++) {  // the first untimed: module load, clocks up
         for (int which = 0; which < TIMINGS; which++) {
@@ -506,10 +485,6 @@ int main(void) {
                         layernorm_param_backward_partials_kernel<<<grid1, 256>>>(d_partials, d_dy, d_x, d_mean, d_rstd,
                                                                                  rows, C);
                         break;
-                    case BWD_FUSED:
-                        layernorm_backward_fused_kernel<3><<<chunks, 256>>>(d_partials, d_dinp, d_dy, d_x, d_w, d_mean,
-                                                                             d_rstd, rows, C);
-                        break;
                     case REDUCE: column_partials_reduce(d_dw, d_partials, chunks, 2 * C, C, 0); break;
                     case RESIDUAL: residual_forward(d_out, d_x, d_dy, n, 0); break;
                     default:
@@ -535,9 +510,6 @@ int main(void) {
            "parameter partials 8 columns a thread %.1f us, 1 column %.1f us (%.2fx) | column sums %.1f us\n",
            rows, C, us[BWD_WARP], backward_gbs, 100 * backward_gbs / copy_gbs, us[BWD_BLOCK], us[BWD_BLOCK] / us[BWD_WARP],
            us[PARTIALS8], us[PARTIALS1], us[PARTIALS1] / us[PARTIALS8], us[REDUCE]);
-    printf("%d x %d: backward in one pass (input gradient and parameter partials) %.1f us, the two kernels %.1f us, "
-           "one pass / two %.2f\n", rows, C, us[BWD_FUSED], us[BWD_WARP] + us[PARTIALS8],
-           us[BWD_FUSED] / (us[BWD_WARP] + us[PARTIALS8]));
     printf("%d x %d: residual_forward %.1f us (%.0f GB/s, %.0f%% of copy) | residual_layernorm_forward %.1f us (%.0f "
            "GB/s, %.0f%% of copy), residual_forward + layernorm_forward %.1f us, one pass / two %.2f\n",
            rows, C, us[RESIDUAL], residual_gbs, 100 * residual_gbs / copy_gbs, us[RESIDUAL_LN], residual_ln_gbs,
