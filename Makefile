@@ -209,7 +209,7 @@ CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host llmc/test_kernels_host)
 # the GPU check; without a GPU each says so in one line and exits 1.
 DEV_CUDA := dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes dev/cuda/fp8_current_scaling \
             dev/cuda/fp8_block_quantize dev/cuda/fp8_block_gemm dev/cuda/gelu_fp8 dev/cuda/layernorm dev/cuda/layernorm_fp8 \
-            dev/cuda/classifier $(if $(CUDNN_OBJECT),dev/cuda/attention_cudnn)
+            dev/cuda/classifier $(if $(CUDNN_OBJECT),dev/cuda/attention_cudnn dev/cuda/attention_cudnn_fp8)
 CUDA_HEADERS := fp8/quantize.cuh fp8/update.cuh fp8/block_quantize.cuh llmc/gemm.cuh llmc/cuda_utils.cuh llmc/cuda_common.cuh
 # the GPU trainer's kernel families, one header each with its launchers
 KERNEL_HEADERS := llmc/encoder.cuh llmc/layernorm.cuh llmc/layernorm_fp8.cuh llmc/gelu.cuh llmc/gelu_fp8.cuh llmc/fused_classifier.cuh llmc/bias.cuh \
@@ -296,6 +296,11 @@ llmc/cudnn_attention.o: llmc/cudnn_attention.cpp llmc/cudnn_attention.h llmc/cud
 dev/cuda/attention_cudnn: dev/cuda/attention_cudnn.cu dev/cuda/bench.h llmc/attention.cuh llmc/cuda_common.cuh \
                           llmc/cuda_utils.cuh llmc/cudnn_attention.h llmc/rand.h llmc/tolerance.h $(CUDNN_OBJECT) \
                           | check-nvcc
+	@test -n "$(CUDNN_OBJECT)" || { echo "$@ needs cuDNN attention: $(CUDNN_STATUS)"; exit 1; }
+	$(NVCC) $(NVCC_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(CUDNN_LDLIBS)
+
+dev/cuda/attention_cudnn_fp8: dev/cuda/attention_cudnn_fp8.cu dev/cuda/bench.h fp8/fp8.h llmc/cuda_utils.cuh \
+                              llmc/cudnn_attention.h llmc/rand.h llmc/tolerance.h $(CUDNN_OBJECT) | check-nvcc
 	@test -n "$(CUDNN_OBJECT)" || { echo "$@ needs cuDNN attention: $(CUDNN_STATUS)"; exit 1; }
 	$(NVCC) $(NVCC_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(CUDNN_LDLIBS)
 
@@ -497,5 +502,5 @@ help:
 
 clean:
 	rm -f $(CPU_PROGRAMS) $(CPU_TESTS) $(CPU_TOOLS) $(DEV_CUDA) $(CUDA_HOST_TESTS) train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN) \
-	      llmc/cudnn_attention.o dev/cuda/attention_cudnn $(FUZZ_PROGRAMS) $(BUILD_FLAGS_STAMP)
+	      llmc/cudnn_attention.o dev/cuda/attention_cudnn dev/cuda/attention_cudnn_fp8 $(FUZZ_PROGRAMS) $(BUILD_FLAGS_STAMP)
 	rm -rf fuzz/work sanitizer-reports

@@ -17,8 +17,9 @@
 #             per row), layernorm_fp8 (LayerNorm inside the FP8 cast, bit for bit LayerNorm's kernel then the cast; +
 #             layernorm_fp8_time: fused against separate), classifier (the fused softmax, loss and
 #             gradient, both kernels, against the CPU; + classifier_time: at GPT-2's vocabulary),
-#             attention_cudnn (cuDNN's flash attention against the CPU and the plain attention; built with cuDNN): the
-#             CPU reference vs the GPU, then timings
+#             attention_cudnn (cuDNN's flash attention against the CPU and the plain attention; built with cuDNN),
+#             attention_cudnn_fp8 (cuDNN's FP8 attention: which head sizes build, forward and, where built, backward
+#             against the CPU within derived bounds, FP8 against BF16 time): the CPU reference vs the GPU, then timings
 #   test      ./test_gpt_fp8: the CUDA trainer against the CPU reference
 #   xcheck    the two real trainers against each other: train_gpt_fp8 and train_gpt_fp8_cpu from the same model file
 #             (-e) and shards, with gradient accumulation and one NaN-skipped step, 20 steps of a small model in every
@@ -827,14 +828,14 @@ stage_programs() {
     esac
 }
 
-# " dev/cuda/attention_cudnn" where the Makefile builds with cuDNN (make info says so), else nothing; asked once, and
-# not at all in a dry run or when the budget leaves no step to run (nothing is built then)
+# " dev/cuda/attention_cudnn dev/cuda/attention_cudnn_fp8" where the Makefile builds with cuDNN (make info says so),
+# else nothing; asked once, and not at all in a dry run or when the budget leaves no step to run (nothing is built then)
 cudnn_programs() {
     if [ -z "${CUDNN_PROGRAMS+set}" ]; then
         CUDNN_PROGRAMS=""
         if [ "${DRY_RUN:-0}" != 1 ] && [ $((DEADLINE - SECONDS - 25)) -ge "${STEP_MIN_SECONDS:-20}" ] &&
             make -s info 2>/dev/null | grep -q 'cuDNN found'; then
-            CUDNN_PROGRAMS=" dev/cuda/attention_cudnn"
+            CUDNN_PROGRAMS=" dev/cuda/attention_cudnn dev/cuda/attention_cudnn_fp8"
         fi
     fi
     echo "$CUDNN_PROGRAMS"

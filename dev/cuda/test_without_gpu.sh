@@ -9,7 +9,9 @@ programs="train_gpt_fp8 test_gpt_fp8 dev/cuda/fp8_quantize dev/cuda/fp8_update d
           dev/cuda/fp8_current_scaling dev/cuda/fp8_block_quantize dev/cuda/fp8_block_gemm dev/cuda/gelu_fp8
           dev/cuda/layernorm dev/cuda/layernorm_fp8 dev/cuda/classifier"
 # built only where the Makefile finds cuDNN and its frontend (make info)
-if [ -x dev/cuda/attention_cudnn ]; then programs="$programs dev/cuda/attention_cudnn"; fi
+for p in dev/cuda/attention_cudnn dev/cuda/attention_cudnn_fp8; do
+    if [ -x "$p" ]; then programs="$programs $p"; fi
+done
 
 # what the CUDA trainer decides from its flags alone, before it looks for a GPU (the same with or without one):
 # -fp8 e5m2 (E5M2 x E5M2 GEMMs, which cuBLASLt lacks on Hopper) is refused in one line, -h names this program and says
