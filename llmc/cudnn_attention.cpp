@@ -31,9 +31,11 @@ of exiting, so that the trainer can fall back to the plain attention.
 
 #include <array>
 #include <exception>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cuda_utils.cuh"
@@ -127,6 +129,23 @@ static std::shared_ptr<fe::graph::Tensor_attributes> stats_input(fe::graph::Grap
                             .set_stride(stats_strides(T, NH)));
 }
 
+// The options every graph here shares: causal (the diagonal band's right bound 0, aligned top-left), scale
+// 1/sqrt(HS) fused, and its name; A is one of the frontend's four SDPA attribute classes.
+template <typename A>
+static A causal_options(A options, const char* name, float scale) {
+    options.set_name(name).set_attn_scale(scale);
+    options.set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT).set_diagonal_band_right_bound(0);
+    return options;
+}
+
+static void stats_output(const std::shared_ptr<fe::graph::Tensor_attributes>& stats, int B, int T, int NH) {
+    stats->set_output(true)
+        .set_uid(UID_STATS)
+        .set_data_type(fe::DataType_t::FLOAT)
+        .set_dim(stats_dims(B, T, NH))
+        .set_stride(stats_strides(T, NH));
+}
+
 // An FP8 graph's scale, descale or amax: one fp32 on the device, a (1, 1, 1, 1) tensor.
 static std::shared_ptr<fe::graph::Tensor_attributes> scalar_input(fe::graph::Graph& graph, const char* name,
                                                                   int64_t uid) {
@@ -162,23 +181,13 @@ static void define_fp8_graph(fe::graph::Graph& graph, int kind, int B, int T, in
     if (kind != GRAPH_FP8_BACKWARD) {
         int with_stats = kind == GRAPH_FP8_FORWARD_TRAINING;
         auto scale_o = scalar_input(graph, "scale_o", UID_SCALE_O);
-        auto options = fe::graph::SDPA_fp8_attributes()
-                           .set_name("attention_forward_fp8")
-                           .set_generate_stats(with_stats)
-                           .set_attn_scale(scale)
-                           .set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT)
-                           .set_diagonal_band_right_bound(0);
+        auto options = causal_options(fe::graph::SDPA_fp8_attributes(), "attention_forward_fp8", scale);
+        options.set_generate_stats(with_stats);
         // {O, Stats, Amax_S, Amax_O}; Stats is null without statistics
         auto outputs = graph.sdpa_fp8(q, k, v, descale_q, descale_k, descale_v, descale_s, scale_s, scale_o, options);
         bnth_output(outputs[0], UID_O, B, T, NH, HS, C);
         outputs[0]->set_data_type(fe::DataType_t::FP8_E4M3);
-        if (with_stats) {
-            outputs[1]->set_output(true)
-                .set_uid(UID_STATS)
-                .set_data_type(fe::DataType_t::FLOAT)
-                .set_dim(stats_dims(B, T, NH))
-                .set_stride(stats_strides(T, NH));
-        }
+        if (with_stats) { stats_output(outputs[1], B, T, NH); }
         scalar_output(outputs[2], UID_AMAX_S);
         scalar_output(outputs[3], UID_AMAX_O);
         return;
@@ -188,12 +197,8 @@ static void define_fp8_graph(fe::graph::Graph& graph, int kind, int B, int T, in
     auto dout = bnth_input(graph, "dout", UID_DO, B, T, NH, HS, C);
     dout->set_data_type(fe::DataType_t::FP8_E5M2);
     auto stats = stats_input(graph, B, T, NH);
-    auto options = fe::graph::SDPA_fp8_backward_attributes()
-                       .set_name("attention_backward_fp8")
-                       .set_attn_scale(scale)
-                       .set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT)
-                       .set_diagonal_band_right_bound(0)
-                       .set_deterministic_algorithm(true);
+    auto options = causal_options(fe::graph::SDPA_fp8_backward_attributes(), "attention_backward_fp8", scale);
+    options.set_deterministic_algorithm(true);
     // {dQ, dK, dV, Amax_dQ, Amax_dK, Amax_dV, Amax_dP}
     auto grads = graph.sdpa_fp8_backward(
         q, k, v, o, dout, stats, descale_q, descale_k, descale_v, scalar_input(graph, "descale_o", UID_DESCALE_O),
@@ -242,31 +247,17 @@ static fe::error_t build_graph(CudnnAttention* attention, int kind, int B, int T
     auto v = bnth_input(*graph, "v", UID_V, B, T, NH, HS, qkv_row);
     if (kind != GRAPH_BACKWARD) {
         int with_stats = kind == GRAPH_FORWARD_TRAINING;
-        auto options = fe::graph::SDPA_attributes()
-                           .set_name("attention_forward")
-                           .set_generate_stats(with_stats)
-                           .set_attn_scale(scale)
-                           .set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT)
-                           .set_diagonal_band_right_bound(0);
+        auto options = causal_options(fe::graph::SDPA_attributes(), "attention_forward", scale);
+        options.set_generate_stats(with_stats);
         auto outputs = graph->sdpa(q, k, v, options);  // {O, Stats}; Stats is null without statistics
         bnth_output(outputs[0], UID_O, B, T, NH, HS, C);
-        if (with_stats) {
-            outputs[1]->set_output(true)
-                .set_uid(UID_STATS)
-                .set_data_type(fe::DataType_t::FLOAT)
-                .set_dim(stats_dims(B, T, NH))
-                .set_stride(stats_strides(T, NH));
-        }
+        if (with_stats) { stats_output(outputs[1], B, T, NH); }
     } else {
         auto o = bnth_input(*graph, "o", UID_O, B, T, NH, HS, C);
         auto dout = bnth_input(*graph, "dout", UID_DO, B, T, NH, HS, C);
         auto stats = stats_input(*graph, B, T, NH);
-        auto options = fe::graph::SDPA_backward_attributes()
-                           .set_name("attention_backward")
-                           .set_attn_scale(scale)
-                           .set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT)
-                           .set_diagonal_band_right_bound(0)
-                           .set_deterministic_algorithm(true);
+        auto options = causal_options(fe::graph::SDPA_backward_attributes(), "attention_backward", scale);
+        options.set_deterministic_algorithm(true);
         auto grads = graph->sdpa_backward(q, k, v, o, dout, stats, options);  // {dQ, dK, dV}
         bnth_output(grads[0], UID_DQ, B, T, NH, HS, qkv_row);
         bnth_output(grads[1], UID_DK, B, T, NH, HS, qkv_row);
@@ -446,6 +437,14 @@ static void* fp8_scalar(const char* where, const char* name, const float* p) {
 
 static void* device_bytes(const uint8_t* p) { return const_cast<uint8_t*>(p); }
 
+// The variant pack's entries both FP8 graphs share: q, k, v as views into qkv, and the one descale they all take.
+static std::unordered_map<int64_t, void*> fp8_qkv_pointers(const char* where, const uint8_t* qkv, int C,
+                                                           const float* descale_qkv) {
+    void* descale = fp8_scalar(where, "descale_qkv", descale_qkv);
+    return {{UID_Q, device_bytes(qkv)},        {UID_K, device_bytes(qkv + C)}, {UID_V, device_bytes(qkv + 2 * C)},
+            {UID_DESCALE_Q, descale},          {UID_DESCALE_K, descale},       {UID_DESCALE_V, descale}};
+}
+
 extern "C" void attention_forward_cudnn_fp8(CudnnAttention* attention, uint8_t* out, float* stats, const uint8_t* qkv,
                                             const CudnnFp8ForwardScales* scales, int B, int T, int C, int NH,
                                             cudaStream_t stream) {
@@ -453,20 +452,13 @@ extern "C" void attention_forward_cudnn_fp8(CudnnAttention* attention, uint8_t* 
     try {
         int kind = stats ? GRAPH_FP8_FORWARD_TRAINING : GRAPH_FP8_FORWARD_INFERENCE;
         const BuiltGraph& built = graph_for(attention, kind, B, T, C, NH);
-        void* descale_qkv = fp8_scalar(where, "descale_qkv", scales->descale_qkv);
-        std::unordered_map<int64_t, void*> pointers = {
-            {UID_Q, device_bytes(qkv)},
-            {UID_K, device_bytes(qkv + C)},
-            {UID_V, device_bytes(qkv + 2 * C)},
-            {UID_O, out},
-            {UID_DESCALE_Q, descale_qkv},
-            {UID_DESCALE_K, descale_qkv},
-            {UID_DESCALE_V, descale_qkv},
-            {UID_DESCALE_S, fp8_scalar(where, "descale_s", scales->descale_s)},
-            {UID_SCALE_S, fp8_scalar(where, "scale_s", scales->scale_s)},
-            {UID_SCALE_O, fp8_scalar(where, "scale_o", scales->scale_o)},
-            {UID_AMAX_S, fp8_scalar(where, "amax_s", scales->amax_s)},
-            {UID_AMAX_O, fp8_scalar(where, "amax_o", scales->amax_o)}};
+        std::unordered_map<int64_t, void*> pointers = fp8_qkv_pointers(where, qkv, C, scales->descale_qkv);
+        pointers[UID_O] = out;
+        pointers[UID_DESCALE_S] = fp8_scalar(where, "descale_s", scales->descale_s);
+        pointers[UID_SCALE_S] = fp8_scalar(where, "scale_s", scales->scale_s);
+        pointers[UID_SCALE_O] = fp8_scalar(where, "scale_o", scales->scale_o);
+        pointers[UID_AMAX_S] = fp8_scalar(where, "amax_s", scales->amax_s);
+        pointers[UID_AMAX_O] = fp8_scalar(where, "amax_o", scales->amax_o);
         if (stats) { pointers[UID_STATS] = stats; }
         execute(attention, built, pointers, stream);
     } catch (const std::exception& e) {
@@ -481,21 +473,15 @@ extern "C" void attention_backward_cudnn_fp8(CudnnAttention* attention, uint8_t*
     const char* where = "attention_backward_cudnn_fp8";
     try {
         const BuiltGraph& built = graph_for(attention, GRAPH_FP8_BACKWARD, B, T, C, NH);
-        void* descale_qkv = fp8_scalar(where, "descale_qkv", scales->descale_qkv);
         void* scale_dqkv = fp8_scalar(where, "scale_dqkv", scales->scale_dqkv);
-        std::unordered_map<int64_t, void*> pointers = {
-            {UID_Q, device_bytes(qkv)},
-            {UID_K, device_bytes(qkv + C)},
-            {UID_V, device_bytes(qkv + 2 * C)},
+        std::unordered_map<int64_t, void*> pointers = fp8_qkv_pointers(where, qkv, C, scales->descale_qkv);
+        const std::pair<int64_t, void*> rest[] = {
             {UID_O, device_bytes(out)},
             {UID_DO, device_bytes(dout)},
             {UID_STATS, const_cast<float*>(stats)},
             {UID_DQ, dqkv},
             {UID_DK, dqkv + C},
             {UID_DV, dqkv + 2 * C},
-            {UID_DESCALE_Q, descale_qkv},
-            {UID_DESCALE_K, descale_qkv},
-            {UID_DESCALE_V, descale_qkv},
             {UID_DESCALE_O, fp8_scalar(where, "descale_o", scales->descale_o)},
             {UID_DESCALE_DO, fp8_scalar(where, "descale_dout", scales->descale_dout)},
             {UID_DESCALE_S, fp8_scalar(where, "descale_s", scales->descale_s)},
@@ -509,6 +495,7 @@ extern "C" void attention_backward_cudnn_fp8(CudnnAttention* attention, uint8_t*
             {UID_AMAX_DK, fp8_scalar(where, "amax_dk", scales->amax_dk)},
             {UID_AMAX_DV, fp8_scalar(where, "amax_dv", scales->amax_dv)},
             {UID_AMAX_DP, fp8_scalar(where, "amax_dp", scales->amax_dp)}};
+        pointers.insert(std::begin(rest), std::end(rest));
         execute(attention, built, pointers, stream);
     } catch (const std::exception& e) {
         frontend_threw(where, e);

@@ -132,31 +132,30 @@ static double softmax_row(double* p, double* ds, const double* qkv, int b, int h
 static void reference_forward(double* out, double* lse, double* ds, double* pre, const double* qkv, int B, int T, int C,
                               int NH, double attn_scale, double descale_s) {
     int HS = C / NH;
-#pragma omp parallel for collapse(2)
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            double* p = (double*)malloc((size_t)T * sizeof(double));
-            for (int t = 0; t < T; t++) {
-                size_t row = ((size_t)b * NH + h) * T + t;
-                lse[row] = softmax_row(p, &ds[row], qkv, b, h, t, T, C, NH, attn_scale);
-                double rel = expm1(2.0 * ds[row]) +
-                             exp(2.0 * ds[row]) * (E4M3_HALF_ULP + tolerance_fp8_accumulation(t + 1, 1) *
-                                                   (1.0 + E4M3_HALF_ULP) + 2.0 * tolerance_sum_rn(t + 1) + 8.0 * FP32_ULP);
-                for (int d = 0; d < HS; d++) {
-                    double o = 0.0, weighted = 0.0, plain = 0.0;
-                    for (int u = 0; u <= t; u++) {
-                        double v = qkv[((size_t)b * T + u) * 3 * C + 2 * C + (size_t)h * HS + d];
-                        o += p[u] * v;
-                        weighted += p[u] * fabs(v);
-                        plain += fabs(v);
-                    }
-                    size_t i = ((size_t)b * T + t) * C + (size_t)h * HS + d;
-                    out[i] = o;
-                    pre[i] = rel * weighted + E4M3_HALF_SUBNORMAL * descale_s * plain;
+#pragma omp parallel for
+    for (int bh = 0; bh < B * NH; bh++) {  // (b, h) pairs: a head of a batch row each
+        int b = bh / NH, h = bh % NH;
+        double* p = (double*)malloc((size_t)T * sizeof(double));
+        for (int t = 0; t < T; t++) {
+            size_t row = (size_t)bh * T + t;
+            lse[row] = softmax_row(p, &ds[row], qkv, b, h, t, T, C, NH, attn_scale);
+            double rel = expm1(2.0 * ds[row]) +
+                         exp(2.0 * ds[row]) * (E4M3_HALF_ULP + tolerance_fp8_accumulation(t + 1, 1) *
+                                               (1.0 + E4M3_HALF_ULP) + 2.0 * tolerance_sum_rn(t + 1) + 8.0 * FP32_ULP);
+            for (int d = 0; d < HS; d++) {
+                double o = 0.0, weighted = 0.0, plain = 0.0;
+                for (int u = 0; u <= t; u++) {
+                    double v = qkv[((size_t)b * T + u) * 3 * C + 2 * C + (size_t)h * HS + d];
+                    o += p[u] * v;
+                    weighted += p[u] * fabs(v);
+                    plain += fabs(v);
                 }
+                size_t i = ((size_t)b * T + t) * C + (size_t)h * HS + d;
+                out[i] = o;
+                pre[i] = rel * weighted + E4M3_HALF_SUBNORMAL * descale_s * plain;
             }
-            free(p);
         }
+        free(p);
     }
 }
 
@@ -555,32 +554,35 @@ typedef struct {
     float *stats, *scalars;
 } TimedLayer;
 
-// Milliseconds per call of the forward (backward 0) or forward + backward, FP8 (fp8 1) or BF16
-static float time_layer(const TimedLayer* l, int fp8, int backward) {
-    CudnnFp8ForwardScales fs = forward_scales(l->scalars);
-    CudnnFp8BackwardScales bs = backward_scales(l->scalars);
-    BenchTimer timer;
-    bench_timer_init(&timer);
-    const int warmup = 3, reps = 20;
-    for (int r = 0; r < warmup + reps; r++) {
-        if (r == warmup) { bench_start(&timer); }
-        if (fp8) {
-            attention_forward_cudnn_fp8(l->cudnn, l->out8, l->stats, l->qkv8, &fs, l->B, l->T, l->C, l->NH, 0);
-            if (backward) {
-                attention_backward_cudnn_fp8(l->cudnn, l->dqkv8, l->dout8, l->qkv8, l->out8, l->stats, &bs, l->B, l->T,
-                                             l->C, l->NH, 0);
-            }
-        } else {
-            attention_forward_cudnn(l->cudnn, l->out, l->stats, l->qkv, l->B, l->T, l->C, l->NH, 0);
-            if (backward) {
-                attention_backward_cudnn(l->cudnn, l->dqkv, l->dout, l->qkv, l->out, l->stats, l->B, l->T, l->C, l->NH,
-                                         0);
-            }
+// One call of the layer: the forward (backward 0) or forward + backward, FP8 (fp8 1) or BF16
+typedef struct {
+    const TimedLayer* layer;
+    int fp8, backward;
+} TimedCall;
+
+static void run_layer(const void* arg) {
+    const TimedCall* c = (const TimedCall*)arg;
+    const TimedLayer* l = c->layer;
+    if (c->fp8) {
+        CudnnFp8ForwardScales fs = forward_scales(l->scalars);
+        attention_forward_cudnn_fp8(l->cudnn, l->out8, l->stats, l->qkv8, &fs, l->B, l->T, l->C, l->NH, 0);
+        if (c->backward) {
+            CudnnFp8BackwardScales bs = backward_scales(l->scalars);
+            attention_backward_cudnn_fp8(l->cudnn, l->dqkv8, l->dout8, l->qkv8, l->out8, l->stats, &bs, l->B, l->T,
+                                         l->C, l->NH, 0);
+        }
+    } else {
+        attention_forward_cudnn(l->cudnn, l->out, l->stats, l->qkv, l->B, l->T, l->C, l->NH, 0);
+        if (c->backward) {
+            attention_backward_cudnn(l->cudnn, l->dqkv, l->dout, l->qkv, l->out, l->stats, l->B, l->T, l->C, l->NH, 0);
         }
     }
-    float ms = bench_stop_ms(&timer);
-    bench_timer_free(&timer);
-    return ms / reps;
+}
+
+// Milliseconds per call (3 warm-up calls, 20 timed)
+static float time_layer(const TimedLayer* l, int fp8, int backward) {
+    TimedCall c = {l, fp8, backward};
+    return bench_ms_per_call(run_layer, &c, 3, 20);
 }
 
 static void time_shape(const char* name, CudnnAttention* cudnn, int B, int T, int NH, int HS, Rng* rng) {
@@ -667,16 +669,18 @@ static void check_support_query(CudnnAttention* cudnn) {
 }
 
 int main(void) {
+    // B, T, NH, HS: d12's heads; head size 128 (the FP8 backward too); T not a multiple of 64; d48's heads at T 1024;
+    // d12's width in heads of 128 at T 1024
+    static const int shapes[][4] = {{2, 256, 12, 64}, {2, 256, 4, 128}, {2, 100, 4, 128}, {1, 1024, 25, 64},
+                                    {1, 1024, 6, 128}};
     require_cuda_device("attention_cudnn_fp8");
-    CudnnAttention* cudnn = cudnn_attention_create();
     Rng rng;
     rng_seed(&rng, 57);
+    CudnnAttention* cudnn = cudnn_attention_create();
     check_support_query(cudnn);
-    check_shape(cudnn, 2, 256, 12, 64, &rng);   // d12's heads
-    check_shape(cudnn, 2, 256, 4, 128, &rng);   // head size 128: the FP8 backward too
-    check_shape(cudnn, 2, 100, 4, 128, &rng);   // T not a multiple of 64
-    check_shape(cudnn, 1, 1024, 25, 64, &rng);  // d48's heads at T 1024
-    check_shape(cudnn, 1, 1024, 6, 128, &rng);  // d12's width in heads of 128 at T 1024
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        check_shape(cudnn, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], &rng);
+    }
     time_shape("d12", cudnn, 8, 1024, 12, 64, &rng);
     time_shape("d48", cudnn, 16, 1024, 25, 64, &rng);
     time_shape("d12 in heads of 128", cudnn, 8, 1024, 6, 128, &rng);

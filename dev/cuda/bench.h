@@ -50,6 +50,20 @@ static float bench_stop_ms(const BenchTimer* t) {
     return bench_elapsed_ms(t);
 }
 
+// Milliseconds per call of call(arg), over `reps` calls queued after `warmup` untimed ones
+typedef void (*BenchCall)(const void* arg);
+static float bench_ms_per_call(BenchCall call, const void* arg, int warmup, int reps) {
+    BenchTimer timer;
+    bench_timer_init(&timer);
+    for (int r = 0; r < warmup + reps; r++) {
+        if (r == warmup) { bench_start(&timer); }
+        call(arg);
+    }
+    float ms = bench_stop_ms(&timer);
+    bench_timer_free(&timer);
+    return ms / reps;
+}
+
 // ----------------------------------------------------------------------------
 // device buffers
 
