@@ -319,7 +319,7 @@ static void naive_attention_forward(float* out, float* preatt, float* att, const
                     if (dot > maxval) { maxval = dot; }
                 }
                 attention_softmax_values_row(out + ((size_t)b * T + t) * C + h * hs, a, pre, maxval, inp, b, t, h, T,
-                                             C, hs);
+                                             C, hs, NULL);
             }
         }
     }
@@ -375,7 +375,7 @@ static void test_attention_bit_identical_to_naive_loops(void) {
         float *g_out = got, *g_pre = got + n_out, *g_att = g_pre + n_att, *g_dinp = g_att + n_att;
         float *g_dpre = g_dinp + n_inp, *g_datt = g_dpre + n_att;
         naive_attention_forward(w_out, w_pre, w_att, inp, B, T, C, NH);
-        attention_forward(g_out, g_pre, g_att, inp, B, T, C, NH);
+        attention_forward(g_out, g_pre, g_att, inp, B, T, C, NH, NULL);
         naive_attention_backward(w_dinp, w_dpre, w_datt, dout, inp, w_att, B, T, C, NH);
         attention_backward(g_dinp, g_dpre, g_datt, dout, inp, g_att, B, T, C, NH);
         CHECK(same_bits(w_out, g_out, n_out) && same_bits(w_pre, g_pre, n_att) && same_bits(w_att, g_att, n_att),
@@ -520,6 +520,85 @@ static void test_fp8_recorded_amaxes_and_values(void) {
     int off_grid = 0;
     for (size_t i = 0; i < (size_t)qkv.OC * qkv.IC; i++) { off_grid += fp8_round(wq[i], FP8_E4M3) != wq[i]; }
     CHECK(off_grid == 0, "%d cached FP8 weights are not E4M3 values", off_grid);
+    gpt2_free(&model);
+}
+
+// FP8 attention (-fp8_attention 1) after one step from scale 1.0, block by block: q, k, v are the E4M3 values of the qkv
+// GEMM's output, whose amax its output slot recorded; the attention's output is the cast of the attention computed
+// with E4M3-quantized weights (not the unquantized one), its amax in attproj's input slot, and a re-cast of it (what
+// attproj's GEMM reads) gives the same values; the softmax output's amax is 1. Evaluation records nothing; the end of
+// step gives S the scale 448 and leaves the attention module's unused slots alone.
+static void test_fp8_attention_casts_and_values(void) {
+    ModelOptions opt = tiny_options(PRECISION_FP8);
+    opt.fp8_attention = 1;
+    GPT2 model;
+    int B = TEST_B, T = TEST_T, C = opt.config.channels, NH = opt.config.num_heads, L = opt.config.num_layers;
+    int inputs[TEST_B * TEST_T], targets[TEST_B * TEST_T];
+    tiny_model_one_step(&model, &opt, 13, inputs, targets);
+    Fp8Meta* meta = &model.fp8;
+    CHECK(meta->num_modules == linear_num_modules(L) + L, "%d modules, want %d linear ones and one per block",
+          meta->num_modules, linear_num_modules(L) + L);
+    size_t BTC = (size_t)B * T * C, BNTT = (size_t)B * NH * T * T;
+    float* qkv_pre = malloc(BTC * 3 * sizeof(float));
+    float* out = malloc(BTC * sizeof(float));
+    float* plain = malloc(BTC * sizeof(float));
+    float* preatt = malloc(BNTT * sizeof(float));
+    float* att = malloc(BNTT * sizeof(float));
+    model.training = 0;  // the recomputations below record nothing
+    for (int l = 0; l < L; l++) {
+        const float* qkv = model.acts.qkv + l * BTC * 3;
+        const float* atty = model.acts.atty + l * BTC;
+        int qkv_slot = fp8_meta_fwd_slot(meta, l * 4 + LINEAR_QKV, FP8_FWD_OUTPUT);
+        int o_slot = fp8_meta_fwd_slot(meta, l * 4 + LINEAR_ATTPROJ, FP8_FWD_INPUT);
+        int s_slot = fp8_meta_fwd_slot(meta, fp8_attention_module(L, l), FP8_ATTENTION_S);
+        // the qkv GEMM's output again (not recorded: the same scales, the same bits)
+        linear_forward(&model, l * 4 + LINEAR_QKV, qkv_pre, model.acts.ln1 + l * BTC, B, T);
+        int off_grid = 0;
+        for (size_t i = 0; i < BTC * 3; i++) { off_grid += qkv[i] != fp8_round(qkv_pre[i], FP8_E4M3); }
+        CHECK(off_grid == 0, "block %d: %d of q, k, v are not the E4M3 cast of the qkv output (scale 1)", l, off_grid);
+        CHECK(meta->amax_history[qkv_slot] == max_abs(qkv_pre, BTC * 3), "block %d qkv output amax %g want %g", l,
+              meta->amax_history[qkv_slot], max_abs(qkv_pre, BTC * 3));
+        // the attention of those values with the weights quantized (scale 1), cast: attproj's input
+        AttentionFp8Softmax softmax = {1.0f, 1.0f, FP8_E4M3, 0.0f};
+        attention_forward(out, preatt, att, qkv, B, T, C, NH, &softmax);
+        attention_forward(plain, preatt, att, qkv, B, T, C, NH, NULL);
+        CHECK(!same_bits(out, plain, BTC), "block %d: quantizing the weights changed nothing", l);
+        CHECK(softmax.amax == 1.0f && meta->amax_history[s_slot] == 1.0f, "block %d softmax amax %g, row 0 %g", l,
+              softmax.amax, meta->amax_history[s_slot]);
+        CHECK(meta->amax_history[o_slot] == max_abs(out, BTC), "block %d output amax %g want %g", l,
+              meta->amax_history[o_slot], max_abs(out, BTC));
+        int wrong = 0, recast = 0;
+        for (size_t i = 0; i < BTC; i++) {
+            wrong += atty[i] != fp8_round(out[i], FP8_E4M3);
+            recast += fp8_round(atty[i], FP8_E4M3) != atty[i];
+        }
+        CHECK(wrong == 0 && recast == 0, "block %d: %d outputs are not the cast, %d change when cast again", l, wrong,
+              recast);
+    }
+    // evaluation records nothing
+    float* row0 = malloc((size_t)meta->num_slots * sizeof(float));
+    memcpy(row0, meta->amax_history, (size_t)meta->num_slots * sizeof(float));
+    gpt2_forward(&model, inputs, targets, B, T);
+    CHECK(memcmp(row0, meta->amax_history, (size_t)meta->num_slots * sizeof(float)) == 0, "evaluation recorded amaxes");
+    model.training = 1;
+    gpt2_fp8_end_of_step(&model, 0);
+    for (int l = 0; l < L; l++) {
+        int module = fp8_attention_module(L, l);
+        CHECK(meta->scale[fp8_meta_fwd_slot(meta, module, FP8_ATTENTION_S)] == 448.0f, "block %d: S scale %g", l,
+              meta->scale[fp8_meta_fwd_slot(meta, module, FP8_ATTENTION_S)]);
+        int unused[4] = {fp8_meta_fwd_slot(meta, module, 1), fp8_meta_fwd_slot(meta, module, 2),
+                         fp8_meta_bwd_slot(meta, module, FP8_ATTENTION_DP), fp8_meta_bwd_slot(meta, module, 1)};
+        for (int u = 0; u < 4; u++) {
+            CHECK(meta->scale[unused[u]] == 1.0f && meta->amax_history[unused[u]] == 0.0f,
+                  "block %d: unused attention slot %d changed", l, unused[u]);
+        }
+    }
+    free(qkv_pre);
+    free(out);
+    free(plain);
+    free(preatt);
+    free(att);
+    free(row0);
     gpt2_free(&model);
 }
 
@@ -1149,6 +1228,7 @@ int main(int argc, char** argv) {
     RUN_TEST(test_fp8_recorded_amaxes_and_values);
     RUN_TEST(test_fp8_histories_over_steps);
     RUN_TEST(test_fp8_current_scaling);
+    RUN_TEST(test_fp8_attention_casts_and_values);
     RUN_TEST(test_bf16_storage_and_modes_differ);
     RUN_TEST(test_fp8_overrides_first_last_and_lm_head);
     RUN_TEST(test_dataloader_ranks_wrap_resume);

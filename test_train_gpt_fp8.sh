@@ -63,6 +63,8 @@ train_case() {  # name, model flags, precision flags
 }
 for p in fp32 bf16 fp8; do train_case $p "$TINY" "-precision $p"; done
 train_case fp8_current "$TINY" "-precision fp8 -fp8_recipe current"
+# FP8 attention (-fp8_attention 1: q k v, the softmax output and the attention's output cast; BF16 backward)
+train_case fp8_attention "$TINY" "-precision fp8 -fp8_attention 1"
 # the block recipes train a 128-wide model, whose blocks of 128 (blockwise) and 32 (mxfp8) along C, 3C, 4C and B*T
 # are all whole (partial blocks: below), beside a BF16 run of that model (measured: val 4.99 for all three after 300
 # steps)
@@ -70,7 +72,7 @@ WIDE="$DATA_FLAGS -L 2 -C 128 -NH 4 -b 8 -t 64 -s 0 -seed 1337"
 train_case bf16_wide "$WIDE" "-precision bf16"
 train_case fp8_blockwise "$WIDE" "-precision fp8 -fp8_recipe blockwise"
 train_case fp8_mxfp8 "$WIDE" "-precision fp8 -fp8_recipe mxfp8"
-for p in fp8 fp8_current fp8_blockwise fp8_mxfp8; do
+for p in fp8 fp8_current fp8_attention fp8_blockwise fp8_mxfp8; do
     baseline=bf16
     case $p in fp8_blockwise | fp8_mxfp8) baseline=bf16_wide ;; esac
     vb=$(last_val "$TMP/train_$baseline/main.log" 2>/dev/null)
@@ -94,6 +96,20 @@ for p in fp8 fp8_current fp8_blockwise fp8_mxfp8; do
         fail "${p}_diagnostics_file" "missing, without E4M3 input / E5M2 grad_output rows, or a window amax of 0"
     fi
 done
+# FP8 attention's rows: every block's softmax output (E4M3, amax 1: a causal attention's first row has one key, its
+# scale 448 after the first update), q k v in the qkv GEMM's output slot, the attention's output in attproj's input
+# slot; and none of them in the run without the flag
+if awk -F'\t' 'NR > 1 && $4 == "attention" && $5 == "softmax_output" && $6 == "E4M3" && $7 == 1 && !($3 in s) { s[$3] = 1; n++ }
+                NR > 1 && $4 == "qkv" && $5 == "output" && $7 > 0 { q++ } NR > 1 && $4 == "attention" && $5 != "softmax_output" { bad++ }
+                END { exit !(n == 2 && q > 0 && bad == 0) }' "$TMP/train_fp8_attention/fp8_diag.tsv" 2>/dev/null &&
+    awk -F'\t' 'NR > 1 && $4 == "attention" && $5 == "softmax_output" { last = $9 } END { exit !(last == 448) }' \
+        "$TMP/train_fp8_attention/fp8_diag.tsv" &&
+    ! awk -F'\t' '$4 == "attention" || ($4 == "qkv" && $5 == "output") { found = 1 } END { exit !found }' \
+        "$TMP/train_fp8/fp8_diag.tsv"; then
+    pass "fp8_attention_diagnostics_rows"
+else
+    fail "fp8_attention_diagnostics_rows" "$(grep -m 2 attention "$TMP/train_fp8_attention/fp8_diag.tsv" | tr '\n' ' ')"
+fi
 # the per-tensor recipes' block scale columns are the one scale; the block recipes have no one scale (nan), and every
 # row's block scales are positive with min <= max, powers of two (blockwise's default -fp8_pow2_scales 1; mxfp8's
 # E8M0), and no mxfp8 element saturates by more than rounding: its scales round up (at most 1e-4 of a tensor clips)
@@ -203,6 +219,7 @@ resume_case() {  # name, trainer flags...
 }
 resume_case delayed -fp8_amax_history_len 16
 resume_case current -fp8_recipe current
+resume_case fp8_attention -fp8_attention 1
 # the block recipes with partial blocks (B*T 456 = 3.56 x 128 = 14.25 x 32; blockwise C 96, mxfp8 C 72 = 2.25 x 32)
 resume_case blockwise -fp8_recipe blockwise -C 96 -t 57
 resume_case mxfp8 -fp8_recipe mxfp8 -C 72 -NH 3 -t 57
@@ -543,9 +560,24 @@ expect_error state_header_damaged "state_00000002_00000.bin: corrupt state file 
 for old in 2 3; do
     cp -r "$TMP/ckpt" "$TMP/version$old"
     printf "\\x0$old" | dd of="$TMP/version$old/state_00000002_00000.bin" bs=1 seek=4 conv=notrunc 2>/dev/null
-    expect_error state_version_$old "state file version $old is not supported (expected 4" $TINY -precision fp8 -x 4 -v 0 -y 1 \
+    expect_error state_version_$old "state file version $old is not supported (expected 5" $TINY -precision fp8 -x 4 -v 0 -y 1 \
         -o "$TMP/version$old"
 done
+# version 4 (before -fp8_attention's header field, same layout) resumes as a run without FP8 attention, to the same
+# files as from the version-5 checkpoint
+for v in 4 5; do
+    cp -r "$TMP/ckpt" "$TMP/from_v$v"
+    printf "\x0$v" | dd of="$TMP/from_v$v/state_00000002_00000.bin" bs=1 seek=4 conv=notrunc 2>/dev/null
+    restamp_state "$TMP/from_v$v/state_00000002_00000.bin"
+    $TRAINER $TINY -precision fp8 -x 4 -v 1 -m 1 -y 1 -o "$TMP/from_v$v" >"$TMP/from_v$v.out" 2>&1
+    echo "rc $?" >>"$TMP/from_v$v.out"
+done
+if grep -q "rc 0" "$TMP/from_v4.out" && grep -q "resumed from .*model_00000002.bin at step 2" "$TMP/from_v4.out" &&
+    cmp -s "$TMP/from_v4/model_00000004.bin" "$TMP/from_v5/model_00000004.bin"; then
+    pass "state_version_4_resumes_without_fp8_attention"
+else
+    fail "state_version_4_resumes_without_fp8_attention" "$(tail -n 2 "$TMP/from_v4.out" | tr '\n' ' ')"
+fi
 # found by fuzzing (fuzz/corpus/state/crash-opt-count-size-overflow*): an optimizer shard of 2^62 parameters made the
 # expected file size overflow (undefined behaviour) before the header was refused
 cp -r "$TMP/ckpt" "$TMP/hugeshard"
@@ -575,6 +607,7 @@ first_last -fp8_bf16_first_last 0 1
 lm_head -fp8_lm_head 0 1
 recipe -fp8_recipe delayed current
 recipe_mxfp8 -fp8_recipe delayed mxfp8
+attention -fp8_attention 0 1
 EOF
 expect_error resume_changed_T "-t is 64 in the checkpoint but 32 in this run" $RESUME_CKPT -t 32 -maxT 64
 # the model's shape: the line names the flag that sets the number that differs (-t sets maxT without -maxT)
@@ -628,6 +661,15 @@ expect_error flag_current_fused_casts "-fp8_fused_casts applies to delayed scali
     $TINY -fp8_recipe current -fp8_fused_casts 1
 expect_error flag_mxfp8_fused_casts "-fp8_fused_casts applies to delayed scaling only (-fp8_recipe mxfp8" $TINY \
     -fp8_fused_casts 0 -fp8_recipe mxfp8
+# FP8 attention: delayed scaling's, with E4M3 forward tensors, in fp8 precision only
+expect_error flag_attention_value "invalid value '2' for -fp8_attention: must be in \[0, 1\]" $TINY -fp8_attention 2
+expect_error flag_attention_bf16 "-fp8_attention 1 needs -precision fp8 (this run's is bf16)" $TINY -precision bf16 \
+    -fp8_attention 1
+expect_error flag_attention_current "-fp8_attention 1 applies to delayed scaling only (-fp8_recipe current" $TINY \
+    -fp8_recipe current -fp8_attention 1
+expect_error flag_attention_mxfp8 "-fp8_attention 1 applies to delayed scaling only (-fp8_recipe mxfp8" $TINY \
+    -fp8_attention 1 -fp8_recipe mxfp8
+expect_error flag_attention_e5m2 "-fp8_attention 1 needs E4M3 forward tensors" $TINY -fp8 e5m2 -fp8_attention 1
 # the block recipes: their formats, and the flags that belong to other recipes (any width: above)
 expect_error block_e5m2 "-fp8 e5m2 cannot be used with -fp8_recipe blockwise: its tensors are E4M3 (the default) or hybrid" \
     $TINY -fp8_recipe blockwise -C 128 -fp8 e5m2

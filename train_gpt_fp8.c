@@ -256,12 +256,25 @@ static inline void dots_with_rows(float* dots, const float* x, const float* rows
     }
 }
 
+// FP8 attention's softmax output cast (-fp8_attention 1): the attention weights P quantized with the S slot's scale
+// before they multiply v, as cuDNN's FP8 forward quantizes them before its second GEMM. cuDNN quantizes each tile's
+// exp(s - running max) and normalizes at the end; this quantizes the normalized weights, as Transformer Engine's FP8
+// emulation of attention does: the same values up to one FP8 rounding of each weight. att keeps the weights
+// unquantized: the BF16 backward differentiates the softmax with them. attention_forward leaves the largest weight
+// (this cast's amax, 1 whenever a row has one key) in amax.
+typedef struct {
+    float scale, scale_inv;
+    Fp8Format format;
+    float amax;  // out
+} AttentionFp8Softmax;
+
 // The rest of query t's forward once its scaled scores pre[0..t] and their max are known: a (T) = softmax of the
-// scores (zeros past t), o (hs) = sum over t2 <= t, in order, of a[t2] * v[t2]. (The test's reference for
-// attention_forward shares it: only the score loops changed their structure.)
+// scores (zeros past t), o (hs) = sum over t2 <= t, in order, of a[t2] * v[t2], with fp8 (NULL: none) a[t2] quantized
+// for that sum. (The test's reference for attention_forward shares it: only the score loops changed their structure.)
 static inline __attribute__((always_inline)) void attention_softmax_values_row(float* o, float* a, const float* pre,
                                                                                float maxval, const float* inp, int b,
-                                                                               int t, int h, int T, int C, int hs) {
+                                                                               int t, int h, int T, int C, int hs,
+                                                                               const AttentionFp8Softmax* fp8) {
     float sum = 0.0f;
     for (int t2 = 0; t2 <= t; t2++) {
         float e = expf(pre[t2] - maxval);
@@ -273,19 +286,22 @@ static inline __attribute__((always_inline)) void attention_softmax_values_row(f
     for (int i = 0; i < hs; i++) { o[i] = 0.0f; }
     for (int t2 = 0; t2 <= t; t2++) {
         const float* v = inp + ((size_t)b * T + t2) * 3 * C + 2 * C + h * hs;
-        for (int i = 0; i < hs; i++) { o[i] += a[t2] * v[i]; }
+        float w = fp8 ? fp8_round(a[t2] * fp8->scale, fp8->format) * fp8->scale_inv : a[t2];
+        for (int i = 0; i < hs; i++) { o[i] += w * v[i]; }
     }
 }
 
 CPU_MULTIVERSION
-void attention_forward(float* out, float* preatt, float* att, const float* inp, int B, int T, int C, int NH) {
+void attention_forward(float* out, float* preatt, float* att, const float* inp, int B, int T, int C, int NH,
+                       AttentionFp8Softmax* fp8) {
     // inp (B, T, 3C) holds q, k, v; preatt and att (B, NH, T, T) (causal: only t2 <= t used); out (B, T, C).
     // Per (b, h) in parallel: its keys transposed once, then for each query t the scores against keys 0..t side by
-    // side, each a dot product summed over i in order.
+    // side, each a dot product summed over i in order. fp8: NULL, or the softmax output's FP8 cast.
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     int failed = 0;
-#pragma omp parallel reduction(| : failed)
+    uint32_t weight_max_bits = 0;  // the largest weight's bits (non-negative floats order as their bits)
+#pragma omp parallel reduction(| : failed) reduction(max : weight_max_bits)
     {
         float* key_t = (float*)malloc((size_t)hs * T * sizeof(float));  // (hs, T)
         failed = key_t == NULL;
@@ -306,13 +322,20 @@ void attention_forward(float* out, float* preatt, float* att, const float* inp, 
                         if (dot > maxval) { maxval = dot; }
                     }
                     attention_softmax_values_row(out + ((size_t)b * T + t) * C + h * hs, a, pre, maxval, inp, b, t,
-                                                 h, T, C, hs);
+                                                 h, T, C, hs, fp8);
+                    if (fp8) {
+                        for (int t2 = 0; t2 <= t; t2++) {
+                            uint32_t bits = fp8_float_bits(a[t2]);
+                            weight_max_bits = bits > weight_max_bits ? bits : weight_max_bits;
+                        }
+                    }
                 }
             }
         }
         free(key_t);
     }
     if (failed) { die("out of memory for attention scratch (%d x %d floats per thread)", hs, T); }
+    if (fp8) { fp8->amax = fp8_bits_float(weight_max_bits); }
 }
 
 // Query t's backward from its attention gradient da (T) on: through the softmax, dpre += a * (da - sum(a * da)), then
@@ -563,8 +586,10 @@ typedef struct {
     Fp8Recipe recipe;
     int fp8_bf16_first_last;  // this many blocks at each end stay BF16
     int fp8_lm_head;          // the LM head through FP8 too
+    int fp8_attention;        // -fp8_attention: the FP8 blocks' attention forward in FP8 (llmc/linear.h)
     int training;           // quantizations record amaxes (training) or not (evaluation, sampling)
-    Fp8Meta fp8;              // all modules' histories and scales (modules 0..4L-1, then the LM head)
+    Fp8Meta fp8;              // all modules' histories and scales (modules 0..4L-1, the LM head, then with
+                              // -fp8_attention one attention module per block)
     float* weight_dequantized;        // dequantized FP8 weights, the values FP8 GEMMs see; per module at weight_fp8_offset
     float* weight_dequantized_columnwise;  // mxfp8 only: the weights' 32x1-block copy dgrad multiplies, same offsets
     size_t* weight_fp8_offset;
@@ -598,7 +623,8 @@ static LinearModule linear_module(GPT2* model, int module) {
 
 // Which GEMMs of a module go through FP8, and so which casts it makes: llmc/linear.h's rules, for this model.
 static LinearPrecision gpt2_linear_precision(const GPT2* m) {
-    LinearPrecision p = {m->precision, &m->recipe, m->fp8_bf16_first_last, m->fp8_lm_head, m->config.num_layers};
+    LinearPrecision p = {m->precision, &m->recipe, m->fp8_bf16_first_last, m->fp8_lm_head, m->config.num_layers,
+                         m->fp8_attention};
     return p;
 }
 
@@ -723,6 +749,11 @@ static const float* linear_operand(GPT2* model, int module, LinearOperand operan
         cast_now = tensor == LINEAR_INPUT && fp8;
         record = 0;
     }
+    // FP8 attention casts attproj's input (its output) and records it: the GEMM's requests re-cast it unrecorded
+    if (tensor == LINEAR_INPUT && module < linear_lm_head(lp.num_layers) && module % LINEARS_PER_BLOCK == LINEAR_ATTPROJ &&
+        attention_is_fp8(&lp, module / LINEARS_PER_BLOCK)) {
+        record = 0;
+    }
     LinearModule lm = linear_module(model, module);
     size_t cols = (size_t)(tensor == LINEAR_GRAD_OUTPUT ? lm.OC : lm.IC);
     int slot = tensor == LINEAR_GRAD_OUTPUT ? fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT)
@@ -793,6 +824,7 @@ typedef struct {
     Fp8Recipe recipe;
     int fp8_bf16_first_last;
     int fp8_lm_head;
+    int fp8_attention;
     int num_processes, process_rank, zero_stage;  // which optimizer shard this model updates (llmc/zero.h)
 } ModelOptions;
 
@@ -804,6 +836,7 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
     model->recipe = opt->recipe;
     model->fp8_bf16_first_last = opt->fp8_bf16_first_last;
     model->fp8_lm_head = opt->fp8_lm_head;
+    model->fp8_attention = opt->fp8_attention;
     model->B = B;
     model->T = T;
     model->training = 1;
@@ -842,7 +875,8 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
     model->scratch_dout = (float*)calloc_or_die(BT * widest, sizeof(float), "gradient scratch");
     if (model->precision == PRECISION_FP8) {
         char err[256];
-        int modules = linear_num_modules(model->config.num_layers);  // the LM head's slots exist always and stay 0 unless it is FP8
+        // the LM head's slots exist always and stay 0 unless it is FP8; FP8 attention's modules only with the flag
+        int modules = fp8_num_modules(model->config.num_layers, model->fp8_attention);
         if (fp8_meta_init(&model->fp8, modules, &model->recipe, err, sizeof(err))) { die("%s", err); }
         model->weight_fp8_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 weight offsets");
         LinearPrecision lp = gpt2_linear_precision(model);
@@ -890,6 +924,39 @@ static void gpt2_free(GPT2* model) {
     }
 }
 
+// FP8 attention (-fp8_attention 1), block l's casts (llmc/linear.h says whose slots they use). q, k, v: cast once,
+// with the qkv GEMM's output slot, and the attention computes with the values that cast gives, forward and backward,
+// stored as bf16 in qkv (the values cuDNN's BF16 backward reads on the GPU, after the FP8 forward).
+static void attention_cast_qkv(GPT2* model, int l, float* qkv, size_t n) {
+    int slot = fp8_meta_fwd_slot(&model->fp8, l * LINEARS_PER_BLOCK + LINEAR_QKV, FP8_FWD_OUTPUT);
+    fp8_operand(model, model->scratch_inp, qkv, n, slot, 1);
+    memcpy(qkv, model->scratch_inp, n * sizeof(float));
+    round_to_storage(model, qkv, n);
+}
+
+// The softmax output's cast: the scale of block l's attention module's S slot.
+static AttentionFp8Softmax attention_softmax_cast(const GPT2* model, int l) {
+    int slot = fp8_meta_fwd_slot(&model->fp8, fp8_attention_module(model->config.num_layers, l), FP8_ATTENTION_S);
+    AttentionFp8Softmax cast = {model->fp8.scale[slot], model->fp8.scale_inv[slot],
+                                fp8_meta_slot_format(&model->fp8, slot), 0.0f};
+    return cast;
+}
+
+// After the attention: the softmax output's amax recorded (training; no counts: cuDNN's graph reports none), and the
+// output out (B, T, C) cast with attproj's input slot, its values left in out (bf16): the FP8 input attproj's GEMM
+// reads as it is (its own request of that input records nothing, linear_operand).
+static void attention_fp8_output(GPT2* model, int l, const AttentionFp8Softmax* softmax, float* out, size_t n) {
+    if (model->training) {
+        int s_slot = fp8_meta_fwd_slot(&model->fp8, fp8_attention_module(model->config.num_layers, l), FP8_ATTENTION_S);
+        float* row0 = fp8_meta_amax_row0(&model->fp8, s_slot);
+        *row0 = fp8_amax_merge(*row0, softmax->amax);
+    }
+    int slot = fp8_meta_fwd_slot(&model->fp8, l * LINEARS_PER_BLOCK + LINEAR_ATTPROJ, FP8_FWD_INPUT);
+    fp8_operand(model, model->scratch_inp, out, n, slot, 1);
+    memcpy(out, model->scratch_inp, n * sizeof(float));
+    round_to_storage(model, out, n);
+}
+
 void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T) {
     // inputs and targets (B, T); B and T may be smaller than allocated (sampling uses B = 1)
     int C = model->config.channels, NH = model->config.num_heads, L = model->config.num_layers;
@@ -905,6 +972,7 @@ void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int
     model->targets = targets;
     ParameterTensors p = model->params;
     ActivationTensors a = model->acts;
+    LinearPrecision lp = gpt2_linear_precision(model);
     size_t BTC = (size_t)B * T * C;
     encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C);
     round_to_storage(model, a.encoded, BTC);
@@ -931,8 +999,15 @@ void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int
         layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p.ln1w + l * C, p.ln1b + l * C, B, T, C);
         round_to_storage(model, ln1, BTC);
         linear_forward(model, module + LINEAR_QKV, qkv, ln1, B, T);
-        attention_forward(atty, preatt, att, qkv, B, T, C, NH);
-        round_to_storage(model, atty, BTC);
+        if (attention_is_fp8(&lp, l)) {
+            attention_cast_qkv(model, l, qkv, BTC * 3);
+            AttentionFp8Softmax softmax = attention_softmax_cast(model, l);
+            attention_forward(atty, preatt, att, qkv, B, T, C, NH, &softmax);
+            attention_fp8_output(model, l, &softmax, atty, BTC);
+        } else {
+            attention_forward(atty, preatt, att, qkv, B, T, C, NH, NULL);
+            round_to_storage(model, atty, BTC);
+        }
         linear_forward(model, module + LINEAR_ATTPROJ, attproj, atty, B, T);
         residual_forward(residual2, residual, attproj, BTC);
         round_to_storage(model, residual2, BTC);
@@ -1031,7 +1106,7 @@ void gpt2_fp8_end_of_step(GPT2* model, int step) {
 // theirs: the weights did not change, and row 0 holds exactly their amax.
 static void gpt2_fp8_drop_step_amaxes(GPT2* model) {
     if (model->precision != PRECISION_FP8) { return; }
-    for (int module = 0; module < linear_num_modules(model->config.num_layers); module++) {
+    for (int module = 0; module < model->fp8.num_modules; module++) {
         for (int k = 0; k < FP8_FWD_SLOTS; k++) {
             if (k != FP8_FWD_WEIGHT) { *fp8_meta_amax_row0(&model->fp8, fp8_meta_fwd_slot(&model->fp8, module, k)) = 0.0f; }
         }
@@ -1118,6 +1193,7 @@ static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_s
     if (model->precision != PRECISION_FP8) { fp8_recipe_default(&h.recipe); }
     h.fp8_bf16_first_last = model->fp8_bf16_first_last;
     h.fp8_lm_head = model->fp8_lm_head;
+    h.fp8_attention = model->fp8_attention;
     h.B = model->B;
     h.T = model->T;
     h.total_batch = model->total_batch;
@@ -1256,6 +1332,7 @@ int main(int argc, char** argv) {
     opt.recipe = args.recipe;
     opt.fp8_bf16_first_last = args.fp8_bf16_first_last;
     opt.fp8_lm_head = args.fp8_lm_head;
+    opt.fp8_attention = args.fp8_attention;
     GPT2 model;
     gpt2_allocate(&model, &opt, B, T);
     model.total_batch = total_batch;

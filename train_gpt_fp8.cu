@@ -290,7 +290,8 @@ typedef struct {
 } GPT2;
 
 static LinearPrecision gpt2_linear_precision(const GPT2* m) {
-    LinearPrecision p = {m->precision, &m->recipe, m->fp8_bf16_first_last, m->fp8_lm_head, m->config.num_layers};
+    // fp8_attention 0: refuse_cpu_only_flags refuses -fp8_attention 1 here
+    LinearPrecision p = {m->precision, &m->recipe, m->fp8_bf16_first_last, m->fp8_lm_head, m->config.num_layers, 0};
     return p;
 }
 
@@ -1806,6 +1807,10 @@ static void refuse_cpu_only_flags(const TrainArgs* args) {
         die("-fp8 e5m2 is CPU-only (cuBLASLt has no E5M2 x E5M2 GEMM on Hopper): use -fp8 hybrid or e4m3 here, or "
             "train_gpt_fp8_cpu");
     }
+    if (args->fp8_attention) {
+        die("-fp8_attention 1 runs in train_gpt_fp8_cpu only so far: the GPU trainer does not run cuDNN's FP8 "
+            "attention yet (dev/cuda/attention_cudnn_fp8 checks and times its graphs)");
+    }
     // -attn stays ATTENTION_DEFAULT when not given: gpt2_gpu_init then falls back to the plain attention where cuDNN
     // cannot run the shape, and -attn cudnn makes that an error
     (void)gpu_attention_kind(args->attention);
@@ -1831,7 +1836,7 @@ static void refuse_what_this_gpu_lacks(const TrainArgs* args) {
 // in one line before the run touches its folder.
 static void refuse_shapes_fp8_cannot_take(const TrainArgs* args, const RunSetup* run) {
     LinearPrecision lp = {args->precision, &args->recipe, args->fp8_bf16_first_last, args->fp8_lm_head,
-                          run->config.num_layers};
+                          run->config.num_layers, args->fp8_attention};
     char err[ERROR_MESSAGE_MAX];
     if (linear_check_gpu_dims(&run->config, &lp, run->B, run->T, err, sizeof(err))) { die("%s", err); }
 }

@@ -315,15 +315,18 @@ static void free_state(RunState* s) {
     state_fp8_arrays_free(&s->fp8);
 }
 
-// "block 1 fc input", "lm_head grad_output": the module and tensor of slot s of M modules
+// "block 1 fc input", "lm_head grad_output", "block 0 attention softmax_output": the module and tensor of slot s of M
+// modules (fp8/diag.h's tensor names)
 static void slot_name(char* out, size_t len, int slot, int num_modules, int num_layers) {
-    static const char* fwd[FP8_FWD_SLOTS] = {"input", "weight", "output"};
-    static const char* bwd[FP8_BWD_SLOTS] = {"grad_output", "grad_input"};
     int forward = fp8_slot_is_forward(slot, num_modules);
     int index = forward ? slot : slot - FP8_FWD_SLOTS * num_modules;
     int per = forward ? FP8_FWD_SLOTS : FP8_BWD_SLOTS, module = index / per, k = index % per;
-    const char* tensor = forward ? fwd[k] : bwd[k];
-    if (module >= linear_lm_head(num_layers)) {
+    int attention = module >= linear_num_modules(num_layers);
+    const char* const* tensors = attention ? fp8_diag_attention_tensors : fp8_diag_linear_tensors;
+    const char* tensor = tensors[forward ? k : FP8_FWD_SLOTS + k];
+    if (attention) {
+        snprintf(out, len, "block %d attention %s", module - linear_num_modules(num_layers), tensor);
+    } else if (module >= linear_lm_head(num_layers)) {
         snprintf(out, len, "lm_head %s", tensor);
     } else {
         snprintf(out, len, "block %d %s %s", module / LINEARS_PER_BLOCK, linear_names[module % LINEARS_PER_BLOCK],
@@ -336,6 +339,7 @@ static void slot_name(char* out, size_t len, int slot, int num_modules, int num_
 static const char* state_mismatch(const StateHeader* a, const StateHeader* b) {
     if (a->step != b->step) { return "step"; }
     if (a->precision != b->precision) { return "precision"; }
+    if (a->fp8_attention != b->fp8_attention) { return "-fp8_attention"; }
     if (a->fp8_modules != b->fp8_modules) { return "number of FP8 modules"; }
     if (a->num_parameters != b->num_parameters) { return "number of parameters"; }
     if (a->B != b->B || a->T != b->T || a->total_batch != b->total_batch) { return "batch (B, T, -d)"; }

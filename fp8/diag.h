@@ -50,17 +50,23 @@ static inline void fp8_diag_write_header(FILE* f) { fputs(FP8_DIAG_COLUMNS, f); 
 // (block_scale_range NULL): the block scales are the one scale. Block recipes: one scale cannot describe the tensor,
 // so scale and scale_inv are nan, and the block scales come from block_scale_range (per slot; nan when no block of
 // the slot had a finite non-zero amax). A slot no cast used (no count, no amax) has no row.
+// The tensor column's names of a linear module's five slots (forward, then backward), and of an FP8 attention
+// module's (llmc/linear.h: the softmax output S and dP; its other three slots are never used).
+static const char* const fp8_diag_linear_tensors[FP8_SLOTS_PER_MODULE] = {"input", "weight", "output", "grad_output",
+                                                                          "grad_input"};
+static const char* const fp8_diag_attention_tensors[FP8_SLOTS_PER_MODULE] = {"softmax_output", "unused", "unused",
+                                                                             "dP", "unused"};
+
 static inline void fp8_diag_write_module(FILE* f, int step, const Fp8Meta* meta, int module, int layer,
-                                         const char* name, const float* last_amax, const float* window_amax,
+                                         const char* name, const char* const tensors[FP8_SLOTS_PER_MODULE],
+                                         const float* last_amax, const float* window_amax,
                                          const Fp8QuantStats* stats, const Fp8BlockScaleRange* block_scale_range) {
-    static const char* fwd[FP8_FWD_SLOTS] = {"input", "weight", "output"};
-    static const char* bwd[FP8_BWD_SLOTS] = {"grad_output", "grad_input"};
     for (int s = 0; s < FP8_SLOTS_PER_MODULE; s++) {
         int forward = s < FP8_FWD_SLOTS, k = forward ? s : s - FP8_FWD_SLOTS;
         int slot = forward ? fp8_meta_fwd_slot(meta, module, k) : fp8_meta_bwd_slot(meta, module, k);
         const Fp8QuantStats* st = &stats[slot];
         if (st->count == 0 && last_amax[slot] == 0.0f) { continue; }  // unused slot
-        fprintf(f, "%d\t%d\t%d\t%s\t%s\t%s\t%.6e\t%.6e\t", step, module, layer, name, forward ? fwd[k] : bwd[k],
+        fprintf(f, "%d\t%d\t%d\t%s\t%s\t%s\t%.6e\t%.6e\t", step, module, layer, name, tensors[s],
                 fp8_format_name(fp8_meta_slot_format(meta, slot)), last_amax[slot], window_amax[slot]);
         if (block_scale_range) {
             fprintf(f, "nan\tnan\t");

@@ -26,9 +26,9 @@ What ties a checkpoint together, checked on every resume (checkpoint_load), each
 A damaged newest checkpoint is refused, naming the newest older one that is intact and how to resume from it
 (checkpoint_refuse_damaged); nothing falls back by itself.
 
-State file, version 4 (all little-endian), one per rank:
+State file, version 5 (all little-endian), one per rank:
   int32 header[256]:
-    [0] 20241122 magic  [1] 4 version  [2] num_processes  [3] process_rank  [4] precision (0 fp32, 1 bf16, 2 fp8)
+    [0] 20241122 magic  [1] 5 version  [2] num_processes  [3] process_rank  [4] precision (0 fp32, 1 bf16, 2 fp8)
     [5] number of FP8 modules M (0: no FP8 state)  [6] amax_history_len  [7] margin  [8] interval  [9] fp8_format
     [10] amax_compute_algo  [11..13] override fprop, dgrad, wgrad  [14] reduce_amax  [15] fp8_bf16_first_last
     [16] fp8_lm_head  [17] B  [18] T
@@ -44,6 +44,8 @@ State file, version 4 (all little-endian), one per rank:
     [40] steps skipped (non-finite) in a row up to this step  [41] the first of them (1-based; 0 when [40] is 0)
     [42..43] XXH3-64 of the run's tokenizer.bin (uint64; 0: the run had none)
     ([40..43] were 0 in the files written before them, which therefore read as "none skipped, no tokenizer known")
+    [44] -fp8_attention (new in version 5: M then counts one FP8 attention module per block after the LM head;
+    a version-4 file reads as 0, its layout unchanged)
   float m[opt_count], float v[opt_count]              AdamW moments of parameters [opt_offset, opt_offset + opt_count)
   float fp8_meta[(amax_history_len + 2) * 5M]        fp8/meta.h's buffer as-is: amax_history, scale, scale_inv
   float fp8_last_amax[5M]                             per slot, row 0 as the last update saw it (fp8_diag.tsv's amax)
@@ -53,8 +55,8 @@ State file, version 4 (all little-endian), one per rank:
   float fp8_block_scale_range[5M][2]                  block recipes only: per slot, the smallest and largest block
                                                       scale since the last fp8_diag.tsv block (fp8/diag.h)
   uint64 checksum                                     XXH3-64 of every byte before it
-The FP8 arrays are absent when M = 0. Versions 2 and 3 (before the diagnostics arrays; before the model
-checksum, with an FNV-1a of their own) are refused.
+The FP8 arrays are absent when M = 0. Version 4 (before [44]) is read as a run without FP8 attention; versions 2 and
+3 (before the diagnostics arrays; before the model checksum, with an FNV-1a of their own) are refused.
 */
 #ifndef GPTFP8_CHECKPOINT_H
 #define GPTFP8_CHECKPOINT_H
@@ -78,7 +80,8 @@ checksum, with an FNV-1a of their own) are refused.
 #include "utils.h"
 
 #define STATE_MAGIC 20241122
-#define STATE_VERSION 4
+#define STATE_VERSION 5
+#define STATE_VERSION_BEFORE_FP8_ATTENTION 4  // read too: [44] did not exist (no FP8 attention)
 // A state file's parameter count is at most this: far above any model file's (L 1024, C 65536 is 2^45.6), and low
 // enough that every size computed from it fits 64 bits.
 #define STATE_MAX_PARAMETERS (1LL << 48)
@@ -332,6 +335,7 @@ typedef struct {
     int fp8_modules;            // M, 0 when the run has no FP8 state
     Fp8Recipe recipe;           // the fields that shape or change the FP8 state (callbacks are not stored)
     int fp8_bf16_first_last, fp8_lm_head;
+    int fp8_attention;          // -fp8_attention (its modules are among the M)
     int B, T, total_batch;
     int64_t step;
     int64_t num_parameters;
@@ -468,6 +472,7 @@ static inline int state_file_write(const char* path, const StateHeader* h, const
     put_i64(&header[32], h->opt_count);
     header[34] = (int32_t)h->recipe.scaling;
     header[35] = h->total_batch;
+    header[44] = h->fp8_attention;
     put_i64(&header[36], (int64_t)h->model_checksum);
     memcpy(&header[38], &h->recipe.blockwise.amax_epsilon, sizeof(float));
     header[39] = !h->recipe.blockwise.power_2_scale;
@@ -502,7 +507,7 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
         snprintf(err, errlen, "%s: not a state file (magic %d, expected %d)", path, header[0], STATE_MAGIC);
         return -1;
     }
-    if (header[1] != STATE_VERSION) {
+    if (header[1] != STATE_VERSION && header[1] != STATE_VERSION_BEFORE_FP8_ATTENTION) {
         snprintf(err, errlen, "%s: state file version %d is not supported (expected %d%s)", path, header[1],
                  STATE_VERSION, header[1] == 2 || header[1] == 3
                                     ? "; versions 2 and 3, written before state files recorded their model file's "
@@ -544,6 +549,7 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
     h->skipped_in_a_row = header[40];
     h->first_skipped_step = header[41];
     h->tokenizer_checksum = (uint64_t)get_i64(&header[42]);
+    h->fp8_attention = header[1] == STATE_VERSION_BEFORE_FP8_ATTENTION ? 0 : header[44];
     char recipe_err[256];
     // every range before any arithmetic on it: sizes below are then products of bounded numbers (no overflow)
     if (h->num_parameters <= 0 || h->num_parameters > STATE_MAX_PARAMETERS || h->opt_offset < 0 || h->opt_count < 0 ||
@@ -552,7 +558,8 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
         h->precision < 0 || h->precision > 2 || h->fp8_modules < 0 || h->fp8_modules > (1 << 20) ||
         (h->fp8_modules && fp8_recipe_validate(&h->recipe, recipe_err, sizeof(recipe_err))) || h->B < 1 ||
         h->T < 1 || h->total_batch < 1 || h->shard_index < 0 || h->shard_position < 0 || h->skipped_in_a_row < 0 ||
-        h->first_skipped_step < 0 || h->first_skipped_step > h->step || (h->skipped_in_a_row > 0) != (h->first_skipped_step > 0)) {
+        h->first_skipped_step < 0 || h->first_skipped_step > h->step || (h->skipped_in_a_row > 0) != (h->first_skipped_step > 0) ||
+        h->fp8_attention < 0 || h->fp8_attention > 1) {
         snprintf(err, errlen, "%s: corrupt state header", path);
         return -1;
     }
@@ -929,6 +936,7 @@ static inline int checkpoint_check_same_run(const char* path, const StateHeader*
         {fp8 ? "-fp8_reduce_amax" : NULL, f->delayed.reduce_amax, r->delayed.reduce_amax, NULL, 0, 0},
         {fp8 ? "-fp8_bf16_first_last" : NULL, file->fp8_bf16_first_last, run->fp8_bf16_first_last, NULL, 0, 0},
         {fp8 ? "-fp8_lm_head" : NULL, file->fp8_lm_head, run->fp8_lm_head, NULL, 0, 0},
+        {fp8 ? "-fp8_attention" : NULL, file->fp8_attention, run->fp8_attention, NULL, 0, 0},
         {fp8 ? "-fp8_amax_epsilon" : NULL, float_bits_of(f->blockwise.amax_epsilon),
          float_bits_of(r->blockwise.amax_epsilon), NULL, 0, 1},
         {fp8 ? "-fp8_pow2_scales" : NULL, f->blockwise.power_2_scale, r->blockwise.power_2_scale, NULL, 0, 0},

@@ -72,6 +72,7 @@ typedef struct {
     int fp8_bf16_first_last;  // this many blocks at each end stay BF16
     int fp8_lm_head;          // the LM head through FP8 too
     int num_layers;
+    int fp8_attention;        // -fp8_attention: attention's forward in FP8 in the blocks whose linears are FP8
 } LinearPrecision;
 
 // A module goes through FP8 in fp8 mode unless its block is among the first/last N or it is the LM head (opt-in).
@@ -81,6 +82,28 @@ static inline int linear_is_fp8(const LinearPrecision* p, int module) {
     if (module == linear_lm_head(p->num_layers)) { return p->fp8_lm_head; }
     int l = module / LINEARS_PER_BLOCK;
     return l >= p->fp8_bf16_first_last && l < p->num_layers - p->fp8_bf16_first_last;
+}
+
+// ----------------------------------------------------------------------------
+// FP8 attention (-fp8_attention 1, delayed scaling): where its scales live
+//
+// Its casts take the slots of the tensors they are: q, k, v together the qkv module's FP8_FWD_OUTPUT slot (one scale
+// for the three, as TE's QKV quantizer: the qkv GEMM's output), the attention's output the attproj module's
+// FP8_FWD_INPUT slot (it is that GEMM's FP8 input, cast once, by the attention). The softmax output S and (for an FP8
+// backward) dP have no linear of their own: one module per block after the LM head, S in its forward slot
+// FP8_ATTENTION_S, dP in its backward slot FP8_ATTENTION_DP; its other three slots stay unused (their row 0 stays 0,
+// which the update skips). The module count, and so the metadata's layout, grows by L only in runs with the flag.
+enum { FP8_ATTENTION_S = FP8_FWD_INPUT, FP8_ATTENTION_DP = FP8_BWD_GRAD_OUTPUT };
+
+static inline int fp8_attention_module(int num_layers, int l) { return linear_num_modules(num_layers) + l; }
+static inline int fp8_num_modules(int num_layers, int fp8_attention) {
+    return linear_num_modules(num_layers) + (fp8_attention ? num_layers : 0);
+}
+
+// Whether block l's attention runs in FP8: with -fp8_attention 1, in the blocks whose linears run in FP8 (not the
+// first and last -fp8_bf16_first_last).
+static inline int attention_is_fp8(const LinearPrecision* p, int l) {
+    return p->fp8_attention && linear_is_fp8(p, l * LINEARS_PER_BLOCK + LINEAR_QKV);
 }
 
 // Which of an FP8 module's three GEMMs run in FP8: all of them, less those override_linear_precision sends to BF16.
@@ -331,12 +354,19 @@ static inline int linear_check_gpu_dims(const GPT2Config* config, const LinearPr
 static inline void fp8_diag_write_block(FILE* f, int step, const Fp8Meta* meta, const LinearPrecision* lp,
                                         const float* last_amax, const float* window_amax, const Fp8QuantStats* stats,
                                         const Fp8BlockScaleRange* block_scale_range) {
+    int linears = linear_num_modules(lp->num_layers);
     for (int module = 0; module < meta->num_modules; module++) {
+        if (module >= linears) {  // FP8 attention's modules, one per block
+            if (!attention_is_fp8(lp, module - linears)) { continue; }
+            fp8_diag_write_module(f, step, meta, module, module - linears, "attention", fp8_diag_attention_tensors,
+                                  last_amax, window_amax, stats, block_scale_range);
+            continue;
+        }
         if (!linear_is_fp8(lp, module)) { continue; }
         int is_head = module == linear_lm_head(lp->num_layers);
         fp8_diag_write_module(f, step, meta, module, is_head ? -1 : module / LINEARS_PER_BLOCK,
-                              is_head ? "lm_head" : linear_names[module % LINEARS_PER_BLOCK], last_amax, window_amax,
-                              stats, block_scale_range);
+                              is_head ? "lm_head" : linear_names[module % LINEARS_PER_BLOCK], fp8_diag_linear_tensors,
+                              last_amax, window_amax, stats, block_scale_range);
     }
     fflush(f);
 }

@@ -39,7 +39,7 @@ static void setup(Setup* s, const char* depth, int B, int T, Precision precision
     s->in.B = B;
     s->in.T = T;
     fp8_recipe_default(&s->recipe);
-    LinearPrecision lp = {precision, &s->recipe, 0, 0, c->num_layers};
+    LinearPrecision lp = {precision, &s->recipe, 0, 0, c->num_layers, 0};
     s->in.linear = lp;
     s->in.recompute = recompute;
     s->in.attention = attention;

@@ -28,8 +28,8 @@ import sys
 
 COLUMNS = ["step", "module", "layer", "gemm", "tensor", "format", "amax", "window_amax", "scale", "scale_inv",
            "saturated_frac", "flushed_frac", "block_scale_min", "block_scale_max"]
-GEMM_ORDER = ["qkv", "attproj", "fc", "fcproj", "lm_head"]
-TENSOR_ORDER = ["input", "weight", "output", "grad_output", "grad_input"]
+GEMM_ORDER = ["qkv", "attproj", "fc", "fcproj", "lm_head", "attention"]  # attention: -fp8_attention 1
+TENSOR_ORDER = ["input", "weight", "output", "softmax_output", "grad_output", "grad_input", "dP"]
 
 
 def die(message):

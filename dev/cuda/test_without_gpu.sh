@@ -16,30 +16,28 @@ done
 # what the CUDA trainer decides from its flags alone, before it looks for a GPU (the same with or without one):
 # -fp8 e5m2 (E5M2 x E5M2 GEMMs, which cuBLASLt lacks on Hopper) is refused in one line, -h names this program and says
 # what the block recipes run on
-out=$(./train_gpt_fp8 -fp8 e5m2 2>&1)
-rc=$?
-if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q "e5m2 is CPU-only" &&
-    ! printf '%s' "$out" | grep -q "CUDA device"; then
-    pass train_gpt_fp8_refuses_e5m2
-else
-    fail train_gpt_fp8_refuses_e5m2 "rc $rc: $out"
-fi
-out=$(./train_gpt_fp8 -precision fp8 -fp8_fp8_format e5m2 2>&1)
-if [ "$?" -ne 0 ] && printf '%s' "$out" | grep -q "e5m2 is CPU-only"; then
-    pass train_gpt_fp8_refuses_e5m2_recipe_flag
-else
-    fail train_gpt_fp8_refuses_e5m2_recipe_flag "$out"
-fi
+# refused_before_gpu NAME TEXT FLAGS...: train_gpt_fp8 with FLAGS exits non-zero with one line holding TEXT, and
+# never gets as far as looking for a CUDA device
+refused_before_gpu() {
+    local name=$1 want=$2 out rc
+    shift 2
+    out=$(./train_gpt_fp8 "$@" 2>&1)
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q -- "$want" &&
+        ! printf '%s' "$out" | grep -q "CUDA device"; then
+        pass "$name"
+    else
+        fail "$name" "rc $rc: $out"
+    fi
+}
+refused_before_gpu train_gpt_fp8_refuses_e5m2 "e5m2 is CPU-only" -fp8 e5m2
+refused_before_gpu train_gpt_fp8_refuses_e5m2_recipe_flag "e5m2 is CPU-only" -precision fp8 -fp8_fp8_format e5m2
 # GELU and LayerNorm inside the casts need the scale before the tensor exists: current scaling refuses the switch
-out=$(./train_gpt_fp8 -fp8_recipe current -fp8_fused_casts 1 2>&1)
-rc=$?
-if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] &&
-    printf '%s' "$out" | grep -q -- "-fp8_fused_casts applies to delayed scaling only" &&
-    ! printf '%s' "$out" | grep -q "CUDA device"; then
-    pass train_gpt_fp8_refuses_fused_casts_with_current
-else
-    fail train_gpt_fp8_refuses_fused_casts_with_current "rc $rc: $out"
-fi
+refused_before_gpu train_gpt_fp8_refuses_fused_casts_with_current "-fp8_fused_casts applies to delayed scaling only" \
+    -fp8_recipe current -fp8_fused_casts 1
+# FP8 attention runs in the CPU trainer only so far
+refused_before_gpu train_gpt_fp8_refuses_fp8_attention "-fp8_attention 1 runs in train_gpt_fp8_cpu only so far" \
+    -fp8_attention 1
 out=$(./train_gpt_fp8 -h 2>&1)
 if [ "$?" -eq 0 ] && printf '%s\n' "$out" | head -n 1 | grep -q "^usage: train_gpt_fp8 "; then
     pass train_gpt_fp8_help_names_it
