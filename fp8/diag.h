@@ -42,14 +42,6 @@ static inline void fp8_block_scale_range_reset(Fp8BlockScaleRange* range) {
 
 static inline void fp8_diag_write_header(FILE* f) { fputs(FP8_DIAG_COLUMNS, f); }
 
-// The rows of one module (`layer` -1 and `name` "lm_head" for the LM head), one per slot in use: the amax the last
-// update saw (last_amax, per slot: the step's amax), the amax the scale came from (window_amax, per slot: delayed
-// scaling's window max at the end of the step, row 0 included; the other recipes' last cast's own amax), the scale
-// now, the fractions of the elements quantized since the previous block (stats, per slot) that were clipped
-// (saturated) or lost to underflow (flushed), and the smallest and largest block scale. Per-tensor recipes
-// (block_scale_range NULL): the block scales are the one scale. Block recipes: one scale cannot describe the tensor,
-// so scale and scale_inv are nan, and the block scales come from block_scale_range (per slot; nan when no block of
-// the slot had a finite non-zero amax). A slot no cast used (no count, no amax) has no row.
 // The tensor column's names of a linear module's five slots (forward, then backward), and of an FP8 attention
 // module's (llmc/linear.h: the softmax output S and dP; its other three slots are never used).
 static const char* const fp8_diag_linear_tensors[FP8_SLOTS_PER_MODULE] = {"input", "weight", "output", "grad_output",
@@ -57,6 +49,14 @@ static const char* const fp8_diag_linear_tensors[FP8_SLOTS_PER_MODULE] = {"input
 static const char* const fp8_diag_attention_tensors[FP8_SLOTS_PER_MODULE] = {"softmax_output", "unused", "unused",
                                                                              "dP", "unused"};
 
+// The rows of one module (`layer` -1 and `name` "lm_head" for the LM head; `tensors` one of the two above), one per
+// slot in use: the amax the last update saw (last_amax, per slot: the step's amax), the amax the scale came from
+// (window_amax, per slot: delayed scaling's window max at the end of the step, row 0 included; the other recipes' last
+// cast's own amax), the scale now, the fractions of the elements quantized since the previous block (stats, per slot)
+// that were clipped (saturated) or lost to underflow (flushed), and the smallest and largest block scale. Per-tensor
+// recipes (block_scale_range NULL): the block scales are the one scale. Block recipes: one scale cannot describe the
+// tensor, so scale and scale_inv are nan, and the block scales come from block_scale_range (per slot; nan when no block
+// of the slot had a finite non-zero amax). A slot no cast used (no count, no amax) has no row.
 static inline void fp8_diag_write_module(FILE* f, int step, const Fp8Meta* meta, int module, int layer,
                                          const char* name, const char* const tensors[FP8_SLOTS_PER_MODULE],
                                          const float* last_amax, const float* window_amax,

@@ -472,13 +472,13 @@ static inline int state_file_write(const char* path, const StateHeader* h, const
     put_i64(&header[32], h->opt_count);
     header[34] = (int32_t)h->recipe.scaling;
     header[35] = h->total_batch;
-    header[44] = h->fp8_attention;
     put_i64(&header[36], (int64_t)h->model_checksum);
     memcpy(&header[38], &h->recipe.blockwise.amax_epsilon, sizeof(float));
     header[39] = !h->recipe.blockwise.power_2_scale;
     header[40] = h->skipped_in_a_row;
     header[41] = h->first_skipped_step;
     put_i64(&header[42], (int64_t)h->tokenizer_checksum);
+    header[44] = h->fp8_attention;
     void* arrays[STATE_ARRAYS];
     size_t bytes[STATE_ARRAYS];
     state_file_arrays(h, (void*)m, (void*)v, fp8, arrays, bytes);
