@@ -148,8 +148,7 @@ static inline cudaError_t fp8_meta_update_launch(const Fp8Meta* meta, float* gem
     dim3 block(FP8_UPDATE_SLOTS_PER_BLOCK, FP8_UPDATE_ROW_THREADS);
     fp8_update_kernel<<<grid, block, 0, stream>>>(
         meta->amax_history, meta->scale, meta->scale_inv, gemm_scale_inv, num_slots, FP8_FWD_SLOTS * meta->num_modules,
-        meta->amax_history_len,
-        fp8_max(meta->forward_format), fp8_max(meta->backward_format), recipe->margin,
+        meta->amax_history_len, fp8_max(meta->forward_format), fp8_max(meta->backward_format), recipe->margin,
         recipe->delayed.amax_compute_algo == AMAX_COMPUTE_MOST_RECENT,
         fp8_end_of_step_updates_scales(!fp8_recipe_has_history(recipe), step, recipe->delayed.interval));
     return cudaGetLastError();
