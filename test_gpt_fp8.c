@@ -325,9 +325,10 @@ static void naive_attention_forward(float* out, float* preatt, float* att, const
     }
 }
 
-// (the softmax and score part of each query's backward, unchanged, is the trainer's attention_backward_scores_row)
+// (the softmax and score part of each query's backward, unchanged, is the trainer's attention_backward_scores_row;
+// out NULL or FP8 attention's stored output, as attention_backward's)
 static void naive_attention_backward(float* dinp, float* dpreatt, float* datt, const float* dout, const float* inp,
-                                     const float* att, int B, int T, int C, int NH) {
+                                     const float* att, const float* out, int B, int T, int C, int NH) {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     for (int b = 0; b < B; b++) {
@@ -347,13 +348,15 @@ static void naive_attention_backward(float* dinp, float* dpreatt, float* datt, c
                     }
                     da[t2] += d;
                 }
-                attention_backward_scores_row(dinp, dpre, a, da, inp, b, t, h, T, C, hs, scale);
+                const float* o = out ? out + ((size_t)b * T + t) * C + h * hs : NULL;
+                attention_backward_scores_row(dinp, dpre, a, da, dout_t, o, inp, b, t, h, T, C, hs, scale);
             }
         }
     }
 }
 
-// Forward (out, preatt, att) and backward (dinp, dpreatt, datt, accumulating onto random values) bit for bit.
+// Forward (out, preatt, att) and backward (dinp, dpreatt, datt, accumulating onto random values) bit for bit; the
+// backward with the forward's output given (FP8 attention's dot with the stored output) on every other shape.
 static void test_attention_bit_identical_to_naive_loops(void) {
     static const int shapes[][4] = {{2, 8, 16, 2}, {1, 13, 36, 3}, {3, 21, 72, 3}, {2, 64, 128, 4}};  // B, T, C, NH
     Rng rng;
@@ -376,8 +379,9 @@ static void test_attention_bit_identical_to_naive_loops(void) {
         float *g_dpre = g_dinp + n_inp, *g_datt = g_dpre + n_att;
         naive_attention_forward(w_out, w_pre, w_att, inp, B, T, C, NH);
         attention_forward(g_out, g_pre, g_att, inp, B, T, C, NH, NULL);
-        naive_attention_backward(w_dinp, w_dpre, w_datt, dout, inp, w_att, B, T, C, NH);
-        attention_backward(g_dinp, g_dpre, g_datt, dout, inp, g_att, B, T, C, NH);
+        const float* stored_out = si % 2 ? w_out : NULL;
+        naive_attention_backward(w_dinp, w_dpre, w_datt, dout, inp, w_att, stored_out, B, T, C, NH);
+        attention_backward(g_dinp, g_dpre, g_datt, dout, inp, g_att, stored_out, B, T, C, NH);
         CHECK(same_bits(w_out, g_out, n_out) && same_bits(w_pre, g_pre, n_att) && same_bits(w_att, g_att, n_att),
               "forward B %d T %d C %d NH %d", B, T, C, NH);
         CHECK(same_bits(w_dinp, g_dinp, n_inp) && same_bits(w_dpre, g_dpre, n_att) && same_bits(w_datt, g_datt, n_att),
@@ -540,10 +544,12 @@ static void test_fp8_attention_casts_and_values(void) {
           meta->num_modules, linear_num_modules(L) + L);
     size_t BTC = (size_t)B * T * C, BNTT = (size_t)B * NH * T * T;
     float* qkv_pre = malloc(BTC * 3 * sizeof(float));
+    float* qkv_fp8 = malloc(BTC * 3 * sizeof(float));
     float* out = malloc(BTC * sizeof(float));
     float* plain = malloc(BTC * sizeof(float));
     float* preatt = malloc(BNTT * sizeof(float));
     float* att = malloc(BNTT * sizeof(float));
+    float* att_plain = malloc(BNTT * sizeof(float));
     model.training = 0;  // the recomputations below record nothing
     for (int l = 0; l < L; l++) {
         const float* qkv = model.acts.qkv + l * BTC * 3;
@@ -551,22 +557,36 @@ static void test_fp8_attention_casts_and_values(void) {
         int qkv_slot = fp8_meta_fwd_slot(meta, l * 4 + LINEAR_QKV, FP8_FWD_OUTPUT);
         int o_slot = fp8_meta_fwd_slot(meta, l * 4 + LINEAR_ATTPROJ, FP8_FWD_INPUT);
         int s_slot = fp8_meta_fwd_slot(meta, fp8_attention_module(L, l), FP8_ATTENTION_S);
-        // the qkv GEMM's output again (not recorded: the same scales, the same bits)
+        // the qkv GEMM's output again (not recorded: the same scales, the same bits), kept as it is for the backward
         linear_forward(&model, l * 4 + LINEAR_QKV, qkv_pre, model.acts.ln1 + l * BTC, B, T);
-        int off_grid = 0;
-        for (size_t i = 0; i < BTC * 3; i++) { off_grid += qkv[i] != fp8_round(qkv_pre[i], FP8_E4M3); }
-        CHECK(off_grid == 0, "block %d: %d of q, k, v are not the E4M3 cast of the qkv output (scale 1)", l, off_grid);
+        CHECK(same_bits(qkv, qkv_pre, BTC * 3), "block %d: qkv is not the GEMM's output (the backward reads it)", l);
         CHECK(meta->amax_history[qkv_slot] == max_abs(qkv_pre, BTC * 3), "block %d qkv output amax %g want %g", l,
               meta->amax_history[qkv_slot], max_abs(qkv_pre, BTC * 3));
-        // the attention of those values with the weights quantized (scale 1), cast: attproj's input
-        AttentionFp8Softmax softmax = {1.0f, 1.0f, FP8_E4M3, 0.0f};
-        attention_forward(out, preatt, att, qkv, B, T, C, NH, &softmax);
-        attention_forward(plain, preatt, att, qkv, B, T, C, NH, NULL);
+        CHECK(model.fp8_stats[qkv_slot].count == (long long)BTC * 3, "block %d: q, k, v cast counted %lld times, want "
+              "%zu", l, model.fp8_stats[qkv_slot].count, BTC * 3);
+        // the forward from their E4M3 cast (scale 1) with the weights quantized; the weights kept for the backward
+        // are from the bf16 q and k, with the FP8 forward's max and sum
+        for (size_t i = 0; i < BTC * 3; i++) { qkv_fp8[i] = fp8_round(qkv[i], FP8_E4M3); }
+        AttentionFp8 fp8 = {qkv_fp8, 1.0f, 1.0f, FP8_E4M3, 0.0f};
+        attention_forward(out, preatt, att, qkv, B, T, C, NH, &fp8);
+        CHECK(same_bits(att, model.acts.att + l * BNTT, BNTT), "block %d: the backward's weights differ", l);
+        attention_forward(plain, preatt, att_plain, qkv_fp8, B, T, C, NH, NULL);
         CHECK(!same_bits(out, plain, BTC), "block %d: quantizing the weights changed nothing", l);
-        CHECK(softmax.amax == 1.0f && meta->amax_history[s_slot] == 1.0f, "block %d softmax amax %g, row 0 %g", l,
-              softmax.amax, meta->amax_history[s_slot]);
+        CHECK(!same_bits(att, att_plain, BNTT), "block %d: the backward's weights are the FP8 forward's", l);
+        float att_worst = 0.0f;
+        for (size_t i = 0; i < BNTT; i++) {
+            float d = fabsf(att[i] - att_plain[i]);
+            att_worst = d > att_worst ? d : att_worst;
+        }
+        // q and k within an E4M3 rounding (2^-4 relative) of their cast: a weight moves by far less than itself
+        CHECK(att_worst < 0.25f, "block %d: the backward's weights are %g from the forward's", l, att_worst);
+        CHECK(fp8.amax == 1.0f && meta->amax_history[s_slot] == 1.0f, "block %d softmax amax %g, row 0 %g", l,
+              fp8.amax, meta->amax_history[s_slot]);
         CHECK(meta->amax_history[o_slot] == max_abs(out, BTC), "block %d output amax %g want %g", l,
               meta->amax_history[o_slot], max_abs(out, BTC));
+        CHECK(model.fp8_stats[o_slot].count == 0 && model.fp8_stats[s_slot].count == 0,
+              "block %d: the output and softmax casts were counted (%lld, %lld): cuDNN returns their amaxes only", l,
+              model.fp8_stats[o_slot].count, model.fp8_stats[s_slot].count);
         int wrong = 0, recast = 0;
         for (size_t i = 0; i < BTC; i++) {
             wrong += atty[i] != fp8_round(out[i], FP8_E4M3);
@@ -594,10 +614,12 @@ static void test_fp8_attention_casts_and_values(void) {
         }
     }
     free(qkv_pre);
+    free(qkv_fp8);
     free(out);
     free(plain);
     free(preatt);
     free(att);
+    free(att_plain);
     free(row0);
     gpt2_free(&model);
 }

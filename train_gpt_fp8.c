@@ -256,25 +256,30 @@ static inline void dots_with_rows(float* dots, const float* x, const float* rows
     }
 }
 
-// FP8 attention's softmax output cast (-fp8_attention 1): the attention weights P quantized with the S slot's scale
-// before they multiply v, as cuDNN's FP8 forward quantizes them before its second GEMM. cuDNN quantizes each tile's
-// exp(s - running max) and normalizes at the end; this quantizes the normalized weights, as Transformer Engine's FP8
-// emulation of attention does: the same values up to one FP8 rounding of each weight. att keeps the weights
-// unquantized: the BF16 backward differentiates the softmax with them. attention_forward leaves the largest weight
-// (this cast's amax, 1 whenever a row has one key) in amax.
+// FP8 attention's forward (-fp8_attention 1), what cuDNN's FP8 SDPA forward computes followed by its BF16 backward
+// (Transformer Engine's NVTE_FP8_DPA_BWD=0): the scores, softmax and values from qkv_fp8, the E4M3 cast of q, k, v
+// dequantized (B, T, 3C); the attention weights P quantized with the S slot's scale before they multiply v, as cuDNN
+// quantizes them before its second GEMM. cuDNN quantizes each tile's exp(s - running max) and normalizes at the end;
+// this quantizes the normalized weights, as Transformer Engine's FP8 emulation of attention does: the same values up
+// to one FP8 rounding of each weight. att then holds the weights the BF16 backward differentiates: exp(s - max) / sum
+// with s from the bf16 q and k (TE keeps them for the backward, not their FP8 cast) and max and sum from the FP8
+// forward (cuDNN's backward recomputes P from q, k and the forward's statistics). attention_forward leaves the largest
+// quantized weight (this cast's amax, 1 whenever a row has one key) in amax.
 typedef struct {
+    const float* qkv_fp8;  // (B, T, 3C) the E4M3 cast of q, k, v, dequantized
     float scale, scale_inv;
     Fp8Format format;
     float amax;  // out
-} AttentionFp8Softmax;
+} AttentionFp8;
 
 // The rest of query t's forward once its scaled scores pre[0..t] and their max are known: a (T) = softmax of the
 // scores (zeros past t), o (hs) = sum over t2 <= t, in order, of a[t2] * v[t2], with fp8 (NULL: none) a[t2] quantized
-// for that sum. (The test's reference for attention_forward shares it: only the score loops changed their structure.)
-static inline __attribute__((always_inline)) void attention_softmax_values_row(float* o, float* a, const float* pre,
-                                                                               float maxval, const float* inp, int b,
-                                                                               int t, int h, int T, int C, int hs,
-                                                                               const AttentionFp8Softmax* fp8) {
+// for that sum. Returns 1 / the sum of the exponentials. (The test's reference for attention_forward shares it: only
+// the score loops changed their structure.)
+static inline __attribute__((always_inline)) float attention_softmax_values_row(float* o, float* a, const float* pre,
+                                                                                float maxval, const float* inp, int b,
+                                                                                int t, int h, int T, int C, int hs,
+                                                                                const AttentionFp8* fp8) {
     float sum = 0.0f;
     for (int t2 = 0; t2 <= t; t2++) {
         float e = expf(pre[t2] - maxval);
@@ -289,29 +294,34 @@ static inline __attribute__((always_inline)) void attention_softmax_values_row(f
         float w = fp8 ? fp8_round(a[t2] * fp8->scale, fp8->format) * fp8->scale_inv : a[t2];
         for (int i = 0; i < hs; i++) { o[i] += w * v[i]; }
     }
+    return inv;
 }
 
 CPU_MULTIVERSION
 void attention_forward(float* out, float* preatt, float* att, const float* inp, int B, int T, int C, int NH,
-                       AttentionFp8Softmax* fp8) {
+                       AttentionFp8* fp8) {
     // inp (B, T, 3C) holds q, k, v; preatt and att (B, NH, T, T) (causal: only t2 <= t used); out (B, T, C).
     // Per (b, h) in parallel: its keys transposed once, then for each query t the scores against keys 0..t side by
-    // side, each a dot product summed over i in order. fp8: NULL, or the softmax output's FP8 cast.
+    // side, each a dot product summed over i in order. fp8: NULL, or FP8 attention's (the forward from fp8->qkv_fp8,
+    // att from inp's q and k: see AttentionFp8).
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
+    const float* qkv = fp8 ? fp8->qkv_fp8 : inp;  // what the output is computed from
     int failed = 0;
     uint32_t weight_max_bits = 0;  // the largest weight's bits (non-negative floats order as their bits)
 #pragma omp parallel reduction(| : failed) reduction(max : weight_max_bits)
     {
-        float* key_t = (float*)malloc((size_t)hs * T * sizeof(float));  // (hs, T)
+        // (hs, T) keys, and with fp8 (hs, T) of inp's keys after them
+        float* key_t = (float*)malloc((size_t)hs * T * (fp8 ? 2 : 1) * sizeof(float));
         failed = key_t == NULL;
 #pragma omp for collapse(2)
         for (int b = 0; b < B; b++) {
             for (int h = 0; h < NH; h++) {
                 if (!key_t) { continue; }
-                attention_transpose_head(key_t, inp, b, h, T, C, hs, C);
+                attention_transpose_head(key_t, qkv, b, h, T, C, hs, C);
+                if (fp8) { attention_transpose_head(key_t + (size_t)hs * T, inp, b, h, T, C, hs, C); }
                 for (int t = 0; t < T; t++) {
-                    const float* q = inp + ((size_t)b * T + t) * 3 * C + h * hs;
+                    const float* q = qkv + ((size_t)b * T + t) * 3 * C + h * hs;
                     float* pre = preatt + (((size_t)b * NH + h) * T + t) * T;
                     float* a = att + (((size_t)b * NH + h) * T + t) * T;
                     dots_with_rows(pre, q, key_t, t + 1, T, hs);
@@ -321,13 +331,17 @@ void attention_forward(float* out, float* preatt, float* att, const float* inp, 
                         pre[t2] = dot;
                         if (dot > maxval) { maxval = dot; }
                     }
-                    attention_softmax_values_row(out + ((size_t)b * T + t) * C + h * hs, a, pre, maxval, inp, b, t,
-                                                 h, T, C, hs, fp8);
+                    float inv = attention_softmax_values_row(out + ((size_t)b * T + t) * C + h * hs, a, pre, maxval,
+                                                             qkv, b, t, h, T, C, hs, fp8);
                     if (fp8) {
                         for (int t2 = 0; t2 <= t; t2++) {
                             uint32_t bits = fp8_float_bits(a[t2]);
                             weight_max_bits = bits > weight_max_bits ? bits : weight_max_bits;
                         }
+                        // the backward's weights: inp's scores with the FP8 forward's max and sum
+                        dots_with_rows(a, inp + ((size_t)b * T + t) * 3 * C + h * hs, key_t + (size_t)hs * T, t + 1,
+                                       T, hs);
+                        for (int t2 = 0; t2 <= t; t2++) { a[t2] = expf(a[t2] * scale - maxval) * inv; }
                     }
                 }
             }
@@ -338,17 +352,24 @@ void attention_forward(float* out, float* preatt, float* att, const float* inp, 
     if (fp8) { fp8->amax = fp8_bits_float(weight_max_bits); }
 }
 
-// Query t's backward from its attention gradient da (T) on: through the softmax, dpre += a * (da - sum(a * da)), then
-// through pre = scale * q.k into dq of t and dk of every t2 <= t (dinp (B, T, 3C)), each in t2 order. (The test's
+// Query t's backward from its attention gradient da (T) on: through the softmax, dpre += a * (da - dot), then
+// through pre = scale * q.k into dq of t and dk of every t2 <= t (dinp (B, T, 3C)), each in t2 order. dot is
+// sum(a * da), or with o (hs; NULL: none) sum(dout_t * o): cuDNN's D = rowsum(dO * O), which FP8 attention's BF16
+// backward takes from the stored FP8 output (its weights were quantized, so it is not sum(a * da)). (The test's
 // reference for attention_backward shares it: only the value loops changed their structure.)
 static inline __attribute__((always_inline)) void attention_backward_scores_row(float* dinp, float* dpre,
                                                                                 const float* a, const float* da,
+                                                                                const float* dout_t, const float* o,
                                                                                 const float* inp, int b, int t, int h,
                                                                                 int T, int C, int hs, float scale) {
     const float* q = inp + ((size_t)b * T + t) * 3 * C + h * hs;
     float* dq = dinp + ((size_t)b * T + t) * 3 * C + h * hs;
     float dot = 0.0f;
-    for (int t2 = 0; t2 <= t; t2++) { dot += a[t2] * da[t2]; }
+    if (o) {
+        for (int i = 0; i < hs; i++) { dot += dout_t[i] * o[i]; }
+    } else {
+        for (int t2 = 0; t2 <= t; t2++) { dot += a[t2] * da[t2]; }
+    }
     for (int t2 = 0; t2 <= t; t2++) { dpre[t2] += a[t2] * (da[t2] - dot); }
     for (int t2 = 0; t2 <= t; t2++) {
         const float* k = inp + ((size_t)b * T + t2) * 3 * C + C + h * hs;
@@ -363,10 +384,12 @@ static inline __attribute__((always_inline)) void attention_backward_scores_row(
 
 CPU_MULTIVERSION
 void attention_backward(float* dinp, float* dpreatt, float* datt, const float* dout, const float* inp,
-                        const float* att, int B, int T, int C, int NH) {
+                        const float* att, const float* out, int B, int T, int C, int NH) {
     // dinp (B, T, 3C): dq of position t gets one writer, but dk/dv of t2 get writes from every t >= t2, so the loop
     // runs per (b, h) in parallel and over t serially, which keeps the order of additions fixed. The head's values
-    // are transposed once, so the dot products with dout_t run side by side (each summed over i in order).
+    // are transposed once, so the dot products with dout_t run side by side (each summed over i in order). out
+    // (B, T, C): NULL, or FP8 attention's stored output, whose dot with dout the softmax's backward takes
+    // (attention_backward_scores_row).
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     int failed = 0;
@@ -392,7 +415,8 @@ void attention_backward(float* dinp, float* dpreatt, float* datt, const float* d
                         for (int i = 0; i < hs; i++) { dv[i] += a[t2] * dout_t[i]; }
                         da[t2] += dots[t2];
                     }
-                    attention_backward_scores_row(dinp, dpre, a, da, inp, b, t, h, T, C, hs, scale);
+                    const float* o = out ? out + ((size_t)b * T + t) * C + h * hs : NULL;
+                    attention_backward_scores_row(dinp, dpre, a, da, dout_t, o, inp, b, t, h, T, C, hs, scale);
                 }
             }
         }
@@ -924,35 +948,34 @@ static void gpt2_free(GPT2* model) {
     }
 }
 
-// FP8 attention (-fp8_attention 1), block l's casts (llmc/linear.h says whose slots they use). q, k, v: cast once,
-// with the qkv GEMM's output slot, and the attention computes with the values that cast gives, forward and backward,
-// stored as bf16 in qkv (the values cuDNN's BF16 backward reads on the GPU, after the FP8 forward).
-static void attention_cast_qkv(GPT2* model, int l, float* qkv, size_t n) {
-    int slot = fp8_meta_fwd_slot(&model->fp8, l * LINEARS_PER_BLOCK + LINEAR_QKV, FP8_FWD_OUTPUT);
-    fp8_operand(model, model->scratch_inp, qkv, n, slot, 1);
-    memcpy(qkv, model->scratch_inp, n * sizeof(float));
-    round_to_storage(model, qkv, n);
+// FP8 attention (-fp8_attention 1), block l's forward casts (llmc/linear.h says whose slots they use): q, k, v cast
+// once to E4M3 with the qkv GEMM's output slot (recorded, counted), the dequantized values into scratch_inp for the
+// forward (AttentionFp8's qkv_fp8; cuDNN reads the codes with their scale_inv), qkv left as the GEMM wrote it for the
+// BF16 backward; and the softmax output's scale, block l's attention module's S slot.
+static AttentionFp8 attention_fp8_forward_casts(GPT2* model, int l, const float* qkv, size_t n) {
+    int qkv_slot = fp8_meta_fwd_slot(&model->fp8, l * LINEARS_PER_BLOCK + LINEAR_QKV, FP8_FWD_OUTPUT);
+    int s_slot = fp8_meta_fwd_slot(&model->fp8, fp8_attention_module(model->config.num_layers, l), FP8_ATTENTION_S);
+    AttentionFp8 fp8 = {fp8_operand(model, model->scratch_inp, qkv, n, qkv_slot, 1), model->fp8.scale[s_slot],
+                        model->fp8.scale_inv[s_slot], fp8_meta_slot_format(&model->fp8, s_slot), 0.0f};
+    return fp8;
 }
 
-// The softmax output's cast: the scale of block l's attention module's S slot.
-static AttentionFp8Softmax attention_softmax_cast(const GPT2* model, int l) {
-    int slot = fp8_meta_fwd_slot(&model->fp8, fp8_attention_module(model->config.num_layers, l), FP8_ATTENTION_S);
-    AttentionFp8Softmax cast = {model->fp8.scale[slot], model->fp8.scale_inv[slot],
-                                fp8_meta_slot_format(&model->fp8, slot), 0.0f};
-    return cast;
-}
-
-// After the attention: the softmax output's amax recorded (training; no counts: cuDNN's graph reports none), and the
-// output out (B, T, C) cast with attproj's input slot, its values left in out (bf16): the FP8 input attproj's GEMM
-// reads as it is (its own request of that input records nothing, linear_operand).
-static void attention_fp8_output(GPT2* model, int l, const AttentionFp8Softmax* softmax, float* out, size_t n) {
+// After the attention: the amaxes of the softmax output and of the output out (B, T, C) recorded (training), and out
+// cast with attproj's input slot, its dequantized values left in out (bf16): cuDNN's E4M3 output, which attproj's
+// GEMM reads as it is (its own request of that input records nothing, linear_operand) and the BF16 backward reads
+// dequantized. No counts for either cast: cuDNN's graph returns their amaxes only.
+static void attention_fp8_output(GPT2* model, int l, const AttentionFp8* fp8, float* out, size_t n) {
+    Fp8Meta* meta = &model->fp8;
+    int s_slot = fp8_meta_fwd_slot(meta, fp8_attention_module(model->config.num_layers, l), FP8_ATTENTION_S);
+    int o_slot = fp8_meta_fwd_slot(meta, l * LINEARS_PER_BLOCK + LINEAR_ATTPROJ, FP8_FWD_INPUT);
+    float discarded_amax = 0.0f;
+    float* o_amax = model->training ? fp8_meta_amax_row0(meta, o_slot) : &discarded_amax;
     if (model->training) {
-        int s_slot = fp8_meta_fwd_slot(&model->fp8, fp8_attention_module(model->config.num_layers, l), FP8_ATTENTION_S);
-        float* row0 = fp8_meta_amax_row0(&model->fp8, s_slot);
-        *row0 = fp8_amax_merge(*row0, softmax->amax);
+        float* s_amax = fp8_meta_amax_row0(meta, s_slot);
+        *s_amax = fp8_amax_merge(*s_amax, fp8->amax);
     }
-    int slot = fp8_meta_fwd_slot(&model->fp8, l * LINEARS_PER_BLOCK + LINEAR_ATTPROJ, FP8_FWD_INPUT);
-    fp8_operand(model, model->scratch_inp, out, n, slot, 1);
+    fp8_quantize_dequantize(model->scratch_fp8, model->scratch_inp, out, n, fp8_meta_slot_format(meta, o_slot),
+                            meta->scale[o_slot], meta->scale_inv[o_slot], o_amax, NULL);
     memcpy(out, model->scratch_inp, n * sizeof(float));
     round_to_storage(model, out, n);
 }
@@ -1000,10 +1023,9 @@ void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int
         round_to_storage(model, ln1, BTC);
         linear_forward(model, module + LINEAR_QKV, qkv, ln1, B, T);
         if (attention_is_fp8(&lp, l)) {
-            attention_cast_qkv(model, l, qkv, BTC * 3);
-            AttentionFp8Softmax softmax = attention_softmax_cast(model, l);
-            attention_forward(atty, preatt, att, qkv, B, T, C, NH, &softmax);
-            attention_fp8_output(model, l, &softmax, atty, BTC);
+            AttentionFp8 fp8 = attention_fp8_forward_casts(model, l, qkv, BTC * 3);
+            attention_forward(atty, preatt, att, qkv, B, T, C, NH, &fp8);
+            attention_fp8_output(model, l, &fp8, atty, BTC);
         } else {
             attention_forward(atty, preatt, att, qkv, B, T, C, NH, NULL);
             round_to_storage(model, atty, BTC);
@@ -1047,6 +1069,7 @@ void gpt2_backward(GPT2* model, float loss_scale) {
     ParameterTensors p = model->params, g = model->grads;
     ActivationTensors a = model->acts, d = model->grads_acts;
     size_t BTC = (size_t)B * T * C;
+    LinearPrecision lp = gpt2_linear_precision(model);
     float dloss = loss_scale / (float)(B * T);  // d(mean loss)/d(loss_bt)
     for (int i = 0; i < B * T; i++) { d.losses[i] = dloss; }
     crossentropy_softmax_backward(d.logits, d.losses, a.probs, model->targets, B, T, V, Vp);
@@ -1078,7 +1101,8 @@ void gpt2_backward(GPT2* model, float loss_scale) {
         residual_backward(dresidual, d.attproj + o1, d.residual2 + o1, BTC);
         linear_backward(model, module + LINEAR_ATTPROJ, d.atty + o1, d.attproj + o1, a.atty + o1, B, T);
         round_to_storage(model, d.atty + o1, BTC);
-        attention_backward(d.qkv + o3, d.preatt + oa, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, B, T, C, NH);
+        attention_backward(d.qkv + o3, d.preatt + oa, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa,
+                           attention_is_fp8(&lp, l) ? a.atty + o1 : NULL, B, T, C, NH);
         round_to_storage(model, d.qkv + o3, BTC * 3);
         linear_backward(model, module + LINEAR_QKV, d.ln1 + o1, d.qkv + o3, a.ln1 + o1, B, T);
         round_to_storage(model, d.ln1 + o1, BTC);

@@ -61,7 +61,7 @@ typedef struct {
     // be, 0 their own kernels then the casts (the same bytes either way); _set: given (the other recipes refuse it)
     int fp8_fused_casts, fp8_fused_casts_set;
     // -fp8_attention (delayed scaling): 1 attention's forward in FP8 (q, k, v, the softmax output and the output cast,
-    // Transformer Engine's fp8_dpa), its backward in BF16 on the values the forward computed with (TE's
+    // Transformer Engine's fp8_dpa), its backward in BF16 on the bf16 q, k, v and the dequantized output (TE's
     // NVTE_FP8_DPA_BWD=0: Hopper's cuDNN has no FP8 backward at GPT-2's head size 64)
     int fp8_attention;
     // data parallelism (CUDA trainer): -1 / NULL when not given; llmc/multi_process.h resolves them with the launcher's
@@ -253,7 +253,7 @@ static inline void print_usage(const char* program) {
     usage_flag("-fp8_interval N", "recompute scales every N steps", "%d", r->delayed.interval);
     usage_flag("-fp8_reduce_amax 0|1", "all-reduce(MAX) amaxes over ranks", "%d", r->delayed.reduce_amax);
     usage_flag("-fp8_attention 0|1", "attention's forward in FP8 (q k v, softmax, output; TE's fp8_dpa), its "
-               "backward in BF16 (CPU trainer so far)", "%d", d.fp8_attention);
+               "backward in BF16 (GPU: cuDNN's FP8 forward)", "%d", d.fp8_attention);
     usage_flag("-fp8_fused_casts 0|1", "GELU and LayerNorm inside the FP8 casts (GPU; 0: their own kernels, the "
                "same bits; the CPU trainer takes only 0)", "%d", d.fp8_fused_casts);
     printf("fp8, blockwise scaling only\n");
