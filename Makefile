@@ -213,7 +213,7 @@ DEV_CUDA := dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda
 CUDA_HEADERS := fp8/quantize.cuh fp8/update.cuh fp8/block_quantize.cuh llmc/gemm.cuh llmc/cuda_utils.cuh llmc/cuda_common.cuh
 # the GPU trainer's kernel families, one header each with its launchers
 KERNEL_HEADERS := llmc/encoder.cuh llmc/layernorm.cuh llmc/layernorm_fp8.cuh llmc/gelu.cuh llmc/gelu_fp8.cuh llmc/fused_classifier.cuh llmc/bias.cuh \
-                  llmc/global_norm.cuh llmc/adamw.cuh llmc/attention.cuh
+                  llmc/global_norm.cuh llmc/adamw.cuh llmc/attention.cuh llmc/attention_fp8.cuh
 
 -include dev/data/data.mk
 
@@ -300,7 +300,7 @@ dev/cuda/attention_cudnn: dev/cuda/attention_cudnn.cu dev/cuda/bench.h llmc/atte
 	$(NVCC) $(NVCC_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(CUDNN_LDLIBS)
 
 dev/cuda/attention_cudnn_fp8: dev/cuda/attention_cudnn_fp8.cu dev/cuda/bench.h fp8/fp8.h llmc/cuda_utils.cuh \
-                              llmc/cudnn_attention.h llmc/rand.h llmc/tolerance.h $(CUDNN_OBJECT) | check-nvcc
+                              llmc/attention_fp8_reference.h llmc/cudnn_attention.h llmc/rand.h llmc/tolerance.h $(CUDNN_OBJECT) | check-nvcc
 	@test -n "$(CUDNN_OBJECT)" || { echo "$@ needs cuDNN attention: $(CUDNN_STATUS)"; exit 1; }
 	$(NVCC) $(NVCC_FLAGS) $(CUDNN_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(CUDNN_LDLIBS)
 
@@ -431,7 +431,7 @@ train_gpt_fp8: train_gpt_fp8.cu $(GPU_TRAINER_HEADERS) $(CUDNN_OBJECT) | check-n
 
 # the GPU test compiles both trainers into one program and compares them
 test_gpt_fp8: test_gpt_fp8.cu train_gpt_fp8.cu train_gpt_fp8.c $(GPU_TRAINER_HEADERS) llmc/testing.h llmc/tolerance.h \
-              $(CUDNN_OBJECT) | check-nvcc
+              llmc/attention_fp8_reference.h $(CUDNN_OBJECT) | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $(CUDNN_FLAGS) $(CUPTI_FLAGS) $< -o $@ $(NVCC_LDLIBS) $(MULTI_GPU_LDLIBS) \
 	  $(CUDNN_LDLIBS) $(CUPTI_LDLIBS)
 

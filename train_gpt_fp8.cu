@@ -74,6 +74,7 @@ blockwise's GELU cast (each block's scale from its own amax inside the cast).
 #include "llmc/args.h"
 #include "llmc/adamw.cuh"
 #include "llmc/attention.cuh"
+#include "llmc/attention_fp8.cuh"
 #include "llmc/bias.cuh"
 #include "llmc/checkpoint.h"
 #include "llmc/cudnn_attention.h"
@@ -218,6 +219,10 @@ typedef struct {
     // attention and recompute
     int attention_kind;                    // ATTENTION_CUDNN | ATTENTION_PLAIN
     CudnnAttention* cudnn_attention;       // cuDNN's handle and graphs (NULL with plain attention)
+    // FP8 attention (-fp8_attention 1, cuDNN's FP8 forward): the E4M3 q, k, v (B, T, 3C) and output (B, T, C) of
+    // the layer running, and every layer's scalars for cuDNN (L, ATTENTION_FP8_CELLS, 4) fp32 (llmc/attention_fp8.cuh)
+    uint8_t *attention_qkv_fp8, *attention_out_fp8;
+    float* attention_fp8_cells;
     size_t attention_workspace_bytes;      // the largest workspace its graphs need
     size_t stats_layer_floats;             // floats between two layers' softmax statistics
     int recompute;                         // -r 0|1|2
@@ -235,6 +240,7 @@ typedef struct {
     Precision precision;
     Fp8Recipe recipe;
     int fp8_bf16_first_last, fp8_lm_head;
+    int fp8_attention;         // -fp8_attention: the FP8 blocks' attention forward through cuDNN's FP8 graph
     int training;              // a training forward and backward (1), or evaluation and sampling (0): FP8 casts record
                                // amaxes only in training, and a training forward leaves the classifier to the backward
     Fp8Meta fp8;               // all modules' histories and scales, in device memory (the CPU's layout: fp8/meta.h);
@@ -290,8 +296,8 @@ typedef struct {
 } GPT2;
 
 static LinearPrecision gpt2_linear_precision(const GPT2* m) {
-    // fp8_attention 0: refuse_cpu_only_flags refuses -fp8_attention 1 here
-    LinearPrecision p = {m->precision, &m->recipe, m->fp8_bf16_first_last, m->fp8_lm_head, m->config.num_layers, 0};
+    LinearPrecision p = {m->precision, &m->recipe, m->fp8_bf16_first_last, m->fp8_lm_head, m->config.num_layers,
+                         m->fp8_attention};
     return p;
 }
 
@@ -337,6 +343,25 @@ static void gpu_amax_allreduce(float* amax_row0, int num_slots, void* user) {
     multi_gpu_amax_allreduce(model->multi_gpu, amax_row0, num_slots, model->stream);
 }
 
+#ifdef ENABLE_CUDNN
+// FP8 attention's graphs (-fp8_attention 1): cuDNN's FP8 forward, with statistics for training and without for
+// evaluation, beside the BF16 graphs its backward runs (on Hopper cuDNN has no FP8 backward at GPT-2's head size 64:
+// TE's NVTE_FP8_DPA_BWD=0). A cuDNN, GPU or shape without them is refused in one line with cuDNN's reason (the
+// frontend's rules: cuDNN 9.1 or later, not 9.10.0, compute capability 9.0 or later, head size a multiple of 16 up to
+// 256). Their workspace joins the plan's.
+static void gpt2_gpu_init_fp8_attention(GPT2* model) {
+    int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads;
+    if (!model->cudnn_attention) { die("-fp8_attention 1 runs cuDNN's FP8 attention, and this run's is the plain one"); }
+    char why[512];
+    if (!cudnn_attention_fp8_supported(model->cudnn_attention, B, T, C, NH, 0, why, sizeof(why))) {
+        die("-fp8_attention 1: cuDNN cannot run this FP8 attention (B %d, T %d, NH %d, head size %d): %s", B, T, NH,
+            C / NH, why);
+    }
+    size_t bytes = cudnn_attention_fp8_prepare(model->cudnn_attention, B, T, C, NH, 0);
+    if (bytes > model->attention_workspace_bytes) { model->attention_workspace_bytes = bytes; }
+}
+#endif
+
 // Everything before the big device buffers: the model's shape and options, the streams and library handles, cuDNN's
 // attention graphs (their workspace is part of the plan), the FP8 metadata's host layout, and the memory plan.
 static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs* args, int B, int T,
@@ -355,6 +380,7 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
     model->recipe = args->recipe;
     model->fp8_bf16_first_last = args->fp8_bf16_first_last;
     model->fp8_lm_head = args->fp8_lm_head;
+    model->fp8_attention = args->fp8_attention;
     model->training = 1;
     model->recompute = args->recompute;
     model->fused_fp8_casts = args->fp8_fused_casts;
@@ -365,7 +391,8 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
     if (model->precision == PRECISION_FP8) {
         char err[256];
         // the CPU's layout; its memory is a device buffer of the plan (gpt2_gpu_allocate_buffers points into it)
-        int modules = linear_num_modules(config->num_layers);  // the LM head's slots exist always, as on the CPU
+        // the LM head's slots exist always, FP8 attention's modules with the flag only, as on the CPU
+        int modules = fp8_num_modules(config->num_layers, model->fp8_attention);
         if (fp8_meta_layout(&model->fp8, modules, &model->recipe, err, sizeof(err))) { die("%s", err); }
         model->fp8.amax_reduce_fn = gpu_amax_allreduce;  // TE's reduce_amax: an NCCL all-reduce(MAX) of row 0
         model->fp8.amax_reduce_user = model;
@@ -394,9 +421,10 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
                                       sizeof(why))) {
             model->attention_workspace_bytes = cudnn_attention_prepare(model->cudnn_attention, B, T, config->channels,
                                                                        config->num_heads);
-        } else if (args->attention == ATTENTION_CUDNN) {
-            die("-attn cudnn: cuDNN cannot run this attention (B %d, T %d, NH %d, head size %d): %s; -attn plain runs "
-                "any shape", B, T, config->num_heads, head_size, why);
+        } else if (args->attention == ATTENTION_CUDNN || model->fp8_attention) {
+            die("%s: cuDNN cannot run this attention (B %d, T %d, NH %d, head size %d): %s%s",
+                model->fp8_attention ? "-fp8_attention 1" : "-attn cudnn", B, T, config->num_heads, head_size, why,
+                model->fp8_attention ? "" : "; -attn plain runs any shape");
         } else {
             printf("attention: plain CUDA/cuBLAS, as cuDNN cannot run head size %d at T %d (%s)\n", head_size, T, why);
             cudnn_attention_destroy(model->cudnn_attention);
@@ -404,6 +432,7 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
             model->attention_kind = ATTENTION_PLAIN;
         }
     }
+    if (model->fp8_attention) { gpt2_gpu_init_fp8_attention(model); }
 #endif
     if (model->attention_kind == ATTENTION_PLAIN) {  // its softmax launches a block per (b, head, t)
         blocks_per_row((size_t)B * config->num_heads * T, "the attention softmax (one block per batch row, head and position)");
@@ -508,6 +537,9 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
     a->proj_out = (floatX*)buffer[GPU_PROJ_OUT];
     a->att = (floatX*)buffer[GPU_ATT];
     a->attention_stats = (float*)buffer[GPU_ATTENTION_STATS];
+    model->attention_qkv_fp8 = (uint8_t*)buffer[GPU_ATTENTION_QKV_FP8];
+    model->attention_out_fp8 = (uint8_t*)buffer[GPU_ATTENTION_OUT_FP8];
+    model->attention_fp8_cells = (float*)buffer[GPU_ATTENTION_FP8_CELLS];
     model->attention.q = (floatX*)buffer[GPU_ATTENTION_Q];
     model->attention.k = (floatX*)buffer[GPU_ATTENTION_K];
     model->attention.v = (floatX*)buffer[GPU_ATTENTION_V];
@@ -1053,9 +1085,14 @@ static void linear_fprop(GPT2* model, int module, floatX* out, const Fp8Operand*
     linear_gemm(model, module, LINEAR_GEMM_FPROP, out, &w, x);
 }
 
-// out (B, T, OC) = inp (B, T, IC) @ W^T + b, in the module's precision
+// out (B, T, OC) = inp (B, T, IC) @ W^T + b, in the module's precision. The input cast records its amax and counts,
+// except attproj's behind FP8 attention, whose input is the attention's E4M3 output: cuDNN recorded its amax, and
+// the cast with the same scale makes the very codes cuDNN wrote (the CPU's linear_operand does the same).
 static void linear_forward(GPT2* model, int module, floatX* out, const floatX* inp, int B, int T) {
-    Fp8Operand x = linear_cast(model, module, LINEAR_INPUT_FPROP, inp, B * T, 1, NULL);
+    LinearPrecision lp = gpt2_linear_precision(model);
+    int attention_output = module < linear_lm_head(lp.num_layers) && module % LINEARS_PER_BLOCK == LINEAR_ATTPROJ &&
+                           attention_is_fp8(&lp, module / LINEARS_PER_BLOCK);
+    Fp8Operand x = linear_cast(model, module, LINEAR_INPUT_FPROP, inp, B * T, !attention_output, NULL);
     linear_fprop(model, module, out, &x);
 }
 
@@ -1169,10 +1206,52 @@ static const floatX* gelu_fc_grad_output(GPT2* model, int l, floatX* dgelu, cons
     return NULL;
 }
 
+// Layer l's attention in FP8 (-fp8_attention 1; the CPU's attention_fp8_forward_casts, attention_forward with
+// AttentionFp8, attention_fp8_output): q, k, v cast to E4M3 with the qkv GEMM's output slot (its amax and counts
+// recorded as any forward cast's); cuDNN's FP8 forward from those codes with the softmax output's scale (block l's
+// attention module's S slot) and the output's (attproj's input slot: the output is that GEMM's FP8 input), writing
+// the E4M3 output, the statistics (training) and the two amaxes; then out (B, T, C) = the output dequantized, bf16,
+// and the amaxes into row 0 (training). qkv stays the GEMM's bf16 output, which the BF16 backward reads with out and
+// the statistics (TE keeps q, k, v in high precision for it). attproj's forward then casts out with its input slot's
+// scale, recording nothing (linear_forward): the codes cuDNN wrote, and the x^T its wgrad keeps.
+#ifdef ENABLE_CUDNN
+static void attention_fp8_forward_layer(GPT2* model, int l, floatX* out, const floatX* qkv) {
+    int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads, L = model->config.num_layers;
+    size_t BTC = (size_t)B * T * C;
+    Fp8Meta* meta = &model->fp8;
+    int qkv_slot = fp8_meta_fwd_slot(meta, l * LINEARS_PER_BLOCK + LINEAR_QKV, FP8_FWD_OUTPUT);
+    int s_slot = fp8_meta_fwd_slot(meta, fp8_attention_module(L, l), FP8_ATTENTION_S);
+    int o_slot = fp8_meta_fwd_slot(meta, l * LINEARS_PER_BLOCK + LINEAR_ATTPROJ, FP8_FWD_INPUT);
+    Fp8CastTarget q = recorded_cast_target(model, qkv_slot);
+    cudaCheck(fp8_cast_amax(model->attention_qkv_fp8, qkv, BTC * 3, q.scale, q.amax, q.stats,
+                            fp8_meta_slot_format(meta, qkv_slot), model->num_sms, model->stream));
+    float* cells = model->attention_fp8_cells + (size_t)l * ATTENTION_FP8_CELLS * 4;
+    cudaCheck(attention_fp8_scales(cells, slot_scale(model, s_slot), slot_scale(model, o_slot), model->stream));
+    CudnnFp8ForwardScales scales = {gemm_scale_inv_of(model, slot_scale(model, qkv_slot)),
+                                    gemm_scale_inv_of(model, slot_scale(model, s_slot)),
+                                    cells + ATTENTION_FP8_SCALE_S * 4, cells + ATTENTION_FP8_SCALE_O * 4,
+                                    cells + ATTENTION_FP8_AMAX_S * 4, cells + ATTENTION_FP8_AMAX_O * 4};
+    float* stats = model->training ? model->acts.attention_stats + (size_t)l * model->stats_layer_floats : NULL;
+    attention_forward_cudnn_fp8(model->cudnn_attention, model->attention_out_fp8, stats, model->attention_qkv_fp8,
+                                &scales, B, T, C, NH, model->stream);
+    cudaCheck(attention_fp8_output(out, model->attention_out_fp8, BTC, fp8_meta_slot_format(meta, o_slot),
+                                   meta->scale_inv + o_slot, cells, model->training ? fp8_meta_amax_row0(meta, s_slot) : NULL,
+                                   model->training ? fp8_meta_amax_row0(meta, o_slot) : NULL, model->num_sms,
+                                   model->stream));
+}
+#endif
+
 // Layer l's attention: out (B, T, C) from qkv (B, T, 3C), keeping what the backward needs when `training` (cuDNN:
 // the softmax statistics; plain: the attention matrix, always).
 static void attention_forward_layer(GPT2* model, int l, floatX* out, const floatX* qkv) {
     int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads;
+    LinearPrecision lp = gpt2_linear_precision(model);
+    if (attention_is_fp8(&lp, l)) {  // (gpt2_gpu_init made sure it is cuDNN's, with FP8 graphs)
+#ifdef ENABLE_CUDNN
+        attention_fp8_forward_layer(model, l, out, qkv);
+        return;
+#endif
+    }
     if (model->attention_kind == ATTENTION_PLAIN) {
         attention_forward(out, model->acts.att + (size_t)l * B * NH * T * T, qkv, B, T, C, NH, &model->attention,
                           model->cublas, model->stream);
@@ -1604,7 +1683,7 @@ static void gpt2_fp8_block_scale_ranges_to_device(GPT2* model) {
 // a skipped step is rare.)
 static void gpt2_fp8_drop_step_amaxes(GPT2* model) {
     if (model->precision != PRECISION_FP8) { return; }
-    for (int module = 0; module < linear_num_modules(model->config.num_layers); module++) {
+    for (int module = 0; module < model->fp8.num_modules; module++) {  // FP8 attention's modules too
         for (int k = 0; k < FP8_FWD_SLOTS; k++) {
             if (k == FP8_FWD_WEIGHT) { continue; }
             float* row0 = fp8_meta_amax_row0(&model->fp8, fp8_meta_fwd_slot(&model->fp8, module, k));
@@ -1644,6 +1723,7 @@ static StateHeader gpt2_state_header(const GPT2* model, int step, uint64_t rng_s
     if (model->precision != PRECISION_FP8) { fp8_recipe_default(&h.recipe); }
     h.fp8_bf16_first_last = model->fp8_bf16_first_last;
     h.fp8_lm_head = model->fp8_lm_head;
+    h.fp8_attention = model->fp8_attention;
     h.B = model->B;
     h.T = model->T;
     h.total_batch = model->total_batch;
@@ -1800,20 +1880,20 @@ static void sample_text(GPT2* model, const Tokenizer* tokenizer, int gen_tokens,
 #ifndef TESTING
 // What the GPU trainer refuses from the flags alone, in one line each, before any GPU is looked for (so the answer is
 // the same on every machine; the CPU trainer's refuse_gpu_only_flags is its twin): fp32, E5M2 forward tensors (they
-// would make E5M2 x E5M2 GEMMs, which cuBLASLt does not run on Hopper), -attn cudnn in a build without cuDNN.
+// would make E5M2 x E5M2 GEMMs, which cuBLASLt does not run on Hopper), -attn cudnn in a build without cuDNN,
+// -fp8_attention 1 without cuDNN's attention.
 static void refuse_cpu_only_flags(const TrainArgs* args) {
     if (args->precision == PRECISION_FP32) { die("-precision fp32 is the CPU reference's mode; the GPU trainer runs bf16 or fp8"); }
     if (args->precision == PRECISION_FP8 && args->recipe.fp8_format == FP8_RECIPE_E5M2) {
         die("-fp8 e5m2 is CPU-only (cuBLASLt has no E5M2 x E5M2 GEMM on Hopper): use -fp8 hybrid or e4m3 here, or "
             "train_gpt_fp8_cpu");
     }
-    if (args->fp8_attention) {
-        die("-fp8_attention 1 runs in train_gpt_fp8_cpu only so far: the GPU trainer does not run cuDNN's FP8 "
-            "attention yet (dev/cuda/attention_cudnn_fp8 checks and times its graphs)");
-    }
     // -attn stays ATTENTION_DEFAULT when not given: gpt2_gpu_init then falls back to the plain attention where cuDNN
-    // cannot run the shape, and -attn cudnn makes that an error
-    (void)gpu_attention_kind(args->attention);
+    // cannot run the shape, and -attn cudnn (or -fp8_attention 1) makes that an error
+    if (gpu_attention_kind(args->attention) != ATTENTION_CUDNN && args->fp8_attention) {
+        die("-fp8_attention 1 runs cuDNN's FP8 attention%s", args->attention == ATTENTION_PLAIN ? ", not -attn plain" :
+            ": this train_gpt_fp8 was built without cuDNN (make info says why)");
+    }
 }
 
 // What this GPU and its libraries cannot run, refused in one line before the run touches its folder: blockwise runs
@@ -1858,6 +1938,10 @@ static void refuse_what_this_gpu_cannot_run(TrainArgs* args, const RunSetup* run
     // (a shape that passes these but that this cuDNN has no engine for is found by gpt2_gpu_init, which asks cuDNN)
     int head_size = config->channels / config->num_heads;
     if (gpu_attention_kind(args->attention) == ATTENTION_CUDNN && (head_size % 8 != 0 || T < 2)) {
+        if (args->fp8_attention) {
+            die("-fp8_attention 1 runs cuDNN's FP8 attention, which needs a head size C/NH that is a multiple of 16 and "
+                "T >= 2 (C %d, NH %d: %d; T %d)", config->channels, config->num_heads, head_size, T);
+        }
         if (args->attention == ATTENTION_CUDNN) {
             die("cuDNN attention needs a head size C/NH that is a multiple of 8 and T >= 2 (C %d, NH %d: %d; T %d); "
                 "-attn plain runs any shape", config->channels, config->num_heads, head_size, T);

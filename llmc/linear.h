@@ -289,11 +289,19 @@ static inline size_t fp8_weight_scale_layout(const GPT2Config* config, const Lin
 //                     fp8/block.h's indices (ceil(m / 128) tiles; VEC128 per row); dev/cuda/fp8_block_gemm checks that
 //                     too. (With all three GEMMs in FP8 every dimension is some GEMM's k: a partial block only along
 //                     m or n comes with a GEMM overridden to BF16.)
+//   -fp8_attention 1  a head size C/NH that is a multiple of 16 up to 256: cuDNN's FP8 forward on Hopper (the
+//                     frontend's rule; whether this cuDNN has an engine for the shape, the trainer asks it).
 // Returns 0, or -1 with one line naming the first dimension that does not fit and the flags behind it.
 static inline int linear_check_gpu_dims(const GPT2Config* config, const LinearPrecision* p, int B, int T, char* err,
                                         size_t errlen) {
     if (p->precision != PRECISION_FP8) { return 0; }
     long long BT = (long long)B * T;
+    int head_size = config->channels / config->num_heads;
+    if (p->fp8_attention && (head_size % 16 != 0 || head_size > 256)) {
+        snprintf(err, errlen, "-fp8_attention 1 runs cuDNN's FP8 attention, which on Hopper needs a head size C/NH "
+                 "that is a multiple of 16 up to 256 (C %d, NH %d: %d)", config->channels, config->num_heads, head_size);
+        return -1;
+    }
     if (!fp8_recipe_is_block_scaled(p->recipe)) {
         if (config->channels % 64 != 0 || BT % 64 != 0) {
             snprintf(err, errlen, "fp8 on the GPU needs C and B*T to be multiples of 64 (C %d, B*T %lld)",

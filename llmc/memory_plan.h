@@ -88,6 +88,10 @@ typedef enum {
     GPU_ATTENTION_DV,
     GPU_ATTENTION_STATS,    // cuDNN: (L, stats_layer_floats) fp32, the (B, NH, T) softmax statistics per layer
     GPU_ATTENTION_WORKSPACE,  // cuDNN: its workspace where it is larger than cuBLASLt's (else it shares that one)
+    GPU_ATTENTION_QKV_FP8,    // FP8 attention: (B, T, 3C) the E4M3 q, k, v of the layer running, one byte each
+    GPU_ATTENTION_OUT_FP8,    // FP8 attention: (B, T, C) its E4M3 output
+    GPU_ATTENTION_FP8_CELLS,  // FP8 attention: (L, 4, 4) fp32, each layer's scale_s, scale_o, amax_s, amax_o 16 bytes
+                              // apart (cuDNN takes 16-byte-aligned scalars)
     // FP8
     GPU_FP8_META,      // amax histories, scales, scale_invs (Fp8Meta.num_floats) fp32
     GPU_FP8_GEMM_SCALE_INV,  // per-tensor recipes: (num_slots, 4) fp32, each scale_inv 16 bytes from the next, where
@@ -144,9 +148,10 @@ static const MemoryGroup gpu_buffer_group[] = {
     MEMORY_ACTIVATIONS, MEMORY_ACTIVATIONS, MEMORY_ACTIVATIONS, MEMORY_ACTIVATIONS, MEMORY_ACTIVATIONS,
     MEMORY_ACTIVATIONS, MEMORY_ACTIVATIONS, MEMORY_ACTIVATIONS, MEMORY_ACTIVATIONS, MEMORY_ACTIVATIONS,
     MEMORY_ACTIVATIONS, MEMORY_ACTIVATIONS, MEMORY_ACTIVATIONS, MEMORY_ACTIVATIONS,
-    // att .. attention workspace
+    // att .. attention workspace, FP8 attention's three
     MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
-    MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
+    MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION, MEMORY_ATTENTION,
+    MEMORY_ATTENTION, MEMORY_ATTENTION,
     // fp8 (meta, the GEMMs' scale_invs .. dy_t, the block recipes' thirteen, then current scaling's four)
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
@@ -188,6 +193,10 @@ static inline size_t attention_stats_layer_floats(int B, int NH, int T) {
     size_t n = (size_t)B * NH * T;
     return (n + 63) / 64 * 64;
 }
+
+// FP8 attention's per-layer scalars for cuDNN (GPU_ATTENTION_FP8_CELLS), each in a 16-byte cell of its own: the
+// softmax output's scale, the output's scale, then the amaxes the graph writes of both.
+enum { ATTENTION_FP8_SCALE_S, ATTENTION_FP8_SCALE_O, ATTENTION_FP8_AMAX_S, ATTENTION_FP8_AMAX_O, ATTENTION_FP8_CELLS };
 
 // Columns per row of the B*T-row FP8 cast scratch, the widest any FP8 GEMM needs: x holds the forward's input cast
 // (for an FP8 fprop, or to record the input's amax for an FP8 wgrad), x_t the input's transpose for an FP8 wgrad that
@@ -257,6 +266,11 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
         b[GPU_ATTENTION_STATS] = L * attention_stats_layer_floats(in->B, c->num_heads, in->T) * fp32;
         // one stream runs the GEMMs and the attention one after the other, so cuDNN can use cuBLASLt's workspace
         b[GPU_ATTENTION_WORKSPACE] = in->attention_workspace_bytes > in->gemm_workspace_bytes ? in->attention_workspace_bytes : 0;
+        if (in->linear.precision == PRECISION_FP8 && in->linear.fp8_attention) {  // (only cuDNN's runs it)
+            b[GPU_ATTENTION_QKV_FP8] = BTC * 3;
+            b[GPU_ATTENTION_OUT_FP8] = BTC;
+            b[GPU_ATTENTION_FP8_CELLS] = L * ATTENTION_FP8_CELLS * 4 * fp32;
+        }
     }
 
     if (in->linear.precision == PRECISION_FP8) {

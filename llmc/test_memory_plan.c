@@ -294,6 +294,35 @@ static void test_fp8_current_scaling_buffers(void) {
           "the GEMMs' scale_invs, 16 bytes each: every slot's (delayed), and the evaluation casts' too (current)");
 }
 
+// FP8 attention (-fp8_attention 1) at d12, B 8, T 1024: the E4M3 q, k, v and output of one layer (B*T*3C and B*T*C
+// bytes) and every layer's four 16-byte scalar cells for cuDNN, in the attention group; none without the flag, none
+// with the plain attention (the trainer refuses that pairing), none in BF16.
+static void test_fp8_attention_buffers(void) {
+    Setup s;
+    setup(&s, "d12", 8, 1024, PRECISION_FP8, 0, ATTENTION_CUDNN);
+    setup_fp8_meta(&s);
+    GpuMemoryPlan without, with;
+    gpu_memory_plan(&without, &s.in);
+    s.in.linear.fp8_attention = 1;
+    gpu_memory_plan(&with, &s.in);
+    size_t BTC = (size_t)8 * 1024 * 768;
+    CHECK(without.bytes[GPU_ATTENTION_QKV_FP8] == 0 && without.bytes[GPU_ATTENTION_OUT_FP8] == 0 &&
+              without.bytes[GPU_ATTENTION_FP8_CELLS] == 0, "without the flag: no FP8 attention buffers");
+    CHECK(with.bytes[GPU_ATTENTION_QKV_FP8] == 3 * BTC && with.bytes[GPU_ATTENTION_OUT_FP8] == BTC &&
+              with.bytes[GPU_ATTENTION_FP8_CELLS] == 12 * 4 * 16,
+          "with it: q k v %zu, output %zu, cells %zu bytes", with.bytes[GPU_ATTENTION_QKV_FP8],
+          with.bytes[GPU_ATTENTION_OUT_FP8], with.bytes[GPU_ATTENTION_FP8_CELLS]);
+    CHECK(gpu_memory_group_bytes(&with, MEMORY_ATTENTION) - gpu_memory_group_bytes(&without, MEMORY_ATTENTION) ==
+              4 * BTC + 12 * 4 * 16, "all of it in the attention group");
+    s.in.attention = ATTENTION_PLAIN;
+    gpu_memory_plan(&with, &s.in);
+    CHECK(with.bytes[GPU_ATTENTION_QKV_FP8] == 0, "plain attention: none");
+    s.in.attention = ATTENTION_CUDNN;
+    s.in.linear.precision = PRECISION_BF16;
+    gpu_memory_plan(&with, &s.in);
+    CHECK(with.bytes[GPU_ATTENTION_QKV_FP8] == 0 && with.bytes[GPU_ATTENTION_FP8_CELLS] == 0, "BF16: none");
+}
+
 // The block recipes' buffers at d12, B 8, T 1024 (BT 8192), sums written out from the shapes. blockwise: the FP8 codes
 // as for delayed scaling, plus scale_inv arrays: per layer W's BLK128x128 tiles, qkv (3C/128 = 18 rows of
 // round_up(C/128 = 6, 4) = 8) + attproj (6 x 8) + fc (24 x 8) + fcproj (6 x round_up(24, 4) = 24) = 144 + 48 + 192 +
@@ -460,6 +489,22 @@ static void test_gpu_dims(void) {
                   cases[i].B * cases[i].T, err);
         }
     }
+    // -fp8_attention 1: cuDNN's FP8 forward takes head sizes that are multiples of 16 up to 256 on Hopper
+    static const struct { int C, NH, ok; } heads[] = {{768, 12, 1}, {1600, 25, 1}, {768, 24, 1}, {768, 32, 0},
+                                                       {1024, 2, 0}, {512, 2, 1}};
+    for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+        Setup s;
+        setup(&s, "d12", 8, 1024, PRECISION_FP8, 0, ATTENTION_CUDNN);
+        s.in.config.channels = heads[i].C;
+        s.in.config.num_heads = heads[i].NH;
+        s.in.linear.fp8_attention = 1;
+        char err[512] = "";
+        int rc = linear_check_gpu_dims(&s.in.config, &s.in.linear, 8, 1024, err, sizeof(err));
+        char want[64];
+        snprintf(want, sizeof(want), "(C %d, NH %d: %d)", heads[i].C, heads[i].NH, heads[i].C / heads[i].NH);
+        CHECK(heads[i].ok ? rc == 0 : rc == -1 && strstr(err, "multiple of 16 up to 256") && strstr(err, want),
+              "-fp8_attention 1 at C %d NH %d: returned %d, '%s'", heads[i].C, heads[i].NH, rc, err);
+    }
 }
 
 // Issue 12: GPT-2 1.5B (d48) at B=16, T=1024 fits one 80 GB GPU by the estimate, BF16 and FP8, with cuDNN attention
@@ -526,6 +571,7 @@ int main(void) {
     RUN_TEST(test_fp8_scratch_sized_for_its_users);
     RUN_TEST(test_fp8_keeps_input_transposes);
     RUN_TEST(test_fp8_current_scaling_buffers);
+    RUN_TEST(test_fp8_attention_buffers);
     RUN_TEST(test_fp8_block_recipe_buffers);
     RUN_TEST(test_fp8_block_scales_partial_blocks);
     RUN_TEST(test_gpu_dims);

@@ -35,9 +35,9 @@ refused_before_gpu train_gpt_fp8_refuses_e5m2_recipe_flag "e5m2 is CPU-only" -pr
 # GELU and LayerNorm inside the casts need the scale before the tensor exists: current scaling refuses the switch
 refused_before_gpu train_gpt_fp8_refuses_fused_casts_with_current "-fp8_fused_casts applies to delayed scaling only" \
     -fp8_recipe current -fp8_fused_casts 1
-# FP8 attention runs in the CPU trainer only so far
-refused_before_gpu train_gpt_fp8_refuses_fp8_attention "-fp8_attention 1 runs in train_gpt_fp8_cpu only so far" \
-    -fp8_attention 1
+# FP8 attention runs cuDNN's FP8 graph: refused with the plain attention (below: with cuDNN's, it looks for a GPU)
+refused_before_gpu train_gpt_fp8_refuses_fp8_attention_plain "-fp8_attention 1 runs cuDNN's FP8 attention, not -attn plain" \
+    -fp8_attention 1 -attn plain
 out=$(./train_gpt_fp8 -h 2>&1)
 if [ "$?" -eq 0 ] && printf '%s\n' "$out" | head -n 1 | grep -q "^usage: train_gpt_fp8 "; then
     pass train_gpt_fp8_help_names_it
@@ -79,6 +79,16 @@ for recipe in blockwise mxfp8; do
         fail "train_gpt_fp8_${recipe}_looks_for_a_gpu" "rc $rc: $out"
     fi
 done
+# FP8 attention with cuDNN's attention (a build with cuDNN: the Makefile builds attention_cudnn_fp8 beside it)
+if [ -x dev/cuda/attention_cudnn_fp8 ]; then
+    out=$(./train_gpt_fp8 -fp8_attention 1 2>&1)
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q "no CUDA device found"; then
+        pass train_gpt_fp8_fp8_attention_looks_for_a_gpu
+    else
+        fail train_gpt_fp8_fp8_attention_looks_for_a_gpu "rc $rc: $out"
+    fi
+fi
 for p in $programs; do
     out=$("./$p" 2>&1)
     rc=$?
