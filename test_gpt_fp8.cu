@@ -90,6 +90,7 @@ Build: make test_gpt_fp8    Run: ./test_gpt_fp8    (prints one line and exits 1 
 #include "llmc/adamw.cuh"
 #include "llmc/args.h"
 #include "llmc/attention.cuh"
+#include "llmc/attention_fp8_reference.h"
 #include "llmc/bias.cuh"
 #include "llmc/checkpoint.h"
 #include "llmc/cudnn_attention.h"
@@ -198,6 +199,7 @@ static void cpu_model_allocate(cpu::GPT2* cpu, const GPT2Config* config, const T
     opt.config = *config;
     opt.precision = args->precision;
     opt.recipe = args->recipe;
+    opt.fp8_attention = args->fp8_attention;
     gpt2_allocate(cpu, &opt, B, T);
 }
 
@@ -2089,6 +2091,163 @@ static void test_cudnn_unsupported_head_size_falls_back(void) {
 }
 #endif
 
+// FP8 attention in the trainer (-fp8_attention 1, delayed scaling), at GPT-2's head size 64, one training forward and
+// backward on the tensors the trainer makes: (1) the last layer's q, k, v codes are the E4M3 cast of the trainer's own
+// bf16 qkv with the qkv GEMM's output scale, byte for byte (fp8_cast_amax), and that slot's row 0 is max |qkv| over
+// the layers, exactly; (2) every layer's output, the bf16 tensor attproj and the backward read, is cuDNN's E4M3
+// output dequantized (an E4M3 value times the output slot's scale_inv) within llmc/attention_fp8_reference.h's
+// bound of the double reference from those codes, element by element, and within twice that of the CPU trainer's
+// emulation (attention_forward with AttentionFp8: the normalized weights quantized, fp32) on the same codes; (3) the
+// softmax output's row 0 is 1 and the output's is max |o| within the reference's largest pre; (4) block 0's BF16
+// backward (cuDNN's, on the bf16 q, k, v, the dequantized output and the FP8 forward's statistics) against the CPU's
+// attention_backward on the same tensors (the weights from the bf16 q and k with the FP8 forward's max and sum,
+// D from the stored output): relative L2 within 2^-6 (R5 over what differs: cuDNN rounds P and dS to bf16 before
+// their GEMMs and dq, dk, dv to bf16 after, one rounding of 2^-9 each, and its statistics are the fp32 log-sum-exp
+// of the CPU's within a few fp32 ulps; sqrt(3) * 2^-9 = 0.0034, 2^-6 leaves a factor 4). The whole trainers with the
+// flag meet in gpu_check's xcheck (fp8_delayed_attention).
+#ifdef ENABLE_CUDNN
+static void test_fp8_attention_against_cpu(void) {
+    const TestShape shape = {2, 64, 2, 128, 2, TV};  // head size 64
+    int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, L = shape.L, HS = C / NH;
+    size_t BTC = (size_t)B * T * C, BNT = (size_t)B * NH * T;
+    TrainArgs args = test_args_line("-precision fp8 -fp8_amax_history_len 16 -attn cudnn -fp8_attention 1");
+    cpu::GPT2 cpu;
+    gpu::GPT2 gpu;
+    make_shaped_pair(&cpu, &gpu, args, 57, &shape);
+    CHECK(gpu.fp8.num_modules == linear_num_modules(L) + L && cpu.fp8.num_modules == gpu.fp8.num_modules,
+          "FP8 modules: GPU %d, CPU %d, want %d", gpu.fp8.num_modules, cpu.fp8.num_modules, linear_num_modules(L) + L);
+    Rng rng;
+    rng_seed(&rng, 58);
+    int* inputs = (int*)malloc(BTC / C * sizeof(int));
+    int* targets = (int*)malloc(BTC / C * sizeof(int));
+    random_batch(inputs, targets, B * T, shape.V, &rng);
+    forward_backward(&cpu, &gpu, inputs, targets, B, T);
+    Fp8Meta host = fp8_meta_host_copy(&gpu);  // scales 1: the first step's
+    double attn_scale = (double)(1.0f / sqrtf((float)HS));
+    float* qkv_max = (float*)calloc(1, sizeof(float));
+    double o_ref_max = 0.0, pre_max = 0.0;
+    float* cpu_out = (float*)malloc(BTC * sizeof(float));
+    float* cpu_pre = (float*)malloc((size_t)B * NH * T * T * sizeof(float));
+    float* cpu_att = (float*)malloc((size_t)B * NH * T * T * sizeof(float));
+    float* qkv_values = (float*)malloc(BTC * 3 * sizeof(float));
+    double* qkv_ref = (double*)malloc(BTC * 3 * sizeof(double));
+    double* out_ref = (double*)malloc(BTC * sizeof(double));
+    double* pre = (double*)malloc(BTC * sizeof(double));
+    double* lse = (double*)malloc(BNT * sizeof(double));
+    double* ds = (double*)malloc(BNT * sizeof(double));
+    uint8_t* codes = (uint8_t*)malloc(BTC * 3);
+    float* qkv0 = NULL;
+    float* atty0 = NULL;
+    for (int l = 0; l < L; l++) {
+        int qkv_slot = fp8_meta_fwd_slot(&host, l * LINEARS_PER_BLOCK + LINEAR_QKV, FP8_FWD_OUTPUT);
+        int s_slot = fp8_meta_fwd_slot(&host, fp8_attention_module(L, l), FP8_ATTENTION_S);
+        int o_slot = fp8_meta_fwd_slot(&host, l * LINEARS_PER_BLOCK + LINEAR_ATTPROJ, FP8_FWD_INPUT);
+        float scale = host.scale[qkv_slot], descale = host.scale_inv[qkv_slot];
+        float* qkv = download_bf16(gpu.acts.qkv + (size_t)l * BTC * 3, BTC * 3);
+        float* atty = download_bf16(gpu.acts.atty + (size_t)l * BTC, BTC);
+        for (size_t i = 0; i < BTC * 3; i++) {
+            codes[i] = fp8_from_float(qkv[i] * scale, FP8_E4M3);
+            qkv_values[i] = fp8_to_float(codes[i], FP8_E4M3) * descale;  // what the CPU's cast gives (fp32)
+            qkv_ref[i] = (double)fp8_to_float(codes[i], FP8_E4M3) * (double)descale;
+            *qkv_max = fp8_amax_merge(*qkv_max, fabsf(qkv[i]));
+        }
+        if (l == L - 1) {  // (1) the device's codes are the last layer's
+            uint8_t* device_codes = download_bytes(gpu.attention_qkv_fp8, BTC * 3);
+            CHECK(memcmp(device_codes, codes, BTC * 3) == 0, "block %d: q, k, v codes differ from the E4M3 cast of "
+                  "the trainer's qkv", l);
+            free(device_codes);
+        }
+        // (2) the output against the reference and against the CPU's emulation on the same codes
+        double descale_s = (double)host.scale_inv[s_slot], descale_o = (double)host.scale_inv[o_slot];
+        attention_fp8_reference_forward(out_ref, lse, ds, pre, qkv_ref, B, T, C, NH, attn_scale, descale_s);
+        cpu::AttentionFp8 fp8 = {qkv_values, host.scale[s_slot], host.scale_inv[s_slot], FP8_E4M3, 0.0f};
+        cpu::attention_forward(cpu_out, cpu_pre, cpu_att, qkv, B, T, C, NH, &fp8);
+        double worst_ref = 0.0, worst_cpu = 0.0;
+        int off_grid = 0;
+        for (size_t i = 0; i < BTC; i++) {
+            double bound = attention_fp8_output_bound(out_ref[i], pre[i], descale_o);
+            worst_ref = fmax(worst_ref, fabs((double)atty[i] - out_ref[i]) / bound);
+            double cpu_o = (double)bf16_round(fp8_round(cpu_out[i] * host.scale[o_slot], FP8_E4M3) * host.scale_inv[o_slot]);
+            worst_cpu = fmax(worst_cpu, fabs((double)atty[i] - cpu_o) / (2.0 * bound));
+            float code_value = atty[i] * host.scale[o_slot];
+            off_grid += fp8_round(code_value, FP8_E4M3) != code_value;
+            o_ref_max = fmax(o_ref_max, fabs(out_ref[i]));
+            pre_max = fmax(pre_max, pre[i]);
+        }
+        CHECK(off_grid == 0, "block %d: %d outputs are not E4M3 values times the output's scale_inv", l, off_grid);
+        CHECK_WITHIN(worst_ref, 1.0, "llmc/attention_fp8_reference.h's bound", "block %d output vs the double "
+                     "reference: largest |error| / bound", l);
+        CHECK_WITHIN(worst_cpu, 1.0, "each side within its bound of the reference", "block %d output vs the CPU's "
+                     "emulation: largest |difference| / (2 bound)", l);
+        if (l == 0) {
+            qkv0 = qkv;
+            atty0 = atty;
+        } else {
+            free(qkv);
+            free(atty);
+        }
+    }
+    // (3) the amaxes the step recorded
+    float qkv_row0 = fp8_amax_merge(host.amax_history[fp8_meta_fwd_slot(&host, LINEAR_QKV, FP8_FWD_OUTPUT)],
+                                    host.amax_history[fp8_meta_fwd_slot(&host, LINEARS_PER_BLOCK + LINEAR_QKV,
+                                                                        FP8_FWD_OUTPUT)]);
+    CHECK(qkv_row0 == *qkv_max, "the qkv output slots' row 0 %g, want max |qkv| %g", qkv_row0, *qkv_max);
+    float s_row0 = 0.0f, o_row0 = 0.0f;
+    for (int l = 0; l < L; l++) {
+        s_row0 = fmaxf(s_row0, host.amax_history[fp8_meta_fwd_slot(&host, fp8_attention_module(L, l), FP8_ATTENTION_S)]);
+        o_row0 = fmaxf(o_row0, host.amax_history[fp8_meta_fwd_slot(&host, l * LINEARS_PER_BLOCK + LINEAR_ATTPROJ,
+                                                                   FP8_FWD_INPUT)]);
+    }
+    CHECK_WITHIN(fabs((double)s_row0 - 1.0), 8.0 * FP32_ULP, "a causal first row: exp(0)", "softmax output amax %g",
+                 s_row0);
+    CHECK_WITHIN(fabs((double)o_row0 - o_ref_max), pre_max, "the reference's largest pre", "output amax %g vs the "
+                 "reference's max |o| %g", o_row0, o_ref_max);
+    // (4) block 0's backward against the CPU's on the same tensors: the CPU's weights from the last forward call's
+    // (block 1's) would be the wrong ones, so block 0's again
+    {
+        int s_slot = fp8_meta_fwd_slot(&host, fp8_attention_module(L, 0), FP8_ATTENTION_S);
+        int qkv_slot = fp8_meta_fwd_slot(&host, LINEAR_QKV, FP8_FWD_OUTPUT);
+        for (size_t i = 0; i < BTC * 3; i++) {
+            qkv_values[i] = fp8_round(qkv0[i] * host.scale[qkv_slot], FP8_E4M3) * host.scale_inv[qkv_slot];
+        }
+        cpu::AttentionFp8 fp8 = {qkv_values, host.scale[s_slot], host.scale_inv[s_slot], FP8_E4M3, 0.0f};
+        cpu::attention_forward(cpu_out, cpu_pre, cpu_att, qkv0, B, T, C, NH, &fp8);
+        float* dout = download_bf16(gpu.dbtc2, BTC);
+        float* dqkv_gpu = download_bf16(gpu.dqkv, BTC * 3);
+        float* dqkv_cpu = (float*)calloc(BTC * 3, sizeof(float));
+        float* dpre = (float*)calloc((size_t)B * NH * T * T, sizeof(float));
+        float* datt = (float*)calloc((size_t)B * NH * T * T, sizeof(float));
+        cpu::attention_backward(dqkv_cpu, dpre, datt, dout, qkv0, cpu_att, atty0, B, T, C, NH);
+        double rel = relative_l2(dqkv_gpu, dqkv_cpu, BTC * 3);
+        CHECK_WITHIN(rel, 0x1p-6, "R5: bf16 P, dS and dq dk dv in cuDNN, x4", "block 0 dq dk dv vs the CPU's "
+                     "attention_backward on the same tensors: relative L2");
+        free(dout);
+        free(dqkv_gpu);
+        free(dqkv_cpu);
+        free(dpre);
+        free(datt);
+    }
+    free(qkv0);
+    free(atty0);
+    free(qkv_max);
+    free(cpu_out);
+    free(cpu_pre);
+    free(cpu_att);
+    free(qkv_values);
+    free(qkv_ref);
+    free(out_ref);
+    free(pre);
+    free(lse);
+    free(ds);
+    free(codes);
+    free(inputs);
+    free(targets);
+    fp8_meta_free(&host);
+    gpt2_free(&gpu);
+    gpt2_free(&cpu);
+}
+#endif
+
 // -r 1 and -r 2 recompute GELU and LayerNorm in the backward from what the forward kept: the loss, every gradient and
 // every amax the step records must be the bits of -r 0 (the FP8 casts of the recomputed inputs must not record
 // again), and so must the diagnostics' counts (and the window amaxes and block scale ranges where the recipe keeps
@@ -2453,6 +2612,7 @@ int main(int argc, char** argv) {
 #ifdef ENABLE_CUDNN
     RUN_TEST(test_cudnn_attention_against_cpu);
     RUN_TEST(test_cudnn_unsupported_head_size_falls_back);
+    RUN_TEST(test_fp8_attention_against_cpu);
 #endif
     // last: they need fp8/block_quantize.cuh's casts to take partial blocks (a cast that refuses them exits the run)
     RUN_TEST(test_fp8_mxfp8_partial_blocks_casts);

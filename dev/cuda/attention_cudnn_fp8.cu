@@ -15,19 +15,8 @@ Run:   ./dev/cuda/attention_cudnn_fp8      (prints one line and exits 1 without 
 
 The bounds (llmc/tolerance.h's rules; u4 = 2^-4 and u3 = 2^-3, half an ulp of E4M3 and E5M2 relative to a normal
 value; 2^-10 and 2^-17 half their subnormal spacing, in scaled units). The reference takes the dequantized q, k, v
-(and o, dout for the backward) as exact inputs, so what remains is the kernels' own arithmetic:
-  scores  s = q.k * attn_scale from FP8 products (exact) summed by the tensor cores: tolerance_fp8_accumulation(HS)
-          * sum|q k| * attn_scale, plus 4 fp32 ulps of |s| for the descale and scale products: ds per row. The
-          softmax passes ds on to each probability as a factor within exp(+-2 ds).
-  forward P is quantized (E4M3, scale_s) before it multiplies v: u4 relative, or 2^-10 / scale_s absolute below
-          E4M3's normals (the kernel quantizes exp(s - running max) <= 1 and rescales later by factors <= 1, so the
-          bound of the normalized P holds); P v summed by the tensor cores: tolerance_fp8_accumulation(t + 1); the
-          row sum l in fp32 from the unquantized exponentials (the model this checks: tolerance_sum_rn), then o
-          quantized with scale_o: u4 of |o| or 2^-10 / scale_o. Element by element:
-            |o_gpu - o| <= (expm1(2 ds) + exp(2 ds) (u4 + acc + 2 sum_rn + 8 fp32 ulps)) sum_u P_u |v_u|
-                           + 2^-10 / scale_s * sum_u |v_u|  (= pre), + u4 (|o| + pre) + 2^-10 / scale_o.
-          statistics (log-sum-exp): ds + tolerance_sum_rn(t + 1) + 8 fp32 ulps of (1 + |lse|); amax_o within the
-          largest pre of |max |o||; amax_s = 1 (row 0 of a causal attention has one key: exp(0)).
+(and o, dout for the backward) as exact inputs, so what remains is the kernels' own arithmetic. The forward's
+(scores, P, o, statistics, amaxes) is llmc/attention_fp8_reference.h, which test_gpt_fp8 shares; the backward's:
   backward P recomputed from the scores and the statistics: a factor within exp(+-(ds + the statistics' bound));
           dP = dout v^T from FP8 products (accumulation over HS), D = rowsum(dout o) in fp32; dS = P (dP - D),
           quantized to E5M2 with scale_dp (u3, or 2^-17 / scale_dp in units of attn_scale dS, whichever of dS and
@@ -43,6 +32,7 @@ value; 2^-10 and 2^-17 half their subnormal spacing, in scaled units). The refer
 #include <string.h>
 
 #include "../../fp8/fp8.h"
+#include "../../llmc/attention_fp8_reference.h"
 #include "../../llmc/cudnn_attention.h"
 #include "../../llmc/rand.h"
 #include "../../llmc/tolerance.h"
@@ -56,10 +46,6 @@ static void report(int ok, const char* what, double value, double tolerance) {
     printf("  %s %-52s %.3g (tolerance %.3g)\n", ok ? "PASS" : "FAIL", what, value, tolerance);
 }
 
-#define E4M3_HALF_ULP 0x1p-4       // u4: half an ulp of an E4M3 normal, relative
-#define E5M2_HALF_ULP 0x1p-3       // u3
-#define E4M3_HALF_SUBNORMAL 0x1p-10  // half of E4M3's subnormal spacing 2^-9, in scaled units
-#define E5M2_HALF_SUBNORMAL 0x1p-17  // half of E5M2's 2^-16
 
 // ----------------------------------------------------------------------------
 // FP8 tensors on the host: the codes the GPU reads and the values they stand for
@@ -100,65 +86,6 @@ static void download(void* host, const void* device, size_t bytes) {
 // ----------------------------------------------------------------------------
 // the reference in double
 
-// Row t of head h in batch b: its scores against keys 0..t, their softmax p (t + 1), its log-sum-exp, and the bound ds
-// of the GPU's scores (see the top). qkv: values (B, T, 3C).
-static double softmax_row(double* p, double* ds, const double* qkv, int b, int h, int t, int T, int C, int NH,
-                          double attn_scale) {
-    int HS = C / NH;
-    double acc = tolerance_fp8_accumulation(HS, 1), maxval = -INFINITY, sum = 0.0, bound = 0.0;
-    const double* q = qkv + ((size_t)b * T + t) * 3 * C + (size_t)h * HS;
-    for (int u = 0; u <= t; u++) {
-        const double* k = qkv + ((size_t)b * T + u) * 3 * C + C + (size_t)h * HS;
-        double dot = 0.0, abs_dot = 0.0;
-        for (int d = 0; d < HS; d++) {
-            dot += q[d] * k[d];
-            abs_dot += fabs(q[d] * k[d]);
-        }
-        p[u] = dot * attn_scale;
-        maxval = fmax(maxval, p[u]);
-        bound = fmax(bound, acc * abs_dot * attn_scale + 4.0 * FP32_ULP * fabs(p[u]));
-    }
-    for (int u = 0; u <= t; u++) {
-        p[u] = exp(p[u] - maxval);
-        sum += p[u];
-    }
-    for (int u = 0; u <= t; u++) { p[u] /= sum; }
-    *ds = bound;
-    return maxval + log(sum);
-}
-
-// out (B, T, C), lse and ds (B, NH, T), pre (B, T, C): the output, the statistics, the scores' bound, and each output
-// element's bound before o's own quantization (see the top).
-static void reference_forward(double* out, double* lse, double* ds, double* pre, const double* qkv, int B, int T, int C,
-                              int NH, double attn_scale, double descale_s) {
-    int HS = C / NH;
-#pragma omp parallel for
-    for (int bh = 0; bh < B * NH; bh++) {  // (b, h) pairs: a head of a batch row each
-        int b = bh / NH, h = bh % NH;
-        double* p = (double*)malloc((size_t)T * sizeof(double));
-        for (int t = 0; t < T; t++) {
-            size_t row = (size_t)bh * T + t;
-            lse[row] = softmax_row(p, &ds[row], qkv, b, h, t, T, C, NH, attn_scale);
-            double rel = expm1(2.0 * ds[row]) +
-                         exp(2.0 * ds[row]) * (E4M3_HALF_ULP + tolerance_fp8_accumulation(t + 1, 1) *
-                                               (1.0 + E4M3_HALF_ULP) + 2.0 * tolerance_sum_rn(t + 1) + 8.0 * FP32_ULP);
-            for (int d = 0; d < HS; d++) {
-                double o = 0.0, weighted = 0.0, plain = 0.0;
-                for (int u = 0; u <= t; u++) {
-                    double v = qkv[((size_t)b * T + u) * 3 * C + 2 * C + (size_t)h * HS + d];
-                    o += p[u] * v;
-                    weighted += p[u] * fabs(v);
-                    plain += fabs(v);
-                }
-                size_t i = ((size_t)b * T + t) * C + (size_t)h * HS + d;
-                out[i] = o;
-                pre[i] = rel * weighted + E4M3_HALF_SUBNORMAL * descale_s * plain;
-            }
-        }
-        free(p);
-    }
-}
-
 // The backward's reference: dqkv (B, T, 3C), and per element the bound before the E5M2 output cast split in two, the
 // part independent of scale_dp (pre) and the coefficient of descale_dp (dp_coef), so that the scales can be chosen
 // from the reference first; *ds_max the largest |dS| (without attn_scale). o and dout: the values the GPU reads; lse_bound
@@ -184,7 +111,7 @@ static void reference_backward(double* dqkv, double* pre, double* dp_coef, doubl
             for (int t = 0; t < T; t++) {
                 size_t row = ((size_t)b * NH + h) * T + t;
                 double ds;
-                softmax_row(P + (size_t)t * T, &ds, qkv, b, h, t, T, C, NH, attn_scale);
+                attention_fp8_softmax_row(P + (size_t)t * T, &ds, qkv, b, h, t, T, C, NH, attn_scale);
                 eps_p[t] = expm1(ds + lse_bound[row]);
                 const double* dy = dout + ((size_t)b * T + t) * C + (size_t)h * HS;
                 const double* oy = o + ((size_t)b * T + t) * C + (size_t)h * HS;
@@ -369,7 +296,7 @@ static void check_shape(CudnnAttention* cudnn, int B, int T, int NH, int HS, Rng
     double* lse_ref = (double*)malloc(n_stats * sizeof(double));
     double* ds = (double*)malloc(n_stats * sizeof(double));
     float scale_s = FP8_E4M3_MAX, descale_s = 1.0f / scale_s;
-    reference_forward(out_ref, lse_ref, ds, pre, qkv, B, T, C, NH, attn_scale, descale_s);
+    attention_fp8_reference_forward(out_ref, lse_ref, ds, pre, qkv, B, T, C, NH, attn_scale, descale_s);
     double out_amax = max_abs(out_ref, n_out);
     float scale_o = FP8_E4M3_MAX / (2.0f * (float)out_amax), descale_o = 1.0f / scale_o;
 
@@ -420,7 +347,7 @@ static void check_shape(CudnnAttention* cudnn, int B, int T, int NH, int HS, Rng
     for (size_t i = 0; i < n_out; i++) {
         out_gpu[i] = (double)fp8_to_float(out_codes[i], FP8_E4M3) * (double)descale_o;
         out_inf[i] = (double)fp8_to_float(out_inference[i], FP8_E4M3) * (double)descale_o;
-        bound[i] = pre[i] + E4M3_HALF_ULP * (fabs(out_ref[i]) + pre[i]) + E4M3_HALF_SUBNORMAL * (double)descale_o;
+        bound[i] = attention_fp8_output_bound(out_ref[i], pre[i], descale_o);
         pre_max = fmax(pre_max, pre[i]);
     }
     report(worst_ratio(out_gpu, out_ref, bound, n_out) <= 1.0, "forward o vs CPU (largest |error| / bound)",
