@@ -25,7 +25,8 @@
 #             (-e) and shards, with gradient accumulation and one NaN-skipped step, 20 steps of a small model in every
 #             recipe (XCHECK_RECIPES, default all: bf16 fp8_delayed fp8_current fp8_blockwise fp8_mxfp8), then with the LM
 #             head in FP8 and each per-GEMM override once (fp8_delayed_lm_head fp8_current_no_fprop
-#             fp8_blockwise_no_wgrad fp8_mxfp8_no_dgrad); dev/compare_runs compares their main.log losses,
+#             fp8_blockwise_no_wgrad fp8_mxfp8_no_dgrad), and FP8 attention (fp8_delayed_attention, its model with
+#             heads of 64); dev/compare_runs compares their main.log losses,
 #             norms and learning rates step by step and their final FP8 histories and scales, each within a tolerance
 #             this script states with its reason (stage_xcheck), and the table shows the largest difference of each
 #   train     data, then d12 on tinyshakespeare in BF16 and FP8 (delayed, then blockwise and mxfp8), same seed,
@@ -930,9 +931,10 @@ stage_test() {
 # trainers gain joins this list and the case). After the five recipes, the paths the FP8 flags switch (issue 55): the
 # LM head in FP8 (its logits-gradient cast, the kept x^T of lnf, the tied embedding's FP8 copy) and each per-GEMM
 # override once, spread over the recipes. (-r and -fp8_bf16_first_last are not here: the CPU trainer refuses -r, and
-# this model's two blocks would both be the BF16 ends; test_gpt_fp8's recompute test checks both against -r 0.)
+# this model's two blocks would both be the BF16 ends; test_gpt_fp8's recompute test checks both against -r 0.) Then
+# FP8 attention (cuDNN's FP8 forward, issue 57).
 XCHECK_RECIPES=${XCHECK_RECIPES:-"bf16 fp8_delayed fp8_current fp8_blockwise fp8_mxfp8 fp8_delayed_lm_head \
-fp8_current_no_fprop fp8_blockwise_no_wgrad fp8_mxfp8_no_dgrad"}
+fp8_current_no_fprop fp8_blockwise_no_wgrad fp8_mxfp8_no_dgrad fp8_delayed_attention"}
 xcheck_recipe_flags() {
     case $1 in
         bf16) echo "-precision bf16" ;;
@@ -944,6 +946,16 @@ xcheck_recipe_flags() {
         fp8_current_no_fprop) echo "-precision fp8 -fp8_recipe current -fp8_fprop 0" ;;
         fp8_blockwise_no_wgrad) echo "-precision fp8 -fp8_recipe blockwise -fp8_wgrad 0" ;;
         fp8_mxfp8_no_dgrad) echo "-precision fp8 -fp8_recipe mxfp8 -fp8_dgrad 0" ;;
+        fp8_delayed_attention) echo "-precision fp8 -fp8_recipe delayed -fp8_amax_history_len 32 -fp8_attention 1" ;;
+    esac
+}
+
+# The heads of the model a recipe's runs start from: 4 (head size 32), or 2 where cuDNN's FP8 attention runs (head
+# size 64, GPT-2's: the size dev/cuda/attention_cudnn_fp8 checks cuDNN builds)
+xcheck_recipe_heads() {
+    case $1 in
+        fp8_delayed_attention) echo 2 ;;
+        *) echo 4 ;;
     esac
 }
 
@@ -1010,20 +1022,45 @@ xcheck_key() {
 #     a slot mixed up with another, a missing factor or scale; a step's amax recorded or a history rolled on one side
 #     only is 0 against a number, which fails at any tolerance; the kernels themselves are checked tightly by
 #     test_gpt_fp8 and dev/cuda.
+# FP8 attention (fp8_delayed_attention) adds one difference that is not a rounding neighbour: the two sides quantize
+# the softmax output at different points (the CPU the normalized weights, cuDNN each tile's exp(s - running max)), so
+# each weight differs by up to two E4M3 roundings (2u4 = 2^-3 relative) and each attention output, which both sides
+# then cast to E4M3 with one scale, by up to one E4M3 ulp where the two values straddle a rounding. That is the size
+# of the FP8 neighbour the counts above already allow at that tensor (attproj's E4M3 input, one FP8 ulp), once more
+# per element: the FP8 budget at the attention output doubles, and so do the loss and norm tolerances that carry it
+# (2^-8, 2^-6, 2^-4); the FP8 state's stay (the output's amax differs by at most the same E4M3 ulp, 12.5%, inside
+# 34%). A CPU run that emulated cuDNN's tile quantization against the CPU trainer (one 64-key tile at T 64; a
+# throwaway patch, 2026-11-28) differed by 6e-5 (first losses), 2.4e-3 (val loss), 1.2% (norm), 10% (forward
+# slots) and 7% (backward slots): within the undoubled tolerances, so the doubling is room for the GPU's roundings.
 stage_xcheck() {
     local dir="$WORK/xcheck" gpu_trainer=${XCHECK_GPU_TRAINER:-./train_gpt_fp8} recipe
     local shape=(-L 2 -C 128 -NH 4 -b 4 -t 64)
     # (the numbers above: 2^-9, 2^-7, 2^-5, 44 * 2^-7, 94 * 2^-7)
     local tolerances=(-loss_first 0.001953125 -loss 0.0078125 -norm 0.03125 -fp8_forward 0.34375 -fp8_backward 0.734375
         -skipped 4)
+    # FP8 attention's (above: the loss and norm tolerances doubled)
+    local attention_tolerances=(-loss_first 0.00390625 -loss 0.015625 -norm 0.0625 -fp8_forward 0.34375
+        -fp8_backward 0.734375 -skipped 4)
     mkdir -p "$dir"
-    # the start: one CPU step from the seed, so that both trainers load one model file (-e)
+    # the start: one CPU step from the seed, so that both trainers load one model file (-e); a model with heads of 64
+    # too where a recipe asks for one (xcheck_recipe_heads)
     run_step xcheck_model 60 ./train_gpt_fp8_cpu "${DATA_FLAGS[@]}" "${shape[@]}" -x 1 -v 0 -s 0 -seed 1337 \
         -precision bf16 -o "$dir/model"
     local model="$dir/model/model_00000001.bin"
     add_step_row xcheck_model "the start of every xcheck run: ${model#"$WORK/"}"
+    for recipe in $XCHECK_RECIPES; do
+        if [ "$(xcheck_recipe_heads "$recipe")" = 2 ]; then
+            run_step xcheck_model_hs64 60 ./train_gpt_fp8_cpu "${DATA_FLAGS[@]}" -L 2 -C 128 -NH 2 -b 4 -t 64 -x 1 -v 0 \
+                -s 0 -seed 1337 -precision bf16 -o "$dir/hs64"
+            add_step_row xcheck_model_hs64 "the start of the runs with heads of 64: hs64/model_00000001.bin"
+            break
+        fi
+    done
     write_summary
     for recipe in $XCHECK_RECIPES; do
+        local recipe_model=$model recipe_tolerances=("${tolerances[@]}")
+        if [ "$(xcheck_recipe_heads "$recipe")" = 2 ]; then recipe_model="$dir/hs64/model_00000001.bin"; fi
+        if [ "$recipe" = fp8_delayed_attention ]; then recipe_tolerances=("${attention_tolerances[@]}"); fi
         # shellcheck disable=SC2046 # the recipe's flags are words
         run_step "xcheck_$recipe" 180 bash -c '
             gpu_trainer=$1 dir=$2 compare=$3
@@ -1038,13 +1075,14 @@ stage_xcheck() {
             ./train_gpt_fp8_cpu "$@" -o "$dir/cpu" || exit 1
             echo "== $compare ${tolerances[*]} $dir/gpu $dir/cpu"
             "$compare" "${tolerances[@]}" "$dir/gpu" "$dir/cpu"' xcheck "$gpu_trainer" "$dir/$recipe" ./dev/compare_runs \
-            "${tolerances[@]}" -- "${DATA_FLAGS[@]}" -e "$model" -b 4 -t 64 -d 512 -x 20 -v 5 -m 4 -s 0 -l 1e-3 -u 5 \
+            "${recipe_tolerances[@]}" -- "${DATA_FLAGS[@]}" -e "$recipe_model" -b 4 -t 64 -d 512 -x 20 -v 5 -m 4 -s 0 -l 1e-3 -u 5 \
             -seed 1337 -fp8_diag_every 0 -debug_nan_step 3 $(xcheck_recipe_flags "$recipe") ${EXTRA[@]+"${EXTRA[@]}"}
         remove_checkpoints "$dir/$recipe/gpu"
         remove_checkpoints "$dir/$recipe/cpu"
         row "xcheck_$recipe" "$(xcheck_key "$WORK/xcheck_$recipe.log")"
     done
     remove_checkpoints "$dir/model"
+    if [ -d "$dir/hs64" ]; then remove_checkpoints "$dir/hs64"; fi
 }
 
 stage_train() {

@@ -583,6 +583,17 @@ for recipe in bf16 fp8_delayed fp8_current fp8_blockwise fp8_mxfp8; do
         fail "xcheck_${recipe}_command" "$cmd"
     fi
 done
+# FP8 attention's runs start from a model with heads of 64 (cuDNN's FP8 attention at GPT-2's head size), made once
+model_cmd=$(xcheck_log xcheck_model_hs64)
+cmd=$(xcheck_log xcheck_fp8_delayed_attention)
+if [[ $model_cmd == *"./train_gpt_fp8_cpu "*" -L 2 -C 128 -NH 2 -b 4 -t 64 -x 1 "*"-o "*"/xcheck/hs64"* ]] &&
+    [[ $cmd == *" -loss_first 0.00390625 -loss 0.015625 -norm 0.0625 "*" -skipped 4 -- "* ]] &&
+    [[ $cmd == *" -e "*"/xcheck/hs64/model_00000001.bin -b 4 -t 64 -d 512 -x 20 "* ]] &&
+    [[ $cmd == *" -debug_nan_step 3 -precision fp8 -fp8_recipe delayed -fp8_amax_history_len 32 -fp8_attention 1"* ]]; then
+    pass xcheck_fp8_delayed_attention_command
+else
+    fail xcheck_fp8_delayed_attention_command "$model_cmd / $cmd"
+fi
 
 out=$(dry "$tmp/dry3")
 if printf '%s\n' "$out" | grep -qE '^\| fp8_update +\|' && printf '%s\n' "$out" | grep -qE '^\| nccl_1rank +\|' &&
