@@ -44,7 +44,8 @@
 #             asks the trainer's memory estimate (fit_d48: -estimate 1) for the largest micro-batch of d48 at T 1024
 #             that fits this GPU in BF16 and in FP8, and runs both, then blockwise, at the smaller of the two, with
 #             gradient accumulation to D48_TOTAL_TOKENS (default 32768); blockwise refused by the trainer in one line
-#             (C 1600: a GEMM's k off 128) is SKIPPED (refused), not a failure
+#             (C 1600: a GEMM's k off 128) is SKIPPED (refused), not a failure; FP8 with -fp8_attention 1 at d12 B 64
+#             and d48, against BF16 and FP8 without it
 #   llmc      our BF16 d12 step at B 64 and GPT-2's vocabulary against llm.c's train_gpt2cu with cuDNN, built by make
 #             llmc-baseline from LLMC_DIR (default third_party/llm.c, carried here, never committed; SKIPPED without
 #             it), BENCH_STEPS steps each: results/latest.tsv's d12_b64_bf16_over_llmc (not run unless named in --only)
@@ -1192,6 +1193,7 @@ bench_recipe_flags() {
         bf16) echo "-precision bf16" ;;
         fp8) echo "-precision fp8" ;;
         fp8_blockwise) echo "-precision fp8 -fp8_recipe blockwise" ;;
+        fp8_attention) echo "-precision fp8 -fp8_attention 1" ;;
     esac
 }
 
@@ -1267,7 +1269,8 @@ stage_bench() {
     d48_b=${d48_b:-$BENCH_B}
     # each depth at BENCH_B (d48 at the batch above), and d12 at B 64 as well, the issues' headline shape (unless
     # BENCH_B is 64: then the d12 runs are those); blockwise where a figure needs it: d12 at BENCH_B (against BF16 and
-    # delayed), d12 at B 64 and d48 (results/latest.tsv's blockwise rows)
+    # delayed), d12 at B 64 and d48 (results/latest.tsv's blockwise rows); FP8 attention (delayed scaling with
+    # -fp8_attention 1) at d12 B 64 and d48 (its rows, issue 57)
     local runs="d12 d24 d48" d12_b64=d12
     if [ "$BENCH_B" != 64 ]; then
         runs="d12 d12_b64 d24 d48"
@@ -1282,8 +1285,9 @@ stage_bench() {
             d24) limit=120 ;;
             *) limit=180; batch_flags=(-b "$d48_b" -d "$d48_total") ;;
         esac
-        for recipe in bf16 fp8 fp8_blockwise; do
+        for recipe in bf16 fp8 fp8_blockwise fp8_attention; do
             [ "$recipe" = fp8_blockwise ] && [ "$run" = d24 ] && continue
+            [ "$recipe" = fp8_attention ] && [ "$run" != "$d12_b64" ] && [ "$run" != d48 ] && continue
             name="bench_${run}_$recipe"
             failed_before=$ANY_FAILED
             bench_run "$name" "$limit" "$recipe" "${DATA_FLAGS[@]}" -e "$model" "${batch_flags[@]}" -t 1024 \
@@ -1307,7 +1311,7 @@ stage_bench() {
                     fp8_ms=$(progress_stats "$WORK/$name.log" "$SKIP" | awk '{ print $1 }')
                     key="$key, $(speedup "$bf16_ms" "$fp8_ms") vs bf16"
                     ;;
-                fp8_blockwise)  # against BF16 and FP8 delayed
+                fp8_blockwise | fp8_attention)  # against BF16 and FP8 delayed (without FP8 attention)
                     bf16_ms=$(progress_stats "$WORK/bench_${run}_bf16.log" "$SKIP" | awk '{ print $1 }')
                     fp8_ms=$(progress_stats "$WORK/bench_${run}_fp8.log" "$SKIP" | awk '{ print $1 }')
                     blockwise_ms=$(progress_stats "$WORK/$name.log" "$SKIP" | awk '{ print $1 }')
@@ -1329,6 +1333,8 @@ stage_bench() {
     bench_ratio d48_fp8_over_bf16 bench_d48_bf16 bench_d48_fp8
     bench_ratio blockwise_d12_b64_over_bf16 "bench_${d12_b64}_bf16" "bench_${d12_b64}_fp8_blockwise"
     bench_ratio blockwise_d48_over_bf16 bench_d48_bf16 bench_d48_fp8_blockwise
+    bench_ratio fp8_attention_d12_b64_over_bf16 "bench_${d12_b64}_bf16" "bench_${d12_b64}_fp8_attention"
+    bench_ratio fp8_attention_d48_over_bf16 bench_d48_bf16 bench_d48_fp8_attention
     latest_table_row bench
 }
 

@@ -781,6 +781,7 @@ fi
 ms=100
 [[ " $* " == *" -precision fp8 "* ]] && ms=80
 [[ " $* " == *" -fp8_recipe blockwise "* ]] && ms=125
+[[ " $* " == *" -fp8_attention 1 "* ]] && ms=64
 # FAKE_TRAINER_RULES: lines "ACTION<tab>GLOB", the last whose GLOB matches " ARGS " wins: ACTION a step time in ms,
 # refuse (the GPU trainer's one-line refusal of blockwise at a width off 128) or fail (a crash after its step lines)
 if [ -n "${FAKE_TRAINER_RULES:-}" ]; then
@@ -1004,21 +1005,26 @@ seed_latest() {
 row_of() { awk -F '\t' -v name="$2" '$1 == name' "$1"; }  # row_of FILE NAME: NAME's row
 today=$(date -u +%Y-%m-%d)
 # each row has its step time and the SM clock the run was sampled at (the stand-in nvidia-smi); fp8's 80 ms against
-# bf16's 100 ms is 1.25x, blockwise's 125 ms 0.80x; every ratio goes into results/latest.tsv: d48's replaced where it
-# was, the new ones added last, the header and the other row as they were
+# bf16's 100 ms is 1.25x, blockwise's 125 ms 0.80x, FP8 attention's 64 ms (d12 B 64 and d48 only) 1.56x; every ratio
+# goes into results/latest.tsv: d48's replaced where it was, the new ones added last, the header and the other row as
+# they were
 seed_latest "$tmp/bench_latest.tsv"
 bench_stage bench_stage "$tmp/bench_latest.tsv" PATH="$tmp/smi_bin:$PATH" FAKE_SMI_ARGS="$tmp/bench_smi" \
     FAKE_SMI_STARTED="$tmp/bench_smi_started"
 rc=$?
 clock='SM clock 1800 of 1980 MHz \(power cap\)'  # as an ERE
-if [ "$rc" -eq 0 ] && [ "$(grep -cE "^\| bench_d(12|24|48)_.*, $clock +\|\$" "$tmp/bench_stage.table")" -eq 11 ] &&
+if [ "$rc" -eq 0 ] && [ "$(grep -cE "^\| bench_d(12|24|48)_.*, $clock +\|\$" "$tmp/bench_stage.table")" -eq 13 ] &&
     grep -qE "^\| bench_d12_bf16 +\| OK .*\| 100\.00 ms/step, .*, $clock" "$tmp/bench_stage.table" &&
     grep -qE "^\| bench_d24_fp8 +\| OK .*\| 80\.00 ms/step, .*, 1\.25x vs bf16, $clock" "$tmp/bench_stage.table" &&
     grep -qE "^\| bench_d12_fp8_blockwise +\| OK .*0\.80x vs bf16, 0\.64x vs fp8 delayed, $clock" "$tmp/bench_stage.table" &&
     grep -qE "^\| bench_d12_b64_fp8_blockwise +\| OK .*0\.80x vs bf16, 0\.64x vs fp8 delayed, $clock" "$tmp/bench_stage.table" &&
     grep -qE "^\| bench_d48_fp8_blockwise +\| OK .*0\.80x vs bf16, 0\.64x vs fp8 delayed, $clock" "$tmp/bench_stage.table" &&
     ! grep -qE '^\| bench_d24_fp8_blockwise ' "$tmp/bench_stage.table" &&
-    [ "$(wc -l <"$tmp/bench_smi.pids")" -eq 11 ] && ! xargs -r kill -0 <"$tmp/bench_smi.pids" 2>/dev/null; then
+    grep -qE "^\| bench_d12_b64_fp8_attention +\| OK .*64\.00 ms/step, .*1\.56x vs bf16, 1\.25x vs fp8 delayed, $clock" \
+        "$tmp/bench_stage.table" &&
+    grep -qE "^\| bench_d48_fp8_attention +\| OK .*1\.56x vs bf16, 1\.25x vs fp8 delayed, $clock" "$tmp/bench_stage.table" &&
+    ! grep -qE '^\| bench_d(12|24)_fp8_attention ' "$tmp/bench_stage.table" &&
+    [ "$(wc -l <"$tmp/bench_smi.pids")" -eq 13 ] && ! xargs -r kill -0 <"$tmp/bench_smi.pids" 2>/dev/null; then
     pass bench_stage_samples_the_clock
 else
     fail bench_stage_samples_the_clock "rc $rc: $(cat "$tmp/bench_stage.table")"
@@ -1037,11 +1043,13 @@ want_rows=$(printf '%s\n' "$LATEST_HEADER" $'other_figure\t0.5\tx\tH200\t1111111
     "d48_fp8_over_bf16	1.250	x	NVIDIA H100 80GB HBM3	abc1234	$today" \
     "d12_b64_fp8_over_bf16	1.250	x	NVIDIA H100 80GB HBM3	abc1234	$today" \
     "blockwise_d12_b64_over_bf16	0.800	x	NVIDIA H100 80GB HBM3	abc1234	$today" \
-    "blockwise_d48_over_bf16	0.800	x	NVIDIA H100 80GB HBM3	abc1234	$today")
+    "blockwise_d48_over_bf16	0.800	x	NVIDIA H100 80GB HBM3	abc1234	$today" \
+    "fp8_attention_d12_b64_over_bf16	1.562	x	NVIDIA H100 80GB HBM3	abc1234	$today" \
+    "fp8_attention_d48_over_bf16	1.562	x	NVIDIA H100 80GB HBM3	abc1234	$today")
 got_rows=$(awk -F '\t' 'NR <= 2 { print; next } { print $1 "\t" $2 "\t" $3 "\t" $4 "\t" $5 "\t" $6 }' "$tmp/bench_latest.tsv")
 if [ "$got_rows" = "$want_rows" ] && [ "$(row_of "$tmp/bench_latest.tsv" d12_b64_fp8_over_bf16 | cut -f 7)" = "$b64_command" ] &&
     [[ $(row_of "$tmp/bench_latest.tsv" blockwise_d48_over_bf16 | cut -f 7) == "./train_gpt_fp8 -i train.bin -e d48 -b 8 -d 32768 "*"-precision bf16 -fp8_diag_every 0, then the same with -precision fp8 -fp8_recipe blockwise in place of -precision bf16: 100.00 / 125.00 ms/step"* ]] &&
-    grep -qE '^\| latest_tsv_bench +\| OK +\| d12_b64_fp8_over_bf16 1\.250; d48_fp8_over_bf16 1\.250; blockwise_d12_b64_over_bf16 0\.800; blockwise_d48_over_bf16 0\.800 +\|' \
+    grep -qE '^\| latest_tsv_bench +\| OK +\| d12_b64_fp8_over_bf16 1\.250; d48_fp8_over_bf16 1\.250; blockwise_d12_b64_over_bf16 0\.800; blockwise_d48_over_bf16 0\.800; fp8_attention_d12_b64_over_bf16 1\.562; fp8_attention_d48_over_bf16 1\.562 +\|' \
         "$tmp/bench_stage.table" && cmp -s "$tmp/bench_latest.tsv" "$tmp/bench_stage_out/latest.tsv" &&
     [ -z "$(find "$tmp" -maxdepth 1 -name 'bench_latest.tsv.tmp.*')" ]; then
     pass bench_stage_writes_its_figures
@@ -1063,8 +1071,8 @@ if [ "$rc" -eq 1 ] && grep -qE '^\| bench_d48_fp8 +\| FAILED \(rc 1' "$tmp/bench
     [ -z "$(row_of "$tmp/bench_fail_latest.tsv" blockwise_d48_over_bf16)" ] &&
     [ "$(row_of "$tmp/bench_fail_latest.tsv" d12_b64_fp8_over_bf16 | cut -f 2)" = 1.600 ] &&
     [ "$(row_of "$tmp/bench_fail_latest.tsv" blockwise_d12_b64_over_bf16 | cut -f 2)" = 1.250 ] &&
-    [ "$(wc -l <"$tmp/bench_fail_latest.tsv")" -eq 5 ] &&
-    grep -qE '^\| latest_tsv_bench +\| OK +\| d12_b64_fp8_over_bf16 1\.600; d48_fp8_over_bf16 not written: bench_d48_fp8 FAILED \(rc 1, [0-9]+s\); blockwise_d12_b64_over_bf16 1\.250; blockwise_d48_over_bf16 not written: bench_d48_fp8_blockwise refused by the trainer +\|' \
+    [ "$(wc -l <"$tmp/bench_fail_latest.tsv")" -eq 7 ] &&
+    grep -qE '^\| latest_tsv_bench +\| OK +\| d12_b64_fp8_over_bf16 1\.600; d48_fp8_over_bf16 not written: bench_d48_fp8 FAILED \(rc 1, [0-9]+s\); blockwise_d12_b64_over_bf16 1\.250; blockwise_d48_over_bf16 not written: bench_d48_fp8_blockwise refused by the trainer; fp8_attention_d12_b64_over_bf16 1\.600; fp8_attention_d48_over_bf16 1\.562 +\|' \
         "$tmp/bench_fail.table"; then
     pass bench_stage_failed_or_refused_runs_write_nothing
 else
