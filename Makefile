@@ -455,8 +455,9 @@ info:
 help:
 	@echo "gptfp8: GPT training in C/CUDA in BF16 and FP8 (delayed, current, blockwise and mxfp8 scaling). Targets:"
 	@echo "  make                 build what you run: $(RUN_PROGRAMS)"
-	@echo "  make train           prepare tinyshakespeare (or DATA), train five runs on the same data and seed (BF16, FP8"
-	@echo "                       delayed, current, blockwise, mxfp8; blockwise left out on a GPU but H100/H200), plot"
+	@echo "  make train           prepare tinyshakespeare (or DATA), train the same model on the same data and seed in"
+	@echo "                       BF16 and FP8 delayed, current, blockwise, mxfp8 (blockwise left out on a GPU but"
+	@echo "                       H100/H200; on the CPU a sixth run, delayed with FP8 attention), plot"
 	@echo "                       them into OUT (trainer here: $(TRAINER); knobs STEPS OUT SEED INPUT DATA TRAINER"
 	@echo "                       PROGRESS below)"
 	@echo "  make deps            pip install requirements.txt (ml_dtypes, numpy, matplotlib: tests and plots),"

@@ -2,11 +2,12 @@
 # scripts/compare_bf16_fp8.sh [-- extra trainer flags] — trains the same model on the same data and seed in BF16 and
 # in FP8 with each of Megatron's four recipes: delayed scaling, current scaling (-fp8_recipe current), blockwise and
 # mxfp8 (on the CUDA trainer: blockwise on Hopper's block-scaled GEMMs, left out on another GPU; mxfp8 emulated,
-# its accuracy and not its speed), one run after
+# its accuracy and not its speed), and on the CPU trainer delayed scaling with FP8 attention (-fp8_attention 1), one
+# run after
 # the other with each run's progress shown live, then draws the loss curves and their gaps to BF16 into one PNG,
 # prints the final losses and the gaps (on the CPU trainer, a gap below CPU_NOISE_PCT reads "within noise"), and
 # draws each FP8 run's diagnostics (fp8_diag.tsv: amaxes, scales or block scales, saturation, flushing) with
-# scripts/plot_fp8_diag.py into OUT/fp8_{delayed,current,blockwise,mxfp8}_*.png.
+# scripts/plot_fp8_diag.py into OUT/fp8_{delayed,current,blockwise,mxfp8,attention}_*.png.
 # `make train` runs it.
 #
 # Environment (the knobs; `make train STEPS=100 OUT=mine` passes them on):
@@ -36,8 +37,9 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # ---------------------------------------------------------------------------------------------------------------------
 # The defaults, in one place. The CPU model is 128 wide so that blockwise scaling's blocks of 128 along C, 3C, 4C and
 # B*T are whole, as TE's blockwise takes them (mxfp8's of 32 too; the trainers take any width, partial blocks and
-# all: doc/four_recipes.md); five runs of it, 600 steps each, take about a minute on 2 idle cores
-# (doc/building.md). The GPU ones train GPT-2 small (d12).
+# all: doc/four_recipes.md); 600 steps each (the five without FP8 attention took 45 s on 2 idle cores, doc/building.md;
+# FP8 attention's run takes about 1.15x delayed scaling's, RESULTS.md 2026-11-28). The GPU ones train GPT-2 small
+# (d12).
 CPU_MODEL=(-L 2 -C 128 -NH 4 -b 8 -t 64 -v 50 -m 8 -l 4e-3 -u 20 -q 0.1)
 CPU_STEPS=600
 # A gap of an FP8 run's final val loss to BF16's smaller than CPU_NOISE_PCT percent reads "within noise"
@@ -52,14 +54,18 @@ GPU_STEPS=400
 # The runs, in order: a name (its folder), its label in the plot and its flags. The first is the baseline of the
 # plot's gaps; the FP8 runs' diagnostics are drawn too (DIAG_RUNS: run name and the prefix of its pictures). The CUDA
 # trainer runs blockwise (BLOCKWISE_RUN, BLOCKWISE_DIAG) only on compute capability 9.0, where cuBLASLt has its
-# block-scaled GEMMs.
-RUN_NAMES=(bf16 fp8 fp8_current fp8_blockwise fp8_mxfp8)
-RUN_LABELS=("bf16" "fp8 delayed" "fp8 current" "fp8 blockwise" "fp8 mxfp8")
+# block-scaled GEMMs; FP8 attention (ATTENTION_RUN, ATTENTION_DIAG, the last) is the CPU trainer's run: the CUDA
+# trainer's goes through cuDNN's FP8 graph, which gpu_check's xcheck and bench stages compare and time.
+RUN_NAMES=(bf16 fp8 fp8_current fp8_blockwise fp8_mxfp8 fp8_attention)
+RUN_LABELS=("bf16" "fp8 delayed" "fp8 current" "fp8 blockwise" "fp8 mxfp8" "fp8 attention")
 RUN_FLAGS=("-precision bf16" "-precision fp8" "-precision fp8 -fp8_recipe current" "-precision fp8 -fp8_recipe blockwise"
-           "-precision fp8 -fp8_recipe mxfp8")
-DIAG_RUNS=("fp8 fp8_delayed" "fp8_current fp8_current" "fp8_blockwise fp8_blockwise" "fp8_mxfp8 fp8_mxfp8")
+           "-precision fp8 -fp8_recipe mxfp8" "-precision fp8 -fp8_attention 1")
+DIAG_RUNS=("fp8 fp8_delayed" "fp8_current fp8_current" "fp8_blockwise fp8_blockwise" "fp8_mxfp8 fp8_mxfp8"
+           "fp8_attention fp8_attention")
 BLOCKWISE_RUN=3
 BLOCKWISE_DIAG=2
+ATTENTION_RUN=5
+ATTENTION_DIAG=4
 # ---------------------------------------------------------------------------------------------------------------------
 
 extra=()
@@ -89,6 +95,12 @@ case $(basename "$trainer") in
         model=("${GPU_MODEL[@]}")
         steps=${STEPS:-$GPU_STEPS}
         noise=()
+        # (the last run first, so that blockwise's indices below stay where they are)
+        unset "RUN_NAMES[ATTENTION_RUN]" "RUN_LABELS[ATTENTION_RUN]" "RUN_FLAGS[ATTENTION_RUN]" "DIAG_RUNS[ATTENTION_DIAG]"
+        RUN_NAMES=("${RUN_NAMES[@]}")
+        RUN_LABELS=("${RUN_LABELS[@]}")
+        RUN_FLAGS=("${RUN_FLAGS[@]}")
+        DIAG_RUNS=("${DIAG_RUNS[@]}")
         capability=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ')
         if [ "$capability" = 9.0 ]; then
             echo "compare_bf16_fp8: CUDA trainer ($gpu); mxfp8 is emulated there (BF16 GEMMs): its accuracy, not its speed"

@@ -103,7 +103,7 @@ if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c error)" -eq 1 ] &&
 else
     fail compare_run_of_no_step "rc $rc: $out"
 fi
-# llm.c's targets point to this project's; make help names the five runs and every knob of make train (one make: its
+# llm.c's targets point to this project's; make help names the runs and every knob of make train (one make: its
 # probes of the compilers and the GPU take seconds)
 out=$(make -s help train_gpt2 2>&1)
 rc=$?
@@ -113,7 +113,8 @@ if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c "llm.c's target")" -eq
 else
     fail make_llmc_target "rc $rc: $(printf '%s\n' "$out" | grep train_gpt2)"
 fi
-if printf '%s\n' "$out" | grep -q "train five runs" && printf '%s\n' "$out" | grep -q "STEPS OUT SEED INPUT DATA TRAINER" &&
+if printf '%s\n' "$out" | grep -q "BF16 and FP8 delayed, current, blockwise, mxfp8" &&
+    printf '%s\n' "$out" | grep -q "a sixth run, delayed with FP8 attention" && printf '%s\n' "$out" | grep -q "STEPS OUT SEED INPUT DATA TRAINER" &&
     printf '%s\n' "$out" | grep -q "^  PROGRESS=bar|lines " && ! printf '%s\n' "$out" | grep -q "FP8 (delayed scaling) GPT"; then
     pass make_help_names_the_runs_and_knobs
 else
