@@ -2124,7 +2124,7 @@ static void test_fp8_attention_against_cpu(void) {
     forward_backward(&cpu, &gpu, inputs, targets, B, T);
     Fp8Meta host = fp8_meta_host_copy(&gpu);  // scales 1: the first step's
     double attn_scale = (double)(1.0f / sqrtf((float)HS));
-    float* qkv_max = (float*)calloc(1, sizeof(float));
+    float qkv_max = 0.0f;
     double o_ref_max = 0.0, pre_max = 0.0;
     float* cpu_out = (float*)malloc(BTC * sizeof(float));
     float* cpu_pre = (float*)malloc((size_t)B * NH * T * T * sizeof(float));
@@ -2149,7 +2149,7 @@ static void test_fp8_attention_against_cpu(void) {
             codes[i] = fp8_from_float(qkv[i] * scale, FP8_E4M3);
             qkv_values[i] = fp8_to_float(codes[i], FP8_E4M3) * descale;  // what the CPU's cast gives (fp32)
             qkv_ref[i] = (double)fp8_to_float(codes[i], FP8_E4M3) * (double)descale;
-            *qkv_max = fp8_amax_merge(*qkv_max, fabsf(qkv[i]));
+            qkv_max = fp8_amax_merge(qkv_max, fabsf(qkv[i]));
         }
         if (l == L - 1) {  // (1) the device's codes are the last layer's
             uint8_t* device_codes = download_bytes(gpu.attention_qkv_fp8, BTC * 3);
@@ -2191,7 +2191,7 @@ static void test_fp8_attention_against_cpu(void) {
     float qkv_row0 = fp8_amax_merge(host.amax_history[fp8_meta_fwd_slot(&host, LINEAR_QKV, FP8_FWD_OUTPUT)],
                                     host.amax_history[fp8_meta_fwd_slot(&host, LINEARS_PER_BLOCK + LINEAR_QKV,
                                                                         FP8_FWD_OUTPUT)]);
-    CHECK(qkv_row0 == *qkv_max, "the qkv output slots' row 0 %g, want max |qkv| %g", qkv_row0, *qkv_max);
+    CHECK(qkv_row0 == qkv_max, "the qkv output slots' row 0 %g, want max |qkv| %g", qkv_row0, qkv_max);
     float s_row0 = 0.0f, o_row0 = 0.0f;
     for (int l = 0; l < L; l++) {
         s_row0 = fmaxf(s_row0, host.amax_history[fp8_meta_fwd_slot(&host, fp8_attention_module(L, l), FP8_ATTENTION_S)]);
@@ -2229,7 +2229,6 @@ static void test_fp8_attention_against_cpu(void) {
     }
     free(qkv0);
     free(atty0);
-    free(qkv_max);
     free(cpu_out);
     free(cpu_pre);
     free(cpu_att);

@@ -774,10 +774,7 @@ static const float* linear_operand(GPT2* model, int module, LinearOperand operan
         record = 0;
     }
     // FP8 attention casts attproj's input (its output) and records it: the GEMM's requests re-cast it unrecorded
-    if (tensor == LINEAR_INPUT && module < linear_lm_head(lp.num_layers) && module % LINEARS_PER_BLOCK == LINEAR_ATTPROJ &&
-        attention_is_fp8(&lp, module / LINEARS_PER_BLOCK)) {
-        record = 0;
-    }
+    if (tensor == LINEAR_INPUT && linear_input_is_attention_output(&lp, module)) { record = 0; }
     LinearModule lm = linear_module(model, module);
     size_t cols = (size_t)(tensor == LINEAR_GRAD_OUTPUT ? lm.OC : lm.IC);
     int slot = tensor == LINEAR_GRAD_OUTPUT ? fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT)

@@ -1090,9 +1090,8 @@ static void linear_fprop(GPT2* model, int module, floatX* out, const Fp8Operand*
 // the cast with the same scale makes the very codes cuDNN wrote (the CPU's linear_operand does the same).
 static void linear_forward(GPT2* model, int module, floatX* out, const floatX* inp, int B, int T) {
     LinearPrecision lp = gpt2_linear_precision(model);
-    int attention_output = module < linear_lm_head(lp.num_layers) && module % LINEARS_PER_BLOCK == LINEAR_ATTPROJ &&
-                           attention_is_fp8(&lp, module / LINEARS_PER_BLOCK);
-    Fp8Operand x = linear_cast(model, module, LINEAR_INPUT_FPROP, inp, B * T, !attention_output, NULL);
+    int record = !linear_input_is_attention_output(&lp, module);
+    Fp8Operand x = linear_cast(model, module, LINEAR_INPUT_FPROP, inp, B * T, record, NULL);
     linear_fprop(model, module, out, &x);
 }
 

@@ -106,6 +106,13 @@ static inline int attention_is_fp8(const LinearPrecision* p, int l) {
     return p->fp8_attention && linear_is_fp8(p, l * LINEARS_PER_BLOCK + LINEAR_QKV);
 }
 
+// Whether module's input is FP8 attention's E4M3 output (attproj of a block whose attention runs in FP8): the
+// attention cast it and recorded its amax, so the module's own cast of it, with the same scale, records nothing.
+static inline int linear_input_is_attention_output(const LinearPrecision* p, int module) {
+    return module < linear_lm_head(p->num_layers) && module % LINEARS_PER_BLOCK == LINEAR_ATTPROJ &&
+           attention_is_fp8(p, module / LINEARS_PER_BLOCK);
+}
+
 // Which of an FP8 module's three GEMMs run in FP8: all of them, less those override_linear_precision sends to BF16.
 typedef enum { LINEAR_GEMM_FPROP = 0, LINEAR_GEMM_DGRAD = 1, LINEAR_GEMM_WGRAD = 2 } LinearGemm;
 static inline int linear_gemm_is_fp8(const LinearPrecision* p, int module, LinearGemm gemm) {
