@@ -195,10 +195,10 @@ FP8_HEADERS := fp8/fp8.h fp8/recipe.h fp8/recipe_parse.h fp8/meta.h fp8/quantize
                fp8/cpu_isa.h fp8/block.h
 LLMC_HEADERS := llmc/gpt2.h llmc/rand.h llmc/checkpoint.h llmc/checksum.h llmc/schedule.h llmc/dataloader.h \
                 llmc/shard_manifest.h llmc/tokenizer.h llmc/utils.h llmc/linear.h llmc/args.h llmc/run.h llmc/run_data.h \
-                llmc/run_folder.h llmc/sampling.h llmc/zero.h llmc/gemm_cpu.h llmc/gelu_math.h $(XXHASH_HEADER)
+                llmc/run_folder.h llmc/sampling.h llmc/zero.h llmc/gemm_cpu.h llmc/gelu_math.h llmc/gemm_choice.h $(XXHASH_HEADER)
 CPU_PROGRAMS := train_gpt_fp8_cpu
 CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_process llmc/test_memory_plan \
-             llmc/test_gemm_cpu
+             llmc/test_gemm_cpu llmc/test_gemm_choice
 # fp8_codec: the codec on the command line (its Python test); compare_runs: two runs' logs and FP8 states compared
 # step by step (the GPU check's xcheck stage, tested by dev/test_compare_runs.sh); cast_one_tensor: one tensor of a
 # checkpoint's next step cast with the four recipes (doc/four_recipes.md's table); model_logits: the trainer's fp32
@@ -253,6 +253,11 @@ llmc/test_multi_process: llmc/test_multi_process.c llmc/multi_process.h llmc/tes
 
 # the CPU GEMM's kernels (every instruction set the CPU has) against the naive loop, bit for bit
 llmc/test_gemm_cpu: llmc/test_gemm_cpu.c llmc/gemm_cpu.h fp8/cpu_isa.h llmc/rand.h llmc/testing.h $(BUILD_FLAGS_STAMP)
+	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
+
+# the file of the GEMM algorithms a GPU run chose by timing (-gemm_autotune), on the CPU
+llmc/test_gemm_choice: llmc/test_gemm_choice.c llmc/gemm_choice.h $(LLMC_HEADERS) $(FP8_HEADERS) llmc/testing.h \
+                       $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 # the GPU trainer's memory plan (the estimate it prints before allocating), on the CPU
@@ -332,6 +337,7 @@ C_TEST_COMMANDS := ./fp8/test_fp8 \
                    ./llmc/test_multi_process \
                    ./llmc/test_memory_plan \
                    ./llmc/test_gemm_cpu \
+                   ./llmc/test_gemm_choice \
                    ./test_train_gpt_fp8.sh \
                    ./scripts/check_run_faults.sh \
                    ./llmc/test_run_data.sh \
