@@ -17,16 +17,24 @@ fprop only, as in Transformer Engine: gradients accumulate over the whole batch 
 
 Plans: the first call of a problem builds its descriptors (the matmul descriptor with its transposes, fast accumulation
 and epilogue; the three matrix layouts) and asks the heuristic for an algorithm, once; later calls reuse all of it and
-only set the pointers that change (scale_inv, bias). The heuristic's first answer is taken as it is:
-dev/cuda/gemm_shapes -algos N times its other answers at each of a step's shapes, to say what that choice costs. The key
-is the problem (shape, types, flags) AND the alignment of every pointer: cuBLASLt's heuristic assumes 256-byte-aligned
-A, B, C, D unless told otherwise, and an algorithm picked for a 256-byte-aligned layer-0 pointer may not run on a later
-layer's pointer at 16 bytes, so each pointer's alignment (up to 256) goes into the preferences
-(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES) and into the key. cuBLASLt has no such preference for the bias; its
+only set the pointers that change (scale_inv, bias). The key is the problem (shape, types, flags) AND the alignment
+of every pointer: cuBLASLt's heuristic assumes 256-byte-aligned A, B, C, D unless told otherwise, and an algorithm
+picked for a 256-byte-aligned layer-0 pointer may not run on a later layer's pointer at 16 bytes, so each pointer's
+alignment (up to 256) goes into the preferences (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES) and into the key. cuBLASLt has no such preference for the bias; its
 alignment is in the key all the same, so a plan is never replayed on a bias less aligned than the one it was found for.
 FP8 operands must be 16-byte aligned (checked, one line). When no algorithm fits, the error names the shapes, types,
 transposes, alignments and epilogue.
 32 MiB workspace, the size cuBLASLt's Hopper kernels ask for.
+
+Which algorithm (the trainer's -gemm_autotune N): the heuristic's first answer is not always its fastest (dev/cuda/
+gemm_shapes -algos 8 found up to 27% between them at a step's shapes). With ctx->autotune N >= 2, a problem's first
+call times the heuristic's first N answers on the call's own operands and keeps the fastest (gemm_plan_choose); 0 or 1
+takes the first untimed. A GEMM that writes its output (beta 0) is timed in place, its output written again by the
+call itself after; one that accumulates (beta 1) is timed out of place, D in ctx->tune_scratch and C its output, which
+stays as it was (without a scratch that large it is not timed). Algorithms of one problem may differ in their bits, and
+a timing can choose differently in another run, so every choice is kept in ctx->choices (llmc/gemm_choice.h), which
+the trainer writes into its run folder and reads back on resume: a problem with a choice there takes it, untimed.
+Timing synchronizes the stream: it happens once per problem, in the first step.
 
 Block-scaled GEMMs (-fp8_recipe blockwise): each FP8 operand comes with an array of fp32 scale_invs, one per 1x128
 block along k (CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F: activations and gradients) or per 128x128 tile
@@ -54,10 +62,13 @@ used, on any stream, with nothing copied before it.
 #include <string.h>
 
 #include "cuda_utils.cuh"
+#include "gemm_choice.h"
 
 #define GEMM_WORKSPACE_BYTES (32u << 20)
 #define GEMM_MAX_PLANS 256
 #define GEMM_FP8_ALIGNMENT 16  // bytes: what cuBLASLt's FP8 kernels require of A and B
+#define GEMM_AUTOTUNE_MAX_ANSWERS 16  // -gemm_autotune N: at most this many of the heuristic's answers timed
+#define GEMM_AUTOTUNE_MS_PER_ANSWER 20.0  // about this long timing each answer (at least 2 calls, at most 50)
 
 typedef struct {
     int m, n, k;  // cuBLASLt's column-major terms: D (m, n) = op(A) (m, k) @ op(B) (k, n)
@@ -72,6 +83,7 @@ typedef struct {
     cublasLtMatmulDesc_t desc;  // transposes, fast accumulation, epilogue set once; scale and bias pointers per call
     cublasLtMatrixLayout_t a_layout, b_layout, d_layout;
     cublasLtMatmulAlgo_t algo;
+    int chosen;  // algo is a choice of ctx->choices (timed, or read), not only the heuristic's first answer
 } GemmPlan;
 
 typedef struct {
@@ -80,12 +92,40 @@ typedef struct {
     GemmPlan plans[GEMM_MAX_PLANS];
     int num_plans;
     int last_plan;  // index of the plan the latest call ran (dev/cuda/gemm_shapes times that plan's alternatives)
+    // the algorithm choice (see the top): how many of the heuristic's answers a new problem times (0, 1: none); the
+    // out-of-place output for timing an accumulating GEMM (NULL: those take the first answer); whether each choice is
+    // printed; every choice made or read, the device that made them, and whether one was made since the last write
+    int autotune;
+    void* tune_scratch;
+    size_t tune_scratch_bytes;
+    int tune_print;
+    GemmChoices choices;
+    int choices_changed;
+    int num_timed;  // problems this context timed
 } GemmContext;
+
+// The GPU and cuBLASLt that choose algorithms here (a file of choices names them: llmc/gemm_choice.h).
+static inline void gemm_choice_device_current(GemmChoiceDevice* d) {
+    int device = 0;
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDevice(&device));
+    cudaCheck(cudaGetDeviceProperties(&prop, device));
+    memset(d, 0, sizeof(*d));
+    size_t name_len = strnlen(prop.name, sizeof(prop.name));
+    if (name_len >= sizeof(d->device)) { name_len = sizeof(d->device) - 1; }
+    memcpy(d->device, prop.name, name_len);  // (memset: NUL-terminated)
+    for (char* p = d->device; *p; p++) {
+        if (*p == '\t' || *p == '\n') { *p = ' '; }
+    }
+    d->compute_capability = prop.major * 10 + prop.minor;
+    d->cublaslt_version = (long)cublasLtGetVersion();
+}
 
 static inline void gemm_context_init(GemmContext* ctx) {
     memset(ctx, 0, sizeof(*ctx));
     cublasCheck(cublasLtCreate(&ctx->handle));
     cudaCheck(cudaMalloc(&ctx->workspace, GEMM_WORKSPACE_BYTES));
+    gemm_choice_device_current(&ctx->choices.device);
 }
 
 static inline void gemm_plan_destroy(GemmPlan* plan) {
@@ -102,6 +142,7 @@ static inline void gemm_plans_clear(GemmContext* ctx) {
 
 static inline void gemm_context_free(GemmContext* ctx) {
     gemm_plans_clear(ctx);
+    gemm_choices_free(&ctx->choices);
     cublasCheck(cublasLtDestroy(ctx->handle));
     cudaCheck(cudaFree(ctx->workspace));
 }
@@ -303,11 +344,51 @@ static inline void gemm_plan_describe(GemmPlan* plan, const GemmKey* key, const 
     gemm_plan_set_pointers(plan, a_scale_inv, b_scale_inv, bias);
 }
 
-// Builds a plan's descriptors for `key` and asks the heuristic for its algorithm (with this call's pointers set, as
-// the heuristic may look at them); exits with the problem described when cuBLASLt has none.
+// A problem's key as the words of its row in a file of choices (gemm_choice_key_columns' order).
+static inline void gemm_key_words(const GemmKey* key, int32_t words[GEMM_CHOICE_KEY_WORDS]) {
+    const int32_t w[GEMM_CHOICE_KEY_WORDS] = {
+        key->m, key->n, key->k, (int32_t)key->a_type, (int32_t)key->b_type, (int32_t)key->out_type, key->has_bias,
+        key->accumulate, key->fast_accum, key->trans_a, key->trans_b, (int32_t)key->a_align, (int32_t)key->b_align,
+        (int32_t)key->out_align, (int32_t)key->bias_align, key->a_scale_mode, key->b_scale_mode};
+    memcpy(words, w, sizeof(w));
+}
+
+static inline size_t gemm_type_bytes(cudaDataType_t t) {
+    return t == CUDA_R_32F ? 4 : t == CUDA_R_16BF || t == CUDA_R_16F ? 2 : 1;
+}
+
+// The choice ctx holds for a problem, or NULL.
+static inline const GemmChoice* gemm_choice_of(const GemmContext* ctx, const GemmKey* key) {
+    int32_t words[GEMM_CHOICE_KEY_WORDS];
+    gemm_key_words(key, words);
+    return gemm_choices_find(&ctx->choices, words);
+}
+
+// Builds a plan's descriptors for `key` and takes its algorithm: the choice ctx holds for the problem (checked to
+// run here), else the heuristic's first answer (asked with this call's pointers set, as the heuristic may look at
+// them); exits with the problem described when cuBLASLt has none.
 static inline void gemm_plan_build(GemmContext* ctx, GemmPlan* plan, const GemmKey* key, const float* a_scale_inv,
                                    const float* b_scale_inv, const void* bias) {
     gemm_plan_describe(plan, key, a_scale_inv, b_scale_inv, bias);
+    const GemmChoice* choice = gemm_choice_of(ctx, key);
+    if (choice) {
+        static_assert(sizeof(plan->algo) == sizeof(choice->algo), "cublasLtMatmulAlgo_t is 8 words of 64 bits");
+        memcpy(&plan->algo, choice->algo, sizeof(plan->algo));
+        cublasLtMatmulHeuristicResult_t check;
+        memset(&check, 0, sizeof(check));
+        cublasStatus_t status = cublasLtMatmulAlgoCheck(ctx->handle, plan->desc, plan->a_layout, plan->b_layout,
+                                                        plan->d_layout, plan->d_layout, &plan->algo, &check);
+        if (status != CUBLAS_STATUS_SUCCESS || check.workspaceSize > GEMM_WORKSPACE_BYTES) {
+            char problem[512];
+            gemm_describe(problem, sizeof(problem), key);
+            fprintf(stderr, "error: the algorithm chosen earlier for %s does not run here (cuBLASLt: %s): delete the "
+                    "run folder's gemm_algos files to choose afresh\n", problem,
+                    status != CUBLAS_STATUS_SUCCESS ? cublasGetStatusName(status) : "needs a larger workspace");
+            exit(1);
+        }
+        plan->chosen = 1;
+        return;
+    }
     cublasLtMatmulHeuristicResult_t heuristic;
     int found = 0;
     // no algorithm is answered with CUBLAS_STATUS_NOT_SUPPORTED (or 0 results): both are reported with the problem
@@ -320,6 +401,103 @@ static inline void gemm_plan_build(GemmContext* ctx, GemmPlan* plan, const GemmK
         exit(1);
     }
     plan->algo = heuristic.algo;
+}
+
+// One call of a plan with `algo`: D = A @ B (+ C when the plan accumulates), C being `out` and D `d` (out itself but
+// when an accumulating GEMM is timed out of place). Returns cuBLASLt's status.
+static inline cublasStatus_t gemm_plan_run(GemmContext* ctx, const GemmPlan* plan, const cublasLtMatmulAlgo_t* algo,
+                                           const void* a, const void* b, const void* out, void* d,
+                                           cudaStream_t stream) {
+    const float alpha = 1.0f, beta = plan->key.accumulate ? 1.0f : 0.0f;
+    return cublasLtMatmul(ctx->handle, plan->desc, &alpha, a, plan->a_layout, b, plan->b_layout, &beta, out,
+                          plan->d_layout, d, plan->d_layout, algo, ctx->workspace, GEMM_WORKSPACE_BYTES, stream);
+}
+
+// Milliseconds per call of a plan with `algo` on the stream, about GEMM_AUTOTUNE_MS_PER_ANSWER of calls timed with
+// events after one untimed call; -1 when cuBLASLt refuses the call.
+static inline double gemm_time_algo(GemmContext* ctx, const GemmPlan* plan, const cublasLtMatmulAlgo_t* algo,
+                                    const void* a, const void* b, const void* out, void* d, cudaStream_t stream,
+                                    cudaEvent_t start, cudaEvent_t stop) {
+    // the untimed call loads the kernel; an algorithm that fails at the call is passed over
+    if (gemm_plan_run(ctx, plan, algo, a, b, out, d, stream) != CUBLAS_STATUS_SUCCESS) { return -1.0; }
+    float ms = 0.0f;
+    cudaCheck(cudaEventRecord(start, stream));
+    cublasCheck(gemm_plan_run(ctx, plan, algo, a, b, out, d, stream));
+    cudaCheck(cudaEventRecord(stop, stream));
+    cudaCheck(cudaEventSynchronize(stop));
+    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+    int calls = ms > 0.0f ? (int)(GEMM_AUTOTUNE_MS_PER_ANSWER / ms) : 50;
+    calls = calls < 2 ? 2 : calls > 50 ? 50 : calls;
+    cudaCheck(cudaEventRecord(start, stream));
+    for (int i = 0; i < calls; i++) { cublasCheck(gemm_plan_run(ctx, plan, algo, a, b, out, d, stream)); }
+    cudaCheck(cudaEventRecord(stop, stream));
+    cudaCheck(cudaEventSynchronize(stop));
+    cudaCheck(cudaEventElapsedTime(&ms, start, stop));
+    return (double)ms / calls;
+}
+
+// A problem in a few words, for the choice's line: shapes in the trainers' row-major terms, types, epilogue.
+static inline void gemm_describe_short(char* out, size_t len, const GemmKey* key) {
+    snprintf(out, len, "out (%d, %d) %s, k %d, %s x %s%s%s%s%s", key->n, key->m, gemm_type_name(key->out_type), key->k,
+             gemm_type_name(key->a_type), gemm_type_name(key->b_type), key->has_bias ? ", bias" : "",
+             key->accumulate ? ", accumulating" : "", key->fast_accum ? ", fast accumulation" : "",
+             gemm_scale_mode_is_block(key->a_scale_mode) ? ", block scales" : "");
+}
+
+// A new problem's algorithm by timing (see the top): the heuristic's first ctx->autotune answers, each run on this
+// call's operands (a = A, b = B, out the output), the fastest kept in the plan and in ctx->choices. An accumulating
+// GEMM is timed with D in ctx->tune_scratch, C being out, so out keeps its values; without a scratch that large it
+// keeps the first answer, untimed and unrecorded. Pointers and scales must be set on the plan for this call.
+static inline void gemm_plan_choose(GemmContext* ctx, GemmPlan* plan, const void* a, const void* b, void* out,
+                                    cudaStream_t stream) {
+    const GemmKey* key = &plan->key;
+    void* d = out;
+    if (key->accumulate) {
+        size_t out_bytes = (size_t)key->m * (size_t)key->n * gemm_type_bytes(key->out_type);
+        if (!ctx->tune_scratch || ctx->tune_scratch_bytes < out_bytes) { return; }
+        d = ctx->tune_scratch;
+    }
+    int requested = ctx->autotune > GEMM_AUTOTUNE_MAX_ANSWERS ? GEMM_AUTOTUNE_MAX_ANSWERS : ctx->autotune;
+    cublasLtMatmulHeuristicResult_t results[GEMM_AUTOTUNE_MAX_ANSWERS];
+    int found = 0;
+    cublasCheck(gemm_plan_heuristic(ctx, plan, results, requested, &found));
+    cudaEvent_t start, stop;
+    cudaCheck(cudaEventCreate(&start));
+    cudaCheck(cudaEventCreate(&stop));
+    int best = -1;
+    double best_ms = 0.0, first_ms = 0.0;
+    for (int i = 0; i < found; i++) {
+        if (results[i].state != CUBLAS_STATUS_SUCCESS || results[i].workspaceSize > GEMM_WORKSPACE_BYTES) { continue; }
+        double ms = gemm_time_algo(ctx, plan, &results[i].algo, a, b, out, d, stream, start, stop);
+        if (ms < 0.0) { continue; }
+        if (i == 0) { first_ms = ms; }
+        if (best < 0 || ms < best_ms) {
+            best = i;
+            best_ms = ms;
+        }
+    }
+    cudaCheck(cudaEventDestroy(start));
+    cudaCheck(cudaEventDestroy(stop));
+    if (best < 0) { return; }  // none ran: the plan keeps the first answer, whose call reports cuBLASLt's error
+    plan->algo = results[best].algo;
+    plan->chosen = 1;
+    GemmChoice row;
+    memset(&row, 0, sizeof(row));
+    gemm_key_words(key, row.key);
+    row.answer = best;
+    row.answers = found;
+    row.ms = best_ms;
+    row.first_ms = first_ms;
+    memcpy(row.algo, &results[best].algo, sizeof(row.algo));
+    gemm_choices_put(&ctx->choices, &row);
+    ctx->choices_changed = 1;
+    ctx->num_timed++;
+    if (ctx->tune_print) {
+        char problem[256];
+        gemm_describe_short(problem, sizeof(problem), key);
+        printf("gemm: %s: answer %d of %d, %.4f ms (the heuristic's first: %.4f ms, %.2fx)\n", problem, best + 1,
+               found, best_ms, first_ms, best_ms > 0.0 && first_ms > 0.0 ? first_ms / best_ms : 0.0);
+    }
 }
 
 // The scale_inv pointers of an FP8 GEMM, as cuBLASLt takes them (see the top): 16-byte aligned; with block scale modes
@@ -419,13 +597,11 @@ static inline void gemm_multiply(GemmContext* ctx, const GemmOutput* out, const 
     ctx->last_plan = (int)(plan - ctx->plans);
     if (new_plan) {
         gemm_plan_build(ctx, plan, &key, a_scale_inv, b_scale_inv, out->bias);
+        if (!plan->chosen && ctx->autotune >= 2) { gemm_plan_choose(ctx, plan, weight->data, inp->data, out->data, stream); }
     } else {
         gemm_plan_set_pointers(plan, a_scale_inv, b_scale_inv, out->bias);
     }
-    const float alpha = 1.0f, beta = out->accumulate ? 1.0f : 0.0f;
-    cublasStatus_t status = cublasLtMatmul(ctx->handle, plan->desc, &alpha, weight->data, plan->a_layout, inp->data,
-                                           plan->b_layout, &beta, out->data, plan->d_layout, out->data, plan->d_layout,
-                                           &plan->algo, ctx->workspace, GEMM_WORKSPACE_BYTES, stream);
+    cublasStatus_t status = gemm_plan_run(ctx, plan, &plan->algo, weight->data, inp->data, out->data, out->data, stream);
     if (status != CUBLAS_STATUS_SUCCESS) {
         gemm_describe(problem, sizeof(problem), &key);
         fprintf(stderr, "error: cuBLASLt matmul failed: %s (%s) for %s\n", cublasGetStatusName(status),

@@ -11,6 +11,10 @@ product in double of the very operands the GPU gets (FP8 bytes dequantized, bf16
   as the trainer calls them:     on a stream of its own, with the scale_invs at 16-byte-strided slots of one float
                                  array (the GPU trainer's copy for its GEMMs); scale pointers 4 or 8 bytes past 16 are
                                  refused in one line before cuBLASLt sees them (it refuses them at the call)
+  the algorithm choice:          every form again with 8 of the heuristic's answers timed per problem (-gemm_autotune
+                                 8; accumulating ones out of place), still right; the choices through a file into a
+                                 fresh context, taken untimed, the same bytes; without a scratch, accumulating ones
+                                 not timed
 then TFLOP/s of BF16 and FP8 at the d12 shapes (B*T = 64*1024).
 
 Tolerance, per output element, from sum |a_i * b_i| (the magnitude the sum passes through, not the result, which
@@ -37,6 +41,7 @@ Build: make dev/cuda/fp8_gemm     Run: ./dev/cuda/fp8_gemm    (prints one line a
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../llmc/gemm.cuh"
 #include "../../fp8/quantize_cpu.h"
@@ -103,8 +108,9 @@ typedef struct {
 // alignment; 16: what a later layer's slice of a buffer may have). scale_slot: 0 gives each scale_inv its own
 // allocation; n > 0 puts A's at index n and B's at 2n of one float array, as the trainer's strided copy of its FP8
 // metadata's scale_invs holds them (n a multiple of 4). stream: where the GEMM runs (the trainer's is not the default).
+// result: when not NULL, gets the output's bytes (malloc'd; the caller frees them).
 static void check_case(const GemmCase* c, size_t offset, int scale_slot, cudaStream_t stream, GemmContext* ctx,
-                       Rng* rng) {
+                       Rng* rng, void** result) {
     int fp8 = gemm_type_is_fp8(c->a_type);
     float a_scale = 64.0f, b_scale = c->b_type == CUDA_R_8F_E5M2 ? 4096.0f : 32.0f;
     float a_scale_inv = fp8 ? 1.0f / a_scale : 1.0f, b_scale_inv = fp8 ? 1.0f / b_scale : 1.0f;
@@ -193,8 +199,81 @@ static void check_case(const GemmCase* c, size_t offset, int scale_slot, cudaStr
     free(out0);
     free(want);
     free(magnitude);
+    if (result) {
+        *result = got;
+        got = NULL;
+    }
     free(got);
     device_list_free(&dev);
+}
+
+// The algorithm choice (-gemm_autotune, llmc/gemm.cuh): a context timing 8 of the heuristic's answers per problem,
+// with a scratch output for the accumulating ones, still computes every case right (check_case's tolerance; an
+// accumulating GEMM timed in place would have added its product several times); each problem was timed; its choices,
+// written to a file and read into a fresh context, are taken there untimed and give the same bytes from the same
+// operands. Without a scratch the accumulating cases keep the heuristic's first answer, untimed.
+static void check_autotune(const GemmCase* cases, int num_cases, Rng* rng) {
+    GemmContext tuned, reread, no_scratch;
+    gemm_context_init(&tuned);
+    gemm_context_init(&reread);
+    gemm_context_init(&no_scratch);
+    tuned.autotune = reread.autotune = no_scratch.autotune = 8;
+    tuned.tune_print = 1;
+    size_t scratch_bytes = 0;
+    int accumulating = 0;
+    for (int i = 0; i < num_cases; i++) {
+        size_t bytes = (size_t)cases[i].m * cases[i].n * type_bytes(cases[i].out_type);
+        if (cases[i].accumulate && bytes > scratch_bytes) { scratch_bytes = bytes; }
+        accumulating += cases[i].accumulate;
+    }
+    cudaCheck(cudaMalloc(&tuned.tune_scratch, scratch_bytes));
+    tuned.tune_scratch_bytes = scratch_bytes;
+    Rng start = *rng;
+    void* first[16];
+    for (int i = 0; i < num_cases; i++) { check_case(&cases[i], 0, 0, 0, &tuned, rng, &first[i]); }
+    char what[320];
+    snprintf(what, sizeof(what), "autotune: %d of %d problems timed (the accumulating ones in the scratch)",
+             tuned.num_timed, num_cases);
+    report(tuned.num_timed == num_cases && tuned.choices.count == num_cases, what);
+    char path[] = "/tmp/fp8_gemm_choices_XXXXXX";
+    int fd = mkstemp(path);
+    char err[512] = "";
+    int written = fd >= 0 && gemm_choices_write(path, &tuned.choices, err, sizeof(err)) == 0;
+    GemmChoices back;
+    int read = written && gemm_choices_read(path, &back, err, sizeof(err)) == 1;
+    if (fd >= 0) {
+        close(fd);
+        unlink(path);
+    }
+    if (read) {
+        reread.choices.count = 0;
+        for (int i = 0; i < back.count; i++) { gemm_choices_put(&reread.choices, &back.rows[i]); }
+        gemm_choices_free(&back);
+    }
+    report(read, read ? "autotune: the choices written to a file and read back" : err);
+    *rng = start;
+    int same_bytes = 1, same_algos = 1;
+    for (int i = 0; i < num_cases; i++) {
+        void* again = NULL;
+        check_case(&cases[i], 0, 0, 0, &reread, rng, &again);
+        size_t bytes = (size_t)cases[i].m * cases[i].n * type_bytes(cases[i].out_type);
+        same_bytes &= memcmp(first[i], again, bytes) == 0;
+        same_algos &= i < reread.num_plans && i < tuned.num_plans &&
+                      memcmp(&reread.plans[i].algo, &tuned.plans[i].algo, sizeof(cublasLtMatmulAlgo_t)) == 0;
+        free(again);
+        free(first[i]);
+    }
+    snprintf(what, sizeof(what), "autotune: the choices read back taken untimed (%d timed), the same algorithms, the "
+             "same bytes", reread.num_timed);
+    report(read && reread.num_timed == 0 && same_algos && same_bytes, what);
+    for (int i = 0; i < num_cases; i++) { check_case(&cases[i], 0, 0, 0, &no_scratch, rng, NULL); }
+    snprintf(what, sizeof(what), "autotune without a scratch: %d timed, the %d accumulating problems not",
+             no_scratch.num_timed, accumulating);
+    report(no_scratch.num_timed == num_cases - accumulating, what);
+    cudaCheck(cudaFree(tuned.tune_scratch));
+    gemm_context_free(&tuned);
+    gemm_context_free(&reread);
+    gemm_context_free(&no_scratch);
 }
 
 int main(void) {
@@ -215,11 +294,11 @@ int main(void) {
         {"bf16 wgrad (NT)", CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, 0, 1, 128, 192, 256, 0, 1, 0},
     };
     int num_cases = (int)(sizeof(cases) / sizeof(cases[0]));
-    for (int i = 0; i < num_cases; i++) { check_case(&cases[i], 0, 0, 0, &ctx, &rng); }
+    for (int i = 0; i < num_cases; i++) { check_case(&cases[i], 0, 0, 0, &ctx, &rng, NULL); }
     // the same problems at 16-byte-aligned pointers: new plans (alignment is in the key), still right
     int plans_before = ctx.num_plans;
-    check_case(&cases[0], 16, 0, 0, &ctx, &rng);
-    check_case(&cases[4], 16, 0, 0, &ctx, &rng);
+    check_case(&cases[0], 16, 0, 0, &ctx, &rng, NULL);
+    check_case(&cases[4], 16, 0, 0, &ctx, &rng, NULL);
     char what[160];
     snprintf(what, sizeof(what), "16-byte-aligned pointers got plans of their own (%d plans before, %d after)",
              plans_before, ctx.num_plans);
@@ -228,11 +307,12 @@ int main(void) {
     // (the trainer's fp8_gemm_scale_inv, FP8_GEMM_SCALE_INV_STRIDE floats a slot), each FP8 form
     cudaStream_t stream;
     cudaCheck(cudaStreamCreate(&stream));
-    check_case(&cases[0], 0, 0, stream, &ctx, &rng);
+    check_case(&cases[0], 0, 0, stream, &ctx, &rng, NULL);
     for (int slot = 4; slot <= 8; slot += 4) {
-        for (int i = 0; i < 4; i++) { check_case(&cases[i], 0, slot, stream, &ctx, &rng); }
+        for (int i = 0; i < 4; i++) { check_case(&cases[i], 0, slot, stream, &ctx, &rng, NULL); }
     }
     cudaCheck(cudaStreamDestroy(stream));
+    check_autotune(cases, num_cases, &rng);
     // and a scale pointer 4, 8 or 12 bytes past 16 is refused in one line (gemm_multiply exits with it) before
     // cuBLASLt refuses it at the call; NULL (a scale of 1) and 16-byte-aligned ones pass
     {
