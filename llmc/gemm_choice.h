@@ -14,7 +14,7 @@ The file, one per rank (gemm_algos_RANK.tsv, RANK as the state files' five digit
     milliseconds per call of that one and of the first, and the algorithm (cublasLtMatmulAlgo_t, 8 words of 64 bits,
     128 hex digits).
 The device line names the GPU and the cuBLASLt that chose: an algorithm is an opaque value of one cuBLASLt on one
-architecture, so a file from another GPU or another cuBLASLt is not used (the trainer says so and chooses afresh). A
+architecture, so a file from another GPU or another cuBLASLt is not used (the trainer keeps it as NAME.N, says so and chooses afresh). A
 file that cannot be read as above is refused in one line naming the line; nothing is guessed. It is written through
 checkpoint.h's atomic replace, so a crash leaves the old file or the new one.
 */
@@ -27,6 +27,7 @@ checkpoint.h's atomic replace, so a crash leaves the old file or the new one.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "checkpoint.h"  // AtomicFile
 #include "utils.h"
@@ -271,6 +272,22 @@ static inline int gemm_choices_read(const char* path, GemmChoices* c, char* err,
         return -1;
     }
     return 1;
+}
+
+// Renames the file at path to path.N, N the first number free (a file another GPU wrote is kept, not overwritten).
+// Returns the new name (free it), or NULL with one line in err.
+static inline char* gemm_choices_set_aside(const char* path, char* err, size_t errlen) {
+    for (int n = 1;; n++) {
+        char* kept = alloc_printf("%s.%d", path, n);
+        struct stat st;
+        if (lstat(kept, &st) != 0 && errno == ENOENT) {
+            if (rename(path, kept) == 0) { return kept; }
+            snprintf(err, errlen, "cannot keep %s as %s: %s", path, kept, strerror(errno));
+            free(kept);
+            return NULL;
+        }
+        free(kept);
+    }
 }
 
 // The file of `rank` in folder dir (free it).

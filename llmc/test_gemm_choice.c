@@ -3,7 +3,7 @@ llmc/test_gemm_choice.c — CPU tests of the GEMM algorithm choices' file (llmc/
 GPU run multiply with the algorithms it chose by timing: what is written reads back word for word (algorithm bits,
 times, the device line); a missing file is "none", not an error; every way a file can be wrong (a cut last line, a
 changed header, a column short, a hex digit or an integer out of form, a problem twice) is refused naming its line;
-another GPU or cuBLASLt is told apart; rows are found by the whole key and replaced, not duplicated.
+another GPU or cuBLASLt is told apart, and its file kept beside under a free name; rows are found by the whole key and replaced, not duplicated.
 */
 #include "gemm_choice.h"
 
@@ -127,6 +127,29 @@ static void test_device_told_apart(void) {
     CHECK(!gemm_choice_device_same(&a, &b), "another architecture");
 }
 
+// A file of another GPU is kept beside, as NAME.1, then NAME.2 (never over an earlier one).
+static void test_set_aside(void) {
+    char* path = write_text("aside.tsv", "first\n");
+    char err[256] = "";
+    char* kept = gemm_choices_set_aside(path, err, sizeof(err));
+    CHECK(kept && strcmp(kept + strlen(path), ".1") == 0 && access(path, F_OK) != 0, "first kept as %s (%s)",
+          kept ? kept : "-", err);
+    free(path);
+    path = write_text("aside.tsv", "second\n");
+    char* kept2 = gemm_choices_set_aside(path, err, sizeof(err));
+    CHECK(kept2 && strcmp(kept2 + strlen(path), ".2") == 0, "second kept as %s (%s)", kept2 ? kept2 : "-", err);
+    FILE* f = kept ? fopen(kept, "rb") : NULL;
+    char text[16] = "";
+    if (f) {
+        if (!fgets(text, sizeof(text), f)) { text[0] = '\0'; }
+        fclose(f);
+    }
+    CHECK(strcmp(text, "first\n") == 0, "the first file's text kept: %s", text);
+    free(kept);
+    free(kept2);
+    free(path);
+}
+
 // Each damaged file is refused naming its line and what is wrong there.
 static void test_damaged_files_refused(void) {
     GemmChoices c = sample_choices();
@@ -204,6 +227,7 @@ int main(int argc, char** argv) {
     RUN_TEST(test_missing_file_is_none);
     RUN_TEST(test_find_and_replace);
     RUN_TEST(test_device_told_apart);
+    RUN_TEST(test_set_aside);
     RUN_TEST(test_damaged_files_refused);
     char* cmd = alloc_printf("rm -rf '%s'", dir);
     if (system(cmd) != 0) { fprintf(stderr, "test: could not remove %s\n", dir); }
