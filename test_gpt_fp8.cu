@@ -151,6 +151,9 @@ static TrainArgs test_args_line(const char* flags) {
     for (char* word = strtok(line, " "); word && argc < 17; word = strtok(NULL, " ")) { argv[argc++] = word; }
     TrainArgs a;
     parse_args(&a, argc, argv);
+    // the tests compare models with each other bit for bit, so each takes the heuristic's first algorithm unless the
+    // flags ask for timing (test_gemm_autotune): a timed choice can differ from model to model
+    if (!a.gemm_autotune_set) { a.gemm_autotune = 0; }
     return a;
 }
 
@@ -2259,6 +2262,22 @@ static void test_fp8_attention_against_cpu(void) {
 // the backward's cast records (the same counts, window amax and scale range). For each attention this build has, on
 // a small shape cuDNN supports (head size 64): BF16, FP8 delayed, FP8 current, FP8 with BF16 ends, FP8 blockwise, FP8
 // mxfp8 (issue 55 item 3: the block recipes had never run with recompute on a GPU).
+// A CPU model holding initial weights from `seed` (BF16; freed with gpt2_free) and a batch of B*T tokens after them,
+// for tests that start several GPU models from the same weights
+static void cpu_initial_weights_and_batch(cpu::GPT2* cpu, const GPT2Config* config, int B, int T, uint64_t seed,
+                                          int* inputs, int* targets) {
+    cpu::ModelOptions opt;
+    memset(&opt, 0, sizeof(opt));
+    opt.config = *config;
+    opt.precision = PRECISION_BF16;
+    fp8_recipe_default(&opt.recipe);
+    gpt2_allocate(cpu, &opt, B, T);
+    Rng rng;
+    rng_seed(&rng, seed);
+    gpt2_init_parameters(&cpu->master, cpu->param_sizes, config, &rng);
+    random_batch(inputs, targets, B * T, config->vocab_size, &rng);
+}
+
 static void test_recompute_bit_identical(void) {
     const int B = 2, T = 64;  // B*T = 128: a multiple of 64 for the FP8 casts
     typedef struct {
@@ -2291,17 +2310,8 @@ static void test_recompute_bit_identical(void) {
         }
         GPT2Config config = config_of(variants[v].layers, 256, 4, 200, 64);
         cpu::GPT2 cpu;  // only for the initial weights
-        cpu::ModelOptions opt;
-        memset(&opt, 0, sizeof(opt));
-        opt.config = config;
-        opt.precision = PRECISION_BF16;
-        fp8_recipe_default(&opt.recipe);
-        gpt2_allocate(&cpu, &opt, B, T);
-        Rng rng;
-        rng_seed(&rng, 31);
-        gpt2_init_parameters(&cpu.master, cpu.param_sizes, &config, &rng);
         int inputs[2 * 64], targets[2 * 64];
-        random_batch(inputs, targets, B * T, config.vocab_size, &rng);
+        cpu_initial_weights_and_batch(&cpu, &config, B, T, 31, inputs, targets);
         for (int a = 0; a < num_attentions; a++) {
             const char* what = variants[v].name;
             float losses[3];
@@ -2372,6 +2382,74 @@ static void test_recompute_bit_identical(void) {
         }
         gpt2_free(&cpu);
     }
+}
+
+// -gemm_autotune 8 (llmc/gemm.cuh): with every GEMM's algorithm chosen by timing 8 of the heuristic's answers, five
+// steps against the CPU within the same tolerances as with its first answer (delayed scaling; blockwise, whose fprop
+// with a bias accumulates onto the bias and so is timed out of place too, where its GEMMs run). Then, per precision,
+// one step of a model that chose by timing, and of a second model given the first's choices (as a run reads them back
+// from its folder): every problem was chosen (the memory plan's scratch holds every accumulating output), the second
+// times nothing, and its loss and gradients are the first's, bit for bit.
+static void test_gemm_autotune(void) {
+    char why[256];
+    int block_gemms = gemm_block_scaling_check(why, sizeof(why)) == 0;
+    shaped_five_steps(test_args_line("-precision fp8 -fp8_amax_history_len 16 -attn plain -gemm_autotune 8"),
+                      &tiny_shape, 5, "delayed, autotuned", 1);
+    if (block_gemms) {
+        shaped_five_steps(test_args_block_with("blockwise", "-gemm_autotune 8"), &block_shape, 53, "blockwise, autotuned",
+                          0);
+    } else {
+        printf("  SKIP blockwise: %s\n", why);
+    }
+    const char* variants[3] = {"-precision bf16", "-precision fp8 -fp8_amax_history_len 16",
+                               "-precision fp8 -fp8_recipe blockwise"};
+    const int B = 2, T = 64;
+    GPT2Config config = config_of(2, 256, 4, 200, 64);
+    cpu::GPT2 cpu;  // only for the initial weights
+    int inputs[2 * 64], targets[2 * 64];
+    cpu_initial_weights_and_batch(&cpu, &config, B, T, 37, inputs, targets);
+    for (int v = 0; v < 3; v++) {
+        if (strstr(variants[v], "blockwise") && !block_gemms) { continue; }
+        char flags[160];
+        snprintf(flags, sizeof(flags), "%s -attn plain -gemm_autotune 8", variants[v]);
+        TrainArgs args = test_args_line(flags);
+        float losses[2];
+        float* grads[2];
+        GemmChoices chosen;
+        memset(&chosen, 0, sizeof(chosen));
+        int timed[2], unchosen = 0, plans = 0;
+        size_t P = 0;
+        for (int m = 0; m < 2; m++) {
+            gpu::GPT2 gpu;
+            gpu_model(&gpu, &config, &args, B, T, cpu.master_memory);
+            for (int i = 0; m == 1 && i < chosen.count; i++) { gemm_choices_put(&gpu.gemm.choices, &chosen.rows[i]); }
+            gpt2_zero_grad(&gpu);
+            gpt2_forward(&gpu, inputs, targets, B, T);
+            gpt2_backward(&gpu, 1.0f);
+            cudaCheck(cudaDeviceSynchronize());
+            losses[m] = gpu.mean_loss;
+            P = gpu.num_parameters;
+            grads[m] = download_floats(gpu.grads_memory, P);
+            timed[m] = gpu.gemm.num_timed;
+            if (m == 0) {
+                for (int i = 0; i < gpu.gemm.choices.count; i++) { gemm_choices_put(&chosen, &gpu.gemm.choices.rows[i]); }
+                plans = gpu.gemm.num_plans;
+                for (int i = 0; i < gpu.gemm.num_plans; i++) { unchosen += !gpu.gemm.plans[i].chosen; }
+            }
+            gpt2_free(&gpu);
+        }
+        CHECK(timed[0] > 0 && timed[0] == chosen.count && unchosen == 0,
+              "%s: %d problems timed, %d choices, %d of %d plans with the heuristic's first answer only", variants[v],
+              timed[0], chosen.count, unchosen, plans);
+        CHECK(timed[1] == 0, "%s: the model given the choices timed %d problems", variants[v], timed[1]);
+        CHECK(memcmp(&losses[1], &losses[0], sizeof(float)) == 0 && memcmp(grads[1], grads[0], P * sizeof(float)) == 0,
+              "%s: with the first model's choices, loss %.7f (first %.7f) and gradients bit-identical", variants[v],
+              losses[1], losses[0]);
+        free(grads[0]);
+        free(grads[1]);
+        gemm_choices_free(&chosen);
+    }
+    gpt2_free(&cpu);
 }
 
 // AdamW's 16-byte path against its element path: the same parameters at an aligned address and one float further on
@@ -2590,6 +2668,7 @@ int main(int argc, char** argv) {
     RUN_TEST(test_medium_fused_fp8_casts_bit_identical_c384);
     RUN_TEST(test_recompute_bit_identical);
     RUN_TEST(test_adamw_and_norm_vector_paths);
+    RUN_TEST(test_gemm_autotune);
     RUN_TEST(test_step_queues_without_waiting);
     // the block recipes: blockwise needs Hopper's block-scaled GEMMs (compute capability 9.0, cuBLASLt 12.9+)
     char why[256];

@@ -1313,6 +1313,10 @@ static void refuse_gpu_only_flags(const TrainArgs* a) {
     if (a->idle_step > 0) {
         die("-idle_step measures the GPU's idle time in a step: it is train_gpt_fp8's flag, not the CPU trainer's");
     }
+    if (a->gemm_autotune_set && a->gemm_autotune > 0) {
+        die("-gemm_autotune %d: it is train_gpt_fp8's flag, which times cuBLASLt's GEMM algorithms; the CPU trainer's "
+            "GEMMs are its own loops (-gemm_autotune 0)", a->gemm_autotune);
+    }
     if (a->attention == ATTENTION_CUDNN) {
         die("-attn cudnn: the CPU trainer has one attention (plain, -attn plain); cuDNN attention is train_gpt_fp8's");
     }

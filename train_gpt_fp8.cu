@@ -400,6 +400,8 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
         model->fp8_window_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, 4, "FP8 amaxes");
     }
     gemm_context_init(&model->gemm);
+    model->gemm.autotune = args->gemm_autotune;
+    model->gemm.tune_print = process_rank == 0;
     cublasCheck(cublasCreate(&model->cublas));
     cudaCheck(cudaStreamCreate(&model->stream));
     cudaCheck(cudaStreamCreate(&model->comm_stream));
@@ -451,6 +453,7 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
     in->attention_workspace_bytes = model->attention_workspace_bytes;
     in->column_sum_rows = COLUMN_SUM_ROWS;
     in->norm_blocks = NORM_BLOCKS;
+    in->gemm_autotune = model->gemm.autotune;
     gpu_memory_plan(&model->memory, in);
 }
 
@@ -562,6 +565,8 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
     model->norm_squared = (float*)buffer[GPU_NORM_SQUARED];
     model->norm_partials = (float*)buffer[GPU_NORM_PARTIALS];
     model->amax_discard = (float*)buffer[GPU_AMAX_DISCARD];
+    model->gemm.tune_scratch = buffer[GPU_GEMM_TUNE_SCRATCH];
+    model->gemm.tune_scratch_bytes = model->memory.bytes[GPU_GEMM_TUNE_SCRATCH];
     cudaCheck(cudaMallocHost(&model->host_inputs, BT * sizeof(int)));
     cudaCheck(cudaMallocHost(&model->host_targets, BT * sizeof(int)));
     cudaCheck(cudaMallocHost(&model->host_losses, BT * sizeof(float)));
@@ -2042,8 +2047,54 @@ static cudaDeviceProp print_run_box(const GPT2* model, const TrainArgs* args, co
                 "BF16 GEMMs;");
         box_row(stdout, "", "this run measures MXFP8's accuracy, not its speed (Hopper has no MXFP8 GEMM)");
     }
+    if (args->gemm_autotune >= 2) {
+        box_row(stdout, "gemms", "cuBLASLt's fastest of its first %d algorithms per problem, timed once "
+                "(-gemm_autotune %d)%s", args->gemm_autotune, args->gemm_autotune,
+                args->output_dir ? "; the choices kept in -o" : "");
+    } else {
+        box_row(stdout, "gemms", "cuBLASLt's heuristic's first algorithm per problem (-gemm_autotune %d)",
+                args->gemm_autotune);
+    }
     box_rule(stdout);
     return prop;
+}
+
+// The GEMM algorithms this rank chose by timing (-gemm_autotune N >= 2; llmc/gemm.cuh, llmc/gemm_choice.h), kept in
+// its file in the run folder so that a resumed run (or a new one in the same folder) multiplies with the same ones:
+// read before the first GEMM, written after a step (or evaluation) that chose new ones. A file another GPU or cuBLASLt
+// wrote holds algorithms that mean nothing here: it is kept as NAME.N (the first N free) and the problems are timed
+// afresh. A file that is not one is refused in one line.
+static void gpt2_read_gemm_choices(GPT2* model, const char* dir) {
+    if (!dir || model->gemm.autotune < 2) { return; }
+    char* path = gemm_choices_path(dir, model->process_rank);
+    GemmChoices found;
+    char err[768];
+    int rc = gemm_choices_read(path, &found, err, sizeof(err));
+    if (rc < 0) { die("%s", err); }
+    const GemmChoiceDevice* here = &model->gemm.choices.device;
+    if (rc == 1 && !gemm_choice_device_same(&found.device, here)) {
+        char* kept = gemm_choices_set_aside(path, err, sizeof(err));
+        if (!kept) { die("%s", err); }
+        printf("gemm: %s holds the algorithms of %s (cc %d, cuBLASLt %ld), and this run is on %s (cc %d, cuBLASLt "
+               "%ld): kept as %s, the algorithms chosen afresh\n", path, found.device.device,
+               found.device.compute_capability, found.device.cublaslt_version, here->device, here->compute_capability,
+               here->cublaslt_version, kept);
+        free(kept);
+    } else if (rc == 1) {
+        for (int i = 0; i < found.count; i++) { gemm_choices_put(&model->gemm.choices, &found.rows[i]); }
+        printf("gemm: %d algorithm choices read from %s (a problem it lacks is timed)\n", found.count, path);
+    }
+    gemm_choices_free(&found);
+    free(path);
+}
+
+static void gpt2_write_gemm_choices(GPT2* model, const char* dir) {
+    if (!dir || !model->gemm.choices_changed) { return; }
+    char* path = gemm_choices_path(dir, model->process_rank);
+    char err[768];
+    if (gemm_choices_write(path, &model->gemm.choices, err, sizeof(err))) { die("%s", err); }
+    model->gemm.choices_changed = 0;
+    free(path);
 }
 
 // A training step's time on the model's stream (two events around it), -profile_step's profiler window (a profiler
@@ -2137,6 +2188,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     gpt2_gpu_allocate_buffers(&model);
+    gpt2_read_gemm_choices(&model, args.output_dir);
     model.total_batch = total_batch;
     gpt2_check_same_on_ranks(&model, (long long)B * T * grad_accum_steps, train_steps);
     gpt2_upload_initial_params(&model, &run, (uint64_t)args.seed);
@@ -2217,6 +2269,7 @@ int main(int argc, char** argv) {
                 gpt2_save_checkpoint(&model, args.output_dir, step, sample_rng.state, train_loader, &run_state);  // every rank
                 printf("checkpoint: %s/model_%08d.bin\n", args.output_dir, step);
             }
+            gpt2_write_gemm_choices(&model, args.output_dir);  // what the evaluation chose
         }
         if (last_step) { break; }
         if (step == args.debug_kill_step) { fflush(stdout); raise(SIGKILL); }  // test hook (the GPU check's resume step)
@@ -2274,6 +2327,7 @@ int main(int argc, char** argv) {
         }
         double mfu = peak_flops > 0 ? 100.0 * flops_per_step / (ms / 1000.0) / peak_flops : -1.0;
         report_step(&timer, &main_log, step, start_step, train_steps, loss, norm, lr, ms / 1000.0, total_batch, mfu);
+        gpt2_write_gemm_choices(&model, args.output_dir);  // what the step chose (its first: every training GEMM)
         skipped_steps_record(&skipped, &args, step, step_skipped);
     }
     log_close(&main_log);

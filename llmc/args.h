@@ -47,6 +47,9 @@ typedef struct {
     int estimate_only;  // -estimate 1 (GPU): print the memory estimate and the largest -b that fits, then exit
     int profile_step;   // -profile_step N (GPU): step N (1-based, as printed) alone under a profiler; -1: off
     int idle_step;      // -idle_step N (GPU, with CUPTI): how long the GPU sat idle in step N (llmc/gpu_idle.h); -1: off
+    // -gemm_autotune N (GPU): time cuBLASLt's first N algorithms of each GEMM problem once and keep the fastest
+    // (llmc/gemm.cuh; 0 or 1: the heuristic's first, untimed); _set: given (the CPU trainer takes only 0)
+    int gemm_autotune, gemm_autotune_set;
     Precision precision;
     int precision_set;
     const char* fp8_flag;  // -fp8 value, resolved after parsing
@@ -113,6 +116,7 @@ static inline void train_args_default(TrainArgs* a) {
     a->attention = ATTENTION_DEFAULT;
     a->profile_step = -1;
     a->idle_step = -1;
+    a->gemm_autotune = 8;
     fp8_recipe_default(&a->recipe);
 }
 
@@ -229,6 +233,8 @@ static inline void print_usage(const char* program) {
     usage_flag("-attn cudnn|plain", "cuDNN flash attention or the plain one", "cudnn when built with it");
     usage_flag("-profile_step N", "profile step N only: cudaProfilerStart/Stop", "off (ncu --profile-from-start off)");
     usage_flag("-idle_step N", "print step N's GPU idle time (CUPTI's trace)", "off");
+    usage_flag("-gemm_autotune N", "time cuBLASLt's first N algorithms per GEMM, keep the fastest (0: its first; CPU "
+               "trainer: 0); the choices kept in -o's gemm_algos files", "%d", d.gemm_autotune);
     printf("precision\n");
     usage_flag("-precision fp32|bf16|fp8", "fp32 reference, BF16 baseline, FP8 linears", "%s", precision_name(d.precision));
     usage_flag("-fp8 off|e4m3|hybrid|e5m2", "Megatron's switch: off = bf16, else fp8 in it", "%s (E4M3 fwd, E5M2 bwd)",
@@ -362,6 +368,10 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
         else if (strcmp(flag, "-estimate") == 0) { a->estimate_only = parse_int_flag(flag, v, 0, 1); }
         else if (strcmp(flag, "-profile_step") == 0) { a->profile_step = parse_int_flag(flag, v, 1, MAX_STEPS_MAX); }
         else if (strcmp(flag, "-idle_step") == 0) { a->idle_step = parse_int_flag(flag, v, 1, MAX_STEPS_MAX); }
+        else if (strcmp(flag, "-gemm_autotune") == 0) {
+            a->gemm_autotune = parse_int_flag(flag, v, 0, 16);  // GEMM_AUTOTUNE_MAX_ANSWERS
+            a->gemm_autotune_set = 1;
+        }
         else if (strcmp(flag, "-precision") == 0) {
             if (strcmp(v, "fp32") == 0) { a->precision = PRECISION_FP32; }
             else if (strcmp(v, "bf16") == 0) { a->precision = PRECISION_BF16; }

@@ -138,6 +138,7 @@ typedef enum {
     GPU_NORM_PARTIALS,     // (norm_blocks) fp32
     GPU_AMAX_DISCARD,      // (1) fp32
     GPU_GEMM_WORKSPACE,    // cuBLASLt's: allocated by gemm_context_init (llmc/gemm.cuh), counted here
+    GPU_GEMM_TUNE_SCRATCH, // -gemm_autotune: the largest accumulating GEMM's output, where its timing writes
     NUM_GPU_BUFFERS
 } GpuBuffer;
 
@@ -156,10 +157,10 @@ static const MemoryGroup gpu_buffer_group[] = {
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
     MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8, MEMORY_FP8,
-    // inputs .. gemm workspace
+    // inputs .. gemm workspace, the GEMM timing's scratch
     MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES,
     MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES,
-    MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES};
+    MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES, MEMORY_WORKSPACES};
 static_assert(sizeof(gpu_buffer_group) / sizeof(gpu_buffer_group[0]) == NUM_GPU_BUFFERS,
               "every GpuBuffer has a group");
 
@@ -177,6 +178,7 @@ typedef struct {
     size_t gemm_workspace_bytes;  // cuBLASLt's workspace (GEMM_WORKSPACE_BYTES)
     size_t attention_workspace_bytes;  // cuDNN's, the largest its graphs ask for (0 with plain attention)
     int column_sum_rows, norm_blocks;  // the deterministic reductions' chunking (llmc/cuda_common.cuh, llmc/global_norm.cuh)
+    int gemm_autotune;            // -gemm_autotune N: N >= 2 times the GEMMs' algorithms (llmc/gemm.cuh)
 } GpuMemoryInputs;
 
 typedef struct {
@@ -222,6 +224,23 @@ static inline Fp8ScratchWidths fp8_scratch_widths(const GPT2Config* config, cons
         if (wgrad && (size_t)ll.OC > w.dy_t) { w.dy_t = (size_t)ll.OC; }
     }
     return w;
+}
+
+// The out-of-place output where -gemm_autotune times an accumulating GEMM (its own output must keep its values,
+// llmc/gemm.cuh): the largest such output, every module's wgrad (OC, IC) fp32 (the LM head's, Vp x C, at GPT-2's
+// sizes) and, blockwise, an FP8 fprop with a bias, which accumulates onto the bias put in its (B*T, OC) bf16 output.
+static inline size_t gemm_tune_scratch_bytes(const GPT2Config* config, const LinearPrecision* p, size_t BT) {
+    size_t largest = 0;
+    int block_fprop_bias = p->precision == PRECISION_FP8 && p->recipe && p->recipe->scaling == FP8_SCALING_BLOCKWISE;
+    for (int module = 0; module < linear_num_modules(config->num_layers); module++) {
+        LinearLayout ll = linear_layout(config, module);
+        size_t wgrad = (size_t)ll.OC * (size_t)ll.IC * 4;
+        size_t fprop = block_fprop_bias && ll.has_bias && linear_gemm_is_fp8(p, module, LINEAR_GEMM_FPROP)
+                           ? BT * (size_t)ll.OC * 2 : 0;
+        if (wgrad > largest) { largest = wgrad; }
+        if (fprop > largest) { largest = fprop; }
+    }
+    return largest;
 }
 
 static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* in) {
@@ -325,6 +344,7 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
     b[GPU_NORM_SQUARED] = b[GPU_AMAX_DISCARD] = fp32;
     b[GPU_NORM_PARTIALS] = (size_t)in->norm_blocks * fp32;
     b[GPU_GEMM_WORKSPACE] = in->gemm_workspace_bytes;
+    b[GPU_GEMM_TUNE_SCRATCH] = in->gemm_autotune >= 2 ? gemm_tune_scratch_bytes(c, &in->linear, BT) : 0;
 }
 
 static inline size_t gpu_memory_group_bytes(const GpuMemoryPlan* plan, MemoryGroup group) {

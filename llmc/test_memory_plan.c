@@ -51,6 +51,7 @@ static void setup(Setup* s, const char* depth, int B, int T, Precision precision
     s->in.attention_workspace_bytes = attention == ATTENTION_CUDNN ? ASSUMED_CUDNN_WORKSPACE : 0;
     s->in.column_sum_rows = 64;
     s->in.norm_blocks = 264;
+    s->in.gemm_autotune = 8;  // the trainer's default
 }
 
 // the FP8 state's size as the trainer gets it: from fp8_meta_init
@@ -102,9 +103,10 @@ static void test_groups_by_hand(void) {
     CHECK(s.in.fp8_meta_floats == (size_t)(1024 + 2) * 5 * (4 * 12 + 1), "FP8 state: (history + 2) * 5 slots * modules");
     // workspaces: inputs, targets, bucket positions and tokens (B*T int32 each), bucket starts (B*T + 1), column partials
     // (B*T / 64 chunks of 4C fp32), dresidual, dbtc, dbtc2 (C), dbt4c (4C), dqkv (3C) bf16, two single floats, the
-    // norm's 264 partials, cuBLASLt's 32 MiB
+    // norm's 264 partials, cuBLASLt's 32 MiB, and the GEMM timing's scratch: the largest accumulating GEMM's output,
+    // the LM head's wgrad (Vp, C) fp32
     size_t workspaces = 4 * BT * 4 + (BT + 1) * 4 + BT / 64 * 4 * C * 4 + (3 + 4 + 3) * BTC * 2 + 2 * 4 + 264 * 4 +
-                        GEMM_WORKSPACE;
+                        GEMM_WORKSPACE + Vp * C * 4;
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_WORKSPACES) == workspaces, "workspaces %zu, by hand %zu",
           gpu_memory_group_bytes(&plan, MEMORY_WORKSPACES), workspaces);
     size_t groups = 0;
@@ -564,6 +566,38 @@ static void test_refusal_line(void) {
     CHECK(strstr(line, "even -b 1 does not fit") != NULL, "when nothing fits, it says so: %s", line);
 }
 
+// -gemm_autotune's scratch (llmc/gemm.cuh times an accumulating GEMM with its output elsewhere): as large as the
+// largest accumulating output, the LM head's wgrad (Vp, C) fp32, or blockwise's fc fprop (B*T, 4C) bf16, which
+// accumulates onto its bias; none when nothing is timed (0 or 1).
+static void test_gemm_tune_scratch(void) {
+    Setup s;
+    setup(&s, "d12", 64, 1024, PRECISION_BF16, 0, ATTENTION_CUDNN);
+    size_t Vp = 50304, C = 768, BT = 64 * 1024;
+    GpuMemoryPlan plan;
+    gpu_memory_plan(&plan, &s.in);
+    CHECK(plan.bytes[GPU_GEMM_TUNE_SCRATCH] == Vp * C * 4, "bf16: %zu, the LM head's wgrad %zu",
+          plan.bytes[GPU_GEMM_TUNE_SCRATCH], Vp * C * 4);
+    for (int n = 0; n <= 1; n++) {
+        s.in.gemm_autotune = n;
+        gpu_memory_plan(&plan, &s.in);
+        CHECK(plan.bytes[GPU_GEMM_TUNE_SCRATCH] == 0, "-gemm_autotune %d: %zu bytes", n, plan.bytes[GPU_GEMM_TUNE_SCRATCH]);
+    }
+    Fp8ScalingRecipe recipes[3] = {FP8_SCALING_DELAYED, FP8_SCALING_MXFP8, FP8_SCALING_BLOCKWISE};
+    size_t want[3] = {Vp * C * 4, Vp * C * 4, BT * 4 * C * 2};  // the emulated mxfp8 GEMMs are BF16, bias epilogue
+    for (int r = 0; r < 3; r++) {
+        setup(&s, "d12", 64, 1024, PRECISION_FP8, 0, ATTENTION_CUDNN);
+        if (recipes[r] != FP8_SCALING_DELAYED) { float8_block_scaling_apply(&s.recipe, recipes[r]); }
+        gpu_memory_plan(&plan, &s.in);
+        CHECK(plan.bytes[GPU_GEMM_TUNE_SCRATCH] == want[r], "fp8 %s: %zu, expected %zu", fp8_scaling_recipe_name(recipes[r]),
+              plan.bytes[GPU_GEMM_TUNE_SCRATCH], want[r]);
+    }
+    // blockwise at B 1, T 64: the fc fprop's (64, 4C) is smaller than the LM head's wgrad
+    setup(&s, "d12", 1, 64, PRECISION_FP8, 0, ATTENTION_CUDNN);
+    float8_block_scaling_apply(&s.recipe, FP8_SCALING_BLOCKWISE);
+    gpu_memory_plan(&plan, &s.in);
+    CHECK(plan.bytes[GPU_GEMM_TUNE_SCRATCH] == Vp * C * 4, "blockwise B 1 T 64: %zu", plan.bytes[GPU_GEMM_TUNE_SCRATCH]);
+}
+
 int main(void) {
     RUN_TEST(test_groups_by_hand);
     RUN_TEST(test_recompute_saves_what_it_recomputes);
@@ -575,6 +609,7 @@ int main(void) {
     RUN_TEST(test_fp8_block_recipe_buffers);
     RUN_TEST(test_fp8_block_scales_partial_blocks);
     RUN_TEST(test_gpu_dims);
+    RUN_TEST(test_gemm_tune_scratch);
     RUN_TEST(test_d48_fits_80gb);
     RUN_TEST(test_refusal_line);
     return test_summary("memory-plan");

@@ -22,9 +22,12 @@ cd "$(dirname "$0")/.."
 TRAINER=${1:-./train_gpt_fp8_cpu}
 . scripts/test_lib.sh
 trainer_suite_setup faults  # DATA, DATA_FLAGS, TINY
+# the runs compared here byte for byte are separate runs, and the GPU trainer would time its GEMMs' algorithms in each
+# (a timed choice can differ from run to run, and write a gemm_algos file): every run takes the heuristic's first
+TINY="$TINY -gemm_autotune 0"
 FAULT="$TINY -precision fp8 -v 2 -m 1 -fp8_diag_every 2"
 # FAULT for a run from a model file: TINY's flags but its sizes (-e fixes -L -C -NH, and refuses them beside it)
-FAULT_FROM_FILE="$DATA_FLAGS -b 8 -t 64 -s 0 -seed 1337 -precision fp8 -v 2 -m 1 -fp8_diag_every 2"
+FAULT_FROM_FILE="$DATA_FLAGS -b 8 -t 64 -s 0 -seed 1337 -precision fp8 -v 2 -m 1 -fp8_diag_every 2 -gemm_autotune 0"
 
 # a log that cannot be written (a device that refuses every write, as a full disk does): one line, a non-zero exit,
 # the checkpoint before it intact; once the log can be written again, -y 1 ends byte for byte as a run never stopped

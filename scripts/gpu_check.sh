@@ -1121,7 +1121,10 @@ stage_train() {
     # neither), then resumed with -y 1: its folder must end byte for byte as the uninterrupted run's (the CPU suite
     # checks the CPU trainer the same way); both folders are removed after. In every FP8 recipe (step resume: delayed
     # scaling; resume_current, resume_blockwise, resume_mxfp8), each step of two micro-batches (-d 4096 at B 8, T 256),
-    # so that a resume also restores the accumulation's position in the data
+    # so that a resume also restores the accumulation's position in the data. The GEMMs' algorithms are timed
+    # (-gemm_autotune, the default): the killed run chooses them and writes gemm_algos_00000.tsv, which the resumed run
+    # must read back; the uninterrupted run starts from a copy of that file (how a run is repeated), since its own
+    # timing could choose other algorithms
     local resume_recipe resume_step resume_flags
     for resume_recipe in delayed current blockwise mxfp8; do
         resume_step=resume
@@ -1133,10 +1136,11 @@ stage_train() {
         run_step "$resume_step" 120 bash -c '
             dir=$1
             shift
-            rm -rf "$dir" && mkdir -p "$dir" || exit 1
-            ./train_gpt_fp8 "$@" -o "$dir/straight" || exit 1
+            rm -rf "$dir" && mkdir -p "$dir/straight" || exit 1
             ./train_gpt_fp8 "$@" -o "$dir/resumed" -debug_kill_step 9
             [ $? -eq 137 ] || { echo "the run to resume was not killed at step 9"; rm -rf "$dir"; exit 1; }
+            cp "$dir/resumed/gemm_algos_00000.tsv" "$dir/straight/" || { rm -rf "$dir"; exit 1; }
+            ./train_gpt_fp8 "$@" -o "$dir/straight" || { rm -rf "$dir"; exit 1; }
             ./train_gpt_fp8 "$@" -o "$dir/resumed" -y 1 || { rm -rf "$dir"; exit 1; }
             if diff -r -q "$dir/straight" "$dir/resumed"; then
                 echo "resume: every file byte-identical ($(ls "$dir/straight" | wc -l) files)"
@@ -1387,15 +1391,17 @@ stage_gemm() {
     row gemm_algos "$(gemm_algos_key "$WORK/gemm_algos.log")"
 }
 
-# NCCL: one rank through a communicator must give the bits of the plain run (main.log compared byte for byte); with
-# several GPUs, N ranks at the same global batch must follow one rank within float-sum noise
+# NCCL: one rank through a communicator must give the bits of the plain run (main.log compared byte for byte; the
+# one-rank run starts from the plain run's GEMM algorithm choices, gemm_algos_00000.tsv, as its own timing could choose
+# others); with several GPUs, N ranks at the same global batch must follow one rank within float-sum noise
 stage_nccl() {
     local nccl_flags=("${DATA_FLAGS[@]}" -e d12 -b 8 -t 1024 -x 20 -v 10 -m 4 -s 0 -seed 1337 -precision fp8
         -fp8_diag_every 0)
     run_step nccl_plain 90 ./train_gpt_fp8 "${nccl_flags[@]}" -o "$WORK/nccl_plain"
     remove_checkpoints "$WORK/nccl_plain"
     row nccl_plain "$(last_val_loss "$WORK/nccl_plain.log") val loss"
-    mkdir -p "$WORK/nccl_id"
+    mkdir -p "$WORK/nccl_id" "$WORK/nccl_1rank"
+    if [ -f "$WORK/nccl_plain/gemm_algos_00000.tsv" ]; then cp "$WORK/nccl_plain/gemm_algos_00000.tsv" "$WORK/nccl_1rank/"; fi
     run_step nccl_1rank 90 ./train_gpt_fp8 "${nccl_flags[@]}" -o "$WORK/nccl_1rank" -pn 1 -pr 0 -pi fs -pf "$WORK/nccl_id"
     remove_checkpoints "$WORK/nccl_1rank"
     if [ "${DRY_RUN:-0}" = 1 ]; then

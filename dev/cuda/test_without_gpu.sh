@@ -38,6 +38,8 @@ refused_before_gpu train_gpt_fp8_refuses_fused_casts_with_current "-fp8_fused_ca
 # FP8 attention runs cuDNN's FP8 graph: refused with the plain attention (below: with cuDNN's, it looks for a GPU)
 refused_before_gpu train_gpt_fp8_refuses_fp8_attention_plain "-fp8_attention 1 runs cuDNN's FP8 attention, not -attn plain" \
     -fp8_attention 1 -attn plain
+refused_before_gpu train_gpt_fp8_refuses_gemm_autotune_17 "invalid value '17' for -gemm_autotune: must be in \[0, 16\]" \
+    -gemm_autotune 17
 out=$(./train_gpt_fp8 -h 2>&1)
 if [ "$?" -eq 0 ] && printf '%s\n' "$out" | head -n 1 | grep -q "^usage: train_gpt_fp8 "; then
     pass train_gpt_fp8_help_names_it
@@ -69,26 +71,24 @@ if ./scripts/has_gpu.sh >/dev/null; then
     pass gpu_present
     finish gpu-programs
 fi
-# the block recipes run on the GPU now: their flags pass, and the trainer goes on to look for a GPU like any run
-for recipe in blockwise mxfp8; do
-    out=$(./train_gpt_fp8 -precision fp8 -fp8_recipe $recipe 2>&1)
+# looks_for_a_gpu NAME FLAGS...: the trainer takes the flags and goes on to look for a GPU like any run (one line)
+looks_for_a_gpu() {
+    local name=$1 out rc
+    shift
+    out=$(./train_gpt_fp8 "$@" 2>&1)
     rc=$?
     if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q "no CUDA device found"; then
-        pass "train_gpt_fp8_${recipe}_looks_for_a_gpu"
+        pass "train_gpt_fp8_${name}_looks_for_a_gpu"
     else
-        fail "train_gpt_fp8_${recipe}_looks_for_a_gpu" "rc $rc: $out"
+        fail "train_gpt_fp8_${name}_looks_for_a_gpu" "rc $rc: $out"
     fi
-done
+}
+# the block recipes run on the GPU now
+for recipe in blockwise mxfp8; do looks_for_a_gpu "$recipe" -precision fp8 -fp8_recipe "$recipe"; done
+# timing the GEMMs' algorithms, or not
+for n in 0 4; do looks_for_a_gpu "gemm_autotune_$n" -gemm_autotune "$n"; done
 # FP8 attention with cuDNN's attention (a build with cuDNN: the Makefile builds attention_cudnn_fp8 beside it)
-if [ -x dev/cuda/attention_cudnn_fp8 ]; then
-    out=$(./train_gpt_fp8 -fp8_attention 1 2>&1)
-    rc=$?
-    if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q "no CUDA device found"; then
-        pass train_gpt_fp8_fp8_attention_looks_for_a_gpu
-    else
-        fail train_gpt_fp8_fp8_attention_looks_for_a_gpu "rc $rc: $out"
-    fi
-fi
+if [ -x dev/cuda/attention_cudnn_fp8 ]; then looks_for_a_gpu fp8_attention -fp8_attention 1; fi
 for p in $programs; do
     out=$("./$p" 2>&1)
     rc=$?
