@@ -26,7 +26,8 @@ bf16 tensors, against a CPU product in double of the CPU casts' operands (fp8/bl
     the next multiple of 128 (codes 0, the same scales), what the trainer can do where cuBLASLt takes no partial k
     block.
 then TFLOP/s of each block-scaled GEMM at the d12 and d24 shapes (B*T = 64 * 1024) beside the per-tensor FP8 GEMM and
-the BF16 GEMM, each as the trainer issues it (printed, never pass/fail); and last (a fault loses the context) the same
+the BF16 GEMM, each as the trainer issues it, with the heuristic's first algorithm and with the one the trainer's
+-gemm_autotune 8 would choose (printed, never pass/fail); and last (a fault loses the context) the same
 partial-k problems with k as it is, straight to cuBLASLt (gemm_problem_check refuses them): for each, whether its
 heuristic and cublasLtMatmul accept it and, if it runs, whether it is RIGHT (within the bound) or WRONG, then one line
 "partial k blocks as they are: N of 8 right, ..." (printed, never pass/fail: the GPU trainer refuses blockwise where
@@ -827,7 +828,7 @@ static const char* gemm_names[NUM_GEMMS] = {"fprop", "dgrad", "wgrad"};
 // One GEMM of a linear layer (OC, IC) at `rows` tokens, as train_gpt_fp8.cu issues it on each path: fprop BF16 and
 // per-tensor FP8 with the bias epilogue (FP8 with fast accumulation), block-scaled accumulating into out (the bias
 // pre-fill, a separate kernel, not timed); dgrad BF16 as NN, FP8 TN on W^T; wgrad accumulating into fp32.
-static void issue(const BenchBuffers* b, int gemm, int path, int rows, int OC, int IC) {
+static void issue(GemmContext* c, const BenchBuffers* b, int gemm, int path, int rows, int OC, int IC) {
     const cudaDataType_t bf16 = CUDA_R_16BF, e4m3 = CUDA_R_8F_E4M3, e5m2 = CUDA_R_8F_E5M2;
     int block = path == PATH_FP8_BLOCK;
     cudaDataType_t forward = path == PATH_BF16 ? bf16 : e4m3, backward = path == PATH_BF16 ? bf16 : e5m2;
@@ -840,17 +841,17 @@ static void issue(const BenchBuffers* b, int gemm, int path, int rows, int OC, i
         GemmOutput out = {b->out, bf16, block ? NULL : b->bias, block};
         GemmOperand w = gemm_operand(b->w, forward, OC, IC, 1, w_scale, w_mode);
         GemmOperand x = gemm_operand(b->x, forward, rows, IC, 1, x_scale, act_mode);
-        gemm_multiply(&ctx, &out, &w, &x, path == PATH_FP8_TENSOR, 0);
+        gemm_multiply(c, &out, &w, &x, path == PATH_FP8_TENSOR, 0);
     } else if (gemm == GEMM_DGRAD) {  // dx (rows, IC) = dy (rows, OC) @ W (OC, IC): weight W^T (IC, OC); BF16: W (NN)
         GemmOutput out = {b->out, bf16, NULL, 0};
         GemmOperand w_t = gemm_operand(b->w, forward, IC, OC, path != PATH_BF16, w_scale, w_mode);
         GemmOperand dy = gemm_operand(b->dy, backward, rows, OC, 1, dy_scale, act_mode);
-        gemm_multiply(&ctx, &out, &w_t, &dy, 0, 0);
+        gemm_multiply(c, &out, &w_t, &dy, 0, 0);
     } else {  // dW (OC, IC) += dy^T (OC, rows) @ x (rows, IC): weight x^T (IC, rows), inp dy^T (OC, rows); BF16: NT
         GemmOutput out = {b->dw, CUDA_R_32F, NULL, 1};
         GemmOperand x_t = gemm_operand(b->x, forward, IC, rows, path != PATH_BF16, x_scale, act_mode);
         GemmOperand dy_t = gemm_operand(b->dy, backward, OC, rows, path != PATH_BF16, dy_scale, act_mode);
-        gemm_multiply(&ctx, &out, &x_t, &dy_t, 0, 0);
+        gemm_multiply(c, &out, &x_t, &dy_t, 0, 0);
     }
 }
 
@@ -879,10 +880,18 @@ static void benchmark(void) {
         fill_floats<<<256, 256>>>(*scales[i], counts[i], 1.0f);
         cudaCheck(cudaGetLastError());
     }
+    // the same GEMMs with each problem's algorithm chosen as the trainer's -gemm_autotune 8 chooses it (timed at its
+    // first call, a warm-up one here), the accumulating ones timed into a scratch as large as the largest output
+    GemmContext tuned;
+    gemm_context_init(&tuned);
+    tuned.autotune = 8;
+    tuned.tune_scratch_bytes = bytes[3] > bytes[4] ? bytes[3] : bytes[4];
+    device_alloc(&dev, &tuned.tune_scratch, tuned.tune_scratch_bytes);
+    GemmContext* contexts[2] = {&ctx, &tuned};
     BenchTimer timer;
     bench_timer_init(&timer);
-    printf("TFLOP/s at B*T = %d, mean of %d calls after 2 (which plan): BF16 | FP8 per-tensor | FP8 block-scaled\n",
-           rows, reps);
+    printf("TFLOP/s at B*T = %d, mean of %d calls after 2 (which plan): BF16 | FP8 per-tensor | FP8 block-scaled, with "
+           "the heuristic's first algorithm, then with the fastest of its first 8 (-gemm_autotune 8)\n", rows, reps);
     const struct { const char* name; int C; } models[2] = {{"d12", 768}, {"d24", 1024}};
     for (int m = 0; m < 2; m++) {
         int C = models[m].C;
@@ -890,27 +899,34 @@ static void benchmark(void) {
             {"qkv", 3 * C, C}, {"attproj", C, C}, {"fc", 4 * C, C}, {"fcproj", C, 4 * C}};
         for (int l = 0; l < 4; l++) {
             for (int g = 0; g < NUM_GEMMS; g++) {
-                double tflops[NUM_PATHS];
-                for (int p = 0; p < NUM_PATHS; p++) {
-                    for (int r = 0; r < reps + 2; r++) {
-                        if (r == 2) { bench_start(&timer); }
-                        issue(&b, g, p, rows, linears[l].OC, linears[l].IC);
+                double tflops[2][NUM_PATHS];
+                for (int t = 0; t < 2; t++) {
+                    for (int p = 0; p < NUM_PATHS; p++) {
+                        for (int r = 0; r < reps + 2; r++) {
+                            if (r == 2) { bench_start(&timer); }
+                            issue(contexts[t], &b, g, p, rows, linears[l].OC, linears[l].IC);
+                        }
+                        float ms = bench_stop_ms(&timer);
+                        tflops[t][p] = 2.0 * rows * linears[l].OC * linears[l].IC * reps / (ms * 1e9);
                     }
-                    float ms = bench_stop_ms(&timer);
-                    tflops[p] = 2.0 * rows * linears[l].OC * linears[l].IC * reps / (ms * 1e9);
                 }
                 int out_rows = g == GEMM_WGRAD ? linears[l].OC : rows;
                 int out_cols = g == GEMM_FPROP ? linears[l].OC : linears[l].IC;
                 int k = g == GEMM_FPROP ? linears[l].IC : g == GEMM_DGRAD ? linears[l].OC : rows;
+                const double* f = tflops[0];
+                const double* a = tflops[1];
                 printf("%s %-8s %s out (%5d, %4d) k %5d: BF16 %6.1f | FP8 tensor %6.1f | FP8 block %6.1f TFLOP/s "
-                       "(block / tensor %.2fx, block / BF16 %.2fx)\n", models[m].name, linears[l].name,
-                       gemm_names[g], out_rows, out_cols, k, tflops[PATH_BF16], tflops[PATH_FP8_TENSOR],
-                       tflops[PATH_FP8_BLOCK], tflops[PATH_FP8_BLOCK] / tflops[PATH_FP8_TENSOR],
-                       tflops[PATH_FP8_BLOCK] / tflops[PATH_BF16]);
+                       "(block / tensor %.2fx, block / BF16 %.2fx); tuned %6.1f | %6.1f | %6.1f (%.2fx, %.2fx)\n",
+                       models[m].name, linears[l].name, gemm_names[g], out_rows, out_cols, k, f[PATH_BF16],
+                       f[PATH_FP8_TENSOR], f[PATH_FP8_BLOCK], f[PATH_FP8_BLOCK] / f[PATH_FP8_TENSOR],
+                       f[PATH_FP8_BLOCK] / f[PATH_BF16], a[PATH_BF16], a[PATH_FP8_TENSOR], a[PATH_FP8_BLOCK],
+                       a[PATH_FP8_BLOCK] / a[PATH_FP8_TENSOR], a[PATH_FP8_BLOCK] / a[PATH_BF16]);
             }
         }
     }
     bench_timer_free(&timer);
+    tuned.tune_scratch = NULL;  // (device_list_free frees it)
+    gemm_context_free(&tuned);
     device_list_free(&dev);
 }
 
