@@ -2319,6 +2319,17 @@ int main(int argc, char** argv) {
             printf("idle: step %d: the GPU idle %.3f ms of a %.3f ms step (busy %.3f ms: %zu kernels, %zu copies, %zu "
                    "memsets%s)\n", step + 1, idle.idle_ms, idle.wall_ms, idle.busy_ms, idle.kernels, idle.copies,
                    idle.sets, idle.over ? "; records were lost, so this idle time is an upper bound" : "");
+            printf("idle: %zu gaps; %zu under %d us, %.3f ms in all (launch gaps); the longest:\n", idle.gaps.count,
+                   idle.gaps.short_count, GPU_IDLE_SHORT_GAP_NS / 1000, (double)idle.gaps.short_ns * 1e-6);
+            for (size_t i = 0; i < idle.num_longest; i++) {
+                char after[96], before[96];
+                gpu_idle_short_name(idle.longest[i].after ? idle.longest[i].after : "the step's start", after,
+                                    sizeof(after));
+                gpu_idle_short_name(idle.longest[i].before ? idle.longest[i].before : "the step's end", before,
+                                    sizeof(before));
+                printf("idle:   %.3f ms at +%.3f ms, after %s, before %s\n", (double)idle.longest[i].length * 1e-6,
+                       (double)idle.longest[i].at * 1e-6, after, before);
+            }
         }
 #endif
         if (diag_log.file && (step + 1) % args.fp8_diag_every == 0) {

@@ -164,13 +164,63 @@ static void test_gemm_key_and_checks(void) {
 // llmc/gpu_idle.h's union of the busy intervals within a step's window [t0, t1] (the rest of -idle_step needs CUPTI
 // and a GPU): overlapping, nested, touching, reversed and outside intervals, in any order.
 static void test_gpu_idle_union(void) {
-    GpuBusyInterval a[] = {{50, 60}, {10, 20}, {15, 30}, {12, 14}, {30, 35}, {80, 70}, {0, 5}, {95, 130}, {200, 300}};
+    GpuBusyInterval a[] = {{50, 60, "e"}, {10, 20, "b"}, {15, 30, "c"}, {12, 14, "x"}, {30, 35, "d"}, {80, 70, "empty"},
+                           {0, 5, "a"}, {95, 130, "f"}, {200, 300, "past"}};
     uint64_t busy = gpu_idle_union_ns(a, sizeof(a) / sizeof(a[0]), 3, 100);
     // [3,5] 2 + [10,35] 25 + [50,60] 10 + [95,100] 5 = 42; [80,70] is empty, [200,300] past t1
     CHECK(busy == 42, "union %llu ns, want 42", (unsigned long long)busy);
     CHECK(gpu_idle_union_ns(a, 0, 0, 100) == 0, "no interval, nothing busy");
-    GpuBusyInterval whole[] = {{0, 1000}, {10, 20}};
+    GpuBusyInterval whole[] = {{0, 1000, "w"}, {10, 20, "v"}};
     CHECK(gpu_idle_union_ns(whole, 2, 100, 200) == 100, "an interval around the whole window covers it once");
+    // the gaps of the same intervals in [3, 100]: [5,10) 5 after a before b, [35,50) 15 after d (which ends the
+    // covered stretch [10,35], not x nested inside it) before e, [60,95) 35 after e before f; none at the end (f runs
+    // past 100). Longest first; gaps under 10 ns counted apart
+    GpuIdleGap gaps[2];
+    GpuIdleGapSummary sum;
+    size_t kept = gpu_idle_gaps(a, sizeof(a) / sizeof(a[0]), 3, 100, gaps, 2, 10, &sum);
+    CHECK(kept == 2 && gaps[0].length == 35 && gaps[0].at == 57 && strcmp(gaps[0].after, "e") == 0 &&
+              strcmp(gaps[0].before, "f") == 0 && gaps[1].length == 15 && strcmp(gaps[1].after, "d") == 0 &&
+              strcmp(gaps[1].before, "e") == 0,
+          "the two longest gaps: %zu kept, %llu ns at +%llu (%s -> %s), %llu ns (%s -> %s)", kept,
+          (unsigned long long)gaps[0].length, (unsigned long long)gaps[0].at, gaps[0].after, gaps[0].before,
+          (unsigned long long)gaps[1].length, gaps[1].after, gaps[1].before);
+    CHECK(sum.count == 3 && sum.total_ns == 55 && sum.short_count == 1 && sum.short_ns == 5,
+          "gaps: %zu, %llu ns, %zu short (%llu ns)", sum.count, (unsigned long long)sum.total_ns, sum.short_count,
+          (unsigned long long)sum.short_ns);
+    CHECK(sum.total_ns == 97 - 42, "the gaps add up to the window less the union");
+    // a window starting before its first interval and ending after its last: gaps at both ends, named by the step's
+    // start and end (NULL)
+    GpuBusyInterval one[] = {{10, 20, "k"}};
+    kept = gpu_idle_gaps(one, 1, 0, 50, gaps, 2, 0, &sum);
+    CHECK(kept == 2 && gaps[0].length == 30 && gaps[0].at == 20 && strcmp(gaps[0].after, "k") == 0 &&
+              gaps[0].before == NULL && gaps[1].length == 10 && gaps[1].at == 0 && gaps[1].after == NULL &&
+              strcmp(gaps[1].before, "k") == 0 && sum.count == 2 && sum.short_count == 0,
+          "gaps at the step's ends");
+    kept = gpu_idle_gaps(one, 0, 0, 50, gaps, 2, 0, &sum);
+    CHECK(kept == 1 && gaps[0].length == 50 && gaps[0].after == NULL && gaps[0].before == NULL, "no interval: one gap");
+}
+
+// llmc/gpu_idle.h's kernel names: CUPTI's mangled names as the source spells them; others kept; cut to the buffer.
+static void test_gpu_idle_short_name(void) {
+    const struct { const char* mangled; const char* want; } cases[] = {
+        {"_Z22encoder_forward_kernelP13__nv_bfloat16PKiS1_S1_ii", "encoder_forward_kernel"},
+        {"_ZN3foo3barEv", "foo::bar"},
+        {"_ZL6kernelv", "kernel"},
+        {"_Z24layernorm_forward_kernelILi4EEvPfPKf", "layernorm_forward_kernel"},
+        {"sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x128", "sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x128"},
+        {"memcpy", "memcpy"},
+        {"_Z99short", "_Z99short"},  // a length past the name's end: kept as it is
+    };
+    char out[96];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        gpu_idle_short_name(cases[i].mangled, out, sizeof(out));
+        CHECK(strcmp(out, cases[i].want) == 0, "%s: %s, want %s", cases[i].mangled, out, cases[i].want);
+    }
+    char small[8];
+    gpu_idle_short_name("_Z22encoder_forward_kernelv", small, sizeof(small));
+    CHECK(strlen(small) < sizeof(small), "cut to its buffer: %s", small);
+    gpu_idle_short_name(NULL, out, sizeof(out));
+    CHECK(strcmp(out, "?") == 0, "no name: %s", out);
 }
 
 // The block-scaled GEMMs' problems (-fp8_recipe blockwise): the trainer's three pass, and what cuBLASLt does not run
@@ -319,5 +369,6 @@ int main(void) {
     RUN_TEST(test_layernorm_fp8_launch_preconditions);
     RUN_TEST(test_layernorm_rows_fit);
     RUN_TEST(test_gpu_idle_union);
+    RUN_TEST(test_gpu_idle_short_name);
     return test_summary("kernels-host");
 }
