@@ -1647,11 +1647,14 @@ static void blockwise_kept_input_five_steps(int recompute) {
 
 static void test_fp8_blockwise_kept_input_five_steps(void) { blockwise_kept_input_five_steps(0); }
 
-// Blockwise's GELU inside fcproj's input cast (fp8/block_quantize.cuh's gelu cast, gelu_in_block_cast) against
-// gelu_forward and the plain block cast of its output (fused_fp8_casts 0): three training steps at -r 0, with the
-// diagnostics on, give the same losses, norms, gradients, master and bf16 weights, FP8 state and counts, bit for bit
-// (R1: the cast sees the bf16 values gelu_forward writes). That the fused cast is what ran: the fused model's fch_gelu
-// still holds the bytes it was filled with, the other's does not.
+// Blockwise's GELU inside fcproj's input cast (fp8/block_quantize.cuh's gelu cast, gelu_in_block_cast) and GELU's
+// backward inside fc's grad_output cast (gelu_in_block_grad_output_cast) against gelu_forward / gelu_backward and the
+// plain block casts of their outputs (fused_fp8_casts 0): three training steps at -r 0, with the diagnostics on, give
+// the same losses, norms, gradients, master and bf16 weights, FP8 state and counts, bit for bit (R1: the casts see
+// the bf16 values gelu_forward and gelu_backward write; fc's bias gradient is the sum of the same values). That the
+// fused casts are what ran: the fused model's fch_gelu still holds the bytes it was filled with, the other's does
+// not; the fused model's backward leaves the gradient of GELU's output (dbt4c) as fcproj's dgrad wrote it, which the
+// other's gelu_backward overwrites in place.
 static void test_fp8_blockwise_gelu_in_cast_bit_identical(void) {
     const TestShape* shape = &block_shape;
     cpu::GPT2 cpu_fused, cpu_separate;  // only for the same initial weights on both GPU models
@@ -1662,6 +1665,9 @@ static void test_fp8_blockwise_gelu_in_cast_bit_identical(void) {
     for (int l = 0; l < fused.config.num_layers; l++) {
         CHECK(gpu::gelu_in_fcproj_cast(&fused, l) && !gpu::gelu_in_fcproj_cast(&separate, l),
               "block %d: GELU inside fcproj's input cast in the fused model, not in the other", l);
+        CHECK(gpu::gelu_in_block_grad_output_cast(&fused, l) && !gpu::gelu_in_block_grad_output_cast(&separate, l) &&
+                  !gpu::gelu_in_fc_grad_output_cast(&fused, l),
+              "block %d: GELU's backward inside fc's grad_output block cast in the fused model, not in the other", l);
         CHECK(!gpu::layernorm_in_input_cast(&fused, l, LINEAR_QKV) &&
                   !gpu::layernorm_in_input_cast(&fused, l, LINEAR_FC),
               "block %d: LayerNorm outside the blockwise casts", l);
@@ -1728,6 +1734,25 @@ static void test_fp8_blockwise_gelu_in_cast_bit_identical(void) {
           "blockwise fch_gelu (%zu bytes): %zu bytes as filled with GELU in the cast (want all), %zu in the other "
           "(want few)", gelu_bytes, untouched[0], untouched[1]);
     free(host);
+    // the last backward's block 0: the fused model's dbt4c still holds the gradient of GELU's output, which
+    // gelu_backward turns into what the separate model's gelu_backward left in its dbt4c (GELU's input gradient)
+    size_t n4 = (size_t)shape->B * shape->T * 4 * shape->C;
+    floatX* remade;
+    cudaCheck(cudaMalloc(&remade, n4 * sizeof(floatX)));
+    gelu_backward(remade, fused.acts.fch, fused.dbt4c, n4, 0);
+    uint16_t* got_fused = (uint16_t*)malloc(n4 * 2);
+    uint16_t* got_remade = (uint16_t*)malloc(n4 * 2);
+    uint16_t* got_separate = (uint16_t*)malloc(n4 * 2);
+    cudaCheck(cudaMemcpy(got_fused, fused.dbt4c, n4 * 2, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(got_remade, remade, n4 * 2, cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(got_separate, separate.dbt4c, n4 * 2, cudaMemcpyDeviceToHost));
+    CHECK(memcmp(got_remade, got_separate, n4 * 2) == 0 && memcmp(got_fused, got_separate, n4 * 2) != 0,
+          "blockwise block 0: the fused model left the gradient of GELU's output in dbt4c (gelu_backward of it is the "
+          "separate model's in-place result)");
+    free(got_fused);
+    free(got_remade);
+    free(got_separate);
+    cudaCheck(cudaFree(remade));
     free(inputs);
     free(targets);
     gpt2_free(&fused);

@@ -726,7 +726,9 @@ typedef struct {
     LinearTensor tensor;
     int module, slot;
     const floatX* inp;  // (rows, cols) bf16; NULL: a fused cast (GELU or LayerNorm inside it) already wrote the copies
-    int gelu;           // blockwise's forward input of fcproj made in its cast: inp is fch, the tensor gelu(inp)
+    int gelu;           // blockwise, GELU made in the cast: 1 fcproj's forward input (inp is fch, the tensor gelu(inp)),
+                        // 2 fc's grad_output (inp the gradient of GELU's output, the tensor GELU's input gradient)
+    const floatX* gelu_input;  // gelu 2: fch, GELU's input
     int rows, cols;
     int rowwise, columnwise;
     int record;
@@ -840,6 +842,7 @@ static Fp8BlockCast1d block_cast_of(GPT2* m, const LinearCast* c, int block_len)
     memset(&a, 0, sizeof(a));
     a.inp = c->inp;
     a.gelu = c->gelu;  // (fp8_block_cast_1d refuses it under mxfp8; the 2D cast of a weight never has it)
+    a.gelu_input = c->gelu_input;
     a.rows = c->rows;
     a.cols = c->cols;
     a.block_len = block_len;
@@ -897,12 +900,13 @@ static void linear_cast_blockwise(GPT2* m, LinearCast* c, Fp8Operand* t) {
     int columnwise = c->columnwise;  // whether this cast makes the columnwise copy
     if (keeps_t) { columnwise = c->operand == LINEAR_INPUT_FPROP && m->training; }
     if (c->columnwise) { t->columnwise = gemm_operand(codes_t, type, c->cols, c->rows, 1, scale_inv_t, vec128); }
+    if (c->rowwise) { t->rowwise = gemm_operand(c->dst.codes, type, c->rows, c->cols, 1, c->dst.scale_inv, vec128); }
     if (!c->rowwise && !columnwise) { return; }  // no copy made here (wgrad's kept one; no FP8 GEMM reads one)
+    if (!c->inp && c->tensor == LINEAR_GRAD_OUTPUT) { return; }  // made by GELU's backward inside an earlier cast
     Fp8BlockCast1d a = block_cast_of(m, c, FP8_BLOCKWISE_BLOCK);
     if (c->rowwise) {
         a.rowwise.codes = c->dst.codes;          // (rows, cols)
         a.rowwise.scale_inv = c->dst.scale_inv;  // VEC128 of (rows, cols)
-        t->rowwise = gemm_operand(c->dst.codes, type, c->rows, c->cols, 1, c->dst.scale_inv, vec128);
     }
     if (columnwise) {
         a.columnwise.codes = codes_t;
@@ -936,9 +940,10 @@ static void linear_cast_mxfp8(GPT2* m, LinearCast* c, Fp8Operand* t) {
 // FP8 wgrad keeps; a per-tensor one records that input's amax anyway.)
 static void fp8_recipe_cast(GPT2* model, LinearCast* c, Fp8Operand* t) {
     int any = c->rowwise || c->columnwise;
-    if (c->gelu && (model->recipe.scaling != FP8_SCALING_BLOCKWISE || c->tensor != LINEAR_INPUT)) {
-        die("linear_cast: module %d's %s with GELU inside, which only blockwise's input casts make", c->module,
-            linear_operand_use[c->operand].name);
+    if (c->gelu && (model->recipe.scaling != FP8_SCALING_BLOCKWISE ||
+                    c->tensor != (c->gelu == 1 ? LINEAR_INPUT : LINEAR_GRAD_OUTPUT))) {
+        die("linear_cast: module %d's %s with GELU inside, which only blockwise's input (GELU) and grad_output (GELU's "
+            "backward) casts make", c->module, linear_operand_use[c->operand].name);
     }
     switch (model->recipe.scaling) {
         case FP8_SCALING_DELAYED: linear_cast_per_tensor(model, c, t); break;
@@ -955,12 +960,14 @@ static void fp8_recipe_cast(GPT2* model, LinearCast* c, Fp8Operand* t) {
 // forward's input cast with its row 0 amax recorded in training; a per-tensor recipe casts it even for a BF16 fprop
 // beside an FP8 wgrad, as TE records that amax). `record` 0: a re-cast of the weights with the scales they have
 // (resume), recording nothing. dbias (grad_output; NULL: none): += the column sums of inp, in the cast's pass where
-// the recipe's cast sums them, else in its own. inp NULL: a fused cast (GELU or LayerNorm inside it, delayed scaling)
-// already wrote the copies; only their views are made. gelu 1 (blockwise, fcproj's forward input only, from
-// gelu_fcproj_forward): inp is fch and the tensor cast is gelu(inp), made inside the block cast; no bf16 view of it
-// (a BF16 GEMM given it dies: the rule in gelu_in_block_cast says none reads it).
+// the recipe's cast sums them, else in its own. inp NULL: a fused cast (GELU or LayerNorm inside it) already wrote
+// the copies; only their views are made. gelu 1 (blockwise, fcproj's forward input only, from gelu_fcproj_forward):
+// inp is fch and the tensor cast is gelu(inp), made inside the block cast; gelu 2 (blockwise, fc's grad_output only,
+// from gelu_fc_grad_output): inp is the gradient of GELU's output, gelu_input fch, and the tensor cast is GELU's input
+// gradient. Neither has a bf16 view (a BF16 GEMM given it dies: the rules in gelu_in_block_cast and
+// gelu_in_block_grad_output_cast say none reads it).
 static Fp8Operand linear_cast_of(GPT2* model, int module, LinearOperand operand, const floatX* inp, int rows,
-                                 int record, float* dbias, int gelu) {
+                                 int record, float* dbias, int gelu, const floatX* gelu_input) {
     LinearModule lm = linear_module(model, module);
     LinearPrecision lp = gpt2_linear_precision(model);
     LinearTensor tensor = linear_operand_use[operand].tensor;
@@ -971,6 +978,7 @@ static Fp8Operand linear_cast_of(GPT2* model, int module, LinearOperand operand,
     c.module = module;
     c.inp = inp;
     c.gelu = gelu;
+    c.gelu_input = gelu_input;
     c.rows = tensor == LINEAR_WEIGHT ? lm.OC : rows;
     c.cols = tensor == LINEAR_GRAD_OUTPUT ? lm.OC : lm.IC;
     c.record = record;
@@ -1019,7 +1027,8 @@ static Fp8Operand linear_cast_of(GPT2* model, int module, LinearOperand operand,
     }
     Fp8Operand t = linear_operand_bf16(gelu ? NULL : inp, c.rows, c.cols);  // what a GEMM in BF16 reads
     casts = casts && model->precision == PRECISION_FP8;
-    if (gelu && !casts) { die("linear_cast: module %d's input with GELU inside, but nothing casts it", module); }
+    if (gelu && !casts) { die("linear_cast: module %d's %s with GELU inside, but nothing casts it", module,
+                              linear_operand_use[operand].name); }
     if (casts) {
         c.format = fp8_meta_slot_format(meta, c.slot);
         fp8_recipe_cast(model, &c, &t);
@@ -1030,7 +1039,7 @@ static Fp8Operand linear_cast_of(GPT2* model, int module, LinearOperand operand,
 
 static Fp8Operand linear_cast(GPT2* model, int module, LinearOperand operand, const floatX* inp, int rows, int record,
                               float* dbias) {
-    return linear_cast_of(model, module, operand, inp, rows, record, dbias, 0);
+    return linear_cast_of(model, module, operand, inp, rows, record, dbias, 0, NULL);
 }
 
 // A module's weight as its GEMMs read it: the bf16 weight, with the FP8 copies of its last cast (gpt2_cast_weights_fp8)
@@ -1157,12 +1166,19 @@ static int layernorm_in_input_cast(const GPT2* m, int l, int kind) {
     return input_made_in_fp8_cast(m, l * LINEARS_PER_BLOCK + kind);
 }
 
-// Backward: where fc's dgrad and wgrad both read its FP8 grad_output, the cast is GELU's input gradient's only reader.
-static int gelu_in_fc_grad_output_cast(const GPT2* m, int l) {
+// Backward: where fc's dgrad and wgrad both read its FP8 grad_output, the cast is GELU's input gradient's only reader
+// (delayed scaling's fused cast; blockwise's block cast with GELU's backward inside, its twin)
+static int grad_output_cast_is_gelu_grad_only_reader(const GPT2* m, int l) {
     LinearPrecision lp = gpt2_linear_precision(m);
     int module = l * LINEARS_PER_BLOCK + LINEAR_FC;
-    return m->fused_fp8_casts && fp8_recipe_has_history(&m->recipe) &&
-           linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD) && linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD);
+    return m->fused_fp8_casts && linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_DGRAD) &&
+           linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD);
+}
+static int gelu_in_fc_grad_output_cast(const GPT2* m, int l) {
+    return fp8_recipe_has_history(&m->recipe) && grad_output_cast_is_gelu_grad_only_reader(m, l);
+}
+static int gelu_in_block_grad_output_cast(const GPT2* m, int l) {
+    return m->recipe.scaling == FP8_SCALING_BLOCKWISE && grad_output_cast_is_gelu_grad_only_reader(m, l);
 }
 
 // Layer l's GELU and fcproj forward: out (B, T, C) = fcproj(gelu(fch)), fch (B, T, 4C) fc's output. Either GELU runs
@@ -1178,7 +1194,7 @@ static void gelu_fcproj_forward(GPT2* model, int l, floatX* out, const floatX* f
         return;
     }
     if (gelu_in_block_cast(model, module)) {  // both copies from fch, GELU inside the block cast
-        Fp8Operand x = linear_cast_of(model, module, LINEAR_INPUT_FPROP, fch, rows, 1, NULL, 1);
+        Fp8Operand x = linear_cast_of(model, module, LINEAR_INPUT_FPROP, fch, rows, 1, NULL, 1, NULL);
         linear_fprop(model, module, out, &x);
         return;
     }
@@ -1193,15 +1209,20 @@ static void gelu_fcproj_forward(GPT2* model, int l, floatX* out, const floatX* f
 // fch (B, T, 4C) fc's output. Returns what fc's linear_backward takes as its grad_output: dgelu itself, overwritten by
 // gelu_backward with GELU's input gradient; or NULL where GELU's backward runs inside fc's grad_output cast
 // (gelu_in_fc_grad_output_cast: FP8 dy and dy^T, recording the amax, and fc's bias gradient from the cast's partials,
-// dgelu left as it was).
+// dgelu left as it was; blockwise's twin, gelu_in_block_grad_output_cast: the block cast's two copies and their
+// scales, through linear_cast).
 static const floatX* gelu_fc_grad_output(GPT2* model, int l, floatX* dgelu, const floatX* fch) {
     int rows = model->B * model->T, C4 = 4 * model->config.channels;
+    int module = l * LINEARS_PER_BLOCK + LINEAR_FC;
+    LinearModule lm = linear_module(model, module);
+    if (gelu_in_block_grad_output_cast(model, l)) {
+        linear_cast_of(model, module, LINEAR_GRAD_OUTPUT_DGRAD, dgelu, rows, 1, lm.dbias, 2, fch);
+        return NULL;
+    }
     if (!gelu_in_fc_grad_output_cast(model, l)) {
         gelu_backward(dgelu, fch, dgelu, (size_t)rows * C4, model->stream);
         return dgelu;
     }
-    int module = l * LINEARS_PER_BLOCK + LINEAR_FC;
-    LinearModule lm = linear_module(model, module);
     Fp8CastTarget g = recorded_cast_target(model, fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT));
     float* dbias_partials = lm.dbias ? model->column_partials : NULL;
     cudaCheck(gelu_backward_fp8(model->fp8_dy.codes, model->fp8_dy.codes_t, dbias_partials, fch, dgelu, rows, C4,

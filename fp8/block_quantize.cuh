@@ -36,8 +36,12 @@ scaling): inp is fc's output and the cast's tensor is gelu(inp) as llmc/gelu.cuh
 fp32 of each bf16 element, gelu_math.h's gelu_value, rounded to bf16). Each thread replaces the elements its own
 cp.async copies brought into the tile by those bf16 values before the tile's barrier, so every pass (codes, scales,
 amaxes, counts, scale ranges, column sums) sees the bytes gelu_forward would have written: the cast of its output, bit
-for bit, without that (B, T, 4C) tensor written and read back. An instance of its own (the casts without it compile
-as they did); blockwise's only (mxfp8's casts never take GELU's output in the trainer).
+for bit, without that (B, T, 4C) tensor written and read back. GELU's backward the same way (gelu 2, fc's grad_output
+cast): inp is the gradient of GELU's output (fcproj's dgrad), gelu_input fc's output, and the cast's tensor is GELU's
+input gradient as gelu_backward writes it (gelu_derivative in fp32 times the gradient, rounded to bf16), each thread
+reading the gelu_input elements of its own chunks with a 16-byte load; the column sums (fc's bias gradient) then sum
+those bytes too. An instance of its own for each (the casts without them compile as they did); blockwise's only
+(mxfp8's casts never take GELU's tensors in the trainer).
 
 How they keep up with a device copy (a pure stream: the speed is how many bytes each SM keeps in flight towards HBM,
 and how little the other work stalls it):
@@ -127,7 +131,9 @@ typedef struct {
     float* column_partials;     // (ceil(rows / 64), cols) or NULL: each column's 64-row chunk summed in row order in
                                 // fp32 (bias_backward_partials_kernel's sums: a bias gradient's pass 1)
     int gelu;                   // 1: the cast's tensor is gelu(inp) (bf16, gelu_forward's bytes), made in the cast
-                                // from inp (blockwise only); 0: inp itself
+                                // from inp; 2: gelu'(gelu_input) * inp (gelu_backward's bytes), inp the gradient of
+                                // GELU's output; 0: inp itself (blockwise only, 1 and 2)
+    const __nv_bfloat16* gelu_input;  // gelu 2: GELU's input (rows, cols), 16-byte aligned; else NULL
 } Fp8BlockCast1d;
 
 // A 2D (128 x 128 tile) cast of a weight (rows, cols): codes (rows, cols) and codes_t (cols, rows), scale_inv in
@@ -168,6 +174,7 @@ typedef struct {
     unsigned int* scale_range;
     size_t counted_elements;  // what the diagnostics' element count grows by (a 1D cast: one rows * cols per copy)
     float* column_partials;   // 1D: (ceil(rows / 64), cols) or NULL
+    const __nv_bfloat16* gelu_input;  // 1D, GELU's backward inside: GELU's input (rows, cols)
 } Fp8BlockKernelArgs;
 
 // What a thread carries from tile to tile: the tensor's max |x| (float bits, NaN above inf) and, for the diagnostics,
@@ -561,6 +568,31 @@ __device__ __forceinline__ void fp8_block_gelu_own_chunks(__nv_bfloat16* tile, c
     }
 }
 
+// GELU's backward inside the cast, as fp8_block_gelu_own_chunks: each of this thread's own chunks of `tile` (the
+// gradient of GELU's output) replaced by gelu'(x) * dout in bf16, x the same 8 elements of a.gelu_input (one 16-byte
+// load), element by element as llmc/gelu.cuh's gelu_backward8. Chunks beyond the tensor's edge stay zeros.
+__device__ __forceinline__ void fp8_block_gelu_backward_own_chunks(__nv_bfloat16* tile, const Fp8BlockKernelArgs& a,
+                                                                   int tile_index) {
+    const int row0 = tile_index / a.tiles_per_row * FP8_BLOCK_TILE;
+    const int col0 = tile_index % a.tiles_per_row * FP8_BLOCK_TILE;
+    const int r_first = threadIdx.x / 16, c = threadIdx.x % 16 * 8;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int r = r_first + 16 * i;
+        if (row0 + r >= a.rows || col0 + c >= a.cols) { continue; }
+        uint4* chunk = reinterpret_cast<uint4*>(tile + r * FP8_BLOCK_TILE + c);
+        uint4 packed = *chunk;
+        uint4 x_packed = *reinterpret_cast<const uint4*>(a.gelu_input + (size_t)(row0 + r) * a.cols + col0 + c);
+        __nv_bfloat16* values = reinterpret_cast<__nv_bfloat16*>(&packed);
+        const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(&x_packed);
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            values[j] = __float2bfloat16_rn(gelu_derivative(__bfloat162float(x[j])) * __bfloat162float(values[j]));
+        }
+        *chunk = packed;
+    }
+}
+
 // The end of a cast, every thread: the CTA's max |x| into *amax (and *tensor_amax), and with COUNT its counts and
 // scale range into the diagnostics (CTA 0 adds the element count).
 template <bool COUNT>
@@ -581,9 +613,9 @@ __device__ __forceinline__ void fp8_block_cast_finish(const Fp8BlockThreadState*
     }
 }
 
-// SUMS: the 1D cast's column partials, GELU: gelu(inp) cast (each an instance of its own, so the casts without them
-// compile as they did)
-template <bool COUNT, int KIND, bool SUMS, bool GELU>
+// SUMS: the 1D cast's column partials; GELU 1: gelu(inp) cast, 2: GELU's input gradient (each an instance of its own,
+// so the casts without them compile as they did)
+template <bool COUNT, int KIND, bool SUMS, int GELU>
 __global__ void __launch_bounds__(FP8_BLOCK_THREADS, FP8_BLOCK_CTAS_PER_SM)
     fp8_block_cast_kernel(const __grid_constant__ Fp8BlockKernelArgs a) {
     extern __shared__ __align__(16) unsigned char fp8_block_smem[];
@@ -603,8 +635,9 @@ __global__ void __launch_bounds__(FP8_BLOCK_THREADS, FP8_BLOCK_CTAS_PER_SM)
         if (next < a.num_tiles) { fp8_block_load_tile(tiles + ((k + 1) & 1) * FP8_BLOCK_TILE_ELEMENTS, a, next); }
         fp8_cp_async_commit();           // (an empty group on the last trip: the wait below still means this tile)
         fp8_cp_async_wait_all_but_one();  // this thread's copies of tile `tile` have landed...
-        if (GELU) { fp8_block_gelu_own_chunks(tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS, a, tile); }
-        __syncthreads();                  // ...and every thread's (with GELU: made GELU's output)
+        if (GELU == 1) { fp8_block_gelu_own_chunks(tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS, a, tile); }
+        if (GELU == 2) { fp8_block_gelu_backward_own_chunks(tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS, a, tile); }
+        __syncthreads();                  // ...and every thread's (with GELU: made GELU's output or input gradient)
         const __nv_bfloat16* t = tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS;
         const int row0 = tile / a.tiles_per_row * FP8_BLOCK_TILE, col0 = tile % a.tiles_per_row * FP8_BLOCK_TILE;
         if (KIND == FP8_BLOCK_TILES) {
@@ -637,7 +670,7 @@ static inline int fp8_block_misaligned(const void* p, unsigned int bytes) { retu
 
 // The launch of one kernel instance over the tiles: a persistent grid of FP8_BLOCK_CTAS_PER_SM CTAs per SM (no more
 // than there are tiles), its dynamic shared memory allowed once per device.
-template <bool COUNT, int KIND, bool SUMS, bool GELU>
+template <bool COUNT, int KIND, bool SUMS, int GELU>
 static inline cudaError_t fp8_block_cast_launch(const Fp8BlockKernelArgs* a, cudaStream_t stream) {
     static int configured_device = -1, num_sms = 0;  // per instance: the attribute is per function
     int device;
@@ -661,7 +694,7 @@ static inline cudaError_t fp8_block_cast_launch(const Fp8BlockKernelArgs* a, cud
 // The kernel instance for a's outputs: with or without the diagnostics' counting, with or without the column sums
 // (a 1D cast's only), with or without GELU inside (blockwise's 1D instances only: the 1D launcher refuses it under
 // mxfp8, and the 2D one has no gelu)
-template <int KIND, bool GELU>
+template <int KIND, int GELU>
 static inline cudaError_t fp8_block_cast_run_instance(const Fp8BlockKernelArgs* a, cudaStream_t stream) {
     constexpr bool SUMS = KIND != FP8_BLOCK_TILES;  // (no 2D instance with the sums)
     if (SUMS && a->column_partials) {
@@ -678,9 +711,10 @@ static inline cudaError_t fp8_block_cast_run(const Fp8BlockKernelArgs* a, int ge
         cudaError_t err = cudaMemsetAsync(a->tensor_amax, 0, sizeof(float), stream);
         if (err != cudaSuccess) { return err; }
     }
-    constexpr bool GELU_OK = KIND == FP8_BLOCK_VEC128;
-    if (GELU_OK && gelu) { return fp8_block_cast_run_instance<KIND, GELU_OK>(a, stream); }
-    return fp8_block_cast_run_instance<KIND, false>(a, stream);
+    constexpr bool GELU_OK = KIND == FP8_BLOCK_VEC128;  // (the other kinds compile no GELU instance)
+    if (GELU_OK && gelu == 1) { return fp8_block_cast_run_instance<KIND, GELU_OK ? 1 : 0>(a, stream); }
+    if (GELU_OK && gelu == 2) { return fp8_block_cast_run_instance<KIND, GELU_OK ? 2 : 0>(a, stream); }
+    return fp8_block_cast_run_instance<KIND, 0>(a, stream);
 }
 
 // The checks both launchers share: sizes, the tile count, the bf16 input, the amax and diagnostics cells
@@ -724,9 +758,13 @@ static inline cudaError_t fp8_block_cast_1d_check(const Fp8BlockCast1d* a) {
         (!mxfp8 && (a->rowwise.e8m0 || a->columnwise.e8m0))) {
         return fp8_block_refuse(launcher, "VEC128 scale_invs are blockwise's, E8M0 bytes mxfp8's", a->rows, a->cols);
     }
-    if (a->gelu != 0 && (a->gelu != 1 || mxfp8)) {
-        return fp8_block_refuse(launcher, "gelu is 0 or 1, and GELU inside the cast is blockwise's only", a->rows,
+    if (a->gelu < 0 || a->gelu > 2 || (a->gelu && mxfp8)) {
+        return fp8_block_refuse(launcher, "gelu is 0, 1 or 2, and GELU inside the cast is blockwise's only", a->rows,
                                 a->cols);
+    }
+    if ((a->gelu == 2) != (a->gelu_input != NULL) || fp8_block_misaligned(a->gelu_input, 16)) {
+        return fp8_block_refuse(launcher, "gelu 2 (GELU's backward) takes GELU's input, 16-byte aligned, and only it "
+                                "does", a->rows, a->cols);
     }
     cudaError_t err = fp8_block_cast_check_common(launcher, a->inp, a->rows, a->cols, a->amax, a->tensor_amax,
                                                   a->stats, a->scale_range);
@@ -758,7 +796,7 @@ static inline cudaError_t fp8_block_cast_1d(const Fp8BlockCast1d* a, cudaStream_
     const size_t copies = (size_t)fp8_block_copy_wanted(&a->rowwise) + (size_t)fp8_block_copy_wanted(&a->columnwise);
     Fp8BlockKernelArgs k = {a->inp, a->rows, a->cols, tiles_per_row, tiles_per_row * tile_rows, a->cast, a->rowwise,
                             a->columnwise, NULL, NULL, a->amax, a->tensor_amax, a->stats, a->scale_range,
-                            copies * (size_t)a->rows * (size_t)a->cols, a->column_partials};
+                            copies * (size_t)a->rows * (size_t)a->cols, a->column_partials, a->gelu_input};
     return a->cast.scaling == FP8_SCALING_MXFP8 ? fp8_block_cast_run<FP8_BLOCK_MX32>(&k, 0, stream)
                                                 : fp8_block_cast_run<FP8_BLOCK_VEC128>(&k, a->gelu, stream);
 }
@@ -796,7 +834,7 @@ static inline cudaError_t fp8_block_cast_2d(const Fp8BlockCast2d* a, cudaStream_
     Fp8BlockCopy rowwise = {a->codes, NULL, NULL, NULL}, columnwise = {a->codes_t, NULL, NULL, NULL};
     Fp8BlockKernelArgs k = {a->inp, a->rows, a->cols, tiles_per_row, tiles_per_row * tile_rows, a->cast, rowwise,
                             columnwise, a->scale_inv, a->scale_inv_t, a->amax, a->tensor_amax, a->stats,
-                            a->scale_range, (size_t)a->rows * (size_t)a->cols, NULL};
+                            a->scale_range, (size_t)a->rows * (size_t)a->cols, NULL, NULL};
     return fp8_block_cast_run<FP8_BLOCK_TILES>(&k, 0, stream);
 }
 

@@ -24,7 +24,9 @@ order, then the same fp32 scale rule, fp8_block_scale, host + device, and the sa
     output (llmc/gelu.cuh, downloaded: the bytes the trainer's separate GELU writes, as dev/cuda/gelu_fp8 checks
     delayed scaling's fused casts; the CPU's expf and tanhf may differ from CUDA's by an ulp), bit for bit, at d12's
     fcproj input (8192, 3072), at a partial width (272, 1600) and on edge tiles (208, 160), both copies, rowwise only,
-    with the column partials, both formats;
+    with the column partials, both formats; and GELU's backward inside (gelu 2: fc's grad_output cast made from the
+    gradient of GELU's output and fch) against the CPU's casts of gelu_backward's output the same way, at d12's fc
+    grad_output (8192, 3072) with its bias gradient's column partials, at (272, 1600) and on edge tiles;
   - every cast: the amax cell (holding an earlier cast's amax: max-merged, NaN above inf), the tensor amax cell
     (garbage before: the launcher zeroes it), and with the diagnostics the element / saturated / flushed counts and
     the block scale range (float bits) against the CPU's Fp8QuantStats and Fp8BlockScaleRange of the same casts (two
@@ -491,9 +493,10 @@ static void check_column_partials(const char* what, const float* got, const floa
 // (cols or rows off block_len) are the CPU's: ceil(cols / block_len) blocks a row, ceil(rows / block_len) a column.
 // column_sums: the cast also writes its column partials (a grad_output cast's bias sums), against bias_partials_cpu.
 // gelu_of not NULL: the GPU casts with GELU inside from gelu_of (rows, cols) bf16 on the device, t being
-// gelu_forward's output of it (the CPU casts t's values).
-static void check_cast_1d_from(const Tensor* t, const __nv_bfloat16* gelu_of, Fp8BlockCast cast, int rowwise,
-                               int columnwise, int column_sums) {
+// gelu_forward's output of it (the CPU casts t's values); with gelu_input too, GELU's backward inside: gelu_of is the
+// gradient of GELU's output, gelu_input GELU's input, t gelu_backward's output of them.
+static void check_cast_1d_from(const Tensor* t, const __nv_bfloat16* gelu_of, const __nv_bfloat16* gelu_input,
+                               Fp8BlockCast cast, int rowwise, int columnwise, int column_sums) {
     const int mxfp8 = cast.scaling == FP8_SCALING_MXFP8;
     const int block_len = mxfp8 ? FP8_MXFP8_BLOCK : FP8_BLOCKWISE_BLOCK;
     const size_t rows = (size_t)t->rows, cols = (size_t)t->cols, n = rows * cols;
@@ -505,7 +508,9 @@ static void check_cast_1d_from(const Tensor* t, const __nv_bfloat16* gelu_of, Fp
     cast_name(what, sizeof(what), "1d", t, &cast, rowwise, columnwise);
     if (columnwise == COLUMNWISE_NO_CODES) { strncat(what, " (no codes)", sizeof(what) - strlen(what) - 1); }
     if (column_sums) { strncat(what, " + column partials", sizeof(what) - strlen(what) - 1); }
-    if (gelu_of) { strncat(what, ", GELU inside", sizeof(what) - strlen(what) - 1); }
+    if (gelu_of) {
+        strncat(what, gelu_input ? ", GELU's backward inside" : ", GELU inside", sizeof(what) - strlen(what) - 1);
+    }
     const size_t chunks = fp8_ceil_div(rows, COLUMN_SUM_ROWS);
     float* want_partials = NULL;
     float* got_partials = NULL;
@@ -570,7 +575,8 @@ static void check_cast_1d_from(const Tensor* t, const __nv_bfloat16* gelu_of, Fp
         Fp8BlockCast1d a;
         memset(&a, 0, sizeof(a));
         a.inp = gelu_of ? gelu_of : t->d_bf16;
-        a.gelu = gelu_of != NULL;
+        a.gelu = gelu_of ? (gelu_input ? 2 : 1) : 0;
+        a.gelu_input = gelu_of ? gelu_input : NULL;
         a.rows = t->rows;
         a.cols = t->cols;
         a.block_len = block_len;
@@ -658,7 +664,7 @@ static void check_cast_1d_from(const Tensor* t, const __nv_bfloat16* gelu_of, Fp
 }
 
 static void check_cast_1d_with(const Tensor* t, Fp8BlockCast cast, int rowwise, int columnwise, int column_sums) {
-    check_cast_1d_from(t, NULL, cast, rowwise, columnwise, column_sums);
+    check_cast_1d_from(t, NULL, NULL, cast, rowwise, columnwise, column_sums);
 }
 
 static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int columnwise) {
@@ -666,8 +672,9 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
 }
 
 // gelu_forward's output of x (llmc/gelu.cuh, on the device) as a test tensor: what the CPU casts when the GPU casts
-// with GELU inside from x
-static Tensor gelu_tensor_of(const Tensor* x) {
+// with GELU inside from x; with dout, gelu_backward's output of x and dout (GELU's input gradient): what the CPU casts
+// when the GPU casts with GELU's backward inside
+static Tensor gelu_tensor_of_with(const Tensor* x, const Tensor* dout) {
     Tensor g;
     size_t n = (size_t)x->rows * x->cols;
     g.rows = x->rows;
@@ -675,7 +682,11 @@ static Tensor gelu_tensor_of(const Tensor* x) {
     g.bf16 = (uint16_t*)malloc(n * sizeof(uint16_t));
     g.values = (float*)malloc(n * sizeof(float));
     cudaCheck(cudaMalloc(&g.d_bf16, n * sizeof(uint16_t)));
-    gelu_forward(g.d_bf16, x->d_bf16, n, 0);
+    if (dout) {
+        gelu_backward(g.d_bf16, x->d_bf16, dout->d_bf16, n, 0);
+    } else {
+        gelu_forward(g.d_bf16, x->d_bf16, n, 0);
+    }
     cudaCheck(cudaDeviceSynchronize());
     cudaCheck(cudaMemcpy(g.bf16, g.d_bf16, n * sizeof(uint16_t), cudaMemcpyDeviceToHost));
     g.amax_bits = 0u;
@@ -959,6 +970,8 @@ static void test_d12_weights(void) {
     }
 }
 
+static Tensor gelu_tensor_of(const Tensor* x) { return gelu_tensor_of_with(x, NULL); }
+
 // GELU inside the blockwise cast (fcproj's input cast made from fch): the cast of gelu_forward's output, bit for bit,
 // at d12's fcproj input (8192, 3072; E4M3, the activations' format, both copies as the training forward's cast with
 // the kept columnwise copy, and the rowwise copy alone), at a partial width (272, 1600: d48's C, rows off 128) and on
@@ -966,8 +979,8 @@ static void test_d12_weights(void) {
 static void test_gelu_inside(void) {
     Tensor x = make_tensor(8192, 3072, VALUES_RANDOM, 0);
     Tensor g = gelu_tensor_of(&x);
-    check_cast_1d_from(&g, x.d_bf16, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 1, 0);
-    check_cast_1d_from(&g, x.d_bf16, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 0, 0);
+    check_cast_1d_from(&g, x.d_bf16, NULL, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 1, 0);
+    check_cast_1d_from(&g, x.d_bf16, NULL, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 0, 0);
     free_tensor(&g);
     free_tensor(&x);
     const int shapes[2][2] = {{272, 1600}, {208, 160}};
@@ -975,10 +988,40 @@ static void test_gelu_inside(void) {
         Tensor xe = make_tensor(shapes[s][0], shapes[s][1], VALUES_EDGES, s);
         Tensor ge = gelu_tensor_of(&xe);
         for (int f = 0; f < 2; f++) {
-            check_cast_1d_from(&ge, xe.d_bf16, blockwise_cast(formats[f], 0.0f, 1), 1, 1, formats[f] == FP8_E5M2);
-            check_cast_1d_from(&ge, xe.d_bf16, blockwise_cast(formats[f], 0.0f, 0), 1, 0, 0);
+            check_cast_1d_from(&ge, xe.d_bf16, NULL, blockwise_cast(formats[f], 0.0f, 1), 1, 1,
+                               formats[f] == FP8_E5M2);
+            check_cast_1d_from(&ge, xe.d_bf16, NULL, blockwise_cast(formats[f], 0.0f, 0), 1, 0, 0);
         }
         free_tensor(&ge);
+        free_tensor(&xe);
+    }
+}
+
+// GELU's backward inside the blockwise cast (fc's grad_output cast made from the gradient of GELU's output and fch):
+// the cast of gelu_backward's output, bit for bit, at d12's fc grad_output (8192, 3072: both copies and the bias
+// gradient's column partials, as the trainer casts it, in both formats), at a partial width (272, 1600) and on edge
+// tiles (208, 160: NaN, inf, tiny and huge values in the input and in the gradient).
+static void test_gelu_backward_inside(void) {
+    Tensor x = make_tensor(8192, 3072, VALUES_RANDOM, 0);
+    Tensor dout = make_tensor(8192, 3072, VALUES_RANDOM, 1);
+    Tensor g = gelu_tensor_of_with(&x, &dout);
+    for (int f = 0; f < 2; f++) {
+        check_cast_1d_from(&g, dout.d_bf16, x.d_bf16, blockwise_cast(formats[f], 0.0f, 1), 1, 1, 1);
+    }
+    free_tensor(&g);
+    free_tensor(&dout);
+    free_tensor(&x);
+    const int shapes[2][2] = {{272, 1600}, {208, 160}};
+    for (int s = 0; s < 2; s++) {
+        Tensor xe = make_tensor(shapes[s][0], shapes[s][1], VALUES_EDGES, s);
+        Tensor de = make_tensor(shapes[s][0], shapes[s][1], VALUES_EDGES, s + 2);
+        Tensor ge = gelu_tensor_of_with(&xe, &de);
+        for (int f = 0; f < 2; f++) {
+            check_cast_1d_from(&ge, de.d_bf16, xe.d_bf16, blockwise_cast(formats[f], 0.0f, 1), 1, 1, 1);
+            check_cast_1d_from(&ge, de.d_bf16, xe.d_bf16, blockwise_cast(formats[f], 0.0f, 0), 1, 0, 0);
+        }
+        free_tensor(&ge);
+        free_tensor(&de);
         free_tensor(&xe);
     }
 }
@@ -1061,8 +1104,16 @@ static void test_refusals(void) {
     expect_refused_1d(&a, "mxfp8 with block_len 128");
     a = good_mx, a.gelu = 1;
     expect_refused_1d(&a, "mxfp8 with GELU inside (blockwise's only)");
+    a = good, a.gelu = 3;
+    expect_refused_1d(&a, "gelu 3 (0, 1 or 2)");
     a = good, a.gelu = 2;
-    expect_refused_1d(&a, "gelu 2 (0 or 1)");
+    expect_refused_1d(&a, "gelu 2 (GELU's backward) without GELU's input");
+    a = good, a.gelu = 1, a.gelu_input = d_x;
+    expect_refused_1d(&a, "gelu 1 given GELU's input (the backward's)");
+    a = good, a.gelu = 2, a.gelu_input = d_x + 1;
+    expect_refused_1d(&a, "GELU's input not 16-byte aligned");
+    a = good_mx, a.gelu = 2, a.gelu_input = d_x;
+    expect_refused_1d(&a, "mxfp8 with GELU's backward inside");
     a = good, a.stats = d_cells->stats;
     expect_refused_1d(&a, "stats without scale_range");
     a = good, a.amax = NULL;
@@ -1201,10 +1252,11 @@ static double bench_row(const char* tensor, const char* cast, double gbs, double
 
 // The activations' and gradients' casts at (8192, cols), E4M3 (the activations' format), on random values: blockwise
 // rowwise only, both copies without and with the diagnostics, both copies with the column partials (a grad_output
-// cast with its bias sums), both copies with GELU inside (fcproj's input cast from fch), and mxfp8's both copies with
+// cast with its bias sums), both copies with GELU inside (fcproj's input cast from fch), both copies with the column
+// partials and GELU's backward inside (fc's grad_output cast, reading fch too), and mxfp8's both copies with
 // their dequantized bf16; every row of the table against a device copy of the same bf16 tensor (read + write).
-// Returns the smallest fraction of the plain casts (the GELU row does GELU's arithmetic too, and replaces a GELU
-// kernel and a cast: printed, not in block_cast_over_copy).
+// Returns the smallest fraction of the plain casts (the GELU rows do GELU's arithmetic too, and replace a GELU kernel
+// and a cast: printed, not in block_cast_over_copy).
 static double bench_activation(int cols, BenchTimer* timer) {
     const int rows = 8192;
     const size_t n = (size_t)rows * cols;
@@ -1245,6 +1297,9 @@ static double bench_activation(int cols, BenchTimer* timer) {
     summed.column_partials = d_partials;
     Fp8BlockCast1d gelu = both;  // with GELU inside: fcproj's input cast from fch (the same bytes in and out)
     gelu.gelu = 1;
+    Fp8BlockCast1d gelu_backward_cast = summed;  // GELU's backward inside fc's grad_output cast: fch read too
+    gelu_backward_cast.gelu = 2;
+    gelu_backward_cast.gelu_input = d_copy;  // (any bf16 tensor of the shape: the time is what counts here)
     Fp8BlockCast1d mx;  // mxfp8, both copies, their E8M0 bytes and dequantized bf16
     memset(&mx, 0, sizeof(mx));
     mx.inp = t.d_bf16;
@@ -1285,6 +1340,8 @@ static double bench_activation(int cols, BenchTimer* timer) {
         {"blockwise rowwise + columnwise, diagnostics", &counted, both_bytes, 1},
         {"blockwise both copies + column partials", &summed, both_bytes + (double)partials_bytes, 1},
         {"blockwise both copies, GELU inside", &gelu, both_bytes, 0},
+        {"blockwise both copies + column partials, GELU's backward inside", &gelu_backward_cast,
+         in + both_bytes + (double)partials_bytes, 0},
         {"mxfp8 both copies: codes, E8M0, dequantized", &mx, mx_bytes, 1},
         {"mxfp8 both dequantized copies (the trainer's)", &mx_trainer, mx_trainer_bytes, 1},
     };
@@ -1382,6 +1439,7 @@ int main(void) {
     RUN_TEST(test_d12_activations);
     RUN_TEST(test_d12_weights);
     RUN_TEST(test_gelu_inside);
+    RUN_TEST(test_gelu_backward_inside);
     RUN_TEST(test_refusals);
     benchmark();
     cudaCheck(cudaFree(d_cells));
