@@ -79,6 +79,19 @@ expect kind_gelu_fp8_cast "| gelu + fp8 cast | 0.400 (80.0%) |" "$(printf '%s\n'
 expect kind_fp8_cast_apart "| fp8 cast | 0.100 (20.0%) |" "$(printf '%s\n' "$fused_out" | grep -E '^\| fp8 cast \|' | head -n 1)"
 expect_contains kernel_gelu_fp8_cast_named_by_its_input \
     "| fp8_cast_transpose_amax_kernel[GeluBackwardInput] | gelu + fp8 cast | 2 | 0.400 |" "$fused_out"
+# blockwise's block cast with GELU (template argument 1) or GELU's backward (2) inside: its own kernel and kind too;
+# without (0) a plain cast
+block_plain='void fp8_block_cast_kernel<(bool)1, (int)0, (bool)1, (int)0>(Fp8BlockKernelArgs)'
+block_gelu='void fp8_block_cast_kernel<(bool)0, (int)0, (bool)0, (int)1>(Fp8BlockKernelArgs)'
+block_gelu_backward='void fp8_block_cast_kernel<(bool)0, (int)0, (bool)1, (int)2>(Fp8BlockKernelArgs)'
+write_csv "$tmp/block.csv" usecond "$block_plain|100" "$block_gelu|200" "$block_gelu_backward|300"
+block_out=$(python3 "$script" --label blockwise "$tmp/block.csv" 2>&1)
+expect_kind_row kind_block_gelu_casts "| gelu + fp8 cast | 0.500 (83.3%) |" "$block_out"
+expect_kind_row kind_block_plain_cast "| fp8 cast | 0.100 (16.7%) |" "$block_out"
+expect_contains kernel_block_gelu_backward_named \
+    "| fp8_block_cast_kernel[GeluBackwardInput] | gelu + fp8 cast | 1 | 0.300 |" "$block_out"
+expect_contains kernel_block_gelu_named "| fp8_block_cast_kernel[GeluForwardInput] | gelu + fp8 cast | 1 | 0.200 |" \
+    "$block_out"
 # LayerNorm inside the FP8 cast is its own kind too; the residual add in LayerNorm's pass counts as layernorm
 ln_cast='void fp8_cast_transpose_amax_kernel<(bool)0, (bool)0, LayerNormInput>(unsigned char *, unsigned char *, float *, LayerNormInput, int, int, const float *, float *, Fp8Format, unsigned long long *)'
 residual_ln='void residual_layernorm_forward_rows_kernel<(int)3>(__nv_bfloat16 *, __nv_bfloat16 *, float *, float *, const __nv_bfloat16 *, const __nv_bfloat16 *, const __nv_bfloat16 *, const __nv_bfloat16 *, int, int)'
