@@ -1647,15 +1647,16 @@ static void blockwise_kept_input_five_steps(int recompute) {
 
 static void test_fp8_blockwise_kept_input_five_steps(void) { blockwise_kept_input_five_steps(0); }
 
-// Blockwise's GELU inside fcproj's input cast (fp8/block_quantize.cuh's gelu cast, gelu_in_block_cast) and GELU's
-// backward inside fc's grad_output cast (gelu_in_block_grad_output_cast) against gelu_forward / gelu_backward and the
-// plain block casts of their outputs (fused_fp8_casts 0): three training steps at -r 0, with the diagnostics on, give
-// the same losses, norms, gradients, master and bf16 weights, FP8 state and counts, bit for bit (R1: the casts see
-// the bf16 values gelu_forward and gelu_backward write; fc's bias gradient is the sum of the same values). That the
-// fused casts are what ran: the fused model's fch_gelu still holds the bytes it was filled with, the other's does
-// not; the fused model's backward leaves the gradient of GELU's output (dbt4c) as fcproj's dgrad wrote it, which the
-// other's gelu_backward overwrites in place.
-static void test_fp8_blockwise_gelu_in_cast_bit_identical(void) {
+// Blockwise's block casts that make their tensor inside (fp8/block_quantize.cuh's Fp8BlockMade): GELU in fcproj's
+// input cast (gelu_in_block_cast), GELU's backward in fc's grad_output cast (gelu_in_block_grad_output_cast) and
+// LayerNorm in qkv's and fc's input casts (layernorm_in_block_cast), against gelu_forward / gelu_backward /
+// layernorm_forward and the plain block casts of their outputs (fused_fp8_casts 0): three training steps at -r 0, with
+// the diagnostics on, give the same losses, norms, gradients, master and bf16 weights, FP8 state and counts, bit for
+// bit (R1: the casts see the bf16 values those kernels write; fc's bias gradient is the sum of the same values). That
+// the fused casts are what ran: the fused model's fch_gelu, ln1 and ln2 still hold the bytes they were filled with,
+// the other's do not; the fused model's backward leaves the gradient of GELU's output (dbt4c) as fcproj's dgrad wrote
+// it, which the other's gelu_backward overwrites in place.
+static void test_fp8_blockwise_fused_casts_bit_identical(void) {
     const TestShape* shape = &block_shape;
     cpu::GPT2 cpu_fused, cpu_separate;  // only for the same initial weights on both GPU models
     gpu::GPT2 fused, separate;
@@ -1668,16 +1669,29 @@ static void test_fp8_blockwise_gelu_in_cast_bit_identical(void) {
         CHECK(gpu::gelu_in_block_grad_output_cast(&fused, l) && !gpu::gelu_in_block_grad_output_cast(&separate, l) &&
                   !gpu::gelu_in_fc_grad_output_cast(&fused, l),
               "block %d: GELU's backward inside fc's grad_output block cast in the fused model, not in the other", l);
-        CHECK(!gpu::layernorm_in_input_cast(&fused, l, LINEAR_QKV) &&
-                  !gpu::layernorm_in_input_cast(&fused, l, LINEAR_FC),
-              "block %d: LayerNorm outside the blockwise casts", l);
+        CHECK(gpu::layernorm_in_block_cast(&fused, l, LINEAR_QKV) && gpu::layernorm_in_block_cast(&fused, l, LINEAR_FC) &&
+                  !gpu::layernorm_in_block_cast(&separate, l, LINEAR_QKV) &&
+                  !gpu::layernorm_in_input_cast(&fused, l, LINEAR_QKV),
+              "block %d: LayerNorm inside qkv's and fc's input block casts in the fused model, not in the other", l);
     }
     gpu::GPT2* models[2] = {&fused, &separate};
-    size_t gelu_bytes = fused.memory.bytes[GPU_FCH_GELU];
+    // the bf16 tensors the fused casts make inside: filled with a byte pattern first, in both models
+    struct {
+        const char* name;
+        GpuBuffer buffer;
+        floatX* of[2];
+    } made_inside[] = {
+        {"fch_gelu", GPU_FCH_GELU, {fused.acts.fch_gelu, separate.acts.fch_gelu}},
+        {"ln1", GPU_LN1, {fused.acts.ln1, separate.acts.ln1}},
+        {"ln2", GPU_LN2, {fused.acts.ln2, separate.acts.ln2}},
+    };
+    const int num_made_inside = (int)(sizeof(made_inside) / sizeof(made_inside[0]));
     for (int m = 0; m < 2; m++) {
         models[m]->fp8_collect_stats = 1;
         cudaCheck(cudaMemset(models[m]->fp8_stats, 0, (size_t)models[m]->fp8.num_slots * sizeof(Fp8QuantStats)));
-        cudaCheck(cudaMemset(models[m]->acts.fch_gelu, 0xA5, gelu_bytes));
+        for (int k = 0; k < num_made_inside; k++) {
+            cudaCheck(cudaMemset(made_inside[k].of[m], 0xA5, fused.memory.bytes[made_inside[k].buffer]));
+        }
     }
     int n = shape->B * shape->T;
     int* inputs = (int*)malloc((size_t)n * sizeof(int));
@@ -1724,16 +1738,18 @@ static void test_fp8_blockwise_gelu_in_cast_bit_identical(void) {
         free(a);
         free(b);
     }
-    size_t untouched[2] = {0, 0};
-    uint8_t* host = (uint8_t*)malloc(gelu_bytes);
-    for (int m = 0; m < 2; m++) {
-        cudaCheck(cudaMemcpy(host, models[m]->acts.fch_gelu, gelu_bytes, cudaMemcpyDeviceToHost));
-        for (size_t i = 0; i < gelu_bytes; i++) { untouched[m] += host[i] == 0xA5; }
+    for (int k = 0; k < num_made_inside; k++) {
+        size_t bytes = fused.memory.bytes[made_inside[k].buffer], untouched[2] = {0, 0};
+        uint8_t* host = (uint8_t*)malloc(bytes);
+        for (int m = 0; m < 2; m++) {
+            cudaCheck(cudaMemcpy(host, made_inside[k].of[m], bytes, cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < bytes; i++) { untouched[m] += host[i] == 0xA5; }
+        }
+        CHECK(untouched[0] == bytes && untouched[1] < bytes / 2,
+              "blockwise %s (%zu bytes): %zu bytes as filled with the tensor made in the cast (want all), %zu in the "
+              "other (want few)", made_inside[k].name, bytes, untouched[0], untouched[1]);
+        free(host);
     }
-    CHECK(untouched[0] == gelu_bytes && untouched[1] < gelu_bytes / 2,
-          "blockwise fch_gelu (%zu bytes): %zu bytes as filled with GELU in the cast (want all), %zu in the other "
-          "(want few)", gelu_bytes, untouched[0], untouched[1]);
-    free(host);
     // the last backward's block 0: the fused model's dbt4c still holds the gradient of GELU's output, which
     // gelu_backward turns into what the separate model's gelu_backward left in its dbt4c (GELU's input gradient)
     size_t n4 = (size_t)shape->B * shape->T * 4 * shape->C;
@@ -2701,7 +2717,7 @@ int main(int argc, char** argv) {
         RUN_TEST(test_fp8_blockwise_casts);
         RUN_TEST(test_fp8_blockwise_five_steps);
         RUN_TEST(test_fp8_blockwise_kept_input_five_steps);
-        RUN_TEST(test_fp8_blockwise_gelu_in_cast_bit_identical);
+        RUN_TEST(test_fp8_blockwise_fused_casts_bit_identical);
         RUN_TEST(test_fp8_blockwise_kept_input_recompute_five_steps);
         RUN_TEST(test_fp8_blockwise_checkpoints);
         RUN_TEST(test_fp8_blockwise_outer_partial_blocks_casts);

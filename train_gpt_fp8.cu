@@ -45,15 +45,17 @@ written and read back (gelu_fcproj_forward, gelu_fc_grad_output; the same bytes 
 LayerNorm in the input casts of qkv and fc (llmc/layernorm_fp8.cuh, TE's LayerNormLinear): its pass writes the row
 statistics, the cast makes the output from them (layernorm_linear_forward). With blockwise scaling the forward's GELU
 runs inside fcproj's input block cast (fp8/block_quantize.cuh's gelu cast: both copies from fch in one pass) where
-nothing else reads GELU's output (gelu_in_block_cast). Each residual add rides on the pass of the
-LayerNorm after it (residual_layernorm_forward, llm.c's fused residual), in every precision.
+nothing else reads GELU's output (gelu_in_block_cast), and likewise GELU's backward inside fc's grad_output cast
+and LayerNorm inside qkv's and fc's input casts. Each residual add rides on the pass of the LayerNorm after it
+(residual_layernorm_forward, llm.c's fused residual), in every precision.
 Memory: every device buffer is planned first (llmc/memory_plan.h); the plan is printed, checked against the GPU's
 free memory (one line saying what to change when it does not fit), then allocated as planned.
 
 Several GPUs: NCCL data parallelism with ZeRO-1 and one amax all-reduce per step (llmc/multi_gpu.cuh). The backward
 is deterministic (no float atomics), so the same data gives the same bits, run after run and across a resume.
 The fused casts run with delayed scaling (current scaling takes its scale from the tensor, after it is made), and
-blockwise's GELU cast (each block's scale from its own amax inside the cast).
+blockwise's block casts with GELU, GELU's backward or LayerNorm inside (each block's scale from its own amax inside
+the cast).
 */
 #include <cuda_bf16.h>
 #include <cuda_profiler_api.h>
@@ -726,9 +728,9 @@ typedef struct {
     LinearTensor tensor;
     int module, slot;
     const floatX* inp;  // (rows, cols) bf16; NULL: a fused cast (GELU or LayerNorm inside it) already wrote the copies
-    int gelu;           // blockwise, GELU made in the cast: 1 fcproj's forward input (inp is fch, the tensor gelu(inp)),
-                        // 2 fc's grad_output (inp the gradient of GELU's output, the tensor GELU's input gradient)
-    const floatX* gelu_input;  // gelu 2: fch, GELU's input
+    Fp8BlockMade made;  // blockwise: the tensor made inside the cast from inp (fp8/block_quantize.cuh): GELU (fcproj's
+                        // forward input from fch), GELU's backward (fc's grad_output from the gradient of GELU's
+                        // output and fch), LayerNorm (qkv's and fc's forward input from the residual stream)
     int rows, cols;
     int rowwise, columnwise;
     int record;
@@ -841,8 +843,7 @@ static Fp8BlockCast1d block_cast_of(GPT2* m, const LinearCast* c, int block_len)
     Fp8BlockCast1d a;
     memset(&a, 0, sizeof(a));
     a.inp = c->inp;
-    a.gelu = c->gelu;  // (fp8_block_cast_1d refuses it under mxfp8; the 2D cast of a weight never has it)
-    a.gelu_input = c->gelu_input;
+    a.made = c->made;  // (fp8_block_cast_1d refuses it under mxfp8; the 2D cast of a weight never has it)
     a.rows = c->rows;
     a.cols = c->cols;
     a.block_len = block_len;
@@ -940,10 +941,11 @@ static void linear_cast_mxfp8(GPT2* m, LinearCast* c, Fp8Operand* t) {
 // FP8 wgrad keeps; a per-tensor one records that input's amax anyway.)
 static void fp8_recipe_cast(GPT2* model, LinearCast* c, Fp8Operand* t) {
     int any = c->rowwise || c->columnwise;
-    if (c->gelu && (model->recipe.scaling != FP8_SCALING_BLOCKWISE ||
-                    c->tensor != (c->gelu == 1 ? LINEAR_INPUT : LINEAR_GRAD_OUTPUT))) {
-        die("linear_cast: module %d's %s with GELU inside, which only blockwise's input (GELU) and grad_output (GELU's "
-            "backward) casts make", c->module, linear_operand_use[c->operand].name);
+    if (c->made.kind != FP8_BLOCK_FROM_INP &&
+        (model->recipe.scaling != FP8_SCALING_BLOCKWISE ||
+         c->tensor != (c->made.kind == FP8_BLOCK_FROM_GELU_BACKWARD ? LINEAR_GRAD_OUTPUT : LINEAR_INPUT))) {
+        die("linear_cast: module %d's %s made inside its cast, which only blockwise's input (GELU, LayerNorm) and "
+            "grad_output (GELU's backward) casts do", c->module, linear_operand_use[c->operand].name);
     }
     switch (model->recipe.scaling) {
         case FP8_SCALING_DELAYED: linear_cast_per_tensor(model, c, t); break;
@@ -961,13 +963,13 @@ static void fp8_recipe_cast(GPT2* model, LinearCast* c, Fp8Operand* t) {
 // beside an FP8 wgrad, as TE records that amax). `record` 0: a re-cast of the weights with the scales they have
 // (resume), recording nothing. dbias (grad_output; NULL: none): += the column sums of inp, in the cast's pass where
 // the recipe's cast sums them, else in its own. inp NULL: a fused cast (GELU or LayerNorm inside it) already wrote
-// the copies; only their views are made. gelu 1 (blockwise, fcproj's forward input only, from gelu_fcproj_forward):
-// inp is fch and the tensor cast is gelu(inp), made inside the block cast; gelu 2 (blockwise, fc's grad_output only,
-// from gelu_fc_grad_output): inp is the gradient of GELU's output, gelu_input fch, and the tensor cast is GELU's input
-// gradient. Neither has a bf16 view (a BF16 GEMM given it dies: the rules in gelu_in_block_cast and
-// gelu_in_block_grad_output_cast say none reads it).
+// the copies; only their views are made. made (blockwise; NULL: inp itself): the tensor cast is made inside the block
+// cast from inp: gelu(inp) (fcproj's forward input, inp fch: gelu_fcproj_forward), GELU's input gradient (fc's
+// grad_output, inp the gradient of GELU's output: gelu_fc_grad_output), LayerNorm(inp) (qkv's and fc's forward
+// input, inp the residual stream: layernorm_linear_forward). None has a bf16 view (a BF16 GEMM given it dies: the
+// rules in block_cast_is_only_reader and gelu_in_block_grad_output_cast say none reads it).
 static Fp8Operand linear_cast_of(GPT2* model, int module, LinearOperand operand, const floatX* inp, int rows,
-                                 int record, float* dbias, int gelu, const floatX* gelu_input) {
+                                 int record, float* dbias, const Fp8BlockMade* made) {
     LinearModule lm = linear_module(model, module);
     LinearPrecision lp = gpt2_linear_precision(model);
     LinearTensor tensor = linear_operand_use[operand].tensor;
@@ -977,8 +979,7 @@ static Fp8Operand linear_cast_of(GPT2* model, int module, LinearOperand operand,
     c.tensor = tensor;
     c.module = module;
     c.inp = inp;
-    c.gelu = gelu;
-    c.gelu_input = gelu_input;
+    if (made) { c.made = *made; }  // (else zeros: FP8_BLOCK_FROM_INP)
     c.rows = tensor == LINEAR_WEIGHT ? lm.OC : rows;
     c.cols = tensor == LINEAR_GRAD_OUTPUT ? lm.OC : lm.IC;
     c.record = record;
@@ -1025,10 +1026,13 @@ static Fp8Operand linear_cast_of(GPT2* model, int module, LinearOperand operand,
         default:  // the other requests read a cast made by one of the above
             die("linear_cast: %s is made by the cast of the tensor's first request", linear_operand_use[operand].name);
     }
-    Fp8Operand t = linear_operand_bf16(gelu ? NULL : inp, c.rows, c.cols);  // what a GEMM in BF16 reads
+    int made_inside = c.made.kind != FP8_BLOCK_FROM_INP;
+    Fp8Operand t = linear_operand_bf16(made_inside ? NULL : inp, c.rows, c.cols);  // what a GEMM in BF16 reads
     casts = casts && model->precision == PRECISION_FP8;
-    if (gelu && !casts) { die("linear_cast: module %d's %s with GELU inside, but nothing casts it", module,
-                              linear_operand_use[operand].name); }
+    if (made_inside && !casts) {
+        die("linear_cast: module %d's %s made inside its cast, but nothing casts it", module,
+            linear_operand_use[operand].name);
+    }
     if (casts) {
         c.format = fp8_meta_slot_format(meta, c.slot);
         fp8_recipe_cast(model, &c, &t);
@@ -1039,7 +1043,7 @@ static Fp8Operand linear_cast_of(GPT2* model, int module, LinearOperand operand,
 
 static Fp8Operand linear_cast(GPT2* model, int module, LinearOperand operand, const floatX* inp, int rows, int record,
                               float* dbias) {
-    return linear_cast_of(model, module, operand, inp, rows, record, dbias, 0, NULL);
+    return linear_cast_of(model, module, operand, inp, rows, record, dbias, NULL);
 }
 
 // A module's weight as its GEMMs read it: the bf16 weight, with the FP8 copies of its last cast (gpt2_cast_weights_fp8)
@@ -1143,16 +1147,21 @@ static int input_made_in_fp8_cast(const GPT2* m, int module) {
     return fp8_recipe_has_history(&m->recipe) && input_cast_is_only_reader(m, module);
 }
 
-// Blockwise's twin for GELU (a block cast takes each block's scale from its own amax inside the cast, so it needs no
-// scale ahead of it): GELU's output, fcproj's input, is made inside fcproj's input cast from fch when that cast is its
-// only reader: in training (an evaluation forward runs gelu_forward into the shared fch_gelu slice and the plain cast,
-// as delayed scaling's does), fcproj's fprop in FP8 (not -fp8_fprop 0, nor fcproj in a BF16 end block under
-// -fp8_bf16_first_last) and its wgrad reading the columnwise copy the forward keeps (linear_keeps_input_t: FP8 wgrad,
-// not -fp8_wgrad 0, and no -r 1 or 2, whose backward remakes GELU's output into fch_gelu and casts that). Then the
-// cast writes both copies from fch in one pass and fch_gelu is neither written nor read. (fused_fp8_casts is always 1
-// here: -fp8_fused_casts is delayed scaling's flag; the tests set the field to 0 to compare with the separate path.)
-static int gelu_in_block_cast(const GPT2* m, int module) {
+// Blockwise's twins (a block cast takes each block's scale from its own amax inside the cast, so it needs no scale
+// ahead of it): a module's input is made inside its input block cast when that cast is its only reader: in training
+// (an evaluation forward writes the tensor and casts it, as delayed scaling's does), the module's fprop in FP8 (not
+// -fp8_fprop 0, nor a BF16 end block under -fp8_bf16_first_last) and its wgrad reading the columnwise copy the forward
+// keeps (linear_keeps_input_t: FP8 wgrad, not -fp8_wgrad 0, and not a recompute that drops the input: -r 1 or 2 for
+// GELU's output, -r 2 for LayerNorm's, whose backward remakes the tensor and casts that). Then the cast writes both
+// copies in one pass and the bf16 tensor is neither written nor read: GELU's output (fcproj's input) from fch, and
+// LayerNorm's (qkv's, fc's) from the residual stream and the row statistics. (fused_fp8_casts is always 1 here:
+// -fp8_fused_casts is delayed scaling's flag; the tests set the field to 0 to compare with the separate path.)
+static int block_cast_makes_input(const GPT2* m, int module) {
     return m->recipe.scaling == FP8_SCALING_BLOCKWISE && input_cast_is_only_reader(m, module);
+}
+static int gelu_in_block_cast(const GPT2* m, int module) { return block_cast_makes_input(m, module); }
+static int layernorm_in_block_cast(const GPT2* m, int l, int kind) {
+    return block_cast_makes_input(m, l * LINEARS_PER_BLOCK + kind);
 }
 
 // GELU's output, fcproj's input, made inside fcproj's input cast (delayed scaling's fused cast, or blockwise's)
@@ -1162,6 +1171,7 @@ static int gelu_in_fcproj_cast(const GPT2* m, int l) {
 }
 
 // LayerNorm's output, the input of the linear of kind `kind` (qkv after ln1, fc after ln2), made inside its input cast
+// (delayed scaling's fused cast; blockwise's twin is layernorm_in_block_cast)
 static int layernorm_in_input_cast(const GPT2* m, int l, int kind) {
     return input_made_in_fp8_cast(m, l * LINEARS_PER_BLOCK + kind);
 }
@@ -1194,7 +1204,8 @@ static void gelu_fcproj_forward(GPT2* model, int l, floatX* out, const floatX* f
         return;
     }
     if (gelu_in_block_cast(model, module)) {  // both copies from fch, GELU inside the block cast
-        Fp8Operand x = linear_cast_of(model, module, LINEAR_INPUT_FPROP, fch, rows, 1, NULL, 1, NULL);
+        Fp8BlockMade gelu = {FP8_BLOCK_FROM_GELU, NULL, NULL, NULL, NULL, NULL};
+        Fp8Operand x = linear_cast_of(model, module, LINEAR_INPUT_FPROP, fch, rows, 1, NULL, &gelu);
         linear_fprop(model, module, out, &x);
         return;
     }
@@ -1216,7 +1227,8 @@ static const floatX* gelu_fc_grad_output(GPT2* model, int l, floatX* dgelu, cons
     int module = l * LINEARS_PER_BLOCK + LINEAR_FC;
     LinearModule lm = linear_module(model, module);
     if (gelu_in_block_grad_output_cast(model, l)) {
-        linear_cast_of(model, module, LINEAR_GRAD_OUTPUT_DGRAD, dgelu, rows, 1, lm.dbias, 2, fch);
+        Fp8BlockMade gelu_backward = {FP8_BLOCK_FROM_GELU_BACKWARD, fch, NULL, NULL, NULL, NULL};
+        linear_cast_of(model, module, LINEAR_GRAD_OUTPUT_DGRAD, dgelu, rows, 1, lm.dbias, &gelu_backward);
         return NULL;
     }
     if (!gelu_in_fc_grad_output_cast(model, l)) {
@@ -1340,7 +1352,8 @@ static const floatX* backward_input(const GPT2* m, const floatX* layer_slice, in
 // made as residual_from + branch (both (B, T, C)) and written, in the LayerNorm's pass (residual_layernorm_forward).
 // Either the pass writes the LayerNorm's output (layer_input's slice) and linear_forward reads it, or it writes only
 // the row statistics and the linear's input cast makes the output from them (layernorm_in_input_cast: FP8 x and the
-// kept x^T, recording the amax of LayerNorm's output as linear_cast would; the slice not written).
+// kept x^T, recording the amax of LayerNorm's output as linear_cast would; blockwise's twin layernorm_in_block_cast:
+// the block cast's two copies and their scales, through linear_cast; the slice not written).
 static void layernorm_linear_forward(GPT2* model, int l, int kind, floatX* out, floatX* x, const floatX* residual_from,
                                      const floatX* branch) {
     int B = model->B, T = model->T, C = model->config.channels, rows = B * T;
@@ -1353,11 +1366,18 @@ static void layernorm_linear_forward(GPT2* model, int l, int kind, floatX* out, 
     const floatX* weight = (which == 1 ? p->ln1w : p->ln2w) + (size_t)l * C;
     const floatX* bias = (which == 1 ? p->ln1b : p->ln2b) + (size_t)l * C;
     int fused = layernorm_in_input_cast(model, l, kind);
-    floatX* ln_out = fused ? NULL : layer_input(model, which == 1 ? a->ln1 : a->ln2, kind, l, C);  // (B, T, C)
+    int in_block_cast = layernorm_in_block_cast(model, l, kind);
+    floatX* ln_out = fused || in_block_cast ? NULL : layer_input(model, which == 1 ? a->ln1 : a->ln2, kind, l, C);
     if (residual_from) {
         residual_layernorm_forward(x, ln_out, mean, rstd, residual_from, branch, weight, bias, B, T, C, model->stream);
     } else {
         layernorm_forward(ln_out, mean, rstd, x, weight, bias, B, T, C, model->stream);
+    }
+    if (in_block_cast) {
+        Fp8BlockMade layernorm = {FP8_BLOCK_FROM_LAYERNORM, NULL, mean, rstd, weight, bias};
+        Fp8Operand x_fp8 = linear_cast_of(model, module, LINEAR_INPUT_FPROP, x, rows, 1, NULL, &layernorm);
+        linear_fprop(model, module, out, &x_fp8);
+        return;
     }
     if (!fused) {
         linear_forward(model, module, out, ln_out, B, T);

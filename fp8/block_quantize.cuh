@@ -31,17 +31,19 @@ FP8_BLOCK_MAX_TILES 128 x 128 tiles. Scale arrays: VEC128 and BLK128x128 as fp8/
 blocks per row); E8M0 bytes (rows, ceil(cols / 32)) rowwise and (cols, ceil(rows / 32)) columnwise, row-major.
 Blockwise's 1x128 blocks at any width go beyond Transformer Engine, whose Float8BlockQuantizer wants multiples of 128.
 
-GELU inside a blockwise 1D cast (Fp8BlockCast1d.gelu; TE's fused activation casts, llmc/gelu_fp8.cuh's for delayed
-scaling): inp is fc's output and the cast's tensor is gelu(inp) as llmc/gelu.cuh's gelu_forward writes it (GELU in
+What a blockwise 1D cast makes its tensor from, inside the cast (Fp8BlockCast1d.made; TE's fused activation casts and
+LayerNormLinear, llmc/gelu_fp8.cuh's and llmc/layernorm_fp8.cuh's for delayed scaling). GELU: inp is fc's output and the cast's tensor is gelu(inp) as llmc/gelu.cuh's gelu_forward writes it (GELU in
 fp32 of each bf16 element, gelu_math.h's gelu_value, rounded to bf16). Each thread replaces the elements its own
 cp.async copies brought into the tile by those bf16 values before the tile's barrier, so every pass (codes, scales,
 amaxes, counts, scale ranges, column sums) sees the bytes gelu_forward would have written: the cast of its output, bit
-for bit, without that (B, T, 4C) tensor written and read back. GELU's backward the same way (gelu 2, fc's grad_output
-cast): inp is the gradient of GELU's output (fcproj's dgrad), gelu_input fc's output, and the cast's tensor is GELU's
+for bit, without that (B, T, 4C) tensor written and read back. GELU's backward the same way (fc's grad_output cast):
+inp is the gradient of GELU's output (fcproj's dgrad), made.gelu_input fc's output, and the cast's tensor is GELU's
 input gradient as gelu_backward writes it (gelu_derivative in fp32 times the gradient, rounded to bf16), each thread
 reading the gelu_input elements of its own chunks with a 16-byte load; the column sums (fc's bias gradient) then sum
-those bytes too. An instance of its own for each (the casts without them compile as they did); blockwise's only
-(mxfp8's casts never take GELU's tensors in the trainer).
+those bytes too. LayerNorm the same way (qkv's and fc's input casts): inp is the residual stream, and each chunk
+becomes llmc/layernorm.cuh's layernorm_output8 of it with its row's mean and rstd (which the statistics pass stored)
+and its columns' weight and bias: the bytes layernorm_forward would have written. An instance of its own for each
+(the casts without them compile as they did); blockwise's only (mxfp8's casts never take these tensors fused).
 
 How they keep up with a device copy (a pure stream: the speed is how many bytes each SM keeps in flight towards HBM,
 and how little the other work stalls it):
@@ -84,6 +86,7 @@ dev/cuda/fp8_block_quantize checks every copy against them bit for bit, and prin
 #include <stdio.h>
 
 #include "../llmc/gelu_math.h"
+#include "../llmc/layernorm.cuh"
 #include "block.h"
 #include "quantize.cuh"
 
@@ -116,6 +119,23 @@ FP8_HD int fp8_block_copy_wanted(const Fp8BlockCopy* copy) {
     return copy->codes || copy->scale_inv || copy->e8m0 || copy->dequantized;
 }
 
+// What a 1D blockwise cast makes its tensor from (see the top): inp itself; gelu(inp); gelu'(gelu_input) * inp, inp
+// the gradient of GELU's output; LayerNorm(inp) from the row statistics and the parameters. Pointers a kind does not
+// use are NULL.
+enum Fp8BlockMadeFrom {
+    FP8_BLOCK_FROM_INP,
+    FP8_BLOCK_FROM_GELU,
+    FP8_BLOCK_FROM_GELU_BACKWARD,
+    FP8_BLOCK_FROM_LAYERNORM,
+    FP8_BLOCK_MADE_KINDS
+};
+typedef struct {
+    int kind;                             // Fp8BlockMadeFrom
+    const __nv_bfloat16* gelu_input;      // GELU_BACKWARD: GELU's input (rows, cols), 16-byte aligned
+    const float *mean, *rstd;             // LAYERNORM: (rows) each row's, 4-byte aligned
+    const __nv_bfloat16 *weight, *bias;   // LAYERNORM: (cols), 16-byte aligned
+} Fp8BlockMade;
+
 // A 1D block cast: what it reads, the copies it writes, and where its amax and diagnostics go.
 typedef struct {
     const __nv_bfloat16* inp;   // (rows, cols)
@@ -130,10 +150,8 @@ typedef struct {
                                 // amax is finite and non-zero, min- and max-reduced in (with stats: diagnostics)
     float* column_partials;     // (ceil(rows / 64), cols) or NULL: each column's 64-row chunk summed in row order in
                                 // fp32 (bias_backward_partials_kernel's sums: a bias gradient's pass 1)
-    int gelu;                   // 1: the cast's tensor is gelu(inp) (bf16, gelu_forward's bytes), made in the cast
-                                // from inp; 2: gelu'(gelu_input) * inp (gelu_backward's bytes), inp the gradient of
-                                // GELU's output; 0: inp itself (blockwise only, 1 and 2)
-    const __nv_bfloat16* gelu_input;  // gelu 2: GELU's input (rows, cols), 16-byte aligned; else NULL
+    Fp8BlockMade made;          // what the cast's tensor is made from inside the cast (zeros: inp itself; the others
+                                // blockwise only)
 } Fp8BlockCast1d;
 
 // A 2D (128 x 128 tile) cast of a weight (rows, cols): codes (rows, cols) and codes_t (cols, rows), scale_inv in
@@ -174,7 +192,7 @@ typedef struct {
     unsigned int* scale_range;
     size_t counted_elements;  // what the diagnostics' element count grows by (a 1D cast: one rows * cols per copy)
     float* column_partials;   // 1D: (ceil(rows / 64), cols) or NULL
-    const __nv_bfloat16* gelu_input;  // 1D, GELU's backward inside: GELU's input (rows, cols)
+    Fp8BlockMade made;        // 1D: what the tensor is made from inside the cast
 } Fp8BlockKernelArgs;
 
 // What a thread carries from tile to tile: the tensor's max |x| (float bits, NaN above inf) and, for the diagnostics,
@@ -569,8 +587,8 @@ __device__ __forceinline__ void fp8_block_gelu_own_chunks(__nv_bfloat16* tile, c
 }
 
 // GELU's backward inside the cast, as fp8_block_gelu_own_chunks: each of this thread's own chunks of `tile` (the
-// gradient of GELU's output) replaced by gelu'(x) * dout in bf16, x the same 8 elements of a.gelu_input (one 16-byte
-// load), element by element as llmc/gelu.cuh's gelu_backward8. Chunks beyond the tensor's edge stay zeros.
+// gradient of GELU's output) replaced by gelu'(x) * dout in bf16, x the same 8 elements of a.made.gelu_input (one
+// 16-byte load), element by element as llmc/gelu.cuh's gelu_backward8. Chunks beyond the tensor's edge stay zeros.
 __device__ __forceinline__ void fp8_block_gelu_backward_own_chunks(__nv_bfloat16* tile, const Fp8BlockKernelArgs& a,
                                                                    int tile_index) {
     const int row0 = tile_index / a.tiles_per_row * FP8_BLOCK_TILE;
@@ -582,7 +600,7 @@ __device__ __forceinline__ void fp8_block_gelu_backward_own_chunks(__nv_bfloat16
         if (row0 + r >= a.rows || col0 + c >= a.cols) { continue; }
         uint4* chunk = reinterpret_cast<uint4*>(tile + r * FP8_BLOCK_TILE + c);
         uint4 packed = *chunk;
-        uint4 x_packed = *reinterpret_cast<const uint4*>(a.gelu_input + (size_t)(row0 + r) * a.cols + col0 + c);
+        uint4 x_packed = *reinterpret_cast<const uint4*>(a.made.gelu_input + (size_t)(row0 + r) * a.cols + col0 + c);
         __nv_bfloat16* values = reinterpret_cast<__nv_bfloat16*>(&packed);
         const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(&x_packed);
 #pragma unroll
@@ -590,6 +608,27 @@ __device__ __forceinline__ void fp8_block_gelu_backward_own_chunks(__nv_bfloat16
             values[j] = __float2bfloat16_rn(gelu_derivative(__bfloat162float(x[j])) * __bfloat162float(values[j]));
         }
         *chunk = packed;
+    }
+}
+
+// LayerNorm inside the cast, as fp8_block_gelu_own_chunks: each of this thread's own chunks of `tile` (8 elements of
+// the residual stream in one row) replaced by layernorm_output8 of them with the row's mean and rstd and the 8
+// columns' weight and bias (16-byte loads: col0 + c is a multiple of 8), the bytes layernorm_forward writes. Chunks
+// beyond the tensor's edge stay zeros.
+__device__ __forceinline__ void fp8_block_layernorm_own_chunks(__nv_bfloat16* tile, const Fp8BlockKernelArgs& a,
+                                                               int tile_index) {
+    const int row0 = tile_index / a.tiles_per_row * FP8_BLOCK_TILE;
+    const int col0 = tile_index % a.tiles_per_row * FP8_BLOCK_TILE;
+    const int r_first = threadIdx.x / 16, c = threadIdx.x % 16 * 8;
+    if (col0 + c >= a.cols) { return; }
+    const uint4 weight = *reinterpret_cast<const uint4*>(a.made.weight + col0 + c);
+    const uint4 bias = *reinterpret_cast<const uint4*>(a.made.bias + col0 + c);
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int row = row0 + r_first + 16 * i;
+        if (row >= a.rows) { continue; }
+        uint4* chunk = reinterpret_cast<uint4*>(tile + (r_first + 16 * i) * FP8_BLOCK_TILE + c);
+        *chunk = layernorm_output8(*chunk, a.made.mean[row], a.made.rstd[row], weight, bias);
     }
 }
 
@@ -613,9 +652,9 @@ __device__ __forceinline__ void fp8_block_cast_finish(const Fp8BlockThreadState*
     }
 }
 
-// SUMS: the 1D cast's column partials; GELU 1: gelu(inp) cast, 2: GELU's input gradient (each an instance of its own,
-// so the casts without them compile as they did)
-template <bool COUNT, int KIND, bool SUMS, int GELU>
+// SUMS: the 1D cast's column partials; MADE: what the tensor is made from inside the cast (Fp8BlockMadeFrom; each an
+// instance of its own, so the casts without them compile as they did)
+template <bool COUNT, int KIND, bool SUMS, int MADE>
 __global__ void __launch_bounds__(FP8_BLOCK_THREADS, FP8_BLOCK_CTAS_PER_SM)
     fp8_block_cast_kernel(const __grid_constant__ Fp8BlockKernelArgs a) {
     extern __shared__ __align__(16) unsigned char fp8_block_smem[];
@@ -635,9 +674,11 @@ __global__ void __launch_bounds__(FP8_BLOCK_THREADS, FP8_BLOCK_CTAS_PER_SM)
         if (next < a.num_tiles) { fp8_block_load_tile(tiles + ((k + 1) & 1) * FP8_BLOCK_TILE_ELEMENTS, a, next); }
         fp8_cp_async_commit();           // (an empty group on the last trip: the wait below still means this tile)
         fp8_cp_async_wait_all_but_one();  // this thread's copies of tile `tile` have landed...
-        if (GELU == 1) { fp8_block_gelu_own_chunks(tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS, a, tile); }
-        if (GELU == 2) { fp8_block_gelu_backward_own_chunks(tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS, a, tile); }
-        __syncthreads();                  // ...and every thread's (with GELU: made GELU's output or input gradient)
+        __nv_bfloat16* landed = tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS;
+        if (MADE == FP8_BLOCK_FROM_GELU) { fp8_block_gelu_own_chunks(landed, a, tile); }
+        if (MADE == FP8_BLOCK_FROM_GELU_BACKWARD) { fp8_block_gelu_backward_own_chunks(landed, a, tile); }
+        if (MADE == FP8_BLOCK_FROM_LAYERNORM) { fp8_block_layernorm_own_chunks(landed, a, tile); }
+        __syncthreads();                  // ...and every thread's (with MADE: the tensor made from them)
         const __nv_bfloat16* t = tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS;
         const int row0 = tile / a.tiles_per_row * FP8_BLOCK_TILE, col0 = tile % a.tiles_per_row * FP8_BLOCK_TILE;
         if (KIND == FP8_BLOCK_TILES) {
@@ -670,7 +711,7 @@ static inline int fp8_block_misaligned(const void* p, unsigned int bytes) { retu
 
 // The launch of one kernel instance over the tiles: a persistent grid of FP8_BLOCK_CTAS_PER_SM CTAs per SM (no more
 // than there are tiles), its dynamic shared memory allowed once per device.
-template <bool COUNT, int KIND, bool SUMS, int GELU>
+template <bool COUNT, int KIND, bool SUMS, int MADE>
 static inline cudaError_t fp8_block_cast_launch(const Fp8BlockKernelArgs* a, cudaStream_t stream) {
     static int configured_device = -1, num_sms = 0;  // per instance: the attribute is per function
     int device;
@@ -679,7 +720,7 @@ static inline cudaError_t fp8_block_cast_launch(const Fp8BlockKernelArgs* a, cud
     if (device != configured_device) {
         err = cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device);
         if (err == cudaSuccess) {
-            err = cudaFuncSetAttribute(fp8_block_cast_kernel<COUNT, KIND, SUMS, GELU>,
+            err = cudaFuncSetAttribute(fp8_block_cast_kernel<COUNT, KIND, SUMS, MADE>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, FP8_BLOCK_SMEM_BYTES);
         }
         if (err != cudaSuccess) { return err; }
@@ -687,34 +728,40 @@ static inline cudaError_t fp8_block_cast_launch(const Fp8BlockKernelArgs* a, cud
     }
     long long ctas = (long long)num_sms * FP8_BLOCK_CTAS_PER_SM;
     int grid = (int)(a->num_tiles < ctas ? a->num_tiles : ctas);
-    fp8_block_cast_kernel<COUNT, KIND, SUMS, GELU><<<grid, FP8_BLOCK_THREADS, FP8_BLOCK_SMEM_BYTES, stream>>>(*a);
+    fp8_block_cast_kernel<COUNT, KIND, SUMS, MADE><<<grid, FP8_BLOCK_THREADS, FP8_BLOCK_SMEM_BYTES, stream>>>(*a);
     return cudaGetLastError();
 }
 
 // The kernel instance for a's outputs: with or without the diagnostics' counting, with or without the column sums
-// (a 1D cast's only), with or without GELU inside (blockwise's 1D instances only: the 1D launcher refuses it under
-// mxfp8, and the 2D one has no gelu)
-template <int KIND, int GELU>
+// (a 1D cast's only), with its tensor made inside or not (blockwise's 1D instances only: the 1D launcher refuses it
+// under mxfp8, and the 2D one never makes it)
+template <int KIND, int MADE>
 static inline cudaError_t fp8_block_cast_run_instance(const Fp8BlockKernelArgs* a, cudaStream_t stream) {
     constexpr bool SUMS = KIND != FP8_BLOCK_TILES;  // (no 2D instance with the sums)
     if (SUMS && a->column_partials) {
-        return a->stats ? fp8_block_cast_launch<true, KIND, SUMS, GELU>(a, stream)
-                        : fp8_block_cast_launch<false, KIND, SUMS, GELU>(a, stream);
+        return a->stats ? fp8_block_cast_launch<true, KIND, SUMS, MADE>(a, stream)
+                        : fp8_block_cast_launch<false, KIND, SUMS, MADE>(a, stream);
     }
-    return a->stats ? fp8_block_cast_launch<true, KIND, false, GELU>(a, stream)
-                    : fp8_block_cast_launch<false, KIND, false, GELU>(a, stream);
+    return a->stats ? fp8_block_cast_launch<true, KIND, false, MADE>(a, stream)
+                    : fp8_block_cast_launch<false, KIND, false, MADE>(a, stream);
 }
 
 template <int KIND>
-static inline cudaError_t fp8_block_cast_run(const Fp8BlockKernelArgs* a, int gelu, cudaStream_t stream) {
+static inline cudaError_t fp8_block_cast_run(const Fp8BlockKernelArgs* a, cudaStream_t stream) {
     if (a->tensor_amax) {
         cudaError_t err = cudaMemsetAsync(a->tensor_amax, 0, sizeof(float), stream);
         if (err != cudaSuccess) { return err; }
     }
-    constexpr bool GELU_OK = KIND == FP8_BLOCK_VEC128;  // (the other kinds compile no GELU instance)
-    if (GELU_OK && gelu == 1) { return fp8_block_cast_run_instance<KIND, GELU_OK ? 1 : 0>(a, stream); }
-    if (GELU_OK && gelu == 2) { return fp8_block_cast_run_instance<KIND, GELU_OK ? 2 : 0>(a, stream); }
-    return fp8_block_cast_run_instance<KIND, 0>(a, stream);
+    constexpr bool MADE_OK = KIND == FP8_BLOCK_VEC128;  // (the other kinds compile no instance that makes its tensor)
+    switch (MADE_OK ? a->made.kind : FP8_BLOCK_FROM_INP) {
+        case FP8_BLOCK_FROM_GELU:
+            return fp8_block_cast_run_instance<KIND, MADE_OK ? FP8_BLOCK_FROM_GELU : 0>(a, stream);
+        case FP8_BLOCK_FROM_GELU_BACKWARD:
+            return fp8_block_cast_run_instance<KIND, MADE_OK ? FP8_BLOCK_FROM_GELU_BACKWARD : 0>(a, stream);
+        case FP8_BLOCK_FROM_LAYERNORM:
+            return fp8_block_cast_run_instance<KIND, MADE_OK ? FP8_BLOCK_FROM_LAYERNORM : 0>(a, stream);
+        default: return fp8_block_cast_run_instance<KIND, FP8_BLOCK_FROM_INP>(a, stream);
+    }
 }
 
 // The checks both launchers share: sizes, the tile count, the bf16 input, the amax and diagnostics cells
@@ -758,13 +805,22 @@ static inline cudaError_t fp8_block_cast_1d_check(const Fp8BlockCast1d* a) {
         (!mxfp8 && (a->rowwise.e8m0 || a->columnwise.e8m0))) {
         return fp8_block_refuse(launcher, "VEC128 scale_invs are blockwise's, E8M0 bytes mxfp8's", a->rows, a->cols);
     }
-    if (a->gelu < 0 || a->gelu > 2 || (a->gelu && mxfp8)) {
-        return fp8_block_refuse(launcher, "gelu is 0, 1 or 2, and GELU inside the cast is blockwise's only", a->rows,
-                                a->cols);
+    const Fp8BlockMade* made = &a->made;
+    if (made->kind < 0 || made->kind >= FP8_BLOCK_MADE_KINDS || (made->kind != FP8_BLOCK_FROM_INP && mxfp8)) {
+        return fp8_block_refuse(launcher, "made.kind is not an Fp8BlockMadeFrom, or the tensor is made inside the cast "
+                                "under mxfp8 (blockwise's only)", a->rows, a->cols);
     }
-    if ((a->gelu == 2) != (a->gelu_input != NULL) || fp8_block_misaligned(a->gelu_input, 16)) {
-        return fp8_block_refuse(launcher, "gelu 2 (GELU's backward) takes GELU's input, 16-byte aligned, and only it "
-                                "does", a->rows, a->cols);
+    const int gelu_backward = made->kind == FP8_BLOCK_FROM_GELU_BACKWARD, layernorm = made->kind == FP8_BLOCK_FROM_LAYERNORM;
+    if (gelu_backward != (made->gelu_input != NULL) || fp8_block_misaligned(made->gelu_input, 16)) {
+        return fp8_block_refuse(launcher, "GELU's backward inside takes GELU's input, 16-byte aligned, and only it does",
+                                a->rows, a->cols);
+    }
+    int ln_pointers = (made->mean != NULL) + (made->rstd != NULL) + (made->weight != NULL) + (made->bias != NULL);
+    if (ln_pointers != (layernorm ? 4 : 0) || fp8_block_misaligned(made->mean, 4) ||
+        fp8_block_misaligned(made->rstd, 4) || fp8_block_misaligned(made->weight, 16) ||
+        fp8_block_misaligned(made->bias, 16)) {
+        return fp8_block_refuse(launcher, "LayerNorm inside takes the row means and rstds (4-byte aligned) and its weight "
+                                "and bias (16-byte aligned), and only it does", a->rows, a->cols);
     }
     cudaError_t err = fp8_block_cast_check_common(launcher, a->inp, a->rows, a->cols, a->amax, a->tensor_amax,
                                                   a->stats, a->scale_range);
@@ -796,9 +852,9 @@ static inline cudaError_t fp8_block_cast_1d(const Fp8BlockCast1d* a, cudaStream_
     const size_t copies = (size_t)fp8_block_copy_wanted(&a->rowwise) + (size_t)fp8_block_copy_wanted(&a->columnwise);
     Fp8BlockKernelArgs k = {a->inp, a->rows, a->cols, tiles_per_row, tiles_per_row * tile_rows, a->cast, a->rowwise,
                             a->columnwise, NULL, NULL, a->amax, a->tensor_amax, a->stats, a->scale_range,
-                            copies * (size_t)a->rows * (size_t)a->cols, a->column_partials, a->gelu_input};
-    return a->cast.scaling == FP8_SCALING_MXFP8 ? fp8_block_cast_run<FP8_BLOCK_MX32>(&k, 0, stream)
-                                                : fp8_block_cast_run<FP8_BLOCK_VEC128>(&k, a->gelu, stream);
+                            copies * (size_t)a->rows * (size_t)a->cols, a->column_partials, a->made};
+    return a->cast.scaling == FP8_SCALING_MXFP8 ? fp8_block_cast_run<FP8_BLOCK_MX32>(&k, stream)
+                                                : fp8_block_cast_run<FP8_BLOCK_VEC128>(&k, stream);
 }
 
 // Checks a 2D cast's shapes and pointers (see the top); cudaErrorInvalidValue, with one line, when they do not hold.
@@ -834,8 +890,9 @@ static inline cudaError_t fp8_block_cast_2d(const Fp8BlockCast2d* a, cudaStream_
     Fp8BlockCopy rowwise = {a->codes, NULL, NULL, NULL}, columnwise = {a->codes_t, NULL, NULL, NULL};
     Fp8BlockKernelArgs k = {a->inp, a->rows, a->cols, tiles_per_row, tiles_per_row * tile_rows, a->cast, rowwise,
                             columnwise, a->scale_inv, a->scale_inv_t, a->amax, a->tensor_amax, a->stats,
-                            a->scale_range, (size_t)a->rows * (size_t)a->cols, NULL, NULL};
-    return fp8_block_cast_run<FP8_BLOCK_TILES>(&k, 0, stream);
+                            a->scale_range, (size_t)a->rows * (size_t)a->cols, NULL, {FP8_BLOCK_FROM_INP, NULL, NULL,
+                            NULL, NULL, NULL}};
+    return fp8_block_cast_run<FP8_BLOCK_TILES>(&k, stream);
 }
 
 #endif  // GPTFP8_BLOCK_QUANTIZE_CUH

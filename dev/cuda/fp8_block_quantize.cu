@@ -24,9 +24,11 @@ order, then the same fp32 scale rule, fp8_block_scale, host + device, and the sa
     output (llmc/gelu.cuh, downloaded: the bytes the trainer's separate GELU writes, as dev/cuda/gelu_fp8 checks
     delayed scaling's fused casts; the CPU's expf and tanhf may differ from CUDA's by an ulp), bit for bit, at d12's
     fcproj input (8192, 3072), at a partial width (272, 1600) and on edge tiles (208, 160), both copies, rowwise only,
-    with the column partials, both formats; and GELU's backward inside (gelu 2: fc's grad_output cast made from the
-    gradient of GELU's output and fch) against the CPU's casts of gelu_backward's output the same way, at d12's fc
-    grad_output (8192, 3072) with its bias gradient's column partials, at (272, 1600) and on edge tiles;
+    with the column partials, both formats; GELU's backward inside (fc's grad_output cast made from the gradient of
+    GELU's output and fch) against the CPU's casts of gelu_backward's output the same way, at d12's fc grad_output
+    (8192, 3072) with its bias gradient's column partials, at (272, 1600) and on edge tiles; and LayerNorm inside (qkv's
+    and fc's input casts made from the residual stream, the row statistics and the parameters) against the CPU's
+    casts of layernorm_forward's output, at (8192, 768), (272, 1600) and on edge tiles;
   - every cast: the amax cell (holding an earlier cast's amax: max-merged, NaN above inf), the tensor amax cell
     (garbage before: the launcher zeroes it), and with the diagnostics the element / saturated / flushed counts and
     the block scale range (float bits) against the CPU's Fp8QuantStats and Fp8BlockScaleRange of the same casts (two
@@ -492,11 +494,11 @@ static void check_column_partials(const char* what, const float* got, const floa
 // trainer casts: the E8M0 bytes and dequantized values only, so rows need not be a multiple of 16). Partial blocks
 // (cols or rows off block_len) are the CPU's: ceil(cols / block_len) blocks a row, ceil(rows / block_len) a column.
 // column_sums: the cast also writes its column partials (a grad_output cast's bias sums), against bias_partials_cpu.
-// gelu_of not NULL: the GPU casts with GELU inside from gelu_of (rows, cols) bf16 on the device, t being
-// gelu_forward's output of it (the CPU casts t's values); with gelu_input too, GELU's backward inside: gelu_of is the
-// gradient of GELU's output, gelu_input GELU's input, t gelu_backward's output of them.
-static void check_cast_1d_from(const Tensor* t, const __nv_bfloat16* gelu_of, const __nv_bfloat16* gelu_input,
-                               Fp8BlockCast cast, int rowwise, int columnwise, int column_sums) {
+// made not NULL: the GPU casts with the tensor made inside the cast (fp8/block_quantize.cuh's Fp8BlockMade, device
+// pointers) from `from` (rows, cols) bf16 on the device, t being what the separate kernel made of it (gelu_forward,
+// gelu_backward, layernorm_forward: the CPU casts t's values).
+static void check_cast_1d_from(const Tensor* t, const __nv_bfloat16* from, const Fp8BlockMade* made, Fp8BlockCast cast,
+                               int rowwise, int columnwise, int column_sums) {
     const int mxfp8 = cast.scaling == FP8_SCALING_MXFP8;
     const int block_len = mxfp8 ? FP8_MXFP8_BLOCK : FP8_BLOCKWISE_BLOCK;
     const size_t rows = (size_t)t->rows, cols = (size_t)t->cols, n = rows * cols;
@@ -508,8 +510,10 @@ static void check_cast_1d_from(const Tensor* t, const __nv_bfloat16* gelu_of, co
     cast_name(what, sizeof(what), "1d", t, &cast, rowwise, columnwise);
     if (columnwise == COLUMNWISE_NO_CODES) { strncat(what, " (no codes)", sizeof(what) - strlen(what) - 1); }
     if (column_sums) { strncat(what, " + column partials", sizeof(what) - strlen(what) - 1); }
-    if (gelu_of) {
-        strncat(what, gelu_input ? ", GELU's backward inside" : ", GELU inside", sizeof(what) - strlen(what) - 1);
+    if (made) {
+        static const char* const inside[FP8_BLOCK_MADE_KINDS] = {"", ", GELU inside", ", GELU's backward inside",
+                                                                 ", LayerNorm inside"};
+        strncat(what, inside[made->kind], sizeof(what) - strlen(what) - 1);
     }
     const size_t chunks = fp8_ceil_div(rows, COLUMN_SUM_ROWS);
     float* want_partials = NULL;
@@ -574,9 +578,8 @@ static void check_cast_1d_from(const Tensor* t, const __nv_bfloat16* gelu_of, co
 
         Fp8BlockCast1d a;
         memset(&a, 0, sizeof(a));
-        a.inp = gelu_of ? gelu_of : t->d_bf16;
-        a.gelu = gelu_of ? (gelu_input ? 2 : 1) : 0;
-        a.gelu_input = gelu_of ? gelu_input : NULL;
+        a.inp = made ? from : t->d_bf16;
+        if (made) { a.made = *made; }
         a.rows = t->rows;
         a.cols = t->cols;
         a.block_len = block_len;
@@ -671,10 +674,11 @@ static void check_cast_1d(const Tensor* t, Fp8BlockCast cast, int rowwise, int c
     check_cast_1d_with(t, cast, rowwise, columnwise, 0);
 }
 
-// gelu_forward's output of x (llmc/gelu.cuh, on the device) as a test tensor: what the CPU casts when the GPU casts
-// with GELU inside from x; with dout, gelu_backward's output of x and dout (GELU's input gradient): what the CPU casts
-// when the GPU casts with GELU's backward inside
-static Tensor gelu_tensor_of_with(const Tensor* x, const Tensor* dout) {
+// What the trainer's separate kernel makes of x (on the device) as a test tensor: what the CPU casts when the GPU casts
+// with that tensor made inside. gelu_forward's output of x; with dout, gelu_backward's output of x and dout (GELU's
+// input gradient); with ln (its weight and bias set, mean and rstd device buffers of x's rows), layernorm_forward's
+// output of x, which fills ln's mean and rstd as its statistics pass does for the fused cast.
+static Tensor made_tensor_of(const Tensor* x, const Tensor* dout, const Fp8BlockMade* ln) {
     Tensor g;
     size_t n = (size_t)x->rows * x->cols;
     g.rows = x->rows;
@@ -682,11 +686,15 @@ static Tensor gelu_tensor_of_with(const Tensor* x, const Tensor* dout) {
     g.bf16 = (uint16_t*)malloc(n * sizeof(uint16_t));
     g.values = (float*)malloc(n * sizeof(float));
     cudaCheck(cudaMalloc(&g.d_bf16, n * sizeof(uint16_t)));
-    if (dout) {
+    if (ln) {
+        layernorm_forward(g.d_bf16, (float*)ln->mean, (float*)ln->rstd, x->d_bf16, ln->weight, ln->bias, 1, x->rows,
+                          x->cols, 0);
+    } else if (dout) {
         gelu_backward(g.d_bf16, x->d_bf16, dout->d_bf16, n, 0);
     } else {
         gelu_forward(g.d_bf16, x->d_bf16, n, 0);
     }
+    cudaCheck(cudaGetLastError());
     cudaCheck(cudaDeviceSynchronize());
     cudaCheck(cudaMemcpy(g.bf16, g.d_bf16, n * sizeof(uint16_t), cudaMemcpyDeviceToHost));
     g.amax_bits = 0u;
@@ -970,7 +978,8 @@ static void test_d12_weights(void) {
     }
 }
 
-static Tensor gelu_tensor_of(const Tensor* x) { return gelu_tensor_of_with(x, NULL); }
+static Tensor gelu_tensor_of(const Tensor* x) { return made_tensor_of(x, NULL, NULL); }
+static const Fp8BlockMade made_gelu = {FP8_BLOCK_FROM_GELU, NULL, NULL, NULL, NULL, NULL};
 
 // GELU inside the blockwise cast (fcproj's input cast made from fch): the cast of gelu_forward's output, bit for bit,
 // at d12's fcproj input (8192, 3072; E4M3, the activations' format, both copies as the training forward's cast with
@@ -979,8 +988,8 @@ static Tensor gelu_tensor_of(const Tensor* x) { return gelu_tensor_of_with(x, NU
 static void test_gelu_inside(void) {
     Tensor x = make_tensor(8192, 3072, VALUES_RANDOM, 0);
     Tensor g = gelu_tensor_of(&x);
-    check_cast_1d_from(&g, x.d_bf16, NULL, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 1, 0);
-    check_cast_1d_from(&g, x.d_bf16, NULL, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 0, 0);
+    check_cast_1d_from(&g, x.d_bf16, &made_gelu, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 1, 0);
+    check_cast_1d_from(&g, x.d_bf16, &made_gelu, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 0, 0);
     free_tensor(&g);
     free_tensor(&x);
     const int shapes[2][2] = {{272, 1600}, {208, 160}};
@@ -988,9 +997,9 @@ static void test_gelu_inside(void) {
         Tensor xe = make_tensor(shapes[s][0], shapes[s][1], VALUES_EDGES, s);
         Tensor ge = gelu_tensor_of(&xe);
         for (int f = 0; f < 2; f++) {
-            check_cast_1d_from(&ge, xe.d_bf16, NULL, blockwise_cast(formats[f], 0.0f, 1), 1, 1,
+            check_cast_1d_from(&ge, xe.d_bf16, &made_gelu, blockwise_cast(formats[f], 0.0f, 1), 1, 1,
                                formats[f] == FP8_E5M2);
-            check_cast_1d_from(&ge, xe.d_bf16, NULL, blockwise_cast(formats[f], 0.0f, 0), 1, 0, 0);
+            check_cast_1d_from(&ge, xe.d_bf16, &made_gelu, blockwise_cast(formats[f], 0.0f, 0), 1, 0, 0);
         }
         free_tensor(&ge);
         free_tensor(&xe);
@@ -1004,10 +1013,9 @@ static void test_gelu_inside(void) {
 static void test_gelu_backward_inside(void) {
     Tensor x = make_tensor(8192, 3072, VALUES_RANDOM, 0);
     Tensor dout = make_tensor(8192, 3072, VALUES_RANDOM, 1);
-    Tensor g = gelu_tensor_of_with(&x, &dout);
-    for (int f = 0; f < 2; f++) {
-        check_cast_1d_from(&g, dout.d_bf16, x.d_bf16, blockwise_cast(formats[f], 0.0f, 1), 1, 1, 1);
-    }
+    Tensor g = made_tensor_of(&x, &dout, NULL);
+    Fp8BlockMade made = {FP8_BLOCK_FROM_GELU_BACKWARD, x.d_bf16, NULL, NULL, NULL, NULL};
+    for (int f = 0; f < 2; f++) { check_cast_1d_from(&g, dout.d_bf16, &made, blockwise_cast(formats[f], 0.0f, 1), 1, 1, 1); }
     free_tensor(&g);
     free_tensor(&dout);
     free_tensor(&x);
@@ -1015,14 +1023,46 @@ static void test_gelu_backward_inside(void) {
     for (int s = 0; s < 2; s++) {
         Tensor xe = make_tensor(shapes[s][0], shapes[s][1], VALUES_EDGES, s);
         Tensor de = make_tensor(shapes[s][0], shapes[s][1], VALUES_EDGES, s + 2);
-        Tensor ge = gelu_tensor_of_with(&xe, &de);
+        Tensor ge = made_tensor_of(&xe, &de, NULL);
+        Fp8BlockMade made_e = {FP8_BLOCK_FROM_GELU_BACKWARD, xe.d_bf16, NULL, NULL, NULL, NULL};
         for (int f = 0; f < 2; f++) {
-            check_cast_1d_from(&ge, de.d_bf16, xe.d_bf16, blockwise_cast(formats[f], 0.0f, 1), 1, 1, 1);
-            check_cast_1d_from(&ge, de.d_bf16, xe.d_bf16, blockwise_cast(formats[f], 0.0f, 0), 1, 0, 0);
+            check_cast_1d_from(&ge, de.d_bf16, &made_e, blockwise_cast(formats[f], 0.0f, 1), 1, 1, 1);
+            check_cast_1d_from(&ge, de.d_bf16, &made_e, blockwise_cast(formats[f], 0.0f, 0), 1, 0, 0);
         }
         free_tensor(&ge);
         free_tensor(&de);
         free_tensor(&xe);
+    }
+}
+
+// LayerNorm inside the blockwise cast (qkv's and fc's input casts made from the residual stream, its statistics pass
+// run first): the cast of layernorm_forward's output, bit for bit, at d12's shape (8192, 768: both copies, the
+// training forward's cast with the kept columnwise copy, and the rowwise copy alone), at d48's width with rows off 128
+// (272, 1600) and on edge tiles (208, 160: NaN, inf, tiny and huge values in a row make its statistics NaN or inf),
+// both formats; the LayerNorm weight and bias random in [-2, 2).
+static void test_layernorm_inside(void) {
+    const int shapes[3][2] = {{8192, 768}, {272, 1600}, {208, 160}};
+    for (int s = 0; s < 3; s++) {
+        int rows = shapes[s][0], cols = shapes[s][1];
+        Tensor x = make_tensor(rows, cols, s == 0 ? VALUES_RANDOM : VALUES_EDGES, s);
+        uint16_t* params = (uint16_t*)malloc(2 * (size_t)cols * sizeof(uint16_t));  // weight, then bias
+        for (int i = 0; i < 2 * cols; i++) { params[i] = bf16_from_float(2.0f * uniform_signed()); }
+        DeviceList dev = {{NULL}, 0};
+        __nv_bfloat16* d_params;
+        float *d_mean, *d_rstd;
+        device_upload(&dev, &d_params, params, 2 * (size_t)cols * sizeof(uint16_t));
+        device_alloc(&dev, &d_mean, (size_t)rows * sizeof(float));
+        device_alloc(&dev, &d_rstd, (size_t)rows * sizeof(float));
+        Fp8BlockMade made = {FP8_BLOCK_FROM_LAYERNORM, NULL, d_mean, d_rstd, d_params, d_params + cols};
+        Tensor ln = made_tensor_of(&x, NULL, &made);
+        for (int f = 0; f < 2; f++) {
+            check_cast_1d_from(&ln, x.d_bf16, &made, blockwise_cast(formats[f], 0.0f, 1), 1, 1, 0);
+            if (s != 1) { check_cast_1d_from(&ln, x.d_bf16, &made, blockwise_cast(formats[f], 0.0f, 0), 1, 0, 0); }
+        }
+        free_tensor(&ln);
+        device_list_free(&dev);
+        free(params);
+        free_tensor(&x);
     }
 }
 
@@ -1102,18 +1142,32 @@ static void test_refusals(void) {
     expect_refused_1d(&a, "blockwise with block_len 32");
     a = good_mx, a.block_len = FP8_BLOCKWISE_BLOCK;
     expect_refused_1d(&a, "mxfp8 with block_len 128");
-    a = good_mx, a.gelu = 1;
+    a = good_mx, a.made.kind = FP8_BLOCK_FROM_GELU;
     expect_refused_1d(&a, "mxfp8 with GELU inside (blockwise's only)");
-    a = good, a.gelu = 3;
-    expect_refused_1d(&a, "gelu 3 (0, 1 or 2)");
-    a = good, a.gelu = 2;
-    expect_refused_1d(&a, "gelu 2 (GELU's backward) without GELU's input");
-    a = good, a.gelu = 1, a.gelu_input = d_x;
-    expect_refused_1d(&a, "gelu 1 given GELU's input (the backward's)");
-    a = good, a.gelu = 2, a.gelu_input = d_x + 1;
+    a = good, a.made.kind = FP8_BLOCK_MADE_KINDS;
+    expect_refused_1d(&a, "made.kind past the kinds");
+    a = good, a.made.kind = FP8_BLOCK_FROM_GELU_BACKWARD;
+    expect_refused_1d(&a, "GELU's backward without GELU's input");
+    a = good, a.made.kind = FP8_BLOCK_FROM_GELU, a.made.gelu_input = d_x;
+    expect_refused_1d(&a, "GELU given GELU's input (the backward's)");
+    a = good, a.made.kind = FP8_BLOCK_FROM_GELU_BACKWARD, a.made.gelu_input = d_x + 1;
     expect_refused_1d(&a, "GELU's input not 16-byte aligned");
-    a = good_mx, a.gelu = 2, a.gelu_input = d_x;
+    a = good_mx, a.made.kind = FP8_BLOCK_FROM_GELU_BACKWARD, a.made.gelu_input = d_x;
     expect_refused_1d(&a, "mxfp8 with GELU's backward inside");
+    {
+        const float* cells = (const float*)d_cells;  // 4-byte aligned floats, as the statistics are
+        Fp8BlockMade ln = {FP8_BLOCK_FROM_LAYERNORM, NULL, cells, cells, d_x, d_x};
+        a = good, a.made = ln, a.made.rstd = NULL;
+        expect_refused_1d(&a, "LayerNorm inside without the row rstds");
+        a = good, a.made = ln, a.made.weight = d_x + 4;
+        expect_refused_1d(&a, "LayerNorm's weight not 16-byte aligned");
+        a = good, a.made = ln, a.made.mean = (const float*)((const char*)cells + 2);
+        expect_refused_1d(&a, "the row means not 4-byte aligned");
+        a = good, a.made.kind = FP8_BLOCK_FROM_INP, a.made.mean = cells;
+        expect_refused_1d(&a, "row means given to a cast that makes nothing");
+        a = good_mx, a.made = ln;
+        expect_refused_1d(&a, "mxfp8 with LayerNorm inside");
+    }
     a = good, a.stats = d_cells->stats;
     expect_refused_1d(&a, "stats without scale_range");
     a = good, a.amax = NULL;
@@ -1296,10 +1350,21 @@ static double bench_activation(int cols, BenchTimer* timer) {
     Fp8BlockCast1d summed = both;  // with the column partials: the trainer's grad_output cast of a biased layer
     summed.column_partials = d_partials;
     Fp8BlockCast1d gelu = both;  // with GELU inside: fcproj's input cast from fch (the same bytes in and out)
-    gelu.gelu = 1;
+    gelu.made.kind = FP8_BLOCK_FROM_GELU;
     Fp8BlockCast1d gelu_backward_cast = summed;  // GELU's backward inside fc's grad_output cast: fch read too
-    gelu_backward_cast.gelu = 2;
-    gelu_backward_cast.gelu_input = d_copy;  // (any bf16 tensor of the shape: the time is what counts here)
+    gelu_backward_cast.made.kind = FP8_BLOCK_FROM_GELU_BACKWARD;
+    gelu_backward_cast.made.gelu_input = d_copy;  // (any bf16 tensor of the shape: the time is what counts here)
+    // LayerNorm inside qkv's input cast: the rows' statistics and the parameters read too (their values do not
+    // change the time: zeros)
+    float* d_stats;
+    __nv_bfloat16* d_ln_params;
+    device_alloc(&dev, &d_stats, 2 * (size_t)rows * sizeof(float));
+    device_alloc(&dev, &d_ln_params, 2 * (size_t)cols * sizeof(__nv_bfloat16));
+    cudaCheck(cudaMemset(d_stats, 0, 2 * (size_t)rows * sizeof(float)));
+    cudaCheck(cudaMemset(d_ln_params, 0, 2 * (size_t)cols * sizeof(__nv_bfloat16)));
+    Fp8BlockCast1d layernorm_cast = both;
+    Fp8BlockMade ln = {FP8_BLOCK_FROM_LAYERNORM, NULL, d_stats, d_stats + rows, d_ln_params, d_ln_params + cols};
+    layernorm_cast.made = ln;
     Fp8BlockCast1d mx;  // mxfp8, both copies, their E8M0 bytes and dequantized bf16
     memset(&mx, 0, sizeof(mx));
     mx.inp = t.d_bf16;
@@ -1342,6 +1407,7 @@ static double bench_activation(int cols, BenchTimer* timer) {
         {"blockwise both copies, GELU inside", &gelu, both_bytes, 0},
         {"blockwise both copies + column partials, GELU's backward inside", &gelu_backward_cast,
          in + both_bytes + (double)partials_bytes, 0},
+        {"blockwise both copies, LayerNorm inside", &layernorm_cast, both_bytes + 8.0 * rows, 0},
         {"mxfp8 both copies: codes, E8M0, dequantized", &mx, mx_bytes, 1},
         {"mxfp8 both dequantized copies (the trainer's)", &mx_trainer, mx_trainer_bytes, 1},
     };
@@ -1440,6 +1506,7 @@ int main(void) {
     RUN_TEST(test_d12_weights);
     RUN_TEST(test_gelu_inside);
     RUN_TEST(test_gelu_backward_inside);
+    RUN_TEST(test_layernorm_inside);
     RUN_TEST(test_refusals);
     benchmark();
     cudaCheck(cudaFree(d_cells));
