@@ -1647,6 +1647,36 @@ static void blockwise_kept_input_five_steps(int recompute) {
 
 static void test_fp8_blockwise_kept_input_five_steps(void) { blockwise_kept_input_five_steps(0); }
 
+// The bf16 tensors a fused cast makes inside (GELU's output, LayerNorm's), which a fused model never writes: filled
+// with a byte pattern in both models before training (made_inside_fill), then counted (made_inside_check): every byte
+// of the fused model's (models[0]) still the pattern, few of the other's.
+static const GpuBuffer made_inside_buffers[3] = {GPU_FCH_GELU, GPU_LN1, GPU_LN2};
+static const char* const made_inside_names[3] = {"fch_gelu", "ln1", "ln2"};
+static floatX* made_inside_of(gpu::GPT2* m, int k) { return k == 0 ? m->acts.fch_gelu : k == 1 ? m->acts.ln1 : m->acts.ln2; }
+
+static void made_inside_fill(gpu::GPT2* models[2]) {
+    for (int k = 0; k < 3; k++) {
+        for (int m = 0; m < 2; m++) {
+            cudaCheck(cudaMemset(made_inside_of(models[m], k), 0xA5, models[0]->memory.bytes[made_inside_buffers[k]]));
+        }
+    }
+}
+
+static void made_inside_check(gpu::GPT2* models[2], const char* what) {
+    for (int k = 0; k < 3; k++) {
+        size_t bytes = models[0]->memory.bytes[made_inside_buffers[k]], untouched[2] = {0, 0};
+        uint8_t* host = (uint8_t*)malloc(bytes);
+        for (int m = 0; m < 2; m++) {
+            cudaCheck(cudaMemcpy(host, made_inside_of(models[m], k), bytes, cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < bytes; i++) { untouched[m] += host[i] == 0xA5; }
+        }
+        free(host);
+        CHECK(untouched[0] == bytes && untouched[1] < bytes / 2,
+              "%s %s (%zu bytes): %zu bytes as filled in the fused model (want all), %zu in the other (want few)", what,
+              made_inside_names[k], bytes, untouched[0], untouched[1]);
+    }
+}
+
 // Blockwise's block casts that make their tensor inside (fp8/block_quantize.cuh's Fp8BlockMade): GELU in fcproj's
 // input cast (gelu_in_block_cast), GELU's backward in fc's grad_output cast (gelu_in_block_grad_output_cast) and
 // LayerNorm in qkv's and fc's input casts (layernorm_in_block_cast), against gelu_forward / gelu_backward /
@@ -1675,24 +1705,11 @@ static void test_fp8_blockwise_fused_casts_bit_identical(void) {
               "block %d: LayerNorm inside qkv's and fc's input block casts in the fused model, not in the other", l);
     }
     gpu::GPT2* models[2] = {&fused, &separate};
-    // the bf16 tensors the fused casts make inside: filled with a byte pattern first, in both models
-    struct {
-        const char* name;
-        GpuBuffer buffer;
-        floatX* of[2];
-    } made_inside[] = {
-        {"fch_gelu", GPU_FCH_GELU, {fused.acts.fch_gelu, separate.acts.fch_gelu}},
-        {"ln1", GPU_LN1, {fused.acts.ln1, separate.acts.ln1}},
-        {"ln2", GPU_LN2, {fused.acts.ln2, separate.acts.ln2}},
-    };
-    const int num_made_inside = (int)(sizeof(made_inside) / sizeof(made_inside[0]));
     for (int m = 0; m < 2; m++) {
         models[m]->fp8_collect_stats = 1;
         cudaCheck(cudaMemset(models[m]->fp8_stats, 0, (size_t)models[m]->fp8.num_slots * sizeof(Fp8QuantStats)));
-        for (int k = 0; k < num_made_inside; k++) {
-            cudaCheck(cudaMemset(made_inside[k].of[m], 0xA5, fused.memory.bytes[made_inside[k].buffer]));
-        }
     }
+    made_inside_fill(models);
     int n = shape->B * shape->T;
     int* inputs = (int*)malloc((size_t)n * sizeof(int));
     int* targets = (int*)malloc((size_t)n * sizeof(int));
@@ -1738,18 +1755,7 @@ static void test_fp8_blockwise_fused_casts_bit_identical(void) {
         free(a);
         free(b);
     }
-    for (int k = 0; k < num_made_inside; k++) {
-        size_t bytes = fused.memory.bytes[made_inside[k].buffer], untouched[2] = {0, 0};
-        uint8_t* host = (uint8_t*)malloc(bytes);
-        for (int m = 0; m < 2; m++) {
-            cudaCheck(cudaMemcpy(host, made_inside[k].of[m], bytes, cudaMemcpyDeviceToHost));
-            for (size_t i = 0; i < bytes; i++) { untouched[m] += host[i] == 0xA5; }
-        }
-        CHECK(untouched[0] == bytes && untouched[1] < bytes / 2,
-              "blockwise %s (%zu bytes): %zu bytes as filled with the tensor made in the cast (want all), %zu in the "
-              "other (want few)", made_inside[k].name, bytes, untouched[0], untouched[1]);
-        free(host);
-    }
+    made_inside_check(models, "blockwise");
     // the last backward's block 0: the fused model's dbt4c still holds the gradient of GELU's output, which
     // gelu_backward turns into what the separate model's gelu_backward left in its dbt4c (GELU's input gradient)
     size_t n4 = (size_t)shape->B * shape->T * 4 * shape->C;
@@ -1935,22 +1941,7 @@ static void fused_fp8_casts_bit_identical_at(const TestShape* shape, uint64_t se
         models[m]->fp8_collect_stats = 1;
         cudaCheck(cudaMemset(models[m]->fp8_stats, 0, (size_t)models[m]->fp8.num_slots * sizeof(Fp8QuantStats)));
     }
-    // the bf16 outputs the fused casts make inside: filled with a byte pattern first, in both models
-    struct {
-        const char* name;
-        GpuBuffer buffer;
-        floatX* of[2];
-    } made_inside[] = {
-        {"fch_gelu", GPU_FCH_GELU, {fused.acts.fch_gelu, separate.acts.fch_gelu}},
-        {"ln1", GPU_LN1, {fused.acts.ln1, separate.acts.ln1}},
-        {"ln2", GPU_LN2, {fused.acts.ln2, separate.acts.ln2}},
-    };
-    const int num_made_inside = (int)(sizeof(made_inside) / sizeof(made_inside[0]));
-    for (int k = 0; k < num_made_inside; k++) {
-        for (int m = 0; m < 2; m++) {
-            cudaCheck(cudaMemset(made_inside[k].of[m], 0xA5, fused.memory.bytes[made_inside[k].buffer]));
-        }
-    }
+    made_inside_fill(models);  // (the bf16 outputs the fused casts make inside)
     int BT = shape->B * shape->T;
     int* inputs = (int*)malloc((size_t)BT * sizeof(int));
     int* targets = (int*)malloc((size_t)BT * sizeof(int));
@@ -1992,19 +1983,7 @@ static void fused_fp8_casts_bit_identical_at(const TestShape* shape, uint64_t se
         free(a);
         free(b);
     }
-    for (int k = 0; k < num_made_inside; k++) {
-        size_t bytes = fused.memory.bytes[made_inside[k].buffer];
-        size_t untouched[2] = {0, 0};
-        uint8_t* host = (uint8_t*)malloc(bytes);
-        for (int m = 0; m < 2; m++) {
-            cudaCheck(cudaMemcpy(host, made_inside[k].of[m], bytes, cudaMemcpyDeviceToHost));
-            for (size_t i = 0; i < bytes; i++) { untouched[m] += host[i] == 0xA5; }
-        }
-        free(host);
-        CHECK(untouched[0] == bytes && untouched[1] < bytes / 2,
-              "%s (%zu bytes): %zu bytes as filled in the fused model (want all), %zu in the other (want few)",
-              made_inside[k].name, bytes, untouched[0], untouched[1]);
-    }
+    made_inside_check(models, "delayed");
     gpt2_free(&fused);
     gpt2_free(&separate);
     gpt2_free(&cpu_fused);

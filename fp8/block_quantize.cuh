@@ -564,73 +564,61 @@ __device__ __forceinline__ void fp8_block_column_sums(const Fp8BlockKernelArgs& 
 // ----------------------------------------------------------------------------
 // the kernel: a persistent loop over the tiles, double-buffered
 
-// GELU inside the cast: the chunks this thread's own cp.async copies (fp8_block_load_tile's) brought into `tile`
-// replaced by gelu(x) in bf16, element by element as llmc/gelu.cuh's gelu_forward8 (gelu_value in fp32, rounded to
-// nearest even). Only its own: its cp.async wait made them visible to it; the tile's barrier after this makes the
-// GELU values visible to the others. Chunks beyond the tensor's edge stay zeros (gelu(0) is 0 anyway).
-__device__ __forceinline__ void fp8_block_gelu_own_chunks(__nv_bfloat16* tile, const Fp8BlockKernelArgs& a,
-                                                          int tile_index) {
+// The tensor made inside the cast (Fp8BlockMade): each chunk of 8 bf16 this thread's own cp.async copies
+// (fp8_block_load_tile's) brought into `tile`, within the tensor, replaced by what `make` makes of it (row and column:
+// the chunk's first element in the tensor; the column a multiple of 8). Only its own: its cp.async wait made them
+// visible to it; the tile's barrier after this makes the new values visible to the others. Chunks beyond the tensor's
+// edge stay zeros.
+template <typename Make>
+__device__ __forceinline__ void fp8_block_make_own_chunks(__nv_bfloat16* tile, const Fp8BlockKernelArgs& a,
+                                                          int tile_index, const Make& make) {
     const int row0 = tile_index / a.tiles_per_row * FP8_BLOCK_TILE;
     const int col0 = tile_index % a.tiles_per_row * FP8_BLOCK_TILE;
     const int r_first = threadIdx.x / 16, c = threadIdx.x % 16 * 8;
+    if (col0 + c >= a.cols) { return; }
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         const int r = r_first + 16 * i;
-        if (row0 + r >= a.rows || col0 + c >= a.cols) { continue; }
+        if (row0 + r >= a.rows) { continue; }
         uint4* chunk = reinterpret_cast<uint4*>(tile + r * FP8_BLOCK_TILE + c);  // 16 bytes in, 16 out
-        uint4 packed = *chunk;
-        __nv_bfloat16* values = reinterpret_cast<__nv_bfloat16*>(&packed);
-#pragma unroll
-        for (int j = 0; j < 8; j++) { values[j] = __float2bfloat16_rn(gelu_value(__bfloat162float(values[j]))); }
-        *chunk = packed;
+        *chunk = make(*chunk, row0 + r, col0 + c);
     }
 }
 
-// GELU's backward inside the cast, as fp8_block_gelu_own_chunks: each of this thread's own chunks of `tile` (the
-// gradient of GELU's output) replaced by gelu'(x) * dout in bf16, x the same 8 elements of a.made.gelu_input (one
-// 16-byte load), element by element as llmc/gelu.cuh's gelu_backward8. Chunks beyond the tensor's edge stay zeros.
-__device__ __forceinline__ void fp8_block_gelu_backward_own_chunks(__nv_bfloat16* tile, const Fp8BlockKernelArgs& a,
-                                                                   int tile_index) {
-    const int row0 = tile_index / a.tiles_per_row * FP8_BLOCK_TILE;
-    const int col0 = tile_index % a.tiles_per_row * FP8_BLOCK_TILE;
-    const int r_first = threadIdx.x / 16, c = threadIdx.x % 16 * 8;
+// What each kind makes of a chunk, element by element as the separate kernels do (the same bytes): gelu(x) in bf16 as
+// llmc/gelu.cuh's gelu_forward8 (gelu_value in fp32, rounded to nearest even); gelu'(x) * dout as gelu_backward8, the
+// chunk being dout and x the same 8 elements of GELU's input (one 16-byte load); LayerNorm as llmc/layernorm.cuh's
+// layernorm_output8, with the row's mean and rstd and the 8 columns' weight and bias.
+struct Fp8BlockMakeGelu {
+    __device__ __forceinline__ uint4 operator()(uint4 packed, int, int) const {
+        __nv_bfloat16* values = reinterpret_cast<__nv_bfloat16*>(&packed);
 #pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const int r = r_first + 16 * i;
-        if (row0 + r >= a.rows || col0 + c >= a.cols) { continue; }
-        uint4* chunk = reinterpret_cast<uint4*>(tile + r * FP8_BLOCK_TILE + c);
-        uint4 packed = *chunk;
-        uint4 x_packed = *reinterpret_cast<const uint4*>(a.made.gelu_input + (size_t)(row0 + r) * a.cols + col0 + c);
+        for (int j = 0; j < 8; j++) { values[j] = __float2bfloat16_rn(gelu_value(__bfloat162float(values[j]))); }
+        return packed;
+    }
+};
+struct Fp8BlockMakeGeluBackward {
+    const __nv_bfloat16* gelu_input;
+    int cols;
+    __device__ __forceinline__ uint4 operator()(uint4 packed, int row, int col) const {
+        uint4 x_packed = *reinterpret_cast<const uint4*>(gelu_input + (size_t)row * cols + col);
         __nv_bfloat16* values = reinterpret_cast<__nv_bfloat16*>(&packed);
         const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(&x_packed);
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             values[j] = __float2bfloat16_rn(gelu_derivative(__bfloat162float(x[j])) * __bfloat162float(values[j]));
         }
-        *chunk = packed;
+        return packed;
     }
-}
-
-// LayerNorm inside the cast, as fp8_block_gelu_own_chunks: each of this thread's own chunks of `tile` (8 elements of
-// the residual stream in one row) replaced by layernorm_output8 of them with the row's mean and rstd and the 8
-// columns' weight and bias (16-byte loads: col0 + c is a multiple of 8), the bytes layernorm_forward writes. Chunks
-// beyond the tensor's edge stay zeros.
-__device__ __forceinline__ void fp8_block_layernorm_own_chunks(__nv_bfloat16* tile, const Fp8BlockKernelArgs& a,
-                                                               int tile_index) {
-    const int row0 = tile_index / a.tiles_per_row * FP8_BLOCK_TILE;
-    const int col0 = tile_index % a.tiles_per_row * FP8_BLOCK_TILE;
-    const int r_first = threadIdx.x / 16, c = threadIdx.x % 16 * 8;
-    if (col0 + c >= a.cols) { return; }
-    const uint4 weight = *reinterpret_cast<const uint4*>(a.made.weight + col0 + c);
-    const uint4 bias = *reinterpret_cast<const uint4*>(a.made.bias + col0 + c);
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const int row = row0 + r_first + 16 * i;
-        if (row >= a.rows) { continue; }
-        uint4* chunk = reinterpret_cast<uint4*>(tile + (r_first + 16 * i) * FP8_BLOCK_TILE + c);
-        *chunk = layernorm_output8(*chunk, a.made.mean[row], a.made.rstd[row], weight, bias);
+};
+struct Fp8BlockMakeLayerNorm {
+    const Fp8BlockMade* made;
+    __device__ __forceinline__ uint4 operator()(uint4 packed, int row, int col) const {
+        return layernorm_output8(packed, made->mean[row], made->rstd[row],
+                                 *reinterpret_cast<const uint4*>(made->weight + col),
+                                 *reinterpret_cast<const uint4*>(made->bias + col));
     }
-}
+};
 
 // The end of a cast, every thread: the CTA's max |x| into *amax (and *tensor_amax), and with COUNT its counts and
 // scale range into the diagnostics (CTA 0 adds the element count).
@@ -675,9 +663,13 @@ __global__ void __launch_bounds__(FP8_BLOCK_THREADS, FP8_BLOCK_CTAS_PER_SM)
         fp8_cp_async_commit();           // (an empty group on the last trip: the wait below still means this tile)
         fp8_cp_async_wait_all_but_one();  // this thread's copies of tile `tile` have landed...
         __nv_bfloat16* landed = tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS;
-        if (MADE == FP8_BLOCK_FROM_GELU) { fp8_block_gelu_own_chunks(landed, a, tile); }
-        if (MADE == FP8_BLOCK_FROM_GELU_BACKWARD) { fp8_block_gelu_backward_own_chunks(landed, a, tile); }
-        if (MADE == FP8_BLOCK_FROM_LAYERNORM) { fp8_block_layernorm_own_chunks(landed, a, tile); }
+        if (MADE == FP8_BLOCK_FROM_GELU) { fp8_block_make_own_chunks(landed, a, tile, Fp8BlockMakeGelu{}); }
+        if (MADE == FP8_BLOCK_FROM_GELU_BACKWARD) {
+            fp8_block_make_own_chunks(landed, a, tile, Fp8BlockMakeGeluBackward{a.made.gelu_input, a.cols});
+        }
+        if (MADE == FP8_BLOCK_FROM_LAYERNORM) {
+            fp8_block_make_own_chunks(landed, a, tile, Fp8BlockMakeLayerNorm{&a.made});
+        }
         __syncthreads();                  // ...and every thread's (with MADE: the tensor made from them)
         const __nv_bfloat16* t = tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS;
         const int row0 = tile / a.tiles_per_row * FP8_BLOCK_TILE, col0 = tile % a.tiles_per_row * FP8_BLOCK_TILE;
