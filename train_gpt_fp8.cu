@@ -967,7 +967,7 @@ static void fp8_recipe_cast(GPT2* model, LinearCast* c, Fp8Operand* t) {
 // cast from inp: gelu(inp) (fcproj's forward input, inp fch: gelu_fcproj_forward), GELU's input gradient (fc's
 // grad_output, inp the gradient of GELU's output: gelu_fc_grad_output), LayerNorm(inp) (qkv's and fc's forward
 // input, inp the residual stream: layernorm_linear_forward). None has a bf16 view (a BF16 GEMM given it dies: the
-// rules in block_cast_is_only_reader and gelu_in_block_grad_output_cast say none reads it).
+// rules in block_cast_makes_input and gelu_in_block_grad_output_cast say none reads it).
 static Fp8Operand linear_cast_of(GPT2* model, int module, LinearOperand operand, const floatX* inp, int rows,
                                  int record, float* dbias, const Fp8BlockMade* made) {
     LinearModule lm = linear_module(model, module);
