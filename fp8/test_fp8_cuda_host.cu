@@ -91,8 +91,9 @@ static void test_quantize_launch_preconditions(void) {
 // accept partial blocks (any width: the last block of a row or column cut short). Refused: a block length that is not
 // the recipe's, columns off the 16-byte bf16 loads (a multiple of 8), transposed codes whose rows are off their
 // 16-byte stores (a multiple of 16), misaligned inputs and outputs, the other recipe's scale array, counters without a
-// scale range or at 4 bytes, no amax cell, GELU inside under mxfp8 or a gelu flag not 0 or 1, a 2D cast missing an
-// output, mxfp8 given to the 2D cast, more tiles than the grid loop counts. (The acceptances call the checks only:
+// scale range or at 4 bytes, no amax cell, a tensor made inside the cast (GELU, GELU's backward, LayerNorm) under
+// mxfp8, of no known kind, or without (or with another kind's) pointers, or with them misaligned; a 2D cast missing
+// an output, mxfp8 given to the 2D cast, more tiles than the grid loop counts. (The acceptances call the checks only:
 // launching needs a GPU.)
 static void test_block_cast_launch_preconditions(void) {
     uint8_t* codes = (uint8_t*)0x7f0000000000;  // never dereferenced: every call below is refused first
@@ -197,14 +198,39 @@ static void test_block_cast_launch_preconditions(void) {
     a.column_partials = (float*)0x7f0000800004;
     CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "mxfp8 with column partials passes");
     a = good;
-    a.gelu = 1;  // fcproj's input cast from fch, GELU inside (blockwise's only)
+    a.made.kind = FP8_BLOCK_FROM_GELU;  // fcproj's input cast from fch, GELU inside (blockwise's only)
     CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "blockwise with GELU inside passes");
     a.column_partials = (float*)0x7f0000800000;
     CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "blockwise with GELU inside and column partials passes");
-    a.gelu = 2;
-    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "gelu 2 (0 or 1)");
+    a.made.kind = FP8_BLOCK_MADE_KINDS;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "made.kind past the kinds");
+    // GELU's backward inside fc's grad_output cast: GELU's input, 16-byte aligned, and only with that kind
+    const __nv_bfloat16* fch = (const __nv_bfloat16*)0x7f0000900000;
+    a.made.kind = FP8_BLOCK_FROM_GELU_BACKWARD;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "GELU's backward without GELU's input");
+    a.made.gelu_input = fch;
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "GELU's backward with GELU's input and column partials passes");
+    a.made.gelu_input = fch + 4;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "GELU's input 8 bytes past 16");
+    a.made.kind = FP8_BLOCK_FROM_GELU, a.made.gelu_input = fch;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "GELU's input given to the forward's GELU");
+    // LayerNorm inside qkv's and fc's input casts: the four pointers, aligned, and only with that kind
+    const float* row_stats = (const float*)0x7f0000a00000;
+    const __nv_bfloat16* params = (const __nv_bfloat16*)0x7f0000b00000;
+    Fp8BlockMade ln = {FP8_BLOCK_FROM_LAYERNORM, NULL, row_stats, row_stats + 1, params, params + 8};
     a = good;
-    a.gelu = 1;
+    a.made = ln;
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "blockwise with LayerNorm inside passes");
+    a.made.bias = NULL;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "LayerNorm inside without its bias");
+    a.made = ln, a.made.weight = params + 4;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "LayerNorm's weight 8 bytes past 16");
+    a.made = ln, a.made.rstd = (const float*)((const char*)row_stats + 2);
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "the row rstds 2 bytes past 4");
+    a.made = ln, a.made.kind = FP8_BLOCK_FROM_GELU;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "LayerNorm's pointers given to GELU");
+    a = good;
+    a.made.kind = FP8_BLOCK_FROM_GELU;
     a.cast = mxfp8;
     a.block_len = FP8_MXFP8_BLOCK;
     a.rowwise.scale_inv = a.columnwise.scale_inv = NULL;
