@@ -52,7 +52,8 @@ Memory: every device buffer is planned first (llmc/memory_plan.h); the plan is p
 free memory (one line saying what to change when it does not fit), then allocated as planned.
 
 Several GPUs: NCCL data parallelism with ZeRO-1 and one amax all-reduce per step (llmc/multi_gpu.cuh). The backward
-is deterministic (no float atomics), so the same data gives the same bits, run after run and across a resume.
+is deterministic (no float atomics), so the same data gives the same bits, run after run (with the same GEMM
+algorithms: -gemm_autotune's choices, kept in the run folder) and across a resume.
 The fused casts run with delayed scaling (current scaling takes its scale from the tensor, after it is made), and
 blockwise's block casts with GELU, GELU's backward or LayerNorm inside (each block's scale from its own amax inside
 the cast).
@@ -1036,6 +1037,10 @@ static Fp8Operand linear_cast_of(GPT2* model, int module, LinearOperand operand,
     if (casts) {
         c.format = fp8_meta_slot_format(meta, c.slot);
         fp8_recipe_cast(model, &c, &t);
+    }
+    if (c.dbias && made_inside) {  // (inp is not the tensor cast: its bias sums had to come from the cast's pass)
+        die("linear_cast: module %d's %s made inside its cast left its bias gradient unsummed", module,
+            linear_operand_use[operand].name);
     }
     if (c.dbias) { bias_backward(c.dbias, inp, c.rows, c.cols, model->column_partials, model->stream); }
     return t;

@@ -152,8 +152,10 @@ static inline int gemm_choice_split(char* line, char** fields, int max) {
     }
 }
 
+// An integer as the writer writes it: decimal digits, a '-' first at most (no '+', no spaces), within [lo, hi]
 static inline int gemm_choice_parse_long(const char* s, long lo, long hi, long* out) {
     char* end = NULL;
+    if (!((s[0] >= '0' && s[0] <= '9') || (s[0] == '-' && s[1] >= '0' && s[1] <= '9'))) { return -1; }
     errno = 0;
     long v = strtol(s, &end, 10);
     if (end == s || *end != '\0' || errno != 0 || v < lo || v > hi) { return -1; }
@@ -235,7 +237,7 @@ static inline int gemm_choices_read(const char* path, GemmChoices* c, char* err,
         int count = gemm_choice_split(line, fields, GEMM_CHOICE_KEY_WORDS + 5);
         if (count != GEMM_CHOICE_KEY_WORDS + 5) { wrong = "not the 22 columns of a problem's row"; continue; }
         for (int i = 0; i < GEMM_CHOICE_KEY_WORDS && !wrong; i++) {
-            long v;
+            long v = 0;
             if (gemm_choice_parse_long(fields[i], 0, INT32_MAX, &v)) { wrong = "a key column that is not an integer >= 0"; }
             row.key[i] = (int32_t)v;
         }
@@ -260,7 +262,10 @@ static inline int gemm_choices_read(const char* path, GemmChoices* c, char* err,
     int read_error = !wrong && ferror(f);
     free(line);
     fclose(f);
-    if (!wrong && !read_error && number < 3) { wrong = "fewer than its three header lines"; }
+    if (!wrong && !read_error && number < 3) {
+        wrong = "fewer than its three header lines";
+        number = number + 1;  // the line missing (an empty file: line 1)
+    }
     if (read_error) {
         snprintf(err, errlen, "cannot read %s: a read error", path);
     } else if (wrong) {
@@ -280,13 +285,13 @@ static inline char* gemm_choices_set_aside(const char* path, char* err, size_t e
     for (int n = 1;; n++) {
         char* kept = alloc_printf("%s.%d", path, n);
         struct stat st;
-        if (lstat(kept, &st) != 0 && errno == ENOENT) {
-            if (rename(path, kept) == 0) { return kept; }
+        if (lstat(kept, &st) != 0) {
+            if (errno == ENOENT && rename(path, kept) == 0) { return kept; }
             snprintf(err, errlen, "cannot keep %s as %s: %s", path, kept, strerror(errno));
             free(kept);
             return NULL;
         }
-        free(kept);
+        free(kept);  // taken: the next number
     }
 }
 

@@ -168,7 +168,7 @@ static void test_damaged_files_refused(void) {
         const char* name;
         char text[8192];
         const char* expect;  // in the error
-    } cases[10];
+    } cases[12];
     int k = 0;
     // a cut file: the last line without its newline
     snprintf(cases[k].text, sizeof(cases[k].text), "%.*s", (int)(n - 5), good);
@@ -206,7 +206,12 @@ static void test_damaged_files_refused(void) {
     cases[k].name = "twice", cases[k++].expect = "line 6: a problem that has a row already";
     // the header alone
     snprintf(cases[k].text, sizeof(cases[k].text), "%s\n", GEMM_CHOICE_MAGIC);
-    cases[k].name = "header", cases[k++].expect = "line 1: fewer than its three header lines";
+    cases[k].name = "header", cases[k++].expect = "line 2: fewer than its three header lines";
+    cases[k].text[0] = '\0';  // an empty file: its first line missing
+    cases[k].name = "empty", cases[k++].expect = "line 1: fewer than its three header lines";
+    // a key word with a '+' (strtol would take it; the writer never writes one)
+    snprintf(cases[k].text, sizeof(cases[k].text), "%.*s+%s", (int)head, good, row3);
+    cases[k].name = "plus", cases[k++].expect = "line 4: a key column that is not an integer >= 0";
     for (int i = 0; i < k; i++) {
         char* path = write_text(cases[i].name, cases[i].text);
         GemmChoices back;

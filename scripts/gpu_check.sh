@@ -1139,7 +1139,9 @@ stage_train() {
             rm -rf "$dir" && mkdir -p "$dir/straight" || exit 1
             ./train_gpt_fp8 "$@" -o "$dir/resumed" -debug_kill_step 9
             [ $? -eq 137 ] || { echo "the run to resume was not killed at step 9"; rm -rf "$dir"; exit 1; }
-            cp "$dir/resumed/gemm_algos_00000.tsv" "$dir/straight/" || { rm -rf "$dir"; exit 1; }
+            if [ -f "$dir/resumed/gemm_algos_00000.tsv" ]; then  # (none with -gemm_autotune 0 or 1 in the flags)
+                cp "$dir/resumed/gemm_algos_00000.tsv" "$dir/straight/" || { rm -rf "$dir"; exit 1; }
+            fi
             ./train_gpt_fp8 "$@" -o "$dir/straight" || { rm -rf "$dir"; exit 1; }
             ./train_gpt_fp8 "$@" -o "$dir/resumed" -y 1 || { rm -rf "$dir"; exit 1; }
             if diff -r -q "$dir/straight" "$dir/resumed"; then

@@ -38,8 +38,9 @@ kernels attention, this project's kernels by their names); a kernel no pattern k
 The FP8 cast kernel with GELU or LayerNorm inside (llmc/gelu_fp8.cuh, llmc/layernorm_fp8.cuh: its template argument
 names the input, GeluForwardInput, GeluBackwardInput or LayerNormInput) is listed as
 "fp8_cast_transpose_amax_kernel[GeluForwardInput]" and counted as "gelu + fp8 cast" or "layernorm + fp8 cast", apart
-from the plain casts; so is blockwise's block cast with GELU or GELU's backward inside (fp8/block_quantize.cuh: its
-last template argument 1 or 2), as "fp8_block_cast_kernel[GeluForwardInput]" or "[GeluBackwardInput]". The residual
+from the plain casts; so is blockwise's block cast with GELU, GELU's backward or LayerNorm inside
+(fp8/block_quantize.cuh: its last template argument 1, 2 or 3), as "fp8_block_cast_kernel[GeluForwardInput]",
+"[GeluBackwardInput]" or "[LayerNormInput]". The residual
 add in LayerNorm's pass (residual_layernorm_forward_rows_kernel) counts as layernorm.
 Prints the Markdown tables (also into --out): kinds per run with the difference to the first run, then each run's
 --top kernels (default 15). --brief prints instead one line per run ("fp8: 600 kernels, 95.100 ms of 110.600
@@ -92,21 +93,22 @@ def die(message):
 
 # the input a cast kernel's template argument names, where it is not the plain bf16 tensor (fp8/quantize.cuh's Input)
 FUSED_INPUT = re.compile(r"\b(Gelu\w*Input|LayerNormInput)\b")
-# fp8/block_quantize.cuh's block cast: its last template argument GELU, 1 GELU inside, 2 GELU's backward inside
-BLOCK_CAST_GELU = re.compile(r"^(?:void )?fp8_block_cast_kernel<[^<>]*,\s*(?:\(int\))?([12])>")
-BLOCK_CAST_GELU_INPUT = {"1": "GeluForwardInput", "2": "GeluBackwardInput"}
+# fp8/block_quantize.cuh's block cast: its last template argument MADE, 1 GELU inside, 2 GELU's backward, 3 LayerNorm
+BLOCK_CAST_MADE = re.compile(r"^(?:void )?fp8_block_cast_kernel<[^<>]*,\s*(?:\(int\))?([123])>")
+BLOCK_CAST_MADE_INPUT = {"1": "GeluForwardInput", "2": "GeluBackwardInput", "3": "LayerNormInput"}
 
 
 def base_name(name):
     """'void ns::foo_kernel<__nv_fp8_e4m3, (bool)1>(const float *, int)' -> 'ns::foo_kernel': no return type, no
     template arguments, no parameter list (cuBLASLt's and cuDNN's extern "C" names pass unchanged); a cast with GELU
     or LayerNorm inside keeps its input's name: 'fp8_cast_transpose_amax_kernel[GeluBackwardInput]', and a block cast
-    with GELU or its backward inside the name of the per-tensor cast's input: 'fp8_block_cast_kernel[GeluForwardInput]'."""
+    with GELU, its backward or LayerNorm inside the name of the per-tensor cast's input:
+    'fp8_block_cast_kernel[GeluForwardInput]'."""
     fused = FUSED_INPUT.search(name)
     base = plain_base_name(name)
-    block_gelu = BLOCK_CAST_GELU.search(name.strip())
-    if block_gelu:
-        return f"{base}[{BLOCK_CAST_GELU_INPUT[block_gelu.group(1)]}]"
+    block_made = BLOCK_CAST_MADE.search(name.strip())
+    if block_made:
+        return f"{base}[{BLOCK_CAST_MADE_INPUT[block_made.group(1)]}]"
     return f"{base}[{fused.group(1)}]" if fused else base
 
 

@@ -84,10 +84,12 @@ expect_contains kernel_gelu_fp8_cast_named_by_its_input \
 block_plain='void fp8_block_cast_kernel<(bool)1, (int)0, (bool)1, (int)0>(Fp8BlockKernelArgs)'
 block_gelu='void fp8_block_cast_kernel<(bool)0, (int)0, (bool)0, (int)1>(Fp8BlockKernelArgs)'
 block_gelu_backward='void fp8_block_cast_kernel<(bool)0, (int)0, (bool)1, (int)2>(Fp8BlockKernelArgs)'
-write_csv "$tmp/block.csv" usecond "$block_plain|100" "$block_gelu|200" "$block_gelu_backward|300"
+block_layernorm='void fp8_block_cast_kernel<(bool)0, (int)0, (bool)0, (int)3>(Fp8BlockKernelArgs)'
+write_csv "$tmp/block.csv" usecond "$block_plain|100" "$block_gelu|200" "$block_gelu_backward|300" "$block_layernorm|400"
 block_out=$(python3 "$script" --label blockwise "$tmp/block.csv" 2>&1)
-expect_kind_row kind_block_gelu_casts "| gelu + fp8 cast | 0.500 (83.3%) |" "$block_out"
-expect_kind_row kind_block_plain_cast "| fp8 cast | 0.100 (16.7%) |" "$block_out"
+expect_kind_row kind_block_gelu_casts "| gelu + fp8 cast | 0.500 (50.0%) |" "$block_out"
+expect_kind_row kind_block_layernorm_cast "| layernorm + fp8 cast | 0.400 (40.0%) |" "$block_out"
+expect_kind_row kind_block_plain_cast "| fp8 cast | 0.100 (10.0%) |" "$block_out"
 expect_contains kernel_block_gelu_backward_named \
     "| fp8_block_cast_kernel[GeluBackwardInput] | gelu + fp8 cast | 1 | 0.300 |" "$block_out"
 expect_contains kernel_block_gelu_named "| fp8_block_cast_kernel[GeluForwardInput] | gelu + fp8 cast | 1 | 0.200 |" \
