@@ -2127,8 +2127,10 @@ static void gpt2_read_gemm_choices(GPT2* model, const char* dir) {
                here->cublaslt_version, kept);
         free(kept);
     } else if (rc == 1) {
-        for (int i = 0; i < found.count; i++) { gemm_choices_put(&model->gemm.choices, &found.rows[i]); }
         printf("gemm: %d algorithm choices read from %s (a problem it lacks is timed)\n", found.count, path);
+        gemm_choices_free(&model->gemm.choices);  // (none made yet: before the first GEMM)
+        model->gemm.choices = found;              // the same device: taken whole
+        found.rows = NULL;
     }
     gemm_choices_free(&found);
     free(path);

@@ -60,8 +60,6 @@ static void report(int ok, const char* what) {
 
 static const int scalar = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;  // one scale_inv per operand
 
-static size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : t == CUDA_R_16BF ? 2 : 1; }
-
 // element i of a host array of type t, as a float
 static float element(const void* x, cudaDataType_t t, size_t i) {
     switch (t) {
@@ -74,7 +72,7 @@ static float element(const void* x, cudaDataType_t t, size_t i) {
 
 // n random values in [-amplitude, amplitude) stored as type t (FP8: quantized with `scale`, as a cast would)
 static void* random_operand(size_t n, cudaDataType_t t, float amplitude, float scale, Rng* rng) {
-    void* out = malloc(n * type_bytes(t));
+    void* out = malloc(n * gemm_type_bytes(t));
     for (size_t i = 0; i < n; i++) {
         float v = (rng_uniform(rng) * 2.0f - 1.0f) * amplitude;
         if (t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2) {
@@ -139,10 +137,10 @@ static void check_case(const GemmCase* c, size_t offset, int scale_slot, cudaStr
             magnitude[d] = mag * s;
         }
     }
-    size_t out_bytes = n_out * type_bytes(c->out_type);
+    size_t out_bytes = n_out * gemm_type_bytes(c->out_type);
     DeviceList dev = {{NULL}, 0};
-    void* d_a = to_device(&dev, a, n_a * type_bytes(c->a_type), offset);
-    void* d_b = to_device(&dev, b, n_b * type_bytes(c->b_type), offset);
+    void* d_a = to_device(&dev, a, n_a * gemm_type_bytes(c->a_type), offset);
+    void* d_b = to_device(&dev, b, n_b * gemm_type_bytes(c->b_type), offset);
     void* d_bias = c->bias ? to_device(&dev, bias, (size_t)c->m * 2, offset) : NULL;
     void* d_out = to_device(&dev, out0, out_bytes, offset);
     float scale_invs[64];
@@ -222,7 +220,7 @@ static void check_autotune(const GemmCase* cases, int num_cases, Rng* rng) {
     size_t scratch_bytes = 0;
     int accumulating = 0;
     for (int i = 0; i < num_cases; i++) {
-        size_t bytes = (size_t)cases[i].m * cases[i].n * type_bytes(cases[i].out_type);
+        size_t bytes = (size_t)cases[i].m * cases[i].n * gemm_type_bytes(cases[i].out_type);
         if (cases[i].accumulate && bytes > scratch_bytes) { scratch_bytes = bytes; }
         accumulating += cases[i].accumulate;
     }
@@ -256,7 +254,7 @@ static void check_autotune(const GemmCase* cases, int num_cases, Rng* rng) {
     for (int i = 0; i < num_cases; i++) {
         void* again = NULL;
         check_case(&cases[i], 0, 0, 0, &reread, rng, &again);
-        size_t bytes = (size_t)cases[i].m * cases[i].n * type_bytes(cases[i].out_type);
+        size_t bytes = (size_t)cases[i].m * cases[i].n * gemm_type_bytes(cases[i].out_type);
         same_bytes &= memcmp(first[i], again, bytes) == 0;
         same_algos &= i < reread.num_plans && i < tuned.num_plans &&
                       memcmp(&reread.plans[i].algo, &tuned.plans[i].algo, sizeof(cublasLtMatmulAlgo_t)) == 0;
