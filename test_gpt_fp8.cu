@@ -1878,19 +1878,21 @@ static void test_encoder_backward_bucket_stride(void) {
     int buckets = encoder_buckets(tokens, n, V, positions, start, bucket_token, count);
     floatX* d_dout;
     float* d_dwte;
-    int *d_positions, *d_start, *d_token;
+    int *d_positions, *d_start, *d_token, *d_count;
     cudaCheck(cudaMalloc(&d_dout, (size_t)n * C * 2));
     cudaCheck(cudaMalloc(&d_dwte, (size_t)V * C * 4));
     cudaCheck(cudaMalloc(&d_positions, (size_t)n * 4));
     cudaCheck(cudaMalloc(&d_start, (size_t)(n + 1) * 4));
     cudaCheck(cudaMalloc(&d_token, (size_t)n * 4));
+    cudaCheck(cudaMalloc(&d_count, 4));
     cudaCheck(cudaMemcpy(d_dout, dout_bits, (size_t)n * C * 2, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemset(d_dwte, 0, (size_t)V * C * 4));
     cudaCheck(cudaMemcpy(d_positions, positions, (size_t)n * 4, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_start, start, (size_t)(buckets + 1) * 4, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemcpy(d_token, bucket_token, (size_t)buckets * 4, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(d_count, &buckets, 4, cudaMemcpyHostToDevice));
     dim3 grid(blocks_for(C, 256), 5);  // 5 bucket rows for ~300 buckets: every block strides
-    encoder_backward_wte_kernel<<<grid, 256>>>(d_dwte, d_dout, d_positions, d_start, d_token, buckets, C);
+    encoder_backward_wte_kernel<<<grid, 256>>>(d_dwte, d_dout, d_positions, d_start, d_token, d_count, C);
     cudaCheck(cudaGetLastError());
     float* got = download_floats(d_dwte, (size_t)V * C);
     CHECK(buckets > 5 * 10, "many buckets per grid row (%d)", buckets);
@@ -1911,6 +1913,7 @@ static void test_encoder_backward_bucket_stride(void) {
     cudaCheck(cudaFree(d_positions));
     cudaCheck(cudaFree(d_start));
     cudaCheck(cudaFree(d_token));
+    cudaCheck(cudaFree(d_count));
 }
 
 // GELU and LayerNorm inside the FP8 casts (llmc/gelu_fp8.cuh, llmc/layernorm_fp8.cuh: delayed scaling; the forward's
@@ -2538,6 +2541,142 @@ static void test_adamw_and_norm_vector_paths(void) {
     free(host);
 }
 
+// -cuda_graph 1 (llmc/cuda_graph.cuh): a micro-batch's forward and backward replayed as CUDA graphs train exactly as
+// the same kernels launched one by one (R1: the same kernels with the same arguments on the same buffers). Two models
+// from the same weights, one with graphs, four steps: two of two micro-batches (loss scale 1/2), an evaluation
+// between, two of one micro-batch (loss scale 1: the backward's graph is captured again for it), new batches every
+// time (the batch and its token buckets are copied outside the graphs). Every loss and gradient norm, then the
+// gradients, weights, AdamW's moments, FP8 state and diagnostics counts, bit for bit; the graph model captured its
+// forward once and its backward twice and replayed them for every training pass but the first; the other none.
+// For BF16 and every FP8 recipe, with the plain attention and (where built) cuDNN's, FP8 attention included.
+static void test_cuda_graph_steps_bit_identical(void) {
+    const int B = 2, T = 64, BT = B * T;
+    GPT2Config config = config_of(2, 128, 2, TV, T);  // heads of 64 for cuDNN, C a whole 128-block for blockwise
+    const char* variants[] = {
+        "-precision bf16",
+        "-precision fp8 -fp8_amax_history_len 16",
+        "-precision fp8 -fp8_recipe current",
+        "-precision fp8 -fp8_recipe blockwise",
+        "-precision fp8 -fp8_recipe mxfp8",
+        "-precision fp8 -fp8_amax_history_len 16 -r 2",
+    };
+    const int num_variants = (int)(sizeof(variants) / sizeof(variants[0]));
+    char why[256];
+    int block_gemms = gemm_block_scaling_check(why, sizeof(why)) == 0;
+#ifdef ENABLE_CUDNN
+    const char* attentions[3] = {"plain", "cudnn", "cudnn -fp8_attention 1"};
+    int num_attentions = 3;
+#else
+    const char* attentions[1] = {"plain"};
+    int num_attentions = 1;
+#endif
+    cpu::GPT2 cpu;  // only for the initial weights
+    int* inputs = (int*)malloc((size_t)BT * sizeof(int));
+    int* targets = (int*)malloc((size_t)BT * sizeof(int));
+    cpu_initial_weights_and_batch(&cpu, &config, B, T, 83, inputs, targets);
+    for (int v = 0; v < num_variants; v++) {
+        if (strstr(variants[v], "blockwise") && !block_gemms) {
+            printf("  SKIP %s: %s\n", variants[v], why);
+            continue;
+        }
+        for (int a = 0; a < num_attentions; a++) {
+            if (strstr(attentions[a], "fp8_attention") && v != 1) { continue; }  // delayed scaling's only
+            char what[200];
+            snprintf(what, sizeof(what), "%s -attn %s", variants[v], attentions[a]);
+            gpu::GPT2 models[2];
+            for (int m = 0; m < 2; m++) {
+                char flags[256];
+                snprintf(flags, sizeof(flags), "%s -cuda_graph %d", what, m);
+                TrainArgs args = test_args_line(flags);
+                gpu_model(&models[m], &config, &args, B, T, cpu.master_memory);
+                if (models[m].precision == PRECISION_FP8) {
+                    models[m].fp8_collect_stats = 1;
+                    size_t stats_bytes = (size_t)models[m].fp8.num_slots * sizeof(Fp8QuantStats);
+                    cudaCheck(cudaMemset(models[m].fp8_stats, 0, stats_bytes));
+                }
+            }
+            Rng rng[2];
+            for (int step = 0; step < 4; step++) {
+                int micro_batches = step < 2 ? 2 : 1;
+                float loss[2], norm[2], eval_loss[2];
+                for (int m = 0; m < 2; m++) {
+                    gpu::GPT2* model = &models[m];
+                    if (step == 0) { rng_seed(&rng[m], 84); }  // the same batches for both
+                    gpt2_zero_grad(model);
+                    double sum = 0.0;
+                    for (int micro = 0; micro < micro_batches; micro++) {
+                        random_batch(inputs, targets, BT, TV, &rng[m]);
+                        gpt2_forward(model, inputs, targets, B, T);
+                        gpt2_backward(model, 1.0f / micro_batches);
+                        sum += model->mean_loss;
+                    }
+                    loss[m] = (float)(sum / micro_batches);
+                    norm[m] = gpt2_grad_norm(model);
+                    gpt2_fp8_end_of_step(model, step);
+                    gpt2_update(model, TEST_LR, TEST_BETA1, TEST_BETA2, 1e-8f, 0.0f, norm[m], 1.0f, step + 1);
+                    gpt2_cast_weights_fp8(model, 1);
+                    if (step == 1) {  // an evaluation between steps, as the trainer's
+                        random_batch(inputs, targets, BT, TV, &rng[m]);
+                        eval_loss[m] = eval_forward(model, inputs, targets, B, T);
+                    }
+                }
+                CHECK(memcmp(&loss[0], &loss[1], 4) == 0 && memcmp(&norm[0], &norm[1], 4) == 0,
+                      "%s, step %d: loss %.9g norm %.9g without graphs, %.9g %.9g with", what, step + 1, loss[0],
+                      norm[0], loss[1], norm[1]);
+                if (step == 1) {
+                    CHECK(memcmp(&eval_loss[0], &eval_loss[1], 4) == 0, "%s: the evaluation's loss %.9g without "
+                          "graphs, %.9g with", what, eval_loss[0], eval_loss[1]);
+                }
+            }
+            cudaCheck(cudaDeviceSynchronize());
+            gpu::GPT2* eager = &models[0];
+            gpu::GPT2* graphed = &models[1];
+            size_t P = eager->num_parameters, S = eager->shard.count;
+            int fp8 = eager->precision == PRECISION_FP8;
+            struct {
+                const char* what;
+                const void *a, *b;
+                size_t bytes;
+            } same[] = {
+                {"gradients", eager->grads_memory, graphed->grads_memory, P * 4},
+                {"master weights", eager->master_memory, graphed->master_memory, S * 4},
+                {"bf16 weights", eager->params_memory, graphed->params_memory, P * 2},
+                {"AdamW's m", eager->m_memory, graphed->m_memory, S * 4},
+                {"AdamW's v", eager->v_memory, graphed->v_memory, S * 4},
+                {"FP8 state (histories, scales, scale_invs)", eager->fp8.memory, graphed->fp8.memory,
+                 fp8 ? eager->fp8.num_floats * 4 : 0},
+                {"diagnostics counts", eager->fp8_stats, graphed->fp8_stats,
+                 fp8 ? (size_t)eager->fp8.num_slots * sizeof(Fp8QuantStats) : 0},
+            };
+            for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+                if (same[i].bytes == 0) { continue; }
+                uint8_t* x = (uint8_t*)malloc(same[i].bytes);
+                uint8_t* y = (uint8_t*)malloc(same[i].bytes);
+                cudaCheck(cudaMemcpy(x, same[i].a, same[i].bytes, cudaMemcpyDeviceToHost));
+                cudaCheck(cudaMemcpy(y, same[i].b, same[i].bytes, cudaMemcpyDeviceToHost));
+                CHECK(memcmp(x, y, same[i].bytes) == 0, "%s, after 4 steps: %s bit-identical with and without CUDA "
+                      "graphs (R1)", what, same[i].what);
+                free(x);
+                free(y);
+            }
+            // 6 training passes: the first without a graph, then the forward's graph captured once, the backward's
+            // for loss scale 1/2 and again for 1
+            CHECK(graphed->forward_graph.captures == 1 && graphed->forward_graph.launches == 5 &&
+                      graphed->backward_graph.captures == 2 && graphed->backward_graph.launches == 5,
+                  "%s: the forward's graph captured %d times, replayed %lld; the backward's %d, %lld (want 1, 5; 2, 5)",
+                  what, graphed->forward_graph.captures, graphed->forward_graph.launches,
+                  graphed->backward_graph.captures, graphed->backward_graph.launches);
+            CHECK(eager->forward_graph.captures == 0 && eager->backward_graph.captures == 0,
+                  "%s: -cuda_graph 0 captured nothing", what);
+            gpt2_free(&models[0]);
+            gpt2_free(&models[1]);
+        }
+    }
+    free(inputs);
+    free(targets);
+    gpt2_free(&cpu);
+}
+
 // ----------------------------------------------------------------------------
 // A step queues its work without waiting for the GPU (issue 56's host stalls), checked with a gate: a kernel at the
 // head of the stream that spins until the host opens it (a flag in mapped pinned memory), or gives up after 20 s of
@@ -2591,7 +2730,8 @@ static const TestShape gate_shape = {2, 64, 2, 128, 2, TV};
 // For every precision and recipe: a first step builds what is built once (GEMM plans, cuDNN graphs); then, behind
 // a closed gate, a training forward (its batch copies included), and after the gradient norm (which the host reads:
 // gpt2_grad_norm says why) the end of the step (FP8 update, AdamW, the weights' casts). The gated step is then the
-// CPU's step, by loss and gradient norm.
+// CPU's step, by loss and gradient norm. Then again with -cuda_graph 1: the gated forward is captured into a graph
+// and replayed (the first step ran without), which must not wait either, and the step is still the CPU's.
 static void test_step_queues_without_waiting(void) {
 #ifdef ENABLE_CUDNN
     const char* attention = "cudnn";
@@ -2605,15 +2745,17 @@ static void test_step_queues_without_waiting(void) {
     int BT = gate_shape.B * gate_shape.T;
     int* inputs = (int*)malloc((size_t)BT * sizeof(int));
     int* targets = (int*)malloc((size_t)BT * sizeof(int));
-    for (int r = 0; r < 5; r++) {
+    for (int run = 0; run < 10; run++) {  // each recipe without, then with CUDA graphs
+        int r = run % 5, graphs = run / 5;
         if (!strcmp(recipes[r], "blockwise") && !have_blockwise) { continue; }
         char flags[160], what[96];
         if (r == 0) {
-            snprintf(flags, sizeof(flags), "-precision bf16 -attn %s", attention);
+            snprintf(flags, sizeof(flags), "-precision bf16 -attn %s -cuda_graph %d", attention, graphs);
         } else {
-            snprintf(flags, sizeof(flags), "-precision fp8 -fp8_recipe %s -attn %s", recipes[r], attention);
+            snprintf(flags, sizeof(flags), "-precision fp8 -fp8_recipe %s -attn %s -cuda_graph %d", recipes[r],
+                     attention, graphs);
         }
-        snprintf(what, sizeof(what), "%s, %s attention: ", recipes[r], attention);
+        snprintf(what, sizeof(what), "%s, %s attention%s: ", recipes[r], attention, graphs ? ", CUDA graphs" : "");
         cpu::GPT2 cpu;
         gpu::GPT2 gpu;
         make_shaped_pair(&cpu, &gpu, test_args_line(flags), 71 + r, &gate_shape);
@@ -2625,7 +2767,7 @@ static void test_step_queues_without_waiting(void) {
         train_step(&cpu, inputs, targets, gate_shape.B, gate_shape.T, 0, &cpu_norm);
         random_batch(inputs, targets, BT, gate_shape.V, &rng);
         cudaStream_t stream = gpu.stream;
-        if (r == 0) {  // a launch that returns only once its kernel is done (a sanitizer's) leaves nothing to check
+        if (run == 0) {  // a launch that returns only once its kernel is done (a sanitizer's) leaves nothing to check
             host_gate_close(&gate, stream, 1);
             int asynchronous = cudaStreamQuery(stream) == cudaErrorNotReady;
             (void)cudaGetLastError();  // "not ready" is an answer, not an error
@@ -2643,6 +2785,10 @@ static void test_step_queues_without_waiting(void) {
         gpt2_forward(&gpu, inputs, targets, gate_shape.B, gate_shape.T);
         CHECK(host_gate_open(&gate, stream), "%sthe training forward and its batch's copies queue without waiting",
               what);
+        if (graphs) {  // the first step ran without graphs: this forward was captured and replayed, behind the gate
+            CHECK(gpu.forward_graph.captures == 1 && gpu.forward_graph.launches == 1, "%sthe forward a graph's replay "
+                  "(captured %d times, replayed %lld)", what, gpu.forward_graph.captures, gpu.forward_graph.launches);
+        }
         gpt2_backward(&gpu, 1.0f);
         gpu_norm = gpt2_grad_norm(&gpu);
         host_gate_close(&gate, stream, 20);
@@ -2690,6 +2836,7 @@ int main(int argc, char** argv) {
     RUN_TEST(test_adamw_and_norm_vector_paths);
     RUN_TEST(test_gemm_autotune);
     RUN_TEST(test_step_queues_without_waiting);
+    RUN_TEST(test_cuda_graph_steps_bit_identical);
     // the block recipes: blockwise needs Hopper's block-scaled GEMMs (compute capability 9.0, cuBLASLt 12.9+)
     char why[256];
     if (gemm_block_scaling_check(why, sizeof(why)) == 0) {

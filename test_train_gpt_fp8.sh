@@ -778,9 +778,11 @@ fs_path -pf /tmp: the CPU reference trainer runs one process, with no ids to exc
 server_ip -ps 10.0.0.1: the CPU reference trainer runs one process, with no ids to exchange
 fused_casts -fp8_fused_casts 1: the CPU trainer runs GELU and LayerNorm apart from the FP8 casts
 gemm_autotune -gemm_autotune 4: it is train_gpt_fp8's flag, which times cuBLASLt's GEMM algorithms
+cuda_graph -cuda_graph 1: it is train_gpt_fp8's flag, which replays a step's GPU work as CUDA graphs
 EOF
 expect_error flag_gemm_autotune "invalid value '17' for -gemm_autotune: must be in \[0, 16\]" $TINY -gemm_autotune 17
-out=$($TRAINER $TINY -x 1 -v 0 -attn plain -r 0 -estimate 0 -pn 1 -pr 0 -z 0 -fp8_fused_casts 0 -gemm_autotune 0 2>&1)
+expect_error flag_cuda_graph "invalid value '2' for -cuda_graph: must be in \[0, 1\]" $TINY -cuda_graph 2
+out=$($TRAINER $TINY -x 1 -v 0 -attn plain -r 0 -estimate 0 -pn 1 -pr 0 -z 0 -fp8_fused_casts 0 -gemm_autotune 0 -cuda_graph 0 2>&1)
 if [ "$?" -eq 0 ] && printf '%s\n' "$out" | grep -q '^step    1/1 '; then
     pass cpu_accepts_what_it_does
 else

@@ -1317,6 +1317,10 @@ static void refuse_gpu_only_flags(const TrainArgs* a) {
         die("-gemm_autotune %d: it is train_gpt_fp8's flag, which times cuBLASLt's GEMM algorithms; the CPU trainer's "
             "GEMMs are its own loops (-gemm_autotune 0)", a->gemm_autotune);
     }
+    if (a->cuda_graph) {
+        die("-cuda_graph 1: it is train_gpt_fp8's flag, which replays a step's GPU work as CUDA graphs; the CPU "
+            "trainer has no GPU work (-cuda_graph 0)");
+    }
     if (a->attention == ATTENTION_CUDNN) {
         die("-attn cudnn: the CPU trainer has one attention (plain, -attn plain); cuDNN attention is train_gpt_fp8's");
     }

@@ -80,6 +80,7 @@ the cast).
 #include "llmc/attention_fp8.cuh"
 #include "llmc/bias.cuh"
 #include "llmc/checkpoint.h"
+#include "llmc/cuda_graph.cuh"
 #include "llmc/cudnn_attention.h"
 #include "llmc/dataloader.h"
 #include "llmc/encoder.cuh"
@@ -204,7 +205,8 @@ typedef struct {
     int* targets;  // (B, T)
     // the encoder backward's token buckets (see encoder_buckets): device copies, and host scratch to build them
     int *bucket_positions, *bucket_start, *bucket_token;  // (B*T), (B*T + 1), (B*T)
-    int *host_positions, *host_bucket_start, *host_bucket_token, *host_token_count;  // ... and (V)
+    int* bucket_count;  // (1) their number, read by the encoder backward on the device (bucket_start[B*T + 1])
+    int *host_positions, *host_bucket_start, *host_bucket_token, *host_token_count;  // ... (B*T + 2) and (V)
     int num_buckets;
     // The host's side of the copies inside a step, pinned so that they are queued on the stream like kernels and
     // nothing waits for the GPU to hand them over: the batch (host_inputs, host_targets: (B*T) each; the inputs stay
@@ -296,6 +298,11 @@ typedef struct {
     int num_sms;
     int has_targets;  // the last forward had targets
     float mean_loss;  // of the last forward with targets (a training one: after its backward), else -1
+    // -cuda_graph 1 (llmc/cuda_graph.cuh): a training micro-batch's forward and its backward, each captured once
+    // after one micro-batch ran without (cuBLASLt's algorithms chosen, every kernel loaded), then replayed
+    int cuda_graph;
+    int eager_training_passes;  // training backwards queued without a graph
+    CudaGraph forward_graph, backward_graph;
 } GPT2;
 
 static LinearPrecision gpt2_linear_precision(const GPT2* m) {
@@ -387,6 +394,7 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
     model->training = 1;
     model->recompute = args->recompute;
     model->fused_fp8_casts = args->fp8_fused_casts;
+    model->cuda_graph = args->cuda_graph;
     model->attention_kind = gpu_attention_kind(args->attention);
     fill_in_parameter_sizes(model->param_sizes, config);
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { model->num_parameters += model->param_sizes[i]; }
@@ -559,6 +567,7 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
     model->bucket_positions = (int*)buffer[GPU_BUCKET_POSITIONS];
     model->bucket_start = (int*)buffer[GPU_BUCKET_START];
     model->bucket_token = (int*)buffer[GPU_BUCKET_TOKEN];
+    model->bucket_count = model->bucket_start + BT + 1;
     model->column_partials = (float*)buffer[GPU_COLUMN_PARTIALS];
     model->dresidual = (floatX*)buffer[GPU_DRESIDUAL];
     model->dbtc = (floatX*)buffer[GPU_DBTC];
@@ -574,7 +583,7 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
     cudaCheck(cudaMallocHost(&model->host_targets, BT * sizeof(int)));
     cudaCheck(cudaMallocHost(&model->host_losses, BT * sizeof(float)));
     cudaCheck(cudaMallocHost(&model->host_positions, BT * sizeof(int)));
-    cudaCheck(cudaMallocHost(&model->host_bucket_start, (BT + 1) * sizeof(int)));
+    cudaCheck(cudaMallocHost(&model->host_bucket_start, (BT + 2) * sizeof(int)));  // the count at [B*T + 1]
     cudaCheck(cudaMallocHost(&model->host_bucket_token, BT * sizeof(int)));
     model->host_token_count = (int*)calloc_or_die((size_t)model->config.vocab_size, 4, "token counts");
     if (model->precision == PRECISION_FP8) {
@@ -629,6 +638,8 @@ static void gpt2_free(GPT2* model) {
 #ifdef ENABLE_CUDNN
     if (model->cudnn_attention) { cudnn_attention_destroy(model->cudnn_attention); }
 #endif
+    cuda_graph_free(&model->forward_graph);
+    cuda_graph_free(&model->backward_graph);
     gemm_context_free(&model->gemm);
     cublasCheck(cublasDestroy(model->cublas));
     cudaCheck(cudaEventDestroy(model->grads_ready));
@@ -1425,6 +1436,9 @@ static void gpt2_set_buckets(GPT2* model) {
                               cudaMemcpyHostToDevice, s));
     cudaCheck(cudaMemcpyAsync(model->bucket_token, model->host_bucket_token, (size_t)model->num_buckets * sizeof(int),
                               cudaMemcpyHostToDevice, s));
+    int* host_count = model->host_bucket_start + BT + 1;  // pinned, as the rest
+    *host_count = model->num_buckets;
+    cudaCheck(cudaMemcpyAsync(model->bucket_count, host_count, sizeof(int), cudaMemcpyHostToDevice, s));
     cudaCheck(cudaEventRecord(model->buckets_copied, s));
 }
 
@@ -1440,20 +1454,14 @@ static float gpt2_losses_mean(const GPT2* model) {
 static void gpt2_copy_losses_to_host(GPT2* model) {
     size_t bytes = (size_t)model->B * model->T * sizeof(float);
     cudaCheck(cudaMemcpyAsync(model->host_losses, model->acts.losses, bytes, cudaMemcpyDeviceToHost, model->stream));
-    cudaCheck(cudaEventRecord(model->losses_copied, model->stream));
+    cuda_graph_aware_event_record(model->losses_copied, model->stream);  // a node of the backward's graph there
 }
 
-// Forward on inputs and targets (B, T), host arrays (targets may be NULL: logits only, for sampling), B and T as
-// allocated (the GPU's shapes are fixed). With targets, the losses and their mean (mean_loss), the CPU's softmax and
-// cross-entropy in one fused pass (llmc/fused_classifier.cuh). A training forward leaves that pass to gpt2_backward,
-// which fuses it with the logits' gradient, one pass over the (B, T, Vp) logits instead of two: its mean_loss is
-// there after the backward (the mains read it there on both trainers).
-static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T) {
-    if (B != model->B || T != model->T) { die("GPU forward with B=%d T=%d, allocated for B=%d T=%d", B, T, model->B, model->T); }
-    int C = model->config.channels, L = model->config.num_layers;
-    int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
+// The forward's kernels, from the batch on the device (gpt2_set_batch copied it) to the logits: what gpt2_forward
+// queues, and what -cuda_graph 1 captures of a training forward.
+static void gpt2_forward_queue(GPT2* model) {
+    int B = model->B, T = model->T, C = model->config.channels, L = model->config.num_layers;
     size_t BT = (size_t)B * T, BTC = BT * C;
-    gpt2_set_batch(model, inputs, targets);
     ActivationTensors* a = &model->acts;
     ParameterTensorsX* p = &model->params;
     cudaStream_t s = model->stream;
@@ -1484,6 +1492,44 @@ static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int
     residual_layernorm_forward(last, a->lnf, a->lnf_mean, a->lnf_rstd, a->residual2 + (L - 1) * BTC, a->proj_out,
                                p->lnfw, p->lnfb, B, T, C, s);
     linear_forward(model, linear_lm_head(model->config.num_layers), a->logits, a->lnf, B, T);
+}
+
+// -cuda_graph 1: whether this training pass replays the graphs (one pass ran without them first: see GPT2).
+static int gpt2_uses_graphs(const GPT2* model) {
+    return model->cuda_graph && model->training && model->eager_training_passes > 0;
+}
+
+// A graph's key (llmc/cuda_graph.cuh): the host values a training pass's kernels take that may change between calls.
+static uint64_t gpt2_graph_key(const GPT2* model, float loss_scale) {
+    uint32_t scale_bits;
+    memcpy(&scale_bits, &loss_scale, sizeof(scale_bits));
+    return (uint64_t)scale_bits | (uint64_t)(model->fp8_collect_stats != 0) << 32 |
+           (uint64_t)(model->reduce_in_backward != 0) << 33;
+}
+
+// Forward on inputs and targets (B, T), host arrays (targets may be NULL: logits only, for sampling), B and T as
+// allocated (the GPU's shapes are fixed). With targets, the losses and their mean (mean_loss), the CPU's softmax and
+// cross-entropy in one fused pass (llmc/fused_classifier.cuh). A training forward leaves that pass to gpt2_backward,
+// which fuses it with the logits' gradient, one pass over the (B, T, Vp) logits instead of two: its mean_loss is
+// there after the backward (the mains read it there on both trainers).
+// -cuda_graph 1: a training forward's kernels are a graph's replay.
+static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T) {
+    if (B != model->B || T != model->T) { die("GPU forward with B=%d T=%d, allocated for B=%d T=%d", B, T, model->B, model->T); }
+    int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
+    gpt2_set_batch(model, inputs, targets);  // outside any graph: the replay reads the batch where this copies it
+    ActivationTensors* a = &model->acts;
+    cudaStream_t s = model->stream;
+    if (targets && gpt2_uses_graphs(model)) {
+        uint64_t key = gpt2_graph_key(model, 0.0f);
+        if (!cuda_graph_ready(&model->forward_graph, key)) {
+            cuda_graph_capture_begin(s);
+            gpt2_forward_queue(model);
+            cuda_graph_capture_end(&model->forward_graph, s, key);
+        }
+        cuda_graph_launch(&model->forward_graph, s);
+    } else {
+        gpt2_forward_queue(model);
+    }
     model->has_targets = targets != NULL;
     model->mean_loss = -1.0f;
     if (targets && !model->training) {  // evaluation: the losses now, the logits kept
@@ -1567,11 +1613,9 @@ static void gpt2_zero_grad(GPT2* model) {
     cudaCheck(cudaMemsetAsync(model->grads_memory, 0, model->shard.padded * 4, model->stream));
 }
 
-// Backward of the last forward, a training one with targets; parameter gradients accumulate (scaled by loss_scale:
-// 1 / (accumulation steps * ranks), so that the ranks' gradients sum to the single-GPU one). First the classifier
-// pass the training forward left: the losses, their mean (mean_loss), and dlogits over the logits.
-static void gpt2_backward(GPT2* model, float loss_scale) {
-    if (!model->has_targets || !model->training) { die("backward needs a training forward with targets"); }
+// The backward's kernels (what gpt2_backward queues below), and what -cuda_graph 1 captures (in_graph: the token
+// buckets are then copied before the graph, and the encoder backward's grid is fixed for every batch).
+static void gpt2_backward_queue(GPT2* model, float loss_scale, int in_graph) {
     int B = model->B, T = model->T, C = model->config.channels, L = model->config.num_layers;
     int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
     size_t BT = (size_t)B * T, BTC = BT * C;
@@ -1612,13 +1656,37 @@ static void gpt2_backward(GPT2* model, float loss_scale) {
         layernorm_backward_layer(model, &ln1, model->dbtc);
         if (model->reduce_in_backward) { gpt2_reduce_gradients_async(model, l); }  // block l's gradients are final
     }
-    gpt2_set_buckets(model);
-    EncoderBuckets buckets = {model->bucket_positions, model->bucket_start, model->bucket_token, model->num_buckets};
+    if (!in_graph) { gpt2_set_buckets(model); }
+    EncoderBuckets buckets = {model->bucket_positions, model->bucket_start, model->bucket_token, model->bucket_count,
+                              in_graph ? encoder_graph_bucket_rows(B * T, V) : model->num_buckets};
     encoder_backward(g->wte, g->wpe, model->dresidual, &buckets, B, T, C, s);
     if (model->reduce_in_backward) {  // the shared tensors, then the compute stream waits for every reduction
         gpt2_reduce_gradients_async(model, -1);
         cudaCheck(cudaEventRecord(model->grads_reduced, model->comm_stream));
         cudaCheck(cudaStreamWaitEvent(s, model->grads_reduced, 0));
+    }
+}
+
+// Backward of the last forward, a training one with targets; parameter gradients accumulate (scaled by loss_scale:
+// 1 / (accumulation steps * ranks), so that the ranks' gradients sum to the single-GPU one). First the classifier
+// pass the training forward left: the losses, their mean (mean_loss), and dlogits over the logits. -cuda_graph 1:
+// the kernels are a graph's replay.
+static void gpt2_backward(GPT2* model, float loss_scale) {
+    if (!model->has_targets || !model->training) { die("backward needs a training forward with targets"); }
+    cudaStream_t s = model->stream;
+    if (gpt2_uses_graphs(model)) {
+        // the buckets first, built on the host while the forward's graph runs; their copies land before this graph
+        gpt2_set_buckets(model);
+        uint64_t key = gpt2_graph_key(model, loss_scale);
+        if (!cuda_graph_ready(&model->backward_graph, key)) {
+            cuda_graph_capture_begin(s);
+            gpt2_backward_queue(model, loss_scale, 1);
+            cuda_graph_capture_end(&model->backward_graph, s, key);
+        }
+        cuda_graph_launch(&model->backward_graph, s);
+    } else {
+        gpt2_backward_queue(model, loss_scale, 0);
+        model->eager_training_passes++;
     }
     // The host waits here for the classifier's losses, with the rest of the backward already in the GPU's queue (the
     // main loop needs the loss: a step whose loss is not finite is skipped).
@@ -2101,6 +2169,9 @@ static cudaDeviceProp print_run_box(const GPT2* model, const TrainArgs* args, co
         box_row(stdout, "gemms", "cuBLASLt's heuristic's first algorithm per problem (-gemm_autotune %d)",
                 args->gemm_autotune);
     }
+    box_row(stdout, "launches", "%s", args->cuda_graph
+                ? "a micro-batch's forward and backward replayed as two CUDA graphs after the first (-cuda_graph 1)"
+                : "kernel by kernel (-cuda_graph 0)");
     box_rule(stdout);
     return prop;
 }
@@ -2197,6 +2268,9 @@ int main(int argc, char** argv) {
     if (process_group_resolve(&pg, args.num_processes, args.process_rank, args.gpus_per_node, args.init_method,
                               args.fs_path, args.server_ip, err, sizeof(err))) {
         die("%s", err);
+    }
+    if (args.cuda_graph && pg.num_processes > 1) {  // the backward's NCCL reductions are not captured (yet)
+        die("-cuda_graph 1 runs on one GPU: this run has %d processes (-cuda_graph 0)", pg.num_processes);
     }
     require_cuda_device("train_gpt_fp8");
     MultiGpu mg;

@@ -50,6 +50,9 @@ typedef struct {
     // -gemm_autotune N (GPU): time cuBLASLt's first N algorithms of each GEMM problem once and keep the fastest
     // (llmc/gemm.cuh; 0 or 1: the heuristic's first, untimed); _set: given (the CPU trainer takes only 0)
     int gemm_autotune, gemm_autotune_set;
+    // -cuda_graph 1 (GPU): each training micro-batch's forward and backward replayed as CUDA graphs
+    // (llmc/cuda_graph.cuh)
+    int cuda_graph;
     Precision precision;
     int precision_set;
     const char* fp8_flag;  // -fp8 value, resolved after parsing
@@ -235,6 +238,8 @@ static inline void print_usage(const char* program) {
     usage_flag("-idle_step N", "print step N's GPU idle time (CUPTI's trace)", "off");
     usage_flag("-gemm_autotune N", "time cuBLASLt's first N algorithms per GEMM, keep the fastest (0: its first; CPU "
                "trainer: 0); the choices kept in -o's gemm_algos files", "%d", d.gemm_autotune);
+    usage_flag("-cuda_graph 0|1", "1: replay each micro-batch's forward and backward as CUDA graphs (one GPU)", "%d",
+               d.cuda_graph);
     printf("precision\n");
     usage_flag("-precision fp32|bf16|fp8", "fp32 reference, BF16 baseline, FP8 linears", "%s", precision_name(d.precision));
     usage_flag("-fp8 off|e4m3|hybrid|e5m2", "Megatron's switch: off = bf16, else fp8 in it", "%s (E4M3 fwd, E5M2 bwd)",
@@ -372,6 +377,7 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
             a->gemm_autotune = parse_int_flag(flag, v, 0, 16);  // GEMM_AUTOTUNE_MAX_ANSWERS
             a->gemm_autotune_set = 1;
         }
+        else if (strcmp(flag, "-cuda_graph") == 0) { a->cuda_graph = parse_int_flag(flag, v, 0, 1); }
         else if (strcmp(flag, "-precision") == 0) {
             if (strcmp(v, "fp32") == 0) { a->precision = PRECISION_FP32; }
             else if (strcmp(v, "bf16") == 0) { a->precision = PRECISION_BF16; }

@@ -35,12 +35,15 @@ __global__ void encoder_backward_wpe_kernel(float* dwpe, const floatX* dout, int
 
 // dwte (Vp, C) fp32 += dout rows, grouped by token: the host sorted the B*T positions by token (encoder_buckets),
 // so bucket k holds every position of token bucket_token[k] in increasing order, and one thread per (bucket, c)
-// owns dwte[token, c] alone. positions (B*T), bucket_start (num_buckets + 1), bucket_token (num_buckets).
+// owns dwte[token, c] alone. positions (B*T), bucket_start (num_buckets + 1), bucket_token (num_buckets); the
+// number of buckets is read on the device (*num_buckets), so a CUDA graph replays this launch for any batch. Which
+// grid row takes a bucket does not change its sum: the same bits for any grid.
 __global__ void encoder_backward_wte_kernel(float* dwte, const floatX* dout, const int* positions, const int* bucket_start,
-                                            const int* bucket_token, int num_buckets, int C) {
+                                            const int* bucket_token, const int* num_buckets, int C) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) { return; }
-    for (int k = blockIdx.y; k < num_buckets; k += gridDim.y) {  // grid.y is capped at 65535: stride over buckets
+    int n = *num_buckets;
+    for (int k = blockIdx.y; k < n; k += gridDim.y) {  // grid.y is capped at 65535: stride over buckets
         float sum = 0.0f;
         for (int i = bucket_start[k]; i < bucket_start[k + 1]; i++) {
             sum += __bfloat162float(dout[(size_t)positions[i] * C + c]);
@@ -70,11 +73,21 @@ static inline int encoder_buckets(const int* tokens, int n, int V, int* position
 }
 
 // The batch's tokens as the encoder backward reads them: the positions grouped by token (encoder_buckets on the
-// host), in device memory. positions (B*T), start (count + 1), token (count).
+// host), in device memory. positions (B*T), start (count + 1), token (count), count (1) on the device; grid_rows:
+// the grid's bucket rows, the host's count of this batch, or in a CUDA graph (captured once for every batch) a fixed
+// number, each row then striding over several buckets.
 typedef struct {
-    const int *positions, *start, *token;
-    int count;  // buckets: the batch's distinct tokens
+    const int *positions, *start, *token, *count;
+    int grid_rows;
 } EncoderBuckets;
+
+// A CUDA graph's bucket rows (EncoderBuckets.grid_rows) for B*T positions of V tokens: a batch has at most
+// min(B*T, V) buckets; 4096 rows keep a d12 batch's ~15k buckets to a few per thread without launching a block per
+// bucket the batch may not have.
+static inline int encoder_graph_bucket_rows(int BT, int V) {
+    int most = BT < V ? BT : V;
+    return most < 4096 ? most : 4096;
+}
 
 // out (B, T, C) = wte[inp] + wpe[t]; inp (B, T) token ids on the device
 static inline void encoder_forward(floatX* out, const int* inp, const floatX* wte, const floatX* wpe, int B, int T,
@@ -89,7 +102,8 @@ static inline void encoder_forward(floatX* out, const int* inp, const floatX* wt
 static inline void encoder_backward(float* dwte, float* dwpe, const floatX* dout, const EncoderBuckets* buckets, int B,
                                     int T, int C, cudaStream_t stream) {
     encoder_backward_wpe_kernel<<<blocks_for((size_t)T * C, 256), 256, 0, stream>>>(dwpe, dout, B, T, C);
-    dim3 wte_grid(blocks_for(C, 256), buckets->count < 65535 ? buckets->count : 65535);
+    int rows = buckets->grid_rows < 1 ? 1 : buckets->grid_rows < 65535 ? buckets->grid_rows : 65535;
+    dim3 wte_grid(blocks_for(C, 256), rows);
     encoder_backward_wte_kernel<<<wte_grid, 256, 0, stream>>>(dwte, dout, buckets->positions, buckets->start,
                                                               buckets->token, buckets->count, C);
     cudaCheck(cudaGetLastError());

@@ -457,6 +457,15 @@ static inline void gemm_plan_choose(GemmContext* ctx, GemmPlan* plan, const void
         if (!ctx->tune_scratch || ctx->tune_scratch_bytes < out_bytes) { return; }
         d = ctx->tune_scratch;
     }
+    cudaStreamCaptureStatus capture;
+    cudaCheck(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone) {  // timing waits for the GPU, which a graph's capture cannot
+        char problem[256];
+        gemm_describe(problem, sizeof(problem), key);
+        fprintf(stderr, "error: %s has no algorithm chosen yet and the stream is being captured into a CUDA graph; "
+                "run it once before capturing\n", problem);
+        exit(1);
+    }
     int requested = ctx->autotune > GEMM_AUTOTUNE_MAX_ANSWERS ? GEMM_AUTOTUNE_MAX_ANSWERS : ctx->autotune;
     cublasLtMatmulHeuristicResult_t results[GEMM_AUTOTUNE_MAX_ANSWERS];
     int found = 0;

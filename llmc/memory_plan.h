@@ -126,7 +126,7 @@ typedef enum {
     GPU_INPUTS,            // (B, T) int32
     GPU_TARGETS,           // (B, T) int32
     GPU_BUCKET_POSITIONS,  // (B*T) int32
-    GPU_BUCKET_START,      // (B*T + 1) int32
+    GPU_BUCKET_START,      // (B*T + 2) int32: the buckets' starts, then at [B*T + 1] their number
     GPU_BUCKET_TOKEN,      // (B*T) int32
     GPU_COLUMN_PARTIALS,   // (B*T / column_sum_rows, 4C) fp32
     GPU_DRESIDUAL,         // (B, T, C)
@@ -336,7 +336,7 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
     }
 
     b[GPU_INPUTS] = b[GPU_TARGETS] = b[GPU_BUCKET_POSITIONS] = b[GPU_BUCKET_TOKEN] = BT * i32;
-    b[GPU_BUCKET_START] = (BT + 1) * i32;
+    b[GPU_BUCKET_START] = (BT + 2) * i32;
     b[GPU_COLUMN_PARTIALS] = (BT + (size_t)in->column_sum_rows - 1) / (size_t)in->column_sum_rows * 4 * C * fp32;
     b[GPU_DRESIDUAL] = b[GPU_DBTC] = b[GPU_DBTC2] = BTC * bf16;
     b[GPU_DBT4C] = BTC * 4 * bf16;

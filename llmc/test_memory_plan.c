@@ -101,11 +101,11 @@ static void test_groups_by_hand(void) {
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_FP8) == fp8, "fp8 %zu, by hand %zu", gpu_memory_group_bytes(&plan, MEMORY_FP8),
           fp8);
     CHECK(s.in.fp8_meta_floats == (size_t)(1024 + 2) * 5 * (4 * 12 + 1), "FP8 state: (history + 2) * 5 slots * modules");
-    // workspaces: inputs, targets, bucket positions and tokens (B*T int32 each), bucket starts (B*T + 1), column partials
-    // (B*T / 64 chunks of 4C fp32), dresidual, dbtc, dbtc2 (C), dbt4c (4C), dqkv (3C) bf16, two single floats, the
-    // norm's 264 partials, cuBLASLt's 32 MiB, and the GEMM timing's scratch: the largest accumulating GEMM's output,
-    // the LM head's wgrad (Vp, C) fp32
-    size_t workspaces = 4 * BT * 4 + (BT + 1) * 4 + BT / 64 * 4 * C * 4 + (3 + 4 + 3) * BTC * 2 + 2 * 4 + 264 * 4 +
+    // workspaces: inputs, targets, bucket positions and tokens (B*T int32 each), bucket starts and their count
+    // (B*T + 2), column partials (B*T / 64 chunks of 4C fp32), dresidual, dbtc, dbtc2 (C), dbt4c (4C), dqkv (3C) bf16,
+    // two single floats, the norm's 264 partials, cuBLASLt's 32 MiB, and the GEMM timing's scratch: the largest
+    // accumulating GEMM's output, the LM head's wgrad (Vp, C) fp32
+    size_t workspaces = 4 * BT * 4 + (BT + 2) * 4 + BT / 64 * 4 * C * 4 + (3 + 4 + 3) * BTC * 2 + 2 * 4 + 264 * 4 +
                         GEMM_WORKSPACE + Vp * C * 4;
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_WORKSPACES) == workspaces, "workspaces %zu, by hand %zu",
           gpu_memory_group_bytes(&plan, MEMORY_WORKSPACES), workspaces);

@@ -40,6 +40,10 @@ refused_before_gpu train_gpt_fp8_refuses_fp8_attention_plain "-fp8_attention 1 r
     -fp8_attention 1 -attn plain
 refused_before_gpu train_gpt_fp8_refuses_gemm_autotune_17 "invalid value '17' for -gemm_autotune: must be in \[0, 16\]" \
     -gemm_autotune 17
+refused_before_gpu train_gpt_fp8_refuses_cuda_graph_2 "invalid value '2' for -cuda_graph: must be in \[0, 1\]" \
+    -cuda_graph 2
+refused_before_gpu train_gpt_fp8_refuses_cuda_graph_with_ranks "-cuda_graph 1 runs on one GPU: this run has 2 processes" \
+    -cuda_graph 1 -pn 2 -pr 0 -pi fs -pf /tmp
 out=$(./train_gpt_fp8 -h 2>&1)
 if [ "$?" -eq 0 ] && printf '%s\n' "$out" | head -n 1 | grep -q "^usage: train_gpt_fp8 "; then
     pass train_gpt_fp8_help_names_it
@@ -87,6 +91,8 @@ looks_for_a_gpu() {
 for recipe in blockwise mxfp8; do looks_for_a_gpu "$recipe" -precision fp8 -fp8_recipe "$recipe"; done
 # timing the GEMMs' algorithms, or not
 for n in 0 4; do looks_for_a_gpu "gemm_autotune_$n" -gemm_autotune "$n"; done
+# a micro-batch's forward and backward as CUDA graphs, or kernel by kernel
+for n in 0 1; do looks_for_a_gpu "cuda_graph_$n" -cuda_graph "$n"; done
 # FP8 attention with cuDNN's attention (a build with cuDNN: the Makefile builds attention_cudnn_fp8 beside it)
 if [ -x dev/cuda/attention_cudnn_fp8 ]; then looks_for_a_gpu fp8_attention -fp8_attention 1; fi
 for p in $programs; do
