@@ -1495,6 +1495,8 @@ profile_recipe_flags() {
         fp8_unfused) echo "-precision fp8 -fp8_fused_casts 0" ;;
         fp8_current) echo "-precision fp8 -fp8_recipe current" ;;
         fp8_blockwise) echo "-precision fp8 -fp8_recipe blockwise" ;;
+        bf16_graphs) echo "-precision bf16 -cuda_graph 1" ;;
+        fp8_graphs) echo "-precision fp8 -cuda_graph 1" ;;
         *) return 1 ;;
     esac
 }
@@ -1588,8 +1590,9 @@ stage_profile() {
     for run in ${PROFILE_RUNS:-bf16 fp8 fp8_current}; do
         if ! flags=$(profile_recipe_flags "$run"); then
             echo "gpu_check: profile: unknown run '$run' in PROFILE_RUNS" \
-                "(bf16 fp8 fp8_unfused fp8_current fp8_blockwise)" >"$WORK/profile_$run.log"
-            add_row "profile_$run" "FAILED (unknown run)" "PROFILE_RUNS: bf16 fp8 fp8_unfused fp8_current fp8_blockwise"
+                "(bf16 fp8 fp8_unfused fp8_current fp8_blockwise bf16_graphs fp8_graphs)" >"$WORK/profile_$run.log"
+            add_row "profile_$run" "FAILED (unknown run)" \
+                "PROFILE_RUNS: bf16 fp8 fp8_unfused fp8_current fp8_blockwise bf16_graphs fp8_graphs"
             ANY_FAILED=1
             write_summary
             continue

@@ -637,6 +637,18 @@ if [ "$(printf '%s\n' "$out" | grep -cE '^\| profile_(time_)?fp8(_unfused)? +\| 
 else
     fail profile_fp8_unfused_run "$unfused_cmd / $fused_cmd / $out"
 fi
+# bf16_graphs, fp8_graphs: the same with -cuda_graph 1, their step time and idle time beside the launches one by one
+out=$(PROFILE_RUNS="fp8 fp8_graphs bf16_graphs" dry --only profile "$tmp/dry_graphs")
+graphs_cmd=$(tar -xzOf "$tmp/dry_graphs/gpu_check_logs.tar.gz" ./profile_idle_fp8_graphs.log 2>/dev/null | head -n 1)
+bf16_graphs_cmd=$(tar -xzOf "$tmp/dry_graphs/gpu_check_logs.tar.gz" ./profile_time_bf16_graphs.log 2>/dev/null |
+    head -n 1)
+if [ "$(printf '%s\n' "$out" | grep -cE '^\| profile_(time_|idle_)?(fp8|fp8_graphs|bf16_graphs) +\| DRY RUN')" -eq 9 ] &&
+    [[ $graphs_cmd == *" -precision fp8 -cuda_graph 1 -x 8 -idle_step 8"* ]] &&
+    [[ $bf16_graphs_cmd == *" -x 15 -precision bf16 -cuda_graph 1"* ]]; then
+    pass profile_graphs_runs
+else
+    fail profile_graphs_runs "$graphs_cmd / $bf16_graphs_cmd / $out"
+fi
 if ! dry "$tmp/dry6" | grep -qE '^\| profile_'; then
     pass profile_not_by_default
 else
