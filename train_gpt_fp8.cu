@@ -204,7 +204,7 @@ typedef struct {
     int* inputs;   // (B, T) on the device
     int* targets;  // (B, T)
     // the encoder backward's token buckets (see encoder_buckets): device copies, and host scratch to build them
-    int *bucket_positions, *bucket_start, *bucket_token;  // (B*T), (B*T + 1), (B*T)
+    int *bucket_positions, *bucket_start, *bucket_token;  // (B*T), (B*T + 1) of the buffer's (B*T + 2), (B*T)
     int* bucket_count;  // (1) their number, read by the encoder backward on the device (bucket_start[B*T + 1])
     int *host_positions, *host_bucket_start, *host_bucket_token, *host_token_count;  // ... (B*T + 2) and (V)
     int num_buckets;
@@ -559,6 +559,9 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
     model->attention.v = (floatX*)buffer[GPU_ATTENTION_V];
     model->attention.y = (floatX*)buffer[GPU_ATTENTION_Y];
     model->attention.preatt = (floatX*)buffer[GPU_ATTENTION_PREATT];
+    // the attention's cuBLAS GEMMs share cuBLASLt's workspace: every GEMM runs in order on one stream
+    model->attention.cublas_workspace = model->gemm.workspace;
+    model->attention.cublas_workspace_bytes = GEMM_WORKSPACE_BYTES;
     model->dq = (floatX*)buffer[GPU_ATTENTION_DQ];
     model->dk = (floatX*)buffer[GPU_ATTENTION_DK];
     model->dv = (floatX*)buffer[GPU_ATTENTION_DV];
@@ -632,14 +635,14 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
 // Everything gpt2_gpu_init and gpt2_gpu_allocate_buffers made: device buffers, handles, streams, host scratch.
 static void gpt2_free(GPT2* model) {
     cudaCheck(cudaDeviceSynchronize());
+    cuda_graph_free(&model->forward_graph);  // first: they launch into the buffers and cuDNN's plans freed below
+    cuda_graph_free(&model->backward_graph);
     for (int i = 0; i < NUM_GPU_BUFFERS; i++) {
         if (model->device_buffers[i]) { cudaCheck(cudaFree(model->device_buffers[i])); }
     }
 #ifdef ENABLE_CUDNN
     if (model->cudnn_attention) { cudnn_attention_destroy(model->cudnn_attention); }
 #endif
-    cuda_graph_free(&model->forward_graph);
-    cuda_graph_free(&model->backward_graph);
     gemm_context_free(&model->gemm);
     cublasCheck(cublasDestroy(model->cublas));
     cudaCheck(cudaEventDestroy(model->grads_ready));

@@ -103,10 +103,21 @@ static inline void batched_gemm_rowmajor(cublasHandle_t handle, int trans_a, int
                                            CUBLAS_GEMM_DEFAULT));
 }
 
-// scratch: q, k, v, y each (B, NH, T, HS); preatt (B, NH, T, T)
+// scratch: q, k, v, y each (B, NH, T, HS); preatt (B, NH, T, T); cuBLAS's workspace (NULL: its own pool), given so
+// that a CUDA graph's capture of these GEMMs allocates nothing and picks as the launches one by one do
 typedef struct {
     floatX *q, *k, *v, *y, *preatt;
+    void* cublas_workspace;
+    size_t cublas_workspace_bytes;
 } AttentionScratch;
+
+// cuBLAS on stream, with the scratch's workspace (cublasSetStream puts cuBLAS back on its own pool)
+static inline void attention_cublas_on(cublasHandle_t handle, const AttentionScratch* s, cudaStream_t stream) {
+    cublasCheck(cublasSetStream(handle, stream));
+    if (s->cublas_workspace) {
+        cublasCheck(cublasSetWorkspace(handle, s->cublas_workspace, s->cublas_workspace_bytes));
+    }
+}
 
 // out (B, T, C); att (B, NH, T, T) kept for the backward; qkv (B, T, 3C). The CPU reference's attention_forward
 // (out, preatt, att, inp, B, T, C, NH), with preatt in the scratch, and the GPU's extras last.
@@ -114,7 +125,7 @@ static inline void attention_forward(floatX* out, floatX* att, const floatX* qkv
                                      AttentionScratch* s, cublasHandle_t handle, cudaStream_t stream) {
     int HS = C / NH;
     size_t n = (size_t)B * T * C;
-    cublasCheck(cublasSetStream(handle, stream));
+    attention_cublas_on(handle, s, stream);
     attention_permute_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(s->q, s->k, s->v, qkv, B, T, NH, HS);
     cudaCheck(cudaGetLastError());
     // preatt (T, T) = q (T, HS) @ k^T, per (b, h)
@@ -138,7 +149,7 @@ static inline void attention_backward(floatX* dqkv, const floatX* dout, const fl
                                       cublasHandle_t handle, cudaStream_t stream) {
     int HS = C / NH;
     size_t n = (size_t)B * T * C;
-    cublasCheck(cublasSetStream(handle, stream));
+    attention_cublas_on(handle, s, stream);
     attention_permute_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(s->q, s->k, s->v, qkv, B, T, NH, HS);
     attention_unpermute_kernel<<<blocks_for(n, 256), 256, 0, stream>>>((floatX*)dout, s->y, B, T, NH, HS, 0);
     cudaCheck(cudaGetLastError());

@@ -175,6 +175,7 @@ typedef struct {
 
 static void plain_init(DeviceList* list, PlainAttention* p, int B, int T, int C, int NH) {
     size_t btc = (size_t)B * T * C, tt = (size_t)B * NH * T * T;
+    memset(p, 0, sizeof(*p));  // cuBLAS on its own workspace pool
     device_alloc(list, &p->att, tt * 2);
     device_alloc(list, &p->scratch.preatt, tt * 2);
     floatX** small[7] = {&p->scratch.q, &p->scratch.k, &p->scratch.v, &p->scratch.y, &p->dq, &p->dk, &p->dv};
