@@ -1123,18 +1123,11 @@ void gpt2_fp8_end_of_step(GPT2* model, int step) {
     fp8_meta_update(&model->fp8, &model->recipe, step);
 }
 
-// A skipped step must not leave its (possibly non-finite) activation and gradient amaxes behind. Weight slots keep
-// theirs: the weights did not change, and row 0 holds exactly their amax.
+// A skipped step must not leave its (possibly non-finite) activation and gradient amaxes behind; weight slots keep
+// theirs (fp8_meta_drop_step_amaxes).
 static void gpt2_fp8_drop_step_amaxes(GPT2* model) {
     if (model->precision != PRECISION_FP8) { return; }
-    for (int module = 0; module < model->fp8.num_modules; module++) {
-        for (int k = 0; k < FP8_FWD_SLOTS; k++) {
-            if (k != FP8_FWD_WEIGHT) { *fp8_meta_amax_row0(&model->fp8, fp8_meta_fwd_slot(&model->fp8, module, k)) = 0.0f; }
-        }
-        for (int k = 0; k < FP8_BWD_SLOTS; k++) {
-            *fp8_meta_amax_row0(&model->fp8, fp8_meta_bwd_slot(&model->fp8, module, k)) = 0.0f;
-        }
-    }
+    fp8_meta_drop_step_amaxes(&model->fp8);
 }
 
 // Sum of squares of the gradients this rank's optimizer owns (all of them in one process): fixed chunks summed in

@@ -175,11 +175,25 @@ static inline int fp8_meta_bwd_slot(const Fp8Meta* meta, int module, int tensor)
     return FP8_FWD_SLOTS * meta->num_modules + module * FP8_BWD_SLOTS + tensor;
 }
 FP8_HD int fp8_slot_is_forward(int slot, int num_modules) { return slot < FP8_FWD_SLOTS * num_modules; }
+// Whether a skipped step keeps the amax in row 0 of `slot`: a weight's (the weights did not change, and row 0 holds
+// exactly their amax); an activation's or a gradient's, possibly not finite, is dropped (zeroed):
+// fp8_meta_drop_step_amaxes, and fp8/update.cuh's kernel on a skipped step.
+FP8_HD int fp8_slot_kept_when_skipped(int slot, int num_modules) {
+    return fp8_slot_is_forward(slot, num_modules) && slot % FP8_FWD_SLOTS == FP8_FWD_WEIGHT;
+}
 static inline Fp8Format fp8_meta_slot_format(const Fp8Meta* meta, int slot) {
     return fp8_slot_is_forward(slot, meta->num_modules) ? meta->forward_format : meta->backward_format;
 }
 // The staging cell every quantization of this slot's tensor max-reduces its amax into.
 static inline float* fp8_meta_amax_row0(Fp8Meta* meta, int slot) { return &meta->amax_history[slot]; }
+
+// The end of a skipped step: no update, and row 0 zeroed in every slot that does not keep it
+// (fp8_slot_kept_when_skipped). The CPU twin of fp8/update.cuh's launch on a skipped step.
+static inline void fp8_meta_drop_step_amaxes(Fp8Meta* meta) {
+    for (int slot = 0; slot < meta->num_slots; slot++) {
+        if (!fp8_slot_kept_when_skipped(slot, meta->num_modules)) { *fp8_meta_amax_row0(meta, slot) = 0.0f; }
+    }
+}
 
 // The hook before the update: one call, all slots' row 0. Single process (or reduce_amax off): nothing to do.
 static inline void fp8_meta_reduce_amax(Fp8Meta* meta, const Fp8Recipe* recipe) {

@@ -669,6 +669,41 @@ static void test_update_many_modules_one_call(void) {
     fp8_meta_free(&meta);
 }
 
+// A skipped step's end (fp8_meta_drop_step_amaxes): row 0 of every input, output, grad_output and grad_input slot
+// zeroed, the weights' row 0 kept (each module's, found by fp8_meta_fwd_slot, not by the rule's arithmetic), and
+// nothing else touched: no older row, no scale, no scale_inv.
+static void test_drop_step_amaxes(void) {
+    char err[256];
+    enum { M = 7 };
+    Fp8Recipe r = recipe_with(4, AMAX_COMPUTE_MAX, 0, 1, FP8_RECIPE_HYBRID);
+    Fp8Meta meta;
+    CHECK(fp8_meta_init(&meta, M, &r, err, sizeof(err)) == 0, "%s", err);
+    for (size_t i = 0; i < meta.num_floats; i++) { meta.memory[i] = (float)(i + 1); }
+    float* before = (float*)malloc(meta.num_floats * sizeof(float));
+    memcpy(before, meta.memory, meta.num_floats * sizeof(float));
+    fp8_meta_drop_step_amaxes(&meta);
+    int kept = 0;
+    for (int m = 0; m < M; m++) {
+        for (int k = 0; k < FP8_FWD_SLOTS; k++) {
+            int s = fp8_meta_fwd_slot(&meta, m, k);
+            float want = k == FP8_FWD_WEIGHT ? before[s] : 0.0f;
+            CHECK(meta.amax_history[s] == want, "module %d forward tensor %d: row 0 %g, want %g", m, k,
+                  meta.amax_history[s], want);
+            kept += k == FP8_FWD_WEIGHT && fp8_slot_kept_when_skipped(s, M);
+        }
+        for (int k = 0; k < FP8_BWD_SLOTS; k++) {
+            int s = fp8_meta_bwd_slot(&meta, m, k);
+            CHECK(meta.amax_history[s] == 0.0f, "module %d backward tensor %d: row 0 zeroed", m, k);
+        }
+    }
+    CHECK(kept == M, "the rule keeps each module's weight slot (%d of %d)", kept, M);
+    size_t rest = (size_t)meta.num_slots;  // row 0 ends here: older rows, scales and scale_invs unchanged
+    CHECK(memcmp(meta.memory + rest, before + rest, (meta.num_floats - rest) * sizeof(float)) == 0,
+          "older rows, scales and scale_invs untouched");
+    free(before);
+    fp8_meta_free(&meta);
+}
+
 typedef struct {
     int calls;
     float* other_rank_row0;  // a second simulated rank's row 0
@@ -1296,6 +1331,7 @@ int main(void) {
     RUN_TEST(test_update_interval);
     RUN_TEST(test_update_callbacks);
     RUN_TEST(test_update_many_modules_one_call);
+    RUN_TEST(test_drop_step_amaxes);
     RUN_TEST(test_reduce_amax_hook);
     RUN_TEST(test_quantize_dequantize);
     RUN_TEST(test_recipe_current_scaling);
