@@ -116,7 +116,8 @@ static float sim_group_step(SimGroup* g, const int* inputs, const int* targets, 
     }
     for (int r = 0; r < N; r++) {
         gpt2_fp8_end_of_step(&g->rank[r], step);
-        gpt2_update(&g->rank[r], lr, 0.9f, 0.95f, 1e-8f, 0.1f, norm, grad_clip, step + 1);
+        g->rank[r].grad_norm = norm;  // what gpt2_grad_norm leaves in a rank once the sums are all-reduced
+        gpt2_update(&g->rank[r], lr, 0.9f, 0.95f, 1e-8f, 0.1f, grad_clip, step + 1);
     }
     if (g->zero_stage == 1) {  // all-gather: every rank receives each owner's updated slice
         for (int owner = 0; owner < N; owner++) {

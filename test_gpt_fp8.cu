@@ -239,10 +239,11 @@ static float train_step(Model* model, const int* inputs, const int* targets, int
     gpt2_zero_grad(model);
     gpt2_forward(model, inputs, targets, B, T);
     gpt2_backward(model, 1.0f);
-    *norm = gpt2_grad_norm(model);
+    gpt2_grad_norm(model);
     gpt2_fp8_end_of_step(model, step);
-    gpt2_update(model, TEST_LR, TEST_BETA1, TEST_BETA2, 1e-8f, 0.0f, *norm, 1.0f, step + 1);
+    gpt2_update(model, TEST_LR, TEST_BETA1, TEST_BETA2, 1e-8f, 0.0f, 1.0f, step + 1);
     gpt2_cast_weights_fp8(model, 1);
+    *norm = gpt2_grad_norm_value(model);
     return model->mean_loss;
 }
 
@@ -292,6 +293,55 @@ static float* download_bf16(const floatX* device, size_t n) {
     for (size_t i = 0; i < n; i++) { host[i] = bf16_to_float(raw[i]); }
     free(raw);
     return host;
+}
+
+// What a GPU model carries from step to step, as the buffers of its memory plan that hold it (0 bytes where the run
+// has none): the weights and their FP8 copies, gradients, AdamW's moments, the FP8 metadata and the GEMMs' copy of its
+// scale_invs, the diagnostics' amaxes, counts and block scale ranges, and the last casts' amaxes.
+static const struct {
+    GpuBuffer buffer;
+    const char* what;
+} training_state[] = {
+    {GPU_PARAMS, "bf16 weights"},
+    {GPU_GRADS, "gradients"},
+    {GPU_MASTER, "master weights"},
+    {GPU_ADAM_M, "AdamW's m"},
+    {GPU_ADAM_V, "AdamW's v"},
+    {GPU_FP8_META, "FP8 state (histories, scales, scale_invs)"},
+    {GPU_FP8_GEMM_SCALE_INV, "the GEMMs' scale_invs"},
+    {GPU_FP8_STATS, "diagnostics counts"},
+    {GPU_FP8_DIAG_AMAX, "diagnostics amaxes"},
+    {GPU_FP8_BLOCK_SCALE_RANGE, "block scale ranges"},
+    {GPU_FP8_WINDOW_AMAX, "the last casts' amaxes"},
+    {GPU_WEIGHT_FP8, "the weights' FP8 codes"},
+    {GPU_WEIGHT_T_FP8, "the weights' transposed FP8 codes"},
+    {GPU_WEIGHT_SCALE_INV, "the weights' block scale_invs"},
+    {GPU_WEIGHT_T_SCALE_INV, "the transposed weights' block scale_invs"},
+    {GPU_WEIGHT_DEQUANTIZED, "the weights' dequantized 1x32 casts"},
+    {GPU_WEIGHT_DEQUANTIZED_COLUMNWISE, "the weights' dequantized 32x1 casts"},
+};
+
+// Two GPU models of the same plan hold the same training state bit for bit (R1), one CHECK per buffer; `what` and
+// `when` say which models and after what.
+static void check_same_training_state(gpu::GPT2* a, gpu::GPT2* b, const char* what, const char* when) {
+    cudaCheck(cudaDeviceSynchronize());
+    for (size_t i = 0; i < sizeof(training_state) / sizeof(training_state[0]); i++) {
+        GpuBuffer k = training_state[i].buffer;
+        size_t bytes = a->memory.bytes[k];
+        if (bytes == 0 && b->memory.bytes[k] == 0) { continue; }
+        if (bytes != b->memory.bytes[k] || !a->device_buffers[k] || !b->device_buffers[k]) {
+            CHECK(0, "%s, %s: %s: %zu and %zu bytes planned", what, when, training_state[i].what, bytes,
+                  b->memory.bytes[k]);
+            continue;
+        }
+        uint8_t* x = (uint8_t*)malloc(bytes);
+        uint8_t* y = (uint8_t*)malloc(bytes);
+        cudaCheck(cudaMemcpy(x, a->device_buffers[k], bytes, cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(y, b->device_buffers[k], bytes, cudaMemcpyDeviceToHost));
+        CHECK(memcmp(x, y, bytes) == 0, "%s, %s: %s bit-identical (R1)", what, when, training_state[i].what);
+        free(x);
+        free(y);
+    }
 }
 
 // ||a - b|| / ||b||
@@ -953,11 +1003,13 @@ static float two_ranks_step(TwoRanks* g, const int* inputs, const int* targets, 
     // the norm: each rank's shard, then the sum (ZeRO-0: each rank already has the whole)
     float squares[2];
     for (int r = 0; r < 2; r++) {
-        float norm = gpt2_grad_norm(&g->rank[r]);  // ZeRO-1: the shard's; multi_gpu_sum_scalar adds nothing here
+        gpt2_grad_norm(&g->rank[r]);  // ZeRO-1: the shard's; multi_gpu_sum_scalar adds nothing here
+        float norm = gpt2_grad_norm_value(&g->rank[r]);
         squares[r] = norm * norm;
     }
-    // what multi_gpu_sum_scalar does with NCCL (clipping is off: only finiteness matters)
-    float norm = sqrtf(g->mg[0].zero_stage == 1 ? squares[0] + squares[1] : squares[0]);
+    // what multi_gpu_sum_scalar does with NCCL, into each rank's norm on the device (clipping is off: only finiteness
+    // matters)
+    float norm_squared = g->mg[0].zero_stage == 1 ? squares[0] + squares[1] : squares[0];
     // the amax all-reduce: MAX of row 0 over the ranks (the hook's NCCL all-reduce is a no-op without a communicator)
     int S = g->rank[0].fp8.num_slots;
     float* row0_a = download_floats(g->rank[0].fp8.amax_history, (size_t)S);
@@ -966,8 +1018,9 @@ static float two_ranks_step(TwoRanks* g, const int* inputs, const int* targets, 
     for (int r = 0; r < 2; r++) {
         gpu::GPT2* m = &g->rank[r];
         cudaCheck(cudaMemcpy(m->fp8.amax_history, row0_a, (size_t)S * 4, cudaMemcpyHostToDevice));
+        cudaCheck(cudaMemcpy(m->norm_squared, &norm_squared, 4, cudaMemcpyHostToDevice));
         gpt2_fp8_end_of_step(m, step);
-        gpt2_update(m, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, norm, 1e6f, step + 1);
+        gpt2_update(m, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1e6f, step + 1);
     }
     // all-gather: each owner's bf16 slice to the other rank
     for (int owner = 0; owner < 2 && g->mg[0].zero_stage == 1; owner++) {
@@ -2476,7 +2529,10 @@ static void test_gemm_autotune(void) {
 }
 
 // AdamW's 16-byte path against its element path: the same parameters at an aligned address and one float further on
-// give the same bits (R1: one function per parameter). The gradient norm's float4 middle, head and tail at each of
+// give the same bits (R1: one function per parameter). AdamW's reading of the norm on the device (R1 each): a norm
+// that is NaN or inf changes no array (a skipped step); the clip factor from a norm of sqrt(3) above a clip of 1
+// gives the bits of gradients scaled on the host by 1 / sqrtf(3) and not clipped (sqrtf and the division IEEE-rounded
+// on both, the scaled gradient the same one rounding). The gradient norm's float4 middle, head and tail at each of
 // four alignments against the sum of squares in double (R2: a chain of at most n / (NORM_BLOCKS * 512) + 6 additions
 // a thread and two block sums of 10 levels, one more rounding for the square; every term positive, so relative to
 // the sum).
@@ -2495,6 +2551,10 @@ static void test_adamw_and_norm_vector_paths(void) {
     for (int a = 0; a < 4; a++) { cudaCheck(cudaMalloc(&d_arrays[a], (n + 4) * sizeof(float))); }
     floatX* d_params;
     cudaCheck(cudaMalloc(&d_params, (n + 8) * sizeof(floatX)));
+    float* d_adamw_norm_squared;  // the global norm's square AdamW reads: 4, above a clip of 1, so a factor 0.5
+    cudaCheck(cudaMalloc(&d_adamw_norm_squared, sizeof(float)));
+    const float four = 4.0f;
+    cudaCheck(cudaMemcpy(d_adamw_norm_squared, &four, sizeof(float), cudaMemcpyHostToDevice));
     float* got[2][4];  // [aligned, one float on][master, m, v, the bf16 weights as floats]
     for (int offset = 0; offset < 2; offset++) {
         float *master = d_arrays[0] + offset, *grads = d_arrays[1] + offset, *m = d_arrays[2] + offset,
@@ -2505,7 +2565,8 @@ static void test_adamw_and_norm_vector_paths(void) {
         }
         CHECK(adamw_vectorized(master, params, grads, m, v) == (offset == 0), "offset %d: AdamW's 16-byte path iff "
               "aligned", offset);
-        adamw_update(master, params, grads, m, v, n, 1e-3f, 0.9f, 0.95f, 0.1f, 0.05f, 1e-8f, 0.1f, 0.5f, 0);
+        adamw_update(master, params, grads, m, v, n, 1e-3f, 0.9f, 0.95f, 0.1f, 0.05f, 1e-8f, 0.1f, d_adamw_norm_squared,
+                     1.0f, 0);
         float* updated[3] = {master, m, v};
         for (int a = 0; a < 3; a++) { got[offset][a] = download_floats(updated[a], n); }
         got[offset][3] = download_bf16(params, n);
@@ -2517,6 +2578,45 @@ static void test_adamw_and_norm_vector_paths(void) {
         free(got[0][a]);
         free(got[1][a]);
     }
+    // AdamW from the device's norm: [run][master, m, v, the bf16 weights], every run from the same arrays (aligned)
+    const float not_finite[2] = {NAN, INFINITY};
+    const float clip = 1.0f, scale = 1.0f / sqrtf(3.0f);  // the host's factor for a norm of sqrtf(3) above clip 1
+    float* scaled_grads = (float*)malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) { scaled_grads[i] = host[n + i] * scale; }
+    float* after[4][4];
+    for (int run = 0; run < 4; run++) {  // NaN, inf: skipped; 3: clipped on the device; 0.25 on pre-scaled gradients
+        const float norm_squared = run < 2 ? not_finite[run] : run == 2 ? 3.0f : 0.25f;
+        cudaCheck(cudaMemcpy(d_adamw_norm_squared, &norm_squared, sizeof(float), cudaMemcpyHostToDevice));
+        for (int a = 0; a < 4; a++) {
+            const float* from = a == 1 && run == 3 ? scaled_grads : host + a * n;
+            cudaCheck(cudaMemcpy(d_arrays[a], from, n * sizeof(float), cudaMemcpyHostToDevice));
+        }
+        cudaCheck(cudaMemset(d_params, 0, n * sizeof(floatX)));
+        adamw_update(d_arrays[0], d_params, d_arrays[1], d_arrays[2], d_arrays[3], n, 1e-3f, 0.9f, 0.95f, 0.1f, 0.05f,
+                     1e-8f, 0.1f, d_adamw_norm_squared, clip, 0);
+        float* updated[3] = {d_arrays[0], d_arrays[2], d_arrays[3]};
+        for (int a = 0; a < 3; a++) { after[run][a] = download_floats(updated[a], n); }
+        after[run][3] = download_bf16(d_params, n);
+    }
+    const float* before[4] = {host, host + 2 * n, host + 3 * n, NULL};  // the bf16 weights: left at 0
+    float* zeros = (float*)calloc(n, sizeof(float));
+    before[3] = zeros;
+    for (int run = 0; run < 2; run++) {
+        for (int a = 0; a < 4; a++) {
+            CHECK(memcmp(after[run][a], before[a], n * sizeof(float)) == 0, "AdamW with a gradient norm of %g (a "
+                  "skipped step): %s unchanged (R1)", not_finite[run], names[a]);
+        }
+    }
+    for (int a = 0; a < 4; a++) {
+        CHECK(memcmp(after[2][a], after[3][a], n * sizeof(float)) == 0, "AdamW's clip factor from a norm of sqrt(3) "
+              "on the device: %s as with the gradients scaled by the host's 1/sqrtf(3) (R1)", names[a]);
+    }
+    for (int run = 0; run < 4; run++) {
+        for (int a = 0; a < 4; a++) { free(after[run][a]); }
+    }
+    free(zeros);
+    free(scaled_grads);
+    cudaCheck(cudaFree(d_adamw_norm_squared));
     float *d_norm, *d_partials;
     cudaCheck(cudaMalloc(&d_norm, sizeof(float)));
     cudaCheck(cudaMalloc(&d_partials, NORM_BLOCKS * sizeof(float)));
@@ -2611,10 +2711,11 @@ static void test_cuda_graph_steps_bit_identical(void) {
                         sum += model->mean_loss;
                     }
                     loss[m] = (float)(sum / micro_batches);
-                    norm[m] = gpt2_grad_norm(model);
+                    gpt2_grad_norm(model);
                     gpt2_fp8_end_of_step(model, step);
-                    gpt2_update(model, TEST_LR, TEST_BETA1, TEST_BETA2, 1e-8f, 0.0f, norm[m], 1.0f, step + 1);
+                    gpt2_update(model, TEST_LR, TEST_BETA1, TEST_BETA2, 1e-8f, 0.0f, 1.0f, step + 1);
                     gpt2_cast_weights_fp8(model, 1);
+                    norm[m] = gpt2_grad_norm_value(model);
                     if (step == 1) {  // an evaluation between steps, as the trainer's
                         random_batch(inputs, targets, BT, TV, &rng[m]);
                         eval_loss[m] = eval_forward(model, inputs, targets, B, T);
@@ -2628,37 +2729,9 @@ static void test_cuda_graph_steps_bit_identical(void) {
                           "graphs, %.9g with", what, eval_loss[0], eval_loss[1]);
                 }
             }
-            cudaCheck(cudaDeviceSynchronize());
             gpu::GPT2* eager = &models[0];
             gpu::GPT2* graphed = &models[1];
-            size_t P = eager->num_parameters, S = eager->shard.count;
-            int fp8 = eager->precision == PRECISION_FP8;
-            struct {
-                const char* what;
-                const void *a, *b;
-                size_t bytes;
-            } same[] = {
-                {"gradients", eager->grads_memory, graphed->grads_memory, P * 4},
-                {"master weights", eager->master_memory, graphed->master_memory, S * 4},
-                {"bf16 weights", eager->params_memory, graphed->params_memory, P * 2},
-                {"AdamW's m", eager->m_memory, graphed->m_memory, S * 4},
-                {"AdamW's v", eager->v_memory, graphed->v_memory, S * 4},
-                {"FP8 state (histories, scales, scale_invs)", eager->fp8.memory, graphed->fp8.memory,
-                 fp8 ? eager->fp8.num_floats * 4 : 0},
-                {"diagnostics counts", eager->fp8_stats, graphed->fp8_stats,
-                 fp8 ? (size_t)eager->fp8.num_slots * sizeof(Fp8QuantStats) : 0},
-            };
-            for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
-                if (same[i].bytes == 0) { continue; }
-                uint8_t* x = (uint8_t*)malloc(same[i].bytes);
-                uint8_t* y = (uint8_t*)malloc(same[i].bytes);
-                cudaCheck(cudaMemcpy(x, same[i].a, same[i].bytes, cudaMemcpyDeviceToHost));
-                cudaCheck(cudaMemcpy(y, same[i].b, same[i].bytes, cudaMemcpyDeviceToHost));
-                CHECK(memcmp(x, y, same[i].bytes) == 0, "%s, after 4 steps: %s bit-identical with and without CUDA "
-                      "graphs (R1)", what, same[i].what);
-                free(x);
-                free(y);
-            }
+            check_same_training_state(eager, graphed, what, "after 4 steps, with and without CUDA graphs");
             // 6 training passes: the first without a graph, then the forward's graph captured once, the backward's
             // for loss scale 1/2 and again for 1
             CHECK(graphed->forward_graph.captures == 1 && graphed->forward_graph.launches == 5 &&
@@ -2671,6 +2744,91 @@ static void test_cuda_graph_steps_bit_identical(void) {
             gpt2_free(&models[0]);
             gpt2_free(&models[1]);
         }
+    }
+    free(inputs);
+    free(targets);
+    gpt2_free(&cpu);
+}
+
+// A step whose gradient norm is not finite, skipped on the device (the trainer queues its end of step as for any
+// step: gpt2_grad_norm says how), leaves the model as the host's skip does (only gpt2_fp8_drop_step_amaxes, the CPU's
+// way), and the step after it goes on the same: two models from the same weights and batches, a step, a step whose
+// first gradient is NaN (the trainer's -debug_nan_step), skipped by the host in one model and on the device in the
+// other, then a third step. Every loss and norm bit for bit (the skipped step's norm NaN in both), and after the
+// skipped step and the next the whole training state (check_same_training_state: weights and their FP8 copies,
+// moments, FP8 state, diagnostics counts and amaxes) bit for bit (R1: the skipped step changes nothing but row 0, and
+// the weights' casts rewrite the bytes they wrote before, their counts put back). BF16 and every FP8 recipe.
+static void test_norm_skipped_step_on_the_device(void) {
+    const int B = 2, T = 64, BT = B * T;
+    GPT2Config config = config_of(2, 128, 2, TV, T);  // C a whole 128-block for blockwise
+    const char* variants[] = {
+        "-precision bf16",
+        "-precision fp8 -fp8_amax_history_len 16",
+        "-precision fp8 -fp8_recipe current",
+        "-precision fp8 -fp8_recipe blockwise",
+        "-precision fp8 -fp8_recipe mxfp8",
+    };
+    char why[256];
+    int block_gemms = gemm_block_scaling_check(why, sizeof(why)) == 0;
+    cpu::GPT2 cpu;  // only for the initial weights
+    int* inputs = (int*)malloc((size_t)BT * sizeof(int));
+    int* targets = (int*)malloc((size_t)BT * sizeof(int));
+    cpu_initial_weights_and_batch(&cpu, &config, B, T, 91, inputs, targets);
+    for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+        if (strstr(variants[v], "blockwise") && !block_gemms) {
+            printf("  SKIP %s: %s\n", variants[v], why);
+            continue;
+        }
+        char flags[160];
+        snprintf(flags, sizeof(flags), "%s -attn plain", variants[v]);
+        gpu::GPT2 models[2];  // the skipped step: [0] the host's skip, [1] the device's
+        for (int m = 0; m < 2; m++) {
+            TrainArgs args = test_args_line(flags);
+            gpu_model(&models[m], &config, &args, B, T, cpu.master_memory);
+            if (models[m].precision == PRECISION_FP8) {
+                models[m].fp8_collect_stats = 1;
+                cudaCheck(cudaMemset(models[m].fp8_stats, 0, (size_t)models[m].fp8.num_slots * sizeof(Fp8QuantStats)));
+            }
+        }
+        Rng rng;
+        rng_seed(&rng, 92);
+        for (int step = 0; step < 3; step++) {
+            random_batch(inputs, targets, BT, TV, &rng);
+            float loss[2], norm[2];
+            for (int m = 0; m < 2; m++) {
+                gpu::GPT2* model = &models[m];
+                gpt2_zero_grad(model);
+                gpt2_forward(model, inputs, targets, B, T);
+                gpt2_backward(model, 1.0f);
+                loss[m] = model->mean_loss;
+                if (step == 1) {  // NaN in the first gradient, after the backward (the trainer's test hook)
+                    cudaCheck(cudaMemsetAsync(model->grads_memory, 0xFF, sizeof(float), model->stream));
+                }
+                gpt2_grad_norm(model);
+                if (step == 1 && m == 0) {  // the host reads the norm first and skips: what the CPU's loop does
+                    norm[m] = gpt2_grad_norm_value(model);
+                    gpt2_fp8_drop_step_amaxes(model);
+                } else {  // the trainer's end of step, queued whatever the norm
+                    gpt2_fp8_end_of_step(model, step);
+                    gpt2_update(model, TEST_LR, TEST_BETA1, TEST_BETA2, 1e-8f, 0.0f, 1.0f, step + 1);
+                    gpt2_cast_weights_fp8(model, 1);
+                    norm[m] = gpt2_grad_norm_value(model);
+                }
+            }
+            CHECK(memcmp(&loss[0], &loss[1], 4) == 0 && memcmp(&norm[0], &norm[1], 4) == 0,
+                  "%s, step %d: loss %.9g norm %.9g (the host's skip), %.9g %.9g (the device's)", variants[v], step + 1,
+                  loss[0], norm[0], loss[1], norm[1]);
+            if (step == 1) {
+                CHECK(isnan(norm[0]) && isnan(norm[1]), "%s: the poisoned step's norm is NaN (%g, %g)", variants[v],
+                      norm[0], norm[1]);
+            }
+            if (step >= 1) {
+                check_same_training_state(&models[0], &models[1], variants[v],
+                                          step == 1 ? "after the skipped step" : "a step after the skipped one");
+            }
+        }
+        gpt2_free(&models[0]);
+        gpt2_free(&models[1]);
     }
     free(inputs);
     free(targets);
@@ -2728,9 +2886,10 @@ static int host_gate_open(HostGate* g, cudaStream_t stream) {
 static const TestShape gate_shape = {2, 64, 2, 128, 2, TV};
 
 // For every precision and recipe: a first step builds what is built once (GEMM plans, cuDNN graphs); then, behind
-// a closed gate, a training forward (its batch copies included), and after the gradient norm (which the host reads:
-// gpt2_grad_norm says why) the end of the step (FP8 update, AdamW, the weights' casts). The gated step is then the
-// CPU's step, by loss and gradient norm. Then again with -cuda_graph 1: the gated forward is captured into a graph
+// a closed gate, a training forward (its batch copies included), and after the backward (which waits for the loss)
+// the whole end of the step: the gradient norm, the FP8 update, AdamW, the weights' casts with the diagnostics'
+// counts (gpt2_grad_norm: the norm's decisions are the device's). The gated step is then the CPU's step, by loss and
+// gradient norm. Then again with -cuda_graph 1: the gated forward is captured into a graph
 // and replayed (the first step ran without), which must not wait either, and the step is still the CPU's.
 static void test_step_queues_without_waiting(void) {
 #ifdef ENABLE_CUDNN
@@ -2759,6 +2918,7 @@ static void test_step_queues_without_waiting(void) {
         cpu::GPT2 cpu;
         gpu::GPT2 gpu;
         make_shaped_pair(&cpu, &gpu, test_args_line(flags), 71 + r, &gate_shape);
+        gpu.fp8_collect_stats = gpu.precision == PRECISION_FP8;  // the weights' casts save and restore the counts
         Rng rng;
         rng_seed(&rng, 72 + r);
         float gpu_norm, cpu_norm;
@@ -2790,13 +2950,14 @@ static void test_step_queues_without_waiting(void) {
                   "(captured %d times, replayed %lld)", what, gpu.forward_graph.captures, gpu.forward_graph.launches);
         }
         gpt2_backward(&gpu, 1.0f);
-        gpu_norm = gpt2_grad_norm(&gpu);
         host_gate_close(&gate, stream, 20);
+        gpt2_grad_norm(&gpu);
         gpt2_fp8_end_of_step(&gpu, 1);
-        gpt2_update(&gpu, TEST_LR, TEST_BETA1, TEST_BETA2, 1e-8f, 0.0f, gpu_norm, 1.0f, 2);
+        gpt2_update(&gpu, TEST_LR, TEST_BETA1, TEST_BETA2, 1e-8f, 0.0f, 1.0f, 2);
         gpt2_cast_weights_fp8(&gpu, 1);
-        CHECK(host_gate_open(&gate, stream), "%sthe end of step (FP8 update, AdamW, the weights' casts) queues without "
-              "waiting", what);
+        CHECK(host_gate_open(&gate, stream), "%sthe end of step (gradient norm, FP8 update, AdamW, the weights' casts) "
+              "queues without waiting", what);
+        gpu_norm = gpt2_grad_norm_value(&gpu);
         float gpu_loss = gpu.mean_loss;
         train_step(&cpu, inputs, targets, gate_shape.B, gate_shape.T, 1, &cpu_norm);
         check_loss(&cpu, gpu_loss, BT, 1, what);
@@ -2837,6 +2998,7 @@ int main(int argc, char** argv) {
     RUN_TEST(test_gemm_autotune);
     RUN_TEST(test_step_queues_without_waiting);
     RUN_TEST(test_cuda_graph_steps_bit_identical);
+    RUN_TEST(test_norm_skipped_step_on_the_device);
     // the block recipes: blockwise needs Hopper's block-scaled GEMMs (compute capability 9.0, cuBLASLt 12.9+)
     char why[256];
     if (gemm_block_scaling_check(why, sizeof(why)) == 0) {

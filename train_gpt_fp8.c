@@ -605,6 +605,7 @@ typedef struct {
     const int* inputs;   // (B, T) of the last forward
     const int* targets;  // (B, T) or NULL
     float mean_loss;     // of the last forward with targets
+    float grad_norm;     // of the last gpt2_grad_norm, which gpt2_update clips by
     // precision
     Precision precision;
     Fp8Recipe recipe;
@@ -1151,15 +1152,19 @@ double gpt2_grad_norm_squared(const GPT2* model) {
     return total;
 }
 
-// Global L2 norm of the gradients (one process). Non-finite if any gradient is.
-float gpt2_grad_norm(const GPT2* model) { return (float)sqrt(gpt2_grad_norm_squared(model)); }
+// Global L2 norm of the gradients (one process), into model->grad_norm: non-finite if any gradient is.
+// gpt2_grad_norm_value reads it (the GPU's waits for it there).
+void gpt2_grad_norm(GPT2* model) { model->grad_norm = (float)sqrt(gpt2_grad_norm_squared(model)); }
+float gpt2_grad_norm_value(const GPT2* model) { return model->grad_norm; }
 
 // AdamW (decoupled weight decay on the 2-D tensors only) on fp32 master weights, after clipping the gradients to a
-// global norm of grad_clip. t is the 1-based step for the bias corrections. Only the parameters of this rank's
-// optimizer shard are updated (all of them in one process); with ZeRO-1 the ranks then all-gather the rest.
+// global norm of grad_clip (the norm gpt2_grad_norm left in the model). t is the 1-based step for the bias
+// corrections. Only the parameters of this rank's optimizer shard are updated (all of them in one process); with
+// ZeRO-1 the ranks then all-gather the rest.
 CPU_MULTIVERSION
 void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, float eps, float weight_decay,
-                 float grad_norm, float grad_clip, int t) {
+                 float grad_clip, int t) {
+    float grad_norm = model->grad_norm;
     float clip_scale = grad_norm > grad_clip ? grad_clip / grad_norm : 1.0f;
     float bias1 = 1.0f - powf(beta1, (float)t), bias2 = 1.0f - powf(beta2, (float)t);
     const ZeroShard* shard = &model->shard;
@@ -1451,8 +1456,10 @@ int main(int argc, char** argv) {
             loss += model.mean_loss / grad_accum_steps;
         }
         if (step == args.debug_nan_step) { model.grads_memory[0] = NAN; }  // test hook: a poisoned gradient
-        float norm = gpt2_grad_norm(&model);
+        gpt2_grad_norm(&model);
         float lr = learning_rate_at(step, train_steps, args.learning_rate, args.warmup_steps, args.final_lr_fraction);
+        // a step whose loss or gradient norm is not finite is skipped (the GPU's decides the norm's half on the device)
+        float norm = gpt2_grad_norm_value(&model);
         int step_skipped = !isfinite(loss) || !isfinite(norm);
         if (step_skipped) {
             fprintf(stderr, "warning: step %d: loss %g, gradient norm %g is not finite; step skipped, weights and FP8 state kept\n",
@@ -1460,7 +1467,7 @@ int main(int argc, char** argv) {
             gpt2_fp8_drop_step_amaxes(&model);
         } else {
             gpt2_fp8_end_of_step(&model, step);
-            gpt2_update(&model, lr, 0.9f, 0.95f, 1e-8f, args.weight_decay, norm, args.grad_clip, step + 1);
+            gpt2_update(&model, lr, 0.9f, 0.95f, 1e-8f, args.weight_decay, args.grad_clip, step + 1);
             gpt2_cast_weights_fp8(&model, 1);
         }
         if (diag_log.file && (step + 1) % args.fp8_diag_every == 0) {

@@ -215,7 +215,8 @@ typedef struct {
     // when those copies have long run.
     int *host_inputs, *host_targets;
     float* host_losses;
-    cudaEvent_t batch_copied, buckets_copied, losses_copied;
+    float* host_norm_squared;  // (1) the gradient norm's square, for the host's report once the step is queued
+    cudaEvent_t batch_copied, buckets_copied, losses_copied, norm_copied;
     float* column_partials;  // (B*T / COLUMN_SUM_ROWS, 4C) per-chunk column sums of the bias / LayerNorm gradients
     // backward scratch
     floatX *dresidual, *dbtc, *dbtc2, *dbt4c, *dqkv;  // (B,T,C) x3, (B,T,4C), (B,T,3C)
@@ -239,7 +240,7 @@ typedef struct {
     GpuMemoryInputs memory_inputs;
     GpuMemoryPlan memory;
     void* device_buffers[NUM_GPU_BUFFERS];  // what gpt2_gpu_allocate_buffers allocated (NULL: not allocated), to free
-    float* norm_squared;  // (1)
+    float* norm_squared;  // (1) the gradient norm's square, where the end of step reads it (gpt2_grad_norm)
     float* norm_partials; // (NORM_BLOCKS) per-block sums of squares: summed in a fixed order, so the norm is deterministic
     // precision
     Precision precision;
@@ -256,6 +257,7 @@ typedef struct {
     float* amax_discard;       // where casts that must not record write their amax
     int fp8_collect_stats;     // count clipped / flushed elements of every recorded cast (for fp8_diag.tsv)
     Fp8QuantStats* fp8_stats;  // (num_slots) device: elements, saturated, flushed since the last diagnostics block
+    Fp8QuantStats* fp8_stats_saved;  // (num_slots) device: fp8_stats before the weights' casts (gpt2_cast_weights_fp8)
     float* fp8_diag_amax;      // (2, num_slots) device: row 0 as the last update saw it (the step's amax), and
                                // (delayed) the window its scale came from: written every step, read where a file is
     // rank 0's diagnostics state, on the host where the diagnostics file and the state file are written (copies):
@@ -421,6 +423,7 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
     cudaCheck(cudaEventCreateWithFlags(&model->batch_copied, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&model->buckets_copied, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&model->losses_copied, cudaEventDisableTiming));
+    cudaCheck(cudaEventCreateWithFlags(&model->norm_copied, cudaEventDisableTiming));
     model->num_sms = current_device_sms();  // this rank's GPU (multi_gpu_init set it)
     model->stats_layer_floats = attention_stats_layer_floats(B, config->num_heads, T);
 #ifdef ENABLE_CUDNN
@@ -476,6 +479,7 @@ static const struct {
     size_t field;  // offsetof(GPT2, ...)
 } gpt2_fp8_buffers[] = {
     {GPU_FP8_STATS, offsetof(GPT2, fp8_stats)},
+    {GPU_FP8_STATS_SAVED, offsetof(GPT2, fp8_stats_saved)},
     {GPU_FP8_DIAG_AMAX, offsetof(GPT2, fp8_diag_amax)},
     {GPU_WEIGHT_FP8, offsetof(GPT2, fp8_weight.codes)},
     {GPU_WEIGHT_T_FP8, offsetof(GPT2, fp8_weight.codes_t)},
@@ -585,6 +589,7 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
     cudaCheck(cudaMallocHost(&model->host_inputs, BT * sizeof(int)));
     cudaCheck(cudaMallocHost(&model->host_targets, BT * sizeof(int)));
     cudaCheck(cudaMallocHost(&model->host_losses, BT * sizeof(float)));
+    cudaCheck(cudaMallocHost(&model->host_norm_squared, sizeof(float)));
     cudaCheck(cudaMallocHost(&model->host_positions, BT * sizeof(int)));
     cudaCheck(cudaMallocHost(&model->host_bucket_start, (BT + 2) * sizeof(int)));  // the count at [B*T + 1]
     cudaCheck(cudaMallocHost(&model->host_bucket_token, BT * sizeof(int)));
@@ -650,10 +655,12 @@ static void gpt2_free(GPT2* model) {
     cudaCheck(cudaEventDestroy(model->batch_copied));
     cudaCheck(cudaEventDestroy(model->buckets_copied));
     cudaCheck(cudaEventDestroy(model->losses_copied));
+    cudaCheck(cudaEventDestroy(model->norm_copied));
     cudaCheck(cudaStreamDestroy(model->stream));
     cudaCheck(cudaStreamDestroy(model->comm_stream));
-    void* pinned[] = {model->host_inputs, model->host_targets, model->host_losses, model->host_positions,
-                      model->host_bucket_start, model->host_bucket_token};  // NULL where never allocated
+    void* pinned[] = {model->host_inputs,    model->host_targets,      model->host_losses,
+                      model->host_norm_squared, model->host_positions, model->host_bucket_start,
+                      model->host_bucket_token};  // NULL where never allocated
     for (size_t i = 0; i < sizeof(pinned) / sizeof(pinned[0]); i++) {
         if (pinned[i]) { cudaCheck(cudaFreeHost(pinned[i])); }
     }
@@ -1075,8 +1082,17 @@ static Fp8Operand linear_weight(GPT2* model, int module) {
 // Cast every FP8 module's bf16 weight with its current scale (linear_cast at LINEAR_WEIGHT_FPROP: the recipe's copies
 // for fprop and dgrad); `record`: its amax into row 0 (and, with current scaling, the scale from the weight's own amax
 // first; without, a re-cast with the stored scale). Training state: called while the model records.
+// After a step the gradient norm skipped on the device (gpt2_grad_norm), the weights and scales are the ones the last
+// casts had, so these casts write the same bytes, amaxes and block scale ranges again; only the diagnostics' counts
+// would grow where the CPU casts nothing: they are saved before and put back after.
 static void gpt2_cast_weights_fp8(GPT2* model, int record) {
     if (model->precision != PRECISION_FP8) { return; }
+    size_t S = (size_t)model->fp8.num_slots, stats_words = S * sizeof(Fp8QuantStats) / sizeof(unsigned long long);
+    int counts = record && model->fp8_collect_stats;
+    if (counts) {
+        cudaCheck(cudaMemcpyAsync(model->fp8_stats_saved, model->fp8_stats, S * sizeof(Fp8QuantStats),
+                                  cudaMemcpyDeviceToDevice, model->stream));
+    }
     // as the CPU's: the weights' FP8 copy is training state, so its scales are the slots' own even when called while
     // evaluation has recording off (current scaling would otherwise put them in the evaluation scratch)
     int saved = model->training;
@@ -1088,6 +1104,11 @@ static void gpt2_cast_weights_fp8(GPT2* model, int record) {
         model->weight_operand[module] = linear_cast(model, module, LINEAR_WEIGHT_FPROP, lm.weight, lm.OC, record, NULL);
     }
     model->training = saved;
+    if (counts) {
+        restore_if_step_skipped((unsigned long long*)model->fp8_stats,
+                                (const unsigned long long*)model->fp8_stats_saved, stats_words, model->norm_squared,
+                                model->stream);
+    }
 }
 
 // One GEMM of a module in its precision (linear_gemm_is_fp8), on the views of two operands that reduce over k:
@@ -1698,28 +1719,36 @@ static void gpt2_backward(GPT2* model, float loss_scale) {
 }
 
 // The gradient norm: this rank's shard's sum of squares (per-block partials, then one block adds them in order: the
-// same bits every run), summed over the ranks, into model->norm_squared; returned. The host waits for it here, the
-// one wait inside a step besides the mean loss's (gpt2_backward): whether the step is skipped (a loss or norm that is
-// not finite) decides what the host queues next, and AdamW's clip scale comes from it, computed as the CPU's.
-static float gpt2_grad_norm(GPT2* model) {
+// same bits every run), summed over the ranks, into model->norm_squared, and a copy queued to the host. GPU differs:
+// the host does not wait for it. What the CPU's main loop decides from the norm is decided on the device where the end
+// of the step reads it: AdamW's clip factor, and, where the norm is not finite, a skipped step (the FP8 update only
+// drops the step's amaxes, AdamW changes nothing, the weights' casts count nothing: fp8/update.cuh, llmc/adamw.cuh,
+// gpt2_cast_weights_fp8). So the host queues the whole end of the step behind the backward, and reads the norm
+// (gpt2_grad_norm_value) after. A loss that is not finite the host knows before it queues (gpt2_backward waited for
+// it), and skips the step itself.
+static void gpt2_grad_norm(GPT2* model) {
     MultiGpu* mg = model->multi_gpu;
     cudaStream_t s = model->stream;
     global_norm_squared(model->norm_squared, model->norm_partials, model->grads_memory + model->shard.offset,
                         model->shard.count, s);
     if (mg->zero_stage == 1) { multi_gpu_sum_scalar(mg, model->norm_squared, s); }
-    float norm_squared;
-    cudaCheck(cudaMemcpyAsync(&norm_squared, model->norm_squared, 4, cudaMemcpyDeviceToHost, s));
-    cudaCheck(cudaStreamSynchronize(s));
-    return sqrtf(norm_squared);
+    cudaCheck(cudaMemcpyAsync(model->host_norm_squared, model->norm_squared, 4, cudaMemcpyDeviceToHost, s));
+    cudaCheck(cudaEventRecord(model->norm_copied, s));
+}
+
+// The norm of the last gpt2_grad_norm, waiting for its copy (the step's report, the skipped steps' record).
+static float gpt2_grad_norm_value(GPT2* model) {
+    cudaCheck(cudaEventSynchronize(model->norm_copied));
+    return sqrtf(*model->host_norm_squared);
 }
 
 // AdamW (decoupled weight decay on the 2-D tensors only) on the shard's fp32 masters, after clipping the gradients
-// to a global norm of grad_clip, as the CPU's; t is the 1-based step for the bias corrections. It writes the new bf16
-// weights of the shard into the full parameter buffer (a shard may start or end inside a tensor); ZeRO-1 then
-// all-gathers the rest.
+// to a global norm of grad_clip, as the CPU's: the norm gpt2_grad_norm left on the device, where a norm that is not
+// finite makes this change nothing; t is the 1-based step for the bias corrections. It writes the new bf16 weights of
+// the shard into the full parameter buffer (a shard may start or end inside a tensor); ZeRO-1 then all-gathers the
+// rest.
 static void gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, float eps, float weight_decay,
-                        float grad_norm, float grad_clip, int t) {
-    float clip_scale = grad_norm > grad_clip ? grad_clip / grad_norm : 1.0f;
+                        float grad_clip, int t) {
     float bias1 = 1.0f - powf(beta1, (float)t), bias2 = 1.0f - powf(beta2, (float)t);
     const ZeroShard* shard = &model->shard;
     size_t offset = 0;
@@ -1730,7 +1759,7 @@ static void gpt2_update(GPT2* model, float learning_rate, float beta1, float bet
             size_t k = lo - shard->offset;  // index into the shard's masters and moments
             adamw_update(model->master_memory + k, model->params_memory + lo, model->grads_memory + lo,
                          model->m_memory + k, model->v_memory + k, hi - lo, learning_rate, beta1, beta2, bias1, bias2,
-                         eps, decay, clip_scale, model->stream);
+                         eps, decay, model->norm_squared, grad_clip, model->stream);
         }
         offset += n;
     }
@@ -1754,14 +1783,17 @@ static Fp8Meta fp8_meta_host_copy(GPT2* model) {
 // one launch). `step` is the optimizer step that just finished. First, as the CPU keeps them, row 0 as this update
 // sees it and, with a history, the window each new scale comes from, into fp8_diag_amax on the device (one small
 // launch; nothing comes to the host and nothing waits: gpt2_fp8_diag_amaxes_to_host copies them where a file is
-// written). Current scaling: no reduction, and the update only clears row 0.
+// written). Current scaling: no reduction, and the update only clears row 0. Where the gradient norm on the device
+// is not finite (gpt2_grad_norm), both launches do what the CPU's skipped step does: drop the step's amaxes.
 static void gpt2_fp8_end_of_step(GPT2* model, int step) {
     if (model->precision != PRECISION_FP8) { return; }
     if (fp8_meta_update_needs_host(&model->recipe)) { die("FP8 recipe callbacks run on the CPU trainer only"); }
     fp8_meta_reduce_amax(&model->fp8, &model->recipe);
     float* window_amax = fp8_recipe_has_history(&model->recipe) ? model->fp8_diag_amax + model->fp8.num_slots : NULL;
-    cudaCheck(fp8_meta_window_amax_launch(&model->fp8, &model->recipe, model->fp8_diag_amax, window_amax, model->stream));
-    cudaCheck(fp8_meta_update_launch(&model->fp8, model->fp8_gemm_scale_inv, &model->recipe, step, model->stream));
+    cudaCheck(fp8_meta_window_amax_launch(&model->fp8, &model->recipe, model->fp8_diag_amax, window_amax,
+                                          model->norm_squared, model->stream));
+    cudaCheck(fp8_meta_update_launch(&model->fp8, model->fp8_gemm_scale_inv, &model->recipe, step, 0,
+                                     model->norm_squared, model->stream));
 }
 
 // The host's copies of the diagnostics' amaxes, for a file about to be written: fp8_last_amax, and fp8_window_amax
@@ -1799,22 +1831,12 @@ static void gpt2_fp8_block_scale_ranges_to_device(GPT2* model) {
                          (size_t)model->fp8.num_slots * sizeof(Fp8BlockScaleRange), cudaMemcpyHostToDevice));
 }
 
-// A skipped step must not leave its (possibly non-finite) activation and gradient amaxes behind. Weight slots keep
-// theirs: the weights did not change, and row 0 holds exactly their amax. (The CPU's loop, one 4-byte memset a slot:
-// a skipped step is rare.)
+// A step the host skips (its loss is not finite) must not leave its (possibly non-finite) activation and gradient
+// amaxes behind; weight slots keep theirs (fp8_meta_drop_step_amaxes): the update's launch, told the step is skipped.
 static void gpt2_fp8_drop_step_amaxes(GPT2* model) {
     if (model->precision != PRECISION_FP8) { return; }
-    for (int module = 0; module < model->fp8.num_modules; module++) {  // FP8 attention's modules too
-        for (int k = 0; k < FP8_FWD_SLOTS; k++) {
-            if (k == FP8_FWD_WEIGHT) { continue; }
-            float* row0 = fp8_meta_amax_row0(&model->fp8, fp8_meta_fwd_slot(&model->fp8, module, k));
-            cudaCheck(cudaMemsetAsync(row0, 0, sizeof(float), model->stream));
-        }
-        for (int k = 0; k < FP8_BWD_SLOTS; k++) {
-            float* row0 = fp8_meta_amax_row0(&model->fp8, fp8_meta_bwd_slot(&model->fp8, module, k));
-            cudaCheck(cudaMemsetAsync(row0, 0, sizeof(float), model->stream));
-        }
-    }
+    cudaCheck(
+        fp8_meta_update_launch(&model->fp8, model->fp8_gemm_scale_inv, &model->recipe, 0, 1, NULL, model->stream));
 }
 
 // params (P): every rank gets all bf16 weights and keeps the fp32 masters of its shard
@@ -2423,21 +2445,27 @@ int main(int argc, char** argv) {
             // (bytes 0xFF make a float NaN; stream-ordered after the backward and its reductions)
             cudaCheck(cudaMemsetAsync(model.grads_memory + model.shard.offset, 0xFF, sizeof(float), model.stream));
         }
-        float norm = gpt2_grad_norm(&model);
+        gpt2_grad_norm(&model);
         float lr = learning_rate_at(step, train_steps, args.learning_rate, args.warmup_steps, args.final_lr_fraction);
-        int step_skipped = !isfinite(loss) || !isfinite(norm);  // the same on every rank: both values are global
-        if (step_skipped) {
-            fprintf(stderr, "warning: step %d: loss %g, gradient norm %g is not finite; step skipped, weights and FP8 state kept\n",
-                    step + 1, loss, norm);
+        // a step whose loss or gradient norm is not finite is skipped (the same on every rank: both values are
+        // global). GPU differs: the host skips for the loss, which it has; the norm's half is decided on the device
+        // (gpt2_grad_norm says how), so this queues without waiting for the backward.
+        if (!isfinite(loss)) {
             gpt2_fp8_drop_step_amaxes(&model);
         } else {
             gpt2_fp8_end_of_step(&model, step);
-            gpt2_update(&model, lr, 0.9f, 0.95f, 1e-8f, args.weight_decay, norm, args.grad_clip, step + 1);
+            gpt2_update(&model, lr, 0.9f, 0.95f, 1e-8f, args.weight_decay, args.grad_clip, step + 1);
             multi_gpu_gather_params(&mg, model.params_memory, &model.shard, model.stream);
             // after the all-gather: every rank casts the same weights with the same scale
             gpt2_cast_weights_fp8(&model, 1);
         }
         float ms = step_clock_stop(&clock, model.stream);
+        float norm = gpt2_grad_norm_value(&model);
+        int step_skipped = !isfinite(loss) || !isfinite(norm);
+        if (step_skipped) {
+            fprintf(stderr, "warning: step %d: loss %g, gradient norm %g is not finite; step skipped, weights and FP8 state kept\n",
+                    step + 1, loss, norm);
+        }
 #ifdef ENABLE_CUPTI
         if (idle_traced) {
             GpuIdleResult idle = gpu_idle_end(idle_t0);

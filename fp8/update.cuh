@@ -26,6 +26,11 @@ reads a scale pointer only at 16-byte alignment (llmc/gemm.cuh), and the metadat
 layout of a checkpoint. fp8_gemm_scale_inv_refresh_launch writes the whole copy after the host has written the
 metadata (its initial values, a checkpoint read).
 
+A step may be skipped (a loss or gradient norm that is not finite): the launch then rolls nothing and sets no scale,
+and only zeroes row 0 of the slots fp8_slot_kept_when_skipped does not keep (gpt2_fp8_drop_step_amaxes). The host
+says so where it knows (the loss), the gradient norm's square on the device where the host has not waited for it, so
+that the end of a step is queued without waiting for its backward; the window amaxes are then left as they were too.
+
 The amax_compute_algo and scaling_factor_compute_algo callbacks are host functions; a recipe with either runs the
 host rule (fp8_meta_update) on a copy instead, see fp8_meta_update_needs_host. With current scaling the same launch
 only clears row 0 (update_scale 0 and a one-row history): the casts set the scales (fp8/quantize.cuh).
@@ -43,17 +48,30 @@ only clears row 0 (update_scale 0 and a one-row history): the casts set the scal
 // floats from one slot's scale_inv to the next in the GEMMs' copy: 16 bytes, the alignment cuBLASLt reads them at
 #define FP8_GEMM_SCALE_INV_STRIDE 4
 
+// Whether the step is skipped: the host's decision, or (grad_norm_squared not NULL) a gradient norm that is not finite
+__device__ __forceinline__ bool fp8_step_skipped(int step_skipped, const float* grad_norm_squared) {
+    return step_skipped || (grad_norm_squared && !isfinite(*grad_norm_squared));
+}
+
 // amax_history (amax_history_len, num_slots), scale (num_slots), scale_inv (num_slots): fp8/meta.h's buffer on the
 // device; gemm_scale_inv (num_slots, FP8_GEMM_SCALE_INV_STRIDE) the GEMMs' copy of scale_inv, or NULL. Slots
-// [0, num_forward_slots) use forward_max (E4M3: 448), the rest backward_max (E5M2: 57344).
+// [0, num_forward_slots) use forward_max (E4M3: 448), the rest backward_max (E5M2: 57344). A skipped step
+// (fp8_step_skipped) only drops the amaxes in row 0 that it does not keep.
 // Block (FP8_UPDATE_SLOTS_PER_BLOCK, FP8_UPDATE_ROW_THREADS), one block per FP8_UPDATE_SLOTS_PER_BLOCK slots.
 __global__ void __launch_bounds__(FP8_UPDATE_SLOTS_PER_BLOCK * FP8_UPDATE_ROW_THREADS)
     fp8_update_kernel(float* amax_history, float* scale, float* scale_inv, float* gemm_scale_inv, int num_slots,
                       int num_forward_slots, int amax_history_len, float forward_max, float backward_max, int margin,
-                      int most_recent, int update_scale) {
+                      int most_recent, int update_scale, int step_skipped, const float* grad_norm_squared) {
     __shared__ float column_max[FP8_UPDATE_ROW_THREADS][FP8_UPDATE_SLOTS_PER_BLOCK];
     const int slot = blockIdx.x * FP8_UPDATE_SLOTS_PER_BLOCK + threadIdx.x, len = amax_history_len;
     float* column = amax_history + slot;
+    if (fp8_step_skipped(step_skipped, grad_norm_squared)) {  // the same answer in every thread: no barrier is missed
+        if (threadIdx.y == 0 && slot < num_slots &&
+            !fp8_slot_kept_when_skipped(slot, num_forward_slots / FP8_FWD_SLOTS)) {
+            column[0] = 0.0f;
+        }
+        return;
+    }
     const float newest = slot < num_slots ? column[0] : 0.0f;  // row 0: this step's amax
     // fp8_update_slot's first rule: a slot whose row 0 is 0 was not used this step (no roll, scale kept)
     const bool active = slot < num_slots && newest != 0.0f;
@@ -100,13 +118,16 @@ __global__ void __launch_bounds__(FP8_UPDATE_SLOTS_PER_BLOCK * FP8_UPDATE_ROW_TH
 // The diagnostics' amaxes of every slot, before the update: last_amax[slot] = row 0 (this step's amax), and, when
 // window_amax is not NULL, window_amax[slot] = the window the update's scale comes from (row 0 and every older row,
 // or row 0 alone: most_recent), fp8_history_window_amax's value for every slot, used this step or not.
+// Nothing is written where the gradient norm (grad_norm_squared, or NULL) skips the step: a skipped step's update
+// does not run, and the diagnostics keep the amaxes of the last one that did.
 // Block (FP8_UPDATE_SLOTS_PER_BLOCK, FP8_UPDATE_ROW_THREADS) as the update's: threadIdx.x a slot (coalesced along a
 // row), threadIdx.y a stride over its rows; a max over a set, so the same bits in any order.
 __global__ void __launch_bounds__(FP8_UPDATE_SLOTS_PER_BLOCK * FP8_UPDATE_ROW_THREADS)
     fp8_window_amax_kernel(const float* amax_history, float* last_amax, float* window_amax, int num_slots,
-                           int amax_history_len, int most_recent) {
+                           int amax_history_len, int most_recent, const float* grad_norm_squared) {
     __shared__ float column_max[FP8_UPDATE_ROW_THREADS][FP8_UPDATE_SLOTS_PER_BLOCK];
     const int slot = blockIdx.x * FP8_UPDATE_SLOTS_PER_BLOCK + threadIdx.x;
+    if (fp8_step_skipped(0, grad_norm_squared)) { return; }  // (every thread of the block alike)
     float thread_max = 0.0f;  // the merge's identity
     if (slot < num_slots && window_amax && !most_recent) {
         for (int row = 1 + threadIdx.y; row < amax_history_len; row += FP8_UPDATE_ROW_THREADS) {
@@ -140,9 +161,11 @@ static inline int fp8_meta_update_needs_host(const Fp8Recipe* recipe) {
 
 // Launch the update on `stream` of the metadata `meta` points to, in device memory (fp8_meta_point_into a device
 // buffer of its layout), and of the GEMMs' copy of its scale_invs (gemm_scale_inv, or NULL: none kept). `step` is the
-// optimizer step that just finished (for the recipe's interval).
+// optimizer step that just finished (for the recipe's interval). A skipped step (step_skipped, or a grad_norm_squared
+// on the device that is not finite; NULL: no norm decides) only drops its amaxes.
 static inline cudaError_t fp8_meta_update_launch(const Fp8Meta* meta, float* gemm_scale_inv, const Fp8Recipe* recipe,
-                                                 int step, cudaStream_t stream) {
+                                                 int step, int step_skipped, const float* grad_norm_squared,
+                                                 cudaStream_t stream) {
     int num_slots = meta->num_slots;
     int grid = (num_slots + FP8_UPDATE_SLOTS_PER_BLOCK - 1) / FP8_UPDATE_SLOTS_PER_BLOCK;
     dim3 block(FP8_UPDATE_SLOTS_PER_BLOCK, FP8_UPDATE_ROW_THREADS);
@@ -150,7 +173,8 @@ static inline cudaError_t fp8_meta_update_launch(const Fp8Meta* meta, float* gem
         meta->amax_history, meta->scale, meta->scale_inv, gemm_scale_inv, num_slots, FP8_FWD_SLOTS * meta->num_modules,
         meta->amax_history_len, fp8_max(meta->forward_format), fp8_max(meta->backward_format), recipe->margin,
         recipe->delayed.amax_compute_algo == AMAX_COMPUTE_MOST_RECENT,
-        fp8_end_of_step_updates_scales(!fp8_recipe_has_history(recipe), step, recipe->delayed.interval));
+        fp8_end_of_step_updates_scales(!fp8_recipe_has_history(recipe), step, recipe->delayed.interval), step_skipped,
+        grad_norm_squared);
     return cudaGetLastError();
 }
 
@@ -166,15 +190,18 @@ static inline cudaError_t fp8_gemm_scale_inv_refresh_launch(const Fp8Meta* meta,
 }
 
 // Launch fp8_window_amax_kernel on `stream` for the device metadata `meta`: last_amax (num_slots) always, window_amax
-// (num_slots) when not NULL (a recipe with a history: current scaling's window is its casts' own amax). Call it
-// before fp8_meta_update_launch, which rolls the window.
+// (num_slots) when not NULL (a recipe with a history: current scaling's window is its casts' own amax); neither where
+// grad_norm_squared (on the device, or NULL) is not finite. Call it before fp8_meta_update_launch, which rolls the
+// window.
 static inline cudaError_t fp8_meta_window_amax_launch(const Fp8Meta* meta, const Fp8Recipe* recipe, float* last_amax,
-                                                      float* window_amax, cudaStream_t stream) {
+                                                      float* window_amax, const float* grad_norm_squared,
+                                                      cudaStream_t stream) {
     int grid = (meta->num_slots + FP8_UPDATE_SLOTS_PER_BLOCK - 1) / FP8_UPDATE_SLOTS_PER_BLOCK;
     dim3 block(FP8_UPDATE_SLOTS_PER_BLOCK, FP8_UPDATE_ROW_THREADS);
     fp8_window_amax_kernel<<<grid, block, 0, stream>>>(meta->amax_history, last_amax, window_amax, meta->num_slots,
                                                        meta->amax_history_len,
-                                                       recipe->delayed.amax_compute_algo == AMAX_COMPUTE_MOST_RECENT);
+                                                       recipe->delayed.amax_compute_algo == AMAX_COMPUTE_MOST_RECENT,
+                                                       grad_norm_squared);
     return cudaGetLastError();
 }
 

@@ -1,13 +1,15 @@
 /*
 llmc/adamw.cuh — AdamW on the GPU: fp32 master weights, moments and gradients in, the bf16 weights the GEMMs read
 out, in one pass, with the CPU reference's gpt2_update's arithmetic in its order (the clipping factor from the global
-norm, then the moments, then the decoupled decay). And the fp32 -> bf16 copy of the weights
+norm, then the moments, then the decoupled decay). The norm is read on the device (llmc/global_norm.cuh), where a
+norm that is not finite leaves every array as it was (a skipped step). And the fp32 -> bf16 copy of the weights
 (initial parameters, loaded checkpoints).
 */
 #ifndef GPTFP8_ADAMW_CUH
 #define GPTFP8_ADAMW_CUH
 
 #include "cuda_common.cuh"
+#include "global_norm.cuh"
 
 // One parameter's AdamW: the master weight w after the step, its moments *m and *v updated, from its gradient. Both
 // paths of adamw_kernel call it, so they give the same bits.
@@ -23,17 +25,21 @@ __device__ __forceinline__ float adamw_element(float w, float grad_unclipped, fl
     return w;
 }
 
-// AdamW on fp32 master weights; writes the bf16 copy the GEMMs read. clip_scale: the gradient clipping's factor,
-// min(1, grad_clip / norm), computed once on the host from the global norm, as the CPU's gpt2_update does.
+// AdamW on fp32 master weights; writes the bf16 copy the GEMMs read. The gradient clipping's factor comes from the
+// global norm's square on the device (grad_clip_scale; every thread reads the same 4 bytes); none of it runs where
+// that norm skips the step.
 // ADAMW_VECTOR parameters a thread: where `vectorized` (every pointer 16-byte aligned) as 16-byte loads and stores,
 // two of each fp32 array and one of the bf16 weights, several in flight at once; else, and for the tail of n, one by
 // one. AdamW moves 30 bytes a parameter, the most of any pass at the end of a step.
 #define ADAMW_VECTOR 8
 __global__ void adamw_kernel(float* master, floatX* params, const float* grads, float* m, float* v, size_t n, float lr,
                              float beta1, float beta2, float bias1, float bias2, float eps, float weight_decay,
-                             float clip_scale, int vectorized) {
+                             const float* grad_norm_squared, float grad_clip, int vectorized) {
     size_t first = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * ADAMW_VECTOR;
     if (first >= n) { return; }
+    const float norm_squared = *grad_norm_squared;
+    if (grad_norm_skips_step(norm_squared)) { return; }
+    const float clip_scale = grad_clip_scale(norm_squared, grad_clip);
     if (vectorized && first + ADAMW_VECTOR <= n) {
         float w[8], g[8], mv[8], vv[8];
         for (int h = 0; h < 2; h++) {  // two 16-byte vectors of each fp32 array
@@ -72,7 +78,7 @@ __global__ void float_to_bf16_kernel(floatX* out, const float* inp, size_t n) {
 }
 
 // One AdamW step of n parameters: master, m, v (n) fp32 updated, params (n) bf16 written; bias1, bias2 the bias
-// corrections 1 - beta^t; clip_scale the gradient clipping's factor
+// corrections 1 - beta^t; grad_norm_squared (1, on the device) the global norm's square, clipped to grad_clip
 // Whether adamw_kernel takes these arrays 16 bytes at a time: every pointer 16-byte aligned (a shard or a tensor
 // that starts at a multiple of 8 parameters)
 static inline int adamw_vectorized(const float* master, const floatX* params, const float* grads, const float* m,
@@ -82,10 +88,12 @@ static inline int adamw_vectorized(const float* master, const floatX* params, co
 
 static inline void adamw_update(float* master, floatX* params, const float* grads, float* m, float* v, size_t n,
                                 float learning_rate, float beta1, float beta2, float bias1, float bias2, float eps,
-                                float weight_decay, float clip_scale, cudaStream_t stream) {
+                                float weight_decay, const float* grad_norm_squared, float grad_clip,
+                                cudaStream_t stream) {
     size_t threads = (n + ADAMW_VECTOR - 1) / ADAMW_VECTOR;
     adamw_kernel<<<blocks_for(threads, 256), 256, 0, stream>>>(master, params, grads, m, v, n, learning_rate, beta1,
-                                                               beta2, bias1, bias2, eps, weight_decay, clip_scale,
+                                                               beta2, bias1, bias2, eps, weight_decay,
+                                                               grad_norm_squared, grad_clip,
                                                                adamw_vectorized(master, params, grads, m, v));
     cudaCheck(cudaGetLastError());
 }

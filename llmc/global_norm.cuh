@@ -1,6 +1,7 @@
 /*
 llmc/global_norm.cuh — the squared L2 norm of the gradients on the GPU, in two deterministic passes (no float atomics:
-the same gradients give the same bits every run, which resume and the GPU test rely on). The CPU reference's
+the same gradients give the same bits every run, which resume and the GPU test rely on), and what the end of a step
+decides from it on the device: whether the step is skipped, and the gradient clipping's factor. The CPU reference's
 gpt2_grad_norm_squared sums in double in fixed chunks: a different order, the same quantity.
 */
 #ifndef GPTFP8_GLOBAL_NORM_CUH
@@ -47,6 +48,34 @@ static inline void global_norm_squared(float* norm_squared, float* partials, con
                                        cudaStream_t stream) {
     norm_squared_partials_kernel<<<NORM_BLOCKS, 512, 0, stream>>>(partials, grads, n);
     sum_partials_kernel<<<1, 1024, 0, stream>>>(norm_squared, partials, NORM_BLOCKS);
+    cudaCheck(cudaGetLastError());
+}
+
+// The end of a step reads the norm where the norm pass left it, on the device, so the host queues AdamW, the FP8
+// update and the weights' casts without waiting for the backward to finish. Each of them applies the two rules below,
+// the CPU's gpt2_update and main loop's, with the same float arithmetic (sqrtf and a division, IEEE-rounded on both).
+
+// Whether the norm skips the step: it is not finite (the CPU's isfinite(norm); the sum of squares is finite exactly
+// where its square root is). The loss's half of the rule stays the host's, which knows the loss before it queues.
+__device__ __forceinline__ bool grad_norm_skips_step(float norm_squared) { return !isfinite(norm_squared); }
+
+// The factor the gradients are clipped by to a global norm of at most grad_clip, as the CPU's gpt2_update computes it
+__device__ __forceinline__ float grad_clip_scale(float norm_squared, float grad_clip) {
+    float norm = sqrtf(norm_squared);
+    return norm > grad_clip ? grad_clip / norm : 1.0f;
+}
+
+// dst (n) = saved (n) where the norm skipped the step: what a skipped step's work on the device added to dst (the
+// diagnostics' counts of the weights' casts after the update, which the CPU does not make on a skipped step) undone
+__global__ void restore_if_step_skipped_kernel(unsigned long long* dst, const unsigned long long* saved, size_t n,
+                                               const float* grad_norm_squared) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && grad_norm_skips_step(*grad_norm_squared)) { dst[i] = saved[i]; }
+}
+
+static inline void restore_if_step_skipped(unsigned long long* dst, const unsigned long long* saved, size_t n,
+                                           const float* grad_norm_squared, cudaStream_t stream) {
+    restore_if_step_skipped_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(dst, saved, n, grad_norm_squared);
     cudaCheck(cudaGetLastError());
 }
 

@@ -79,7 +79,7 @@ KINDS = [
     ("column sums", re.compile(r"^column_partials")),
     ("embedding", re.compile(r"^encoder_")),
     ("classifier + loss", re.compile(r"^fused_classifier")),
-    ("optimizer", re.compile(r"^(adamw|norm_squared_partials|sum_partials|float_to_bf16)")),
+    ("optimizer", re.compile(r"^(adamw|norm_squared_partials|sum_partials|float_to_bf16|restore_if_step_skipped)")),
     ("nccl", re.compile(r"nccl", re.I)),
 ]
 OTHER = "other"

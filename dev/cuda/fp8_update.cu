@@ -5,7 +5,10 @@ rule (fp8_meta_update in fp8/meta.h) on random histories with 0, tiny, inf and N
 margins and intervals, histories of 1 row, a few rows, fewer and more rows than one of the kernel's passes covers, and
 1024; before every update, the diagnostics' amaxes (fp8_meta_window_amax_launch: row 0 and the window of every
 slot) against the CPU's fp8_meta_window_amax, bit for bit too (a maximum); after the last, the GEMMs' strided copy of
-scale_inv (made whole by fp8_gemm_scale_inv_refresh_launch, then kept by the update) against the CPU's scale_inv; then
+scale_inv (made whole by fp8_gemm_scale_inv_refresh_launch, then kept by the update) against the CPU's scale_inv.
+Every third step of a run is skipped, alternately by the host's flag and by a gradient norm on the device that is NaN
+or inf: the launch must then only drop the step's amaxes as fp8_meta_drop_step_amaxes does, and the diagnostics'
+launch (which the trainer makes only where the norm decides) must leave the last step's amaxes. Then
 times one launch at the model sizes (d12: 49 modules, d48: 193, amax_history_len 1024) on histories full of
 real amaxes, with row 0 refilled before every timed launch (the kernel zeroes it, and a slot whose row 0 is 0 is
 skipped: timing launches after the first would time an empty kernel).
@@ -67,27 +70,48 @@ static size_t compare_run(int modules, int history_len, AmaxComputeAlgo algo, in
     cudaCheck(cudaMalloc(&gemm_scale_inv, S * FP8_GEMM_SCALE_INV_STRIDE * sizeof(float)));
     cudaCheck(cudaMemset(gemm_scale_inv, 0xFF, S * FP8_GEMM_SCALE_INV_STRIDE * sizeof(float)));  // NaN until written
     cudaCheck(fp8_gemm_scale_inv_refresh_launch(&on_device, gemm_scale_inv, 0));
-    float *device_amaxes, *host_window = (float*)malloc(S * sizeof(float)), *back_amaxes = (float*)malloc(2 * S * sizeof(float));
+    float *device_amaxes, *back_amaxes = (float*)malloc(2 * S * sizeof(float));
+    float* want_amaxes = (float*)malloc(2 * S * sizeof(float));  // (2, S): what the diagnostics' launch last wrote
     cudaCheck(cudaMalloc(&device_amaxes, 2 * S * sizeof(float)));  // (2, S): last, window
+    float* device_norm_squared;  // the gradient norm's square as the trainer's norm pass leaves it on the device
+    cudaCheck(cudaMalloc(&device_norm_squared, sizeof(float)));
     for (int step = 0; step < steps; step++) {
         // both sides get the same fresh row 0, as the casts of a step would leave it
         for (int s = 0; s < meta.num_slots; s++) { meta.amax_history[s] = random_amax(&rng); }
         cudaCheck(cudaMemcpy(device, meta.amax_history, meta.num_slots * sizeof(float), cudaMemcpyHostToDevice));
-        fp8_meta_window_amax(&meta, &recipe, host_window);
-        cudaCheck(fp8_meta_window_amax_launch(&on_device, &recipe, device_amaxes, device_amaxes + S, 0));
-        cudaCheck(cudaMemcpy(back_amaxes, device_amaxes, 2 * S * sizeof(float), cudaMemcpyDeviceToHost));
-        for (size_t s = 0; s < S; s++) {
-            int ok = same_float(back_amaxes[s], meta.amax_history[s]) && same_float(back_amaxes[S + s], host_window[s]);
-            if (!ok && mismatches < 5) {
-                printf("  step %d slot %zu: gpu last %a window %a, cpu %a %a\n", step, s, back_amaxes[s],
-                       back_amaxes[S + s], meta.amax_history[s], host_window[s]);
+        // every third step skipped: by the host (a loss that is not finite), or by the norm on the device
+        int host_skips = step % 6 == 5, norm_skips = step % 6 == 2;
+        float norm_squared = norm_skips ? (step % 12 == 2 ? NAN : INFINITY) : 2.5f;
+        cudaCheck(cudaMemcpy(device_norm_squared, &norm_squared, sizeof(float), cudaMemcpyHostToDevice));
+        if (!host_skips) {  // (the trainer queues the diagnostics' launch only where the host did not skip)
+            if (!norm_skips) {
+                fp8_meta_window_amax(&meta, &recipe, want_amaxes + S);
+                memcpy(want_amaxes, meta.amax_history, S * sizeof(float));
             }
-            mismatches += !ok;
+            cudaCheck(fp8_meta_window_amax_launch(&on_device, &recipe, device_amaxes, device_amaxes + S,
+                                                  device_norm_squared, 0));
+            cudaCheck(cudaMemcpy(back_amaxes, device_amaxes, 2 * S * sizeof(float), cudaMemcpyDeviceToHost));
+            for (size_t s = 0; s < S; s++) {
+                int ok = same_float(back_amaxes[s], want_amaxes[s]) &&
+                         same_float(back_amaxes[S + s], want_amaxes[S + s]);
+                if (!ok && mismatches < 5) {
+                    printf("  step %d slot %zu: gpu last %a window %a, cpu %a %a\n", step, s, back_amaxes[s],
+                           back_amaxes[S + s], want_amaxes[s], want_amaxes[S + s]);
+                }
+                mismatches += !ok;
+            }
         }
-        fp8_meta_update(&meta, &recipe, step);
-        cudaCheck(fp8_meta_update_launch(&on_device, gemm_scale_inv, &recipe, step, 0));
+        if (host_skips || norm_skips) {
+            fp8_meta_drop_step_amaxes(&meta);
+        } else {
+            fp8_meta_update(&meta, &recipe, step);
+        }
+        cudaCheck(
+            fp8_meta_update_launch(&on_device, gemm_scale_inv, &recipe, step, host_skips, device_norm_squared, 0));
     }
     cudaCheck(cudaFree(device_amaxes));
+    cudaCheck(cudaFree(device_norm_squared));
+    free(want_amaxes);
     float* strided = (float*)malloc(S * FP8_GEMM_SCALE_INV_STRIDE * sizeof(float));
     cudaCheck(cudaMemcpy(strided, gemm_scale_inv, S * FP8_GEMM_SCALE_INV_STRIDE * sizeof(float),
                          cudaMemcpyDeviceToHost));
@@ -102,7 +126,6 @@ static size_t compare_run(int modules, int history_len, AmaxComputeAlgo algo, in
     }
     free(strided);
     cudaCheck(cudaFree(gemm_scale_inv));
-    free(host_window);
     free(back_amaxes);
     float* back = (float*)malloc(bytes);
     cudaCheck(cudaMemcpy(back, device, bytes, cudaMemcpyDeviceToHost));
@@ -131,7 +154,7 @@ int main(void) {
                 printf("%s len %4d %-11s margin %d interval %d: %s\n", bad ? "FAIL" : "PASS", lens[li],
                        amax_compute_algo_name((AmaxComputeAlgo)algo), margin, interval,
                        bad ? "differs from the CPU rule"
-                           : "update, the GEMMs' scale_invs and diagnostics' amaxes bit-exact");
+                           : "update, skipped steps, the GEMMs' scale_invs and diagnostics' amaxes bit-exact");
                 failures += bad != 0;
                 checks++;
             }
@@ -166,11 +189,11 @@ int main(void) {
         // restores row 0 before each is not timed
         BenchTimer timers[REPS];
         for (int r = 0; r < REPS; r++) { bench_timer_init(&timers[r]); }
-        cudaCheck(fp8_meta_update_launch(&on_device, NULL, &recipe, 0, 0));  // warm-up
+        cudaCheck(fp8_meta_update_launch(&on_device, NULL, &recipe, 0, 0, NULL, 0));  // warm-up
         for (int r = 0; r < REPS; r++) {
             cudaCheck(cudaMemcpyAsync(device, row0, meta.num_slots * sizeof(float), cudaMemcpyDeviceToDevice, 0));
             bench_start(&timers[r]);
-            cudaCheck(fp8_meta_update_launch(&on_device, NULL, &recipe, r, 0));
+            cudaCheck(fp8_meta_update_launch(&on_device, NULL, &recipe, r, 0, NULL, 0));
             bench_stop(&timers[r]);
         }
         cudaCheck(cudaDeviceSynchronize());
