@@ -2750,14 +2750,31 @@ static void test_cuda_graph_steps_bit_identical(void) {
     gpt2_free(&cpu);
 }
 
+// The diagnostics block write_fp8_diagnostics writes for `step` (and the counts and block scale ranges it resets), as
+// text; free it.
+static char* diagnostics_block(gpu::GPT2* model, int step) {
+    FILE* f = tmpfile();
+    if (!f) { die("tmpfile: %s", strerror(errno)); }
+    write_fp8_diagnostics(model, f, step);
+    long size = ftell(f);
+    char* text = (char*)calloc((size_t)size + 1, 1);
+    rewind(f);
+    if (size < 0 || fread(text, 1, (size_t)size, f) != (size_t)size) { die("reading the diagnostics block back"); }
+    fclose(f);
+    return text;
+}
+
 // A step whose gradient norm is not finite, skipped on the device (the trainer queues its end of step as for any
-// step: gpt2_grad_norm says how), leaves the model as the host's skip does (only gpt2_fp8_drop_step_amaxes, the CPU's
-// way), and the step after it goes on the same: two models from the same weights and batches, a step, a step whose
-// first gradient is NaN (the trainer's -debug_nan_step), skipped by the host in one model and on the device in the
-// other, then a third step. Every loss and norm bit for bit (the skipped step's norm NaN in both), and after the
-// skipped step and the next the whole training state (check_same_training_state: weights and their FP8 copies,
-// moments, FP8 state, diagnostics counts and amaxes) bit for bit (R1: the skipped step changes nothing but row 0, and
-// the weights' casts rewrite the bytes they wrote before, their counts put back). BF16 and every FP8 recipe.
+// step: gpt2_grad_norm says how), leaves the model as the host's skip does (gpt2_fp8_drop_step_amaxes, as the CPU's
+// loop), and the step after it goes on the same: two models from the same weights and batches, a step, a diagnostics
+// block (its counts and block scale ranges reset), a step whose first gradient is NaN (the trainer's
+// -debug_nan_step), skipped by the host in one model and on the device in the other, then a third step. Every loss
+// and norm bit for bit (the skipped step's norm NaN in both); the device's skipped step leaves the FP8 state as the
+// CPU's rule (fp8_meta_drop_step_amaxes) makes it from the step's amaxes; the diagnostics block after it the same
+// text in both (no count and no block scale range from the weights' casts, which the CPU does not make); after the
+// skipped step and the next, the whole training state (check_same_training_state: weights and their FP8 copies,
+// moments, FP8 state, diagnostics) bit for bit (R1: the skipped step changes nothing but row 0, and the weights'
+// casts rewrite the bytes they wrote before, their diagnostics put back). BF16 and every FP8 recipe.
 static void test_norm_skipped_step_on_the_device(void) {
     const int B = 2, T = 64, BT = B * T;
     GPT2Config config = config_of(2, 128, 2, TV, T);  // C a whole 128-block for blockwise
@@ -2782,6 +2799,7 @@ static void test_norm_skipped_step_on_the_device(void) {
         char flags[160];
         snprintf(flags, sizeof(flags), "%s -attn plain", variants[v]);
         gpu::GPT2 models[2];  // the skipped step: [0] the host's skip, [1] the device's
+        int fp8 = strstr(variants[v], "fp8") != NULL;
         for (int m = 0; m < 2; m++) {
             TrainArgs args = test_args_line(flags);
             gpu_model(&models[m], &config, &args, B, T, cpu.master_memory);
@@ -2804,6 +2822,10 @@ static void test_norm_skipped_step_on_the_device(void) {
                 if (step == 1) {  // NaN in the first gradient, after the backward (the trainer's test hook)
                     cudaCheck(cudaMemsetAsync(model->grads_memory, 0xFF, sizeof(float), model->stream));
                 }
+                int device_skip = step == 1 && m == 1 && fp8;
+                Fp8Meta before;  // the device's skip: the FP8 state with the step's amaxes, before its end
+                memset(&before, 0, sizeof(before));
+                if (device_skip) { before = fp8_meta_host_copy(model); }
                 gpt2_grad_norm(model);
                 if (step == 1 && m == 0) {  // the host reads the norm first and skips: what the CPU's loop does
                     norm[m] = gpt2_grad_norm_value(model);
@@ -2814,6 +2836,15 @@ static void test_norm_skipped_step_on_the_device(void) {
                     gpt2_cast_weights_fp8(model, 1);
                     norm[m] = gpt2_grad_norm_value(model);
                 }
+                if (device_skip) {
+                    Fp8Meta after = fp8_meta_host_copy(model);
+                    fp8_meta_drop_step_amaxes(&before);
+                    CHECK(memcmp(before.memory, after.memory, before.num_floats * sizeof(float)) == 0,
+                          "%s: the step skipped on the device leaves the FP8 state as the CPU's rule "
+                          "(fp8_meta_drop_step_amaxes) makes it from the step's amaxes", variants[v]);
+                    fp8_meta_free(&before);
+                    fp8_meta_free(&after);
+                }
             }
             CHECK(memcmp(&loss[0], &loss[1], 4) == 0 && memcmp(&norm[0], &norm[1], 4) == 0,
                   "%s, step %d: loss %.9g norm %.9g (the host's skip), %.9g %.9g (the device's)", variants[v], step + 1,
@@ -2821,6 +2852,14 @@ static void test_norm_skipped_step_on_the_device(void) {
             if (step == 1) {
                 CHECK(isnan(norm[0]) && isnan(norm[1]), "%s: the poisoned step's norm is NaN (%g, %g)", variants[v],
                       norm[0], norm[1]);
+            }
+            if (fp8 && step <= 1) {  // a diagnostics block before the skipped step (a fresh range) and after it
+                char* block[2] = {diagnostics_block(&models[0], step + 1), diagnostics_block(&models[1], step + 1)};
+                CHECK(strcmp(block[0], block[1]) == 0 && (step == 0 || strstr(block[0], "\tweight\t")),
+                      "%s: the diagnostics block after step %d the same with the host's skip and the device's:\n%s"
+                      "---\n%s", variants[v], step + 1, block[0], block[1]);
+                free(block[0]);
+                free(block[1]);
             }
             if (step >= 1) {
                 check_same_training_state(&models[0], &models[1], variants[v],

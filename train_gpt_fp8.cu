@@ -257,7 +257,8 @@ typedef struct {
     float* amax_discard;       // where casts that must not record write their amax
     int fp8_collect_stats;     // count clipped / flushed elements of every recorded cast (for fp8_diag.tsv)
     Fp8QuantStats* fp8_stats;  // (num_slots) device: elements, saturated, flushed since the last diagnostics block
-    Fp8QuantStats* fp8_stats_saved;  // (num_slots) device: fp8_stats before the weights' casts (gpt2_cast_weights_fp8)
+    unsigned long long* fp8_diag_saved;  // (num_slots, 4) device: fp8_stats and fp8_block_scale_range before the
+                                         // weights' casts at the end of a step (gpt2_cast_weights_fp8)
     float* fp8_diag_amax;      // (2, num_slots) device: row 0 as the last update saw it (the step's amax), and
                                // (delayed) the window its scale came from: written every step, read where a file is
     // rank 0's diagnostics state, on the host where the diagnostics file and the state file are written (copies):
@@ -479,7 +480,7 @@ static const struct {
     size_t field;  // offsetof(GPT2, ...)
 } gpt2_fp8_buffers[] = {
     {GPU_FP8_STATS, offsetof(GPT2, fp8_stats)},
-    {GPU_FP8_STATS_SAVED, offsetof(GPT2, fp8_stats_saved)},
+    {GPU_FP8_DIAG_SAVED, offsetof(GPT2, fp8_diag_saved)},
     {GPU_FP8_DIAG_AMAX, offsetof(GPT2, fp8_diag_amax)},
     {GPU_WEIGHT_FP8, offsetof(GPT2, fp8_weight.codes)},
     {GPU_WEIGHT_T_FP8, offsetof(GPT2, fp8_weight.codes_t)},
@@ -590,6 +591,7 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
     cudaCheck(cudaMallocHost(&model->host_targets, BT * sizeof(int)));
     cudaCheck(cudaMallocHost(&model->host_losses, BT * sizeof(float)));
     cudaCheck(cudaMallocHost(&model->host_norm_squared, sizeof(float)));
+    *model->host_norm_squared = 0.0f;  // (what gpt2_grad_norm_value reads before any norm: the device's cell is 0 too)
     cudaCheck(cudaMallocHost(&model->host_positions, BT * sizeof(int)));
     cudaCheck(cudaMallocHost(&model->host_bucket_start, (BT + 2) * sizeof(int)));  // the count at [B*T + 1]
     cudaCheck(cudaMallocHost(&model->host_bucket_token, BT * sizeof(int)));
@@ -1083,15 +1085,24 @@ static Fp8Operand linear_weight(GPT2* model, int module) {
 // for fprop and dgrad); `record`: its amax into row 0 (and, with current scaling, the scale from the weight's own amax
 // first; without, a re-cast with the stored scale). Training state: called while the model records.
 // After a step the gradient norm skipped on the device (gpt2_grad_norm), the weights and scales are the ones the last
-// casts had, so these casts write the same bytes, amaxes and block scale ranges again; only the diagnostics' counts
-// would grow where the CPU casts nothing: they are saved before and put back after.
+// casts had, so these casts write the same bytes and amaxes again; but the diagnostics would count them, and widen a
+// block scale range reset since (a diagnostics line), where the CPU casts nothing: the counts and ranges are saved
+// before and put back after (restore_if_step_skipped).
 static void gpt2_cast_weights_fp8(GPT2* model, int record) {
     if (model->precision != PRECISION_FP8) { return; }
-    size_t S = (size_t)model->fp8.num_slots, stats_words = S * sizeof(Fp8QuantStats) / sizeof(unsigned long long);
-    int counts = record && model->fp8_collect_stats;
-    if (counts) {
-        cudaCheck(cudaMemcpyAsync(model->fp8_stats_saved, model->fp8_stats, S * sizeof(Fp8QuantStats),
+    size_t S = (size_t)model->fp8.num_slots;
+    static_assert(sizeof(Fp8QuantStats) == 3 * sizeof(unsigned long long) &&
+                      sizeof(Fp8BlockScaleRange) == sizeof(unsigned long long),
+                  "the saved diagnostics: (num_slots, 3) counts, then (num_slots) ranges, in 64-bit words");
+    unsigned long long* saved_ranges = model->fp8_diag_saved + 3 * S;
+    int diagnostics = record && model->fp8_collect_stats;
+    if (diagnostics) {
+        cudaCheck(cudaMemcpyAsync(model->fp8_diag_saved, model->fp8_stats, S * sizeof(Fp8QuantStats),
                                   cudaMemcpyDeviceToDevice, model->stream));
+        if (model->fp8_block_scale_range) {
+            cudaCheck(cudaMemcpyAsync(saved_ranges, model->fp8_block_scale_range, S * sizeof(Fp8BlockScaleRange),
+                                      cudaMemcpyDeviceToDevice, model->stream));
+        }
     }
     // as the CPU's: the weights' FP8 copy is training state, so its scales are the slots' own even when called while
     // evaluation has recording off (current scaling would otherwise put them in the evaluation scratch)
@@ -1104,10 +1115,13 @@ static void gpt2_cast_weights_fp8(GPT2* model, int record) {
         model->weight_operand[module] = linear_cast(model, module, LINEAR_WEIGHT_FPROP, lm.weight, lm.OC, record, NULL);
     }
     model->training = saved;
-    if (counts) {
-        restore_if_step_skipped((unsigned long long*)model->fp8_stats,
-                                (const unsigned long long*)model->fp8_stats_saved, stats_words, model->norm_squared,
-                                model->stream);
+    if (diagnostics) {
+        restore_if_step_skipped((unsigned long long*)model->fp8_stats, model->fp8_diag_saved, 3 * S,
+                                model->norm_squared, model->stream);
+        if (model->fp8_block_scale_range) {
+            restore_if_step_skipped((unsigned long long*)model->fp8_block_scale_range, saved_ranges, S,
+                                    model->norm_squared, model->stream);
+        }
     }
 }
 
@@ -2449,7 +2463,8 @@ int main(int argc, char** argv) {
         float lr = learning_rate_at(step, train_steps, args.learning_rate, args.warmup_steps, args.final_lr_fraction);
         // a step whose loss or gradient norm is not finite is skipped (the same on every rank: both values are
         // global). GPU differs: the host skips for the loss, which it has; the norm's half is decided on the device
-        // (gpt2_grad_norm says how), so this queues without waiting for the backward.
+        // (gpt2_grad_norm says how), so one process queues this without waiting for the backward (several have
+        // waited in multi_gpu_mean, for the loss of every rank).
         if (!isfinite(loss)) {
             gpt2_fp8_drop_step_amaxes(&model);
         } else {

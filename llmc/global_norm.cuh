@@ -66,7 +66,7 @@ __device__ __forceinline__ float grad_clip_scale(float norm_squared, float grad_
 }
 
 // dst (n) = saved (n) where the norm skipped the step: what a skipped step's work on the device added to dst (the
-// diagnostics' counts of the weights' casts after the update, which the CPU does not make on a skipped step) undone
+// diagnostics of the weights' casts after the update, which the CPU does not make on a skipped step) undone
 __global__ void restore_if_step_skipped_kernel(unsigned long long* dst, const unsigned long long* saved, size_t n,
                                                const float* grad_norm_squared) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;

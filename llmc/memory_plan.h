@@ -97,8 +97,8 @@ typedef enum {
     GPU_FP8_GEMM_SCALE_INV,  // per-tensor recipes: (num_slots, 4) fp32, each scale_inv 16 bytes from the next, where
                              // cuBLASLt reads it (current scaling: (2, num_slots, 4), the evaluation casts' second)
     GPU_FP8_STATS,     // (num_slots, 3) uint64 diagnostics counters
-    GPU_FP8_STATS_SAVED,  // (num_slots, 3) uint64: the counters before the end of step's weight casts, which a step
-                          // the gradient norm skips on the device puts back
+    GPU_FP8_DIAG_SAVED,  // (num_slots, 4) uint64: the counters and the block scale ranges before the end of step's
+                         // weight casts, which a step the gradient norm skips on the device puts back
     GPU_FP8_DIAG_AMAX,  // (2, num_slots) fp32: each slot's step amax as the last update saw it, and its window amax
     GPU_WEIGHT_FP8,    // every FP8 module's W (OC, IC), one byte each
     GPU_WEIGHT_T_FP8,  // and W^T (IC, OC)
@@ -296,7 +296,8 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
 
     if (in->linear.precision == PRECISION_FP8) {
         b[GPU_FP8_META] = in->fp8_meta_floats * fp32;
-        b[GPU_FP8_STATS] = b[GPU_FP8_STATS_SAVED] = (size_t)in->fp8_slots * 3 * sizeof(unsigned long long);
+        b[GPU_FP8_STATS] = (size_t)in->fp8_slots * 3 * sizeof(unsigned long long);
+        b[GPU_FP8_DIAG_SAVED] = (size_t)in->fp8_slots * 4 * sizeof(unsigned long long);
         b[GPU_FP8_DIAG_AMAX] = 2 * (size_t)in->fp8_slots * fp32;
         Fp8ScalingRecipe scaling = in->linear.recipe ? in->linear.recipe->scaling : FP8_SCALING_DELAYED;
         Fp8ScratchWidths w = fp8_scratch_widths(c, &in->linear, in->recompute);

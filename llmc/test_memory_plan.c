@@ -94,10 +94,10 @@ static void test_groups_by_hand(void) {
           "attention %zu", gpu_memory_group_bytes(&plan, MEMORY_ATTENTION));
     // FP8: the weights of every block's four linears (12 C^2 per layer) twice (W and W^T), the LM head in BF16; cast
     // scratch x, dy, dy_t of 4C columns each (fcproj's input, fc's output); every layer's kept x^T of qkv, attproj, fc
-    // (C each) and fcproj (4C); the scaling state; the counters and their saved copy, the diagnostics' two amaxes and
-    // the GEMMs' 16-byte scale_inv per slot
+    // (C each) and fcproj (4C); the scaling state; the counters, the saved counters and block scale range, the
+    // diagnostics' two amaxes and the GEMMs' 16-byte scale_inv per slot
     size_t fp8 = 2 * L * 12 * C * C + 3 * BT * 4 * C + L * 7 * C * BT + s.in.fp8_meta_floats * 4 +
-                 (size_t)s.in.fp8_slots * (2 * 3 * 8 + 2 * 4 + 16);
+                 (size_t)s.in.fp8_slots * (3 * 8 + 4 * 8 + 2 * 4 + 16);
     CHECK(gpu_memory_group_bytes(&plan, MEMORY_FP8) == fp8, "fp8 %zu, by hand %zu", gpu_memory_group_bytes(&plan, MEMORY_FP8),
           fp8);
     CHECK(s.in.fp8_meta_floats == (size_t)(1024 + 2) * 5 * (4 * 12 + 1), "FP8 state: (history + 2) * 5 slots * modules");

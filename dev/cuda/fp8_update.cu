@@ -7,8 +7,9 @@ margins and intervals, histories of 1 row, a few rows, fewer and more rows than 
 slot) against the CPU's fp8_meta_window_amax, bit for bit too (a maximum); after the last, the GEMMs' strided copy of
 scale_inv (made whole by fp8_gemm_scale_inv_refresh_launch, then kept by the update) against the CPU's scale_inv.
 Every third step of a run is skipped, alternately by the host's flag and by a gradient norm on the device that is NaN
-or inf: the launch must then only drop the step's amaxes as fp8_meta_drop_step_amaxes does, and the diagnostics'
-launch (which the trainer makes only where the norm decides) must leave the last step's amaxes. Then
+or inf: the launch must then only drop the step's amaxes as fp8_meta_drop_step_amaxes does (the whole metadata
+compared right after it), and the diagnostics' launch (which the trainer makes only where the norm decides) must leave
+the last step's amaxes. Then
 times one launch at the model sizes (d12: 49 modules, d48: 193, amax_history_len 1024) on histories full of
 real amaxes, with row 0 refilled before every timed launch (the kernel zeroes it, and a slot whose row 0 is 0 is
 skipped: timing launches after the first would time an empty kernel).
@@ -108,6 +109,20 @@ static size_t compare_run(int modules, int history_len, AmaxComputeAlgo algo, in
         }
         cudaCheck(
             fp8_meta_update_launch(&on_device, gemm_scale_inv, &recipe, step, host_skips, device_norm_squared, 0));
+        if (host_skips || norm_skips) {  // the whole metadata now: row 0 dropped but the weights', the rest as it was
+            float* now = (float*)malloc(bytes);
+            cudaCheck(cudaMemcpy(now, device, bytes, cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < meta.num_floats; i++) {
+                if (!same_float(now[i], meta.memory[i])) {
+                    if (mismatches < 5) {
+                        printf("  step %d (skipped by the %s): float %zu gpu %a cpu %a\n", step,
+                               host_skips ? "host" : "norm", i, now[i], meta.memory[i]);
+                    }
+                    mismatches++;
+                }
+            }
+            free(now);
+        }
     }
     cudaCheck(cudaFree(device_amaxes));
     cudaCheck(cudaFree(device_norm_squared));
