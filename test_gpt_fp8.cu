@@ -2555,6 +2555,9 @@ static void test_adamw_and_norm_vector_paths(void) {
     cudaCheck(cudaMalloc(&d_adamw_norm_squared, sizeof(float)));
     const float four = 4.0f;
     cudaCheck(cudaMemcpy(d_adamw_norm_squared, &four, sizeof(float), cudaMemcpyHostToDevice));
+    AdamwTensors whole;  // the n parameters as one tensor with weight decay 0.1
+    memset(&whole, 0, sizeof(whole));
+    adamw_tensors_add(&whole, n, 0.1f);
     float* got[2][4];  // [aligned, one float on][master, m, v, the bf16 weights as floats]
     for (int offset = 0; offset < 2; offset++) {
         float *master = d_arrays[0] + offset, *grads = d_arrays[1] + offset, *m = d_arrays[2] + offset,
@@ -2565,7 +2568,7 @@ static void test_adamw_and_norm_vector_paths(void) {
         }
         CHECK(adamw_vectorized(master, params, grads, m, v) == (offset == 0), "offset %d: AdamW's 16-byte path iff "
               "aligned", offset);
-        adamw_update(master, params, grads, m, v, n, 1e-3f, 0.9f, 0.95f, 0.1f, 0.05f, 1e-8f, 0.1f, d_adamw_norm_squared,
+        adamw_update(master, params, grads, m, v, &whole, 1e-3f, 0.9f, 0.95f, 0.1f, 0.05f, 1e-8f, d_adamw_norm_squared,
                      1.0f, 0);
         float* updated[3] = {master, m, v};
         for (int a = 0; a < 3; a++) { got[offset][a] = download_floats(updated[a], n); }
@@ -2592,8 +2595,8 @@ static void test_adamw_and_norm_vector_paths(void) {
             cudaCheck(cudaMemcpy(d_arrays[a], from, n * sizeof(float), cudaMemcpyHostToDevice));
         }
         cudaCheck(cudaMemset(d_params, 0, n * sizeof(floatX)));
-        adamw_update(d_arrays[0], d_params, d_arrays[1], d_arrays[2], d_arrays[3], n, 1e-3f, 0.9f, 0.95f, 0.1f, 0.05f,
-                     1e-8f, 0.1f, d_adamw_norm_squared, clip, 0);
+        adamw_update(d_arrays[0], d_params, d_arrays[1], d_arrays[2], d_arrays[3], &whole, 1e-3f, 0.9f, 0.95f, 0.1f,
+                     0.05f, 1e-8f, d_adamw_norm_squared, clip, 0);
         float* updated[3] = {d_arrays[0], d_arrays[2], d_arrays[3]};
         for (int a = 0; a < 3; a++) { after[run][a] = download_floats(updated[a], n); }
         after[run][3] = download_bf16(d_params, n);
@@ -2616,6 +2619,43 @@ static void test_adamw_and_norm_vector_paths(void) {
     }
     free(zeros);
     free(scaled_grads);
+    // three tensors in one launch (decays 0.1, 0, 0.1; the second starts inside a 16-byte vector) against a launch a
+    // tensor, each from its own address (the element path where that is not 16-byte aligned): the same bits
+    const size_t cut[4] = {0, 1003, 5001, n};
+    const float decays[3] = {0.1f, 0.0f, 0.1f};
+    float* split[2][4];  // [one launch, a launch a tensor][master, m, v, the bf16 weights]
+    for (int way = 0; way < 2; way++) {
+        for (int a = 0; a < 4; a++) {
+            cudaCheck(cudaMemcpy(d_arrays[a], host + a * n, n * sizeof(float), cudaMemcpyHostToDevice));
+        }
+        cudaCheck(cudaMemset(d_params, 0, n * sizeof(floatX)));
+        AdamwTensors tensors;
+        memset(&tensors, 0, sizeof(tensors));
+        for (int t = 0; t < 3; t++) {
+            if (way == 0) {
+                adamw_tensors_add(&tensors, cut[t + 1] - cut[t], decays[t]);
+                continue;
+            }
+            memset(&tensors, 0, sizeof(tensors));
+            adamw_tensors_add(&tensors, cut[t + 1] - cut[t], decays[t]);
+            size_t k = cut[t];
+            adamw_update(d_arrays[0] + k, d_params + k, d_arrays[1] + k, d_arrays[2] + k, d_arrays[3] + k, &tensors,
+                         1e-3f, 0.9f, 0.95f, 0.1f, 0.05f, 1e-8f, d_adamw_norm_squared, clip, 0);
+        }
+        if (way == 0) {
+            adamw_update(d_arrays[0], d_params, d_arrays[1], d_arrays[2], d_arrays[3], &tensors, 1e-3f, 0.9f, 0.95f,
+                         0.1f, 0.05f, 1e-8f, d_adamw_norm_squared, clip, 0);
+        }
+        float* updated[3] = {d_arrays[0], d_arrays[2], d_arrays[3]};
+        for (int a = 0; a < 3; a++) { split[way][a] = download_floats(updated[a], n); }
+        split[way][3] = download_bf16(d_params, n);
+    }
+    for (int a = 0; a < 4; a++) {
+        CHECK(memcmp(split[0][a], split[1][a], n * sizeof(float)) == 0, "AdamW's %s: three tensors in one launch as "
+              "in a launch each, each parameter with its tensor's weight decay (R1)", names[a]);
+        free(split[0][a]);
+        free(split[1][a]);
+    }
     cudaCheck(cudaFree(d_adamw_norm_squared));
     float *d_norm, *d_partials;
     cudaCheck(cudaMalloc(&d_norm, sizeof(float)));

@@ -1765,18 +1765,24 @@ static void gpt2_update(GPT2* model, float learning_rate, float beta1, float bet
                         float grad_clip, int t) {
     float bias1 = 1.0f - powf(beta1, (float)t), bias2 = 1.0f - powf(beta2, (float)t);
     const ZeroShard* shard = &model->shard;
+    // the shard's part of every tensor, back to back from the shard's first parameter: one launch
+    static_assert(NUM_PARAMETER_TENSORS <= ADAMW_MAX_TENSORS, "every parameter tensor in one AdamW launch");
+    AdamwTensors tensors;
+    memset(&tensors, 0, sizeof(tensors));
     size_t offset = 0;
     for (int tensor = 0; tensor < NUM_PARAMETER_TENSORS; tensor++) {
-        float decay = parameter_tensor_is_2d(tensor) ? weight_decay : 0.0f;
         size_t n = model->param_sizes[tensor], lo, hi;
         if (zero_shard_overlap(shard, offset, n, &lo, &hi)) {
-            size_t k = lo - shard->offset;  // index into the shard's masters and moments
-            adamw_update(model->master_memory + k, model->params_memory + lo, model->grads_memory + lo,
-                         model->m_memory + k, model->v_memory + k, hi - lo, learning_rate, beta1, beta2, bias1, bias2,
-                         eps, decay, model->norm_squared, grad_clip, model->stream);
+            adamw_tensors_add(&tensors, hi - lo, parameter_tensor_is_2d(tensor) ? weight_decay : 0.0f);
         }
         offset += n;
     }
+    if (tensors.count && tensors.end[tensors.count - 1] != shard->count) {
+        die("AdamW: the shard's %zu parameters are not its tensors' %zu", shard->count, tensors.end[tensors.count - 1]);
+    }
+    adamw_update(model->master_memory, model->params_memory + shard->offset, model->grads_memory + shard->offset,
+                 model->m_memory, model->v_memory, &tensors, learning_rate, beta1, beta2, bias1, bias2, eps,
+                 model->norm_squared, grad_clip, model->stream);
 }
 
 // ----------------------------------------------------------------------------
