@@ -302,10 +302,12 @@ typedef struct {
     int has_targets;  // the last forward had targets
     float mean_loss;  // of the last forward with targets (a training one: after its backward), else -1
     // -cuda_graph 1 (llmc/cuda_graph.cuh): a training micro-batch's forward and its backward, each captured once
-    // after one micro-batch ran without (cuBLASLt's algorithms chosen, every kernel loaded), then replayed
+    // after one micro-batch with the same key ran without (cuBLASLt's algorithms chosen, every kernel loaded), then
+    // replayed
     int cuda_graph;
-    int eager_training_passes;  // training backwards queued without a graph
     CudaGraph forward_graph, backward_graph;
+    int encoder_graph_rows_most;  // the most bucket rows the graph's encoder backward launches (encoder_graph_bucket_
+                                  // rows: ENCODER_GRAPH_BUCKET_ROWS; a test lowers it so that rows stride at its shape)
 } GPT2;
 
 static LinearPrecision gpt2_linear_precision(const GPT2* m) {
@@ -398,6 +400,7 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
     model->recompute = args->recompute;
     model->fused_fp8_casts = args->fp8_fused_casts;
     model->cuda_graph = args->cuda_graph;
+    model->encoder_graph_rows_most = ENCODER_GRAPH_BUCKET_ROWS;
     model->attention_kind = gpu_attention_kind(args->attention);
     fill_in_parameter_sizes(model->param_sizes, config);
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { model->num_parameters += model->param_sizes[i]; }
@@ -1532,9 +1535,10 @@ static void gpt2_forward_queue(GPT2* model) {
     linear_forward(model, linear_lm_head(model->config.num_layers), a->logits, a->lnf, B, T);
 }
 
-// -cuda_graph 1: whether this training pass replays the graphs (one pass ran without them first: see GPT2).
-static int gpt2_uses_graphs(const GPT2* model) {
-    return model->cuda_graph && model->training && model->eager_training_passes > 0;
+// -cuda_graph 1: whether this training pass goes through `graph` (replayed, captured first where needed), or runs
+// kernel by kernel: a key's first pass (cuda_graph_use).
+static int gpt2_uses_graphs(GPT2* model, CudaGraph* graph, uint64_t key) {
+    return model->cuda_graph && model->training && cuda_graph_use(graph, key);
 }
 
 // A graph's key (llmc/cuda_graph.cuh): the host values a training pass's kernels take that may change between calls.
@@ -1557,8 +1561,8 @@ static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, int
     gpt2_set_batch(model, inputs, targets);  // outside any graph: the replay reads the batch where this copies it
     ActivationTensors* a = &model->acts;
     cudaStream_t s = model->stream;
-    if (targets && gpt2_uses_graphs(model)) {
-        uint64_t key = gpt2_graph_key(model, 0.0f);
+    uint64_t key = gpt2_graph_key(model, 0.0f);
+    if (targets && gpt2_uses_graphs(model, &model->forward_graph, key)) {
         if (!cuda_graph_ready(&model->forward_graph, key)) {
             cuda_graph_capture_begin(s);
             gpt2_forward_queue(model);
@@ -1696,7 +1700,8 @@ static void gpt2_backward_queue(GPT2* model, float loss_scale, int in_graph) {
     }
     if (!in_graph) { gpt2_set_buckets(model); }
     EncoderBuckets buckets = {model->bucket_positions, model->bucket_start, model->bucket_token, model->bucket_count,
-                              in_graph ? encoder_graph_bucket_rows(B * T, V) : model->num_buckets};
+                              in_graph ? encoder_graph_bucket_rows(B * T, V, model->encoder_graph_rows_most)
+                                       : model->num_buckets};
     encoder_backward(g->wte, g->wpe, model->dresidual, &buckets, B, T, C, s);
     if (model->reduce_in_backward) {  // the shared tensors, then the compute stream waits for every reduction
         gpt2_reduce_gradients_async(model, -1);
@@ -1712,10 +1717,10 @@ static void gpt2_backward_queue(GPT2* model, float loss_scale, int in_graph) {
 static void gpt2_backward(GPT2* model, float loss_scale) {
     if (!model->has_targets || !model->training) { die("backward needs a training forward with targets"); }
     cudaStream_t s = model->stream;
-    if (gpt2_uses_graphs(model)) {
+    uint64_t key = gpt2_graph_key(model, loss_scale);
+    if (gpt2_uses_graphs(model, &model->backward_graph, key)) {
         // the buckets first, built on the host while the forward's graph runs; their copies land before this graph
         gpt2_set_buckets(model);
-        uint64_t key = gpt2_graph_key(model, loss_scale);
         if (!cuda_graph_ready(&model->backward_graph, key)) {
             cuda_graph_capture_begin(s);
             gpt2_backward_queue(model, loss_scale, 1);
@@ -1724,7 +1729,6 @@ static void gpt2_backward(GPT2* model, float loss_scale) {
         cuda_graph_launch(&model->backward_graph, s);
     } else {
         gpt2_backward_queue(model, loss_scale, 0);
-        model->eager_training_passes++;
     }
     // The host waits here for the classifier's losses, with the rest of the backward already in the GPU's queue (the
     // main loop needs the loss: a step whose loss is not finite is skipped).

@@ -82,11 +82,12 @@ typedef struct {
 } EncoderBuckets;
 
 // A CUDA graph's bucket rows (EncoderBuckets.grid_rows) for B*T positions of V tokens: a batch has at most
-// min(B*T, V) buckets; 4096 rows keep a d12 batch's ~15k buckets to a few per thread without launching a block per
-// bucket the batch may not have.
-static inline int encoder_graph_bucket_rows(int BT, int V) {
-    int most = BT < V ? BT : V;
-    return most < 4096 ? most : 4096;
+// min(B*T, V) buckets, and the grid at most `most` rows (ENCODER_GRAPH_BUCKET_ROWS: 4096 rows keep a d12 batch's ~15k
+// buckets to a few per thread without launching a block per bucket the batch may not have).
+#define ENCODER_GRAPH_BUCKET_ROWS 4096
+static inline int encoder_graph_bucket_rows(int BT, int V, int most) {
+    int n = BT < V ? BT : V;
+    return n < most ? n : most;
 }
 
 // out (B, T, C) = wte[inp] + wpe[t]; inp (B, T) token ids on the device
