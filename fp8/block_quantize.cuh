@@ -797,6 +797,9 @@ static inline cudaError_t fp8_block_cast_1d_check(const Fp8BlockCast1d* a) {
         (!mxfp8 && (a->rowwise.e8m0 || a->columnwise.e8m0))) {
         return fp8_block_refuse(launcher, "VEC128 scale_invs are blockwise's, E8M0 bytes mxfp8's", a->rows, a->cols);
     }
+    if (!fp8_block_copy_wanted(&a->rowwise) && !fp8_block_copy_wanted(&a->columnwise)) {  // its amax would go unmerged
+        return fp8_block_refuse(launcher, "no copy asked for (rowwise or columnwise)", a->rows, a->cols);
+    }
     const Fp8BlockMade* made = &a->made;
     if (made->kind < 0 || made->kind >= FP8_BLOCK_MADE_KINDS || (made->kind != FP8_BLOCK_FROM_INP && mxfp8)) {
         return fp8_block_refuse(launcher, "made.kind is not an Fp8BlockMadeFrom, or the tensor is made inside the cast "

@@ -108,8 +108,8 @@ __device__ __forceinline__ void fp8_block_amax_to_global(unsigned int thread_max
 
 // Block-wide sums of the counts, then one 64-bit atomicAdd of each nonzero sum into stats (3: elements, saturated,
 // flushed); the block that `counts_elements` adds the tensor's n. Integer atomics: the totals do not depend on the
-// order the blocks finish. blockDim.x * blockDim.y a multiple of 32; a block's sums fit 32 bits (a block casts far
-// fewer than 2^32 elements).
+// order the blocks finish. blockDim.x * blockDim.y a multiple of 32; a block's sums fit 32 bits (fewer than 2^32
+// elements a block: the persistent block casts of fp8/block_quantize.cuh too, up to ~2^17 tiles of 128 x 128 a block).
 __device__ __forceinline__ void fp8_block_counts_to_global(Fp8CastCounts counts, unsigned long long* stats, size_t n,
                                                            bool counts_elements) {
     __shared__ unsigned int warp_saturated[32], warp_flushed[32];

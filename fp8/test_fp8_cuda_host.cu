@@ -177,6 +177,11 @@ static void test_block_cast_launch_preconditions(void) {
     CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess,
           "mxfp8's columnwise dequantized copy alone (the trainer's) at 4 bytes and 40 rows passes");
     a = good;
+    memset(&a.rowwise, 0, sizeof(a.rowwise));
+    memset(&a.columnwise, 0, sizeof(a.columnwise));
+    a.column_partials = (float*)0x7f0000800000;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "no copy asked for (column partials alone)");
+    a = good;
     a.stats = stats;
     CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "counters without a scale range");
     a.scale_range = scale_range;

@@ -834,6 +834,12 @@ static void test_partial_blocks(void) {
         check_cast_1d(&t, mxfp8_cast(FP8_E4M3), 1, 0);
         free_tensor(&t);
     }
+    // more tiles (65 x 13) than the persistent grid has CTAs (264 on a 132-SM GPU), partial at both edges: a CTA's later
+    // tiles, edge tiles among them, arrive in a shared buffer an earlier tile used (d48's C, rows 80 past 128s)
+    Tensor many = make_tensor(8272, 1600, VALUES_EDGES, 5);
+    check_cast_1d_with(&many, blockwise_cast(FP8_E5M2, 0.0f, 1), 1, 1, 1);
+    check_cast_1d_with(&many, mxfp8_cast(FP8_E4M3), 1, 1, 0);
+    free_tensor(&many);
     Tensor r = make_tensor(201, 160, VALUES_EDGES, TILE_TINY - 1);  // 2 x 2 tiles, the last ones 73 rows, 32 columns
     for (int f = 0; f < 2; f++) {
         check_cast_1d_with(&r, blockwise_cast(formats[f], 0.0f, 1), 1, 0, formats[f] == FP8_E5M2);
@@ -1019,8 +1025,8 @@ static void test_gelu_backward_inside(void) {
     free_tensor(&g);
     free_tensor(&dout);
     free_tensor(&x);
-    const int shapes[2][2] = {{272, 1600}, {208, 160}};
-    for (int s = 0; s < 2; s++) {
+    const int shapes[3][2] = {{272, 1600}, {208, 160}, {8272, 1600}};  // the last: more tiles than CTAs
+    for (int s = 0; s < 3; s++) {
         Tensor xe = make_tensor(shapes[s][0], shapes[s][1], VALUES_EDGES, s);
         Tensor de = make_tensor(shapes[s][0], shapes[s][1], VALUES_EDGES, s + 2);
         Tensor ge = made_tensor_of(&xe, &de, NULL);
