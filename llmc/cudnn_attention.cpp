@@ -13,7 +13,9 @@ The FP8 graphs (sdpa_fp8, sdpa_fp8_backward) take the same views of one-byte ele
 (1, 1, 1, 1) fp32 tensors on the device; q, k and v are three tensors of the graph that all point at the one descale
 of the qkv cast.
 The backward runs cuDNN's deterministic algorithm: the trainer's backward has no float atomics anywhere, so a run
-gives the same bits every time (checkpoint resume and the recompute test rely on it).
+gives the same bits every time (checkpoint resume and the recompute test rely on it). The FP8 backward asks for it
+too, but the frontend honours that on Blackwell only (compute capability 10.x): on Hopper its bytes may differ from run
+to run, one reason the trainer's FP8 attention keeps the BF16 backward.
 
 Errors: every cuDNN status, frontend status and CUDA status is checked and printed with file, line and the library's
 message, then the process exits; the frontend can also throw (e.g. when no SDPA implementation supports a shape),

@@ -4,7 +4,7 @@ scales of delayed scaling) on its own, before any trainer uses it: which shapes 
 heads of 64, and 128), the FP8 forward's output, statistics and amaxes, and, where cuDNN has it, the FP8 backward's
 gradients and amaxes, each against a CPU reference in double computed from the very FP8 values the GPU reads, within
 a bound derived from the quantizations and accumulations the kernels do (below); that the graphs give the same bytes
-twice; then their time against the BF16 graphs at the d12 and d48 attention shapes.
+twice (the FP8 backward's only where cuDNN has it deterministic: compute capability 10.x); then their time against the BF16 graphs at the d12 and d48 attention shapes.
 
 What it establishes for -fp8_attention (issue 57): on Hopper the frontend builds the FP8 backward at head size 128
 only (TE's rule too), so GPT-2's heads of 64 can run the FP8 forward only; this program prints what this cuDNN says,
@@ -260,6 +260,9 @@ static int fp8_backward_supported(CudnnAttention* cudnn, int B, int T, int NH, i
 }
 
 static void check_shape(CudnnAttention* cudnn, int B, int T, int NH, int HS, Rng* rng) {
+    int device, cc_major;
+    cudaCheck(cudaGetDevice(&device));
+    cudaCheck(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, device));
     int C = NH * HS;
     size_t n_qkv = (size_t)B * T * 3 * C, n_out = (size_t)B * T * C, n_stats = (size_t)B * NH * T;
     double attn_scale = (double)(1.0f / sqrtf((float)HS));  // the fp32 value the graphs fuse
@@ -439,8 +442,17 @@ static void check_shape(CudnnAttention* cudnn, int B, int T, int NH, int HS, Rng
         report(unscaled || scaled, unscaled ? "amax_dp vs CPU max |dS| (relative)" : "amax_dp vs CPU attn_scale max |dS|",
                fabs(amax_dp - (unscaled ? ds_max : attn_scale * ds_max)) / (unscaled ? ds_max : attn_scale * ds_max),
                E5M2_HALF_ULP);
-        report(memcmp(dqkv_codes, dqkv_again, n_qkv) == 0, "backward twice: bytes that differ",
-               (double)(memcmp(dqkv_codes, dqkv_again, n_qkv) != 0), 0);
+        // The deterministic FP8 backward exists on Blackwell only: the frontend reads set_deterministic_algorithm for
+        // sdpa_fp8_backward on compute capability 10.x (sdpa_fp8_bwd.h), and Hopper's kernel may sum dq in another
+        // order each run (TE turns fused FP8 attention off in training when determinism is asked for). The trainer
+        // runs BF16's backward, so this is printed there, not asserted.
+        int same_twice = memcmp(dqkv_codes, dqkv_again, n_qkv) == 0;
+        if (cc_major >= 10) {
+            report(same_twice, "backward twice: bytes that differ", (double)!same_twice, 0);
+        } else {
+            printf("  INFO backward twice: %s (compute capability %d.x: no deterministic FP8 backward, not asserted)\n",
+                   same_twice ? "the same bytes" : "bytes that differ", cc_major);
+        }
         free(dqkv_ref);
         free(bpre);
         free(dp_coef);
