@@ -1351,7 +1351,7 @@ stage_bench() {
 # to the GPU machine, never committed; dev/build_llmc.sh says what it changes for CUDA 13); without one the stage is
 # SKIPPED. results/latest.tsv: d12_b64_bf16_over_llmc, llm.c's ms over ours (above 1: ours is faster).
 stage_llmc() {
-    local llmc_dir=${LLMC_DIR:-third_party/llm.c} steps=$BENCH_STEPS llmc_ms ours_ms train val
+    local llmc_dir=${LLMC_DIR:-third_party/llm.c} steps=$BENCH_STEPS llmc_ms ours_ms train built
     if [ ! -f "$llmc_dir/train_gpt2.cu" ] && [ "${DRY_RUN:-0}" != 1 ]; then
         echo "gpu_check: llmc: skipped, no llm.c checkout in $llmc_dir (LLMC_DIR)" >"$WORK/llmc_build.log"
         add_row llmc_build "SKIPPED (no llm.c in $llmc_dir: set LLMC_DIR)" "-"
@@ -1361,11 +1361,14 @@ stage_llmc() {
         return 0
     fi
     run_step llmc_build 300 make llmc-baseline LLMC_DIR="$llmc_dir"
-    row llmc_build "$(grep -E '^build_llmc: ' "$WORK/llmc_build.log" 2>/dev/null | tail -n 1 | sed 's/^build_llmc: //')"
+    built=$(grep -E '^build_llmc: ' "$WORK/llmc_build.log" 2>/dev/null | tail -n 1 | sed 's/^build_llmc: //')
+    row llmc_build "$built"
     profile_vocabulary_flags 50257
     train=$(flag_value -i "${PROFILE_DATA_FLAGS[@]}")
-    val=$(flag_value -j "${PROFILE_DATA_FLAGS[@]}")
-    run_step llmc_train_gpt2cu 240 ./dev/llmc/train_gpt2cu -i "$train" -j "${val:-$train}" -e d12 -b 64 -t 1024 \
+    # llm.c's -j is the train shard too: its data loader asserts that a shard holds B*T+1 tokens even for the val
+    # loader (llmc/dataloader.h), and tinyshakespeare's val split has 45684 < 65537; it reads 2 batches of it at step 0
+    # and at the end, outside the timed steps
+    run_step llmc_train_gpt2cu 240 ./dev/llmc/train_gpt2cu -i "$train" -j "$train" -e d12 -b 64 -t 1024 \
         -x "$steps" -v 1000 -m 2 -s 0 -n 0 -h 0
     row llmc_train_gpt2cu "$(bench_key "$WORK/llmc_train_gpt2cu.log" "$SKIP")"
     run_step llmc_ours_bf16 240 ./train_gpt_fp8 "${PROFILE_DATA_FLAGS[@]}" -e d12 -b 64 -t 1024 -x "$steps" -v 0 -s 0 \
@@ -1376,6 +1379,8 @@ stage_llmc() {
     if [ "${DRY_RUN:-0}" != 1 ]; then
         if [ ${#EXTRA[@]} -gt 0 ]; then
             latest_skip d12_b64_bf16_over_llmc "trainer flags after -- ($(quote_words "${EXTRA[@]}"))"
+        elif [[ $built == *"without cuDNN"* ]]; then  # issue 56's target is llm.c with cuDNN: carry deps/ to have it
+            latest_skip d12_b64_bf16_over_llmc "llm.c built without cuDNN (no cuDNN frontend headers: make deps)"
         elif [ "$(speedup "$llmc_ms" "$ours_ms")" = n/a ]; then
             latest_skip d12_b64_bf16_over_llmc "a run printed no step times after the first $SKIP"
         else

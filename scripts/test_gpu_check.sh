@@ -530,6 +530,7 @@ llmc_cmd=$(tar -xzOf "$tmp/dry_llmc/gpu_check_logs.tar.gz" ./llmc_train_gpt2cu.l
 ours_cmd=$(tar -xzOf "$tmp/dry_llmc/gpu_check_logs.tar.gz" ./llmc_ours_bf16.log 2>/dev/null | head -n 1)
 if [[ $llmc_build_cmd == *"make llmc-baseline LLMC_DIR=$tmp/no_llmc"* ]] &&
     [[ $llmc_cmd == *"./dev/llmc/train_gpt2cu -i "*" -e d12 -b 64 -t 1024 "* ]] &&
+    llmc_i=$(sed -E 's/.* -i ([^ ]+) .*/\1/' <<<"$llmc_cmd") && [[ $llmc_cmd == *" -j $llmc_i "* ]] &&
     [[ $ours_cmd == *"./train_gpt_fp8 -i "*" -V 50257 -e d12 -b 64 -t 1024 "*" -precision bf16 "* ]] &&
     [[ $ours_cmd != *" -tk "* ]] && printf '%s\n' "$out" | grep -qE '^\| llmc_ours_bf16 +\| DRY RUN'; then
     pass llmc_stage_commands
@@ -555,6 +556,40 @@ if printf '%s\n' "$llmc_table" | grep -qE '^\| llmc_build +\| SKIPPED \(no llm.c
     pass llmc_stage_skipped_without_llmc
 else
     fail llmc_stage_skipped_without_llmc "$llmc_table"
+fi
+# llm.c built without cuDNN (no frontend headers carried): its time is not issue 56's baseline, so no figure is written
+mkdir -p "$tmp/llmc_nocudnn_dir" && touch "$tmp/llmc_nocudnn_dir/train_gpt2.cu"
+llmc_table=$(
+    # shellcheck disable=SC2034 # globals of the sourced stage
+    WORK="$tmp/llmc_nocudnn" LOGDIR="$tmp/llmc_nocudnn_out" DEADLINE=$((SECONDS + 600)) ANY_FAILED=0 ARCHIVE_OVER=0
+    # shellcheck disable=SC2034
+    STARTED=now GPU_NAME=cpu GPU_DRIVER=- GPU_MEMORY=- COMMIT=- COMMAND_LINE=test STAGES=llmc DRY_RUN=0 EXTRA=()
+    # shellcheck disable=SC2034
+    BENCH_STEPS=30 SKIP=5 ROW_STEP=() ROW_RESULT=() ROW_KEY=() LATEST_NOTES=() LATEST_FAILED=0 LATEST_STAGE_WROTE=0
+    # shellcheck disable=SC2034
+    LATEST_WROTE=0 GPU_CHECK_LATEST="$tmp/llmc_nocudnn.tsv" LATEST_TSV="$tmp/llmc_nocudnn.tsv"
+    # shellcheck disable=SC2034
+    DATA_FLAGS=(-i "$tmp/train.bin" -j "$tmp/val.bin")
+    mkdir -p "$WORK" "$LOGDIR"
+    run_step() {  # a stand-in: the build says it went without cuDNN, the runs print step times
+        local name=$1
+        STEP_RC=0 STEP_RESULT=PASS
+        if [ "$name" = llmc_build ]; then
+            echo "build_llmc: x/train_gpt2cu, llm.c from y, without cuDNN; changed: nothing" >"$WORK/$name.log"
+        else
+            for i in $(seq 1 30); do
+                printf 'step %4d/30 | loss 7.0 (+0.00z)| norm 1.0 (+0.00z)| lr 1.00e-04 | 100.00 ms | 40.0%% bf16 MFU | 600000 tok/s\n' "$i"
+            done >"$WORK/$name.log"
+        fi
+    }
+    LLMC_DIR="$tmp/llmc_nocudnn_dir" stage_llmc >/dev/null 2>&1
+    print_table
+)
+if printf '%s\n' "$llmc_table" | grep -qE '^\| latest_tsv_llmc +\| \(nothing written\) +\| d12_b64_bf16_over_llmc not written: llm.c built without cuDNN' &&
+    [ ! -e "$tmp/llmc_nocudnn.tsv" ]; then
+    pass llmc_without_cudnn_writes_no_figure
+else
+    fail llmc_without_cudnn_writes_no_figure "$llmc_table"
 fi
 # the xcheck stage's commands: the model file from the CPU trainer, then per recipe both trainers from it with the same
 # flags (gradient accumulation -d 2*B*T, the NaN step, the recipe's flags) and compare_runs expecting step 4 skipped
