@@ -353,11 +353,7 @@ SCRIPT_TEST_COMMANDS := ./scripts/test_export_hf.sh \
                         ./scripts/test_profile_step.sh \
                         ./scripts/test_run_tests.sh \
                         ./scripts/test_doc_links.sh
-# the longest of each list first, then the rest of both
-TEST_COMMANDS := $(firstword $(C_TEST_COMMANDS)) $(firstword $(DATA_TEST_COMMANDS)) \
-                 $(firstword $(SCRIPT_TEST_COMMANDS)) \
-                 $(filter-out $(firstword $(C_TEST_COMMANDS)) $(firstword $(DATA_TEST_COMMANDS)),$(C_TEST_COMMANDS)) \
-                 $(filter-out $(firstword $(SCRIPT_TEST_COMMANDS)),$(SCRIPT_TEST_COMMANDS)) \
+TEST_COMMANDS := $(C_TEST_COMMANDS) $(SCRIPT_TEST_COMMANDS) \
                  $(if $(NVCC),./fp8/test_fp8_cuda_host ./llmc/test_kernels_host ./dev/cuda/test_without_gpu.sh) \
                  "./fuzz/run_fuzz.sh $(FUZZ_SMOKE_SECONDS)"
 

@@ -4,7 +4,8 @@ scales of delayed scaling) on its own, before any trainer uses it: which shapes 
 heads of 64, and 128), the FP8 forward's output, statistics and amaxes, and, where cuDNN has it, the FP8 backward's
 gradients and amaxes, each against a CPU reference in double computed from the very FP8 values the GPU reads, within
 a bound derived from the quantizations and accumulations the kernels do (below); that the graphs give the same bytes
-twice (the FP8 backward's only where cuDNN has it deterministic: compute capability 10.x); then their time against the BF16 graphs at the d12 and d48 attention shapes.
+twice (the FP8 backward's only where cuDNN has it deterministic: compute capability 10.x); then their time against
+the BF16 graphs at the d12 and d48 attention shapes.
 
 What it establishes for -fp8_attention (issue 57): on Hopper the frontend builds the FP8 backward at head size 128
 only (TE's rule too), so GPT-2's heads of 64 can run the FP8 forward only; this program prints what this cuDNN says,
