@@ -294,7 +294,7 @@ dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) $(KERNEL_HEADERS) dev/c
 # cuDNN attention: the one C++ unit, compiled by the host compiler (the frontend is plain C++17). The frontend's and
 # CUDA's headers are -isystem: our code is built with every warning as an error, theirs is not ours to fix. -O1: the
 # unit builds each shape's graphs once and fills a few pointers per call, while the frontend's templates made -O2 the
-# build's longest compile (66 s against 41 s on one core here, doc/building.md).
+# build's longest compile (66 s against 42 s on one core here, doc/building.md).
 CXX ?= g++
 CXXFLAGS ?= -O1 -std=c++17 -Wall -Wextra -Werror
 llmc/cudnn_attention.o: llmc/cudnn_attention.cpp llmc/cudnn_attention.h llmc/cuda_utils.cuh | $(DEPS_GOAL)
