@@ -10,6 +10,8 @@
 #                                 header into deps/xxhash (checkpoint checksums; fetched by the first build otherwise)
 #                                 and the cuDNN frontend's headers into deps/cudnn_frontend/include (cuDNN attention)
 #   make cuda                     the CUDA trainer, its GPU test and the dev/cuda checks (needs nvcc, not a GPU)
+#   make emulate                  the dev/cuda checks of our own kernels built to run on the CPU (dev/cuda/emulate/;
+#                                 CUDA's headers, no GPU): make test runs them
 #   make test SANITIZE=1          the CPU programs with AddressSanitizer + UndefinedBehaviorSanitizer, the C suites on them
 #   make fuzz                     libFuzzer on the six file readers (fuzz/), FUZZ_SECONDS (60) each
 #
@@ -211,6 +213,12 @@ DEV_CUDA := dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda
             dev/cuda/fp8_block_quantize dev/cuda/fp8_block_gemm dev/cuda/gelu_fp8 dev/cuda/layernorm dev/cuda/layernorm_fp8 \
             dev/cuda/classifier $(if $(CUDNN_OBJECT),dev/cuda/attention_cudnn dev/cuda/attention_cudnn_fp8)
 CUDA_HEADERS := fp8/quantize.cuh fp8/update.cuh fp8/block_quantize.cuh llmc/gemm.cuh llmc/cuda_utils.cuh llmc/cuda_common.cuh
+# The same checks of our own kernels (those of DEV_CUDA that call neither cuBLASLt nor cuDNN) run on the CPU, where each
+# CUDA thread is a fiber (dev/cuda/emulate/cuda_emulation.h says what that catches and what it cannot), so CI executes
+# every kernel against the CPU reference without a GPU. They need CUDA's headers (found with nvcc) and Python.
+EMULATED_CHECKS := fp8_block_quantize fp8_update fp8_current_scaling fp8_quantize classifier gelu_fp8 layernorm \
+                   layernorm_fp8
+EMULATED_PROGRAMS := $(if $(NVCC),$(addprefix dev/cuda/emulate/,$(EMULATED_CHECKS) test_cuda_emulation))
 # the GPU trainer's kernel families, one header each with its launchers
 KERNEL_HEADERS := llmc/encoder.cuh llmc/layernorm.cuh llmc/layernorm_fp8.cuh llmc/gelu.cuh llmc/gelu_fp8.cuh llmc/fused_classifier.cuh llmc/bias.cuh \
                   llmc/global_norm.cuh llmc/adamw.cuh llmc/attention.cuh llmc/attention_fp8.cuh
@@ -221,12 +229,12 @@ KERNEL_HEADERS := llmc/encoder.cuh llmc/layernorm.cuh llmc/layernorm_fp8.cuh llm
 # explicit default goal); `make test` adds the test programs and, where nvcc is, every CUDA program.
 RUN_PROGRAMS := $(CPU_PROGRAMS) $(DATA_PROGRAMS) $(CPU_TOOLS) $(filter train_gpt_fp8,$(TRAINER))
 TEST_PROGRAMS := $(CPU_TESTS) $(DATA_TEST_PROGRAMS) $(CUDA_HOST_TESTS) $(if $(NVCC),$(DEV_CUDA) $(CUDA_PROGRAMS)) \
-                 $(if $(FUZZ_CAN_BUILD),$(FUZZ_PROGRAMS))
+                 $(EMULATED_PROGRAMS) $(if $(FUZZ_CAN_BUILD),$(FUZZ_PROGRAMS))
 # built by `make test` but run only on a GPU (scripts/gpu_check.sh); the test summary names them
 GPU_ONLY_PROGRAMS := $(if $(NVCC),$(CUDA_PROGRAMS) $(DEV_CUDA))
 
 .DEFAULT_GOAL := all
-.PHONY: all test test-programs deps info help clean check-nvcc train data cuda fuzz llmc-baseline $(LLMC_TARGETS)
+.PHONY: all test test-programs deps info help clean check-nvcc train data cuda emulate fuzz llmc-baseline $(LLMC_TARGETS)
 all: $(RUN_PROGRAMS)
 
 cuda: $(CUDA_PROGRAMS) $(DEV_CUDA)
@@ -290,6 +298,26 @@ llmc/test_kernels_host: llmc/test_kernels_host.cu llmc/encoder.cuh llmc/cuda_com
 dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) $(KERNEL_HEADERS) dev/cuda/cast_check.h dev/cuda/bench.h \
             llmc/rand.h llmc/gpt2.h llmc/gelu_math.h llmc/testing.h llmc/tolerance.h | check-nvcc
 	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
+
+# dev/cuda/emulate: every source rewritten once into EMULATE_BUILD (launches and shared memory, rewrite.py), then each
+# check compiled from there by the host compiler with the emulation included first. -ffp-contract=off: no fused
+# multiply-adds the source does not write; -fno-strict-aliasing: CUDA code reads a uint4 as eight bf16, which nvcc
+# allows; GCC's -Wmaybe-uninitialized misreads the kernels' guarded register arrays, and it knows no #pragma unroll.
+EMULATE_BUILD := dev/cuda/emulate/build
+EMULATE_SOURCES := $(sort $(wildcard fp8/*.h fp8/*.cuh llmc/*.h llmc/*.cuh dev/cuda/*.h dev/cuda/*.cu dev/cuda/emulate/*.cu))
+EMULATE_CXXFLAGS ?= -O2 -std=c++17 -ffp-contract=off -fno-strict-aliasing -Wall -Wextra -Werror -Wno-unknown-pragmas \
+                    -Wno-maybe-uninitialized
+EMULATE_COMPILE = $(CXX) $(EMULATE_CXXFLAGS) -isystem $(CUDA_HOME)/include -include dev/cuda/emulate/cuda_emulation.h \
+                  -x c++
+$(EMULATE_BUILD)/rewritten: $(EMULATE_SOURCES) dev/cuda/emulate/rewrite.py
+	@$(PYTHON) dev/cuda/emulate/rewrite.py . $(EMULATE_BUILD) $(EMULATE_SOURCES) >/dev/null
+	@touch $@
+dev/cuda/emulate/test_cuda_emulation: $(EMULATE_BUILD)/rewritten dev/cuda/emulate/cuda_emulation.h | check-nvcc
+	$(EMULATE_COMPILE) $(EMULATE_BUILD)/dev/cuda/emulate/test_cuda_emulation.cu -o $@ -lm
+$(addprefix dev/cuda/emulate/,$(EMULATED_CHECKS)): dev/cuda/emulate/%: $(EMULATE_BUILD)/rewritten \
+                                                  dev/cuda/emulate/cuda_emulation.h | check-nvcc
+	$(EMULATE_COMPILE) $(EMULATE_BUILD)/dev/cuda/$*.cu -o $@ -lm
+emulate: check-nvcc $(EMULATED_PROGRAMS)
 
 # cuDNN attention: the one C++ unit, compiled by the host compiler (the frontend is plain C++17). The frontend's and
 # CUDA's headers are -isystem: our code is built with every warning as an error, theirs is not ours to fix. -O1: the
@@ -355,7 +383,8 @@ SCRIPT_TEST_COMMANDS := ./scripts/test_export_hf.sh \
                         ./scripts/test_profile_step.sh \
                         ./scripts/test_run_tests.sh \
                         ./scripts/test_doc_links.sh
-TEST_COMMANDS := $(C_TEST_COMMANDS) $(SCRIPT_TEST_COMMANDS) \
+# The emulated kernel checks (about 140 s on one core, second only to test_train_gpt_fp8.sh) start first.
+TEST_COMMANDS := $(if $(NVCC),./dev/cuda/emulate/test_emulated.sh) $(C_TEST_COMMANDS) $(SCRIPT_TEST_COMMANDS) \
                  $(if $(NVCC),./fp8/test_fp8_cuda_host ./llmc/test_kernels_host ./dev/cuda/test_without_gpu.sh) \
                  "./fuzz/run_fuzz.sh $(FUZZ_SMOKE_SECONDS)"
 
@@ -501,6 +530,7 @@ help:
 	@echo "  make -j4 test-programs  only build what make test (SANITIZE=1 too) runs, in parallel; then make test"
 	@echo "  make fuzz            libFuzzer on the shard, model, state, tokenizer, manifest and run data readers (clang)"
 	@echo "  make cuda            the CUDA trainer, its GPU test, the dev/cuda checks (needs nvcc; runs on a GPU)"
+	@echo "  make emulate         the dev/cuda checks of our own kernels for the CPU (dev/cuda/emulate: no GPU needed)"
 	@echo "  make info            what was found: compilers, GPU, cuDNN, NCCL, and what make / make train use"
 	@echo "  make clean           remove what make built (not data/ or logs)"
 	@echo "  make PROGRAM         one program, e.g. train_gpt_fp8_cpu, train_gpt_fp8, test_gpt_fp8, dev/cuda/fp8_gemm"
@@ -534,5 +564,5 @@ help:
 clean:
 	rm -f $(CPU_PROGRAMS) $(CPU_TESTS) $(CPU_TOOLS) $(DEV_CUDA) $(CUDA_HOST_TESTS) train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN) \
 	      train_gpt_fp8.o test_gpt_fp8.o llmc/cudnn_attention.o dev/cuda/attention_cudnn dev/cuda/attention_cudnn_fp8 \
-	      $(FUZZ_PROGRAMS) $(BUILD_FLAGS_STAMP)
-	rm -rf fuzz/work sanitizer-reports
+	      $(FUZZ_PROGRAMS) $(BUILD_FLAGS_STAMP) $(EMULATED_PROGRAMS)
+	rm -rf fuzz/work sanitizer-reports $(EMULATE_BUILD)

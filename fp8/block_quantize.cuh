@@ -205,6 +205,7 @@ typedef struct {
 // ----------------------------------------------------------------------------
 // small pieces
 
+#ifndef GPTFP8_CUDA_EMULATION
 __device__ __forceinline__ void fp8_cp_async16(void* smem_dst, const void* global_src, bool valid) {
     unsigned int dst = (unsigned int)__cvta_generic_to_shared(smem_dst);
     int src_bytes = valid ? 16 : 0;  // 0: nothing read, 16 zero bytes written (the tile beyond the tensor's edge)
@@ -215,6 +216,13 @@ __device__ __forceinline__ void fp8_cp_async_commit(void) { asm volatile("cp.asy
 __device__ __forceinline__ void fp8_cp_async_wait_all_but_one(void) {
     asm volatile("cp.async.wait_group 1;\n" ::: "memory");
 }
+#else  // dev/cuda/emulate on the CPU: the destination reads 0xFF until the wait that completes the copy
+static inline void fp8_cp_async16(void* smem_dst, const void* global_src, bool valid) {
+    cuda_emulation_cp_async16(smem_dst, global_src, valid);
+}
+static inline void fp8_cp_async_commit(void) { cuda_emulation_cp_async_commit(); }
+static inline void fp8_cp_async_wait_all_but_one(void) { cuda_emulation_cp_async_wait_group(1); }
+#endif
 
 // The two bf16 of a packed pair as floats (exact: a bf16 is the top half of a float)
 __device__ __forceinline__ float fp8_bf16_lo(uint32_t pair) { return __uint_as_float(pair << 16); }

@@ -17,6 +17,25 @@ What a program times and how it prints the result stays in the program (scripts/
 // ----------------------------------------------------------------------------
 // timing
 
+// The closing "<program>: N passed, M failed" line of a dev/cuda check and its exit code (before its benchmark, too,
+// where bench_emulated skips it)
+static int dev_summary(const char* program, int checks, int failures) {
+    printf("%s: %d passed, %d failed\n", program, checks - failures, failures);
+    return failures ? 1 : 0;
+}
+
+// Whether this build runs its kernels on the CPU (dev/cuda/emulate): a time means nothing there, so a program skips its
+// benchmark when this says so (one line), and keeps its checks.
+static int bench_emulated(const char* program) {
+#ifdef GPTFP8_CUDA_EMULATION
+    printf("%s: benchmark not run (the CPU emulation of dev/cuda/emulate: its times are the host's)\n", program);
+    return 1;
+#else
+    (void)program;
+    return 0;
+#endif
+}
+
 typedef struct {
     cudaEvent_t start, stop;
 } BenchTimer;

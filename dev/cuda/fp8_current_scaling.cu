@@ -214,6 +214,6 @@ int main(void) {
     RUN_TEST(test_formats_margins_shapes);
     RUN_TEST(test_special_amaxes);
     RUN_TEST(test_evaluation_target);
-    benchmark();
+    if (!bench_emulated("fp8_current_scaling")) { benchmark(); }
     return test_summary("fp8_current_scaling");
 }

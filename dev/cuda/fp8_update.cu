@@ -175,6 +175,8 @@ int main(void) {
             }
         }
     }
+    if (bench_emulated("fp8_update")) { return dev_summary("fp8_update", checks, failures); }
+
     // timing: one launch for d12 and d48 sized metadata, history 1024, every row a real amax; before each timed
     // launch row 0 is refilled (an untimed device copy), so every launch does the whole work: every slot rolls its
     // 1024 rows and recomputes its scale from them
@@ -232,6 +234,5 @@ int main(void) {
         device_list_free(&dev);
         fp8_meta_free(&meta);
     }
-    printf("fp8_update: %d passed, %d failed\n", checks - failures, failures);
-    return failures ? 1 : 0;
+    return dev_summary("fp8_update", checks, failures);
 }
