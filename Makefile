@@ -383,7 +383,7 @@ SCRIPT_TEST_COMMANDS := ./scripts/test_export_hf.sh \
                         ./scripts/test_profile_step.sh \
                         ./scripts/test_run_tests.sh \
                         ./scripts/test_doc_links.sh
-# The emulated kernel checks (about 140 s on one core, second only to test_train_gpt_fp8.sh) start first.
+# The emulated kernel checks (140-170 s of one core, as long as test_train_gpt_fp8.sh) start first.
 TEST_COMMANDS := $(if $(NVCC),./dev/cuda/emulate/test_emulated.sh) $(C_TEST_COMMANDS) $(SCRIPT_TEST_COMMANDS) \
                  $(if $(NVCC),./fp8/test_fp8_cuda_host ./llmc/test_kernels_host ./dev/cuda/test_without_gpu.sh) \
                  "./fuzz/run_fuzz.sh $(FUZZ_SMOKE_SECONDS)"
