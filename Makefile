@@ -211,13 +211,13 @@ CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host llmc/test_kernels_host)
 # the GPU check; without a GPU each says so in one line and exits 1.
 DEV_CUDA := dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes dev/cuda/fp8_current_scaling \
             dev/cuda/fp8_block_quantize dev/cuda/fp8_block_gemm dev/cuda/gelu_fp8 dev/cuda/layernorm dev/cuda/layernorm_fp8 \
-            dev/cuda/classifier $(if $(CUDNN_OBJECT),dev/cuda/attention_cudnn dev/cuda/attention_cudnn_fp8)
+            dev/cuda/classifier dev/cuda/adamw $(if $(CUDNN_OBJECT),dev/cuda/attention_cudnn dev/cuda/attention_cudnn_fp8)
 CUDA_HEADERS := fp8/quantize.cuh fp8/update.cuh fp8/block_quantize.cuh llmc/gemm.cuh llmc/cuda_utils.cuh llmc/cuda_common.cuh
 # The same checks of our own kernels (those of DEV_CUDA that call neither cuBLASLt nor cuDNN) run on the CPU, where each
 # CUDA thread is a fiber (dev/cuda/emulate/cuda_emulation.h says what that catches and what it cannot), so CI executes
 # every kernel against the CPU reference without a GPU. They need CUDA's headers (found with nvcc) and Python.
 EMULATED_CHECKS := fp8_block_quantize fp8_update fp8_current_scaling fp8_quantize classifier gelu_fp8 layernorm \
-                   layernorm_fp8
+                   layernorm_fp8 adamw
 EMULATED_PROGRAMS := $(if $(NVCC),$(addprefix dev/cuda/emulate/,$(EMULATED_CHECKS) test_cuda_emulation))
 # the GPU trainer's kernel families, one header each with its launchers
 KERNEL_HEADERS := llmc/encoder.cuh llmc/layernorm.cuh llmc/layernorm_fp8.cuh llmc/gelu.cuh llmc/gelu_fp8.cuh llmc/fused_classifier.cuh llmc/bias.cuh \

@@ -16,7 +16,8 @@
 #             residual in LayerNorm's pass bit for bit the two; + layernorm_time: one warp per row against one block
 #             per row), layernorm_fp8 (LayerNorm inside the FP8 cast, bit for bit LayerNorm's kernel then the cast; +
 #             layernorm_fp8_time: fused against separate), classifier (the fused softmax, loss and
-#             gradient, both kernels, against the CPU; + classifier_time: at GPT-2's vocabulary),
+#             gradient, both kernels, against the CPU; + classifier_time: at GPT-2's vocabulary), adamw (AdamW's
+#             one launch for every tensor bit for bit one launch each, a norm that is not finite skipping it),
 #             attention_cudnn (cuDNN's flash attention against the CPU and the plain attention; built with cuDNN),
 #             attention_cudnn_fp8 (cuDNN's FP8 attention: which head sizes build, forward and, where built, backward
 #             against the CPU within derived bounds, FP8 against BF16 time): the CPU reference vs the GPU, then timings
@@ -811,7 +812,7 @@ row() { add_step_row "$1" "$2"; write_summary; }
 
 # the dev stage's programs in dev/cuda/, in the order it runs them (attention_cudnn after them where built)
 DEV_PROGRAMS="fp8_quantize fp8_update fp8_gemm fp8_current_scaling fp8_block_quantize fp8_block_gemm gelu_fp8 layernorm
-layernorm_fp8 classifier"
+layernorm_fp8 classifier adamw"
 dev_programs() {
     local p
     for p in $DEV_PROGRAMS; do printf 'dev/cuda/%s ' "$p"; done

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 . scripts/test_lib.sh
 programs="train_gpt_fp8 test_gpt_fp8 dev/cuda/fp8_quantize dev/cuda/fp8_update dev/cuda/fp8_gemm dev/cuda/gemm_shapes
           dev/cuda/fp8_current_scaling dev/cuda/fp8_block_quantize dev/cuda/fp8_block_gemm dev/cuda/gelu_fp8
-          dev/cuda/layernorm dev/cuda/layernorm_fp8 dev/cuda/classifier"
+          dev/cuda/layernorm dev/cuda/layernorm_fp8 dev/cuda/classifier dev/cuda/adamw"
 # built only where the Makefile finds cuDNN and its frontend (make info)
 for p in dev/cuda/attention_cudnn dev/cuda/attention_cudnn_fp8; do
     if [ -x "$p" ]; then programs="$programs $p"; fi

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../../.."
 . scripts/test_lib.sh
 # the longest first: fp8_block_quantize takes about 70 s an order on one core here, the others a few seconds
 programs="test_cuda_emulation fp8_block_quantize fp8_update fp8_current_scaling fp8_quantize classifier gelu_fp8
-          layernorm layernorm_fp8"
+          layernorm layernorm_fp8 adamw"
 for p in $programs; do
     exe=dev/cuda/emulate/$p
     if [ ! -x "$exe" ]; then
