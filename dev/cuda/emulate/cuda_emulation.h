@@ -72,8 +72,7 @@ emulated: a program that calls them does not build).
 
 enum { CUDA_EMULATION_READY, CUDA_EMULATION_AT_BARRIER, CUDA_EMULATION_AT_WARP_OP, CUDA_EMULATION_DONE };
 enum { CUDA_EMULATION_SHFL_XOR, CUDA_EMULATION_SHFL_IDX, CUDA_EMULATION_SHFL_DOWN, CUDA_EMULATION_SHFL_UP,
-       CUDA_EMULATION_REDUCE_MAX, CUDA_EMULATION_REDUCE_MIN, CUDA_EMULATION_REDUCE_ADD, CUDA_EMULATION_BALLOT,
-       CUDA_EMULATION_SYNCWARP };
+       CUDA_EMULATION_REDUCE_MAX, CUDA_EMULATION_REDUCE_MIN, CUDA_EMULATION_REDUCE_ADD, CUDA_EMULATION_BALLOT };
 
 typedef struct {
     void* dst;
@@ -178,7 +177,6 @@ static inline void cuda_emulation_shared(void* p, size_t bytes) {
     cuda_emulation_shared_seen.push_back(p);
     memset(p, 0xFF, bytes);
 }
-static inline size_t __cvta_generic_to_shared(const void* p) { return (size_t)p; }
 
 template <typename T> static inline uint64_t cuda_emulation_bits(T v) {
     static_assert(sizeof(T) <= 8, "a warp collective of more than 8 bytes");
@@ -231,11 +229,6 @@ static inline unsigned __reduce_add_sync(unsigned mask, unsigned v) {
 }
 static inline unsigned __ballot_sync(unsigned mask, int predicate) {
     return (unsigned)cuda_emulation_warp_op(CUDA_EMULATION_BALLOT, mask, predicate != 0, 0);
-}
-static inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
-static inline int __all_sync(unsigned mask, int predicate) { return __ballot_sync(mask, !predicate) == 0; }
-static inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) {
-    cuda_emulation_warp_op(CUDA_EMULATION_SYNCWARP, mask, 0, 0);
 }
 
 // One warp's collective, once every lane in its mask has reached it: the results, and the lanes ready again.
@@ -300,20 +293,12 @@ static void cuda_emulation_resolve_warp(CudaEmulationFiber* lanes, int count) {
 
 static inline float __uint_as_float(unsigned u) { return cuda_emulation_from_bits<float>(u); }
 static inline unsigned __float_as_uint(float f) { return (unsigned)cuda_emulation_bits(f); }
-static inline float __int_as_float(int i) { return cuda_emulation_from_bits<float>((uint32_t)i); }
-static inline int __float_as_int(float f) { return (int)(uint32_t)cuda_emulation_bits(f); }
 static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fsub_rn(float a, float b) { return a - b; }
 static inline float __fmul_rn(float a, float b) { return a * b; }
-static inline float __fdiv_rn(float a, float b) { return a / b; }
 static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
-static inline float __frcp_rn(float a) { return 1.0f / a; }
-static inline float __fsqrt_rn(float a) { return sqrtf(a); }
 static inline float rsqrtf(float a) { return 1.0f / sqrtf(a); }
-#define __expf(a) expf(a)  // declared by CUDA's headers: a macro, not a second definition
-#define __logf(a) logf(a)
-static inline float __fdividef(float a, float b) { return a / b; }
-static inline float __saturatef(float a) { return a != a ? 0.0f : a < 0.0f ? 0.0f : a > 1.0f ? 1.0f : a; }
+template <typename T> static inline T __ldcg(const T* p) { return *p; }
 static inline unsigned __vmaxu2(unsigned a, unsigned b) {
     unsigned lo = (a & 0xFFFFu) > (b & 0xFFFFu) ? a & 0xFFFFu : b & 0xFFFFu;
     unsigned hi = (a >> 16) > (b >> 16) ? a >> 16 : b >> 16;
@@ -325,16 +310,6 @@ static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
     for (int i = 0; i < 4; i++) { r |= (unsigned)(bytes >> (8 * ((s >> (4 * i)) & 7u)) & 0xFFu) << (8 * i); }
     return r;
 }
-static inline int __popc(unsigned x) { return __builtin_popcount(x); }
-static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
-static inline int __ffs(int x) { return __builtin_ffs(x); }
-template <typename T> static inline T __ldg(const T* p) { return *p; }
-template <typename T> static inline T __ldcs(const T* p) { return *p; }
-template <typename T> static inline T __ldcg(const T* p) { return *p; }
-template <typename T> static inline T __ldca(const T* p) { return *p; }
-template <typename T> static inline T __ldlu(const T* p) { return *p; }
-template <typename T> static inline void __stcg(T* p, T v) { *p = v; }
-template <typename T> static inline void __stcs(T* p, T v) { *p = v; }
 
 // CUDA's max and min overloads (device code calls them unqualified on ints, unsigned and floats)
 static inline int max(int a, int b) { return a > b ? a : b; }
@@ -365,12 +340,6 @@ static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long 
     *p = o + v;
     return o;
 }
-static inline unsigned atomicExch(unsigned* p, unsigned v) { unsigned o = *p; *p = v; return o; }
-static inline unsigned atomicCAS(unsigned* p, unsigned compare, unsigned v) {
-    unsigned o = *p;
-    if (o == compare) { *p = v; }
-    return o;
-}
 
 // ----------------------------------------------------------------------------
 // the runtime: device memory is host memory, every call is synchronous, one device with an H100's limits
@@ -396,7 +365,6 @@ cudaError_t cudaGetLastError(void) {
     cuda_emulation_last_error = cudaSuccess;
     return e;
 }
-cudaError_t cudaPeekAtLastError(void) { return cuda_emulation_last_error; }
 const char* cudaGetErrorName(cudaError_t e) {
     switch (e) {
         case cudaSuccess: return "cudaSuccess";
@@ -427,20 +395,6 @@ cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int dev
         default: return cuda_emulation_fail(cudaErrorInvalidValue);
     }
 }
-cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
-    if (device != 0) { return cuda_emulation_fail(cudaErrorInvalidDevice); }
-    memset(prop, 0, sizeof(*prop));
-    snprintf(prop->name, sizeof(prop->name), "CPU emulation (dev/cuda/emulate) of an H100's limits");
-    prop->major = 9;
-    prop->minor = 0;
-    prop->multiProcessorCount = CUDA_EMULATION_SMS;
-    prop->sharedMemPerBlockOptin = CUDA_EMULATION_SMEM_OPTIN;
-    prop->sharedMemPerBlock = CUDA_EMULATION_SMEM_DEFAULT;
-    prop->maxThreadsPerBlock = 1024;
-    prop->warpSize = 32;
-    prop->totalGlobalMem = (size_t)80 << 30;
-    return cudaSuccess;
-}
 cudaError_t cudaMalloc(void** p, size_t bytes) {
     // 256-byte aligned like cudaMalloc's; the contents are garbage there, 0xFF here
     *p = aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
@@ -448,9 +402,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
     memset(*p, 0xFF, bytes);
     return cudaSuccess;
 }
-cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
 cudaError_t cudaFree(void* p) { free(p); return cudaSuccess; }
-cudaError_t cudaFreeHost(void* p) { free(p); return cudaSuccess; }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, enum cudaMemcpyKind) {
     if (bytes) { memmove(dst, src, bytes); }
     return cudaSuccess;
@@ -463,9 +415,6 @@ cudaError_t cudaMemset(void* p, int value, size_t bytes) {
     return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) { return cudaMemset(p, value, bytes); }
-cudaError_t cudaStreamCreate(cudaStream_t* s) { *s = (cudaStream_t)0; return cudaSuccess; }
-cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaEventCreate(cudaEvent_t* e) {
     *e = (cudaEvent_t)calloc(1, sizeof(double));
     return cudaSuccess;

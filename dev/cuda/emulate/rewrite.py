@@ -108,7 +108,7 @@ def rewrite_launches(text, name):
         count += 1
 
 
-STATIC_SMEM = re.compile(r"(?<![\w])__shared__\s+(?!.*\bextern\b)([^;{}()]*?);")
+STATIC_SMEM = re.compile(r"(?<![\w])__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([^;{}()]*?);")
 
 
 def declared_names(declaration):
@@ -128,7 +128,7 @@ def poison_static_smem(text, name):
 
     def poisoned(m):
         nonlocal count
-        if re.search(r"\bextern\s*$", text[:m.start()]):
+        if re.search(r"\bextern\s*$", text[max(0, m.start() - 40):m.start()]):
             return m.group(0)
         count += 1
         calls = " ".join("cuda_emulation_shared(&%s, sizeof(%s));" % (n, n) for n in declared_names(m.group(1)))
