@@ -46,18 +46,11 @@ def matching(text, start, open_ch, close_ch):
 
 
 def split_top_level(text):
-    """Splits on commas outside (), [], {} and template <> (a '<' after a name)."""
-    parts, depth, angle, cur = [], 0, 0, ""
-    for i, c in enumerate(text):
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == "<" and depth == 0 and re.search(r"\w\s*$", cur) and text[i:i + 2] != "<<":
-            angle += 1
-        elif c == ">" and depth == 0 and angle > 0:
-            angle -= 1
-        if c == "," and depth == 0 and angle == 0:
+    """Splits on the commas outside (), [] and {}."""
+    parts, depth, cur = [], 0, ""
+    for c in text:
+        depth += 1 if c in "([{" else -1 if c in ")]}" else 0
+        if c == "," and depth == 0:
             parts.append(cur.strip())
             cur = ""
         else:
