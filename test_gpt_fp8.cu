@@ -558,10 +558,20 @@ static void check_kept_input_t(gpu::GPT2* gpu, int module, const uint8_t* device
 // R1: what the GPU recorded is max|x| of the GPU's own bf16 tensors, bit for bit, which pins each slot's index: every
 // block linear's input slot against the last forward's inputs (inputs_recorded: each slot's amax of the last step's
 // casts; forward_input_of), block 0's qkv and fc grad_output slots against the last backward's dqkv and dbt4c (the
-// only gradients still in their buffers; where GELU's backward ran inside fc's grad_output cast, dbt4c holds GELU's
-// output gradient, and gelu_backward makes fc's grad_output from it again: the same bytes), and every weight slot
+// only gradients still in their buffers; block0_fc_grad_output), and every weight slot
 // (weights_recorded: row 0 after the weights' last cast) against the bf16 weights. Plain attention, -r 0.
 // forward_params: the weights the last forward read (forward_input_of).
+// Block 0's fc grad_output (B*T, 4C) of the last backward: dbt4c, or where GELU's backward ran inside fc's
+// grad_output cast (delayed and current scaling's fused cast, blockwise's block cast) dbt4c holds GELU's output
+// gradient, and gelu_backward makes fc's grad_output from it again in scratch (B*T*4C): the same bytes.
+static const floatX* block0_fc_grad_output(gpu::GPT2* gpu, floatX* scratch) {
+    if (!gpu::gelu_in_fc_grad_output_cast(gpu, 0) && !gpu::gelu_in_block_grad_output_cast(gpu, 0)) { return gpu->dbt4c; }
+    size_t BTC = (size_t)gpu->B * gpu->T * gpu->config.channels;
+    gelu_backward(scratch, gpu->acts.fch, gpu->dbt4c, 4 * BTC, gpu->stream);  // block 0's fch: the first slice
+    cudaCheck(cudaStreamSynchronize(gpu->stream));
+    return scratch;
+}
+
 static void check_amaxes_of_own_tensors(gpu::GPT2* gpu, const float* inputs_recorded, const float* weights_recorded,
                                         const floatX* forward_params, const char* when) {
     const Fp8Meta* meta = &gpu->fp8;  // its layout (the values are on the device)
@@ -587,13 +597,7 @@ static void check_amaxes_of_own_tensors(gpu::GPT2* gpu, const float* inputs_reco
             }
         }
     }
-    const floatX* fc_grad_output = gpu->dbt4c;
-    if (gpu::gelu_in_fc_grad_output_cast(gpu, 0)) {
-        gelu_backward(scratch, gpu->acts.fch, gpu->dbt4c, 4 * BTC, gpu->stream);  // block 0's fch: the first slice
-        cudaCheck(cudaStreamSynchronize(gpu->stream));
-        fc_grad_output = scratch;
-    }
-    const floatX* gradients[2] = {gpu->dqkv, fc_grad_output};
+    const floatX* gradients[2] = {gpu->dqkv, block0_fc_grad_output(gpu, scratch)};
     const int linears[2] = {LINEAR_QKV, LINEAR_FC};
     const size_t widths[2] = {3, 4};
     for (int i = 0; i < 2; i++) {
@@ -1648,7 +1652,7 @@ static void blockwise_kept_input_five_steps(int recompute) {
         off += bad;
         checked++;
     }
-    const floatX* grad_outputs[2] = {gpu.dqkv, gpu.dbt4c};  // block 0's: the last backward's
+    const floatX* grad_outputs[2] = {gpu.dqkv, block0_fc_grad_output(&gpu, scratch)};  // block 0's: the last backward's
     const int kinds[2] = {LINEAR_QKV, LINEAR_FC};
     const float* bias_grads[2] = {gpu.grads.qkvb, gpu.grads.fcb};  // block 0's first
     float* partials;
@@ -2924,12 +2928,21 @@ static void test_norm_skipped_step_on_the_device(void) {
 // in that part that waited for the GPU (a synchronous copy, a stream synchronize, an event read) would have waited
 // for the gate itself, which then times out. No clock decides the result, only whether the host opened the gate.
 
+// (dev/cuda/emulate has no PTX: its %globaltimer is a function)
+__device__ unsigned long long global_time_ns(void) {
+#ifdef GPTFP8_CUDA_EMULATION
+    return cuda_emulation_globaltimer();
+#else
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    return now;
+#endif
+}
+
 __global__ void host_gate_kernel(const volatile int* open, int* timed_out, unsigned long long limit_ns) {
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    unsigned long long start = global_time_ns();
     while (!*open) {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-        if (now - start > limit_ns) {
+        if (global_time_ns() - start > limit_ns) {
             *timed_out = 1;
             return;
         }
