@@ -1,8 +1,15 @@
 /*
-dev/cuda/emulate/cuda_emulation.h — this project's CUDA kernels and their dev/cuda checks run on the CPU, without a GPU,
-so that a kernel written in a session without one is executed, and checked bit for bit, before a GPU ever runs it.
-Included first (g++ -include) into a dev/cuda check that dev/cuda/emulate/rewrite.py has rewritten (its launches
+dev/cuda/emulate/cuda_emulation.h — this project's CUDA kernels, their dev/cuda checks and the GPU trainer's test
+(test_gpt_fp8, with cublas_emulation.h for its GEMMs) run on the CPU, without a GPU, so that GPU code written in a
+session without one is executed, and checked bit for bit against the CPU reference, before a GPU ever runs it.
+Included first (g++ -include) into a source that dev/cuda/emulate/rewrite.py has rewritten (its launches
 `k<<<...>>>(...)` become cuda_emulation_launch calls; its __shared__ arrays are filled with 0xFF per block).
+
+How the host's calls run: device memory is host memory; work queued on a stream (launches, copies, memsets, event
+records, GEMMs) runs when the host waits for it, in the order queued (the queue's comment below says which waits run
+what), so a host that reads a result before waiting for it, or changes pinned memory a queued copy has still to read,
+gets what it would get on a GPU that is behind. CUDA graphs: a captured stream's work is kept and replayed; a wait
+or legacy-stream work during a capture fails it, as CUDA's global capture mode does.
 
 How a launch runs: the grid's blocks one after another; inside a block every CUDA thread is a fiber (its own stack, a
 hand-written context switch), run until it reaches a barrier: __syncthreads, a warp collective (__shfl_xor_sync,
@@ -14,13 +21,15 @@ them (a warp that runs first sees 0xFF, NaN as bf16 or float: run in both orders
 too early); a cp.async destination read before the issuing thread's cp.async.wait_group landed it (0xFF until then);
 shared memory read before any thread of the block wrote it; a deadlock, a __syncthreads after some threads exited, a
 full-mask warp collective missing a lane (one line, exit 1); a launch over 1024 threads or over the dynamic shared
-memory its kernel was allowed (cudaGetLastError, as CUDA reports it).
+memory its kernel was allowed (cudaGetLastError, as CUDA reports it); a step that waits for the GPU where it should
+only queue (test_gpt_fp8's host gate); a capture that waits.
 What it does not: timing (events read the host's clock; the checks skip their benchmarks here); races between
 blocks (they run one at a time) and the GPU's memory ordering; the GPU's float contractions (nvcc fuses a * b + c
 where the source does not say __fmul_rn; here nothing is fused: bits that depend on a fusion differ); the device's
 math library (expf, tanhf, rsqrtf are the host's: a check that compares against another kernel's output is
-unaffected, one that compares against the CPU reference's expf may differ by an ulp); cuBLASLt and cuDNN (not
-emulated: a program that calls them does not build).
+unaffected, one that compares against the CPU reference's expf may differ by an ulp); streams running side by side
+(one queue in issue order is one order a GPU may run them in, not every order); cuBLAS and cuBLASLt's own bits
+(cublas_emulation.h computes their GEMMs its own way); cuDNN and NCCL (not emulated: built without them).
 */
 #ifndef GPTFP8_CUDA_EMULATION_H
 #define GPTFP8_CUDA_EMULATION_H
@@ -37,8 +46,10 @@ emulated: a program that calls them does not build).
 #include <sys/mman.h>
 #include <time.h>
 
+#include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -342,12 +353,14 @@ static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long 
 }
 
 // ----------------------------------------------------------------------------
-// the runtime: device memory is host memory, every call is synchronous, one device with an H100's limits
+// the runtime: device memory is host memory, one device with an H100's limits, and work queued on a stream runs when
+// the host waits for it
 
 #define CUDA_EMULATION_SMS 132
 #define CUDA_EMULATION_SMEM_OPTIN (227 * 1024)
 #define CUDA_EMULATION_SMEM_DEFAULT (48 * 1024)
 #define CUDA_EMULATION_STACK (256 * 1024)
+#define CUDA_EMULATION_MEMORY (80ull << 30)
 
 static cudaError_t cuda_emulation_last_error = cudaSuccess;
 static std::map<const void*, int>& cuda_emulation_smem_allowed(void) {
@@ -358,6 +371,142 @@ static cudaError_t cuda_emulation_fail(cudaError_t e) {
     if (cuda_emulation_last_error == cudaSuccess) { cuda_emulation_last_error = e; }
     return e;
 }
+[[noreturn]] static void cuda_emulation_die_host(const char* what) {
+    fprintf(stderr, "cuda emulation: %s\n", what);
+    exit(1);
+}
+
+// The queue. Every stream's work goes into one queue in the order the host queued it (an order a GPU may run it in:
+// streams and events only allow others) and runs when the host waits for it: a device synchronize, a copy into
+// pageable host memory and cudaFree run all of it; a stream's synchronize, up to that stream's last work; an event's,
+// up to its last record. So, as on a GPU, the host has gone on when a kernel runs:
+// pinned host memory (cudaMallocHost, cudaHostAlloc) that a queued copy reads is read when the copy runs, not when it
+// was queued, and a kernel gets the argument values of its launch. While a stream is captured (cudaStreamBeginCapture)
+// its work goes into the graph instead; a wait, or work on the legacy stream, fails the capture, as CUDA's global
+// capture mode does.
+struct CudaEmulationStream { int unused; };
+struct CudaEmulationEvent { double ms; int recorded; };
+typedef struct {
+    cudaStream_t stream;  // where it was queued (in a graph: where the graph is launched)
+    const CudaEmulationEvent* event;  // an event's record, or NULL
+    std::function<void()> run;
+} CudaEmulationItem;
+struct CudaEmulationGraph { std::vector<CudaEmulationItem> work; };
+
+static std::deque<CudaEmulationItem> cuda_emulation_queue;
+static cudaStream_t cuda_emulation_capture_stream;  // the stream being captured; NULL: none
+static CudaEmulationGraph* cuda_emulation_capture_graph;
+static cudaError_t cuda_emulation_capture_broken = cudaSuccess;  // what invalidated the capture under way
+static int cuda_emulation_running;  // the queue is running (a kernel cannot call the runtime)
+static std::map<uintptr_t, size_t> cuda_emulation_pinned;  // pinned host allocations: start, bytes
+
+static bool cuda_emulation_is_legacy(cudaStream_t s) { return s == 0 || s == cudaStreamLegacy; }
+
+static bool cuda_emulation_is_pinned(const void* p) {
+    std::map<uintptr_t, size_t>::iterator it = cuda_emulation_pinned.upper_bound((uintptr_t)p);
+    if (it == cuda_emulation_pinned.begin()) { return false; }
+    --it;
+    return (uintptr_t)p < it->first + it->second;
+}
+
+// The capture under way fails (CUDA invalidates it; the call that did it returns e).
+static cudaError_t cuda_emulation_break_capture(cudaError_t e) {
+    if (cuda_emulation_capture_broken == cudaSuccess) { cuda_emulation_capture_broken = e; }
+    return cuda_emulation_fail(e);
+}
+
+// Queues work on stream s, or into the graph being captured from s; `event`: the event it records, if it does.
+static cudaError_t cuda_emulation_enqueue(cudaStream_t s, std::function<void()> work,
+                                          const CudaEmulationEvent* event = NULL) {
+    if (cuda_emulation_running) { cuda_emulation_die_host("a kernel called the CUDA runtime"); }
+    if (cuda_emulation_capture_stream) {
+        if (s == cuda_emulation_capture_stream) {
+            if (cuda_emulation_capture_broken != cudaSuccess) {
+                return cuda_emulation_fail(cudaErrorStreamCaptureInvalidated);
+            }
+            cuda_emulation_capture_graph->work.push_back({s, event, std::move(work)});
+            return cudaSuccess;
+        }
+        if (cuda_emulation_is_legacy(s)) { return cuda_emulation_break_capture(cudaErrorStreamCaptureImplicit); }
+    }
+    cuda_emulation_queue.push_back({s, event, std::move(work)});
+    return cudaSuccess;
+}
+
+// How much of the queue a wait runs: all of it; up to stream s's last work; up to event e's last record.
+static size_t cuda_emulation_queued_all(void) { return cuda_emulation_queue.size(); }
+static size_t cuda_emulation_queued_through_stream(cudaStream_t s) {
+    for (size_t i = cuda_emulation_queue.size(); i > 0; i--) {
+        if (cuda_emulation_queue[i - 1].stream == s) { return i; }
+    }
+    return 0;
+}
+static size_t cuda_emulation_queued_through_event(const void* e) {
+    for (size_t i = cuda_emulation_queue.size(); i > 0; i--) {
+        if (cuda_emulation_queue[i - 1].event == e) { return i; }
+    }
+    return 0;
+}
+
+// The host waits for the first `count` items of the queue: they run, in order. A wait while a stream is captured
+// fails the capture (CUDA's global mode), whatever it waits for.
+static cudaError_t cuda_emulation_wait(size_t count = (size_t)-1) {
+    if (cuda_emulation_running) { cuda_emulation_die_host("a kernel called the CUDA runtime"); }
+    if (cuda_emulation_capture_stream) { return cuda_emulation_break_capture(cudaErrorStreamCaptureUnsupported); }
+    if (count > cuda_emulation_queue.size()) { count = cuda_emulation_queue.size(); }
+    cuda_emulation_running = 1;
+    for (size_t i = 0; i < count; i++) {
+        std::function<void()> run = std::move(cuda_emulation_queue.front().run);
+        cuda_emulation_queue.pop_front();
+        run();
+    }
+    cuda_emulation_running = 0;
+    return cudaSuccess;
+}
+
+static double cuda_emulation_now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+// %globaltimer and __nanosleep for a kernel that waits on the host (the host cannot act while a kernel runs here,
+// so such a kernel sees only its own time pass)
+static inline unsigned long long cuda_emulation_globaltimer(void) {
+    return (unsigned long long)(cuda_emulation_now_ms() * 1e6);
+}
+static inline void __nanosleep(unsigned ns) {
+    struct timespec t = {0, (long)ns};
+    nanosleep(&t, NULL);
+}
+
+static cudaError_t cuda_emulation_copy(void* dst, const void* src, size_t bytes, enum cudaMemcpyKind kind,
+                                       cudaStream_t s, int async) {
+    if (bytes == 0) { return cudaSuccess; }
+    bool host_src = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost;
+    bool host_dst = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost;
+    if ((host_dst && !cuda_emulation_is_pinned(dst)) || (!async && (host_src || host_dst))) {
+        // into pageable memory, or a synchronous copy to or from the host: the call returns when the copy is done
+        if (async && s == cuda_emulation_capture_stream && s) {
+            return cuda_emulation_break_capture(cudaErrorStreamCaptureUnsupported);
+        }
+        bool one_stream = async && !cuda_emulation_is_legacy(s);
+        cudaError_t e = cuda_emulation_wait(one_stream ? cuda_emulation_queued_through_stream(s)
+                                                       : cuda_emulation_queued_all());
+        if (e != cudaSuccess) { return e; }
+        memmove(dst, src, bytes);
+        return cudaSuccess;
+    }
+    if (host_src && !cuda_emulation_is_pinned(src)) {  // from pageable memory: staged by the call, landed in order
+        if (s == cuda_emulation_capture_stream && s) {
+            return cuda_emulation_break_capture(cudaErrorStreamCaptureUnsupported);
+        }
+        std::shared_ptr<std::vector<unsigned char>> staged =
+            std::make_shared<std::vector<unsigned char>>((const unsigned char*)src, (const unsigned char*)src + bytes);
+        return cuda_emulation_enqueue(s, [dst, staged]() { memcpy(dst, staged->data(), staged->size()); });
+    }
+    return cuda_emulation_enqueue(s, [dst, src, bytes]() { memmove(dst, src, bytes); });
+}
 
 extern "C" {
 cudaError_t cudaGetLastError(void) {
@@ -365,6 +514,7 @@ cudaError_t cudaGetLastError(void) {
     cuda_emulation_last_error = cudaSuccess;
     return e;
 }
+cudaError_t cudaPeekAtLastError(void) { return cuda_emulation_last_error; }
 const char* cudaGetErrorName(cudaError_t e) {
     switch (e) {
         case cudaSuccess: return "cudaSuccess";
@@ -373,6 +523,11 @@ const char* cudaGetErrorName(cudaError_t e) {
         case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
         case cudaErrorNoDevice: return "cudaErrorNoDevice";
         case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+        case cudaErrorIllegalState: return "cudaErrorIllegalState";
+        case cudaErrorNotReady: return "cudaErrorNotReady";
+        case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+        case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+        case cudaErrorStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
         default: return "cudaError (other)";
     }
 }
@@ -382,7 +537,7 @@ cudaError_t cudaGetDevice(int* device) { *device = 0; return cudaSuccess; }
 cudaError_t cudaSetDevice(int device) {
     return device == 0 ? cudaSuccess : cuda_emulation_fail(cudaErrorInvalidDevice);
 }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) { return cuda_emulation_wait(); }
 cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int device) {
     if (device != 0) { return cuda_emulation_fail(cudaErrorInvalidDevice); }
     switch (attr) {
@@ -395,6 +550,25 @@ cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int dev
         default: return cuda_emulation_fail(cudaErrorInvalidValue);
     }
 }
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
+    if (device != 0) { return cuda_emulation_fail(cudaErrorInvalidDevice); }
+    memset(prop, 0, sizeof(*prop));
+    snprintf(prop->name, sizeof(prop->name), "emulated H100 (dev/cuda/emulate)");
+    prop->major = 9;
+    prop->minor = 0;
+    prop->multiProcessorCount = CUDA_EMULATION_SMS;
+    prop->totalGlobalMem = CUDA_EMULATION_MEMORY;
+    prop->sharedMemPerBlock = CUDA_EMULATION_SMEM_DEFAULT;
+    prop->sharedMemPerBlockOptin = CUDA_EMULATION_SMEM_OPTIN;
+    prop->maxThreadsPerBlock = 1024;
+    prop->warpSize = 32;
+    return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+    *free_bytes = CUDA_EMULATION_MEMORY;
+    *total_bytes = CUDA_EMULATION_MEMORY;
+    return cudaSuccess;
+}
 cudaError_t cudaMalloc(void** p, size_t bytes) {
     // 256-byte aligned like cudaMalloc's; the contents are garbage there, 0xFF here
     *p = aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
@@ -402,33 +576,127 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
     memset(*p, 0xFF, bytes);
     return cudaSuccess;
 }
-cudaError_t cudaFree(void* p) { free(p); return cudaSuccess; }
-cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, enum cudaMemcpyKind) {
-    if (bytes) { memmove(dst, src, bytes); }
+cudaError_t cudaFree(void* p) {  // waits for the device, as CUDA's does
+    cudaError_t e = cuda_emulation_wait();
+    if (e != cudaSuccess) { return e; }
+    free(p);
     return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t) {
-    return cudaMemcpy(dst, src, bytes, kind);
+cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int) {
+    cudaError_t e = cudaMalloc(p, bytes);
+    if (e == cudaSuccess) { cuda_emulation_pinned[(uintptr_t)*p] = bytes ? bytes : 1; }
+    return e;
 }
-cudaError_t cudaMemset(void* p, int value, size_t bytes) {
-    if (bytes) { memset(p, value, bytes); }
+cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaHostAlloc(p, bytes, 0); }
+cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned int) {
+    if (!cuda_emulation_is_pinned(host)) { return cuda_emulation_fail(cudaErrorInvalidValue); }
+    *device = host;
     return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) { return cudaMemset(p, value, bytes); }
+cudaError_t cudaFreeHost(void* p) {
+    cudaError_t e = cuda_emulation_wait();
+    if (e != cudaSuccess) { return e; }
+    cuda_emulation_pinned.erase((uintptr_t)p);
+    free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, enum cudaMemcpyKind kind) {
+    return cuda_emulation_copy(dst, src, bytes, kind, 0, 0);
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t s) {
+    return cuda_emulation_copy(dst, src, bytes, kind, s, 1);
+}
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t s) {
+    if (bytes == 0) { return cudaSuccess; }
+    return cuda_emulation_enqueue(s, [p, value, bytes]() { memset(p, value, bytes); });
+}
+cudaError_t cudaMemset(void* p, int value, size_t bytes) { return cudaMemsetAsync(p, value, bytes, 0); }
+cudaError_t cudaStreamCreate(cudaStream_t* s) {
+    *s = (cudaStream_t) new CudaEmulationStream();
+    return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { return cudaStreamCreate(s); }
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    if (cuda_emulation_is_legacy(s) || s == cuda_emulation_capture_stream) {
+        return cuda_emulation_fail(cudaErrorInvalidValue);
+    }
+    delete (CudaEmulationStream*)s;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {  // the legacy stream waits for every stream (they block)
+    return cuda_emulation_wait(cuda_emulation_is_legacy(s) ? cuda_emulation_queued_all()
+                                                           : cuda_emulation_queued_through_stream(s));
+}
+cudaError_t cudaStreamQuery(cudaStream_t s) {  // never waits: not ready while the stream has work queued
+    size_t queued = cuda_emulation_is_legacy(s) ? cuda_emulation_queued_all() : cuda_emulation_queued_through_stream(s);
+    return queued ? cudaErrorNotReady : cudaSuccess;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode) {
+    if (cuda_emulation_is_legacy(s)) { return cuda_emulation_fail(cudaErrorStreamCaptureUnsupported); }
+    if (cuda_emulation_capture_stream) { return cuda_emulation_fail(cudaErrorIllegalState); }
+    cuda_emulation_capture_stream = s;
+    cuda_emulation_capture_graph = new CudaEmulationGraph();
+    cuda_emulation_capture_broken = cudaSuccess;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus* status) {
+    *status = s != cuda_emulation_capture_stream || !s ? cudaStreamCaptureStatusNone
+              : cuda_emulation_capture_broken == cudaSuccess ? cudaStreamCaptureStatusActive
+                                                            : cudaStreamCaptureStatusInvalidated;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
+    if (!s || s != cuda_emulation_capture_stream) { return cuda_emulation_fail(cudaErrorIllegalState); }
+    cudaError_t broken = cuda_emulation_capture_broken;
+    cuda_emulation_capture_stream = NULL;
+    cuda_emulation_capture_broken = cudaSuccess;
+    if (broken != cudaSuccess) {
+        delete cuda_emulation_capture_graph;
+        *graph = NULL;
+        return cuda_emulation_fail(cudaErrorStreamCaptureInvalidated);
+    }
+    *graph = (cudaGraph_t)cuda_emulation_capture_graph;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+    if (!graph) { return cuda_emulation_fail(cudaErrorInvalidValue); }
+    *exec = (cudaGraphExec_t) new CudaEmulationGraph(*(CudaEmulationGraph*)graph);
+    return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+    const CudaEmulationGraph* g = (const CudaEmulationGraph*)exec;
+    for (size_t i = 0; i < g->work.size(); i++) {
+        cudaError_t e = cuda_emulation_enqueue(s, g->work[i].run, g->work[i].event);
+        if (e != cudaSuccess) { return e; }
+    }
+    return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) { delete (CudaEmulationGraph*)graph; return cudaSuccess; }
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) { delete (CudaEmulationGraph*)exec; return cudaSuccess; }
 cudaError_t cudaEventCreate(cudaEvent_t* e) {
-    *e = (cudaEvent_t)calloc(1, sizeof(double));
+    *e = (cudaEvent_t) new CudaEmulationEvent();
     return cudaSuccess;
 }
-cudaError_t cudaEventDestroy(cudaEvent_t e) { free(e); return cudaSuccess; }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    *(double*)e = t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { return cudaEventCreate(e); }
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    // CUDA lets a record still queued complete; here its work writes the event, which is then never freed
+    if (!cuda_emulation_queued_through_event(e)) { delete (CudaEmulationEvent*)e; }
     return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned int) {
+    CudaEmulationEvent* event = (CudaEmulationEvent*)e;
+    return cuda_emulation_enqueue(s, [event]() {
+        event->ms = cuda_emulation_now_ms();
+        event->recorded = 1;
+    }, event);
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { return cudaEventRecordWithFlags(e, s, 0); }
+cudaError_t cudaEventSynchronize(cudaEvent_t e) { return cuda_emulation_wait(cuda_emulation_queued_through_event(e)); }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
-    *ms = (float)(*(double*)end - *(double*)start);
+    const CudaEmulationEvent *a = (const CudaEmulationEvent*)start, *b = (const CudaEmulationEvent*)end;
+    if (!a->recorded || !b->recorded) { return cuda_emulation_fail(cudaErrorInvalidResourceHandle); }
+    *ms = (float)(b->ms - a->ms);
     return cudaSuccess;
 }
 cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value) {
@@ -437,6 +705,8 @@ cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, 
     cuda_emulation_smem_allowed()[func] = value;
     return cudaSuccess;
 }
+cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
+cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
 }  // extern "C"
 
 // A kernel named by its template-id (CUDA's own template overload cannot take one under a host compiler)
@@ -456,7 +726,6 @@ static int cuda_emulation_reverse_order(void) {
     }
     return reverse;
 }
-
 // Runs every thread of the current block to its end, releasing barriers as they fill.
 static void cuda_emulation_run_block(std::vector<CudaEmulationFiber>& fibers, unsigned char* stacks) {
     int n = (int)fibers.size();
@@ -512,40 +781,20 @@ static void cuda_emulation_run_block(std::vector<CudaEmulationFiber>& fibers, un
     }
 }
 
-template <typename... P> static inline const void* cuda_emulation_kernel_address(void (*kernel)(P...)) {
-    return (const void*)kernel;
-}
-
-// `thread_body` calls the kernel with the launch's arguments (dev/cuda/emulate/rewrite.py writes it); `kernel` is the
-// function, for the dynamic shared memory cudaFuncSetAttribute allowed it.
-template <typename Body>
-static void cuda_emulation_launch(const char* name, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                                  const void* kernel, const Body& thread_body) {
-    (void)stream;
+// Runs a whole grid (when the queue gets to it): its blocks one after another, each thread calling `thread_body`.
+static void cuda_emulation_run_grid(const char* name, dim3 grid, dim3 block, size_t smem,
+                                    const std::function<void()>& thread_body) {
     size_t threads = (size_t)block.x * block.y * block.z;
-    if (threads == 0 || threads > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
-        grid.y > 65535 || grid.z > 65535 || grid.x > 2147483647u) {
-        cuda_emulation_fail(cudaErrorInvalidConfiguration);
-        return;
-    }
-    std::map<const void*, int>& allowed = cuda_emulation_smem_allowed();
-    size_t smem_allowed = allowed.count(kernel) ? (size_t)allowed[kernel] : CUDA_EMULATION_SMEM_DEFAULT;
-    if (smem > smem_allowed) {  // the launch fails; cudaGetLastError reports it
-        cuda_emulation_fail(cudaErrorInvalidValue);
-        return;
-    }
-    std::function<void()> body = [&]() { thread_body(); };
     static std::vector<CudaEmulationFiber> fibers;
     static std::vector<std::vector<CudaEmulationCopy>> copies(1024);
     static unsigned char* stacks = NULL;
     if (!stacks) {
         stacks = (unsigned char*)mmap(NULL, (size_t)1024 * CUDA_EMULATION_STACK, PROT_READ | PROT_WRITE,
                                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (stacks == MAP_FAILED) { fprintf(stderr, "cuda emulation: no memory for the stacks\n"); exit(1); }
+        if (stacks == MAP_FAILED) { cuda_emulation_die_host("no memory for the stacks"); }
         for (int t = 0; t < 1024; t++) {  // a guard page under each: a thread past its stack faults, overwrites nothing
             if (mprotect(stacks + (size_t)t * CUDA_EMULATION_STACK, 4096, PROT_NONE) != 0) {
-                fprintf(stderr, "cuda emulation: could not protect the stacks' guard pages\n");
-                exit(1);
+                cuda_emulation_die_host("could not protect the stacks' guard pages");
             }
         }
     }
@@ -556,8 +805,7 @@ static void cuda_emulation_launch(const char* name, dim3 grid, dim3 block, size_
         fibers[t].copies = &copies[t];
     }
     unsigned char* smem_bytes = (unsigned char*)aligned_alloc(128, smem / 128 * 128 + 128);
-    const std::function<void()>* outer_body = cuda_emulation_body;
-    cuda_emulation_body = &body;
+    cuda_emulation_body = &thread_body;
     cuda_emulation_kernel_name = name;
     cuda_emulation_block_dim = block;
     cuda_emulation_grid_dim = grid;
@@ -572,8 +820,34 @@ static void cuda_emulation_launch(const char* name, dim3 grid, dim3 block, size_
             }
         }
     }
-    cuda_emulation_body = outer_body;
+    cuda_emulation_body = NULL;
     free(smem_bytes);
+}
+
+// A launch (dev/cuda/emulate/rewrite.py writes `kernel<<<grid, block, smem, stream>>>(args)` as this call): the
+// configuration checked now, as CUDA does (a bad one is reported by cudaGetLastError), the arguments converted to the
+// kernel's parameters now, and the grid queued on the stream.
+template <typename... P, typename... A>
+static void cuda_emulation_launch(const char* name, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                  void (*kernel)(P...), A&&... args) {
+    size_t threads = (size_t)block.x * block.y * block.z;
+    if (threads == 0 || threads > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
+        grid.y > 65535 || grid.z > 65535 || grid.x > 2147483647u) {
+        cuda_emulation_fail(cudaErrorInvalidConfiguration);
+        return;
+    }
+    std::map<const void*, int>& allowed = cuda_emulation_smem_allowed();
+    const void* address = (const void*)kernel;
+    size_t smem_allowed = allowed.count(address) ? (size_t)allowed[address] : CUDA_EMULATION_SMEM_DEFAULT;
+    if (smem > smem_allowed) {  // the launch fails; cudaGetLastError reports it
+        cuda_emulation_fail(cudaErrorInvalidValue);
+        return;
+    }
+    std::tuple<typename std::decay<P>::type...> params(std::forward<A>(args)...);
+    // refused by a capture: the capture fails, and cudaGetLastError reports it
+    cuda_emulation_enqueue(stream, [name, grid, block, smem, kernel, params]() {
+        cuda_emulation_run_grid(name, grid, block, smem, [&]() { std::apply(kernel, params); });
+    });
 }
 
 #endif  // GPTFP8_CUDA_EMULATION_H

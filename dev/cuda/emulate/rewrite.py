@@ -3,10 +3,9 @@
 
 Two things in CUDA C++ are not C++, and this rewrites them (everything else is left to the header's macros):
   - a launch `kernel<<<grid, block, smem, stream>>>(args);` becomes
-    `cuda_emulation_launch("kernel", grid, block, smem, stream, cuda_emulation_kernel_address(kernel),
-    [=]() { kernel(args); });`
-    (shared memory and stream default to 0, as in CUDA): each thread calls the kernel with the arguments the launch
-    captured, written as they were (so NULL stays a null pointer constant);
+    `cuda_emulation_launch("kernel", grid, block, smem, stream, kernel, args);` (shared memory and stream default to
+    0, as in CUDA), which converts the arguments to the kernel's parameters at the launch and queues the grid; an
+    argument `NULL` is written `nullptr` (an integer once passed through a template);
   - `extern __shared__ T name[];` (dynamic shared memory) becomes `T* name = (T*)cuda_emulation_dynamic_smem();`.
 And after each `__shared__ T name[N];` (a static local there: one copy for the block) comes
 `cuda_emulation_shared(&name, sizeof(name));`, which fills it with 0xFF when the block's first thread gets there, so
@@ -93,9 +92,10 @@ def rewrite_launches(text, name):
         if text[paren] != "(":
             raise ValueError("%s: no argument list after %r" % (name, text[at:end_config + 3]))
         close = matching(text, paren, "(", ")")
-        args = text[paren + 1:close - 1].strip()
-        call = "cuda_emulation_launch(\"%s\", %s, cuda_emulation_kernel_address(%s), [=]() { %s(%s); })" % (
-            kernel.replace('"', "'"), ", ".join(config), kernel, kernel, args)
+        # NULL passed on through a template is an integer: nullptr converts to the parameter's pointer type
+        args = ["nullptr" if a == "NULL" else a for a in split_top_level(text[paren + 1:close - 1])]
+        call = "cuda_emulation_launch(\"%s\", %s, %s)" % (kernel.replace('"', "'"), ", ".join(config),
+                                                          ", ".join([kernel] + args))
         out += text[pos:start] + call
         pos = close
         count += 1
