@@ -218,7 +218,9 @@ CUDA_HEADERS := fp8/quantize.cuh fp8/update.cuh fp8/block_quantize.cuh llmc/gemm
 # every kernel against the CPU reference without a GPU. They need CUDA's headers (found with nvcc) and Python.
 EMULATED_CHECKS := fp8_block_quantize fp8_update fp8_current_scaling fp8_quantize classifier gelu_fp8 layernorm \
                    layernorm_fp8 adamw
-EMULATED_PROGRAMS := $(if $(NVCC),$(addprefix dev/cuda/emulate/,$(EMULATED_CHECKS) test_cuda_emulation))
+# And the GPU test itself (test_gpt_fp8: the GPU trainer against the CPU's), built without cuDNN and NCCL, its cuBLAS
+# and cuBLASLt GEMMs computed on the CPU (dev/cuda/emulate/cublas_emulation.h): every case but cuDNN's.
+EMULATED_PROGRAMS := $(if $(NVCC),$(addprefix dev/cuda/emulate/,$(EMULATED_CHECKS) test_cuda_emulation test_gpt_fp8))
 # the GPU trainer's kernel families, one header each with its launchers
 KERNEL_HEADERS := llmc/encoder.cuh llmc/layernorm.cuh llmc/layernorm_fp8.cuh llmc/gelu.cuh llmc/gelu_fp8.cuh llmc/fused_classifier.cuh llmc/bias.cuh \
                   llmc/global_norm.cuh llmc/adamw.cuh llmc/attention.cuh llmc/attention_fp8.cuh
@@ -304,7 +306,8 @@ dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) $(KERNEL_HEADERS) dev/c
 # multiply-adds the source does not write; -fno-strict-aliasing: CUDA code reads a uint4 as eight bf16, which nvcc
 # allows; GCC's -Wmaybe-uninitialized misreads the kernels' guarded register arrays, and it knows no #pragma unroll.
 EMULATE_BUILD := dev/cuda/emulate/build
-EMULATE_SOURCES := $(sort $(wildcard fp8/*.h fp8/*.cuh llmc/*.h llmc/*.cuh dev/cuda/*.h dev/cuda/*.cu dev/cuda/emulate/*.cu))
+EMULATE_SOURCES := $(sort $(wildcard fp8/*.h fp8/*.cuh llmc/*.h llmc/*.cuh dev/cuda/*.h dev/cuda/*.cu dev/cuda/emulate/*.cu) \
+                          test_gpt_fp8.cu train_gpt_fp8.cu train_gpt_fp8.c test_tiny_model.h)
 EMULATE_CXXFLAGS ?= -O2 -std=c++17 -ffp-contract=off -fno-strict-aliasing -Wall -Wextra -Werror -Wno-unknown-pragmas \
                     -Wno-maybe-uninitialized
 EMULATE_COMPILE = $(CXX) $(EMULATE_CXXFLAGS) -isystem $(CUDA_HOME)/include -include dev/cuda/emulate/cuda_emulation.h \
@@ -312,11 +315,17 @@ EMULATE_COMPILE = $(CXX) $(EMULATE_CXXFLAGS) -isystem $(CUDA_HOME)/include -incl
 $(EMULATE_BUILD)/rewritten: $(EMULATE_SOURCES) dev/cuda/emulate/rewrite.py
 	@$(PYTHON) dev/cuda/emulate/rewrite.py . $(EMULATE_BUILD) $(EMULATE_SOURCES) >/dev/null
 	@touch $@
-dev/cuda/emulate/test_cuda_emulation: $(EMULATE_BUILD)/rewritten dev/cuda/emulate/cuda_emulation.h | check-nvcc
-	$(EMULATE_COMPILE) $(EMULATE_BUILD)/dev/cuda/emulate/test_cuda_emulation.cu -o $@ -lm
+dev/cuda/emulate/test_cuda_emulation: $(EMULATE_BUILD)/rewritten dev/cuda/emulate/cuda_emulation.h \
+                                     dev/cuda/emulate/cublas_emulation.h | check-nvcc
+	$(EMULATE_COMPILE) -include dev/cuda/emulate/cublas_emulation.h $(EMULATE_BUILD)/dev/cuda/emulate/test_cuda_emulation.cu \
+	    -o $@ -lm
 $(addprefix dev/cuda/emulate/,$(EMULATED_CHECKS)): dev/cuda/emulate/%: $(EMULATE_BUILD)/rewritten \
                                                   dev/cuda/emulate/cuda_emulation.h | check-nvcc
 	$(EMULATE_COMPILE) $(EMULATE_BUILD)/dev/cuda/$*.cu -o $@ -lm
+dev/cuda/emulate/test_gpt_fp8: $(EMULATE_BUILD)/rewritten dev/cuda/emulate/cuda_emulation.h \
+                              dev/cuda/emulate/cublas_emulation.h | check-nvcc
+	$(EMULATE_COMPILE) $(OMP_FLAGS) -isystem $(XXHASH_DIR) -include dev/cuda/emulate/cublas_emulation.h \
+	    $(EMULATE_BUILD)/test_gpt_fp8.cu -o $@ -lm
 emulate: check-nvcc $(EMULATED_PROGRAMS)
 
 # cuDNN attention: the one C++ unit, compiled by the host compiler (the frontend is plain C++17). The frontend's and
@@ -383,8 +392,10 @@ SCRIPT_TEST_COMMANDS := ./scripts/test_export_hf.sh \
                         ./scripts/test_profile_step.sh \
                         ./scripts/test_run_tests.sh \
                         ./scripts/test_doc_links.sh
-# The emulated kernel checks (140-170 s of one core, as long as test_train_gpt_fp8.sh) start first.
-TEST_COMMANDS := $(if $(NVCC),./dev/cuda/emulate/test_emulated.sh) $(C_TEST_COMMANDS) $(SCRIPT_TEST_COMMANDS) \
+# The emulated checks start first: the kernels' (140-170 s of one core, as long as test_train_gpt_fp8.sh), and the GPU
+# test's (test_gpt_fp8 under the emulation, about 200 s: its GEMMs, and AdamW a fiber per parameter).
+TEST_COMMANDS := $(if $(NVCC),./dev/cuda/emulate/test_emulated.sh "./dev/cuda/emulate/test_emulated.sh trainer") \
+                 $(C_TEST_COMMANDS) $(SCRIPT_TEST_COMMANDS) \
                  $(if $(NVCC),./fp8/test_fp8_cuda_host ./llmc/test_kernels_host ./dev/cuda/test_without_gpu.sh) \
                  "./fuzz/run_fuzz.sh $(FUZZ_SMOKE_SECONDS)"
 
