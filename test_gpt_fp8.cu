@@ -565,7 +565,9 @@ static void check_kept_input_t(gpu::GPT2* gpu, int module, const uint8_t* device
 // grad_output cast (delayed and current scaling's fused cast, blockwise's block cast) dbt4c holds GELU's output
 // gradient, and gelu_backward makes fc's grad_output from it again in scratch (B*T*4C): the same bytes.
 static const floatX* block0_fc_grad_output(gpu::GPT2* gpu, floatX* scratch) {
-    if (!gpu::gelu_in_fc_grad_output_cast(gpu, 0) && !gpu::gelu_in_block_grad_output_cast(gpu, 0)) { return gpu->dbt4c; }
+    if (!gpu::gelu_in_fc_grad_output_cast(gpu, 0) && !gpu::gelu_in_block_grad_output_cast(gpu, 0)) {
+        return gpu->dbt4c;
+    }
     size_t BTC = (size_t)gpu->B * gpu->T * gpu->config.channels;
     gelu_backward(scratch, gpu->acts.fch, gpu->dbt4c, 4 * BTC, gpu->stream);  // block 0's fch: the first slice
     cudaCheck(cudaStreamSynchronize(gpu->stream));
