@@ -10,8 +10,8 @@
 #                                 header into deps/xxhash (checkpoint checksums; fetched by the first build otherwise)
 #                                 and the cuDNN frontend's headers into deps/cudnn_frontend/include (cuDNN attention)
 #   make cuda                     the CUDA trainer, its GPU test and the dev/cuda checks (needs nvcc, not a GPU)
-#   make emulate                  the dev/cuda checks of our own kernels built to run on the CPU (dev/cuda/emulate/;
-#                                 CUDA's headers, no GPU): make test runs them
+#   make emulate                  the dev/cuda checks of our own kernels, the GPU test and the GPU trainer built to run on
+#                                 the CPU (dev/cuda/emulate/; CUDA's headers, no GPU): make test runs the checks and test
 #   make test SANITIZE=1          the CPU programs with AddressSanitizer + UndefinedBehaviorSanitizer, the C suites on them
 #   make fuzz                     libFuzzer on the six file readers (fuzz/), FUZZ_SECONDS (60) each
 #
@@ -326,7 +326,14 @@ dev/cuda/emulate/test_gpt_fp8: $(EMULATE_BUILD)/rewritten dev/cuda/emulate/cuda_
                               dev/cuda/emulate/cublas_emulation.h | check-nvcc
 	$(EMULATE_COMPILE) $(OMP_FLAGS) -isystem $(XXHASH_DIR) -include dev/cuda/emulate/cublas_emulation.h \
 	    $(EMULATE_BUILD)/test_gpt_fp8.cu -o $@ -lm
-emulate: check-nvcc $(EMULATED_PROGRAMS)
+# The GPU trainer itself, the same way: for runs a session without a GPU can make of the GPU trainer's whole program
+# (scripts/check_run_faults.sh dev/cuda/emulate/train_gpt_fp8; the xcheck stage with XCHECK_GPU_TRAINER), too slow
+# for make test (a tiny model's step about a second). Built by make emulate only.
+dev/cuda/emulate/train_gpt_fp8: $(EMULATE_BUILD)/rewritten dev/cuda/emulate/cuda_emulation.h \
+                                dev/cuda/emulate/cublas_emulation.h | check-nvcc
+	$(EMULATE_COMPILE) $(OMP_FLAGS) -isystem $(XXHASH_DIR) -include dev/cuda/emulate/cublas_emulation.h \
+	    $(EMULATE_BUILD)/train_gpt_fp8.cu -o $@ -lm
+emulate: check-nvcc $(EMULATED_PROGRAMS) $(if $(NVCC),dev/cuda/emulate/train_gpt_fp8)
 
 # cuDNN attention: the one C++ unit, compiled by the host compiler (the frontend is plain C++17). The frontend's and
 # CUDA's headers are -isystem: our code is built with every warning as an error, theirs is not ours to fix. -O1: the
@@ -541,7 +548,7 @@ help:
 	@echo "  make -j4 test-programs  only build what make test (SANITIZE=1 too) runs, in parallel; then make test"
 	@echo "  make fuzz            libFuzzer on the shard, model, state, tokenizer, manifest and run data readers (clang)"
 	@echo "  make cuda            the CUDA trainer, its GPU test, the dev/cuda checks (needs nvcc; runs on a GPU)"
-	@echo "  make emulate         the dev/cuda checks of our own kernels for the CPU (dev/cuda/emulate: no GPU needed)"
+	@echo "  make emulate         our kernels' dev/cuda checks, test_gpt_fp8 and train_gpt_fp8 for the CPU (dev/cuda/emulate)"
 	@echo "  make info            what was found: compilers, GPU, cuDNN, NCCL, and what make / make train use"
 	@echo "  make clean           remove what make built (not data/ or logs)"
 	@echo "  make PROGRAM         one program, e.g. train_gpt_fp8_cpu, train_gpt_fp8, test_gpt_fp8, dev/cuda/fp8_gemm"
@@ -575,5 +582,5 @@ help:
 clean:
 	rm -f $(CPU_PROGRAMS) $(CPU_TESTS) $(CPU_TOOLS) $(DEV_CUDA) $(CUDA_HOST_TESTS) train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN) \
 	      train_gpt_fp8.o test_gpt_fp8.o llmc/cudnn_attention.o dev/cuda/attention_cudnn dev/cuda/attention_cudnn_fp8 \
-	      $(FUZZ_PROGRAMS) $(BUILD_FLAGS_STAMP) $(EMULATED_PROGRAMS)
+	      $(FUZZ_PROGRAMS) $(BUILD_FLAGS_STAMP) $(EMULATED_PROGRAMS) dev/cuda/emulate/train_gpt_fp8
 	rm -rf fuzz/work sanitizer-reports $(EMULATE_BUILD)
