@@ -992,7 +992,9 @@ xcheck_key() {
 # B 4, T 64: B*T a multiple of 64, as FP8 on the GPU needs), -d 512 = 2 micro-steps a step, a NaN gradient at step 4
 # (-debug_nan_step 3), 20 steps with a val loss every 5, an amax history of 32 rows: longer than the run, so the rows
 # still 0 show exactly how often each side rolled (compare_runs fails an entry that is 0 on one side only).
-# XCHECK_GPU_TRAINER (default ./train_gpt_fp8) lets the CPU suite run this stage with the CPU trainer on both sides.
+# XCHECK_GPU_TRAINER (default ./train_gpt_fp8) lets the CPU suite run this stage with the CPU trainer on both sides,
+# and dev/cuda/emulate/run_emulated.sh with the GPU trainer built for the CPU (its steps longer: XCHECK_STEP_SECONDS,
+# each recipe's limit, default 180).
 #
 # Tolerances, relative to the CPU's value (dev/compare_runs adds the logs' print resolution, 1e-4 for losses and 1e-2
 # for norms). llmc/tolerance.h has the rules R1-R5 named here; what differs between the trainers: the order of every
@@ -1064,7 +1066,7 @@ stage_xcheck() {
         if [ "$(xcheck_recipe_heads "$recipe")" = 2 ]; then recipe_model="$dir/hs64/model_00000001.bin"; fi
         if [ "$recipe" = fp8_delayed_attention ]; then recipe_tolerances=("${attention_tolerances[@]}"); fi
         # shellcheck disable=SC2046 # the recipe's flags are words
-        run_step "xcheck_$recipe" 180 bash -c '
+        run_step "xcheck_$recipe" "${XCHECK_STEP_SECONDS:-180}" bash -c '
             gpu_trainer=$1 dir=$2 compare=$3
             shift 3
             tolerances=()
