@@ -322,17 +322,13 @@ dev/cuda/emulate/test_cuda_emulation: $(EMULATE_BUILD)/rewritten dev/cuda/emulat
 $(addprefix dev/cuda/emulate/,$(EMULATED_CHECKS)): dev/cuda/emulate/%: $(EMULATE_BUILD)/rewritten \
                                                   dev/cuda/emulate/cuda_emulation.h | check-nvcc
 	$(EMULATE_COMPILE) $(EMULATE_BUILD)/dev/cuda/$*.cu -o $@ -lm
-dev/cuda/emulate/test_gpt_fp8: $(EMULATE_BUILD)/rewritten dev/cuda/emulate/cuda_emulation.h \
-                              dev/cuda/emulate/cublas_emulation.h | check-nvcc
+# The GPU test (make test runs it) and the GPU trainer itself (built by make emulate only: for runs a session without
+# a GPU can make of the GPU trainer's whole program, dev/cuda/emulate/run_emulated.sh; too slow for make test, a tiny
+# model's step about a second), with the cuBLAS(Lt) emulation.
+dev/cuda/emulate/test_gpt_fp8 dev/cuda/emulate/train_gpt_fp8: dev/cuda/emulate/%: $(EMULATE_BUILD)/rewritten \
+        dev/cuda/emulate/cuda_emulation.h dev/cuda/emulate/cublas_emulation.h | check-nvcc
 	$(EMULATE_COMPILE) $(OMP_FLAGS) -isystem $(XXHASH_DIR) -include dev/cuda/emulate/cublas_emulation.h \
-	    $(EMULATE_BUILD)/test_gpt_fp8.cu -o $@ -lm
-# The GPU trainer itself, the same way: for runs a session without a GPU can make of the GPU trainer's whole program
-# (scripts/check_run_faults.sh dev/cuda/emulate/train_gpt_fp8; the xcheck stage with XCHECK_GPU_TRAINER), too slow
-# for make test (a tiny model's step about a second). Built by make emulate only.
-dev/cuda/emulate/train_gpt_fp8: $(EMULATE_BUILD)/rewritten dev/cuda/emulate/cuda_emulation.h \
-                                dev/cuda/emulate/cublas_emulation.h | check-nvcc
-	$(EMULATE_COMPILE) $(OMP_FLAGS) -isystem $(XXHASH_DIR) -include dev/cuda/emulate/cublas_emulation.h \
-	    $(EMULATE_BUILD)/train_gpt_fp8.cu -o $@ -lm
+	    $(EMULATE_BUILD)/$*.cu -o $@ -lm
 emulate: check-nvcc $(EMULATED_PROGRAMS) $(if $(NVCC),dev/cuda/emulate/train_gpt_fp8)
 
 # cuDNN attention: the one C++ unit, compiled by the host compiler (the frontend is plain C++17). The frontend's and

@@ -50,24 +50,32 @@ static inline int cublaslt_emulation_is_block(int32_t mode) {
     return mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F || mode == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
 }
 
-// An element of a matrix in one of the types above, as a float.
-static inline float cublaslt_emulation_load(const void* p, cudaDataType_t type, size_t i) {
-    static float e4m3[256], e5m2[256];
-    static int decoded = 0;
-    if (!decoded) {
+// Every FP8 byte as a float, in both formats (CUDA's host conversions), made once: C++ makes a function's static
+// thread-safe on first use, which the GEMMs' OpenMP threads may be.
+typedef struct {
+    float e4m3[256], e5m2[256];
+} CublasEmulationFp8Table;
+static const CublasEmulationFp8Table& cublaslt_emulation_fp8_table(void) {
+    static const CublasEmulationFp8Table table = []() {
+        CublasEmulationFp8Table t;
         for (int b = 0; b < 256; b++) {
             __nv_fp8_e4m3 x;
             __nv_fp8_e5m2 y;
             x.__x = (__nv_fp8_storage_t)b;
             y.__x = (__nv_fp8_storage_t)b;
-            e4m3[b] = (float)x;
-            e5m2[b] = (float)y;
+            t.e4m3[b] = (float)x;
+            t.e5m2[b] = (float)y;
         }
-        decoded = 1;
-    }
+        return t;
+    }();
+    return table;
+}
+
+// An element of a matrix in one of the types above, as a float.
+static inline float cublaslt_emulation_load(const void* p, cudaDataType_t type, size_t i) {
     switch (type) {
-        case CUDA_R_8F_E4M3: return e4m3[((const uint8_t*)p)[i]];
-        case CUDA_R_8F_E5M2: return e5m2[((const uint8_t*)p)[i]];
+        case CUDA_R_8F_E4M3: return cublaslt_emulation_fp8_table().e4m3[((const uint8_t*)p)[i]];
+        case CUDA_R_8F_E5M2: return cublaslt_emulation_fp8_table().e5m2[((const uint8_t*)p)[i]];
         case CUDA_R_16BF: return __bfloat162float(((const __nv_bfloat16*)p)[i]);
         default: return ((const float*)p)[i];
     }
