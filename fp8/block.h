@@ -139,6 +139,9 @@ FP8_HD float fp8_e8m0_to_float(uint8_t e) {
 
 FP8_HD size_t fp8_round_up4(size_t n) { return (n + 3) / 4 * 4; }
 FP8_HD size_t fp8_ceil_div(size_t n, size_t d) { return (n + d - 1) / d; }
+// A blockwise FP8 GEMM operand's k as the GEMM runs it: k rounded up to whole 1x128 blocks, the codes past k zero
+// (fp8/block_quantize.cuh's k_padded; cuBLASLt's block-scaled GEMMs take k a multiple of 128 only).
+FP8_HD size_t fp8_blockwise_padded_k(size_t k) { return fp8_ceil_div(k, FP8_BLOCKWISE_BLOCK) * FP8_BLOCKWISE_BLOCK; }
 
 // VEC128: where the scale_inv of row m's k_block-th block along K goes, for an operand of M rows; and the floats of
 // the whole array for (M, K).

@@ -29,6 +29,11 @@ cuts it (its amax and scale from the elements that exist), except what the memor
 written (their 16-byte stores: the 1D cast's columnwise codes, the 2D cast's codes_t), and at most
 FP8_BLOCK_MAX_TILES 128 x 128 tiles. Scale arrays: VEC128 and BLK128x128 as fp8/block.h lays them out (ceil(K / 128)
 blocks per row); E8M0 bytes (rows, ceil(cols / 32)) rowwise and (cols, ceil(rows / 32)) columnwise, row-major.
+Blockwise codes may be zero-padded along k (Fp8BlockCopy.k_padded, Fp8BlockCast2d.k_padded): each row of codes is
+then fp8_blockwise_padded_k(its length) long, the tile's zeros past the tensor's edge written out as 0 codes, so that
+cuBLASLt's block-scaled GEMMs, which reduce over whole 128-blocks, run a k that is not a multiple of 128 as the next
+multiple (the padding adds 0 to every sum; the scale arrays are ceil-sized already; dev/cuda/fp8_block_gemm checks
+such zero-padded problems against the CPU on a GPU). Transposed codes so padded need no rows % 16.
 Blockwise's 1x128 blocks at any width go beyond Transformer Engine, whose Float8BlockQuantizer wants multiples of 128.
 
 What a blockwise 1D cast makes its tensor from, inside the cast (Fp8BlockCast1d.made; TE's fused activation casts and
@@ -108,11 +113,15 @@ static_assert(FP8_BLOCK_TILE == 2 * FP8_BLOCK_COLUMN_SUM_ROWS && FP8_BLOCK_THREA
 // scale_inv in VEC128 layout for M = rows, K = cols (blockwise), e8m0 (rows, ceil(cols / 32)) row-major (mxfp8),
 // dequantized (rows, cols). The columnwise copy: codes (cols, rows) (the transposed tensor's rowwise codes), scale_inv
 // in VEC128 layout for M = cols, K = rows, e8m0 (cols, ceil(rows / 32)), dequantized (rows, cols) (inp's layout).
+// k_padded (blockwise): each row of the codes (a row of inp, or of the transposed copy: a column of inp) is
+// fp8_blockwise_padded_k(its length) codes long, the codes past the tensor's edge 0: cuBLASLt's block-scaled GEMMs
+// reduce over whole 128-blocks only, so a GEMM whose k is not a multiple of 128 runs with k padded by zeros.
 typedef struct {
     uint8_t* codes;
     float* scale_inv;
     uint8_t* e8m0;
     __nv_bfloat16* dequantized;
+    int k_padded;
 } Fp8BlockCopy;
 
 FP8_HD int fp8_block_copy_wanted(const Fp8BlockCopy* copy) {
@@ -156,7 +165,8 @@ typedef struct {
 
 // A 2D (128 x 128 tile) cast of a weight (rows, cols): codes (rows, cols) and codes_t (cols, rows), scale_inv in
 // BLK128x128 layout for M = rows, K = cols and scale_inv_t for M = cols, K = rows (the same values, the tile grid
-// transposed). amax, tensor_amax, stats, scale_range as for the 1D cast.
+// transposed). amax, tensor_amax, stats, scale_range as for the 1D cast. k_padded: both codes' rows zero-padded as
+// Fp8BlockCopy's (codes (rows, fp8_blockwise_padded_k(cols)), codes_t (cols, fp8_blockwise_padded_k(rows))).
 typedef struct {
     const __nv_bfloat16* inp;
     int rows, cols;
@@ -167,6 +177,7 @@ typedef struct {
     float* tensor_amax;
     unsigned long long* stats;
     unsigned int* scale_range;
+    int k_padded;
 } Fp8BlockCast2d;
 
 // ----------------------------------------------------------------------------
@@ -183,6 +194,7 @@ typedef struct {
     int rows, cols;
     int tiles_per_row;         // ceil(cols / 128): tile t at tile row t / tiles_per_row, tile column t % tiles_per_row
     int num_tiles;
+    int codes_ld, codes_t_ld;  // codes per row of rowwise.codes (cols, or padded) and of columnwise.codes (rows, ...)
     Fp8BlockCast cast;
     Fp8BlockCopy rowwise, columnwise;   // 2D: rowwise.codes and columnwise.codes (codes, codes_t) only
     float *tile_scale_inv, *tile_scale_inv_t;  // 2D: BLK128x128 for (rows, cols) and (cols, rows)
@@ -320,7 +332,8 @@ __device__ __forceinline__ void fp8_block_load_tile(__nv_bfloat16* dst, const Fp
 
 // The rowwise copy of one tile: thread t casts elements (t % 16) * 8 .. + 7 of rows t / 16 + 16 i (i < 8). 1D: the
 // block's amax over its 16 (1x128) or 4 (1x32) lanes, its scale, the scale's store by the block's first lane; 2D: the
-// tile's scale `tile_scale`. The codes (and the dequantized bf16) go straight to global memory.
+// tile's scale `tile_scale`. The codes (and the dequantized bf16) go straight to global memory; where the codes' rows
+// are padded (codes_ld > cols), the tile's zeros past the tensor's edge go out as the padding's 0 codes.
 template <bool COUNT, int KIND>
 __device__ __forceinline__ void fp8_block_rowwise_pass(const Fp8BlockKernelArgs& a, const __nv_bfloat16* tile,
                                                        int row0, int col0, Fp8BlockScale tile_scale,
@@ -328,7 +341,7 @@ __device__ __forceinline__ void fp8_block_rowwise_pass(const Fp8BlockKernelArgs&
     constexpr int lanes_per_block = KIND == FP8_BLOCK_MX32 ? FP8_MXFP8_BLOCK / 8 : FP8_BLOCKWISE_BLOCK / 8;
     const Fp8Format format = a.cast.format;
     const int cc = threadIdx.x % 16, col = col0 + cc * 8;
-    const bool col_valid = col < a.cols;
+    const bool col_valid = col < a.cols, col_coded = col < a.codes_ld;  // (the padding: codes only, all 0)
     const int e8m0_per_row = (a.cols + FP8_MXFP8_BLOCK - 1) / FP8_MXFP8_BLOCK;
 #pragma unroll
     for (int i = 0; i < 8; i++) {
@@ -349,12 +362,13 @@ __device__ __forceinline__ void fp8_block_rowwise_pass(const Fp8BlockKernelArgs&
                 block_amax = max(block_amax, __shfl_xor_sync(0xFFFFFFFFu, block_amax, offset));
             }
         }
-        if (row >= a.rows || !col_valid) { continue; }
+        if (row >= a.rows || !col_coded) { continue; }
         if (KIND != FP8_BLOCK_TILES) { s = fp8_block_scale(&a.cast, __uint_as_float(block_amax)); }
+        // (zeros past the edge count nothing: neither clipped nor flushed)
         const uint2 codes = fp8_block_cast8<COUNT>(w, s.scale, format, &th->counts);
+        if (a.rowwise.codes) { *reinterpret_cast<uint2*>(a.rowwise.codes + (size_t)row * a.codes_ld + col) = codes; }
+        if (KIND == FP8_BLOCK_TILES || !col_valid) { continue; }
         const size_t offset = (size_t)row * a.cols + col;
-        if (a.rowwise.codes) { *reinterpret_cast<uint2*>(a.rowwise.codes + offset) = codes; }
-        if (KIND == FP8_BLOCK_TILES) { continue; }
         if (a.rowwise.dequantized) {
             uint4 out;
             out.x = fp8_block_dequantize2(codes.x, format, s.scale_inv, s.scale_inv);
@@ -432,15 +446,16 @@ __device__ __forceinline__ void fp8_block_store_codes_t(uint8_t* codes_tile, int
     }
 }
 
-// The transposed byte tile out as rows of the transposed copy codes_t (cols, rows): 8 lanes a 128-byte row, 16 bytes
-// a lane; rows past the tensor's edge (a chunk is all in or all out: rows % 16 == 0) and columns past it skipped.
-__device__ __forceinline__ void fp8_block_write_codes_t(uint8_t* codes_t, const uint8_t* codes_tile, int rows,
+// The transposed byte tile out as rows of the transposed copy codes_t (cols, ld): 8 lanes a 128-byte row, 16 bytes
+// a lane; columns past the tensor's edge skipped, and rows past ld (ld is rows, a multiple of 16 so that a chunk is
+// all in or all out, or rows zero-padded to a multiple of 128: the tile's zeros there go out as the padding's 0 codes).
+__device__ __forceinline__ void fp8_block_write_codes_t(uint8_t* codes_t, const uint8_t* codes_tile, int ld,
                                                         int cols, int row0, int col0) {
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         const int q = threadIdx.x + FP8_BLOCK_THREADS * k, c = q / 8, chunk = q % 8;
-        if (col0 + c < cols && row0 + chunk * 16 < rows) {
-            *reinterpret_cast<uint4*>(codes_t + (size_t)(col0 + c) * rows + row0 + chunk * 16) =
+        if (col0 + c < cols && row0 + chunk * 16 < ld) {
+            *reinterpret_cast<uint4*>(codes_t + (size_t)(col0 + c) * ld + row0 + chunk * 16) =
                 *reinterpret_cast<const uint4*>(codes_tile + fp8_block_codes_offset(c, chunk));
         }
     }
@@ -691,7 +706,7 @@ __global__ void __launch_bounds__(FP8_BLOCK_THREADS, FP8_BLOCK_CTAS_PER_SM)
         }
         if (codes_t) {
             __syncthreads();  // the byte tile complete
-            fp8_block_write_codes_t(a.columnwise.codes, codes_tile, a.rows, a.cols, row0, col0);
+            fp8_block_write_codes_t(a.columnwise.codes, codes_tile, a.codes_t_ld, a.cols, row0, col0);
         }
         __syncthreads();  // this tile's buffer, byte tile and amax cells read before the next trip overwrites them
     }
@@ -828,9 +843,13 @@ static inline cudaError_t fp8_block_cast_1d_check(const Fp8BlockCast1d* a) {
     cudaError_t err = fp8_block_cast_check_common(launcher, a->inp, a->rows, a->cols, a->amax, a->tensor_amax,
                                                   a->stats, a->scale_range);
     if (err != cudaSuccess) { return err; }
-    if (a->columnwise.codes && a->rows % 16 != 0) {
-        return fp8_block_refuse(launcher, "the columnwise codes need rows a multiple of 16 (their 16-byte stores)",
+    if ((a->rowwise.k_padded || a->columnwise.k_padded) && mxfp8) {
+        return fp8_block_refuse(launcher, "codes zero-padded along k are blockwise's (cuBLASLt's block-scaled GEMMs)",
                                 a->rows, a->cols);
+    }
+    if (a->columnwise.codes && !a->columnwise.k_padded && a->rows % 16 != 0) {
+        return fp8_block_refuse(launcher, "the columnwise codes need rows a multiple of 16 (their 16-byte stores), or "
+                                "zero-padded to a multiple of 128", a->rows, a->cols);
     }
     if (fp8_block_misaligned(a->rowwise.codes, 8) || fp8_block_misaligned(a->rowwise.dequantized, 16) ||
         fp8_block_misaligned(a->columnwise.codes, 16) || fp8_block_misaligned(a->columnwise.dequantized, 4) ||
@@ -853,9 +872,11 @@ static inline cudaError_t fp8_block_cast_1d(const Fp8BlockCast1d* a, cudaStream_
     const int tiles_per_row = (a->cols + FP8_BLOCK_TILE - 1) / FP8_BLOCK_TILE;
     const int tile_rows = (a->rows + FP8_BLOCK_TILE - 1) / FP8_BLOCK_TILE;
     const size_t copies = (size_t)fp8_block_copy_wanted(&a->rowwise) + (size_t)fp8_block_copy_wanted(&a->columnwise);
-    Fp8BlockKernelArgs k = {a->inp, a->rows, a->cols, tiles_per_row, tiles_per_row * tile_rows, a->cast, a->rowwise,
-                            a->columnwise, NULL, NULL, a->amax, a->tensor_amax, a->stats, a->scale_range,
-                            copies * (size_t)a->rows * (size_t)a->cols, a->column_partials, a->made};
+    const int codes_ld = a->rowwise.k_padded ? (int)fp8_blockwise_padded_k((size_t)a->cols) : a->cols;
+    const int codes_t_ld = a->columnwise.k_padded ? (int)fp8_blockwise_padded_k((size_t)a->rows) : a->rows;
+    Fp8BlockKernelArgs k = {a->inp, a->rows, a->cols, tiles_per_row, tiles_per_row * tile_rows, codes_ld, codes_t_ld,
+                            a->cast, a->rowwise, a->columnwise, NULL, NULL, a->amax, a->tensor_amax, a->stats,
+                            a->scale_range, copies * (size_t)a->rows * (size_t)a->cols, a->column_partials, a->made};
     return a->cast.scaling == FP8_SCALING_MXFP8 ? fp8_block_cast_run<FP8_BLOCK_MX32>(&k, stream)
                                                 : fp8_block_cast_run<FP8_BLOCK_VEC128>(&k, stream);
 }
@@ -869,9 +890,9 @@ static inline cudaError_t fp8_block_cast_2d_check(const Fp8BlockCast2d* a) {
     cudaError_t err = fp8_block_cast_check_common(launcher, a->inp, a->rows, a->cols, a->amax, a->tensor_amax,
                                                   a->stats, a->scale_range);
     if (err != cudaSuccess) { return err; }
-    if (a->rows % 16 != 0) {
-        return fp8_block_refuse(launcher, "rows is not a multiple of 16 (the transposed codes' 16-byte stores)",
-                                a->rows, a->cols);
+    if (a->rows % 16 != 0 && !a->k_padded) {
+        return fp8_block_refuse(launcher, "rows is not a multiple of 16 (the transposed codes' 16-byte stores), and "
+                                "the codes are not zero-padded to a multiple of 128", a->rows, a->cols);
     }
     if (!a->codes || !a->codes_t || !a->scale_inv || !a->scale_inv_t) {
         return fp8_block_refuse(launcher, "the codes, the transposed codes and both scale_inv arrays are all written",
@@ -890,11 +911,14 @@ static inline cudaError_t fp8_block_cast_2d(const Fp8BlockCast2d* a, cudaStream_
     if (err != cudaSuccess) { return err; }
     const int tiles_per_row = (a->cols + FP8_BLOCK_TILE - 1) / FP8_BLOCK_TILE;
     const int tile_rows = (a->rows + FP8_BLOCK_TILE - 1) / FP8_BLOCK_TILE;
-    Fp8BlockCopy rowwise = {a->codes, NULL, NULL, NULL}, columnwise = {a->codes_t, NULL, NULL, NULL};
-    Fp8BlockKernelArgs k = {a->inp, a->rows, a->cols, tiles_per_row, tiles_per_row * tile_rows, a->cast, rowwise,
-                            columnwise, a->scale_inv, a->scale_inv_t, a->amax, a->tensor_amax, a->stats,
-                            a->scale_range, (size_t)a->rows * (size_t)a->cols, NULL, {FP8_BLOCK_FROM_INP, NULL, NULL,
-                            NULL, NULL, NULL}};
+    Fp8BlockCopy rowwise = {a->codes, NULL, NULL, NULL, a->k_padded};
+    Fp8BlockCopy columnwise = {a->codes_t, NULL, NULL, NULL, a->k_padded};
+    const int codes_ld = a->k_padded ? (int)fp8_blockwise_padded_k((size_t)a->cols) : a->cols;
+    const int codes_t_ld = a->k_padded ? (int)fp8_blockwise_padded_k((size_t)a->rows) : a->rows;
+    Fp8BlockKernelArgs k = {a->inp, a->rows, a->cols, tiles_per_row, tiles_per_row * tile_rows, codes_ld, codes_t_ld,
+                            a->cast, rowwise, columnwise, a->scale_inv, a->scale_inv_t, a->amax, a->tensor_amax,
+                            a->stats, a->scale_range, (size_t)a->rows * (size_t)a->cols, NULL,
+                            {FP8_BLOCK_FROM_INP, NULL, NULL, NULL, NULL, NULL}};
     return fp8_block_cast_run<FP8_BLOCK_TILES>(&k, stream);
 }
 

@@ -245,11 +245,23 @@ static void test_block_cast_launch_preconditions(void) {
     a.amax = NULL;
     CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "no amax cell");
     a = good;
+    a.rows = 200;
+    a.columnwise.k_padded = 1;  // columnwise codes of 200 rows in rows of 256
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "columnwise codes of 200 rows zero-padded along k pass");
+    a = good;
+    a.cast = mxfp8;
+    a.block_len = FP8_MXFP8_BLOCK;
+    a.rowwise.scale_inv = a.columnwise.scale_inv = NULL;
+    a.rowwise.e8m0 = e8m0;
+    CHECK(fp8_block_cast_1d_check(&a) == cudaSuccess, "the mxfp8 cast the next refusal starts from passes");
+    a.rowwise.k_padded = 1;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "mxfp8 codes zero-padded along k (blockwise's only)");
+    a = good;
     a.rows = 2147483392;  // 2^31 - 256: 16777214 tile rows
     a.cols = 65536;       // 512 tile columns: 2^33 tiles
     CHECK(fp8_block_cast_1d(&a, 0) == cudaErrorInvalidValue, "2^33 tiles: more than the grid loop counts");
 
-    Fp8BlockCast2d w = {inp, 384, 768, blockwise, codes, codes_t, scale_inv, scale_inv, amax, NULL, NULL, NULL};
+    Fp8BlockCast2d w = {inp, 384, 768, blockwise, codes, codes_t, scale_inv, scale_inv, amax, NULL, NULL, NULL, 0};
     CHECK(fp8_block_cast_2d_check(&w) == cudaSuccess, "the 2D cast of a (384, 768) weight passes");
     Fp8BlockCast2d b = w;
     b.rows = 4800;
@@ -261,6 +273,8 @@ static void test_block_cast_launch_preconditions(void) {
     b = w;
     b.rows = 328;
     CHECK(fp8_block_cast_2d(&b, 0) == cudaErrorInvalidValue, "a weight of 328 rows: its transposed codes' stores");
+    b.k_padded = 1;  // the transposed codes' rows padded to 384: whole 16-byte chunks
+    CHECK(fp8_block_cast_2d_check(&b) == cudaSuccess, "a weight of 328 rows with its codes zero-padded along k passes");
     b = w;
     b.cols = 764;
     CHECK(fp8_block_cast_2d(&b, 0) == cudaErrorInvalidValue, "a weight of 764 columns: not a multiple of 8");

@@ -872,6 +872,148 @@ static void test_partial_blocks(void) {
     free_tensor(&z);
 }
 
+// Codes zero-padded along k (k_padded: every row of codes fp8_blockwise_padded_k(its length) long, the GEMM's k as the
+// trainer runs a block-scaled GEMM whose k is not a multiple of 128): each row's codes are the CPU's cast, every code
+// past the tensor's edge 0 (the buffers hold 0xFF before), and the scales and amax cells are the unpadded cast's of
+// the same tensor, byte for byte (that cast is checked against the CPU above). rows (the columnwise copy's k) and
+// cols off 128: (272, 1600) d48's C, (80, 160), (200, 96) with rows off 16 (taken only padded); blockwise 1D casts with
+// both copies (E5M2 with its column partials, as a grad_output cast), one rowwise, and 2D weight casts (4800, 1600)
+// d48's qkv weight, (160, 96) and (200, 104) (rows off 16).
+static void check_padded_codes(const char* what, const uint8_t* got, const uint8_t* want, size_t rows, size_t cols) {
+    size_t ld = fp8_blockwise_padded_k(cols), bad = 0, nonzero = 0;
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t c = 0; c < ld; c++) {
+            uint8_t g = got[r * ld + c];
+            if (c < cols) {
+                bad += g != want[r * cols + c];
+            } else {
+                nonzero += g != 0;
+            }
+        }
+    }
+    CHECK(bad == 0 && nonzero == 0, "%s: %zu codes differ from the CPU's, %zu padding codes not 0 (rows %zu, %zu codes "
+          "of %zu a row)", what, bad, nonzero, rows, cols, ld);
+}
+
+// One padded cast of t against the CPU's codes and the unpadded cast's scales and cells: 1D (`tiles` 0) with the
+// rowwise copy and, with `columnwise`, the columnwise one; 2D (`tiles` 1: both copies)
+static void check_padded_cast(const Tensor* t, Fp8BlockCast cast, int tiles, int columnwise, int column_sums) {
+    const size_t rows = (size_t)t->rows, cols = (size_t)t->cols, n = rows * cols;
+    const size_t ld = fp8_blockwise_padded_k(cols), ld_t = fp8_blockwise_padded_k(rows);
+    char what[200];
+    cast_name(what, sizeof(what), tiles ? "2d k_padded" : "1d k_padded", t, &cast, 1, columnwise);
+    // CPU: the codes, row-major (rows, cols) and (cols, rows)
+    uint8_t* want_codes = (uint8_t*)malloc(n);
+    uint8_t* want_codes_t = (uint8_t*)malloc(n);
+    float* cpu_scales = (float*)malloc((fp8_ceil_div(rows, 128) + 1) * (fp8_ceil_div(cols, 128) + 1) * 128 * 4);
+    float* scratch = (float*)malloc(2 * n * sizeof(float));
+    float cpu_amax = 0.0f;
+    Fp8BlockShape shape = {tiles ? FP8_BLOCKWISE_BLOCK : 1, FP8_BLOCKWISE_BLOCK};
+    fp8_quantize_blocks(want_codes, NULL, cpu_scales, t->values, rows, cols, shape, &cast, &cpu_amax, NULL, NULL);
+    if (tiles) {
+        for (size_t r = 0; r < rows; r++) {
+            for (size_t c = 0; c < cols; c++) { want_codes_t[c * rows + r] = want_codes[r * cols + c]; }
+        }
+    } else if (columnwise) {
+        fp8_quantize_blocks_columnwise(want_codes_t, NULL, cpu_scales, t->values, rows, cols, FP8_BLOCKWISE_BLOCK,
+                                       &cast, &cpu_amax, NULL, NULL, scratch);
+    }
+    // GPU: padded into its own buffers; the unpadded cast's scales and cells beside (its columnwise codes only where
+    // rows is a multiple of 16, as the unpadded launchers take them)
+    size_t scale_floats = tiles ? fp8_blk128_scale_floats(rows, cols) : fp8_vec128_scale_floats(rows, cols);
+    size_t scale_floats_t = tiles ? fp8_blk128_scale_floats(cols, rows) : fp8_vec128_scale_floats(cols, rows);
+    size_t partial_floats = fp8_ceil_div(rows, COLUMN_SUM_ROWS) * cols;
+    CastOutputs plain = cast_outputs_alloc(n, scale_floats, scale_floats_t);
+    CastOutputs padded = cast_outputs_alloc(ld_t * cols > ld * rows ? ld_t * cols : ld * rows, scale_floats,
+                                            scale_floats_t);
+    float *d_partials, *d_partials_plain;
+    cudaCheck(cudaMalloc(&d_partials, partial_floats * sizeof(float)));
+    cudaCheck(cudaMalloc(&d_partials_plain, partial_floats * sizeof(float)));
+    Cells cells[2];
+    for (int pad = 0; pad < 2; pad++) {
+        CastOutputs* out = pad ? &padded : &plain;
+        cast_outputs_fill_sentinel(out);
+        reset_cells();
+        cudaError_t err;
+        if (tiles) {
+            Fp8BlockCast2d a;
+            memset(&a, 0, sizeof(a));
+            a.inp = t->d_bf16, a.rows = t->rows, a.cols = t->cols, a.cast = cast;
+            a.codes = out->codes, a.codes_t = out->codes_t, a.scale_inv = out->scale_inv;
+            a.scale_inv_t = out->scale_inv_t, a.k_padded = pad;
+            a.amax = &d_cells->amax, a.tensor_amax = &d_cells->tensor_amax;
+            a.stats = d_cells->stats, a.scale_range = d_cells->scale_range;
+            if (!pad && rows % 16 != 0) { continue; }  // (unpadded, refused: the codes_t's 16-byte stores)
+            err = fp8_block_cast_2d(&a, 0);
+        } else {
+            Fp8BlockCast1d a;
+            memset(&a, 0, sizeof(a));
+            a.inp = t->d_bf16, a.rows = t->rows, a.cols = t->cols, a.block_len = FP8_BLOCKWISE_BLOCK, a.cast = cast;
+            a.rowwise.codes = out->codes, a.rowwise.scale_inv = out->scale_inv, a.rowwise.k_padded = pad;
+            if (columnwise) {
+                a.columnwise.codes = pad || rows % 16 == 0 ? out->codes_t : NULL;
+                a.columnwise.scale_inv = out->scale_inv_t, a.columnwise.k_padded = pad;
+            }
+            a.amax = &d_cells->amax, a.tensor_amax = &d_cells->tensor_amax;
+            a.stats = d_cells->stats, a.scale_range = d_cells->scale_range;
+            a.column_partials = column_sums ? (pad ? d_partials : d_partials_plain) : NULL;
+            err = fp8_block_cast_1d(&a, 0);
+        }
+        CHECK(err == cudaSuccess, "%s: the %s cast refused (%s)", what, pad ? "padded" : "unpadded",
+              cudaGetErrorName(err));
+        cudaCheck(cudaDeviceSynchronize());
+        cast_outputs_download(out);
+        cudaCheck(cudaMemcpy(&cells[pad], d_cells, sizeof(Cells), cudaMemcpyDeviceToHost));
+    }
+    check_padded_codes(what, padded.got_codes, want_codes, rows, cols);
+    if (tiles || columnwise) { check_padded_codes(what, padded.got_codes_t, want_codes_t, cols, rows); }
+    if (tiles && rows % 16 != 0) {  // no unpadded cast to compare with: the tensor's max |x|
+        CHECK(fp8_float_bits(cells[1].tensor_amax) == t->amax_bits, "%s: tensor amax 0x%08x, max |x| 0x%08x", what,
+              fp8_float_bits(cells[1].tensor_amax), t->amax_bits);
+    } else {
+        CHECK(memcmp(padded.got_scale_inv, plain.got_scale_inv, scale_floats * sizeof(float)) == 0 &&
+                  (!(tiles || columnwise) ||
+                   memcmp(padded.got_scale_inv_t, plain.got_scale_inv_t, scale_floats_t * sizeof(float)) == 0),
+              "%s: the scale_invs differ from the unpadded cast's", what);
+        CHECK(memcmp(&cells[0], &cells[1], sizeof(Cells)) == 0,
+              "%s: the amax, counts or scale range differ from the unpadded cast's", what);
+    }
+    if (column_sums) {
+        float* got = (float*)malloc(2 * partial_floats * sizeof(float));
+        cudaCheck(cudaMemcpy(got, d_partials, partial_floats * sizeof(float), cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(got + partial_floats, d_partials_plain, partial_floats * sizeof(float),
+                             cudaMemcpyDeviceToHost));
+        CHECK(memcmp(got, got + partial_floats, partial_floats * sizeof(float)) == 0,
+              "%s: the column partials differ from the unpadded cast's", what);
+        free(got);
+    }
+    cudaCheck(cudaFree(d_partials));
+    cudaCheck(cudaFree(d_partials_plain));
+    cast_outputs_free(&plain);
+    cast_outputs_free(&padded);
+    free(want_codes);
+    free(want_codes_t);
+    free(cpu_scales);
+    free(scratch);
+}
+
+static void test_k_padded(void) {
+    const int shapes[3][2] = {{272, 1600}, {80, 160}, {200, 96}};
+    for (int i = 0; i < 3; i++) {
+        Tensor t = make_tensor(shapes[i][0], shapes[i][1], VALUES_EDGES, i);
+        check_padded_cast(&t, blockwise_cast(FP8_E4M3, 0.0f, 1), 0, 1, 0);
+        check_padded_cast(&t, blockwise_cast(FP8_E5M2, 0.0f, 1), 0, 1, 1);
+        check_padded_cast(&t, blockwise_cast(FP8_E4M3, 0.0f, 0), 0, 0, 0);
+        free_tensor(&t);
+    }
+    const int weights[3][2] = {{4800, 1600}, {160, 96}, {200, 104}};
+    for (int i = 0; i < 3; i++) {
+        Tensor w = make_tensor(weights[i][0], weights[i][1], VALUES_EDGES, 2 * i + 1);
+        check_padded_cast(&w, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 1, 0);
+        free_tensor(&w);
+    }
+}
+
 // Every tile of one edge kind, at a partial shape (the edge tiles cut short both ways): NaN beside finite values (and
 // blocks of NaNs only) in every tile, so every block amax that sets a scale skips a NaN and the tensor amax is NaN;
 // inf in every tile (mxfp8: E8M0 0xFE, the inf stays inf when dequantized); tiny values everywhere (mxfp8's byte 0);
@@ -1193,6 +1335,8 @@ static void test_refusals(void) {
     expect_refused_1d(&a, "column partials not 4-byte aligned");
     a = good_mx, a.column_partials = (float*)((char*)d_partials + 1);
     expect_refused_1d(&a, "mxfp8 and column partials not 4-byte aligned");
+    a = good_mx, a.rowwise.k_padded = 1;
+    expect_refused_1d(&a, "mxfp8 with its codes zero-padded along k (blockwise's only)");
 
     Fp8BlockCast2d good_2d;
     memset(&good_2d, 0, sizeof(good_2d));
@@ -1263,6 +1407,10 @@ static void test_refusals(void) {
     CHECK(fp8_block_cast_1d(&a, 0) == cudaSuccess, "blockwise of 208 rows with column partials is refused");
     a = good_mx, a.column_partials = d_partials;
     CHECK(fp8_block_cast_1d(&a, 0) == cudaSuccess, "mxfp8 with column partials is refused");
+    a = good, a.rows = 200, a.cols = 128, a.rowwise.k_padded = 1, a.columnwise.k_padded = 1;
+    CHECK(fp8_block_cast_1d(&a, 0) == cudaSuccess, "blockwise columnwise codes of 200 rows padded to 256 are refused");
+    b = good_2d, b.rows = 200, b.cols = 128, b.k_padded = 1;
+    CHECK(fp8_block_cast_2d(&b, 0) == cudaSuccess, "the 2d cast of 200 rows with its codes padded is refused");
     cudaCheck(cudaDeviceSynchronize());
     device_list_free(&dev);
 }
@@ -1511,6 +1659,7 @@ int main(void) {
     cudaCheck(cudaMalloc(&d_cells, sizeof(Cells)));
     RUN_TEST(test_edge_values);
     RUN_TEST(test_partial_blocks);
+    RUN_TEST(test_k_padded);
     RUN_TEST(test_edge_tiles);
     RUN_TEST(test_te_edge_rules);
     RUN_TEST(test_d12_activations);
