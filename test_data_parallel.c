@@ -146,7 +146,7 @@ static int bits_equal(const float* a, const float* b, size_t n) { return memcmp(
 // how many floats the model's FP8 weight copies take
 static size_t weight_fp8_count(GPT2* m) {
     LinearPrecision lp = gpt2_linear_precision(m);
-    return fp8_weight_layout(&m->config, &lp, NULL);
+    return fp8_weight_layout(&m->config, &lp, NULL, 0);
 }
 
 static double max_rel_diff(const float* a, const float* b, size_t n, double floor) {

@@ -1334,11 +1334,35 @@ static TrainArgs test_args_block(const char* recipe) { return test_args_block_wi
 // (C, 3C, 4C) whole blocks of 128.
 static const TestShape mxfp8_partial_shape = {2, 40, 2, 72, 3, TV};
 static const TestShape blockwise_outer_partial_shape = {2, 40, 2, 128, 4, TV};
+// Blockwise with every GEMM in FP8 where C 160 (1.25 blocks of 128), 3C 480 (3.75) and B*T 80 (0.625) are ks that
+// end in partial blocks: the trainer casts them zero-padded to whole blocks (llmc/linear.h's linear_fp8_gemm_k), and
+// cuBLASLt's block-scaled GEMMs reduce over the padded k; 4C 640 is whole blocks.
+static const TestShape blockwise_partial_shape = {2, 40, 2, 160, 5, TV};
 
 static uint8_t* download_bytes(const uint8_t* device, size_t n) {
     uint8_t* host = (uint8_t*)malloc(n);
     cudaCheck(cudaMemcpy(host, device, n, cudaMemcpyDeviceToHost));
     return host;
+}
+
+// A blockwise copy's codes as the trainer keeps them, (rows, fp8_blockwise_padded_k(cols)) on the device, against the
+// CPU's (rows, cols): each row's codes the CPU's (R1), the padding's 0
+static void check_padded_codes(const uint8_t* device_codes, const uint8_t* want, size_t rows, size_t cols,
+                               const char* what, const char* copy) {
+    size_t ld = fp8_blockwise_padded_k(cols), differ = 0, padding = 0;
+    uint8_t* got = download_bytes(device_codes, rows * ld);
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t c = 0; c < ld; c++) {
+            if (c < cols) {
+                differ += got[r * ld + c] != want[r * cols + c];
+            } else {
+                padding += got[r * ld + c] != 0;
+            }
+        }
+    }
+    CHECK(differ == 0 && padding == 0, "%s: %zu GPU %s differ from the CPU's block cast (R1), %zu of the padding's are "
+          "not 0 (rows of %zu codes)", what, differ, copy, padding, ld);
+    free(got);
 }
 
 // A GPU bf16 tensor (rows, cols) against the CPU's block cast of the same bf16 values (downloaded) in blocks of
@@ -1359,18 +1383,15 @@ static float check_block_cast(const gpu::GPT2* gpu, int slot, const floatX* devi
     float amax = 0.0f;
     fp8_quantize_blocks(codes, dequantized, scale_inv, x, (size_t)rows, (size_t)cols, shape, &cast, &amax, NULL, NULL);
     if (gpu->recipe.scaling == FP8_SCALING_BLOCKWISE) {
-        uint8_t* got = download_bytes(device_codes, n);
-        CHECK(memcmp(got, codes, n) == 0, "%s: GPU codes differ from the CPU's block cast (R1)", what);
+        // the trainer's rows of codes are as long as the GEMM's k, zero-padded to whole 128-blocks (linear_fp8_gemm_k)
+        check_padded_codes(device_codes, codes, (size_t)rows, (size_t)cols, what, "codes");
         if (device_codes_t) {
-            uint8_t* got_t = download_bytes(device_codes_t, n);
-            int transposed = 1;
-            for (int r = 0; r < rows && transposed; r++) {
-                for (int c = 0; c < cols; c++) {
-                    transposed &= got_t[(size_t)c * rows + r] == codes[(size_t)r * cols + c];
-                }
+            uint8_t* codes_t = (uint8_t*)malloc(n);
+            for (size_t r = 0; r < (size_t)rows; r++) {
+                for (size_t c = 0; c < (size_t)cols; c++) { codes_t[c * rows + r] = codes[r * cols + c]; }
             }
-            CHECK(transposed, "%s: the transposed codes are not the codes transposed", what);
-            free(got_t);
+            check_padded_codes(device_codes_t, codes_t, (size_t)cols, (size_t)rows, what, "transposed codes");
+            free(codes_t);
         }
         size_t floats = blk ? fp8_blk128_scale_floats((size_t)rows, (size_t)cols)
                             : fp8_vec128_scale_floats((size_t)rows, (size_t)cols);
@@ -1386,7 +1407,6 @@ static float check_block_cast(const gpu::GPT2* gpu, int slot, const floatX* devi
         CHECK(same, "%s: GPU scale_invs (in cuBLASLt's %s layout) differ from the CPU's (R1)", what,
               blk ? "BLK128x128" : "VEC128");
         free(got_scale_inv);
-        free(got);
     } else {
         float* got = download_bf16(device_dequantized, n);
         size_t off = 0;
@@ -1523,6 +1543,9 @@ static void test_fp8_mxfp8_partial_blocks_casts(void) { fp8_block_casts_at("mxfp
 static void test_fp8_blockwise_outer_partial_blocks_casts(void) {
     fp8_block_casts_at("blockwise", "-fp8_wgrad 0", &blockwise_outer_partial_shape);
 }
+static void test_fp8_blockwise_partial_blocks_casts(void) {
+    fp8_block_casts_at("blockwise", "", &blockwise_partial_shape);
+}
 
 // 5 training steps of a block recipe, as for delayed and current scaling (shaped_five_steps), but for the FP8 state:
 // the block recipes' metadata keeps scale 1 and clears row 0 every step (their casts are checked above).
@@ -1538,6 +1561,9 @@ static void test_fp8_mxfp8_partial_blocks_five_steps(void) {
 static void test_fp8_blockwise_outer_partial_blocks_five_steps(void) {
     shaped_five_steps(test_args_block_with("blockwise", "-fp8_wgrad 0"), &blockwise_outer_partial_shape, 53,
                       "blockwise outer partial blocks", 0);
+}
+static void test_fp8_blockwise_partial_blocks_five_steps(void) {
+    shaped_five_steps(test_args_block("blockwise"), &blockwise_partial_shape, 53, "blockwise partial blocks", 0);
 }
 
 // Both sides' diagnostics counters and block scale ranges cleared (the GPU's on the device), as after a diagnostics
@@ -3107,6 +3133,8 @@ int main(int argc, char** argv) {
         RUN_TEST(test_fp8_blockwise_checkpoints);
         RUN_TEST(test_fp8_blockwise_outer_partial_blocks_casts);
         RUN_TEST(test_fp8_blockwise_outer_partial_blocks_five_steps);
+        RUN_TEST(test_fp8_blockwise_partial_blocks_casts);
+        RUN_TEST(test_fp8_blockwise_partial_blocks_five_steps);
     } else {
         printf("SKIP the blockwise tests: %s\n", why);
     }

@@ -902,7 +902,7 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
         if (fp8_meta_init(&model->fp8, modules, &model->recipe, err, sizeof(err))) { die("%s", err); }
         model->weight_fp8_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 weight offsets");
         LinearPrecision lp = gpt2_linear_precision(model);
-        size_t total = fp8_weight_layout(&model->config, &lp, model->weight_fp8_offset);
+        size_t total = fp8_weight_layout(&model->config, &lp, model->weight_fp8_offset, 0);
         model->weight_dequantized = (float*)calloc_or_die(total, sizeof(float), "FP8 weights");
         if (model->recipe.scaling == FP8_SCALING_MXFP8) {
             model->weight_dequantized_columnwise = (float*)calloc_or_die(total, sizeof(float), "FP8 weights (dgrad)");

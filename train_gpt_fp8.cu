@@ -276,9 +276,10 @@ typedef struct {
     Fp8OperandBuffers fp8_x, fp8_dy, fp8_weight;
     size_t *weight_fp8_offset, *weight_scale_offset, *weight_t_scale_offset;
     Fp8Operand* weight_operand;  // (num_modules) each FP8 weight as its GEMMs read it, from its last cast
-    // delayed, current and blockwise scaling: the x^T (IC, B*T) of every FP8 wgrad whose input the recompute keeps,
-    // which the forward's cast writes beside x and the backward's wgrad reads, at input_t_offset[module] * B*T
-    // (llmc/linear.h's fp8_input_t_layout, linear_keeps_input_t), and blockwise its VEC128 scale_invs at
+    // delayed, current and blockwise scaling: the x^T (IC, k(B*T)) of every FP8 wgrad whose input the recompute keeps
+    // (k: llmc/linear.h's linear_fp8_gemm_k, which blockwise pads), which the forward's cast writes beside x and the
+    // backward's wgrad reads, at input_t_offset[module] * k(B*T) (fp8_input_t_layout, linear_keeps_input_t), and
+    // blockwise its VEC128 scale_invs at
     // input_t_scale_offset[module] (fp8_input_t_scale_layout); the others cast x^T into fp8_x in the backward
     uint8_t* input_t_fp8;
     size_t* input_t_offset;
@@ -608,7 +609,7 @@ static void gpt2_gpu_allocate_buffers(GPT2* model) {
         int modules = linear_num_modules(model->config.num_layers);
         model->weight_fp8_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 weight offsets");
         LinearPrecision lp = gpt2_linear_precision(model);
-        fp8_weight_layout(&model->config, &lp, model->weight_fp8_offset);
+        fp8_weight_layout(&model->config, &lp, model->weight_fp8_offset, 1);
         model->input_t_offset = (size_t*)calloc_or_die((size_t)modules, sizeof(size_t), "FP8 input transpose offsets");
         fp8_input_t_layout(&model->config, &lp, model->recompute, model->input_t_offset);
         model->input_t_scale_offset =
@@ -690,10 +691,12 @@ static void gpt2_gpu_allocate(GPT2* model, const GPT2Config* config, const Train
 }
 #endif
 
-// Where the forward keeps module's FP8 x^T (IC, B*T) for its wgrad (linear_keeps_input_t); NULL without such a buffer
+// Where the forward keeps module's FP8 x^T (IC, k(B*T)) for its wgrad (linear_keeps_input_t); NULL without such a
+// buffer
 static uint8_t* kept_input_t(GPT2* model, int module) {
     if (!model->input_t_fp8) { return NULL; }
-    return model->input_t_fp8 + model->input_t_offset[module] * (size_t)model->B * model->T;
+    LinearPrecision lp = gpt2_linear_precision(model);
+    return model->input_t_fp8 + model->input_t_offset[module] * linear_fp8_gemm_k(&lp, (size_t)model->B * model->T);
 }
 
 // Blockwise: where the forward keeps the VEC128 scale_invs of module's x^T; NULL without such a buffer
@@ -896,6 +899,10 @@ static void block_cast_dbias_end(GPT2* m, LinearCast* c) {
     c->dbias = NULL;
 }
 
+// Blockwise: the k a block-scaled GEMM reducing over n elements runs with, the row length of the codes it reads:
+// n rounded up to whole 128-blocks (llmc/linear.h's linear_fp8_gemm_k), the casts writing the padding's codes as 0.
+static int padded_k(int n) { return (int)fp8_blockwise_padded_k((size_t)n); }
+
 // Blockwise (Float8BlockScaling): every copy a new recorded cast from the bf16 tensor, each block of 128 with its own
 // scale: 1x128 blocks along the rows for the rowwise copy and down the columns for the columnwise one (the transposed
 // codes), in one pass; a weight in 128x128 tiles, whose codes and transposed codes share the tile scales. The GEMMs
@@ -904,17 +911,19 @@ static void block_cast_dbias_end(GPT2* m, LinearCast* c) {
 // writes the columnwise copy the wgrad reads too, into the kept buffers, even where fprop runs in BF16: what the
 // CPU's backward cast of it makes and records (the same bytes, amax, counts and scale range, recorded once), made
 // earlier in the step; the backward's wgrad request then reads that copy and casts nothing. A gradient's cast sums its
-// bias gradient's column partials in the same pass (TE's cast_transpose_dbias).
+// bias gradient's column partials in the same pass (TE's cast_transpose_dbias). Every copy's rows of codes are
+// zero-padded to whole 128-blocks (padded_k; nothing is padded where the width is a multiple of 128), so every
+// dimension, GPT-2 XL's C 1600 included, can be a GEMM's k: beyond TE, whose blockwise quantizer refuses such widths.
 static void linear_cast_blockwise(GPT2* m, LinearCast* c, Fp8Operand* t) {
     cudaDataType_t type = fp8_cuda_type(c->format);
     const int vec128 = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, blk128 = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
     if (c->tensor == LINEAR_WEIGHT) {  // both copies, always: they share the tiles
         Fp8BlockCast1d a = block_cast_of(m, c, FP8_BLOCKWISE_BLOCK);
         Fp8BlockCast2d tiles = {c->inp, c->rows, c->cols, a.cast, c->dst.codes, c->dst.codes_t, c->dst.scale_inv,
-                                c->dst.scale_inv_t, a.amax, a.tensor_amax, a.stats, a.scale_range};
+                                c->dst.scale_inv_t, a.amax, a.tensor_amax, a.stats, a.scale_range, 1};
         cudaCheck(fp8_block_cast_2d(&tiles, m->stream));
-        t->rowwise = gemm_operand(c->dst.codes, type, c->rows, c->cols, 1, c->dst.scale_inv, blk128);
-        t->columnwise = gemm_operand(c->dst.codes_t, type, c->cols, c->rows, 1, c->dst.scale_inv_t, blk128);
+        t->rowwise = gemm_operand(c->dst.codes, type, c->rows, padded_k(c->cols), 1, c->dst.scale_inv, blk128);
+        t->columnwise = gemm_operand(c->dst.codes_t, type, c->cols, padded_k(c->rows), 1, c->dst.scale_inv_t, blk128);
         return;
     }
     // the columnwise copy: in the kept buffers where the module keeps it, made by the training forward's cast
@@ -927,18 +936,24 @@ static void linear_cast_blockwise(GPT2* m, LinearCast* c, Fp8Operand* t) {
     float* scale_inv_t = keeps_t ? c->kept_scale_inv_t : c->dst.scale_inv_t;  // VEC128 of (cols, rows)
     int columnwise = c->columnwise;  // whether this cast makes the columnwise copy
     if (keeps_t) { columnwise = c->operand == LINEAR_INPUT_FPROP && m->training; }
-    if (c->columnwise) { t->columnwise = gemm_operand(codes_t, type, c->cols, c->rows, 1, scale_inv_t, vec128); }
-    if (c->rowwise) { t->rowwise = gemm_operand(c->dst.codes, type, c->rows, c->cols, 1, c->dst.scale_inv, vec128); }
+    if (c->columnwise) {
+        t->columnwise = gemm_operand(codes_t, type, c->cols, padded_k(c->rows), 1, scale_inv_t, vec128);
+    }
+    if (c->rowwise) {
+        t->rowwise = gemm_operand(c->dst.codes, type, c->rows, padded_k(c->cols), 1, c->dst.scale_inv, vec128);
+    }
     if (!c->rowwise && !columnwise) { return; }  // no copy made here (wgrad's kept one; no FP8 GEMM reads one)
     if (!c->inp && c->tensor == LINEAR_GRAD_OUTPUT) { return; }  // made by GELU's backward inside an earlier cast
     Fp8BlockCast1d a = block_cast_of(m, c, FP8_BLOCKWISE_BLOCK);
     if (c->rowwise) {
-        a.rowwise.codes = c->dst.codes;          // (rows, cols)
+        a.rowwise.codes = c->dst.codes;          // (rows, k(cols))
         a.rowwise.scale_inv = c->dst.scale_inv;  // VEC128 of (rows, cols)
+        a.rowwise.k_padded = 1;
     }
     if (columnwise) {
-        a.columnwise.codes = codes_t;
+        a.columnwise.codes = codes_t;  // (cols, k(rows))
         a.columnwise.scale_inv = scale_inv_t;
+        a.columnwise.k_padded = 1;
     }
     block_cast_dbias_begin(m, c, &a);
     cudaCheck(fp8_block_cast_1d(&a, m->stream));

@@ -243,15 +243,29 @@ static inline int linear_input_slice(const LinearPrecision* p, int kind, int rec
     return l_keeps ? shared + kept_before : 0;
 }
 
-// The FP8 copies of the weights: where each module's W (and on the GPU W^T, at the same offset in its own buffer)
-// starts, for the modules that cast their weight; offsets (num_modules) may be NULL. Returns the elements of one copy.
-static inline size_t fp8_weight_layout(const GPT2Config* config, const LinearPrecision* p, size_t* offsets) {
+// The k an FP8 GEMM that reduces over k elements runs with on the GPU, and so the length of every row of its operands'
+// FP8 codes: blockwise, k rounded up to whole 1x128 blocks, the codes past k zero (fp8/block_quantize.cuh's k_padded:
+// cuBLASLt's block-scaled GEMMs take only whole blocks along k, and dev/cuda/fp8_block_gemm checks the zero-padded
+// problems against the CPU); k itself for the other recipes, and blockwise wherever k is a multiple of 128.
+static inline size_t linear_fp8_gemm_k(const LinearPrecision* p, size_t k) {
+    int blockwise = p->precision == PRECISION_FP8 && p->recipe && p->recipe->scaling == FP8_SCALING_BLOCKWISE;
+    return blockwise ? fp8_blockwise_padded_k(k) : k;
+}
+
+// The FP8 copies of the weights: where each module's W starts, for the modules that cast their weight; offsets
+// (num_modules) may be NULL. Returns the elements of one copy. The CPU's copy (gpu_codes 0) is W (OC, IC); the GPU's
+// codes (gpu_codes 1) are W (OC, linear_fp8_gemm_k(IC)) and, at the same offset in a buffer of its own, W^T (IC,
+// linear_fp8_gemm_k(OC)), in linear_fp8_gemm_k(OC) x linear_fp8_gemm_k(IC) per module (OC x IC unless blockwise
+// pads; mxfp8's dequantized copies too).
+static inline size_t fp8_weight_layout(const GPT2Config* config, const LinearPrecision* p, size_t* offsets,
+                                       int gpu_codes) {
     size_t total = 0;
     for (int module = 0; module < linear_num_modules(config->num_layers); module++) {
         if (offsets) { offsets[module] = total; }
         if (linear_casts_weight(p, module)) {
             LinearLayout ll = linear_layout(config, module);
-            total += (size_t)ll.OC * ll.IC;
+            total += gpu_codes ? linear_fp8_gemm_k(p, (size_t)ll.OC) * linear_fp8_gemm_k(p, (size_t)ll.IC)
+                               : (size_t)ll.OC * ll.IC;
         }
     }
     return total;
@@ -287,15 +301,15 @@ static inline size_t fp8_weight_scale_layout(const GPT2Config* config, const Lin
 //   mxfp8             C (and the padded vocabulary Vp of an FP8 LM head) a multiple of 8 and B*T of 16: the block
 //                     casts' 16-byte loads and 16-row tiles (fp8/block_quantize.cuh); its GEMMs are BF16's
 //                     (emulated), which take any shape.
-//   blockwise         every FP8 GEMM's reduction dimension k (IC for fprop, OC for dgrad, B*T for wgrad) a multiple
-//                     of 128, as cuBLASLt's block-scaled GEMM with a partial last block along k is unverified
-//                     (dev/cuda/fp8_block_gemm checks it); an FP8 module's other dimensions, a GEMM's outer ones
-//                     (m, n), multiples of 16 (cuBLASLt's FP8 GEMMs, the casts' transposed copies, the weights' 2D
-//                     cast). A partial block along m or n is taken: each output element still multiplies whole
+//   blockwise         every dimension of an FP8 module, the GEMMs' k (IC for fprop, OC for dgrad, B*T for wgrad)
+//                     and outer dimensions (m, n) alike, a multiple of 16 (cuBLASLt's FP8 GEMMs, the casts'
+//                     transposed copies, the weights' 2D cast). A k that is not a multiple of 128 ends in a partial
+//                     block, which the casts scale from the elements it has and write zero-padded to whole blocks
+//                     (linear_fp8_gemm_k): cuBLASLt's block-scaled GEMM then reduces over the padded k, the padding's
+//                     codes 0. A partial block along m or n is taken as it is: each output element multiplies whole
 //                     blocks along k, each with its own scale, and the scale arrays hold the partial tiles' scales at
-//                     fp8/block.h's indices (ceil(m / 128) tiles; VEC128 per row); dev/cuda/fp8_block_gemm checks that
-//                     too. (With all three GEMMs in FP8 every dimension is some GEMM's k: a partial block only along
-//                     m or n comes with a GEMM overridden to BF16.)
+//                     fp8/block.h's indices (ceil(m / 128) tiles; VEC128 per row). dev/cuda/fp8_block_gemm checks
+//                     both forms against the CPU.
 //   -fp8_attention 1  a head size C/NH that is a multiple of 16 up to 256: cuDNN's FP8 forward on Hopper (the
 //                     frontend's rule; whether this cuDNN has an engine for the shape, the trainer asks it).
 // Returns 0, or -1 with one line naming the first dimension that does not fit and the flags behind it.
@@ -327,12 +341,10 @@ static inline int linear_check_gpu_dims(const GPT2Config* config, const LinearPr
     snprintf(channels_why, sizeof(channels_why), "-C %d", config->channels);
     snprintf(vocab_why, sizeof(vocab_why), "the vocabulary %d padded; -fp8_lm_head 0", config->vocab_size);
     int width_multiple = blockwise ? 16 : 8;  // the GEMMs' 16 (blockwise); the casts' 16-byte loads (mxfp8)
-    static const char* const gemm_names[3] = {"fprop", "dgrad", "wgrad"};
     for (int module = 0; module < linear_num_modules(config->num_layers); module++) {
         if (!linear_is_fp8(p, module)) { continue; }
         LinearLayout ll = linear_layout(config, module);
         int is_head = module == linear_lm_head(config->num_layers), kind = module % LINEARS_PER_BLOCK;
-        const char* module_name = is_head ? "lm_head" : linear_names[kind];
         // a module's three dimensions, each the reduction dimension of one of its GEMMs
         struct { const char* name; long long size; const char* why; LinearGemm reduced_by; } dims[3] = {
             {is_head ? "C" : in_names[kind], ll.IC, channels_why, LINEAR_GEMM_FPROP},
@@ -340,13 +352,6 @@ static inline int linear_check_gpu_dims(const GPT2Config* config, const LinearPr
              LINEAR_GEMM_DGRAD},
             {"B*T", BT, tokens_why, LINEAR_GEMM_WGRAD}};
         for (int d = 0; d < 3; d++) {
-            if (blockwise && linear_gemm_is_fp8(p, module, dims[d].reduced_by) && dims[d].size % 128 != 0) {
-                snprintf(err, errlen, "-fp8_recipe blockwise on the GPU needs every FP8 GEMM to reduce over a "
-                         "multiple of 128, as cuBLASLt's block-scaled GEMM with a partial last block along k is "
-                         "unverified (dev/cuda/fp8_block_gemm checks it): %s's %s reduces over %s = %lld (%s)",
-                         module_name, gemm_names[dims[d].reduced_by], dims[d].name, dims[d].size, dims[d].why);
-                return -1;
-            }
             int multiple = dims[d].reduced_by == LINEAR_GEMM_WGRAD ? 16 : width_multiple;
             if (dims[d].size % multiple != 0) {
                 snprintf(err, errlen, "-fp8_recipe %s on the GPU needs %s to be a multiple of %d (%s): %s is %lld (%s)",

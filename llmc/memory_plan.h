@@ -100,13 +100,15 @@ typedef enum {
     GPU_FP8_DIAG_SAVED,  // (num_slots, 4) uint64: the counters and the block scale ranges before the end of step's
                          // weight casts, which a step the gradient norm skips on the device puts back
     GPU_FP8_DIAG_AMAX,  // (2, num_slots) fp32: each slot's step amax as the last update saw it, and its window amax
-    GPU_WEIGHT_FP8,    // every FP8 module's W (OC, IC), one byte each
-    GPU_WEIGHT_T_FP8,  // and W^T (IC, OC)
-    GPU_X_FP8,         // (B*T, widest input of a module whose fprop or wgrad is FP8)
-    GPU_X_T_FP8,       // (widest input of an FP8 wgrad that casts x^T in the backward, B*T)
-    GPU_INPUT_T_FP8,   // every x^T (IC, B*T) the forward keeps for an FP8 wgrad (fp8_input_t_layout)
-    GPU_DY_FP8,        // (B*T, widest output of a module whose dgrad or wgrad is FP8)
-    GPU_DY_T_FP8,      // its transpose
+    // the FP8 codes, one byte each, every row as long as the k of the GEMM reading it (blockwise: linear_fp8_gemm_k
+    // pads a k off 128 to whole blocks, written as 0 codes; written "k(n)" below, n elsewhere)
+    GPU_WEIGHT_FP8,    // every FP8 module's W (OC, k(IC)) (fp8_weight_layout's GPU codes)
+    GPU_WEIGHT_T_FP8,  // and W^T (IC, k(OC))
+    GPU_X_FP8,         // (B*T, k(widest input of a module whose fprop or wgrad is FP8))
+    GPU_X_T_FP8,       // (widest input of an FP8 wgrad that casts x^T in the backward, k(B*T))
+    GPU_INPUT_T_FP8,   // every x^T (IC, k(B*T)) the forward keeps for an FP8 wgrad (fp8_input_t_layout)
+    GPU_DY_FP8,        // (B*T, k(widest output of a module whose dgrad or wgrad is FP8))
+    GPU_DY_T_FP8,      // its transpose (widest output, k(B*T))
     GPU_WEIGHT_SCALE_INV,    // blockwise: every FP8 module's W scale_invs, BLK128x128 layout (fp8_weight_scale_layout)
     GPU_WEIGHT_T_SCALE_INV,  // blockwise: and W^T's
     GPU_X_SCALE_INV,         // blockwise: x's rowwise scale_invs, VEC128 layout of (B*T, widest input)
@@ -301,18 +303,21 @@ static inline void gpu_memory_plan(GpuMemoryPlan* plan, const GpuMemoryInputs* i
         b[GPU_FP8_DIAG_AMAX] = 2 * (size_t)in->fp8_slots * fp32;
         Fp8ScalingRecipe scaling = in->linear.recipe ? in->linear.recipe->scaling : FP8_SCALING_DELAYED;
         Fp8ScratchWidths w = fp8_scratch_widths(c, &in->linear, in->recompute);
-        size_t weight_elements = fp8_weight_layout(c, &in->linear, NULL);
+        size_t weight_elements = fp8_weight_layout(c, &in->linear, NULL, 1);
         if (scaling == FP8_SCALING_MXFP8) {  // emulated: the casts' values dequantized to bf16, BF16 GEMMs
             b[GPU_WEIGHT_DEQUANTIZED] = b[GPU_WEIGHT_DEQUANTIZED_COLUMNWISE] = weight_elements * bf16;
             b[GPU_X_DEQUANTIZED] = BT * w.x * bf16;
             b[GPU_DY_DEQUANTIZED] = BT * w.dy * bf16;
             b[GPU_DY_DEQUANTIZED_COLUMNWISE] = BT * w.dy_t * bf16;  // (one cast makes both of dy's copies)
-        } else {  // FP8 codes (and, blockwise, their scale_inv arrays)
+        } else {  // FP8 codes (and, blockwise, their scale_inv arrays), rows as long as the GEMMs' k (blockwise pads)
+            const LinearPrecision* lp = &in->linear;
+            size_t BT_k = linear_fp8_gemm_k(lp, BT);  // the columnwise copies' rows: wgrad's k
             b[GPU_WEIGHT_FP8] = b[GPU_WEIGHT_T_FP8] = weight_elements;
-            b[GPU_X_FP8] = BT * w.x;
-            b[GPU_X_T_FP8] = BT * w.x_t;
-            b[GPU_INPUT_T_FP8] = size_mul(BT, fp8_input_t_layout(c, &in->linear, in->recompute, NULL));
-            b[GPU_DY_FP8] = b[GPU_DY_T_FP8] = BT * w.dy;
+            b[GPU_X_FP8] = BT * linear_fp8_gemm_k(lp, w.x);
+            b[GPU_X_T_FP8] = BT_k * w.x_t;
+            b[GPU_INPUT_T_FP8] = size_mul(BT_k, fp8_input_t_layout(c, lp, in->recompute, NULL));
+            b[GPU_DY_FP8] = BT * linear_fp8_gemm_k(lp, w.dy);
+            b[GPU_DY_T_FP8] = BT_k * w.dy;
         }
         if (scaling == FP8_SCALING_BLOCKWISE) {
             b[GPU_WEIGHT_SCALE_INV] = fp8_weight_scale_layout(c, &in->linear, NULL, 0) * fp32;

@@ -402,6 +402,22 @@ static void test_fp8_block_scales_partial_blocks(void) {
           "d48 blockwise at B*T 1000: x's and dy's VEC128 scales, partial blocks counted");
     CHECK(plan.bytes[GPU_INPUT_T_SCALE_INV] == L * 8 * (3 * 1600 + 6400) * 4,
           "d48 blockwise at B*T 1000: the kept x^T's VEC128 scales, %zu bytes", plan.bytes[GPU_INPUT_T_SCALE_INV]);
+    // the codes, every row as long as its GEMM's k padded to whole blocks (linear_fp8_gemm_k): W (OC, k(IC)) and W^T
+    // (IC, k(OC)) in k(OC) x k(IC) per module, qkv 4864 x 1664, attproj 1664 x 1664, fc 6400 x 1664, fcproj 1664 x
+    // 6400; x and dy (1000, 6400), 6400 whole blocks; the columnwise copies' rows k(1000) = 1024
+    CHECK(plan.bytes[GPU_WEIGHT_FP8] == L * 1664 * (4864 + 1664 + 2 * 6400) &&
+              plan.bytes[GPU_WEIGHT_T_FP8] == plan.bytes[GPU_WEIGHT_FP8],
+          "d48 blockwise: the weights' codes padded along k, %zu bytes", plan.bytes[GPU_WEIGHT_FP8]);
+    CHECK(plan.bytes[GPU_X_FP8] == BT * 6400 && plan.bytes[GPU_DY_FP8] == BT * 6400 &&
+              plan.bytes[GPU_DY_T_FP8] == 1024 * 6400 && plan.bytes[GPU_X_T_FP8] == 0 &&
+              plan.bytes[GPU_INPUT_T_FP8] == L * 1024 * (3 * 1600 + 6400),
+          "d48 blockwise at B*T 1000: x's, dy's and the kept x^T's codes, rows padded along k");
+    s.in.config.channels = 1536;  // C 12 x 128: nothing padded but B*T
+    gpu_memory_plan(&plan, &s.in);
+    CHECK(plan.bytes[GPU_WEIGHT_FP8] == L * 12 * 1536 * 1536 && plan.bytes[GPU_X_FP8] == BT * 4 * 1536,
+          "C 1536 blockwise: the weights' and x's codes unpadded");
+    s.in.config.channels = 1600;
+    gpu_memory_plan(&plan, &s.in);
     size_t kept_offsets[4 * 48 + 1];
     fp8_input_t_scale_layout(&s.in.config, &s.in.linear, 0, BT, kept_offsets);
     int kept_misaligned = 0;
@@ -424,8 +440,8 @@ static void test_fp8_block_scales_partial_blocks(void) {
 }
 
 // What the GPU trainer takes of a shape in FP8 (llmc/linear.h's linear_check_gpu_dims; the CPU trainer takes every
-// shape): per-tensor recipes C and B*T multiples of 64; mxfp8 C a multiple of 8 and B*T of 16; blockwise every FP8
-// GEMM's k a multiple of 128 (a partial last k block is unverified on cuBLASLt), the outer dimensions multiples of 16.
+// shape): per-tensor recipes C and B*T multiples of 64; mxfp8 C a multiple of 8 and B*T of 16; blockwise every
+// dimension of an FP8 module a multiple of 16 (a k off 128 runs zero-padded to whole blocks: linear_fp8_gemm_k).
 static void test_gpu_dims(void) {
     const struct {
         const char* recipe;  // delayed, mxfp8, blockwise
@@ -448,21 +464,21 @@ static void test_gpu_dims(void) {
          "-fp8_lm_head 0)"},
         {"mxfp8", 2, 96, 3, 16, 50260, 0, 0, 0, 0, NULL},  // the LM head in BF16: its Vp is no cast's
         {"blockwise", 12, 768, 8, 1024, 0, 0, 0, 0, 1, NULL},
-        {"blockwise", 48, 1600, 8, 1024, 0, 0, 0, 0, 0,
-         "-fp8_recipe blockwise on the GPU needs every FP8 GEMM to reduce over a multiple of 128, as cuBLASLt's "
-         "block-scaled GEMM with a partial last block along k is unverified (dev/cuda/fp8_block_gemm checks it): qkv's "
-         "fprop reduces over C = 1600 (-C 1600)"},
+        {"blockwise", 48, 1600, 8, 1024, 0, 0, 0, 0, 0, NULL},  // k 1600 and 4800 padded to 1664 and 4864
         {"blockwise", 48, 1600, 8, 1024, 0, 1, 1, 0, 0, NULL},  // wgrad alone in FP8: 1600 is outer (m, n) only
         {"blockwise", 2, 128, 2, 40, 0, 0, 0, 1, 0, NULL},      // B*T 80, outer in fprop and dgrad
-        {"blockwise", 2, 128, 2, 40, 0, 0, 0, 0, 0, "qkv's wgrad reduces over B*T = 80 (-b 2 -t 40)"},
+        {"blockwise", 2, 128, 2, 40, 0, 0, 0, 0, 0, NULL},      // B*T 80, wgrad's k, padded to 128
+        {"blockwise", 2, 128, 3, 20, 0, 0, 0, 0, 0,
+         "-fp8_recipe blockwise on the GPU needs B*T to be a multiple of 16 (cuBLASLt's FP8 GEMMs and the block casts' "
+         "tiles): B*T is 60 (-b 3 -t 20)"},
         {"blockwise", 2, 128, 3, 16, 50260, 0, 1, 1, 1, "the padded vocabulary Vp is 50260"},  // fprop FP8: outer Vp
         {"blockwise", 2, 128, 8, 16, 50304, 0, 0, 0, 1, NULL},
         {"blockwise", 2, 128, 3, 16, 50304, 0, 1, 1, 1, NULL},
         {"blockwise", 2, 72, 8, 1024, 0, 1, 1, 0, 0,
          "-fp8_recipe blockwise on the GPU needs every FP8 module's width to be a multiple of 16 (cuBLASLt's FP8 GEMMs "
          "and the block casts' tiles): C is 72 (-C 72)"},
-        {"blockwise", 2, 144, 8, 1024, 0, 0, 1, 1, 0, "qkv's fprop reduces over C = 144 (-C 144)"},
-        {"blockwise", 2, 160, 8, 1024, 0, 1, 0, 1, 0, "qkv's dgrad reduces over 3C = 480 (-C 160)"},
+        {"blockwise", 2, 144, 8, 1024, 0, 0, 0, 0, 0, NULL},    // C 144 = 1.125 blocks, 3C 3.375, 4C 4.5
+        {"blockwise", 2, 160, 8, 1024, 0, 0, 0, 0, 1, NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         Setup s;

@@ -23,15 +23,15 @@ bf16 tensors, against a CPU product in double of the CPU casts' operands (fp8/bl
     indices, then, through gemm_multiply, checked like the above: m or n not a multiple of 128 with k one (B*T 272,
     208 outputs, 1600 outputs, d48's wgrad with outer 4800 x 1600), which the GPU trainer takes; and k not a multiple of
     128 (C 96, 160 and d48's 1600 in fprop and dgrad, B*T 272 and 1040 in wgrad) with both operands' k zero-padded to
-    the next multiple of 128 (codes 0, the same scales), what the trainer can do where cuBLASLt takes no partial k
-    block.
+    the next multiple of 128 (codes 0, the same scales), what the GPU trainer does (llmc/linear.h's
+    linear_fp8_gemm_k: its casts write the padding's 0 codes).
 then TFLOP/s of each block-scaled GEMM at the d12 and d24 shapes (B*T = 64 * 1024) beside the per-tensor FP8 GEMM and
 the BF16 GEMM, each as the trainer issues it, with the heuristic's first algorithm and with the one the trainer's
 -gemm_autotune 8 would choose (printed, never pass/fail); and last (a fault loses the context) the same
 partial-k problems with k as it is, straight to cuBLASLt (gemm_problem_check refuses them): for each, whether its
 heuristic and cublasLtMatmul accept it and, if it runs, whether it is RIGHT (within the bound) or WRONG, then one line
-"partial k blocks as they are: N of 8 right, ..." (printed, never pass/fail: the GPU trainer refuses blockwise where
-an FP8 GEMM's k is not a multiple of 128 until this says what cuBLASLt does).
+"partial k blocks as they are: N of 8 right, ..." (printed, never pass/fail: the GPU trainer pads k instead, and
+gemm_problem_check keeps refusing a block-scaled k off 128).
 
 The scale arrays are filled with NaN before the casts: the casts overwrite every scale a block has, and the padding
 (fp8/block.h: rows to 4 in VEC128, k-blocks to 4 in BLK128x128) stays NaN, so a GEMM reading a scale from anywhere but
@@ -777,8 +777,8 @@ static void test_partial_blocks_through_gemm_multiply(void) {
 }
 
 // A partial last block along k as it is, straight to cuBLASLt (run last: a fault loses the context). Prints what
-// cuBLASLt accepts and whether it is right; fails nothing (the trainer refuses blockwise there until this is known:
-// llmc/linear.h). Returns -1 when the GPU faulted.
+// cuBLASLt accepts and whether it is right; fails nothing (the trainer pads such a k with zero codes instead:
+// llmc/linear.h's linear_fp8_gemm_k). Returns -1 when the GPU faulted.
 static int partial_k_as_is(void) {
     printf("partial blocks along k as they are, straight to cuBLASLt (gemm_problem_check refuses them):\n");
     size_t n_k = sizeof(partial_k_problems) / sizeof(partial_k_problems[0]);
