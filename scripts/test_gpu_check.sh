@@ -371,15 +371,19 @@ else
     fail no_network_says_how "rc $rc: $err"
 fi
 
-# the archive: whole, under its cap, the longest logs cut in the middle when needed
-mkdir -p "$tmp/work/train_fp8"
+# the archive: whole, under its cap, the longest logs cut in the middle when needed, never a model file a later step
+# reads (the xcheck stage's starts)
+mkdir -p "$tmp/work/train_fp8" "$tmp/work/xcheck/model"
 head -c 3000000 /dev/urandom | base64 -w 100 >"$tmp/work/big.log"  # ~4 MB that compresses to ~3 MB
 echo "s:1 trl:7.0" >"$tmp/work/train_fp8/main.log"
+head -c 1200000 /dev/urandom >"$tmp/work/xcheck/model/model_00000001.bin"
+cp "$tmp/work/xcheck/model/model_00000001.bin" "$tmp/model_before.bin"
 mkdir -p "$tmp/archive_out"
 GPU_CHECK_ARCHIVE_MAX_BYTES=1500000 archive_logs "$tmp/work" "$tmp/archive_out/logs.tar.gz"
 archive_rc=$?
 size=$(stat -c %s "$tmp/archive_out/logs.tar.gz" 2>/dev/null || echo 0)
 if [ "$archive_rc" -eq 0 ] && [ "$size" -gt 0 ] && [ "$size" -le 1500000 ] &&
+    cmp -s "$tmp/work/xcheck/model/model_00000001.bin" "$tmp/model_before.bin" &&
     tar -xzOf "$tmp/archive_out/logs.tar.gz" ./big.log | grep -q "cut from the middle of this log" &&
     [ "$(tar -xzOf "$tmp/archive_out/logs.tar.gz" ./train_fp8/main.log)" = "s:1 trl:7.0" ] && [ ! -e "$tmp/archive_out/logs.tar.gz.tmp" ]; then
     pass archive_under_cap
@@ -628,6 +632,17 @@ if [[ $model_cmd == *"./train_gpt_fp8_cpu "*" -L 2 -C 128 -NH 2 -b 4 -t 64 -x 1 
     pass xcheck_fp8_delayed_attention_command
 else
     fail xcheck_fp8_delayed_attention_command "$model_cmd / $cmd"
+fi
+# blockwise at ks off 128 starts from a model of C 160, made once, and runs 15 steps at B*T 192
+model_cmd=$(xcheck_log xcheck_model_c160)
+cmd=$(xcheck_log xcheck_fp8_blockwise_c160)
+if [[ $model_cmd == *"./train_gpt_fp8_cpu "*" -L 2 -C 160 -NH 5 -b 4 -t 64 -x 1 "*"-o "*"/xcheck/c160"* ]] &&
+    [[ $cmd == *" -e "*"/xcheck/c160/model_00000001.bin -b 3 -t 64 -d 384 -x 15 "* ]] &&
+    [[ $cmd == *" -debug_nan_step 3 -precision fp8 -fp8_recipe blockwise"* ]] &&
+    [ "$(tar -tzf "$tmp/dry_xcheck/gpu_check_logs.tar.gz" | grep -c 'xcheck_model')" -eq 3 ]; then
+    pass xcheck_fp8_blockwise_c160_command
+else
+    fail xcheck_fp8_blockwise_c160_command "$model_cmd / $cmd"
 fi
 
 out=$(dry "$tmp/dry3")

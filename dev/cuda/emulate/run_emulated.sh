@@ -4,8 +4,9 @@
 #   - scripts/check_run_faults.sh (the run folder, checkpoints, kills and resumes byte for byte, every refusal);
 #   - the GPU check's xcheck stage, against the CPU trainer within its derived tolerances, in every recipe and FP8
 #     flag it runs but FP8 attention (cuDNN's);
-#   - a killed and resumed run against one never interrupted, every file byte for byte, in the four FP8 recipes and
-#     with gradient accumulation (resume_case, scripts/test_lib.sh; -gemm_autotune 0: the runs are separate).
+#   - a killed and resumed run against one never interrupted, every file byte for byte, in the four FP8 recipes,
+#     blockwise at C 160 (its ks zero-padded) and with gradient accumulation (resume_case, scripts/test_lib.sh;
+#     -gemm_autotune 0: the runs are separate).
 # About 18 minutes of two cores (its parts alone: 3.5, 6 and 8); not in make test (its checks of the same paths run there on the CPU trainer, and
 # test_gpt_fp8 under the emulation). What it cannot show: what the emulation cannot (cuda_emulation.h): cuBLASLt's and
 # cuDNN's bits, speed. Prints each part's PASS/FAIL lines and "run-emulated: N passed, M failed" last.
@@ -44,14 +45,15 @@ fi
 rc=$?
 grep -E '^\| xcheck_' "$TMP/xcheck.table"
 recipes=$(grep -cE '^\| xcheck_(bf16|fp8_[a-z0-9_]+) +\| OK' "$TMP/xcheck.table")
-if [ "$rc" -eq 0 ] && [ "$recipes" -eq 9 ]; then pass "xcheck ($recipes recipes and flags)"; else
-    fail xcheck "rc $rc, $recipes of 9 recipes OK"
+if [ "$rc" -eq 0 ] && [ "$recipes" -eq 10 ]; then pass "xcheck ($recipes recipes and flags)"; else
+    fail xcheck "rc $rc, $recipes of 10 recipes OK"
 fi
 
 TINY="$TINY -gemm_autotune 0"
 resume_case delayed -fp8_amax_history_len 16
 resume_case current -fp8_recipe current
-resume_case blockwise -fp8_recipe blockwise -C 128  # (cuBLASLt's block-scaled GEMMs reduce over multiples of 128)
+resume_case blockwise -fp8_recipe blockwise -C 128
+resume_case blockwise_c160 -fp8_recipe blockwise -C 160 -NH 5  # (ks 160 and 480: zero-padded to whole 128-blocks)
 resume_case mxfp8 -fp8_recipe mxfp8 -C 72 -NH 3 -t 48
 resume_case delayed_accumulation -fp8_amax_history_len 16 -d 1024
 resume_case blockwise_accumulation -fp8_recipe blockwise -C 128 -d 1024
