@@ -7,7 +7,8 @@
 #   - a killed and resumed run against one never interrupted, every file byte for byte, in the four FP8 recipes,
 #     blockwise at C 160 (its ks zero-padded) and with gradient accumulation (resume_case, scripts/test_lib.sh;
 #     -gemm_autotune 0: the runs are separate).
-# About 18 minutes of two cores (its parts alone: 3.5, 6 and 8); not in make test (its checks of the same paths run there on the CPU trainer, and
+# About 18 minutes of two cores before the C 160 cases (its parts alone: 3.5, 6 and 8), 30 with them beside other
+# work; not in make test (its checks of the same paths run there on the CPU trainer, and
 # test_gpt_fp8 under the emulation). What it cannot show: what the emulation cannot (cuda_emulation.h): cuBLASLt's and
 # cuDNN's bits, speed. Prints each part's PASS/FAIL lines and "run-emulated: N passed, M failed" last.
 set -u
