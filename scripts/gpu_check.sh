@@ -1082,7 +1082,8 @@ stage_xcheck() {
         run_step "$step" 60 ./train_gpt_fp8_cpu "${DATA_FLAGS[@]}" $(xcheck_model_shape "$name") -b 4 -t 64 -x 1 -v 0 \
             -s 0 -seed 1337 -precision bf16 -o "$dir/$name"
         rm -f "$dir/$name"/state_*.bin "$dir/$name"/DONE_*  # (the runs load the model file only)
-        add_step_row "$step" "the start of the runs from a model $(xcheck_model_shape "$name"): $name/model_00000001.bin"
+        add_step_row "$step" \
+            "the start of the runs from a model $(xcheck_model_shape "$name"): $name/model_00000001.bin"
     done
     write_summary
     local recipe_model recipe_tolerances
@@ -1104,9 +1105,9 @@ stage_xcheck() {
             ./train_gpt_fp8_cpu "$@" -o "$dir/cpu" || exit 1
             echo "== $compare ${tolerances[*]} $dir/gpu $dir/cpu"
             "$compare" "${tolerances[@]}" "$dir/gpu" "$dir/cpu"' xcheck "$gpu_trainer" "$dir/$recipe" ./dev/compare_runs \
-            "${recipe_tolerances[@]}" -- "${DATA_FLAGS[@]}" -e "$recipe_model" $(xcheck_recipe_batch "$recipe") -v 5 -m 4 \
-            -s 0 -l 1e-3 -u 5 -seed 1337 -fp8_diag_every 0 -debug_nan_step 3 $(xcheck_recipe_flags "$recipe") \
-            ${EXTRA[@]+"${EXTRA[@]}"}
+            "${recipe_tolerances[@]}" -- "${DATA_FLAGS[@]}" -e "$recipe_model" $(xcheck_recipe_batch "$recipe") \
+            -v 5 -m 4 -s 0 -l 1e-3 -u 5 -seed 1337 -fp8_diag_every 0 -debug_nan_step 3 \
+            $(xcheck_recipe_flags "$recipe") ${EXTRA[@]+"${EXTRA[@]}"}
         remove_checkpoints "$dir/$recipe/gpu"
         remove_checkpoints "$dir/$recipe/cpu"
         row "xcheck_$recipe" "$(xcheck_key "$WORK/xcheck_$recipe.log")"
