@@ -279,8 +279,8 @@ typedef struct {
     // delayed, current and blockwise scaling: the x^T (IC, k(B*T)) of every FP8 wgrad whose input the recompute keeps
     // (k: llmc/linear.h's linear_fp8_gemm_k, which blockwise pads), which the forward's cast writes beside x and the
     // backward's wgrad reads, at input_t_offset[module] * k(B*T) (fp8_input_t_layout, linear_keeps_input_t), and
-    // blockwise its VEC128 scale_invs at
-    // input_t_scale_offset[module] (fp8_input_t_scale_layout); the others cast x^T into fp8_x in the backward
+    // blockwise its VEC128 scale_invs at input_t_scale_offset[module] (fp8_input_t_scale_layout); the others cast x^T
+    // into fp8_x in the backward
     uint8_t* input_t_fp8;
     size_t* input_t_offset;
     float* input_t_scale_inv;

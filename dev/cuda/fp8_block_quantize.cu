@@ -902,21 +902,20 @@ static void check_padded_cast(const Tensor* t, Fp8BlockCast cast, int tiles, int
     const size_t ld = fp8_blockwise_padded_k(cols), ld_t = fp8_blockwise_padded_k(rows);
     char what[200];
     cast_name(what, sizeof(what), tiles ? "2d k_padded" : "1d k_padded", t, &cast, 1, columnwise);
-    // CPU: the codes, row-major (rows, cols) and (cols, rows)
+    // CPU: the codes alone, row-major (rows, cols) and (cols, rows) (the scales: the unpadded cast's, below)
     uint8_t* want_codes = (uint8_t*)malloc(n);
     uint8_t* want_codes_t = (uint8_t*)malloc(n);
-    float* cpu_scales = (float*)malloc((fp8_ceil_div(rows, 128) + 1) * (fp8_ceil_div(cols, 128) + 1) * 128 * 4);
     float* scratch = (float*)malloc(2 * n * sizeof(float));
     float cpu_amax = 0.0f;
     Fp8BlockShape shape = {tiles ? FP8_BLOCKWISE_BLOCK : 1, FP8_BLOCKWISE_BLOCK};
-    fp8_quantize_blocks(want_codes, NULL, cpu_scales, t->values, rows, cols, shape, &cast, &cpu_amax, NULL, NULL);
+    fp8_quantize_blocks(want_codes, NULL, NULL, t->values, rows, cols, shape, &cast, &cpu_amax, NULL, NULL);
     if (tiles) {
         for (size_t r = 0; r < rows; r++) {
             for (size_t c = 0; c < cols; c++) { want_codes_t[c * rows + r] = want_codes[r * cols + c]; }
         }
     } else if (columnwise) {
-        fp8_quantize_blocks_columnwise(want_codes_t, NULL, cpu_scales, t->values, rows, cols, FP8_BLOCKWISE_BLOCK,
-                                       &cast, &cpu_amax, NULL, NULL, scratch);
+        fp8_quantize_blocks_columnwise(want_codes_t, NULL, NULL, t->values, rows, cols, FP8_BLOCKWISE_BLOCK, &cast,
+                                       &cpu_amax, NULL, NULL, scratch);
     }
     // GPU: padded into its own buffers; the unpadded cast's scales and cells beside (its columnwise codes only where
     // rows is a multiple of 16, as the unpadded launchers take them)
@@ -993,7 +992,6 @@ static void check_padded_cast(const Tensor* t, Fp8BlockCast cast, int tiles, int
     cast_outputs_free(&padded);
     free(want_codes);
     free(want_codes_t);
-    free(cpu_scales);
     free(scratch);
 }
 
