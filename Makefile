@@ -43,8 +43,13 @@ PYTHON ?= python3
 # CUDA, cuDNN, NCCL detection
 
 NVCC ?= $(shell command -v nvcc 2>/dev/null)
+# A `?=` default is expanded wherever it is used, so one that runs a command (nvcc's path, a Python package's folder)
+# would run it at every use: 16 Python starts and 5.7 s for each make, and tests call make often (the dataset scripts
+# make their tokenizer). `X := $(X)` after it runs the command once; a value given on the command line still wins.
+NVCC := $(NVCC)
 CUDA_ARCH ?= 90
 CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))),/usr/local/cuda)
+CUDA_HOME := $(CUDA_HOME)
 NVCC_FLAGS ?= -O3 -std=c++17 --generate-code arch=compute_$(CUDA_ARCH),code=[compute_$(CUDA_ARCH),sm_$(CUDA_ARCH)] \
               -Xcompiler -Wall,-Wextra,-Werror,$(OMP_FLAGS) -Werror all-warnings
 NVCC_FLAGS += -isystem $(XXHASH_DIR)
@@ -56,6 +61,8 @@ python_pkg_dir = $(shell $(PYTHON) -c "import importlib.util as u, os; s = u.fin
 first_with = $(firstword $(foreach d,$(2),$(if $(wildcard $(d)/include/$(1)),$(d))))
 CUDNN_HOME ?= $(call first_with,cudnn_graph.h,$(CUDA_HOME) /usr/local /usr $(call python_pkg_dir,nvidia.cudnn))
 NCCL_HOME ?= $(call first_with,nccl.h,$(CUDA_HOME) /usr/local /usr $(call python_pkg_dir,nvidia.nccl))
+CUDNN_HOME := $(CUDNN_HOME)
+NCCL_HOME := $(NCCL_HOME)
 
 # -l for a library folder that may hold only the versioned file (the pip packages ship libnccl.so.2, no libnccl.so)
 lib_flag = $(if $(wildcard $(1)/lib$(2).so $(1)/lib64/lib$(2).so),-l$(2),$(if $(wildcard $(1)/lib/lib$(2).so.$(3)),-l:lib$(2).so.$(3),-l$(2)))
@@ -73,6 +80,7 @@ ifneq ($(NO_MULTI_GPU),1)
     MULTI_GPU_FLAGS += -DMULTI_GPU -I$(NCCL_HOME)/include
     MULTI_GPU_LDLIBS += $(call lib_dirs,$(NCCL_HOME)) $(call lib_flag,$(NCCL_HOME),nccl,2)
     MPICC ?= $(shell command -v mpicc 2>/dev/null)
+    MPICC := $(MPICC)
     ifneq ($(NO_USE_MPI),1)
       ifneq ($(MPICC),)
         MPI_COMPILE := $(shell $(MPICC) --showme:compile 2>/dev/null)
@@ -181,6 +189,7 @@ $(shell printf '%s\n' '$(BUILD_FLAGS)' | cmp -s - $(BUILD_FLAGS_STAMP) 2>/dev/nu
 # fuzzing: one libFuzzer harness per file reader (fuzz/), built with clang (Debian's clang package has libFuzzer) by
 # make test and make fuzz; without it they are not built and the fuzz smoke test reports that as a failure
 FUZZ_CC ?= $(firstword $(shell command -v clang-14 clang 2>/dev/null))
+FUZZ_CC := $(FUZZ_CC)
 # (asked only for the goals that use the answer, so a plain make does not pay for the compiler's trial run)
 FUZZ_CAN_BUILD := $(if $(and $(FUZZ_CC),$(filter test fuzz info fuzz/%,$(MAKECMDGOALS))),$(shell printf 'int LLVMFuzzerTestOneInput(const char* d, unsigned long n) { (void)d; (void)n; return 0; }\n' | $(FUZZ_CC) -x c -fsanitize=fuzzer - -o /dev/null 2>/dev/null && echo yes))
 FUZZ_READERS := shard model state tokenizer manifest run_data
