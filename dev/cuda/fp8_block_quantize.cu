@@ -1104,12 +1104,22 @@ static void test_te_edge_rules(void) {
     free_tensor(&t);
 }
 
-// d12's activations and gradients: B*T = 8192 rows of C, 3C and 4C columns, both copies, both recipes and formats;
-// E5M2's blockwise cast (the gradients': d12's grad_output casts) with its column partials
+// The rows of d12's activations: B*T = 8 * 1024. Built for the CPU emulation (dev/cuda/emulate, which CI runs in both
+// thread orders), a quarter of them: the tiles are the same, 2048 rows still make more tiles than the persistent grid
+// has CTAs at 3C and 4C (at C, one tile each), and (8272, 1600) in test_partial_blocks loops over many; 8192 rows took
+// CI's emulated suite 3 minutes of one core.
+#ifdef GPTFP8_CUDA_EMULATION
+#define D12_ROWS 2048
+#else
+#define D12_ROWS 8192
+#endif
+
+// d12's activations and gradients: B*T = 8192 rows (D12_ROWS) of C, 3C and 4C columns, both copies, both recipes and
+// formats; E5M2's blockwise cast (the gradients': d12's grad_output casts) with its column partials
 static void test_d12_activations(void) {
     const int cols[3] = {768, 2304, 3072};
     for (int i = 0; i < 3; i++) {
-        Tensor t = make_tensor(8192, cols[i], VALUES_EDGES, i);
+        Tensor t = make_tensor(D12_ROWS, cols[i], VALUES_EDGES, i);
         for (int f = 0; f < 2; f++) {
             check_cast_1d_with(&t, blockwise_cast(formats[f], 0.0f, 1), 1, 1, formats[f] == FP8_E5M2);
             check_cast_1d(&t, mxfp8_cast(formats[f]), 1, 1);
@@ -1137,7 +1147,7 @@ static const Fp8BlockMade made_gelu = {FP8_BLOCK_FROM_GELU, NULL, NULL, NULL, NU
 // the kept columnwise copy, and the rowwise copy alone), at a partial width (272, 1600: d48's C, rows off 128) and on
 // edge tiles (208, 160: NaN, inf, tiny and huge values through GELU), both formats, with the column partials too.
 static void test_gelu_inside(void) {
-    Tensor x = make_tensor(8192, 3072, VALUES_RANDOM, 0);
+    Tensor x = make_tensor(D12_ROWS, 3072, VALUES_RANDOM, 0);
     Tensor g = gelu_tensor_of(&x);
     check_cast_1d_from(&g, x.d_bf16, &made_gelu, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 1, 0);
     check_cast_1d_from(&g, x.d_bf16, &made_gelu, blockwise_cast(FP8_E4M3, 0.0f, 1), 1, 0, 0);
@@ -1162,8 +1172,8 @@ static void test_gelu_inside(void) {
 // gradient's column partials, as the trainer casts it, in both formats), at a partial width (272, 1600) and on edge
 // tiles (208, 160: NaN, inf, tiny and huge values in the input and in the gradient).
 static void test_gelu_backward_inside(void) {
-    Tensor x = make_tensor(8192, 3072, VALUES_RANDOM, 0);
-    Tensor dout = make_tensor(8192, 3072, VALUES_RANDOM, 1);
+    Tensor x = make_tensor(D12_ROWS, 3072, VALUES_RANDOM, 0);
+    Tensor dout = make_tensor(D12_ROWS, 3072, VALUES_RANDOM, 1);
     Tensor g = made_tensor_of(&x, &dout, NULL);
     Fp8BlockMade made = {FP8_BLOCK_FROM_GELU_BACKWARD, x.d_bf16, NULL, NULL, NULL, NULL};
     for (int f = 0; f < 2; f++) { check_cast_1d_from(&g, dout.d_bf16, &made, blockwise_cast(formats[f], 0.0f, 1), 1, 1, 1); }
@@ -1192,7 +1202,7 @@ static void test_gelu_backward_inside(void) {
 // (272, 1600) and on edge tiles (208, 160: NaN, inf, tiny and huge values in a row make its statistics NaN or inf),
 // both formats; the LayerNorm weight and bias random in [-2, 2).
 static void test_layernorm_inside(void) {
-    const int shapes[3][2] = {{8192, 768}, {272, 1600}, {208, 160}};
+    const int shapes[3][2] = {{D12_ROWS, 768}, {272, 1600}, {208, 160}};
     for (int s = 0; s < 3; s++) {
         int rows = shapes[s][0], cols = shapes[s][1];
         Tensor x = make_tensor(rows, cols, s == 0 ? VALUES_RANDOM : VALUES_EDGES, s);

@@ -5,7 +5,9 @@
 #     lanes within them, run between barriers first to last, then last to first);
 #   trainer (suite test_emulated_trainer): test_gpt_fp8, the GPU trainer against the CPU reference, every case but
 #     cuDNN's, its GEMMs on the CPU (cublas_emulation.h), in the forward order (its kernels' own checks take both). A
-#     case it skips is a failure: every one of them can run here.
+#     case it skips is a failure: every one of them can run here. Left out (--skip): the medium model's five FP8
+#     steps (55 s of one core here, a fifth of the suite), a numeric check for a GPU whose code runs here in the
+#     medium BF16 case, the fused casts at C 384 and the FP8 cases at other shapes.
 # Each program must end with its "<suite>: N passed, 0 failed" line and exit 0; a failure shows its failed checks.
 set -u
 cd "$(dirname "$0")/../../.."
@@ -16,7 +18,8 @@ case $mode in
     kernels) suite=test_emulated orders="forward reverse"
              programs="test_cuda_emulation fp8_block_quantize fp8_update fp8_current_scaling fp8_quantize classifier
                        gelu_fp8 layernorm layernorm_fp8 adamw" ;;
-    trainer) suite=test_emulated_trainer orders=forward programs=test_gpt_fp8 ;;
+    trainer) suite=test_emulated_trainer orders=forward programs=test_gpt_fp8
+             skip="--skip test_medium_fp8_state_after_1_and_5_steps" ;;
     *) echo "usage: $0 [kernels|trainer]" >&2; exit 2 ;;
 esac
 for p in $programs; do
@@ -28,7 +31,7 @@ for p in $programs; do
     name=$p
     [ "$p" = test_gpt_fp8 ] && name=gpt-gpu  # (test_gpt_fp8's suite name)
     for order in $orders; do
-        out=$(CUDA_EMULATION_ORDER=$order "$exe" 2>&1)
+        out=$(CUDA_EMULATION_ORDER=$order "$exe" ${skip:-} 2>&1)
         rc=$?
         summary=$(printf '%s\n' "$out" | grep -a -E "^$name: [0-9]+ passed, 0 failed$" | tail -n 1)
         skipped=$(printf '%s\n' "$out" | grep -a -E '^ *SKIP' | head -n 5)
