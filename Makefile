@@ -296,15 +296,19 @@ dev/cast_one_tensor: dev/cast_one_tensor.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC
 dev/model_logits: dev/model_logits.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
+# The host-only tests below launch no kernel: their device code is compiled to PTX alone (ptxas, most of their
+# compile time, skipped; a GPU would compile the PTX when loading it)
+NVCC_HOST_TEST_FLAGS = $(subst code=[compute_$(CUDA_ARCH)$(comma)sm_$(CUDA_ARCH)],code=compute_$(CUDA_ARCH),$(NVCC_FLAGS))
+
 # Host-only: compares fp8.h with cuda_fp8.h's conversions and compiles the shared headers as device code.
 fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/testing.h | check-nvcc
-	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
+	$(NVCC) $(NVCC_HOST_TEST_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
 # Host-only: the host helpers of the GPU kernels (no GPU needed)
 llmc/test_kernels_host: llmc/test_kernels_host.cu llmc/encoder.cuh llmc/cuda_common.cuh llmc/cuda_utils.cuh llmc/gemm.cuh \
                         llmc/gelu.cuh llmc/gelu_math.h llmc/gelu_fp8.cuh llmc/layernorm.cuh llmc/layernorm_fp8.cuh fp8/quantize.cuh $(FP8_HEADERS) llmc/rand.h llmc/gpu_idle.h \
                         llmc/testing.h | check-nvcc
-	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
+	$(NVCC) $(NVCC_HOST_TEST_FLAGS) $< -o $@ $(NVCC_LDLIBS)
 
 dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) $(KERNEL_HEADERS) dev/cuda/cast_check.h dev/cuda/bench.h \
             llmc/rand.h llmc/gpt2.h llmc/gelu_math.h llmc/testing.h llmc/tolerance.h | check-nvcc
