@@ -29,7 +29,9 @@ cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export TRANSFORMERS_VERBOSITY=error  # the loaders' progress bars and length warnings are not test output
 
-if ! python3 -c "import torch, transformers, safetensors, tokenizers, xxhash" 2>/dev/null; then
+# (found, not imported: importing torch and transformers takes 10 s here, and every export below does it anyway)
+if ! python3 -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in sys.argv[1:]))" \
+    torch transformers safetensors tokenizers xxhash 2>/dev/null; then
     fail python_packages "torch, transformers, safetensors, tokenizers and xxhash must import (make deps)"
     finish export_hf
 fi
