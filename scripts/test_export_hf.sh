@@ -42,8 +42,32 @@ LOGITS=./dev/model_logits
 if [ ! -x "$LOGITS" ]; then fail build "$LOGITS missing (make dev/model_logits)"; finish export_hf; fi
 TRAINER=./train_gpt_fp8_cpu
 trainer_suite_setup export_hf
-EXPORT="python3 scripts/export_hf.py"
 VAL=$DATA/tiny_shakespeare_val.bin
+
+# Every export imports torch and transformers, 10-12 s of its 12 s here: after the first (the script itself, as a user
+# runs it), the exports and the Pythons that import transformers run in children forked from one Python that imported
+# them once (scripts/preloaded_python.py, started now so it imports while the model trains). Each is still a process
+# of its own, with its own pid, exit status and files. The quick refusals (before export_hf.py's imports) run the
+# script itself.
+mkfifo "$TMP/requests" "$TMP/answers"
+python3 scripts/preloaded_python.py "$TMP/requests" "$TMP/answers" >"$TMP/preloaded.log" 2>&1 &
+exec 7>"$TMP/requests" 8<"$TMP/answers"
+preloaded_requests=0
+preloaded() {  # script args...: python3 SCRIPT ARGS </dev/null, its stdout, stderr and exit status this function's
+    local request=$TMP/request.$((++preloaded_requests)) rc
+    if [ "$preloaded_requests" -eq 1 ] && { ! read -r preloaded_ready <&8 || [ "$preloaded_ready" != ready ]; }; then
+        preloaded_ready="preloaded_python.py: ${preloaded_ready:-ended}"
+    fi
+    [ "$preloaded_ready" = ready ] || { echo "$preloaded_ready" >&2; return 99; }
+    printf '%s\0' "$request.out" "$request.err" "$@" >"$request"
+    echo "$request" >&7
+    read -r rc <&8 || { echo "preloaded_python.py ended" >&2; return 99; }
+    cat "$request.out"
+    cat "$request.err" >&2
+    return "$rc"
+}
+EXPORT="python3 scripts/export_hf.py"  # the script itself, as a user runs it: the first export, the quick refusals
+FULL_EXPORT=$EXPORT                     # the exports that get as far as torch: preloaded after the first
 
 # the model: 40 steps of a small one (fp32, so the steps are quick; a checkpoint holds fp32 masters in any precision)
 B=4
@@ -71,7 +95,7 @@ if [ -z "$val_line" ]; then fail trainer_val_loss "no 'val loss' line from -x 0"
 export_ok() {  # name, outdir, args...: exit 0 and the folder's files
     local name=$1 out=$2
     shift 2
-    if $EXPORT "$@" "$out" >"$TMP/$name.log" 2>&1 && [ -f "$out/config.json" ] && [ -f "$out/model.safetensors" ]; then
+    if $FULL_EXPORT "$@" "$out" >"$TMP/$name.log" 2>&1 && [ -f "$out/config.json" ] && [ -f "$out/model.safetensors" ]; then
         pass "$name"
     else
         fail "$name" "$(tail -n 2 "$TMP/$name.log")"
@@ -80,6 +104,7 @@ export_ok() {  # name, outdir, args...: exit 0 and the folder's files
 export_ok export_fp32 "$TMP/hf_fp32" "$MODEL" --tokenizer "$DATA/tokenizer.bin"
 [ -f "$TMP/hf_fp32/tokenizer.json" ] && [ -f "$TMP/hf_fp32/tokenizer_config.json" ] && pass tokenizer_written ||
     fail tokenizer_written "no tokenizer.json/tokenizer_config.json in $TMP/hf_fp32"
+FULL_EXPORT="preloaded scripts/export_hf.py"
 export_ok export_bf16 "$TMP/hf_bf16" "$MODEL" --dtype bf16
 
 # small files written as llm.c and our tokenizer write them: the trained model as version 5 (bf16, round to nearest
@@ -128,7 +153,7 @@ export_ok export_v5_to_fp32 "$TMP/hf_v5_fp32" "$TMP/model_v5.bin" --dtype fp32
 note_only() {  # name, tokenizer, expected text of the note
     local name=$1 tokenizer=$2 expected=$3
     rm -rf "$TMP/hf_$name"
-    out=$($EXPORT "$TMP/small.bin" "$TMP/hf_$name" --tokenizer "$tokenizer" 2>&1)
+    out=$($FULL_EXPORT "$TMP/small.bin" "$TMP/hf_$name" --tokenizer "$tokenizer" 2>&1)
     notes=$(printf '%s\n' "$out" | grep -c 'tokenizer not exported')
     if [ "$notes" -eq 1 ] && printf '%s\n' "$out" | grep -q "$expected" &&
         [ -f "$TMP/hf_$name/model.safetensors" ] && [ ! -e "$TMP/hf_$name/tokenizer.json" ]; then
@@ -177,7 +202,7 @@ refused() {
 }
 # exported ARGS...: exit 0, its output in $TMP/exported.out and .err (else the reason in $why)
 exported() {
-    $EXPORT "$@" >"$TMP/exported.out" 2>"$TMP/exported.err"
+    $FULL_EXPORT "$@" >"$TMP/exported.out" 2>"$TMP/exported.err"
     local rc=$?
     why="exit $rc, stderr: $(head -c 400 "$TMP/exported.err"), stdout: $(head -c 300 "$TMP/exported.out")"
     [ $rc -eq 0 ]
@@ -224,7 +249,7 @@ if refused "$EARLIER exists and is not empty (an earlier export: --force replace
 else
     fail error_earlier_export_needs_force "$why"
 fi
-python3 - "$TMP/small.bin" "$EARLIER" >"$TMP/failed_writes.txt" 2>&1 <<'PY'
+cat >"$TMP/failed_writes.py" <<'PY'
 import glob, os, sys
 sys.path.insert(0, "scripts")
 import export_hf
@@ -283,6 +308,7 @@ os.rename = flaky_rename
 failed_export("failed_commit_keeps_export", f"rename into place failing (fired: {bool(fired)})")
 os.rename = real_rename
 PY
+preloaded "$TMP/failed_writes.py" "$TMP/small.bin" "$EARLIER" >"$TMP/failed_writes.txt" 2>&1
 rc=$?
 grep -q '^FAIL\|^PASS' "$TMP/failed_writes.txt" || fail failed_writes "exit $rc: $(tail -n 3 "$TMP/failed_writes.txt")"
 while IFS= read -r line; do
@@ -432,7 +458,7 @@ bad_record two_tokenizers "3: a second tokenizer record" "$(printf 'gptfp8 run d
 
 # the checks that need transformers, in one Python process (torch's import is most of its time): one line each,
 # "PASS name" or "FAIL name: why", counted below
-python3 - "$TMP" "$B" "$T" "$M" "$VAL" "$DATA/tokenizer.bin" "$val_line" >"$TMP/checks.txt" 2>"$TMP/checks.err" <<'PY'
+cat >"$TMP/checks.py" <<'PY'
 import os, random, subprocess, sys
 import numpy as np
 import torch
@@ -618,6 +644,8 @@ v5 = AutoModelForCausalLM.from_pretrained(f"{tmp}/hf_v5").eval()
 check("v5_loads", v5.dtype == torch.bfloat16 and torch.isfinite(logits_of(v5, batch(0)[0])).all(),
       f"loaded as {v5.dtype}")
 PY
+preloaded "$TMP/checks.py" "$TMP" "$B" "$T" "$M" "$VAL" "$DATA/tokenizer.bin" "$val_line" >"$TMP/checks.txt" \
+    2>"$TMP/checks.err"
 rc=$?
 while IFS= read -r line; do
     case $line in
