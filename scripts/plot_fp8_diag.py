@@ -139,7 +139,9 @@ def grid_figure(plt, data, steps, draw, title, ylabel, yscale, styles=()):
                 ax.set_yticks([])
             ax.grid(alpha=0.3, which="both" if yscale == "log" else "major")
             fmt = next(iter(per_layer.values()))["format"]
-            ax.set_title(f"{gemm} {tensor} ({fmt})", fontsize=10)
+            # (y given: matplotlib then skips lifting the title clear of top ticks, which the panels have none of,
+            # a measurement of every panel's ticks: 1 s of a set's 8 on 2 cores, the same pixels)
+            ax.set_title(f"{gemm} {tensor} ({fmt})", fontsize=10, y=1.0)
             if j == 0:
                 ax.set_ylabel(ylabel)
             if i == len(tensors) - 1:
