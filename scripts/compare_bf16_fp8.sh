@@ -26,6 +26,8 @@
 #             (scripts/has_gpu.sh), else the CPU one
 #   PROGRESS  bar (one updating line per run; the default on a terminal) or lines (a step line every STEPS/20 steps,
 #             plus every val loss and warning; the default when the output is not a terminal)
+#   RUNS      the runs to make, by name, separated by spaces or commas: bf16 (always made: the others' baseline), fp8
+#             (delayed scaling), fp8_current, fp8_blockwise, fp8_mxfp8, fp8_attention (default: all this trainer runs)
 # Flags after -- go to every run and win over the defaults (a later flag wins), e.g. -- -l 1e-3.
 # Each run starts anew in OUT/<run> (-start_over 1: a rerun replaces the last one's checkpoints and logs there).
 set -euo pipefail
@@ -53,20 +55,33 @@ GPU_MODEL=(-e d12 -b 16 -t 1024 -v 50 -m 20 -l 6e-4 -u 50 -q 0.1)
 GPU_STEPS=400
 # The runs, in order: a name (its folder), its label in the plot and its flags. The first is the baseline of the
 # plot's gaps; the FP8 runs' diagnostics are drawn too (DIAG_RUNS: run name and the prefix of its pictures). The CUDA
-# trainer runs blockwise (BLOCKWISE_RUN, BLOCKWISE_DIAG) only on compute capability 9.0, where cuBLASLt has its
-# block-scaled GEMMs; FP8 attention (ATTENTION_RUN, ATTENTION_DIAG, the last) is the CPU trainer's run: the CUDA
-# trainer's goes through cuDNN's FP8 graph, which gpu_check's xcheck and bench stages compare and time.
+# trainer runs blockwise only on compute capability 9.0, where cuBLASLt has its block-scaled GEMMs; FP8 attention is
+# the CPU trainer's run: the CUDA trainer's goes through cuDNN's FP8 graph, which gpu_check's xcheck and bench stages
+# compare and time.
 RUN_NAMES=(bf16 fp8 fp8_current fp8_blockwise fp8_mxfp8 fp8_attention)
 RUN_LABELS=("bf16" "fp8 delayed" "fp8 current" "fp8 blockwise" "fp8 mxfp8" "fp8 attention")
 RUN_FLAGS=("-precision bf16" "-precision fp8" "-precision fp8 -fp8_recipe current" "-precision fp8 -fp8_recipe blockwise"
            "-precision fp8 -fp8_recipe mxfp8" "-precision fp8 -fp8_attention 1")
 DIAG_RUNS=("fp8 fp8_delayed" "fp8_current fp8_current" "fp8_blockwise fp8_blockwise" "fp8_mxfp8 fp8_mxfp8"
            "fp8_attention fp8_attention")
-BLOCKWISE_RUN=3
-BLOCKWISE_DIAG=2
-ATTENTION_RUN=5
-ATTENTION_DIAG=4
 # ---------------------------------------------------------------------------------------------------------------------
+
+drop_run() {  # name: that run left out, its flags, label and diagnostics pictures with it
+    local i names=() labels=() flags=() diags=()
+    for i in "${!RUN_NAMES[@]}"; do
+        [ "${RUN_NAMES[i]}" = "$1" ] && continue
+        names+=("${RUN_NAMES[i]}")
+        labels+=("${RUN_LABELS[i]}")
+        flags+=("${RUN_FLAGS[i]}")
+    done
+    for i in "${!DIAG_RUNS[@]}"; do
+        [ "${DIAG_RUNS[i]%% *}" = "$1" ] || diags+=("${DIAG_RUNS[i]}")
+    done
+    RUN_NAMES=("${names[@]}")
+    RUN_LABELS=("${labels[@]}")
+    RUN_FLAGS=("${flags[@]}")
+    DIAG_RUNS=(${diags[@]+"${diags[@]}"})
+}
 
 extra=()
 if [ $# -gt 0 ]; then
@@ -95,23 +110,14 @@ case $(basename "$trainer") in
         model=("${GPU_MODEL[@]}")
         steps=${STEPS:-$GPU_STEPS}
         noise=()
-        # (the last run first, so that blockwise's indices below stay where they are)
-        unset "RUN_NAMES[ATTENTION_RUN]" "RUN_LABELS[ATTENTION_RUN]" "RUN_FLAGS[ATTENTION_RUN]" "DIAG_RUNS[ATTENTION_DIAG]"
-        RUN_NAMES=("${RUN_NAMES[@]}")
-        RUN_LABELS=("${RUN_LABELS[@]}")
-        RUN_FLAGS=("${RUN_FLAGS[@]}")
-        DIAG_RUNS=("${DIAG_RUNS[@]}")
+        drop_run fp8_attention
         capability=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ')
         if [ "$capability" = 9.0 ]; then
             echo "compare_bf16_fp8: CUDA trainer ($gpu); mxfp8 is emulated there (BF16 GEMMs): its accuracy, not its speed"
         else
             echo "compare_bf16_fp8: CUDA trainer ($gpu); blockwise left out: its block-scaled GEMMs need compute" \
                 "capability 9.0 (this GPU: ${capability:-unknown}); mxfp8 emulated (BF16 GEMMs)"
-            unset "RUN_NAMES[BLOCKWISE_RUN]" "RUN_LABELS[BLOCKWISE_RUN]" "RUN_FLAGS[BLOCKWISE_RUN]" "DIAG_RUNS[BLOCKWISE_DIAG]"
-            RUN_NAMES=("${RUN_NAMES[@]}")
-            RUN_LABELS=("${RUN_LABELS[@]}")
-            RUN_FLAGS=("${RUN_FLAGS[@]}")
-            DIAG_RUNS=("${DIAG_RUNS[@]}")
+            drop_run fp8_blockwise
         fi
         ;;
     train_gpt_fp8_cpu)
@@ -126,6 +132,24 @@ case $(basename "$trainer") in
         exit 1
         ;;
 esac
+# RUNS: a subset of the runs this trainer makes (one it leaves out, or a name it does not know, is refused)
+if [ -n "${RUNS:-}" ]; then
+    read -r -a wanted <<<"${RUNS//,/ }"
+    for name in "${wanted[@]}"; do
+        if [[ " ${RUN_NAMES[*]} " != *" $name "* ]]; then
+            echo "compare_bf16_fp8: error: RUNS=$RUNS: $name is not one of this trainer's runs (${RUN_NAMES[*]})" >&2
+            exit 1
+        fi
+    done
+    all_runs=${RUN_NAMES[*]}
+    for name in "${RUN_NAMES[@]}"; do
+        [ "$name" = bf16 ] || [[ " ${wanted[*]} " == *" $name "* ]] || drop_run "$name"
+    done
+    if [ "${#RUN_NAMES[@]}" -lt 2 ]; then
+        echo "compare_bf16_fp8: error: RUNS=$RUNS: no FP8 run to compare with bf16 (this trainer's: ${all_runs#bf16 })" >&2
+        exit 1
+    fi
+fi
 # STEPS is every run's -x: 0 would train nothing (the trainer's -x 0 evaluates a model file) and compare nothing
 if ! [[ $steps =~ ^[1-9][0-9]{0,8}$ ]]; then
     echo "compare_bf16_fp8: error: STEPS=$steps: expected the steps of each run, a whole number from 1 (the runs are" \
@@ -296,7 +320,7 @@ python3 scripts/plot_losses.py --out "$out/bf16_vs_fp8.png" --gap-tsv "$out/gap.
     ${noise[@]+"${noise[@]}"} "${plot_args[@]}" \
     --title "$(basename "$trainer") on $dataset: ${model[*]} ${extra[*]+${extra[*]} }-x $steps -seed $seed"$'\n'"$(IFS=','; echo "${RUN_LABELS[*]}" | sed 's/,/, /g')"
 diag_pictures=""
-for diag in "${DIAG_RUNS[@]}"; do
+for diag in ${DIAG_RUNS[@]+"${DIAG_RUNS[@]}"}; do
     read -r name prefix <<<"$diag"
     python3 scripts/plot_fp8_diag.py "$out/$name/fp8_diag.tsv" --out-dir "$out" --prefix "$prefix" \
         --title "FP8 ${prefix#fp8_} scaling, ${model[*]:0:6}"

@@ -2,7 +2,7 @@
 # scripts/test_run_scripts.sh — CPU test of the multi-GPU run scripts: syntax, the commands they would run (DRY_RUN=1)
 # for mpirun on one node, by hand over TCP without mpirun, mpirun over a hostfile, and srun; and their one-line errors.
 # Also make train's script (scripts/compare_bf16_fp8.sh) with a stand-in trainer: its progress bar fits 80 columns,
-# STEPS=0 and a run of no step are one line each; and the Makefile's llm.c targets and help.
+# STEPS=0 and a run of no step are one line each, RUNS picks runs; and the Makefile's llm.c targets and help.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/test_lib.sh
@@ -103,6 +103,21 @@ if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c error)" -eq 1 ] &&
 else
     fail compare_run_of_no_step "rc $rc: $out"
 fi
+# RUNS: those runs beside bf16, in the usual order (test_prepare_dataset.sh: their diagnostics alone, on the CPU
+# trainer); a name the trainer does not run, or no FP8 run, refused in one line
+out=$(env DATA="$TMP/tiny" OUT="$TMP/subset" TRAINER="$TMP/fake/train_gpt_fp8_cpu" STEPS=10 PROGRESS=lines \
+    RUNS="fp8_mxfp8, fp8" ./scripts/compare_bf16_fp8.sh 2>&1)
+if printf '%s\n' "$out" | grep -q "^compare_bf16_fp8: 3 runs (bf16 fp8 fp8_mxfp8) of 10 steps" &&
+    [ "$(printf '%s\n' "$out" | grep -c "^compare_bf16_fp8: run [0-9]/3: ")" -eq 3 ] &&
+    [ "$(find "$TMP/subset" -mindepth 1 -maxdepth 1 -type d -printf '%f ' | tr ' ' '\n' | sort | paste -sd' ')" = \
+        "bf16 fp8 fp8_mxfp8" ]; then
+    pass compare_runs_subset
+else
+    fail compare_runs_subset "$(printf '%s\n' "$out" | grep -e 'runs (' -e error); folders: $(ls "$TMP/subset")"
+fi
+check compare_runs_unknown "compare_bf16_fp8: error: RUNS=fp8 fp8_e4m3: fp8_e4m3 is not one of this trainer's runs (bf16 fp8 fp8_current fp8_blockwise fp8_mxfp8 fp8_attention)" \
+    compare STEPS=10 RUNS="fp8 fp8_e4m3"
+check compare_runs_bf16_alone "compare_bf16_fp8: error: RUNS=bf16: no FP8 run to compare with bf16" compare STEPS=10 RUNS=bf16
 # llm.c's targets point to this project's; make help names the runs and every knob of make train (one make: its
 # probes of the compilers and the GPU take seconds)
 out=$(make -s help train_gpt2 2>&1)
@@ -115,6 +130,7 @@ else
 fi
 if printf '%s\n' "$out" | grep -q "BF16 and FP8 delayed, current, blockwise, mxfp8" &&
     printf '%s\n' "$out" | grep -q "a sixth run, delayed with FP8 attention" && printf '%s\n' "$out" | grep -q "STEPS OUT SEED INPUT DATA TRAINER" &&
+    printf '%s\n' "$out" | grep -q "^  RUNS=fp8,fp8_current  make train: only these runs beside bf16" &&
     printf '%s\n' "$out" | grep -q "^  PROGRESS=bar|lines " && ! printf '%s\n' "$out" | grep -q "FP8 (delayed scaling) GPT"; then
     pass make_help_names_the_runs_and_knobs
 else
