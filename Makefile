@@ -384,7 +384,7 @@ fuzz: $(FUZZ_PROGRAMS)
 # C. SCRIPT_TEST_COMMANDS test Python and shell (plots, the profile summary, the launchers, the GPU check's script, the
 # export): the C programs they start are the ones the C suites already run under the sanitizers, so a sanitized
 # build would add time (minutes of CI's 20) and no check. For the same reason the sanitized pass trains
-# test_train_gpt_fp8.sh's eight learning runs 30 steps instead of 300 (TEST_TRAIN_STEPS; its partial-block runs 30
+# test_train_gpt_fp8.sh's eight learning runs 20 steps instead of 300 (TEST_TRAIN_STEPS; its partial-block runs 20
 # instead of 60): the plain pass checks the learning, this one the memory.
 # Each list is in order of time taken, longest first (CI's log prints it: "slowest: ..."), since make test runs the
 # suites TEST_JOBS at a time in the order given, and a long one started last would end the run alone.
@@ -444,7 +444,7 @@ test: $(TEST_BUILD)
 	@rm -rf $(SANITIZER_LOG_DIR) && mkdir -p $(SANITIZER_LOG_DIR)
 	@$(TEST_DATA)
 	@ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:log_path=$(SANITIZER_LOG_DIR)/asan \
-	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SANITIZER_LOG_DIR)/ubsan TEST_TRAIN_STEPS=30 \
+	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SANITIZER_LOG_DIR)/ubsan TEST_TRAIN_STEPS=20 \
 	  ./scripts/run_tests.sh --jobs $(TEST_JOBS) $(C_TEST_COMMANDS) \
 	  --then "./scripts/check_sanitizer_reports.sh $(SANITIZER_LOG_DIR)"
 else
