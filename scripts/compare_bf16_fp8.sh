@@ -111,7 +111,8 @@ case $(basename "$trainer") in
         steps=${STEPS:-$GPU_STEPS}
         noise=()
         drop_run fp8_attention
-        capability=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ')
+        # (no nvidia-smi: the capability is unknown, not a silent exit under pipefail)
+        capability=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' || true)
         if [ "$capability" = 9.0 ]; then
             echo "compare_bf16_fp8: CUDA trainer ($gpu); mxfp8 is emulated there (BF16 GEMMs): its accuracy, not its speed"
         else
