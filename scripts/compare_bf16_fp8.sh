@@ -112,7 +112,8 @@ case $(basename "$trainer") in
         noise=()
         drop_run fp8_attention
         # (no nvidia-smi: the capability is unknown, not a silent exit under pipefail)
-        capability=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' || true)
+        capability=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' ||
+            true)
         if [ "$capability" = 9.0 ]; then
             echo "compare_bf16_fp8: CUDA trainer ($gpu); mxfp8 is emulated there (BF16 GEMMs): its accuracy, not its speed"
         else
@@ -147,7 +148,8 @@ if [ -n "${RUNS:-}" ]; then
         [ "$name" = bf16 ] || [[ " ${wanted[*]} " == *" $name "* ]] || drop_run "$name"
     done
     if [ "${#RUN_NAMES[@]}" -lt 2 ]; then
-        echo "compare_bf16_fp8: error: RUNS=$RUNS: no FP8 run to compare with bf16 (this trainer's: ${all_runs#bf16 })" >&2
+        echo "compare_bf16_fp8: error: RUNS=$RUNS: no FP8 run to compare with bf16 (this trainer's:" \
+            "${all_runs#bf16 })" >&2
         exit 1
     fi
 fi

@@ -1,4 +1,5 @@
-"""scripts/preloaded_python.py — for scripts/test_export_hf.sh: many Python runs, torch and transformers imported once.
+"""scripts/preloaded_python.py — for scripts/test_export_hf.sh: many Python runs, torch and transformers imported
+once.
 
 Importing torch and transformers is 10-12 s of each export's 12 s on a 2-core CI machine, and that suite runs about
 twenty Pythons that import them. This imports them once, then serves requests: for each it forks a child that runs

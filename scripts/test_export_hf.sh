@@ -95,7 +95,8 @@ if [ -z "$val_line" ]; then fail trainer_val_loss "no 'val loss' line from -x 0"
 export_ok() {  # name, outdir, args...: exit 0 and the folder's files
     local name=$1 out=$2
     shift 2
-    if $FULL_EXPORT "$@" "$out" >"$TMP/$name.log" 2>&1 && [ -f "$out/config.json" ] && [ -f "$out/model.safetensors" ]; then
+    if $FULL_EXPORT "$@" "$out" >"$TMP/$name.log" 2>&1 && [ -f "$out/config.json" ] &&
+        [ -f "$out/model.safetensors" ]; then
         pass "$name"
     else
         fail "$name" "$(tail -n 2 "$TMP/$name.log")"

@@ -115,9 +115,10 @@ if printf '%s\n' "$out" | grep -q "^compare_bf16_fp8: 3 runs (bf16 fp8 fp8_mxfp8
 else
     fail compare_runs_subset "$(printf '%s\n' "$out" | grep -e 'runs (' -e error); folders: $(ls "$TMP/subset")"
 fi
-check compare_runs_unknown "compare_bf16_fp8: error: RUNS=fp8 fp8_e4m3: fp8_e4m3 is not one of this trainer's runs (bf16 fp8 fp8_current fp8_blockwise fp8_mxfp8 fp8_attention)" \
-    compare STEPS=10 RUNS="fp8 fp8_e4m3"
-check compare_runs_bf16_alone "compare_bf16_fp8: error: RUNS=bf16: no FP8 run to compare with bf16" compare STEPS=10 RUNS=bf16
+check compare_runs_unknown "compare_bf16_fp8: error: RUNS=fp8 fp8_e4m3: fp8_e4m3 is not one of this trainer's runs \
+(bf16 fp8 fp8_current fp8_blockwise fp8_mxfp8 fp8_attention)" compare STEPS=10 RUNS="fp8 fp8_e4m3"
+check compare_runs_bf16_alone "compare_bf16_fp8: error: RUNS=bf16: no FP8 run to compare with bf16" \
+    compare STEPS=10 RUNS=bf16
 # the CUDA trainer (a stand-in by its name): no CPU-only FP8 attention run, blockwise only on compute capability 9.0
 # (none without nvidia-smi: said, not a silent exit), and RUNS refuses what it does not run
 mkdir -p "$TMP/fake_gpu"
@@ -130,7 +131,8 @@ out=$(env DATA="$TMP/tiny" OUT="$TMP/cuda" TRAINER="$TMP/fake_gpu/train_gpt_fp8"
 if printf '%s\n' "$out" | grep -q "^compare_bf16_fp8: $(wc -w <<<"$cuda_runs") runs ($cuda_runs) of 10 steps"; then
     pass compare_cuda_trainer_runs
 else
-    fail compare_cuda_trainer_runs "wanted the runs $cuda_runs: $(printf '%s\n' "$out" | grep -e 'runs (' -e error | head -n 3)"
+    fail compare_cuda_trainer_runs "wanted the runs $cuda_runs: $(printf '%s\n' "$out" | grep -e 'runs (' -e error |
+        head -n 3)"
 fi
 check compare_cuda_trainer_refuses_attention_run \
     "compare_bf16_fp8: error: RUNS=fp8_attention: fp8_attention is not one of this trainer's runs ($cuda_runs)" \
