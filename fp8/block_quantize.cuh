@@ -51,7 +51,14 @@ and its columns' weight and bias: the bytes layernorm_forward would have written
 (the casts without them compile as they did); blockwise's only (mxfp8's casts never take these tensors fused).
 
 How they keep up with a device copy (a pure stream: the speed is how many bytes each SM keeps in flight towards HBM,
-and how little the other work stalls it):
+and how little the other work stalls it) — or rather, on an H100 (RESULTS.md), how they did not: the 1D cast of both
+copies at a third of a copy's bandwidth, the 2D cast at two thirds. Where the time goes is a GPU profile's to say
+(ncu's warp stall reasons); what the SASS (nvdisasm) showed without one: the lean 1D blockwise cast issued about 1680
+instructions a thread a tile on its common path (26 for each of its 64 elements), of which the 16 lanes of each 1x128
+block computing its scale on every trip (an IEEE division and a reciprocal, each inside its own branch region, so
+that the trips' chains could not overlap) were half the rowwise pass; every FP8 conversion was issued twice (both
+formats under a predicate: the format is an argument); and each cp.async computed its own 64-bit address. Each is
+now done once (below): about 1150 instructions, and one division chain a warp instead of eight.
   - A persistent grid: FP8_BLOCK_CTAS_PER_SM CTAs of 256 threads per SM, each looping over 128 x 128 tiles (tile
     blockIdx.x, then every gridDim.x-th). The tile-level reductions (the tensor amax, the counts, the scale range)
     run once per CTA at the end, not once per tile.
@@ -62,8 +69,11 @@ and how little the other work stalls it):
     warp reading 128 contiguous bytes), the columnwise pass 4 bytes a thread (a bf16x2 column pair: a warp reads 128
     contiguous bytes of one row); neither has a bank conflict.
   - Rowwise: thread t casts 8 elements (16 bytes) of each of 8 rows; a 1x128 block is 16 neighbouring lanes, a 1x32
-    block 4, so a block's amax is one max.u16x2 per 4 elements in the thread and 4 (or 2) shuffles. The codes go
-    straight to global memory, 8 bytes a lane (a half warp writes a 128-byte row), the dequantized bf16 16 bytes a lane.
+    block 4, so a block's amax is one max.u16x2 per 4 elements in the thread and 4 (or 2) shuffles. The amaxes of all
+    8 trips first, then each block's scale computed once by one lane (a warp's 16 or 64 blocks: one or two scale
+    computations a lane), then the casts, each lane taking its block's scale by a shuffle. The codes go straight to
+    global memory, 8 bytes a lane (a half warp writes a 128-byte row), the dequantized bf16 16 bytes a lane.
+  - The format (E4M3 or E5M2, an argument) is branched on once around each run of conversions, not per conversion.
   - Columnwise: thread t holds a column pair over 32 rows (32 bf16x2 words in registers, one max.u16x2 each gives both
     columns' maxima); a 32x1 block is the thread's own, a 128x1 block the max of 4 threads' (one exchange in shared
     memory). The codes, 32 per column, go into a transposed byte tile in shared memory (16-byte stores, the 16-byte
@@ -262,11 +272,11 @@ __device__ __forceinline__ uint32_t fp8_block_amax_skip_nan(const uint32_t (&wor
     return amax_bits;
 }
 
-// Eight bf16 (four pairs) cast with `scale`: eight codes, first value in the lowest byte; with COUNT, what the cast
-// clipped and flushed.
-template <bool COUNT>
-__device__ __forceinline__ uint2 fp8_block_cast8(const uint32_t (&w)[4], float scale, Fp8Format format,
-                                                 Fp8CastCounts* counts) {
+// Eight bf16 (four pairs) cast with `scale` into FORMAT: eight codes, first value in the lowest byte; with COUNT,
+// what the cast clipped and flushed.
+template <bool COUNT, int FORMAT>
+__device__ __forceinline__ uint2 fp8_block_cast8_as(const uint32_t (&w)[4], float scale, Fp8CastCounts* counts) {
+    const Fp8Format format = (Fp8Format)FORMAT;
     uint32_t pairs[4];
 #pragma unroll
     for (int j = 0; j < 4; j++) {
@@ -281,16 +291,39 @@ __device__ __forceinline__ uint2 fp8_block_cast8(const uint32_t (&w)[4], float s
     return make_uint2(pairs[0] | (pairs[1] << 16), pairs[2] | (pairs[3] << 16));
 }
 
-// Two codes (the low 16 bits: first in the low byte) to the values the GEMM multiplies, fp8_to_float(code) *
+// The same with the format known only at run time. One branch around each format's conversions: with the format an
+// argument, the compiler issues both formats' conversions, each under a predicate, and keeps one (twice the F2FP and
+// PRMT instructions).
+template <bool COUNT>
+__device__ __forceinline__ uint2 fp8_block_cast8(const uint32_t (&w)[4], float scale, Fp8Format format,
+                                                 Fp8CastCounts* counts) {
+    if (format == FP8_E4M3) { return fp8_block_cast8_as<COUNT, FP8_E4M3>(w, scale, counts); }
+    return fp8_block_cast8_as<COUNT, FP8_E5M2>(w, scale, counts);
+}
+
+// Two codes (the low 16 bits: first in the low byte) of FORMAT to the values the GEMM multiplies, fp8_to_float(code) *
 // scale_inv, rounded to bf16 (a packed pair). The hardware's FP8 -> fp16 conversion is exact (every FP8 value is an
 // fp16), and so is fp16 -> fp32: the product is the CPU's.
-__device__ __forceinline__ uint32_t fp8_block_dequantize2(uint32_t codes, Fp8Format format, float scale_inv_lo,
-                                                          float scale_inv_hi) {
+template <int FORMAT>
+__device__ __forceinline__ uint32_t fp8_block_dequantize2_as(uint32_t codes, float scale_inv_lo, float scale_inv_hi) {
     __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(codes & 0xFFFFu),
-                                                 format == FP8_E4M3 ? __NV_E4M3 : __NV_E5M2);
+                                                 FORMAT == FP8_E4M3 ? __NV_E4M3 : __NV_E5M2);
     float2 values = __half22float2(__half2(raw));
     __nv_bfloat162 out = __floats2bfloat162_rn(values.x * scale_inv_lo, values.y * scale_inv_hi);
     return *reinterpret_cast<uint32_t*>(&out);
+}
+
+// Eight codes (a rowwise cast's uint2) dequantized with one scale_inv: eight bf16, the format branched on once
+template <int FORMAT>
+__device__ __forceinline__ uint4 fp8_block_dequantize8_as(uint2 codes, float scale_inv) {
+    return make_uint4(fp8_block_dequantize2_as<FORMAT>(codes.x, scale_inv, scale_inv),
+                      fp8_block_dequantize2_as<FORMAT>(codes.x >> 16, scale_inv, scale_inv),
+                      fp8_block_dequantize2_as<FORMAT>(codes.y, scale_inv, scale_inv),
+                      fp8_block_dequantize2_as<FORMAT>(codes.y >> 16, scale_inv, scale_inv));
+}
+__device__ __forceinline__ uint4 fp8_block_dequantize8(uint2 codes, Fp8Format format, float scale_inv) {
+    if (format == FP8_E4M3) { return fp8_block_dequantize8_as<FP8_E4M3>(codes, scale_inv); }
+    return fp8_block_dequantize8_as<FP8_E5M2>(codes, scale_inv);
 }
 
 // What the diagnostics keep of one block: its scale in the thread's running min and max (float bits, which order
@@ -315,77 +348,139 @@ __device__ __forceinline__ int fp8_block_codes_offset(int c, int chunk) {
 // ----------------------------------------------------------------------------
 // the passes over one tile
 
-// The tile at (row0, col0) into `dst` (row-major 128 x 128 bf16), zeros outside the tensor, by cp.async: thread t's
-// 8 16-byte copies (rows t / 16 + 16 i, elements (t % 16) * 8 ..) all in flight at once. A chunk is all in or all out
-// of the tensor (cols % 8 == 0).
-__device__ __forceinline__ void fp8_block_load_tile(__nv_bfloat16* dst, const Fp8BlockKernelArgs& a, int tile) {
-    const int row0 = tile / a.tiles_per_row * FP8_BLOCK_TILE, col0 = tile % a.tiles_per_row * FP8_BLOCK_TILE;
+// Where tile `tile` starts in the tensor: its first row and column (one division; the kernel's loop makes one a trip)
+typedef struct {
+    int row0, col0;
+} Fp8BlockTileOrigin;
+__device__ __forceinline__ Fp8BlockTileOrigin fp8_block_tile_origin(const Fp8BlockKernelArgs& a, int tile) {
+    const int tile_row = tile / a.tiles_per_row;
+    return {tile_row * FP8_BLOCK_TILE, (tile - tile_row * a.tiles_per_row) * FP8_BLOCK_TILE};
+}
+
+// The tile at `at` into `dst` (row-major 128 x 128 bf16), zeros outside the tensor, by cp.async: thread t's 8 16-byte
+// copies (rows t / 16 + 16 i, elements (t % 16) * 8 ..) all in flight at once, their sources one pointer stepped by 16
+// rows (not a 64-bit product of its own a copy). A chunk is all in or all out of the tensor (cols % 8 == 0).
+__device__ __forceinline__ void fp8_block_load_tile(__nv_bfloat16* dst, const Fp8BlockKernelArgs& a,
+                                                    Fp8BlockTileOrigin at) {
     const int r_first = threadIdx.x / 16, c = threadIdx.x % 16 * 8;
+    const bool col_inside = at.col0 + c < a.cols;
+    const int rows_left = a.rows - at.row0;  // rows of the tile inside the tensor (more than 128: all)
+    const size_t step = (size_t)16 * a.cols;
+    const __nv_bfloat16* src = a.inp + (size_t)(at.row0 + r_first) * a.cols + at.col0 + c;
 #pragma unroll
-    for (int i = 0; i < 8; i++) {
-        int r = r_first + 16 * i;
-        bool valid = row0 + r < a.rows && col0 + c < a.cols;
-        const __nv_bfloat16* src = valid ? a.inp + (size_t)(row0 + r) * a.cols + col0 + c : a.inp;
-        fp8_cp_async16(dst + r * FP8_BLOCK_TILE + c, src, valid);
+    for (int i = 0; i < 8; i++, src += step) {
+        const int r = r_first + 16 * i;
+        const bool valid = col_inside && r < rows_left;
+        fp8_cp_async16(dst + r * FP8_BLOCK_TILE + c, valid ? src : a.inp, valid);
     }
 }
 
-// The rowwise copy of one tile: thread t casts elements (t % 16) * 8 .. + 7 of rows t / 16 + 16 i (i < 8). 1D: the
-// block's amax over its 16 (1x128) or 4 (1x32) lanes, its scale, the scale's store by the block's first lane; 2D: the
-// tile's scale `tile_scale`. The codes (and the dequantized bf16) go straight to global memory; where the codes' rows
-// are padded (codes_ld > cols), the tile's zeros past the tensor's edge go out as the padding's 0 codes.
-template <bool COUNT, int KIND>
-__device__ __forceinline__ void fp8_block_rowwise_pass(const Fp8BlockKernelArgs& a, const __nv_bfloat16* tile,
-                                                       int row0, int col0, Fp8BlockScale tile_scale,
-                                                       Fp8BlockThreadState* th) {
-    constexpr int lanes_per_block = KIND == FP8_BLOCK_MX32 ? FP8_MXFP8_BLOCK / 8 : FP8_BLOCKWISE_BLOCK / 8;
-    const Fp8Format format = a.cast.format;
+// The codes by rows of one 2D tile, every element with the tile's scale: thread t casts elements (t % 16) * 8 .. + 7
+// of rows t / 16 + 16 i (i < 8) and writes them straight to global memory, 8 bytes a lane (a half warp writes a
+// 128-byte row); where the codes' rows are padded (codes_ld > cols), the tile's zeros past the tensor's edge go out
+// as the padding's 0 codes.
+template <bool COUNT>
+__device__ __forceinline__ void fp8_block_tile_rows_pass(const Fp8BlockKernelArgs& a, const __nv_bfloat16* tile,
+                                                         int row0, int col0, float scale, Fp8BlockThreadState* th) {
     const int cc = threadIdx.x % 16, col = col0 + cc * 8;
-    const bool col_valid = col < a.cols, col_coded = col < a.codes_ld;  // (the padding: codes only, all 0)
-    const int e8m0_per_row = (a.cols + FP8_MXFP8_BLOCK - 1) / FP8_MXFP8_BLOCK;
+    if (col >= a.codes_ld) { return; }
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         const int r = threadIdx.x / 16 + 16 * i, row = row0 + r;
+        if (row >= a.rows) { continue; }
         const uint4 v = *reinterpret_cast<const uint4*>(tile + r * FP8_BLOCK_TILE + cc * 8);
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-        Fp8BlockScale s = tile_scale;
-        uint32_t block_amax = 0u;
-        if (KIND != FP8_BLOCK_TILES) {
-            uint32_t halves = __vmaxu2(__vmaxu2(fp8_bf16x2_magnitudes(w[0]), fp8_bf16x2_magnitudes(w[1])),
-                                       __vmaxu2(fp8_bf16x2_magnitudes(w[2]), fp8_bf16x2_magnitudes(w[3])));
-            uint32_t all = fp8_halves_max(halves);  // zeros beyond the tensor's edge: they change no maximum
-            th->thread_max = max(th->thread_max, all);
-            block_amax = all > 0x7F800000u ? fp8_block_amax_skip_nan<0>(w) : all;
-            // every lane shuffles (a warp-uniform loop), the ones past the tensor's edge included
-#pragma unroll
-            for (int offset = lanes_per_block / 2; offset > 0; offset /= 2) {
-                block_amax = max(block_amax, __shfl_xor_sync(0xFFFFFFFFu, block_amax, offset));
-            }
-        }
-        if (row >= a.rows || !col_coded) { continue; }
-        if (KIND != FP8_BLOCK_TILES) { s = fp8_block_scale(&a.cast, __uint_as_float(block_amax)); }
         // (zeros past the edge count nothing: neither clipped nor flushed)
-        const uint2 codes = fp8_block_cast8<COUNT>(w, s.scale, format, &th->counts);
-        if (a.rowwise.codes) { *reinterpret_cast<uint2*>(a.rowwise.codes + (size_t)row * a.codes_ld + col) = codes; }
-        if (KIND == FP8_BLOCK_TILES || !col_valid) { continue; }
-        const size_t offset = (size_t)row * a.cols + col;
-        if (a.rowwise.dequantized) {
-            uint4 out;
-            out.x = fp8_block_dequantize2(codes.x, format, s.scale_inv, s.scale_inv);
-            out.y = fp8_block_dequantize2(codes.x >> 16, format, s.scale_inv, s.scale_inv);
-            out.z = fp8_block_dequantize2(codes.y, format, s.scale_inv, s.scale_inv);
-            out.w = fp8_block_dequantize2(codes.y >> 16, format, s.scale_inv, s.scale_inv);
-            *reinterpret_cast<uint4*>(a.rowwise.dequantized + offset) = out;
+        const uint2 codes = fp8_block_cast8<COUNT>(w, scale, a.cast.format, &th->counts);
+        *reinterpret_cast<uint2*>(a.rowwise.codes + (size_t)row * a.codes_ld + col) = codes;
+    }
+}
+
+// The rowwise copy of one 1D tile. Thread t holds elements (t % 16) * 8 .. + 7 of rows t / 16 + 16 i in trip i (i <
+// 8): a warp's trip is two rows; a 1x128 block is 16 neighbouring lanes (two blocks a trip), a 1x32 block 4 (eight a
+// trip). Three steps, so that each block's scale is computed once, by one lane, rather than by every lane of the block
+// on every trip (fp8_block_scale, an IEEE division and a reciprocal behind branches, was then about half of the
+// pass's instructions, and eight chains of dependent instructions a tile that could not overlap):
+//   1. every trip's block amaxes, each block's lanes' maxima met by shuffles; the warp's blocks are its "slots",
+//      slot s block s % blocks_per_trip of trip s / blocks_per_trip, and lane l keeps the amax of slot l (and of
+//      slot l + 32: the 64 slots of 1x32 blocks);
+//   2. each lane computes its slots' scales and stores them (with the diagnostics, adds them to the scale range);
+//   3. every trip again from shared memory: each lane takes its block's scale from the lane that holds it, casts, and
+//      writes the codes (and the dequantized bf16) straight to global memory, 8 (16) bytes a lane; where the codes'
+//      rows are padded (codes_ld > cols), the tile's zeros past the tensor's edge go out as the padding's 0 codes.
+template <bool COUNT, int KIND>
+__device__ __forceinline__ void fp8_block_rowwise_pass(const Fp8BlockKernelArgs& a, const __nv_bfloat16* tile,
+                                                       int row0, int col0, Fp8BlockThreadState* th) {
+    constexpr int lanes_per_block = KIND == FP8_BLOCK_MX32 ? FP8_MXFP8_BLOCK / 8 : FP8_BLOCKWISE_BLOCK / 8;
+    constexpr int blocks_per_trip = 32 / lanes_per_block;                     // 2 or 8
+    constexpr int slots = 8 * blocks_per_trip, rounds = (slots + 31) / 32;   // 16 and 1, or 64 and 2
+    const Fp8Format format = a.cast.format;
+    const int lane = threadIdx.x % 32, cc = threadIdx.x % 16, col = col0 + cc * 8;
+    const bool col_valid = col < a.cols, col_coded = col < a.codes_ld;  // (the padding: codes only, all 0)
+
+    uint32_t slot_amax[rounds];
+#pragma unroll
+    for (int round = 0; round < rounds; round++) { slot_amax[round] = 0u; }
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int r = threadIdx.x / 16 + 16 * i;
+        const uint4 v = *reinterpret_cast<const uint4*>(tile + r * FP8_BLOCK_TILE + cc * 8);
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+        uint32_t halves = __vmaxu2(__vmaxu2(fp8_bf16x2_magnitudes(w[0]), fp8_bf16x2_magnitudes(w[1])),
+                                   __vmaxu2(fp8_bf16x2_magnitudes(w[2]), fp8_bf16x2_magnitudes(w[3])));
+        uint32_t all = fp8_halves_max(halves);  // zeros beyond the tensor's edge: they change no maximum
+        th->thread_max = max(th->thread_max, all);
+        uint32_t block_amax = all > 0x7F800000u ? fp8_block_amax_skip_nan<0>(w) : all;
+        // every lane shuffles (warp-uniform loops), the ones past the tensor's edge included
+#pragma unroll
+        for (int offset = lanes_per_block / 2; offset > 0; offset /= 2) {
+            block_amax = max(block_amax, __shfl_xor_sync(0xFFFFFFFFu, block_amax, offset));
         }
-        if (cc % lanes_per_block == 0) {  // the block's first lane: its scale
-            if (KIND == FP8_BLOCK_VEC128 && a.rowwise.scale_inv) {
-                a.rowwise.scale_inv[fp8_vec128_scale_index((size_t)row, (size_t)(col / FP8_BLOCKWISE_BLOCK),
-                                                           (size_t)a.rows)] = s.scale_inv;
-            }
-            if (KIND == FP8_BLOCK_MX32 && a.rowwise.e8m0) {
-                a.rowwise.e8m0[(size_t)row * e8m0_per_row + col / FP8_MXFP8_BLOCK] = s.e8m0;
-            }
-            if (COUNT) { fp8_block_scale_range_add(th, block_amax, s.scale); }
+        // block lane % blocks_per_trip of this trip, from its first lane, kept by the lanes whose slot it is
+        const uint32_t amax_of_block = __shfl_sync(0xFFFFFFFFu, block_amax, lane % blocks_per_trip * lanes_per_block);
+#pragma unroll
+        for (int round = 0; round < rounds; round++) {
+            if ((32 * round + lane) / blocks_per_trip == i) { slot_amax[round] = amax_of_block; }
+        }
+    }
+
+    float slot_scale[rounds], slot_scale_inv[rounds];
+    const int e8m0_per_row = (a.cols + FP8_MXFP8_BLOCK - 1) / FP8_MXFP8_BLOCK;
+#pragma unroll
+    for (int round = 0; round < rounds; round++) {
+        const Fp8BlockScale s = fp8_block_scale(&a.cast, __uint_as_float(slot_amax[round]));
+        slot_scale[round] = s.scale;
+        slot_scale_inv[round] = s.scale_inv;
+        const int slot = 32 * round + lane, first_lane = slot % blocks_per_trip * lanes_per_block;
+        const int row = row0 + threadIdx.x / 32 * 2 + first_lane / 16 + 16 * (slot / blocks_per_trip);
+        const int block_col = col0 + first_lane % 16 * 8;
+        if (slot >= slots || row >= a.rows || block_col >= a.cols) { continue; }
+        if (KIND == FP8_BLOCK_VEC128 && a.rowwise.scale_inv) {
+            a.rowwise.scale_inv[fp8_vec128_scale_index((size_t)row, (size_t)(block_col / FP8_BLOCKWISE_BLOCK),
+                                                       (size_t)a.rows)] = s.scale_inv;
+        }
+        if (KIND == FP8_BLOCK_MX32 && a.rowwise.e8m0) {
+            a.rowwise.e8m0[(size_t)row * e8m0_per_row + block_col / FP8_MXFP8_BLOCK] = s.e8m0;
+        }
+        if (COUNT) { fp8_block_scale_range_add(th, slot_amax[round], s.scale); }
+    }
+
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int r = threadIdx.x / 16 + 16 * i, row = row0 + r;
+        const int slot = i * blocks_per_trip + lane / lanes_per_block, round = i * blocks_per_trip / 32;
+        const float scale = __shfl_sync(0xFFFFFFFFu, slot_scale[round], slot % 32);
+        const float scale_inv = a.rowwise.dequantized ? __shfl_sync(0xFFFFFFFFu, slot_scale_inv[round], slot % 32)
+                                                      : 0.0f;
+        if (row >= a.rows || !col_coded) { continue; }
+        const uint4 v = *reinterpret_cast<const uint4*>(tile + r * FP8_BLOCK_TILE + cc * 8);
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+        // (zeros past the edge count nothing: neither clipped nor flushed)
+        const uint2 codes = fp8_block_cast8<COUNT>(w, scale, format, &th->counts);
+        if (a.rowwise.codes) { *reinterpret_cast<uint2*>(a.rowwise.codes + (size_t)row * a.codes_ld + col) = codes; }
+        if (col_valid && a.rowwise.dequantized) {
+            *reinterpret_cast<uint4*>(a.rowwise.dequantized + (size_t)row * a.cols + col) =
+                fp8_block_dequantize8(codes, format, scale_inv);
         }
     }
 }
@@ -410,11 +505,12 @@ __device__ __forceinline__ void fp8_block_read_column_pair(const __nv_bfloat16* 
     *amax_hi = hi > 0x7F800000u ? fp8_block_amax_skip_nan<2>(w) : hi;
 }
 
-// The 32 codes of one column (`high`: the high halves of w, else the low ones) cast with `scale`, packed 4 to a word
-// in row order (cvt pairs along the column: two rows' values of the same column); with COUNT, the counts.
-template <bool COUNT>
-__device__ __forceinline__ void fp8_block_cast_column32(const uint32_t (&w)[32], bool high, float scale,
-                                                        Fp8Format format, uint32_t (&q)[8], Fp8CastCounts* counts) {
+// The 32 codes of one column (`high`: the high halves of w, else the low ones) cast with `scale` into FORMAT, packed 4
+// to a word in row order (cvt pairs along the column: two rows' values of the same column); with COUNT, the counts.
+template <bool COUNT, int FORMAT>
+__device__ __forceinline__ void fp8_block_cast_column32_as(const uint32_t (&w)[32], bool high, float scale,
+                                                           uint32_t (&q)[8], Fp8CastCounts* counts) {
+    const Fp8Format format = (Fp8Format)FORMAT;
 #pragma unroll
     for (int j = 0; j < 32; j += 2) {
         float x0 = high ? fp8_bf16_hi(w[j]) : fp8_bf16_lo(w[j]);
@@ -430,6 +526,21 @@ __device__ __forceinline__ void fp8_block_cast_column32(const uint32_t (&w)[32],
             fp8_count(counts, x0, x0 * scale, pair & 0xFFu, fp8_max_value);
             fp8_count(counts, x1, x1 * scale, pair >> 8, fp8_max_value);
         }
+    }
+}
+
+// A column pair's 64 codes (q_lo: the low halves' column cast with scale_lo, q_hi: the high halves' with scale_hi),
+// the format branched on once (fp8_block_cast8's reason)
+template <bool COUNT>
+__device__ __forceinline__ void fp8_block_cast_column_pair(const uint32_t (&w)[32], float scale_lo, float scale_hi,
+                                                           Fp8Format format, uint32_t (&q_lo)[8], uint32_t (&q_hi)[8],
+                                                           Fp8CastCounts* counts) {
+    if (format == FP8_E4M3) {
+        fp8_block_cast_column32_as<COUNT, FP8_E4M3>(w, false, scale_lo, q_lo, counts);
+        fp8_block_cast_column32_as<COUNT, FP8_E4M3>(w, true, scale_hi, q_hi, counts);
+    } else {
+        fp8_block_cast_column32_as<COUNT, FP8_E5M2>(w, false, scale_lo, q_lo, counts);
+        fp8_block_cast_column32_as<COUNT, FP8_E5M2>(w, true, scale_hi, q_hi, counts);
     }
 }
 
@@ -461,6 +572,25 @@ __device__ __forceinline__ void fp8_block_write_codes_t(uint8_t* codes_t, const 
     }
 }
 
+// A column pair's 32 rows of codes (q_lo, q_hi as fp8_block_cast_column_pair packs them) dequantized into `out` (the
+// pair's first row, inp's layout, ld bf16 a row), one bf16x2 a row, the rows from rows_left on (past the tensor's edge)
+// not written
+template <int FORMAT>
+__device__ __forceinline__ void fp8_block_dequantize_column_pair_as(__nv_bfloat16* out, int ld, int rows_left,
+                                                                    const uint32_t (&q_lo)[8],
+                                                                    const uint32_t (&q_hi)[8], float scale_inv_lo,
+                                                                    float scale_inv_hi) {
+#pragma unroll
+    for (int j = 0; j < 32; j++) {
+        // row j's two codes: byte j % 4 of word j / 4 of each column
+        uint32_t pair = __byte_perm(q_lo[j / 4], q_hi[j / 4], (j % 4) | ((4 + j % 4) << 4));
+        if (j < rows_left) {
+            reinterpret_cast<uint32_t*>(out + (size_t)j * ld)[0] =
+                fp8_block_dequantize2_as<FORMAT>(pair, scale_inv_lo, scale_inv_hi);
+        }
+    }
+}
+
 // The columnwise copy of one 1D tile: thread t's column pair over 32 rows; a 32x1 block is the thread's own, a 128x1
 // block the 4 row segments' maxima met in shared memory. Codes into the transposed byte tile (written out after the
 // caller's barrier), the dequantized bf16 pairs straight to global memory in inp's layout, the scales by the thread
@@ -488,20 +618,18 @@ __device__ __forceinline__ void fp8_block_columnwise_pass(const Fp8BlockKernelAr
     const Fp8BlockScale s_hi = fp8_block_scale(&a.cast, __uint_as_float(amax_hi));
     uint32_t q_lo[8], q_hi[8];
     // the counts only for the elements inside the tensor (the others are zeros, which count nothing anyway)
-    fp8_block_cast_column32<COUNT>(w, false, s_lo.scale, format, q_lo, &th->counts);
-    fp8_block_cast_column32<COUNT>(w, true, s_hi.scale, format, q_hi, &th->counts);
+    fp8_block_cast_column_pair<COUNT>(w, s_lo.scale, s_hi.scale, format, q_lo, q_hi, &th->counts);
     if (a.columnwise.codes) { fp8_block_store_codes_t(codes_tile, c, segment, q_lo, q_hi); }
     if (!col_valid) { return; }
     if (a.columnwise.dequantized) {
-#pragma unroll
-        for (int j = 0; j < 32; j++) {
-            const int row = row0 + segment * 32 + j;
-            // row j's two codes: byte j % 4 of word j / 4 of each column
-            uint32_t pair = __byte_perm(q_lo[j / 4], q_hi[j / 4], (j % 4) | ((4 + j % 4) << 4));
-            if (row < a.rows) {
-                reinterpret_cast<uint32_t*>(a.columnwise.dequantized + (size_t)row * a.cols + col)[0] =
-                    fp8_block_dequantize2(pair, format, s_lo.scale_inv, s_hi.scale_inv);
-            }
+        __nv_bfloat16* out = a.columnwise.dequantized + (size_t)(row0 + segment * 32) * a.cols + col;
+        const int rows_left = a.rows - (row0 + segment * 32);
+        if (format == FP8_E4M3) {
+            fp8_block_dequantize_column_pair_as<FP8_E4M3>(out, a.cols, rows_left, q_lo, q_hi, s_lo.scale_inv,
+                                                          s_hi.scale_inv);
+        } else {
+            fp8_block_dequantize_column_pair_as<FP8_E5M2>(out, a.cols, rows_left, q_lo, q_hi, s_lo.scale_inv,
+                                                          s_hi.scale_inv);
         }
     }
     if (KIND == FP8_BLOCK_VEC128 && segment == 0) {
@@ -534,8 +662,7 @@ __device__ __forceinline__ void fp8_block_columnwise_pass(const Fp8BlockKernelAr
 // counts there: one cast), the two scale_invs by thread 0. Leaves the byte tile for the caller to write out.
 template <bool COUNT>
 __device__ __forceinline__ void fp8_block_tile_pass(const Fp8BlockKernelArgs& a, const __nv_bfloat16* tile,
-                                                    uint8_t* codes_tile, int tile_index, int row0, int col0,
-                                                    Fp8BlockThreadState* th) {
+                                                    uint8_t* codes_tile, int row0, int col0, Fp8BlockThreadState* th) {
     __shared__ unsigned int warp_amax[FP8_BLOCK_THREADS / 32];
     const int p = threadIdx.x % 64, segment = threadIdx.x / 64;
     uint32_t w[32], amax_lo, amax_hi;
@@ -548,12 +675,11 @@ __device__ __forceinline__ void fp8_block_tile_pass(const Fp8BlockKernelArgs& a,
     for (int i = 0; i < FP8_BLOCK_THREADS / 32; i++) { tile_amax = max(tile_amax, warp_amax[i]); }
     const Fp8BlockScale s = fp8_block_scale(&a.cast, __uint_as_float(tile_amax));
     uint32_t q_lo[8], q_hi[8];
-    fp8_block_cast_column32<false>(w, false, s.scale, a.cast.format, q_lo, &th->counts);
-    fp8_block_cast_column32<false>(w, true, s.scale, a.cast.format, q_hi, &th->counts);
+    fp8_block_cast_column_pair<false>(w, s.scale, s.scale, a.cast.format, q_lo, q_hi, &th->counts);
     fp8_block_store_codes_t(codes_tile, 2 * p, segment, q_lo, q_hi);
-    fp8_block_rowwise_pass<COUNT, FP8_BLOCK_TILES>(a, tile, row0, col0, s, th);
+    fp8_block_tile_rows_pass<COUNT>(a, tile, row0, col0, s.scale, th);
     if (threadIdx.x == 0) {
-        const size_t tile_m = (size_t)(tile_index / a.tiles_per_row), tile_k = (size_t)(tile_index % a.tiles_per_row);
+        const size_t tile_m = (size_t)(row0 / FP8_BLOCK_TILE), tile_k = (size_t)(col0 / FP8_BLOCK_TILE);
         a.tile_scale_inv[fp8_blk128_scale_index(tile_m, tile_k, (size_t)a.cols)] = s.scale_inv;
         a.tile_scale_inv_t[fp8_blk128_scale_index(tile_k, tile_m, (size_t)a.rows)] = s.scale_inv;
         if (COUNT) { fp8_block_scale_range_add(th, tile_amax, s.scale); }
@@ -594,17 +720,15 @@ __device__ __forceinline__ void fp8_block_column_sums(const Fp8BlockKernelArgs& 
 // edge stay zeros.
 template <typename Make>
 __device__ __forceinline__ void fp8_block_make_own_chunks(__nv_bfloat16* tile, const Fp8BlockKernelArgs& a,
-                                                          int tile_index, const Make& make) {
-    const int row0 = tile_index / a.tiles_per_row * FP8_BLOCK_TILE;
-    const int col0 = tile_index % a.tiles_per_row * FP8_BLOCK_TILE;
+                                                          Fp8BlockTileOrigin at, const Make& make) {
     const int r_first = threadIdx.x / 16, c = threadIdx.x % 16 * 8;
-    if (col0 + c >= a.cols) { return; }
+    if (at.col0 + c >= a.cols) { return; }
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         const int r = r_first + 16 * i;
-        if (row0 + r >= a.rows) { continue; }
+        if (at.row0 + r >= a.rows) { continue; }
         uint4* chunk = reinterpret_cast<uint4*>(tile + r * FP8_BLOCK_TILE + c);  // 16 bytes in, 16 out
-        *chunk = make(*chunk, row0 + r, col0 + c);
+        *chunk = make(*chunk, at.row0 + r, at.col0 + c);
     }
 }
 
@@ -678,37 +802,40 @@ __global__ void __launch_bounds__(FP8_BLOCK_THREADS, FP8_BLOCK_CTAS_PER_SM)
     Fp8BlockThreadState th = {0u, 0xFFFFFFFFu, 0u, {0u, 0u}};
 
     int tile = blockIdx.x;  // the launcher's grid is at most num_tiles: every CTA has one
-    fp8_block_load_tile(tiles, a, tile);
+    Fp8BlockTileOrigin at = fp8_block_tile_origin(a, tile);
+    fp8_block_load_tile(tiles, a, at);
     fp8_cp_async_commit();
     for (int k = 0; tile < a.num_tiles; k++, tile += gridDim.x) {
         const int next = tile + gridDim.x;
-        if (next < a.num_tiles) { fp8_block_load_tile(tiles + ((k + 1) & 1) * FP8_BLOCK_TILE_ELEMENTS, a, next); }
+        const Fp8BlockTileOrigin next_at = fp8_block_tile_origin(a, next);
+        if (next < a.num_tiles) { fp8_block_load_tile(tiles + ((k + 1) & 1) * FP8_BLOCK_TILE_ELEMENTS, a, next_at); }
         fp8_cp_async_commit();           // (an empty group on the last trip: the wait below still means this tile)
         fp8_cp_async_wait_all_but_one();  // this thread's copies of tile `tile` have landed...
         __nv_bfloat16* landed = tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS;
-        if (MADE == FP8_BLOCK_FROM_GELU) { fp8_block_make_own_chunks(landed, a, tile, Fp8BlockMakeGelu{}); }
+        if (MADE == FP8_BLOCK_FROM_GELU) { fp8_block_make_own_chunks(landed, a, at, Fp8BlockMakeGelu{}); }
         if (MADE == FP8_BLOCK_FROM_GELU_BACKWARD) {
-            fp8_block_make_own_chunks(landed, a, tile, Fp8BlockMakeGeluBackward{a.made.gelu_input, a.cols});
+            fp8_block_make_own_chunks(landed, a, at, Fp8BlockMakeGeluBackward{a.made.gelu_input, a.cols});
         }
         if (MADE == FP8_BLOCK_FROM_LAYERNORM) {
-            fp8_block_make_own_chunks(landed, a, tile, Fp8BlockMakeLayerNorm{&a.made});
+            fp8_block_make_own_chunks(landed, a, at, Fp8BlockMakeLayerNorm{&a.made});
         }
         __syncthreads();                  // ...and every thread's (with MADE: the tensor made from them)
-        const __nv_bfloat16* t = tiles + (k & 1) * FP8_BLOCK_TILE_ELEMENTS;
-        const int row0 = tile / a.tiles_per_row * FP8_BLOCK_TILE, col0 = tile % a.tiles_per_row * FP8_BLOCK_TILE;
+        const __nv_bfloat16* t = landed;
         if (KIND == FP8_BLOCK_TILES) {
-            fp8_block_tile_pass<COUNT>(a, t, codes_tile, tile, row0, col0, &th);
+            fp8_block_tile_pass<COUNT>(a, t, codes_tile, at.row0, at.col0, &th);
         } else {
-            Fp8BlockScale unused = {1.0f, 1.0f, 0};
-            if (rowwise) { fp8_block_rowwise_pass<COUNT, KIND>(a, t, row0, col0, unused, &th); }
-            if (columnwise) { fp8_block_columnwise_pass<COUNT, KIND>(a, t, codes_tile, column_amax, row0, col0, &th); }
-            if (SUMS) { fp8_block_column_sums(a, t, row0, col0); }  // t stays until the loop's last barrier
+            if (rowwise) { fp8_block_rowwise_pass<COUNT, KIND>(a, t, at.row0, at.col0, &th); }
+            if (columnwise) {
+                fp8_block_columnwise_pass<COUNT, KIND>(a, t, codes_tile, column_amax, at.row0, at.col0, &th);
+            }
+            if (SUMS) { fp8_block_column_sums(a, t, at.row0, at.col0); }  // t stays until the loop's last barrier
         }
         if (codes_t) {
             __syncthreads();  // the byte tile complete
-            fp8_block_write_codes_t(a.columnwise.codes, codes_tile, a.codes_t_ld, a.cols, row0, col0);
+            fp8_block_write_codes_t(a.columnwise.codes, codes_tile, a.codes_t_ld, a.cols, at.row0, at.col0);
         }
         __syncthreads();  // this tile's buffer, byte tile and amax cells read before the next trip overwrites them
+        at = next_at;
     }
     fp8_block_cast_finish<COUNT>(&th, a);
 }
