@@ -325,6 +325,14 @@ python3 scripts/plot_losses.py --out "$out/bf16_vs_fp8.png" --gap-tsv "$out/gap.
 diag_pictures=""
 for diag in ${DIAG_RUNS[@]+"${DIAG_RUNS[@]}"}; do
     read -r name prefix <<<"$diag"
+    # A run that recorded no diagnostics step (it ended before the first one, STEPS below -fp8_diag_every's 10, or
+    # -fp8_diag_every 0 after --) has nothing to draw: said, not an error after the comparison itself succeeded
+    lines=$(grep -c . "$out/$name/fp8_diag.tsv" 2>/dev/null || true)  # (nothing when the file is missing)
+    if [ "${lines:-0}" -lt 2 ]; then
+        echo "compare_bf16_fp8: no FP8 diagnostics pictures for $name: it recorded no diagnostics step" \
+            "(-fp8_diag_every is 10 unless given after --; these runs made $steps steps)"
+        continue
+    fi
     python3 scripts/plot_fp8_diag.py "$out/$name/fp8_diag.tsv" --out-dir "$out" --prefix "$prefix" \
         --title "FP8 ${prefix#fp8_} scaling, ${model[*]:0:6}"
     diag_pictures="$diag_pictures $out/${prefix}_*.png"
@@ -332,4 +340,4 @@ done
 echo "compare_bf16_fp8: logs: $(for name in "${RUN_NAMES[@]}"; do printf '%s ' "$out/$name/main.log"; done)"
 echo "compare_bf16_fp8: trainer output: $(for name in "${RUN_NAMES[@]}"; do printf '%s ' "$out/$name.out"; done)"
 echo "compare_bf16_fp8: plot: $out/bf16_vs_fp8.png, its gap numbers: $out/gap.tsv"
-echo "compare_bf16_fp8: FP8 diagnostics pictures:$diag_pictures"
+echo "compare_bf16_fp8: FP8 diagnostics pictures:${diag_pictures:- none}"

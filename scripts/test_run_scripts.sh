@@ -2,7 +2,8 @@
 # scripts/test_run_scripts.sh — CPU test of the multi-GPU run scripts: syntax, the commands they would run (DRY_RUN=1)
 # for mpirun on one node, by hand over TCP without mpirun, mpirun over a hostfile, and srun; and their one-line errors.
 # Also make train's script (scripts/compare_bf16_fp8.sh) with a stand-in trainer: its progress bar fits 80 columns,
-# STEPS=0 and a run of no step are one line each, RUNS picks runs; and the Makefile's llm.c targets and help.
+# STEPS=0 and a run of no step are one line each, RUNS picks runs, runs of no diagnostics step get a line instead of
+# pictures; and the Makefile's llm.c targets and help.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/test_lib.sh
@@ -50,6 +51,8 @@ cat >"$TMP/fake/train_gpt_fp8_cpu" <<'EOF'
 out=$(sed -E 's/.* -o ([^ ]+) .*/\1/' <<<" $* ")  # every run the same losses: a gap of 0
 mkdir -p "$out" && printf 's:0 tel:6.9315\ns:1 trl:6.9000 lr:0.000400 norm:1.00\ns:600 tel:4.5000\n' >"$out/main.log"
 echo "${OMP_WAIT_POLICY-unset}" >"$out/omp_wait_policy"  # what libgomp would read
+# FAKE_DIAG=header: an fp8_diag.tsv of its header alone (a run that ended before its first diagnostics step); else none
+[ "${FAKE_DIAG:-}" = header ] && printf 'step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\n' >"$out/fp8_diag.tsv"
 echo "val loss 6.931472"
 for step in 1 2 300 600; do
     echo "step $(printf '%4d' $step)/600 | loss 4.123456 | norm 0.7580 | lr 4.00e-04 | 155.00 ms | 123456 tok/s | ETA 12m34s"
@@ -115,6 +118,20 @@ if printf '%s\n' "$out" | grep -q "^compare_bf16_fp8: 3 runs (bf16 fp8 fp8_mxfp8
 else
     fail compare_runs_subset "$(printf '%s\n' "$out" | grep -e 'runs (' -e error); folders: $(ls "$TMP/subset")"
 fi
+# runs that recorded no diagnostics step (fewer steps than -fp8_diag_every's 10: make train STEPS=5; or no file, as with
+# -fp8_diag_every 0) get one line each instead of their pictures, and the comparison still succeeds
+for fake_diag in header none; do
+    out=$(compare STEPS=5 PROGRESS=lines RUNS="fp8 fp8_current" FAKE_DIAG=$fake_diag 2>&1)
+    rc=$?
+    said=$(printf '%s\n' "$out" | grep -c "^compare_bf16_fp8: no FP8 diagnostics pictures for fp8\(_current\)\?: it \
+recorded no diagnostics step (-fp8_diag_every is 10 unless given after --; these runs made 5 steps)$")
+    if [ "$rc" -eq 0 ] && [ "$said" -eq 2 ] &&
+        printf '%s\n' "$out" | grep -q "^compare_bf16_fp8: FP8 diagnostics pictures: none$"; then
+        pass "compare_no_diagnostics_step_$fake_diag"
+    else
+        fail "compare_no_diagnostics_step_$fake_diag" "rc $rc, $said lines: $(printf '%s\n' "$out" | tail -n 3)"
+    fi
+done
 check compare_runs_unknown "compare_bf16_fp8: error: RUNS=fp8 fp8_e4m3: fp8_e4m3 is not one of this trainer's runs \
 (bf16 fp8 fp8_current fp8_blockwise fp8_mxfp8 fp8_attention)" compare STEPS=10 RUNS="fp8 fp8_e4m3"
 check compare_runs_bf16_alone "compare_bf16_fp8: error: RUNS=bf16: no FP8 run to compare with bf16" \
