@@ -215,8 +215,9 @@ CPU_TESTS := fp8/test_fp8 test_gpt_fp8_cpu test_data_parallel llmc/test_multi_pr
 # fp8_codec: the codec on the command line (its Python test); compare_runs: two runs' logs and FP8 states compared
 # step by step (the GPU check's xcheck stage, tested by dev/test_compare_runs.sh); cast_one_tensor: one tensor of a
 # checkpoint's next step cast with the four recipes (doc/four_recipes.md's table); model_logits: the trainer's fp32
-# logits of a model file on a window of a shard, the reference scripts/test_export_hf.sh holds an HF export to
-CPU_TOOLS := fp8/fp8_codec dev/compare_runs dev/cast_one_tensor dev/model_logits
+# logits of a model file on a window of a shard, the reference scripts/test_export_hf.sh holds an HF export to;
+# attention_one_layer: one block's FP8 attention of a checkpoint's next step, cast by cast (doc/fp8_attention.md)
+CPU_TOOLS := fp8/fp8_codec dev/compare_runs dev/cast_one_tensor dev/model_logits dev/attention_one_layer
 CUDA_HOST_TESTS := $(if $(NVCC),fp8/test_fp8_cuda_host llmc/test_kernels_host)
 # Standalone GPU kernel checks and benchmarks (llm.c's dev/cuda): built with everything, run on a GPU by hand or by
 # the GPU check; without a GPU each says so in one line and exits 1.
@@ -293,6 +294,9 @@ dev/compare_runs: dev/compare_runs.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAG
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 dev/cast_one_tensor: dev/cast_one_tensor.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
+	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
+
+dev/attention_one_layer: dev/attention_one_layer.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 dev/model_logits: dev/model_logits.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)

@@ -286,6 +286,45 @@ else
     fail "cast_one_tensor_matches_the_run" "rc $cast_rc, delayed '$got' vs diagnostics '$want': $(head -n 4 "$TMP/cast_table.out" | tr '\n' ' ')"
 fi
 
+# dev/attention_one_layer (doc/fp8_attention.md's tables): resumed at checkpoint 2, it takes block 1's attention of
+# step 3 apart; it stops unless its FP8 forward and backward are the trainer's bit for bit, its q k v cast is the run's
+# (scale, amax, saturated and flushed: the diagnostics row of block 1's qkv output at step 3), one quantization added at a time moves the output off the
+# double reference (BF16 attention nearest), and D from the double output brings dq back near BF16's; step 1 from the
+# initialization has every scale 1.0; a run without -fp8_attention is refused in one line; the folder is left as it was
+ATT="$TINY -precision fp8 -fp8_attention 1 -v 0 -fp8_diag_every 1"
+$TRAINER $ATT -x 3 -n 2 -o "$TMP/att" >"$TMP/att.out" 2>&1
+att_sum=$(cat "$TMP/att"/* | md5sum)
+./dev/attention_one_layer 1 $ATT -x 3 -o "$TMP/att" -y 1 -resume_step 2 >"$TMP/att_table.out" 2>&1
+att_rc=$?
+./dev/attention_one_layer 0 $ATT -x 3 -o "$TMP/att" -y 1 -resume_step 0 >"$TMP/att_first.out" 2>&1
+att_first_rc=$?
+./dev/attention_one_layer 0 $TINY -precision fp8 -v 0 -x 3 -o "$TMP/att" -y 1 -resume_step 2 >"$TMP/att_no.out" 2>&1
+att_no_rc=$?
+want=$(awk -F'\t' '$1 == 3 && $3 == 1 && $4 == "qkv" && $5 == "output" {
+                     printf "%.4g %.4g %.4f%% %.4f%%", $9, $7, 100 * $11, 100 * $12 }' "$TMP/att/fp8_diag.tsv")
+got=$(grep '^q k v (' "$TMP/att_table.out" | awk '{ split(substr($0, 36), f, " "); printf "%s %s ", f[2], f[3] }
+                                                  { gsub(/[()]/, ""); printf "%s %s", $(NF - 2), $NF }')
+# the forward rows' relative errors: BF16 < q k v in E4M3 < + P (normalized) < + o; dq of D from the double output
+# within 4x BF16's, the trainer's dq further off than that
+errors=$(awk '/^forward,/ { f = 1; next } /^backward,/ { f = 0; b = 1; next }
+              f { for (i = 1; i <= NF; i++) if ($i ~ /%$/) { sub(/%/, "", $i); printf "%s ", $i; break } }
+              b && /^BF16 attention/ { sub(/%/, "", $(NF - 2)); printf "%s ", $(NF - 2) }
+              b && /^FP8 attention/ { sub(/%/, "", $(NF - 2)); printf "%s ", $(NF - 2) }
+              b && /D from the double output/ { sub(/%/, "", $(NF - 2)); printf "%s ", $(NF - 2) }' "$TMP/att_table.out")
+if [ "$att_rc" -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+    grep -q "^attention: block 1 of step 3 of $TMP/att, B 8, T 64, 4 heads of 16" "$TMP/att_table.out" &&
+    awk -v e="$errors" 'BEGIN { n = split(e, x, " "); exit !(n == 9 && x[1] < x[2] && x[2] < x[3] && x[3] < x[5] &&
+                                                          x[9] < 4 * x[7] && x[8] > x[9]) }' &&
+    [ "$att_first_rc" -eq 0 ] && grep -q "^attention: block 0 of step 1 " "$TMP/att_first.out" &&
+    [ "$(awk '/^(q k v \(|P, |o \(|o after)/ { split(substr($0, 36), f, " "); printf "%s ", f[2] }' "$TMP/att_first.out")" = \
+        "1 1 1 1 1 " ] &&
+    [ "$att_no_rc" -eq 1 ] && [ "$(wc -l <"$TMP/att_no.out")" -eq 1 ] && grep -q "fp8_attention 1" "$TMP/att_no.out" &&
+    [ "$(cat "$TMP/att"/* | md5sum)" = "$att_sum" ]; then
+    pass "attention_one_layer_matches_the_run ($got; errors $errors)"
+else
+    fail "attention_one_layer_matches_the_run" "rc $att_rc/$att_first_rc/$att_no_rc, q k v '$got' vs diagnostics '$want', errors '$errors': $(head -n 3 "$TMP/att_table.out" "$TMP/att_no.out" | tr '\n' ' ')"
+fi
+
 # ---------------------------------------------------------------------------------------------------------------------
 # the thread count changes no bit: every output is summed in a fixed order by one thread (the GEMMs of
 # llmc/gemm_cpu.h, the layers, the norms), so 1 and 2 OpenMP threads write the same logs, model, state and FP8
