@@ -31,14 +31,15 @@
 #             (fp8_delayed_attention, its model with heads of 64); dev/compare_runs compares their main.log losses,
 #             norms and learning rates step by step and their final FP8 histories and scales, each within a tolerance
 #             this script states with its reason (stage_xcheck), and the table shows the largest difference of each
-#   train     data, then d12 on tinyshakespeare in BF16 and FP8 (delayed, then blockwise and mxfp8), same seed,
-#             TRAIN_STEPS steps (as scripts/compare_bf16_fp8.sh runs them, at B 8; with FP8 diagnostics, in the
-#             archive), and the plot
-#             LOGDIR/bf16_vs_fp8.png; resume (delayed), resume_current, resume_blockwise, resume_mxfp8: a small FP8 run
-#             of two micro-batches a step killed between checkpoints and resumed with -y 1 ends with every file
-#             byte-identical to an uninterrupted run's; nan_skip: a NaN gradient at step 4 skips that step
-#             with a warning and the run ends with a finite loss; faults: scripts/check_run_faults.sh on train_gpt_fp8
-#             (logs that cannot be written, damaged checkpoints, the folder lock, -start_over, -max_skipped, long paths)
+#   train     data, then d12 on tinyshakespeare in BF16 and FP8 (delayed, then blockwise and mxfp8, then delayed with
+#             -fp8_attention 1), same seed, TRAIN_STEPS steps (as scripts/compare_bf16_fp8.sh runs them, at B 8; with
+#             FP8 diagnostics, in the archive), and the plots LOGDIR/bf16_vs_fp8.png and (BF16, FP8, FP8 with FP8
+#             attention: issue 57's) LOGDIR/bf16_fp8_attention.png; resume (delayed), resume_current,
+#             resume_blockwise, resume_mxfp8: a small FP8 run of two micro-batches a step killed between checkpoints
+#             and resumed with -y 1 ends with every file byte-identical to an uninterrupted run's; nan_skip: a NaN
+#             gradient at step 4 skips that step with a warning and the run ends with a finite loss; faults:
+#             scripts/check_run_faults.sh on train_gpt_fp8 (logs that cannot be written, damaged checkpoints, the
+#             folder lock, -start_over, -max_skipped, long paths)
 #   bench     d12, d24, d48 in BF16 and FP8, BENCH_STEPS steps each: mean ms and tok/s after the first 5 steps, MFU,
 #             peak memory and the mean SM clock with what held it down (timing runs: no -o, -fp8_diag_every 0;
 #             nvidia-smi sampling as in profile); d12 in FP8 blockwise too, against both; d12 at B 64 as well (the
@@ -87,13 +88,14 @@
 # comes from ended OK (not failed, skipped, refused or a dry run) and no trainer flags were added after --; each
 # stage's latest_tsv row says what it wrote and what not, and why.
 #
-# What comes back, in LOGDIR (5 files, so the whole of it fits a GPU machine's 8 files of 16 MiB): summary.txt (the
+# What comes back, in LOGDIR (6 files, so the whole of it fits a GPU machine's 8 files of 16 MiB): summary.txt (the
 # table under a header: date, GPU, driver, commit, command line), gpu_check_logs.tar.gz (every step's full output,
 # its first line the command, the training runs' main.log and fp8_diag.tsv, the profile stage's ncu reports and CSVs;
-# at most 16 MiB, the longest logs cut in the middle if need be), bf16_vs_fp8.png, profile_step.md and latest.tsv (a
-# copy of results/latest.tsv once a stage has written a row: the file to bring back from a machine whose working tree
-# does not come back). Both the table and the archive are rewritten after every step, so a run stopped from outside
-# still leaves them. Checkpoints the runs write are deleted as soon as each run ends.
+# at most 16 MiB, the longest logs cut in the middle if need be), bf16_vs_fp8.png, bf16_fp8_attention.png,
+# profile_step.md and latest.tsv (a copy of results/latest.tsv once a stage has written a row: the file to bring back
+# from a machine whose working tree does not come back). Both the table and the archive are rewritten after every
+# step, so a run stopped from outside still leaves them. Checkpoints the runs write are deleted as soon as each run
+# ends.
 # Every step has a timeout, and the whole run a budget (GPU_CHECK_BUDGET seconds, default 540, so it ends within 9
 # minutes): a step gets at most what is left; a step that cannot start in time, or that the budget cuts short, is
 # SKIPPED (budget), which is not a failure. Exit status: 0 when no step FAILED or hit its own timeout, 1 otherwise (and
@@ -1132,10 +1134,12 @@ stage_train() {
         row data "train ${train_tokens:-?} tokens, val ${val_tokens:-?} tokens"
     fi
     local precision stats run_dir recipe_flags
-    # the block recipes after delayed scaling (blockwise: Hopper's block-scaled GEMMs; mxfp8: emulated, its accuracy)
-    for precision in bf16 fp8 fp8_blockwise fp8_mxfp8; do
+    # the block recipes after delayed scaling (blockwise: Hopper's block-scaled GEMMs; mxfp8: emulated, its accuracy),
+    # then delayed scaling with FP8 attention (issue 57: d12's heads are 64 wide, cuDNN's FP8 forward)
+    for precision in bf16 fp8 fp8_blockwise fp8_mxfp8 fp8_attention; do
         run_dir="$WORK/train_$precision"
         case $precision in
+            fp8_attention) recipe_flags=(-precision fp8 -fp8_attention 1) ;;
             fp8_*) recipe_flags=(-precision fp8 -fp8_recipe "${precision#fp8_}") ;;
             *) recipe_flags=(-precision "$precision") ;;
         esac
@@ -1218,6 +1222,15 @@ stage_train() {
             --title "BF16 vs FP8 (delayed scaling): d12 -b 8 -t 1024, $TRAIN_STEPS steps, train_gpt_fp8"
         [ -s "$WORK/bf16_vs_fp8.png" ] && cp "$WORK/bf16_vs_fp8.png" "$LOGDIR/bf16_vs_fp8.png"
         add_step_row plot "fp8 vs bf16 $(plot_gap "$WORK/plot.log")"
+        # issue 57's picture: BF16, FP8 and FP8 with FP8 attention on one plot (its row: FP8 attention's gap to BF16)
+        if [ -s "$WORK/train_fp8_attention/main.log" ]; then
+            STEP_MIN_SECONDS=5 run_step plot_attention 60 python3 scripts/plot_losses.py \
+                --out "$WORK/bf16_fp8_attention.png" --label bf16 "$WORK/train_bf16/main.log" \
+                --label fp8 "$WORK/train_fp8/main.log" --label fp8_attention "$WORK/train_fp8_attention/main.log" \
+                --title "BF16, FP8, FP8 with FP8 attention: d12 -b 8 -t 1024, $TRAIN_STEPS steps, train_gpt_fp8"
+            [ -s "$WORK/bf16_fp8_attention.png" ] && cp "$WORK/bf16_fp8_attention.png" "$LOGDIR/bf16_fp8_attention.png"
+            add_step_row plot_attention "fp8_attention vs bf16 $(plot_gap "$WORK/plot_attention.log")"
+        fi
     fi
     write_summary
 }
@@ -1761,8 +1774,8 @@ main() {
     WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX") || { echo "gpu_check: error: no temporary folder" >&2; exit 2; }
     # (a background job inherits this trap until it execs: clock_sampler_start says how the sampler steers clear)
     trap 'rm -rf "$WORK"' EXIT
-    rm -f "$LOGDIR/summary.txt" "$LOGDIR/$GPU_CHECK_ARCHIVE" "$LOGDIR/bf16_vs_fp8.png" "$LOGDIR/profile_step.md" \
-        "$LOGDIR/latest.tsv"
+    rm -f "$LOGDIR/summary.txt" "$LOGDIR/$GPU_CHECK_ARCHIVE" "$LOGDIR/bf16_vs_fp8.png" \
+        "$LOGDIR/bf16_fp8_attention.png" "$LOGDIR/profile_step.md" "$LOGDIR/latest.tsv"
 
     # a CUDA toolkit installed but not on PATH: the Makefile finds nvcc (and with it CUDA_HOME) through PATH only
     if ! command -v nvcc >/dev/null 2>&1; then

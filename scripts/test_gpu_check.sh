@@ -440,17 +440,21 @@ if [ "$rc" -eq 0 ] && printf '%s\n' "$gemm_out" | grep -qE '^\| gemm_shapes +\| 
 else
     fail only_gemm_times_the_heuristics_answers "rc $rc, gemm_algos command '$algos_cmd': $gemm_out"
 fi
-# the block recipes: trained at d12 beside BF16 and delayed scaling, blockwise timed at d12 against both
+# the block recipes and FP8 attention: trained at d12 beside BF16 and delayed scaling, blockwise timed at d12 against
+# both
 blockwise_train_cmd=$(tar -xzOf "$archive" ./train_fp8_blockwise.log 2>/dev/null | head -n 1)
 mxfp8_train_cmd=$(tar -xzOf "$archive" ./train_fp8_mxfp8.log 2>/dev/null | head -n 1)
+attention_train_cmd=$(tar -xzOf "$archive" ./train_fp8_attention.log 2>/dev/null | head -n 1)
 blockwise_bench_cmd=$(tar -xzOf "$archive" ./bench_d12_fp8_blockwise.log 2>/dev/null | head -n 1)
 if [[ $blockwise_train_cmd == *" -e d12 "*" -precision fp8 -fp8_recipe blockwise -o "* ]] &&
     [[ $mxfp8_train_cmd == *" -e d12 "*" -precision fp8 -fp8_recipe mxfp8 -o "* ]] &&
+    [[ $attention_train_cmd == *" -e d12 "*" -seed 1337 -precision fp8 -fp8_attention 1 -o "* ]] &&
     [[ $blockwise_bench_cmd == *" -e d12 "*" -precision fp8 -fp8_recipe blockwise -fp8_diag_every 0"* ]] &&
     [[ $blockwise_bench_cmd != *" -o "* ]] && printf '%s\n' "$out" | grep -qE '^\| bench_d12_fp8_blockwise +\| DRY RUN'; then
     pass block_recipes_trained_and_timed
 else
-    fail block_recipes_trained_and_timed "$blockwise_train_cmd / $mxfp8_train_cmd / $blockwise_bench_cmd"
+    fail block_recipes_trained_and_timed \
+        "$blockwise_train_cmd / $mxfp8_train_cmd / $attention_train_cmd / $blockwise_bench_cmd"
 fi
 if [[ $bench_cmd == *" -fp8_diag_every 0"* ]] && [[ $bench_cmd != *" -o "* ]] && [[ $bench_cmd == *" -e d48 "* ]]; then
     pass timing_runs_no_diagnostics_no_output
