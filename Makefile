@@ -293,10 +293,10 @@ fp8/fp8_codec: fp8/fp8_codec.c $(FP8_HEADERS) $(BUILD_FLAGS_STAMP)
 dev/compare_runs: dev/compare_runs.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
-dev/cast_one_tensor: dev/cast_one_tensor.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
+dev/cast_one_tensor: dev/cast_one_tensor.c dev/one_step.h train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
-dev/attention_one_layer: dev/attention_one_layer.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
+dev/attention_one_layer: dev/attention_one_layer.c dev/one_step.h train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)
 	$(CC) $(CFLAGS) $(OMP_FLAGS) $< -o $@ $(LDLIBS)
 
 dev/model_logits: dev/model_logits.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADERS) $(BUILD_FLAGS_STAMP)

@@ -850,6 +850,19 @@ typedef struct {
     int num_processes, process_rank, zero_stage;  // which optimizer shard this model updates (llmc/zero.h)
 } ModelOptions;
 
+// The model a run's flags ask for (main, and the dev tools that rebuild a run's model: dev/one_step.h)
+static ModelOptions model_options_from_args(const TrainArgs* args, const GPT2Config* config) {
+    ModelOptions opt;
+    memset(&opt, 0, sizeof(opt));
+    opt.config = *config;
+    opt.precision = args->precision;
+    opt.recipe = args->recipe;
+    opt.fp8_bf16_first_last = args->fp8_bf16_first_last;
+    opt.fp8_lm_head = args->fp8_lm_head;
+    opt.fp8_attention = args->fp8_attention;
+    return opt;
+}
+
 // Allocates everything for batch B x T; parameters must be filled by the caller (random init or a file).
 static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
     memset(model, 0, sizeof(*model));
@@ -1336,6 +1349,17 @@ static void refuse_gpu_only_flags(const TrainArgs* a) {
     }
 }
 
+// A run's first parameters: the -e model file's, else GPT-2's initialization from -seed
+static void gpt2_initial_parameters(GPT2* model, const RunSetup* run, const TrainArgs* args) {
+    if (run->loaded_params) {
+        memcpy(model->master_memory, run->loaded_params, run->loaded_count * sizeof(float));
+    } else {
+        Rng init_rng;
+        rng_seed(&init_rng, (uint64_t)args->seed);
+        gpt2_init_parameters(&model->master, model->param_sizes, &run->config, &init_rng);
+    }
+}
+
 #ifndef TESTING
 int main(int argc, char** argv) {
     fail_at_exit_if_stdout_fails();  // the step lines are the run's report: a lost one is an error
@@ -1352,24 +1376,11 @@ int main(int argc, char** argv) {
     DataLoader* train_loader = &run.train_loader;
     DataLoader* val_loader = &run.val_loader;
 
-    ModelOptions opt;
-    memset(&opt, 0, sizeof(opt));
-    opt.config = *cfg;
-    opt.precision = args.precision;
-    opt.recipe = args.recipe;
-    opt.fp8_bf16_first_last = args.fp8_bf16_first_last;
-    opt.fp8_lm_head = args.fp8_lm_head;
-    opt.fp8_attention = args.fp8_attention;
+    ModelOptions opt = model_options_from_args(&args, cfg);
     GPT2 model;
     gpt2_allocate(&model, &opt, B, T);
     model.total_batch = total_batch;
-    if (run.loaded_params) {
-        memcpy(model.master_memory, run.loaded_params, run.loaded_count * sizeof(float));
-    } else {
-        Rng init_rng;
-        rng_seed(&init_rng, (uint64_t)args.seed);
-        gpt2_init_parameters(&model.master, model.param_sizes, cfg, &init_rng);
-    }
+    gpt2_initial_parameters(&model, &run, &args);
 
     // resume, or start: before step 0 the initial weights are cast with scale 1.0 (recording their amax)
     Rng sample_rng;

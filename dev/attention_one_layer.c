@@ -26,6 +26,7 @@ Nothing is written; the run's folder is not changed.
 // the trainer's main() is compiled out, so its helpers look unused here
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "../train_gpt_fp8.c"
+#include "one_step.h"
 
 // The key tile of the flash-style emulation: a kernel's tile is not published; 64 keys is a common Hopper width.
 #define KEY_TILE 64
@@ -245,46 +246,12 @@ int main(int argc, char** argv) {
     RunSetup run;
     run_setup(&args, &run, 0, 1);
     if (layer >= run.config.num_layers) { die("layer %d: the model has %d", layer, run.config.num_layers); }
-    if (run.grad_accum_steps != 1) { die("one micro-step per step only (-d B*T): this tool takes one micro-batch"); }
-    ModelOptions opt;
-    memset(&opt, 0, sizeof(opt));
-    opt.config = run.config;
-    opt.precision = args.precision;
-    opt.recipe = args.recipe;
-    opt.fp8_bf16_first_last = args.fp8_bf16_first_last;
-    opt.fp8_lm_head = args.fp8_lm_head;
-    opt.fp8_attention = args.fp8_attention;
     GPT2 model;
-    gpt2_allocate(&model, &opt, run.B, run.T);
-    model.total_batch = run.total_batch;
+    one_step_after_checkpoint(&model, &run, &args);
     LinearPrecision lp = gpt2_linear_precision(&model);
     if (!attention_is_fp8(&lp, layer)) {
         die("block %d's attention is BF16 in this run (-fp8_bf16_first_last)", layer);
     }
-    char err[ERROR_MESSAGE_MAX];
-    if (args.resume_step == 0) {
-        // the trainer's start: its initial parameters, its FP8 state as allocated, the weights cast with scale 1.0
-        if (run.loaded_params) {
-            memcpy(model.master_memory, run.loaded_params, run.loaded_count * sizeof(float));
-        } else {
-            Rng init_rng;
-            rng_seed(&init_rng, (uint64_t)args.seed);
-            gpt2_init_parameters(&model.master, model.param_sizes, &run.config, &init_rng);
-        }
-        gpt2_cast_weights_fp8(&model, 1);
-    } else {
-        uint64_t rng_state;
-        size_t shard_index, shard_position;
-        gpt2_load_checkpoint(&model, args.output_dir, args.resume_step, &rng_state, &shard_index, &shard_position,
-                             NULL);
-        if (dataloader_resume(&run.train_loader, shard_index, shard_position, err, sizeof(err))) { die("%s", err); }
-        gpt2_cast_weights_fp8(&model, 0);
-    }
-    // the step after the checkpoint: its batch, forward and backward, as the resumed trainer runs it
-    if (dataloader_next_batch(&run.train_loader, err, sizeof(err))) { die("%s", err); }
-    gpt2_zero_grad(&model);
-    gpt2_forward(&model, run.train_loader.inputs, run.train_loader.targets, run.B, run.T);
-    gpt2_backward(&model, 1.0f);
 
     int B = run.B, T = run.T, C = run.config.channels, NH = run.config.num_heads, hs = C / NH;
     size_t BT = (size_t)B * T, BTC = BT * C, att_size = (size_t)B * NH * T * T, l = (size_t)layer;

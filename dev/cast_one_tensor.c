@@ -20,6 +20,7 @@ and prints one line per copy. Nothing is written; the run's folder is not change
 // the trainer's main() is compiled out, so its helpers look unused here
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "../train_gpt_fp8.c"
+#include "one_step.h"
 
 // What one cast of the tensor gave: its codes' diagnostics, its scales, and the relative L2 error of the values the
 // GEMM multiplies.
@@ -101,30 +102,8 @@ int main(int argc, char** argv) {
     RunSetup run;
     run_setup(&args, &run, 0, 1);
     if (layer >= run.config.num_layers) { die("layer %d: the model has %d", layer, run.config.num_layers); }
-    if (run.grad_accum_steps != 1) {
-        die("one micro-step per step only (-d B*T): this tool casts one micro-batch's tensor");
-    }
-    ModelOptions opt;
-    memset(&opt, 0, sizeof(opt));
-    opt.config = run.config;
-    opt.precision = args.precision;
-    opt.recipe = args.recipe;
-    opt.fp8_bf16_first_last = args.fp8_bf16_first_last;
-    opt.fp8_lm_head = args.fp8_lm_head;
     GPT2 model;
-    gpt2_allocate(&model, &opt, run.B, run.T);
-    model.total_batch = run.total_batch;
-    uint64_t rng_state;
-    size_t shard_index, shard_position;
-    char err[ERROR_MESSAGE_MAX];
-    gpt2_load_checkpoint(&model, args.output_dir, args.resume_step, &rng_state, &shard_index, &shard_position, NULL);
-    if (dataloader_resume(&run.train_loader, shard_index, shard_position, err, sizeof(err))) { die("%s", err); }
-    gpt2_cast_weights_fp8(&model, 0);
-    // the step after the checkpoint: its batch, forward and backward, as the resumed trainer runs it
-    if (dataloader_next_batch(&run.train_loader, err, sizeof(err))) { die("%s", err); }
-    gpt2_zero_grad(&model);
-    gpt2_forward(&model, run.train_loader.inputs, run.train_loader.targets, run.B, run.T);
-    gpt2_backward(&model, 1.0f);
+    one_step_after_checkpoint(&model, &run, &args);
 
     int module = layer * LINEARS_PER_BLOCK + kind;
     LinearModule lm = linear_module(&model, module);
