@@ -13,8 +13,8 @@ receives, and the run's scales. Then it prints
   the casts   the scale each of q k v, P and o was cast with, the tensor's amax, saturated and flushed elements;
   forward     the output's error against the attention in double from the same bf16 qkv, one quantization added at a
               time: BF16 attention (the BF16 trainer's), q k v in E4M3, P in E4M3 as the CPU trainer quantizes it
-              (normalized), P as a flash kernel quantizes it (per key tile, before normalizing: cuDNN's order), o in
-              E4M3 after either;
+              (normalized), P as a flash kernel quantizes it (per key tile, before normalizing: what cuDNN's kernel
+              is expected to do, dev/cuda/attention_cudnn_fp8 checks), o in E4M3 after either;
   backward    the error of the gradient of q, k and v against the double backward from the same output gradient:
               the BF16 trainer's, FP8 attention's BF16 backward (the weights from the bf16 q and k with the FP8
               forward's statistics, D = rowsum(dout * o) from the E4M3 output, as cuDNN's backward takes them), the
@@ -328,7 +328,7 @@ int main(int argc, char** argv) {
     print_forward("+ P in E4M3, normalized (the CPU trainer, TE's emulation)", out_fp8, ref_out, BT, C);
     print_forward("+ P in E4M3, per key tile (a flash kernel's order)", out_tiles, ref_out, BT, C);
     print_forward("+ o in E4M3, read in bf16: FP8 attention (the CPU trainer)", o_dequantized, ref_out, BT, C);
-    print_forward("+ o in E4M3 after the key tiles (cuDNN's order)", o_tile_dequantized, ref_out, BT, C);
+    print_forward("+ o in E4M3 after the key tiles (a flash kernel)", o_tile_dequantized, ref_out, BT, C);
 
     // the backward from the gradient the output received in the run
     printf("%-46s %10s %10s %10s\n", "backward, against the double backward", "dq", "dk", "dv");
