@@ -271,10 +271,13 @@ int main(int argc, char** argv) {
     float* qkv_fp8 = (float*)calloc_or_die(BTC * 3, sizeof(float), "q k v in E4M3");
     uint8_t* codes = (uint8_t*)calloc_or_die(BTC * 3, 1, "codes");
     float* out = (float*)calloc_or_die(BTC, sizeof(float), "outputs");
+    float* out_e4m3 = (float*)calloc_or_die(BTC, sizeof(float), "the output of the E4M3 q k v");
     float* out_fp8 = (float*)calloc_or_die(BTC, sizeof(float), "the FP8 output");
     float* preatt = (float*)calloc_or_die(att_size, sizeof(float), "scores");
-    float* att = (float*)calloc_or_die(att_size, sizeof(float), "weights");
+    // the weights: BF16 attention's; those of the E4M3 scores (unquantized); those FP8 attention's backward takes
     float* att_bf16 = (float*)calloc_or_die(att_size, sizeof(float), "BF16 attention's weights");
+    float* att_e4m3 = (float*)calloc_or_die(att_size, sizeof(float), "the E4M3 scores' weights");
+    float* att_fp8 = (float*)calloc_or_die(att_size, sizeof(float), "FP8 attention's backward weights");
     float* dpreatt = (float*)calloc_or_die(att_size, sizeof(float), "score gradients");
     float* datt = (float*)calloc_or_die(att_size, sizeof(float), "weight gradients");
     float* dqkv = (float*)calloc_or_die(BTC * 3, sizeof(float), "gradients");
@@ -294,10 +297,10 @@ int main(int argc, char** argv) {
     fp8_quantize_dequantize(codes, qkv_fp8, qkv, BTC * 3, qkv_format, meta->scale[qkv_slot], meta->scale_inv[qkv_slot],
                             &qkv_amax, &qkv_stats);
     print_cast("q k v (qkv GEMM's output slot)", qkv_format, meta->scale[qkv_slot], qkv_amax, &qkv_stats);
-    attention_forward(out, preatt, att, qkv_fp8, B, T, C, NH, NULL);  // q k v in E4M3, P unquantized
-    s_stats = normalized_weight_casts(att, B, NH, T, meta->scale[s_slot], s_format);
+    attention_forward(out_e4m3, preatt, att_e4m3, qkv_fp8, B, T, C, NH, NULL);  // q k v in E4M3, P unquantized
+    s_stats = normalized_weight_casts(att_e4m3, B, NH, T, meta->scale[s_slot], s_format);
     AttentionFp8 fp8 = {qkv_fp8, meta->scale[s_slot], meta->scale_inv[s_slot], s_format, 0.0f};
-    attention_forward(out_fp8, preatt, att, qkv, B, T, C, NH, &fp8);  // the trainer's FP8 forward, before o's cast
+    attention_forward(out_fp8, preatt, att_fp8, qkv, B, T, C, NH, &fp8);  // the trainer's, before o's cast
     print_cast("P, normalized (S slot)", s_format, meta->scale[s_slot], fp8.amax, &s_stats);
     float* out_tiles = (float*)calloc_or_die(BTC, sizeof(float), "the key tiles' output");
     float tile_amax = attention_forward_key_tiles(out_tiles, &s_tile_stats, qkv_fp8, B, T, C, NH, meta->scale[s_slot],
@@ -323,8 +326,7 @@ int main(int argc, char** argv) {
     printf("%-62s %10s %10s\n", "forward, against the attention in double", "rel. L2", "max |err|");
     attention_forward(out, preatt, att_bf16, qkv, B, T, C, NH, NULL);
     print_forward("BF16 attention: fp32 softmax, o in bf16 (the BF16 trainer)", round_bf16(out, BTC), ref_out, BT, C);
-    attention_forward(out, preatt, att, qkv_fp8, B, T, C, NH, NULL);
-    print_forward("q k v in E4M3 (fp32 softmax, fp32 o)", out, ref_out, BT, C);
+    print_forward("q k v in E4M3 (fp32 softmax, fp32 o)", out_e4m3, ref_out, BT, C);
     print_forward("+ P in E4M3, normalized (the CPU trainer, TE's emulation)", out_fp8, ref_out, BT, C);
     print_forward("+ P in E4M3, per key tile (a flash kernel's order)", out_tiles, ref_out, BT, C);
     print_forward("+ o in E4M3, read in bf16: FP8 attention (the CPU trainer)", o_dequantized, ref_out, BT, C);
@@ -337,8 +339,7 @@ int main(int argc, char** argv) {
     memset(dqkv, 0, BTC * 3 * sizeof(float));
     memset(dpreatt, 0, att_size * sizeof(float));
     memset(datt, 0, att_size * sizeof(float));
-    attention_forward(out_fp8, preatt, att, qkv, B, T, C, NH, &fp8);  // att: the weights the BF16 backward takes
-    attention_backward(dqkv, dpreatt, datt, dout, qkv, att, o_dequantized, B, T, C, NH);
+    attention_backward(dqkv, dpreatt, datt, dout, qkv, att_fp8, o_dequantized, B, T, C, NH);
     round_bf16(dqkv, BTC * 3);
     diff = first_difference(dqkv, trainer_dqkv, BTC * 3);
     if (diff >= 0) {
@@ -356,15 +357,11 @@ int main(int argc, char** argv) {
                                             "  from the E4M3 q k v, D from the E4M3 o"};
     const float* d_sources[4] = {out_fp8, exact_out, NULL, o_dequantized};
     for (int v = 0; v < 4; v++) {
-        const float* inp = qkv;
-        if (v == 3) {
-            attention_forward(out, preatt, att, qkv_fp8, B, T, C, NH, NULL);  // P of the E4M3 scores, unquantized
-            inp = qkv_fp8;
-        }
         memset(dqkv, 0, BTC * 3 * sizeof(float));
         memset(dpreatt, 0, att_size * sizeof(float));
         memset(datt, 0, att_size * sizeof(float));
-        attention_backward(dqkv, dpreatt, datt, dout, inp, att, d_sources[v], B, T, C, NH);
+        attention_backward(dqkv, dpreatt, datt, dout, v == 3 ? qkv_fp8 : qkv, v == 3 ? att_e4m3 : att_fp8,
+                           d_sources[v], B, T, C, NH);
         print_backward(variants[v], round_bf16(dqkv, BTC * 3), ref_dqkv, BT, C);
     }
     double norms[3] = {0.0, 0.0, 0.0};
@@ -377,13 +374,15 @@ int main(int argc, char** argv) {
     free(qkv_fp8);
     free(codes);
     free(out);
+    free(out_e4m3);
     free(out_fp8);
     free(out_tiles);
     free(o_dequantized);
     free(o_tile_dequantized);
     free(preatt);
-    free(att);
     free(att_bf16);
+    free(att_e4m3);
+    free(att_fp8);
     free(dpreatt);
     free(datt);
     free(dqkv);

@@ -513,7 +513,7 @@ static void emulate_forward(double* out, const double* qkv, int B, int T, int C,
                 maxval = fmax(maxval, s[u]);
             }
             double running = -INFINITY, l = 0.0, sum = 0.0;
-            for (int u = 0; u <= t; u++) { sum += exp(s[u] - maxval); }
+            for (int u = 0; !key_tile && u <= t; u++) { sum += exp(s[u] - maxval); }  // the normalized order's
             for (int d = 0; d < HS; d++) { acc[d] = 0.0; }
             int tile = key_tile ? key_tile : t + 1;
             for (int u0 = 0; u0 <= t; u0 += tile) {
