@@ -624,6 +624,84 @@ static void test_fp8_attention_casts_and_values(void) {
     gpt2_free(&model);
 }
 
+// -fp8_attention 2 (TE's fp8_mha): the forward is -fp8_attention 1's, the same loss bit for bit from the same weights
+// and batch; the backward reads q, k, v's E4M3 values, rounded to bf16, where the GEMM's output was (each element
+// bf16(code value * scale_inv), the code the cast of that element with the qkv output slot's scale), and the weights
+// it differentiates are recomputed from those with the FP8 forward's max and sum; so the gradients differ. Checked at
+// the first step (scales 1: the E4M3 values exactly) and after an end of step (scales from the amaxes, not powers of
+// two, so that the bf16 rounding of the dequantized value is exercised); evaluation leaves qkv the GEMM's output.
+static void test_fp8_attention_mha_backward_reads_e4m3(void) {
+    GPT2 models[2];
+    int inputs[TEST_B * TEST_T], targets[TEST_B * TEST_T];
+    int B = TEST_B, T = TEST_T;
+    for (int m = 0; m < 2; m++) {
+        ModelOptions opt = tiny_options(PRECISION_FP8);
+        opt.fp8_attention = m == 0 ? FP8_ATTENTION_DPA : FP8_ATTENTION_MHA;
+        tiny_model_one_step(&models[m], &opt, 13, inputs, targets);
+    }
+    GPT2* mha = &models[1];
+    int C = mha->config.channels, NH = mha->config.num_heads, L = mha->config.num_layers;
+    size_t BTC = (size_t)B * T * C, BNTT = (size_t)B * NH * T * T;
+    CHECK(models[0].mean_loss == mha->mean_loss, "the forward changed with the backward's input: loss %.9g vs %.9g",
+          models[0].mean_loss, mha->mean_loss);
+    CHECK(!same_bits(models[0].grads_memory, mha->grads_memory, mha->num_parameters),
+          "the backward from the E4M3 q, k, v gave -fp8_attention 1's gradients");
+    float* qkv_pre = malloc(BTC * 3 * sizeof(float));
+    float* qkv_e4m3 = malloc(BTC * 3 * sizeof(float));
+    float* qkv_bf16 = malloc(BTC * 3 * sizeof(float));
+    uint8_t* codes = malloc(BTC * 3);
+    float* out = malloc(BTC * sizeof(float));
+    float* preatt = malloc(BNTT * sizeof(float));
+    float* att = malloc(BNTT * sizeof(float));
+    Fp8Meta* meta = &mha->fp8;
+    for (int step = 1; step <= 2; step++) {
+        if (step == 2) {  // scales from the first step's amaxes, then a training forward with them
+            gpt2_fp8_end_of_step(mha, 0);
+            gpt2_forward(mha, inputs, targets, B, T);
+        }
+        int non_power_of_2 = 0;
+        for (int l = 0; l < L; l++) {
+            int qkv_slot = fp8_meta_fwd_slot(meta, l * LINEARS_PER_BLOCK + LINEAR_QKV, FP8_FWD_OUTPUT);
+            int s_slot = fp8_meta_fwd_slot(meta, fp8_attention_module(L, l), FP8_ATTENTION_S);
+            float scale = meta->scale[qkv_slot], scale_inv = meta->scale_inv[qkv_slot];
+            non_power_of_2 += frexpf(scale, &(int){0}) != 0.5f;
+            mha->training = 0;  // the GEMM's output again, recording nothing
+            linear_forward(mha, l * LINEARS_PER_BLOCK + LINEAR_QKV, qkv_pre, mha->acts.ln1 + l * BTC, B, T);
+            mha->training = 1;
+            float discarded_amax = 0.0f;
+            fp8_quantize_dequantize(codes, qkv_e4m3, qkv_pre, BTC * 3, FP8_E4M3, scale, scale_inv, &discarded_amax,
+                                    NULL);
+            int wrong = 0, moved = 0;
+            for (size_t i = 0; i < BTC * 3; i++) {
+                qkv_bf16[i] = bf16_round(qkv_e4m3[i]);
+                wrong += mha->acts.qkv[l * BTC * 3 + i] != qkv_bf16[i];
+                moved += qkv_bf16[i] != qkv_pre[i];
+            }
+            CHECK(wrong == 0 && moved > 0, "step %d block %d: %d of q, k, v are not their E4M3 values in bf16 (%d "
+                  "moved by the cast)", step, l, wrong, moved);
+            AttentionFp8 fp8 = {qkv_e4m3, meta->scale[s_slot], meta->scale_inv[s_slot], FP8_E4M3, 0.0f};
+            attention_forward(out, preatt, att, qkv_bf16, B, T, C, NH, &fp8);
+            CHECK(same_bits(att, mha->acts.att + l * BNTT, BNTT), "step %d block %d: the backward's weights are not "
+                  "those of the E4M3 q and k", step, l);
+        }
+        CHECK(step == 1 ? non_power_of_2 == 0 : non_power_of_2 == L, "step %d: %d of %d qkv scales are not powers of "
+              "two", step, non_power_of_2, L);
+    }
+    mha->training = 0;  // evaluation: the GEMM's output stays
+    gpt2_forward(mha, inputs, targets, B, T);
+    linear_forward(mha, LINEAR_QKV, qkv_pre, mha->acts.ln1, B, T);
+    CHECK(same_bits(qkv_pre, mha->acts.qkv, BTC * 3), "an evaluation forward left the E4M3 q, k, v in qkv");
+    free(qkv_pre);
+    free(qkv_e4m3);
+    free(qkv_bf16);
+    free(codes);
+    free(out);
+    free(preatt);
+    free(att);
+    gpt2_free(&models[0]);
+    gpt2_free(&models[1]);
+}
+
 // Current scaling in the model (fp8/current.h): every operand's scale is fp8_max / max|x| of exactly the tensor it
 // cast (inputs and grad_outputs: this micro-step's; weights: after the cast), the GEMM output equals a direct
 // recomputation with those scales, row 0 collects the max over the step's casts, evaluation changes no FP8 state,
@@ -1251,6 +1329,7 @@ int main(int argc, char** argv) {
     RUN_TEST(test_fp8_histories_over_steps);
     RUN_TEST(test_fp8_current_scaling);
     RUN_TEST(test_fp8_attention_casts_and_values);
+    RUN_TEST(test_fp8_attention_mha_backward_reads_e4m3);
     RUN_TEST(test_bf16_storage_and_modes_differ);
     RUN_TEST(test_fp8_overrides_first_last_and_lm_head);
     RUN_TEST(test_dataloader_ranks_wrap_resume);

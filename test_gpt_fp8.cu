@@ -2215,13 +2215,19 @@ static void test_cudnn_unsupported_head_size_falls_back(void) {
 // D from the stored output): relative L2 within 2^-6 (R5 over what differs: cuDNN rounds P and dS to bf16 before
 // their GEMMs and dq, dk, dv to bf16 after, one rounding of 2^-9 each, and its statistics are the fp32 log-sum-exp
 // of the CPU's within a few fp32 ulps; sqrt(3) * 2^-9 = 0.0034, 2^-6 leaves a factor 4). The whole trainers with the
-// flag meet in gpu_check's xcheck (fp8_delayed_attention).
+// flag meet in gpu_check's xcheck (fp8_delayed_attention, fp8_delayed_attention_mha).
+// With -fp8_attention 2 (TE's fp8_mha) the same, where qkv, what the backward reads, is then q, k, v's E4M3 codes
+// dequantized in its place: every layer's qkv is on the E4M3 grid (each element bf16(code value * scale_inv), the
+// code the cast of the element itself), and the qkv slot's row 0, the GEMM output's amax, is within one E4M3
+// rounding (2^-4 relative, and one bf16 rounding) of max |qkv|; (4) then differentiates those.
 #ifdef ENABLE_CUDNN
-static void test_fp8_attention_against_cpu(void) {
+static void fp8_attention_against_cpu(int mode) {
     const TestShape shape = {2, 64, 2, 128, 2, TV};  // head size 64
     int B = shape.B, T = shape.T, C = shape.C, NH = shape.NH, L = shape.L, HS = C / NH;
     size_t BTC = (size_t)B * T * C, BNT = (size_t)B * NH * T;
-    TrainArgs args = test_args_line("-precision fp8 -fp8_amax_history_len 16 -attn cudnn -fp8_attention 1");
+    char line[160];
+    snprintf(line, sizeof(line), "-precision fp8 -fp8_amax_history_len 16 -attn cudnn -fp8_attention %d", mode);
+    TrainArgs args = test_args_line(line);
     cpu::GPT2 cpu;
     gpu::GPT2 gpu;
     make_shaped_pair(&cpu, &gpu, args, 57, &shape);
@@ -2256,11 +2262,19 @@ static void test_fp8_attention_against_cpu(void) {
         float scale = host.scale[qkv_slot], descale = host.scale_inv[qkv_slot];
         float* qkv = download_bf16(gpu.acts.qkv + (size_t)l * BTC * 3, BTC * 3);
         float* atty = download_bf16(gpu.acts.atty + (size_t)l * BTC, BTC);
+        size_t on_grid = 0;
         for (size_t i = 0; i < BTC * 3; i++) {
             codes[i] = fp8_from_float(qkv[i] * scale, FP8_E4M3);
             qkv_values[i] = fp8_to_float(codes[i], FP8_E4M3) * descale;  // what the CPU's cast gives (fp32)
             qkv_ref[i] = (double)fp8_to_float(codes[i], FP8_E4M3) * (double)descale;
             qkv_max = fp8_amax_merge(qkv_max, fabsf(qkv[i]));
+            on_grid += qkv[i] == bf16_round(qkv_values[i]);
+        }
+        if (mode == FP8_ATTENTION_MHA) {
+            CHECK(on_grid == BTC * 3, "block %d: %zu of %zu q, k, v the backward reads are not their E4M3 values", l,
+                  BTC * 3 - on_grid, BTC * 3);
+        } else {
+            CHECK(on_grid < BTC * 3, "block %d: the backward reads the E4M3 q, k, v, not the GEMM's output", l);
         }
         if (l == L - 1) {  // (1) the device's codes are the last layer's
             uint8_t* device_codes = download_bytes(gpu.attention_qkv_fp8, BTC * 3);
@@ -2302,7 +2316,13 @@ static void test_fp8_attention_against_cpu(void) {
     float qkv_row0 = fp8_amax_merge(host.amax_history[fp8_meta_fwd_slot(&host, LINEAR_QKV, FP8_FWD_OUTPUT)],
                                     host.amax_history[fp8_meta_fwd_slot(&host, LINEARS_PER_BLOCK + LINEAR_QKV,
                                                                         FP8_FWD_OUTPUT)]);
-    CHECK(qkv_row0 == qkv_max, "the qkv output slots' row 0 %g, want max |qkv| %g", qkv_row0, qkv_max);
+    if (mode == FP8_ATTENTION_MHA) {
+        CHECK_WITHIN(fabs((double)qkv_row0 - qkv_max), (0x1p-4 + 0x1p-8) * fmax(qkv_row0, qkv_max),
+                     "one E4M3 rounding (2^-4 of the larger) and one bf16 (2^-9, with room)", "the qkv output slots' "
+                     "row 0 %g against max |qkv| %g, q, k, v in E4M3", qkv_row0, qkv_max);
+    } else {
+        CHECK(qkv_row0 == qkv_max, "the qkv output slots' row 0 %g, want max |qkv| %g", qkv_row0, qkv_max);
+    }
     float s_row0 = 0.0f, o_row0 = 0.0f;
     for (int l = 0; l < L; l++) {
         s_row0 = fmaxf(s_row0, host.amax_history[fp8_meta_fwd_slot(&host, fp8_attention_module(L, l), FP8_ATTENTION_S)]);
@@ -2356,6 +2376,8 @@ static void test_fp8_attention_against_cpu(void) {
     gpt2_free(&gpu);
     gpt2_free(&cpu);
 }
+static void test_fp8_attention_against_cpu(void) { fp8_attention_against_cpu(FP8_ATTENTION_DPA); }
+static void test_fp8_attention_mha_against_cpu(void) { fp8_attention_against_cpu(FP8_ATTENTION_MHA); }
 #endif
 
 // -r 1 and -r 2 recompute GELU and LayerNorm in the backward from what the forward kept: the loss, every gradient and
@@ -2722,7 +2744,9 @@ static void test_adamw_and_norm_vector_paths(void) {
 // Every loss and gradient norm, then the whole training state (check_same_training_state), bit for bit; the graph
 // model captured its forward once and replayed it for every training pass but the first, its backward twice and
 // replayed it for every pass but the first of each loss scale; the other none.
-// For BF16 and every FP8 recipe, with the plain attention and (where built) cuDNN's, FP8 attention included.
+// For BF16 and every FP8 recipe, with the plain attention and (where built) cuDNN's, FP8 attention (both backward
+// inputs, -fp8_attention 1 and 2: the latter writes q, k, v's E4M3 values over qkv inside the forward's graph)
+// included.
 static void test_cuda_graph_steps_bit_identical(void) {
     const int B = 2, T = 64, BT = B * T;
     GPT2Config config = config_of(2, 128, 2, TV, T);  // heads of 64 for cuDNN, C a whole 128-block for blockwise
@@ -2738,8 +2762,8 @@ static void test_cuda_graph_steps_bit_identical(void) {
     char why[256];
     int block_gemms = gemm_block_scaling_check(why, sizeof(why)) == 0;
 #ifdef ENABLE_CUDNN
-    const char* attentions[3] = {"plain", "cudnn", "cudnn -fp8_attention 1"};
-    int num_attentions = 3;
+    const char* attentions[4] = {"plain", "cudnn", "cudnn -fp8_attention 1", "cudnn -fp8_attention 2"};
+    int num_attentions = 4;
 #else
     const char* attentions[1] = {"plain"};
     int num_attentions = 1;
@@ -3145,6 +3169,7 @@ int main(int argc, char** argv) {
     RUN_TEST(test_cudnn_attention_against_cpu);
     RUN_TEST(test_cudnn_unsupported_head_size_falls_back);
     RUN_TEST(test_fp8_attention_against_cpu);
+    RUN_TEST(test_fp8_attention_mha_against_cpu);
 #endif
     // last: they need fp8/block_quantize.cuh's casts to take partial blocks (a cast that refuses them exits the run)
     RUN_TEST(test_fp8_mxfp8_partial_blocks_casts);

@@ -204,7 +204,8 @@ done
 # resume, for delayed and current scaling, FP8 attention and the block recipes: resume_case (scripts/test_lib.sh)
 resume_case delayed -fp8_amax_history_len 16
 resume_case current -fp8_recipe current
-resume_case fp8_attention -fp8_attention 1
+# (FP8 attention with the backward from the E4M3 q k v: -fp8_attention 1's path, and the header's value 2)
+resume_case fp8_attention_mha -fp8_attention 2
 # the block recipes with partial blocks (B*T 456 = 3.56 x 128 = 14.25 x 32; blockwise C 96, mxfp8 C 72 = 2.25 x 32)
 resume_case blockwise -fp8_recipe blockwise -C 96 -t 57
 resume_case mxfp8 -fp8_recipe mxfp8 -C 72 -NH 3 -t 57
@@ -288,24 +289,38 @@ fi
 
 # dev/attention_one_layer (doc/fp8_attention.md's tables): resumed at checkpoint 2, it takes block 1's attention of
 # step 3 apart; it stops unless its FP8 forward and backward are the trainer's bit for bit, its q k v cast is the run's
-# (scale, amax, saturated and flushed: the diagnostics row of block 1's qkv output at step 3), one quantization added at a time moves the output off the
-# double reference (BF16 attention nearest), and D from the double output brings dq back near BF16's; step 1 from the
-# initialization has every scale 1.0; a run without -fp8_attention is refused in one line; the folder is left as it was
+# (scale, amax, saturated and flushed: the diagnostics row of block 1's qkv output at step 3), one quantization added
+# at a time moves the output off the double reference (BF16 attention nearest), and D from the double output brings
+# dq back near BF16's; step 1 from the initialization has every scale 1.0; a run without -fp8_attention is refused in
+# one line; the folder is left as it was. A -fp8_attention 2 run's too (its backward from the E4M3 q k v the trainer's
+# bit for bit, and its q k v row the run's: the qkv GEMM's output it makes again, as the trainer left E4M3 values in it)
 ATT="$TINY -precision fp8 -fp8_attention 1 -v 0 -fp8_diag_every 1"
 $TRAINER $ATT -x 3 -n 2 -o "$TMP/att" >"$TMP/att.out" 2>&1
 att_sum=$(cat "$TMP/att"/* | md5sum)
 ./dev/attention_one_layer 1 $ATT -x 3 -o "$TMP/att" -y 1 -resume_step 2 >"$TMP/att_table.out" 2>&1
 att_rc=$?
+ATT2="$TINY -precision fp8 -fp8_attention 2 -v 0 -fp8_diag_every 1"
+$TRAINER $ATT2 -x 3 -n 2 -o "$TMP/att2" >"$TMP/att2.out" 2>&1
+./dev/attention_one_layer 1 $ATT2 -x 3 -o "$TMP/att2" -y 1 -resume_step 2 >"$TMP/att2_table.out" 2>&1
+att2_rc=$?
 ./dev/attention_one_layer 0 $ATT -x 3 -o "$TMP/att" -y 1 -resume_step 0 >"$TMP/att_first.out" 2>&1
 att_first_rc=$?
 ./dev/attention_one_layer 0 $TINY -precision fp8 -v 0 -x 3 -o "$TMP/att" -y 1 -resume_step 2 >"$TMP/att_no.out" 2>&1
 att_no_rc=$?
-want=$(awk -F'\t' '$1 == 3 && $3 == 1 && $4 == "qkv" && $5 == "output" {
-                     printf "%.4g %.4g %.4f%% %.4f%%", $9, $7, 100 * $11, 100 * $12 }' "$TMP/att/fp8_diag.tsv")
-got=$(grep '^q k v (' "$TMP/att_table.out" | awk '{ split(substr($0, 36), f, " "); printf "%s %s ", f[2], f[3] }
-                                                  { gsub(/[()]/, ""); printf "%s %s", $(NF - 2), $NF }')
-# the forward rows' relative errors: BF16 < q k v in E4M3 < + P (normalized) < + o; dq of D from the double output
-# within 4x BF16's, the trainer's dq further off than that
+qkv_diag_row() {  # run folder: block 1's qkv output row of step 3, as attention_one_layer prints its cast
+    awk -F'\t' '$1 == 3 && $3 == 1 && $4 == "qkv" && $5 == "output" {
+                  printf "%.4g %.4g %.4f%% %.4f%%", $9, $7, 100 * $11, 100 * $12 }' "$1/fp8_diag.tsv"
+}
+qkv_cast_row() {  # attention_one_layer's table: its q k v cast
+    grep '^q k v (' "$1" | awk '{ split(substr($0, 36), f, " "); printf "%s %s ", f[2], f[3] }
+                               { gsub(/[()]/, ""); printf "%s %s", $(NF - 2), $NF }'
+}
+want=$(qkv_diag_row "$TMP/att")
+got=$(qkv_cast_row "$TMP/att_table.out")
+want2=$(qkv_diag_row "$TMP/att2")
+got2=$(qkv_cast_row "$TMP/att2_table.out")
+# the forward rows' relative errors: BF16 < q k v in E4M3 < + P (normalized) < + o; dq of -fp8_attention 1's backward
+# with D from the double output within 4x BF16's, its own further off than that (then -fp8_attention 2's two rows)
 errors=$(awk '/^forward,/ { f = 1; next } /^backward,/ { f = 0; b = 1; next }
               f { for (i = 1; i <= NF; i++) if ($i ~ /%$/) { sub(/%/, "", $i); printf "%s ", $i; break } }
               b && /^BF16 attention/ { sub(/%/, "", $(NF - 2)); printf "%s ", $(NF - 2) }
@@ -313,16 +328,17 @@ errors=$(awk '/^forward,/ { f = 1; next } /^backward,/ { f = 0; b = 1; next }
               b && /D from the double output/ { sub(/%/, "", $(NF - 2)); printf "%s ", $(NF - 2) }' "$TMP/att_table.out")
 if [ "$att_rc" -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
     grep -q "^attention: block 1 of step 3 of $TMP/att, B 8, T 64, 4 heads of 16" "$TMP/att_table.out" &&
-    awk -v e="$errors" 'BEGIN { n = split(e, x, " "); exit !(n == 9 && x[1] < x[2] && x[2] < x[3] && x[3] < x[5] &&
+    awk -v e="$errors" 'BEGIN { n = split(e, x, " "); exit !(n == 11 && x[1] < x[2] && x[2] < x[3] && x[3] < x[5] &&
                                                           x[9] < 4 * x[7] && x[8] > x[9]) }' &&
     [ "$att_first_rc" -eq 0 ] && grep -q "^attention: block 0 of step 1 " "$TMP/att_first.out" &&
     [ "$(awk '/^(q k v \(|P, |o \(|o after)/ { split(substr($0, 36), f, " "); printf "%s ", f[2] }' "$TMP/att_first.out")" = \
         "1 1 1 1 1 " ] &&
     [ "$att_no_rc" -eq 1 ] && [ "$(wc -l <"$TMP/att_no.out")" -eq 1 ] && grep -q "fp8_attention 1" "$TMP/att_no.out" &&
-    [ "$(cat "$TMP/att"/* | md5sum)" = "$att_sum" ]; then
-    pass "attention_one_layer_matches_the_run ($got; errors $errors)"
+    [ "$(cat "$TMP/att"/* | md5sum)" = "$att_sum" ] &&
+    [ "$att2_rc" -eq 0 ] && [ -n "$want2" ] && [ "$got2" = "$want2" ]; then
+    pass "attention_one_layer_matches_the_run ($got; errors $errors; -fp8_attention 2: $got2)"
 else
-    fail "attention_one_layer_matches_the_run" "rc $att_rc/$att_first_rc/$att_no_rc, q k v '$got' vs diagnostics '$want', errors '$errors': $(head -n 3 "$TMP/att_table.out" "$TMP/att_no.out" | tr '\n' ' ')"
+    fail "attention_one_layer_matches_the_run" "rc $att_rc/$att_first_rc/$att_no_rc/$att2_rc, q k v '$got' vs diagnostics '$want', -fp8_attention 2 '$got2' vs '$want2', errors '$errors': $(head -n 3 "$TMP/att_table.out" "$TMP/att_no.out" "$TMP/att2_table.out" | tr '\n' ' ')"
 fi
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -633,6 +649,10 @@ recipe -fp8_recipe delayed current
 recipe_mxfp8 -fp8_recipe delayed mxfp8
 attention -fp8_attention 0 1
 EOF
+# the backward's input of FP8 attention (-fp8_attention 1 or 2: the same state, the header tells them apart), against
+# the -fp8_attention 2 run resume_case made above
+expect_error resume_changed_attention_backward "-fp8_attention is 2 in the checkpoint but 1 in this run" $TINY \
+    -precision fp8 -fp8_attention 1 -x 30 -n 6 -v 6 -m 2 -l 1e-3 -y 1 -o "$TMP/straight_fp8_attention_mha"
 expect_error resume_changed_T "-t is 64 in the checkpoint but 32 in this run" $RESUME_CKPT -t 32 -maxT 64
 # the model's shape: the line names the flag that sets the number that differs (-t sets maxT without -maxT)
 while read -r name want; do
@@ -686,7 +706,7 @@ expect_error flag_current_fused_casts "-fp8_fused_casts applies to delayed scali
 expect_error flag_mxfp8_fused_casts "-fp8_fused_casts applies to delayed scaling only (-fp8_recipe mxfp8" $TINY \
     -fp8_fused_casts 0 -fp8_recipe mxfp8
 # FP8 attention: delayed scaling's, with E4M3 forward tensors, in fp8 precision only
-expect_error flag_attention_value "invalid value '2' for -fp8_attention: must be in \[0, 1\]" $TINY -fp8_attention 2
+expect_error flag_attention_value "invalid value '3' for -fp8_attention: must be in \[0, 2\]" $TINY -fp8_attention 3
 expect_error flag_attention_bf16 "-fp8_attention 1 needs -precision fp8 (this run's is bf16)" $TINY -precision bf16 \
     -fp8_attention 1
 expect_error flag_attention_current "-fp8_attention 1 applies to delayed scaling only (-fp8_recipe current" $TINY \
@@ -694,6 +714,8 @@ expect_error flag_attention_current "-fp8_attention 1 applies to delayed scaling
 expect_error flag_attention_mxfp8 "-fp8_attention 1 applies to delayed scaling only (-fp8_recipe mxfp8" $TINY \
     -fp8_attention 1 -fp8_recipe mxfp8
 expect_error flag_attention_e5m2 "-fp8_attention 1 needs E4M3 forward tensors" $TINY -fp8 e5m2 -fp8_attention 1
+expect_error flag_attention_2_bf16 "-fp8_attention 2 needs -precision fp8 (this run's is bf16)" $TINY -precision bf16 \
+    -fp8_attention 2
 # the block recipes: their formats, and the flags that belong to other recipes (any width: above)
 expect_error block_e5m2 "-fp8 e5m2 cannot be used with -fp8_recipe blockwise: its tensors are E4M3 (the default) or hybrid" \
     $TINY -fp8_recipe blockwise -C 128 -fp8 e5m2

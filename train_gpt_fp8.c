@@ -256,15 +256,16 @@ static inline void dots_with_rows(float* dots, const float* x, const float* rows
     }
 }
 
-// FP8 attention's forward (-fp8_attention 1), what cuDNN's FP8 SDPA forward computes followed by its BF16 backward
-// (Transformer Engine's NVTE_FP8_DPA_BWD=0): the scores, softmax and values from qkv_fp8, the E4M3 cast of q, k, v
-// dequantized (B, T, 3C); the attention weights P quantized with the S slot's scale before they multiply v, as cuDNN
-// quantizes them before its second GEMM. cuDNN quantizes each tile's exp(s - running max) and normalizes at the end;
-// this quantizes the normalized weights, as Transformer Engine's FP8 emulation of attention does: the same values up
-// to one FP8 rounding of each weight. att then holds the weights the BF16 backward differentiates: exp(s - max) / sum
-// with s from the bf16 q and k (TE keeps them for the backward, not their FP8 cast) and max and sum from the FP8
-// forward (cuDNN's backward recomputes P from q, k and the forward's statistics). attention_forward leaves the largest
-// quantized weight (this cast's amax, 1 whenever a row has one key) in amax.
+// FP8 attention's forward (-fp8_attention 1 or 2), what cuDNN's FP8 SDPA forward computes followed by its BF16
+// backward (Transformer Engine's NVTE_FP8_DPA_BWD=0): the scores, softmax and values from qkv_fp8, the E4M3 cast of
+// q, k, v dequantized (B, T, 3C); the attention weights P quantized with the S slot's scale before they multiply v, as
+// cuDNN quantizes them before its second GEMM. cuDNN quantizes each tile's exp(s - running max) and normalizes at the
+// end; this quantizes the normalized weights, as Transformer Engine's FP8 emulation of attention does: the same values
+// up to one FP8 rounding of each weight. att then holds the weights the BF16 backward differentiates: exp(s - max) /
+// sum with s from attention_forward's inp, the q and k the backward reads (with 1 the bf16 GEMM output, as TE keeps
+// it; with 2 the E4M3 cast rounded to bf16), and max and sum from the FP8 forward (cuDNN's backward recomputes P from
+// q, k and the forward's statistics). attention_forward leaves the largest quantized weight (this cast's amax, 1
+// whenever a row has one key) in amax.
 typedef struct {
     const float* qkv_fp8;  // (B, T, 3C) the E4M3 cast of q, k, v, dequantized
     float scale, scale_inv;
@@ -959,15 +960,20 @@ static void gpt2_free(GPT2* model) {
     }
 }
 
-// FP8 attention (-fp8_attention 1), block l's forward casts (llmc/linear.h says whose slots they use): q, k, v cast
-// once to E4M3 with the qkv GEMM's output slot (recorded, counted), the dequantized values into scratch_inp for the
-// forward (AttentionFp8's qkv_fp8; cuDNN reads the codes with their scale_inv), qkv left as the GEMM wrote it for the
-// BF16 backward; and the softmax output's scale, block l's attention module's S slot.
-static AttentionFp8 attention_fp8_forward_casts(GPT2* model, int l, const float* qkv, size_t n) {
+// FP8 attention (-fp8_attention 1 or 2), block l's forward casts (llmc/linear.h says whose slots they use): q, k, v
+// cast once to E4M3 with the qkv GEMM's output slot (recorded, counted), the dequantized values into scratch_inp for
+// the forward (AttentionFp8's qkv_fp8; cuDNN reads the codes with their scale_inv, in fp32); and the softmax output's
+// scale, block l's attention module's S slot. What the BF16 backward reads stays in qkv: with 1 the GEMM's output as
+// it is, with 2 (training) the dequantized values rounded to bf16 in its place (llmc/linear.h's FP8_ATTENTION_MHA).
+static AttentionFp8 attention_fp8_forward_casts(GPT2* model, int l, float* qkv, size_t n) {
     int qkv_slot = fp8_meta_fwd_slot(&model->fp8, l * LINEARS_PER_BLOCK + LINEAR_QKV, FP8_FWD_OUTPUT);
     int s_slot = fp8_meta_fwd_slot(&model->fp8, fp8_attention_module(model->config.num_layers, l), FP8_ATTENTION_S);
     AttentionFp8 fp8 = {fp8_operand(model, model->scratch_inp, qkv, n, qkv_slot, 1), model->fp8.scale[s_slot],
                         model->fp8.scale_inv[s_slot], fp8_meta_slot_format(&model->fp8, s_slot), 0.0f};
+    if (model->fp8_attention == FP8_ATTENTION_MHA && model->training) {
+        memcpy(qkv, fp8.qkv_fp8, n * sizeof(float));
+        round_to_storage(model, qkv, n);
+    }
     return fp8;
 }
 

@@ -367,11 +367,13 @@ static void gpu_amax_allreduce(float* amax_row0, int num_slots, void* user) {
 // 256). Their workspace joins the plan's.
 static void gpt2_gpu_init_fp8_attention(GPT2* model) {
     int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads;
-    if (!model->cudnn_attention) { die("-fp8_attention 1 runs cuDNN's FP8 attention, and this run's is the plain one"); }
+    if (!model->cudnn_attention) {
+        die("-fp8_attention %d runs cuDNN's FP8 attention, and this run's is the plain one", model->fp8_attention);
+    }
     char why[512];
     if (!cudnn_attention_fp8_supported(model->cudnn_attention, B, T, C, NH, 0, why, sizeof(why))) {
-        die("-fp8_attention 1: cuDNN cannot run this FP8 attention (B %d, T %d, NH %d, head size %d): %s", B, T, NH,
-            C / NH, why);
+        die("-fp8_attention %d: cuDNN cannot run this FP8 attention (B %d, T %d, NH %d, head size %d): %s",
+            model->fp8_attention, B, T, NH, C / NH, why);
     }
     size_t bytes = cudnn_attention_fp8_prepare(model->cudnn_attention, B, T, C, NH, 0);
     if (bytes > model->attention_workspace_bytes) { model->attention_workspace_bytes = bytes; }
@@ -444,7 +446,7 @@ static void gpt2_gpu_init(GPT2* model, const GPT2Config* config, const TrainArgs
                                                                        config->num_heads);
         } else if (args->attention == ATTENTION_CUDNN || model->fp8_attention) {
             die("%s: cuDNN cannot run this attention (B %d, T %d, NH %d, head size %d): %s%s",
-                model->fp8_attention ? "-fp8_attention 1" : "-attn cudnn", B, T, config->num_heads, head_size, why,
+                model->fp8_attention ? "-fp8_attention" : "-attn cudnn", B, T, config->num_heads, head_size, why,
                 model->fp8_attention ? "" : "; -attn plain runs any shape");
         } else {
             printf("attention: plain CUDA/cuBLAS, as cuDNN cannot run head size %d at T %d (%s)\n", head_size, T, why);
@@ -1320,11 +1322,14 @@ static const floatX* gelu_fc_grad_output(GPT2* model, int l, floatX* dgelu, cons
 // recorded as any forward cast's); cuDNN's FP8 forward from those codes with the softmax output's scale (block l's
 // attention module's S slot) and the output's (attproj's input slot: the output is that GEMM's FP8 input), writing
 // the E4M3 output, the statistics (training) and the two amaxes; then out (B, T, C) = the output dequantized, bf16,
-// and the amaxes into row 0 (training). qkv stays the GEMM's bf16 output, which the BF16 backward reads with out and
-// the statistics (TE keeps q, k, v in high precision for it). attproj's forward then casts out with its input slot's
-// scale, recording nothing (linear_forward): the codes cuDNN wrote, and the x^T its wgrad keeps.
+// and the amaxes into row 0 (training). The BF16 backward reads qkv with out and the statistics: with -fp8_attention
+// 1 the GEMM's bf16 output as it is (TE keeps q, k, v in high precision for it when they do not arrive in FP8); with 2
+// (training) their E4M3 codes dequantized to bf16 in its place, as TE's fp8_mha hands its backward (llmc/linear.h's
+// FP8_ATTENTION_MHA; the output's dequantizing kernel, so the same bits as the CPU's). attproj's forward then casts
+// out with its input slot's scale, recording nothing (linear_forward): the codes cuDNN wrote, and the x^T its wgrad
+// keeps.
 #ifdef ENABLE_CUDNN
-static void attention_fp8_forward_layer(GPT2* model, int l, floatX* out, const floatX* qkv) {
+static void attention_fp8_forward_layer(GPT2* model, int l, floatX* out, floatX* qkv) {
     int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads, L = model->config.num_layers;
     size_t BTC = (size_t)B * T * C;
     Fp8Meta* meta = &model->fp8;
@@ -1335,6 +1340,10 @@ static void attention_fp8_forward_layer(GPT2* model, int l, floatX* out, const f
     cudaCheck(fp8_cast_amax(model->attention_qkv_fp8, qkv, BTC * 3, q.scale, q.amax, q.stats,
                             fp8_meta_slot_format(meta, qkv_slot), model->num_sms, model->stream));
     float* cells = model->attention_fp8_cells + (size_t)l * ATTENTION_FP8_CELLS * 4;
+    if (model->fp8_attention == FP8_ATTENTION_MHA && model->training) {  // (cuDNN's forward reads the codes)
+        cudaCheck(attention_fp8_output(qkv, model->attention_qkv_fp8, BTC * 3, fp8_meta_slot_format(meta, qkv_slot),
+                                       meta->scale_inv + qkv_slot, cells, NULL, NULL, model->num_sms, model->stream));
+    }
     cudaCheck(attention_fp8_scales(cells, slot_scale(model, s_slot), slot_scale(model, o_slot), model->stream));
     CudnnFp8ForwardScales scales = {gemm_scale_inv_of(model, slot_scale(model, qkv_slot)),
                                     gemm_scale_inv_of(model, slot_scale(model, s_slot)),
@@ -1351,8 +1360,8 @@ static void attention_fp8_forward_layer(GPT2* model, int l, floatX* out, const f
 #endif
 
 // Layer l's attention: out (B, T, C) from qkv (B, T, 3C), keeping what the backward needs when `training` (cuDNN:
-// the softmax statistics; plain: the attention matrix, always).
-static void attention_forward_layer(GPT2* model, int l, floatX* out, const floatX* qkv) {
+// the softmax statistics; plain: the attention matrix, always; -fp8_attention 2: q, k, v in E4M3, in qkv's place).
+static void attention_forward_layer(GPT2* model, int l, floatX* out, floatX* qkv) {
     int B = model->B, T = model->T, C = model->config.channels, NH = model->config.num_heads;
     LinearPrecision lp = gpt2_linear_precision(model);
     if (attention_is_fp8(&lp, l)) {  // (gpt2_gpu_init made sure it is cuDNN's, with FP8 graphs)
@@ -2073,7 +2082,8 @@ static void refuse_cpu_only_flags(const TrainArgs* args) {
     // -attn stays ATTENTION_DEFAULT when not given: gpt2_gpu_init then falls back to the plain attention where cuDNN
     // cannot run the shape, and -attn cudnn (or -fp8_attention 1) makes that an error
     if (gpu_attention_kind(args->attention) != ATTENTION_CUDNN && args->fp8_attention) {
-        die("-fp8_attention 1 runs cuDNN's FP8 attention%s", args->attention == ATTENTION_PLAIN ? ", not -attn plain" :
+        die("-fp8_attention %d runs cuDNN's FP8 attention%s", args->fp8_attention,
+            args->attention == ATTENTION_PLAIN ? ", not -attn plain" :
             ": this train_gpt_fp8 was built without cuDNN (make info says why)");
     }
 }
@@ -2121,8 +2131,9 @@ static void refuse_what_this_gpu_cannot_run(TrainArgs* args, const RunSetup* run
     int head_size = config->channels / config->num_heads;
     if (gpu_attention_kind(args->attention) == ATTENTION_CUDNN && (head_size % 8 != 0 || T < 2)) {
         if (args->fp8_attention) {
-            die("-fp8_attention 1 runs cuDNN's FP8 attention, which needs a head size C/NH that is a multiple of 16 and "
-                "T >= 2 (C %d, NH %d: %d; T %d)", config->channels, config->num_heads, head_size, T);
+            die("-fp8_attention %d runs cuDNN's FP8 attention, which needs a head size C/NH that is a multiple of 16 "
+                "and T >= 2 (C %d, NH %d: %d; T %d)", args->fp8_attention, config->channels, config->num_heads,
+                head_size, T);
         }
         if (args->attention == ATTENTION_CUDNN) {
             die("cuDNN attention needs a head size C/NH that is a multiple of 8 and T >= 2 (C %d, NH %d: %d; T %d); "

@@ -1,25 +1,28 @@
 /*
-dev/attention_one_layer.c — one block's attention of one training step with -fp8_attention 1, taken apart: what each
+dev/attention_one_layer.c — one block's attention of one training step with -fp8_attention 1 or 2, taken apart: what each
 of FP8 attention's casts (q k v, the softmax weights P, the output o) does to the attention's output, and what its
 BF16 backward then gives for the gradient of q, k and v, each against the attention computed in double precision.
 doc/fp8_attention.md quotes its tables, doc/make_fp8_attention_numbers.sh runs it.
 
-    attention_one_layer LAYER [flags of a -precision fp8 -fp8_attention 1 run, with -o DIR -y 1 -resume_step STEP]
+    attention_one_layer LAYER [flags of a -precision fp8 -fp8_attention 1|2 run, with -o DIR -y 1 -resume_step STEP]
 
 resumes the run's checkpoint STEP exactly as the trainer would (STEP 0: the run's initialization, before its first
 step; the trainer's own code, train_gpt_fp8.c included with TESTING), runs the forward and backward of the step that
-follows and takes block LAYER's attention: its input qkv (the qkv GEMM's bf16 output), the gradient its output
-receives, and the run's scales. Then it prints
+follows and takes block LAYER's attention: its input qkv (the qkv GEMM's bf16 output, made again here where a
+-fp8_attention 2 run left q, k, v's E4M3 values in its place), the gradient its output receives, and the run's
+scales. Then it prints
   the casts   the scale each of q k v, P and o was cast with, the tensor's amax, saturated and flushed elements;
   forward     the output's error against the attention in double from the same bf16 qkv, one quantization added at a
               time: BF16 attention (the BF16 trainer's), q k v in E4M3, P in E4M3 as the CPU trainer quantizes it
               (normalized), P as a flash kernel quantizes it (per key tile, before normalizing: what cuDNN's kernel
               is expected to do, dev/cuda/attention_cudnn_fp8 checks), o in E4M3 after either;
   backward    the error of the gradient of q, k and v against the double backward from the same output gradient:
-              the BF16 trainer's, FP8 attention's BF16 backward (the weights from the bf16 q and k with the FP8
-              forward's statistics, D = rowsum(dout * o) from the E4M3 output, as cuDNN's backward takes them), the
-              same with D from other sources, and from the E4M3 q k v: where its error comes from.
-The FP8 forward and backward it computes must be the trainer's, bit for bit (checked: it stops if they are not).
+              the BF16 trainer's, then FP8 attention's BF16 backward from each input the trainer can give it (the
+              weights recomputed from q and k with the FP8 forward's statistics, D = rowsum(dout * o) from the E4M3
+              output, as cuDNN's backward takes them): from the bf16 q k v (-fp8_attention 1), the same with D from
+              other sources, and from the E4M3 q k v in bf16 (-fp8_attention 2): where its error comes from.
+The FP8 forward, and the backward of the run's -fp8_attention, that it computes must be the trainer's, bit for bit
+(checked: it stops if they are not).
 Nothing is written; the run's folder is not changed.
 */
 #define TESTING
@@ -207,7 +210,7 @@ static void print_forward(const char* name, const float* out, const double* ref,
 }
 
 static void print_backward(const char* name, const float* dqkv, const double* ref, size_t BT, size_t C) {
-    printf("%-46s", name);
+    printf("%-62s", name);
     for (int part = 0; part < 3; part++) {
         Error e = error_of(dqkv, ref, BT, 3 * C, part * C, C);
         printf(" %9.4f%%", 100.0 * e.relative_l2);
@@ -231,7 +234,7 @@ static long long first_difference(const float* a, const float* b, size_t n) {
 int main(int argc, char** argv) {
     fail_at_exit_if_stdout_fails();  // the tables are the report: a lost row is an error
     if (argc < 2 || argv[1][0] < '0' || argv[1][0] > '9') {
-        fprintf(stderr, "usage: attention_one_layer LAYER [trainer flags of a -precision fp8 -fp8_attention 1 run, "
+        fprintf(stderr, "usage: attention_one_layer LAYER [trainer flags of a -precision fp8 -fp8_attention 1|2 run, "
                         "with -o DIR -y 1 -resume_step STEP (0: from its initialization)]\n");
         return 2;
     }
@@ -240,8 +243,8 @@ int main(int argc, char** argv) {
     TrainArgs args;
     parse_args(&args, argc - 1, argv + 1);
     if (!args.resume || args.resume_step < 0 || args.precision != PRECISION_FP8 || !args.fp8_attention) {
-        die("give the flags of a -precision fp8 -fp8_attention 1 run, with -o DIR -y 1 -resume_step STEP: the "
-            "checkpoint whose next step to take apart (0: the run's initialization)");
+        die("give the flags of a -precision fp8 -fp8_attention 1 (or 2) run, with -o DIR -y 1 -resume_step STEP: "
+            "the checkpoint whose next step to take apart (0: the run's initialization)");
     }
     RunSetup run;
     run_setup(&args, &run, 0, 1);
@@ -255,7 +258,16 @@ int main(int argc, char** argv) {
 
     int B = run.B, T = run.T, C = run.config.channels, NH = run.config.num_heads, hs = C / NH;
     size_t BT = (size_t)B * T, BTC = BT * C, att_size = (size_t)B * NH * T * T, l = (size_t)layer;
-    const float* qkv = model.acts.qkv + l * BTC * 3;
+    // the qkv GEMM's output, made again without recording anything (the same scales, the same bits): with
+    // -fp8_attention 1 it is what the trainer kept, with 2 the trainer kept q, k, v's E4M3 values in its place
+    float* qkv = (float*)calloc_or_die(BTC * 3, sizeof(float), "the qkv GEMM's output");
+    model.training = 0;
+    linear_forward(&model, layer * LINEARS_PER_BLOCK + LINEAR_QKV, qkv, model.acts.ln1 + l * BTC, B, T);
+    model.training = 1;
+    if (args.fp8_attention == FP8_ATTENTION_DPA && first_difference(qkv, model.acts.qkv + l * BTC * 3, BTC * 3) >= 0) {
+        die("the qkv GEMM's output made again differs from the trainer's: this tool no longer computes what "
+            "train_gpt_fp8.c does");
+    }
     const float* trainer_out = model.acts.atty + l * BTC;
     const float* dout = model.grads_acts.atty + l * BTC;
     const float* trainer_dqkv = model.grads_acts.qkv + l * BTC * 3;
@@ -333,41 +345,71 @@ int main(int argc, char** argv) {
     print_forward("+ o in E4M3 after the key tiles (a flash kernel)", o_tile_dequantized, ref_out, BT, C);
 
     // the backward from the gradient the output received in the run
-    printf("%-46s %10s %10s %10s\n", "backward, against the double backward", "dq", "dk", "dv");
+    printf("%-62s %10s %10s %10s\n", "backward, against the double backward", "dq", "dk", "dv");
     attention_backward(dqkv, dpreatt, datt, dout, qkv, att_bf16, NULL, B, T, C, NH);
     print_backward("BF16 attention's (the BF16 trainer)", round_bf16(dqkv, BTC * 3), ref_dqkv, BT, C);
-    memset(dqkv, 0, BTC * 3 * sizeof(float));
-    memset(dpreatt, 0, att_size * sizeof(float));
-    memset(datt, 0, att_size * sizeof(float));
-    attention_backward(dqkv, dpreatt, datt, dout, qkv, att_fp8, o_dequantized, B, T, C, NH);
-    round_bf16(dqkv, BTC * 3);
-    diff = first_difference(dqkv, trainer_dqkv, BTC * 3);
-    if (diff >= 0) {
-        die("the FP8 attention's backward here differs from the trainer's at element %lld: this tool no longer "
-            "computes what train_gpt_fp8.c does", diff);
-    }
-    print_backward("FP8 attention's BF16 backward (the trainer's)", dqkv, ref_dqkv, BT, C);
-    // where its error comes from: the same backward with D = rowsum(dout * o) from other outputs or from its weights,
-    // and from the E4M3 q k v, whose weights are the ones the FP8 forward's statistics describe
+    // FP8 attention's BF16 backward from each q k v the trainer can give it, D from the E4M3 output: the bf16 ones
+    // (-fp8_attention 1), whose weights att_fp8 holds; their E4M3 values in bf16 (2), whose weights are recomputed
+    // here as the trainer's forward recomputes them (the FP8 forward's max and sum, from those q and k). Each
+    // followed by the same with D = rowsum(dout * o) from other outputs or from its weights: where its error comes
+    // from. The backward of the run's own -fp8_attention must be the trainer's, bit for bit.
+    float* qkv_e4m3_bf16 = (float*)calloc_or_die(BTC * 3, sizeof(float), "q k v in E4M3, in bf16");
+    memcpy(qkv_e4m3_bf16, qkv_fp8, BTC * 3 * sizeof(float));
+    round_bf16(qkv_e4m3_bf16, BTC * 3);
+    float* att_mha = (float*)calloc_or_die(att_size, sizeof(float), "the E4M3 q and k's backward weights");
+    AttentionFp8 fp8_mha = {qkv_fp8, meta->scale[s_slot], meta->scale_inv[s_slot], s_format, 0.0f};
+    attention_forward(out, preatt, att_mha, qkv_e4m3_bf16, B, T, C, NH, &fp8_mha);  // (out: the same as out_fp8)
     float* exact_out = (float*)calloc_or_die(BTC, sizeof(float), "the double output");
     for (size_t i = 0; i < BTC; i++) { exact_out[i] = (float)ref_out[i]; }
-    static const char* const variants[4] = {"  the same, D from o before its E4M3 cast",
-                                            "  the same, D from the double output",
-                                            "  the same, D = sum(P dP) of its weights",
-                                            "  from the E4M3 q k v, D from the E4M3 o"};
-    const float* d_sources[4] = {out_fp8, exact_out, NULL, o_dequantized};
-    for (int v = 0; v < 4; v++) {
+    static const struct {
+        const char* name;
+        int from;  // the q k v it differentiates: FP8_ATTENTION_DPA or FP8_ATTENTION_MHA
+        int d;     // D from: 0 the E4M3 o (cuDNN's), 1 o before its cast, 2 the double output, 3 its own weights
+    } rows[] = {
+        {"FP8 attention's BF16 backward, bf16 q k v (-fp8_attention 1)", FP8_ATTENTION_DPA, 0},
+        {"  the same, D from o before its E4M3 cast", FP8_ATTENTION_DPA, 1},
+        {"  the same, D from the double output", FP8_ATTENTION_DPA, 2},
+        {"  the same, D = sum(P dP) of its weights", FP8_ATTENTION_DPA, 3},
+        {"FP8 attention's BF16 backward, E4M3 q k v (-fp8_attention 2)", FP8_ATTENTION_MHA, 0},
+        {"  the same, D from the double output (E4M3 q k v)", FP8_ATTENTION_MHA, 2},
+    };
+    const float* d_sources[4] = {o_dequantized, out_fp8, exact_out, NULL};
+    float* dqkv_mha = (float*)calloc_or_die(BTC * 3, sizeof(float), "-fp8_attention 2's gradients");
+    for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+        int mha = rows[r].from == FP8_ATTENTION_MHA;
         memset(dqkv, 0, BTC * 3 * sizeof(float));
         memset(dpreatt, 0, att_size * sizeof(float));
         memset(datt, 0, att_size * sizeof(float));
-        attention_backward(dqkv, dpreatt, datt, dout, v == 3 ? qkv_fp8 : qkv, v == 3 ? att_e4m3 : att_fp8,
-                           d_sources[v], B, T, C, NH);
-        print_backward(variants[v], round_bf16(dqkv, BTC * 3), ref_dqkv, BT, C);
+        attention_backward(dqkv, dpreatt, datt, dout, mha ? qkv_e4m3_bf16 : qkv, mha ? att_mha : att_fp8,
+                           d_sources[rows[r].d], B, T, C, NH);
+        round_bf16(dqkv, BTC * 3);
+        if (rows[r].from == args.fp8_attention && rows[r].d == 0) {
+            diff = first_difference(dqkv, trainer_dqkv, BTC * 3);
+            if (diff >= 0) {
+                die("the FP8 attention's backward here (-fp8_attention %d) differs from the trainer's at element "
+                    "%lld: this tool no longer computes what train_gpt_fp8.c does", args.fp8_attention, diff);
+            }
+        }
+        print_backward(rows[r].name, dqkv, ref_dqkv, BT, C);
+        if (mha && rows[r].d == 0) { memcpy(dqkv_mha, dqkv, BTC * 3 * sizeof(float)); }
     }
+    // -fp8_attention 2's backward is the gradient at the E4M3 q k v, so part of its distance from the double backward
+    // at the bf16 ones is the gradient's own change between the two points: the same against the double backward
+    // from the E4M3 q k v (in bf16, as the trainer's) leaves what the FP8 forward's o and P add
+    double* ref_e4m3_out = (double*)calloc_or_die(BTC, sizeof(double), "the E4M3 q k v's reference output");
+    double* ref_e4m3_dqkv = (double*)calloc_or_die(BTC * 3, sizeof(double), "the E4M3 q k v's reference gradient");
+    attention_reference(ref_e4m3_out, ref_e4m3_dqkv, qkv_e4m3_bf16, dout, B, T, C, NH);
+    print_backward("  the same, vs the double backward at the E4M3 q k v", dqkv_mha, ref_e4m3_dqkv, BT, C);
+    free(dqkv_mha);
+    free(ref_e4m3_out);
+    free(ref_e4m3_dqkv);
     double norms[3] = {0.0, 0.0, 0.0};
     for (size_t i = 0; i < BTC * 3; i++) { norms[(i % (3 * (size_t)C)) / (size_t)C] += ref_dqkv[i] * ref_dqkv[i]; }
-    printf("%-46s %10.4g %10.4g %10.4g\n", "their L2 norms (double)", sqrt(norms[0]), sqrt(norms[1]), sqrt(norms[2]));
+    printf("%-62s %10.4g %10.4g %10.4g\n", "their L2 norms (double)", sqrt(norms[0]), sqrt(norms[1]), sqrt(norms[2]));
     free(exact_out);
+    free(qkv_e4m3_bf16);
+    free(att_mha);
+    free(qkv);
 
     free(ref_out);
     free(ref_dqkv);

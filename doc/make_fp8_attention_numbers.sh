@@ -2,9 +2,10 @@
 # doc/make_fp8_attention_numbers.sh [OUT] — regenerates every number of doc/fp8_attention.md.
 #
 # 1. Trains the CPU reference trainer on tinyshakespeare, 300 steps of one 8 x 64 micro-batch, with heads of 64 as
-#    GPT-2's (2 blocks, C 128, 2 heads): BF16, FP8 (delayed scaling), and FP8 with -fp8_attention 1, with seed 1337
-#    (whose FP8-attention run keeps its checkpoints every 20 steps) and again with seed 1338, to show how far runs
-#    that differ in nothing but their seed end apart. Prints each run's final val loss and its gaps.
+#    GPT-2's (2 blocks, C 128, 2 heads): BF16, FP8 (delayed scaling), and FP8 with -fp8_attention 1 and 2 (the
+#    backward from the bf16 q k v, and from their E4M3 cast), with seed 1337 (whose -fp8_attention 1 run keeps its
+#    checkpoints every 20 steps) and again with seed 1338, to show how far runs that differ in nothing but their seed
+#    end apart. Prints each run's final val loss and its gaps.
 # 2. Takes both blocks' attention apart (dev/attention_one_layer) at the first step and at the step after each of
 #    those checkpoints: a summary over the 16 steps (median and largest error of each row), then the whole table of
 #    block 1 at the first step, at step 201, and at the step whose dq the FP8 attention's backward got furthest off.
@@ -41,9 +42,11 @@ take_apart() {  # layer, checkpoint step, table file, extra flags...
 run bf16 -seed 1337 -precision bf16
 run fp8 -seed 1337 -precision fp8
 run fp8_attention -seed 1337 -precision fp8 -fp8_attention 1 -n 20
+run fp8_attention_mha -seed 1337 -precision fp8 -fp8_attention 2
 run bf16_seed1338 -seed 1338 -precision bf16
 run fp8_seed1338 -seed 1338 -precision fp8
 run fp8_attention_seed1338 -seed 1338 -precision fp8 -fp8_attention 1
+run fp8_attention_mha_seed1338 -seed 1338 -precision fp8 -fp8_attention 2
 steps="0 $(seq -s ' ' 20 20 280)"
 for step in $steps; do
     for layer in 0 1; do take_apart "$layer" "$step" "$out/tables/block${layer}_step$((step + 1)).txt"; done
@@ -74,10 +77,12 @@ val() { grep ' tel:' "$1/main.log" | tail -n 1 | sed 's/.*tel://'; }
     for seed in 1337 1338; do
         suffix=$([ "$seed" = 1337 ] || echo "_seed$seed")
         awk -v s="$seed" -v b="$(val "$out/bf16$suffix")" -v f="$(val "$out/fp8$suffix")" \
-            -v a="$(val "$out/fp8_attention$suffix")" 'BEGIN {
+            -v a="$(val "$out/fp8_attention$suffix")" -v m="$(val "$out/fp8_attention_mha$suffix")" 'BEGIN {
             printf "seed %s: final val loss bf16 %s; fp8 (delayed) %s (%+.2f%% vs bf16); ", s, b, f, 100 * (f - b) / b
-            printf "fp8 with -fp8_attention 1 %s (%+.2f%% vs bf16, %+.2f%% vs fp8)\n", a, 100 * (a - b) / b,
-                   100 * (a - f) / f }'
+            printf "fp8 with -fp8_attention 1 %s (%+.2f%% vs bf16, %+.2f%% vs fp8); ", a, 100 * (a - b) / b,
+                   100 * (a - f) / f
+            printf "with -fp8_attention 2 %s (%+.2f%% vs bf16, %+.2f%% vs fp8)\n", m, 100 * (m - b) / b,
+                   100 * (m - f) / f }'
     done
     for layer in 0 1; do
         tables=()
@@ -87,9 +92,9 @@ val() { grep ' tel:' "$1/main.log" | tail -n 1 | sed 's/.*tel://'; }
         echo "(the backward rows: dq, dk, dv)"
         summarize "${tables[@]}"
     done
-    # the step whose dq the trainer's backward got furthest off (block 1)
+    # the step whose dq the trainer's backward (-fp8_attention 1: the run's) got furthest off (block 1)
     worst=$(for step in $steps; do
-                grep "^FP8 attention's BF16 backward" "$out/tables/block1_step$((step + 1)).txt" |
+                grep "^FP8 attention's BF16 backward, bf16" "$out/tables/block1_step$((step + 1)).txt" |
                     awk -v s=$((step + 1)) '{ for (i = 1; i <= NF; i++) if ($i ~ /%$/) { print s, $i + 0; exit } }'
             done | sort -k2,2 -g | tail -n 1 | cut -d' ' -f1)
     for table in block1_step1 block1_step201 "block1_step$worst" block1_step1_t1024; do

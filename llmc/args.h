@@ -66,9 +66,10 @@ typedef struct {
     // -fp8_fused_casts (GPU, delayed scaling): 1 GELU and LayerNorm inside the FP8 casts beside them where they can
     // be, 0 their own kernels then the casts (the same bytes either way); _set: given (the other recipes refuse it)
     int fp8_fused_casts, fp8_fused_casts_set;
-    // -fp8_attention (delayed scaling): 1 attention's forward in FP8 (q, k, v, the softmax output and the output cast,
-    // Transformer Engine's fp8_dpa), its backward in BF16 on the bf16 q, k, v and the dequantized output (TE's
-    // NVTE_FP8_DPA_BWD=0: Hopper's cuDNN has no FP8 backward at GPT-2's head size 64)
+    // -fp8_attention (delayed scaling; llmc/linear.h's FP8_ATTENTION_*): 1 attention's forward in FP8 (q, k, v, the
+    // softmax output and the output cast, Transformer Engine's fp8_dpa), its backward in BF16 on the bf16 q, k, v and
+    // the dequantized output (TE's NVTE_FP8_DPA_BWD=0: Hopper's cuDNN has no FP8 backward at GPT-2's head size 64);
+    // 2 the same, the backward on the E4M3 q, k, v dequantized (TE's fp8_mha)
     int fp8_attention;
     // data parallelism (CUDA trainer): -1 / NULL when not given; llmc/multi_process.h resolves them with the launcher's
     int num_processes, process_rank, gpus_per_node;
@@ -263,8 +264,9 @@ static inline void print_usage(const char* program) {
                amax_compute_algo_name(r->delayed.amax_compute_algo));
     usage_flag("-fp8_interval N", "recompute scales every N steps", "%d", r->delayed.interval);
     usage_flag("-fp8_reduce_amax 0|1", "all-reduce(MAX) amaxes over ranks", "%d", r->delayed.reduce_amax);
-    usage_flag("-fp8_attention 0|1", "attention's forward in FP8 (q k v, softmax, output; TE's fp8_dpa), its "
-               "backward in BF16 (GPU: cuDNN's FP8 forward)", "%d", d.fp8_attention);
+    usage_flag("-fp8_attention 0|1|2", "attention's forward in FP8 (q k v, softmax, output; GPU: cuDNN's FP8 "
+               "forward), its backward in BF16 from the bf16 q k v (1, TE's fp8_dpa) or their E4M3 cast (2, TE's "
+               "fp8_mha)", "%d", d.fp8_attention);
     usage_flag("-fp8_fused_casts 0|1", "GELU and LayerNorm inside the FP8 casts (GPU; 0: their own kernels, the "
                "same bits; the CPU trainer takes only 0)", "%d", d.fp8_fused_casts);
     printf("fp8, blockwise scaling only\n");
@@ -397,7 +399,7 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
             if (strcmp(key, "bf16_first_last") == 0) { a->fp8_bf16_first_last = parse_int_flag(flag, v, 0, 1024); }
             else if (strcmp(key, "lm_head") == 0) { a->fp8_lm_head = parse_int_flag(flag, v, 0, 1); }
             else if (strcmp(key, "diag_every") == 0) { a->fp8_diag_every = parse_int_flag(flag, v, 0, 1 << 30); }
-            else if (strcmp(key, "attention") == 0) { a->fp8_attention = parse_int_flag(flag, v, 0, 1); }
+            else if (strcmp(key, "attention") == 0) { a->fp8_attention = parse_int_flag(flag, v, 0, 2); }
             else if (strcmp(key, "fused_casts") == 0) {
                 a->fp8_fused_casts = parse_int_flag(flag, v, 0, 1);
                 a->fp8_fused_casts_set = 1;
@@ -475,15 +477,16 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
     // FP8 attention takes its scales from amax histories, as cuDNN's FP8 graphs need them before they run (current
     // scaling's FP8 attention needs a newer cuDNN; the block recipes have no per-tensor scale for it)
     if (a->fp8_attention && a->precision != PRECISION_FP8) {
-        die("-fp8_attention 1 needs -precision fp8 (this run's is %s)", precision_name(a->precision));
+        die("-fp8_attention %d needs -precision fp8 (this run's is %s)", a->fp8_attention,
+            precision_name(a->precision));
     }
     if (a->fp8_attention && a->recipe.fp8_format == FP8_RECIPE_E5M2) {
-        die("-fp8_attention 1 needs E4M3 forward tensors (q, k, v, the softmax output and the output, as cuDNN's FP8 "
-            "attention takes them): -fp8 hybrid or e4m3, not e5m2");
+        die("-fp8_attention %d needs E4M3 forward tensors (q, k, v, the softmax output and the output, as cuDNN's FP8 "
+            "attention takes them): -fp8 hybrid or e4m3, not e5m2", a->fp8_attention);
     }
     if (a->fp8_attention && a->fp8_scaling != FP8_SCALING_DELAYED) {
-        die("-fp8_attention 1 applies to delayed scaling only (-fp8_recipe %s: its scales are not known before the "
-            "attention runs)", recipe_name);
+        die("-fp8_attention %d applies to delayed scaling only (-fp8_recipe %s: its scales are not known before the "
+            "attention runs)", a->fp8_attention, recipe_name);
     }
     if (a->fp8_scaling == FP8_SCALING_CURRENT) { float8_current_scaling_apply(&a->recipe); }
     if (a->fp8_scaling == FP8_SCALING_BLOCKWISE || a->fp8_scaling == FP8_SCALING_MXFP8) {

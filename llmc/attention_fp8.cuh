@@ -1,5 +1,5 @@
 /*
-llmc/attention_fp8.cuh — the GPU trainer's side of FP8 attention (-fp8_attention 1, delayed scaling) around cuDNN's
+llmc/attention_fp8.cuh — the GPU trainer's side of FP8 attention (-fp8_attention 1|2, delayed scaling) around cuDNN's
 FP8 forward graph (llmc/cudnn_attention.h): before it, the per-layer scales it takes, copied into 16-byte cells of
 their own (cuDNN takes only 16-byte-aligned scalars; the FP8 metadata keeps its scales contiguous); after it, its
 E4M3 output dequantized into the bf16 tensor that the BF16 backward (its D = rowsum(dO * O)) and the attention
@@ -8,7 +8,9 @@ does not reduce: gradient accumulation runs the forward several times a step).
 
 The dequantized value is fp8_to_float(code) * scale_inv in fp32, rounded to bf16 to nearest even: the CPU's
 fp8_quantize_dequantize then round_to_storage (train_gpt_fp8.c's attention_fp8_output), so from the same codes the
-two trainers store the same bits. q, k, v are cast by fp8/quantize.cuh's fp8_cast_amax (the qkv GEMM's output slot).
+two trainers store the same bits. q, k, v are cast by fp8/quantize.cuh's fp8_cast_amax (the qkv GEMM's output slot);
+with -fp8_attention 2 the same dequantizing kernel, recording no amax, writes their codes back over the bf16 q, k, v
+for the backward (the CPU's attention_fp8_forward_casts).
 */
 #ifndef GPTFP8_ATTENTION_FP8_CUH
 #define GPTFP8_ATTENTION_FP8_CUH

@@ -44,8 +44,8 @@ State file, version 5 (all little-endian), one per rank:
     [40] steps skipped (non-finite) in a row up to this step  [41] the first of them (1-based; 0 when [40] is 0)
     [42..43] XXH3-64 of the run's tokenizer.bin (uint64; 0: the run had none)
     ([40..43] were 0 in the files written before them, which therefore read as "none skipped, no tokenizer known")
-    [44] -fp8_attention (new in version 5: M then counts one FP8 attention module per block after the LM head;
-    a version-4 file reads as 0, its layout unchanged)
+    [44] -fp8_attention, 0, 1 or 2 (new in version 5: M then counts one FP8 attention module per block after the
+    LM head; a version-4 file reads as 0, its layout unchanged; 2, the same state, came later in version 5)
   float m[opt_count], float v[opt_count]              AdamW moments of parameters [opt_offset, opt_offset + opt_count)
   float fp8_meta[(amax_history_len + 2) * 5M]        fp8/meta.h's buffer as-is: amax_history, scale, scale_inv
   float fp8_last_amax[5M]                             per slot, row 0 as the last update saw it (fp8_diag.tsv's amax)
@@ -335,7 +335,7 @@ typedef struct {
     int fp8_modules;            // M, 0 when the run has no FP8 state
     Fp8Recipe recipe;           // the fields that shape or change the FP8 state (callbacks are not stored)
     int fp8_bf16_first_last, fp8_lm_head;
-    int fp8_attention;          // -fp8_attention (its modules are among the M)
+    int fp8_attention;          // -fp8_attention (FP8_ATTENTION_*; its modules are among the M)
     int B, T, total_batch;
     int64_t step;
     int64_t num_parameters;
@@ -559,7 +559,7 @@ static inline int state_file_read_header(const char* path, StateHeader* h, char*
         (h->fp8_modules && fp8_recipe_validate(&h->recipe, recipe_err, sizeof(recipe_err))) || h->B < 1 ||
         h->T < 1 || h->total_batch < 1 || h->shard_index < 0 || h->shard_position < 0 || h->skipped_in_a_row < 0 ||
         h->first_skipped_step < 0 || h->first_skipped_step > h->step || (h->skipped_in_a_row > 0) != (h->first_skipped_step > 0) ||
-        h->fp8_attention < 0 || h->fp8_attention > 1) {
+        h->fp8_attention < FP8_ATTENTION_OFF || h->fp8_attention > FP8_ATTENTION_MHA) {
         snprintf(err, errlen, "%s: corrupt state header", path);
         return -1;
     }

@@ -72,7 +72,8 @@ typedef struct {
     int fp8_bf16_first_last;  // this many blocks at each end stay BF16
     int fp8_lm_head;          // the LM head through FP8 too
     int num_layers;
-    int fp8_attention;        // -fp8_attention: attention's forward in FP8 in the blocks whose linears are FP8
+    int fp8_attention;        // -fp8_attention (FP8_ATTENTION_*): attention's forward in FP8 in the blocks whose
+                              // linears are FP8, and what its BF16 backward reads
 } LinearPrecision;
 
 // A module goes through FP8 in fp8 mode unless its block is among the first/last N or it is the LM head (opt-in).
@@ -94,6 +95,15 @@ static inline int linear_is_fp8(const LinearPrecision* p, int module) {
 // FP8_ATTENTION_S, dP in its backward slot FP8_ATTENTION_DP; its other three slots stay unused (their row 0 stays 0,
 // which the update skips). The module count, and so the metadata's layout, grows by L only in runs with the flag.
 enum { FP8_ATTENTION_S = FP8_FWD_INPUT, FP8_ATTENTION_DP = FP8_BWD_GRAD_OUTPUT };
+
+// -fp8_attention's values. Both run the same FP8 forward; they differ in the q, k, v that the BF16 backward (cuDNN's,
+// which recomputes the weights from q, k and the forward's statistics) differentiates. DPA (Transformer Engine's
+// fp8_dpa): the qkv GEMM's bf16 output, as TE keeps it when attention's input is not FP8; its scores are not the
+// ones the FP8 forward's statistics describe, so the recomputed weights do not sum to 1. MHA (TE's fp8_mha, where q,
+// k, v arrive in FP8 and TE's backward gets them dequantized): their E4M3 values, dequantized to bf16 in place of the
+// GEMM's output (no memory of their own), so that the backward differentiates the attention the forward computed, up
+// to the weights' and the output's casts (doc/fp8_attention.md measures both).
+enum { FP8_ATTENTION_OFF = 0, FP8_ATTENTION_DPA = 1, FP8_ATTENTION_MHA = 2 };
 
 static inline int fp8_attention_module(int num_layers, int l) { return linear_num_modules(num_layers) + l; }
 static inline int fp8_num_modules(int num_layers, int fp8_attention) {
@@ -319,8 +329,9 @@ static inline int linear_check_gpu_dims(const GPT2Config* config, const LinearPr
     long long BT = (long long)B * T;
     int head_size = config->channels / config->num_heads;
     if (p->fp8_attention && (head_size % 16 != 0 || head_size > 256)) {
-        snprintf(err, errlen, "-fp8_attention 1 runs cuDNN's FP8 attention, which on Hopper needs a head size C/NH "
-                 "that is a multiple of 16 up to 256 (C %d, NH %d: %d)", config->channels, config->num_heads, head_size);
+        snprintf(err, errlen, "-fp8_attention %d runs cuDNN's FP8 attention, which on Hopper needs a head size C/NH "
+                 "that is a multiple of 16 up to 256 (C %d, NH %d: %d)", p->fp8_attention, config->channels,
+                 config->num_heads, head_size);
         return -1;
     }
     if (!fp8_recipe_is_block_scaled(p->recipe)) {

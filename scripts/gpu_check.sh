@@ -28,13 +28,14 @@
 #             head in FP8 and each per-GEMM override once (fp8_delayed_lm_head fp8_current_no_fprop
 #             fp8_blockwise_no_wgrad fp8_mxfp8_no_dgrad), blockwise where every GEMM's k ends in a partial block
 #             (fp8_blockwise_c160, its model C 160 at B*T 192, 15 steps), and FP8 attention
-#             (fp8_delayed_attention, its model with heads of 64); dev/compare_runs compares their main.log losses,
+#             (fp8_delayed_attention, its model with heads of 64, and fp8_delayed_attention_mha: -fp8_attention 2,
+#             the backward from the E4M3 q k v); dev/compare_runs compares their main.log losses,
 #             norms and learning rates step by step and their final FP8 histories and scales, each within a tolerance
 #             this script states with its reason (stage_xcheck), and the table shows the largest difference of each
 #   train     data, then d12 on tinyshakespeare in BF16 and FP8 (delayed, then blockwise and mxfp8, then delayed with
-#             -fp8_attention 1), same seed, TRAIN_STEPS steps (as scripts/compare_bf16_fp8.sh runs them, at B 8; with
-#             FP8 diagnostics, in the archive), and the plots LOGDIR/bf16_vs_fp8.png and (BF16, FP8, FP8 with FP8
-#             attention: issue 57's) LOGDIR/bf16_fp8_attention.png; resume (delayed), resume_current,
+#             -fp8_attention 1 and 2), same seed, TRAIN_STEPS steps (as scripts/compare_bf16_fp8.sh runs them, at B
+#             8; with FP8 diagnostics, in the archive), and the plots LOGDIR/bf16_vs_fp8.png and (BF16, FP8, FP8 with
+#             FP8 attention: issue 57's) LOGDIR/bf16_fp8_attention.png; resume (delayed), resume_current,
 #             resume_blockwise, resume_mxfp8: a small FP8 run of two micro-batches a step killed between checkpoints
 #             and resumed with -y 1 ends with every file byte-identical to an uninterrupted run's; nan_skip: a NaN
 #             gradient at step 4 skips that step with a warning and the run ends with a finite loss; faults:
@@ -349,6 +350,20 @@ plot_gap() {
     local v
     v=$(grep -oE 'final val [0-9.]+ vs [0-9.]+ \([-+0-9.]+%\)' "$1" 2>/dev/null | tail -n 1)
     echo "${v:-no gap line}"
+}
+
+# plot_gaps LOG: every run's gap line, "fp8 vs bf16 (-0.52%), fp8_attention vs bf16 (+0.31%)"
+plot_gaps() {
+    local v
+    v=$(grep -oE '^[A-Za-z0-9_]+ vs [A-Za-z0-9_]+: final val [0-9.]+ vs [0-9.]+ \([-+0-9.]+%\)' "$1" 2>/dev/null |
+        sed -E 's/: final val [0-9.]+ vs [0-9.]+//' | paste -sd, - | sed 's/,/, /g')
+    echo "${v:-no gap lines}"
+}
+
+# val_gap_percent LOG BASE_LOG: the last val loss of LOG relative to BASE_LOG's, "+0.31%" ("n/a" without both)
+val_gap_percent() {
+    awk -v a="$(last_val_loss "$1")" -v b="$(last_val_loss "$2")" \
+        'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%+.2f%%\n", (a - b) / b * 100; else print "n/a" }'
 }
 
 # bench_key LOG SKIP: "X ms/step, Y tok/s, mfu M, peak memory P"
@@ -940,9 +955,10 @@ stage_test() {
 # override once, spread over the recipes. (-r and -fp8_bf16_first_last are not here: the CPU trainer refuses -r, and
 # this model's two blocks would both be the BF16 ends; test_gpt_fp8's recompute test checks both against -r 0.) Then
 # blockwise where every GEMM's k ends in a partial block (fp8_blockwise_c160, issue 58), and FP8 attention (cuDNN's FP8
-# forward, issue 57).
+# forward, issue 57) with each of the backward's inputs (-fp8_attention 1 and 2).
 XCHECK_RECIPES=${XCHECK_RECIPES:-"bf16 fp8_delayed fp8_current fp8_blockwise fp8_mxfp8 fp8_delayed_lm_head \
-fp8_current_no_fprop fp8_blockwise_no_wgrad fp8_mxfp8_no_dgrad fp8_blockwise_c160 fp8_delayed_attention"}
+fp8_current_no_fprop fp8_blockwise_no_wgrad fp8_mxfp8_no_dgrad fp8_blockwise_c160 fp8_delayed_attention \
+fp8_delayed_attention_mha"}
 xcheck_recipe_flags() {
     case $1 in
         bf16) echo "-precision bf16" ;;
@@ -956,6 +972,8 @@ xcheck_recipe_flags() {
         fp8_mxfp8_no_dgrad) echo "-precision fp8 -fp8_recipe mxfp8 -fp8_dgrad 0" ;;
         fp8_blockwise_c160) echo "-precision fp8 -fp8_recipe blockwise" ;;
         fp8_delayed_attention) echo "-precision fp8 -fp8_recipe delayed -fp8_amax_history_len 32 -fp8_attention 1" ;;
+        fp8_delayed_attention_mha)
+            echo "-precision fp8 -fp8_recipe delayed -fp8_amax_history_len 32 -fp8_attention 2" ;;
     esac
 }
 
@@ -969,7 +987,7 @@ xcheck_recipe_flags() {
 # mxfp8, which pads nothing, misses the CPU's by 14% there; RESULTS.md, 2026-11-29)
 xcheck_recipe_model() {
     case $1 in
-        fp8_delayed_attention) echo hs64 ;;
+        fp8_delayed_attention | fp8_delayed_attention_mha) echo hs64 ;;
         fp8_blockwise_c160) echo c160 ;;
         *) echo model ;;
     esac
@@ -1053,16 +1071,16 @@ xcheck_key() {
 #     a slot mixed up with another, a missing factor or scale; a step's amax recorded or a history rolled on one side
 #     only is 0 against a number, which fails at any tolerance; the kernels themselves are checked tightly by
 #     test_gpt_fp8 and dev/cuda.
-# FP8 attention (fp8_delayed_attention) adds one difference that is not a rounding neighbour: the two sides quantize
-# the softmax output at different points (the CPU the normalized weights, cuDNN each tile's exp(s - running max)), so
-# each weight differs by up to two E4M3 roundings (2u4 = 2^-3 relative) and each attention output, which both sides
-# then cast to E4M3 with one scale, by up to one E4M3 ulp where the two values straddle a rounding. That is the size
-# of the FP8 neighbour the counts above already allow at that tensor (attproj's E4M3 input, one FP8 ulp), once more
+# FP8 attention (fp8_delayed_attention, _mha) adds one difference that is not a rounding neighbour: the two sides
+# quantize the softmax output at different points (the CPU the normalized weights, cuDNN each tile's exp(s - running
+# max)), so each weight differs by up to two E4M3 roundings (2u4 = 2^-3 relative) and each attention output, which both
+# sides then cast to E4M3 with one scale, by up to one E4M3 ulp where the two values straddle a rounding. That is the
+# size of the FP8 neighbour the counts above already allow at that tensor (attproj's E4M3 input, one FP8 ulp), once more
 # per element: the FP8 budget at the attention output doubles, and so do the loss and norm tolerances that carry it
-# (2^-8, 2^-6, 2^-4); the FP8 state's stay (the output's amax differs by at most the same E4M3 ulp, 12.5%, inside
-# 34%). A CPU run that emulated cuDNN's tile quantization against the CPU trainer (one 64-key tile at T 64; a
-# throwaway patch, 2026-11-28) differed by 6e-5 (first losses), 2.4e-3 (val loss), 1.2% (norm), 10% (forward
-# slots) and 7% (backward slots): within the undoubled tolerances, so the doubling is room for the GPU's roundings.
+# (2^-8, 2^-6, 2^-4); the FP8 state's stay (the output's amax differs by at most the same E4M3 ulp, 12.5%, inside 34%).
+# A CPU run that emulated cuDNN's tile quantization against the CPU trainer (one 64-key tile at T 64; a throwaway patch,
+# 2026-11-28) differed by 6e-5 (first losses), 2.4e-3 (val loss), 1.2% (norm), 10% (forward slots) and 7% (backward
+# slots): within the undoubled tolerances, so the doubling is room for the GPU's roundings.
 stage_xcheck() {
     local dir="$WORK/xcheck" gpu_trainer=${XCHECK_GPU_TRAINER:-./train_gpt_fp8} recipe
     # (the numbers above: 2^-9, 2^-7, 2^-5, 44 * 2^-7, 94 * 2^-7)
@@ -1092,7 +1110,7 @@ stage_xcheck() {
     for recipe in $XCHECK_RECIPES; do
         recipe_model="$dir/$(xcheck_recipe_model "$recipe")/model_00000001.bin"
         recipe_tolerances=("${tolerances[@]}")
-        if [ "$recipe" = fp8_delayed_attention ]; then recipe_tolerances=("${attention_tolerances[@]}"); fi
+        if [[ $recipe == fp8_delayed_attention* ]]; then recipe_tolerances=("${attention_tolerances[@]}"); fi
         # shellcheck disable=SC2046 # the recipe's flags are words
         run_step "xcheck_$recipe" "${XCHECK_STEP_SECONDS:-180}" bash -c '
             gpu_trainer=$1 dir=$2 compare=$3
@@ -1135,11 +1153,13 @@ stage_train() {
     fi
     local precision stats run_dir recipe_flags
     # the block recipes after delayed scaling (blockwise: Hopper's block-scaled GEMMs; mxfp8: emulated, its accuracy),
-    # then delayed scaling with FP8 attention (issue 57: d12's heads are 64 wide, cuDNN's FP8 forward)
-    for precision in bf16 fp8 fp8_blockwise fp8_mxfp8 fp8_attention; do
+    # then delayed scaling with FP8 attention (issue 57: d12's heads are 64 wide, cuDNN's FP8 forward), its BF16
+    # backward from the bf16 q k v (-fp8_attention 1, TE's fp8_dpa) and from their E4M3 cast (2, TE's fp8_mha)
+    for precision in bf16 fp8 fp8_blockwise fp8_mxfp8 fp8_attention fp8_attention_mha; do
         run_dir="$WORK/train_$precision"
         case $precision in
             fp8_attention) recipe_flags=(-precision fp8 -fp8_attention 1) ;;
+            fp8_attention_mha) recipe_flags=(-precision fp8 -fp8_attention 2) ;;
             fp8_*) recipe_flags=(-precision fp8 -fp8_recipe "${precision#fp8_}") ;;
             *) recipe_flags=(-precision "$precision") ;;
         esac
@@ -1222,14 +1242,20 @@ stage_train() {
             --title "BF16 vs FP8 (delayed scaling): d12 -b 8 -t 1024, $TRAIN_STEPS steps, train_gpt_fp8"
         [ -s "$WORK/bf16_vs_fp8.png" ] && cp "$WORK/bf16_vs_fp8.png" "$LOGDIR/bf16_vs_fp8.png"
         add_step_row plot "fp8 vs bf16 $(plot_gap "$WORK/plot.log")"
-        # issue 57's picture: BF16, FP8 and FP8 with FP8 attention on one plot (its row: FP8 attention's gap to BF16)
+        # issue 57's picture: BF16, FP8 and FP8 with FP8 attention (both backward inputs, where they ran) on one plot;
+        # its row: each run's final val gap to BF16, and FP8 attention's to FP8, issue 57's 0.5% target
         if [ -s "$WORK/train_fp8_attention/main.log" ]; then
+            local attention_logs=(--label fp8_attention "$WORK/train_fp8_attention/main.log")
+            [ -s "$WORK/train_fp8_attention_mha/main.log" ] &&
+                attention_logs+=(--label fp8_attention_mha "$WORK/train_fp8_attention_mha/main.log")
             STEP_MIN_SECONDS=5 run_step plot_attention 60 python3 scripts/plot_losses.py \
                 --out "$WORK/bf16_fp8_attention.png" --label bf16 "$WORK/train_bf16/main.log" \
-                --label fp8 "$WORK/train_fp8/main.log" --label fp8_attention "$WORK/train_fp8_attention/main.log" \
+                --label fp8 "$WORK/train_fp8/main.log" "${attention_logs[@]}" \
                 --title "BF16, FP8, FP8 with FP8 attention: d12 -b 8 -t 1024, $TRAIN_STEPS steps, train_gpt_fp8"
             [ -s "$WORK/bf16_fp8_attention.png" ] && cp "$WORK/bf16_fp8_attention.png" "$LOGDIR/bf16_fp8_attention.png"
-            add_step_row plot_attention "fp8_attention vs bf16 $(plot_gap "$WORK/plot_attention.log")"
+            add_step_row plot_attention "$(plot_gaps "$WORK/plot_attention.log"); to fp8: fp8_attention \
+$(val_gap_percent "$WORK/train_fp8_attention.log" "$WORK/train_fp8.log"), fp8_attention_mha \
+$(val_gap_percent "$WORK/train_fp8_attention_mha.log" "$WORK/train_fp8.log")"
         fi
     fi
     write_summary

@@ -445,16 +445,18 @@ fi
 blockwise_train_cmd=$(tar -xzOf "$archive" ./train_fp8_blockwise.log 2>/dev/null | head -n 1)
 mxfp8_train_cmd=$(tar -xzOf "$archive" ./train_fp8_mxfp8.log 2>/dev/null | head -n 1)
 attention_train_cmd=$(tar -xzOf "$archive" ./train_fp8_attention.log 2>/dev/null | head -n 1)
+mha_train_cmd=$(tar -xzOf "$archive" ./train_fp8_attention_mha.log 2>/dev/null | head -n 1)
 blockwise_bench_cmd=$(tar -xzOf "$archive" ./bench_d12_fp8_blockwise.log 2>/dev/null | head -n 1)
 if [[ $blockwise_train_cmd == *" -e d12 "*" -precision fp8 -fp8_recipe blockwise -o "* ]] &&
     [[ $mxfp8_train_cmd == *" -e d12 "*" -precision fp8 -fp8_recipe mxfp8 -o "* ]] &&
     [[ $attention_train_cmd == *" -e d12 "*" -seed 1337 -precision fp8 -fp8_attention 1 -o "* ]] &&
+    [[ $mha_train_cmd == *" -e d12 "*" -seed 1337 -precision fp8 -fp8_attention 2 -o "* ]] &&
     [[ $blockwise_bench_cmd == *" -e d12 "*" -precision fp8 -fp8_recipe blockwise -fp8_diag_every 0"* ]] &&
     [[ $blockwise_bench_cmd != *" -o "* ]] && printf '%s\n' "$out" | grep -qE '^\| bench_d12_fp8_blockwise +\| DRY RUN'; then
     pass block_recipes_trained_and_timed
 else
     fail block_recipes_trained_and_timed \
-        "$blockwise_train_cmd / $mxfp8_train_cmd / $attention_train_cmd / $blockwise_bench_cmd"
+        "$blockwise_train_cmd / $mxfp8_train_cmd / $attention_train_cmd / $mha_train_cmd / $blockwise_bench_cmd"
 fi
 if [[ $bench_cmd == *" -fp8_diag_every 0"* ]] && [[ $bench_cmd != *" -o "* ]] && [[ $bench_cmd == *" -e d48 "* ]]; then
     pass timing_runs_no_diagnostics_no_output
@@ -626,16 +628,22 @@ for recipe in bf16 fp8_delayed fp8_current fp8_blockwise fp8_mxfp8; do
         fail "xcheck_${recipe}_command" "$cmd"
     fi
 done
-# FP8 attention's runs start from a model with heads of 64 (cuDNN's FP8 attention at GPT-2's head size), made once
+# FP8 attention's runs (each backward input: -fp8_attention 1 and 2) start from a model with heads of 64 (cuDNN's FP8
+# attention at GPT-2's head size), made once
 model_cmd=$(xcheck_log xcheck_model_hs64)
 cmd=$(xcheck_log xcheck_fp8_delayed_attention)
+cmd_mha=$(xcheck_log xcheck_fp8_delayed_attention_mha)
 if [[ $model_cmd == *"./train_gpt_fp8_cpu "*" -L 2 -C 128 -NH 2 -b 4 -t 64 -x 1 "*"-o "*"/xcheck/hs64"* ]] &&
     [[ $cmd == *" -loss_first 0.00390625 -loss 0.015625 -norm 0.0625 "*" -skipped 4 -- "* ]] &&
     [[ $cmd == *" -e "*"/xcheck/hs64/model_00000001.bin -b 4 -t 64 -d 512 -x 20 "* ]] &&
-    [[ $cmd == *" -debug_nan_step 3 -precision fp8 -fp8_recipe delayed -fp8_amax_history_len 32 -fp8_attention 1"* ]]; then
+    [[ $cmd == *" -debug_nan_step 3 -precision fp8 -fp8_recipe delayed -fp8_amax_history_len 32 -fp8_attention 1"* ]] &&
+    [[ $cmd_mha == *" -loss_first 0.00390625 -loss 0.015625 -norm 0.0625 "*" -skipped 4 -- "* ]] &&
+    [[ $cmd_mha == *" -e "*"/xcheck/hs64/model_00000001.bin -b 4 -t 64 -d 512 -x 20 "* ]] &&
+    [[ $cmd_mha == *" -debug_nan_step 3 -precision fp8 -fp8_recipe delayed -fp8_amax_history_len 32 -fp8_attention 2"* ]]
+then
     pass xcheck_fp8_delayed_attention_command
 else
-    fail xcheck_fp8_delayed_attention_command "$model_cmd / $cmd"
+    fail xcheck_fp8_delayed_attention_command "$model_cmd / $cmd / $cmd_mha"
 fi
 # blockwise at ks off 128 starts from a model of C 160, made once, and runs 15 steps at B*T 192
 model_cmd=$(xcheck_log xcheck_model_c160)
