@@ -40,7 +40,8 @@
 #             and resumed with -y 1 ends with every file byte-identical to an uninterrupted run's; nan_skip: a NaN
 #             gradient at step 4 skips that step with a warning and the run ends with a finite loss; faults:
 #             scripts/check_run_faults.sh on train_gpt_fp8 (logs that cannot be written, damaged checkpoints, the
-#             folder lock, -start_over, -max_skipped, long paths)
+#             folder lock, -start_over, -max_skipped, long paths). TRAIN_RUNS picks some of these by name, e.g.
+#             TRAIN_RUNS="bf16 fp8 fp8_attention fp8_attention_mha" (issue 57's comparison alone)
 #   bench     d12, d24, d48 in BF16 and FP8, BENCH_STEPS steps each: mean ms and tok/s after the first 5 steps, MFU,
 #             peak memory and the mean SM clock with what held it down (timing runs: no -o, -fp8_diag_every 0;
 #             nvidia-smi sampling as in profile); d12 in FP8 blockwise too, against both; d12 at B 64 as well (the
@@ -102,7 +103,8 @@
 # SKIPPED (budget), which is not a failure. Exit status: 0 when no step FAILED or hit its own timeout, 1 otherwise (and
 # 1 at once, before building anything, when no GPU answers), 2 on bad arguments. --dry-run writes each step's command
 # into its log and the table without running it. --append-results also appends the table to RESULTS.md.
-# Environment: GPU_CHECK_BUDGET, TRAIN_STEPS (200), BENCH_STEPS (30), BENCH_B (8), PROFILE_B (64), PROFILE_RUNS, PROFILE_V, NCU, LLMC_DIR,
+# Environment: GPU_CHECK_BUDGET, TRAIN_STEPS (200), TRAIN_RUNS (the train stage's runs, by name: stage_train), BENCH_STEPS
+# (30), BENCH_B (8), PROFILE_B (64), PROFILE_RUNS, PROFILE_V, NCU, LLMC_DIR,
 # INPUT, GPU_CHECK_RESULTS (the file --append-results appends to, default RESULTS.md in the repository root),
 # GPU_CHECK_LATEST (the figures' file, default results/latest.tsv in the repository root), GPU_CHECK_ARCHIVE_MAX_BYTES
 # (16 MiB).
@@ -1135,8 +1137,15 @@ stage_xcheck() {
     for name in $made; do remove_checkpoints "$dir/$name"; done
 }
 
+# The train stage's runs, by the names of their steps (TRAIN_RUNS picks some: issue 57's 1000-step comparison alone is
+# TRAIN_RUNS="bf16 fp8 fp8_attention fp8_attention_mha", the four the plots need, without the block recipes' runs,
+# the resumes and the faults)
+GPU_CHECK_TRAIN_RUNS="bf16 fp8 fp8_blockwise fp8_mxfp8 fp8_attention fp8_attention_mha resume resume_current \
+resume_blockwise resume_mxfp8 nan_skip faults"
+train_wants() { [[ " ${TRAIN_RUNS:-$GPU_CHECK_TRAIN_RUNS} " == *" $1 "* ]]; }
+
 stage_train() {
-    local data=data/tinyshakespeare source train_tokens val_tokens
+    local data=data/tinyshakespeare source train_tokens val_tokens run
     source=$(corpus_source "$data" "$INPUT_TEXT")
     case $source in
         prepared) ;;  # nothing to run: the shards were carried over or made by an earlier run
@@ -1151,11 +1160,20 @@ stage_train() {
     else
         row data "train ${train_tokens:-?} tokens, val ${val_tokens:-?} tokens"
     fi
+    for run in ${TRAIN_RUNS:-}; do  # (a name no step has would run nothing, silently)
+        if [[ " $GPU_CHECK_TRAIN_RUNS " != *" $run "* ]]; then
+            echo "gpu_check: train: unknown run '$run' in TRAIN_RUNS ($GPU_CHECK_TRAIN_RUNS)" >"$WORK/train_runs.log"
+            add_row train_runs "FAILED (unknown run '$run')" "TRAIN_RUNS: $GPU_CHECK_TRAIN_RUNS"
+            ANY_FAILED=1
+            write_summary
+        fi
+    done
     local precision stats run_dir recipe_flags
     # the block recipes after delayed scaling (blockwise: Hopper's block-scaled GEMMs; mxfp8: emulated, its accuracy),
     # then delayed scaling with FP8 attention (issue 57: d12's heads are 64 wide, cuDNN's FP8 forward), its BF16
     # backward from the bf16 q k v (-fp8_attention 1, TE's fp8_dpa) and from their E4M3 cast (2, TE's fp8_mha)
     for precision in bf16 fp8 fp8_blockwise fp8_mxfp8 fp8_attention fp8_attention_mha; do
+        train_wants "$precision" || continue
         run_dir="$WORK/train_$precision"
         case $precision in
             fp8_attention) recipe_flags=(-precision fp8 -fp8_attention 1) ;;
@@ -1186,6 +1204,7 @@ stage_train() {
             resume_step=resume_$resume_recipe
             resume_flags=(-fp8_recipe "$resume_recipe")
         fi
+        train_wants "$resume_step" || continue
         run_step "$resume_step" 120 bash -c '
             dir=$1
             shift
@@ -1211,24 +1230,28 @@ stage_train() {
     done
     # nan_skip: a NaN poisoned into the gradient of step 4 (-debug_nan_step 3) must skip that step with a warning, and
     # the run must go on to a finite loss with its FP8 state intact (the CPU suite checks the CPU trainer the same way)
-    run_step nan_skip 60 bash -c '
-        ./train_gpt_fp8 "$@" || exit 1' nan_skip "${DATA_FLAGS[@]}" -L 4 -C 256 -NH 4 -b 8 -t 256 -x 8 -v 8 -m 2 -s 0 \
-        -seed 1337 -precision fp8 -fp8_amax_history_len 16 -debug_nan_step 3 ${EXTRA[@]+"${EXTRA[@]}"}
-    local nan_key=""
-    if [ "$STEP_RC" -eq 0 ]; then
-        if grep -qE 'step 4: loss .* not finite; step skipped' "$WORK/nan_skip.log" &&
-            last_val_loss "$WORK/nan_skip.log" | grep -qE '^[0-9]+\.[0-9]+$'; then
-            nan_key="step 4 skipped with a warning, then val $(last_val_loss "$WORK/nan_skip.log")"
-        else
-            STEP_RESULT="FAILED (no skip warning for step 4, or no finite val loss after it)"
-            ANY_FAILED=1
+    if train_wants nan_skip; then
+        run_step nan_skip 60 bash -c '
+            ./train_gpt_fp8 "$@" || exit 1' nan_skip "${DATA_FLAGS[@]}" -L 4 -C 256 -NH 4 -b 8 -t 256 -x 8 -v 8 -m 2 \
+            -s 0 -seed 1337 -precision fp8 -fp8_amax_history_len 16 -debug_nan_step 3 ${EXTRA[@]+"${EXTRA[@]}"}
+        local nan_key=""
+        if [ "$STEP_RC" -eq 0 ]; then
+            if grep -qE 'step 4: loss .* not finite; step skipped' "$WORK/nan_skip.log" &&
+                last_val_loss "$WORK/nan_skip.log" | grep -qE '^[0-9]+\.[0-9]+$'; then
+                nan_key="step 4 skipped with a warning, then val $(last_val_loss "$WORK/nan_skip.log")"
+            else
+                STEP_RESULT="FAILED (no skip warning for step 4, or no finite val loss after it)"
+                ANY_FAILED=1
+            fi
         fi
+        row nan_skip "$nan_key"
     fi
-    row nan_skip "$nan_key"
     # faults: the CPU suite's fault cases (scripts/check_run_faults.sh) on the GPU trainer, which shares their code
     # (the folder lock, checked logs, checkpoint checksums and steps, -resume_step, -start_over, -max_skipped, long paths)
-    run_step faults 240 ./scripts/check_run_faults.sh ./train_gpt_fp8
-    row faults "$(grep -E '^faults: ' "$WORK/faults.log" 2>/dev/null | tail -n 1 | sed 's/^faults: //')"
+    if train_wants faults; then
+        run_step faults 240 ./scripts/check_run_faults.sh ./train_gpt_fp8
+        row faults "$(grep -E '^faults: ' "$WORK/faults.log" 2>/dev/null | tail -n 1 | sed 's/^faults: //')"
+    fi
     if [ "${DRY_RUN:-0}" = 1 ]; then return; fi
     if ! python3 -c "import matplotlib" >/dev/null 2>&1; then
         echo "gpu_check: plot: skipped, matplotlib is not importable (make deps)" >"$WORK/plot.log"

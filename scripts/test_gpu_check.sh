@@ -468,6 +468,19 @@ if [[ $train_cmd == *" -o "* ]] && [[ $train_cmd == *" -precision fp8"* ]] && [[
 else
     fail train_run_keeps_its_logs "$train_cmd"
 fi
+# TRAIN_RUNS picks the train stage's runs by name (issue 57's comparison alone: BF16, FP8 and both FP8 attentions),
+# and an unknown name fails the stage in one row rather than running nothing
+out=$(TRAIN_RUNS="bf16 fp8 fp8_attention fp8_attention_mha" dry --only train "$tmp/dry_runs")
+steps=$(printf '%s\n' "$out" | grep -oE '^\| (train_[a-z0-9_]+|resume[a-z_]*|nan_skip|faults) ' | tr -d '| ' | paste -sd' ')
+out_bad=$(TRAIN_RUNS="bf16 fp9" dry --only train "$tmp/dry_runs_bad")
+rc_bad=$?
+if [ "$steps" = "train_bf16 train_fp8 train_fp8_attention train_fp8_attention_mha" ] && [ "$rc_bad" -eq 1 ] &&
+    printf '%s\n' "$out_bad" | grep -qE "^\| train_runs +\| FAILED \(unknown run 'fp9'\)" &&
+    printf '%s\n' "$out_bad" | grep -qE '^\| train_bf16 +\| DRY RUN'; then
+    pass train_runs_picks_the_runs
+else
+    fail train_runs_picks_the_runs "steps '$steps', rc $rc_bad: $out_bad"
+fi
 out=$(TRAIN_STEPS=20 dry --only train "$tmp/dry2" -- -fp8_margin 1)
 train_cmd=$(tar -xzOf "$tmp/dry2/gpu_check_logs.tar.gz" ./train_bf16.log 2>/dev/null | head -n 1)
 if [[ $train_cmd == *" -x 20 "* ]] && [[ $train_cmd == *" -fp8_margin 1" ]]; then
