@@ -103,8 +103,8 @@
 # SKIPPED (budget), which is not a failure. Exit status: 0 when no step FAILED or hit its own timeout, 1 otherwise (and
 # 1 at once, before building anything, when no GPU answers), 2 on bad arguments. --dry-run writes each step's command
 # into its log and the table without running it. --append-results also appends the table to RESULTS.md.
-# Environment: GPU_CHECK_BUDGET, TRAIN_STEPS (200), TRAIN_RUNS (the train stage's runs, by name: stage_train), BENCH_STEPS
-# (30), BENCH_B (8), PROFILE_B (64), PROFILE_RUNS, PROFILE_V, NCU, LLMC_DIR,
+# Environment: GPU_CHECK_BUDGET, TRAIN_STEPS (200), TRAIN_RUNS (the train stage's runs, by name: stage_train),
+# BENCH_STEPS (30), BENCH_B (8), PROFILE_B (64), PROFILE_RUNS, PROFILE_V, NCU, LLMC_DIR,
 # INPUT, GPU_CHECK_RESULTS (the file --append-results appends to, default RESULTS.md in the repository root),
 # GPU_CHECK_LATEST (the figures' file, default results/latest.tsv in the repository root), GPU_CHECK_ARCHIVE_MAX_BYTES
 # (16 MiB).

@@ -471,7 +471,8 @@ fi
 # TRAIN_RUNS picks the train stage's runs by name (issue 57's comparison alone: BF16, FP8 and both FP8 attentions),
 # and an unknown name fails the stage in one row rather than running nothing
 out=$(TRAIN_RUNS="bf16 fp8 fp8_attention fp8_attention_mha" dry --only train "$tmp/dry_runs")
-steps=$(printf '%s\n' "$out" | grep -oE '^\| (train_[a-z0-9_]+|resume[a-z_]*|nan_skip|faults) ' | tr -d '| ' | paste -sd' ')
+steps=$(printf '%s\n' "$out" | grep -oE '^\| (train_[a-z0-9_]+|resume[a-z_]*|nan_skip|faults) ' | tr -d '| ' |
+    paste -sd' ')
 out_bad=$(TRAIN_RUNS="bf16 fp9" dry --only train "$tmp/dry_runs_bad")
 rc_bad=$?
 if [ "$steps" = "train_bf16 train_fp8 train_fp8_attention train_fp8_attention_mha" ] && [ "$rc_bad" -eq 1 ] &&
