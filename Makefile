@@ -180,9 +180,11 @@ TRAINER ?= $(if $(and $(NVCC),$(filter 1,$(GPU))),train_gpt_fp8,train_gpt_fp8_cp
 # SANITIZE on or off rebuilds them all: a plain `make test` after a sanitized one is never silently sanitized.
 
 # -g1: line tables alone, enough for file:line in every report's stack (inlined frames too); full -g took a fifth
-# longer to compile, and the sanitized build is rebuilt from scratch in each CI run.
+# longer to compile, and the sanitized build is rebuilt from scratch in each CI run. -O2 for -O3: a quarter less
+# compile (the trainer 32 -> 25 s), and its instrumented runs were no slower (a 20-step FP8 run 4.3 -> 3.7 s).
 ifeq ($(SANITIZE),1)
-  CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g1
+  CFLAGS := $(patsubst -O3,-O2,$(CFLAGS)) -fsanitize=address,undefined -fno-sanitize-recover=all \
+            -fno-omit-frame-pointer -g1
 endif
 BUILD_FLAGS := $(CC) $(CFLAGS) $(OMP_FLAGS) $(LDLIBS)
 BUILD_FLAGS_STAMP := .build-flags
