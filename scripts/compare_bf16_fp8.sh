@@ -322,7 +322,13 @@ echo "compare_bf16_fp8: all runs done in $(duration $((SECONDS - start_all)))"
 python3 scripts/plot_losses.py --out "$out/bf16_vs_fp8.png" --gap-tsv "$out/gap.tsv" --warmup "$warmup" \
     ${noise[@]+"${noise[@]}"} "${plot_args[@]}" \
     --title "$(basename "$trainer") on $dataset: ${model[*]} ${extra[*]+${extra[*]} }-x $steps -seed $seed"$'\n'"$(IFS=','; echo "${RUN_LABELS[*]}" | sed 's/,/, /g')"
+# Each FP8 run's diagnostics pictures, drawn side by side: a Python each, 6-8 s of one core (one after another they
+# were 40 s of make train's 4.5 minutes on 2 cores), at most as many at once as cores (4 at most). Each one's output
+# is printed whole, in the runs' order, once all are done; one that failed fails the comparison, as before.
 diag_pictures=""
+plot_jobs=$(nproc 2>/dev/null || echo 1)
+[ "$plot_jobs" -gt 4 ] && plot_jobs=4
+plotted=()
 for diag in ${DIAG_RUNS[@]+"${DIAG_RUNS[@]}"}; do
     read -r name prefix <<<"$diag"
     # A run that recorded no diagnostics step (it ended before the first one, STEPS below -fp8_diag_every's 10, or
@@ -333,10 +339,26 @@ for diag in ${DIAG_RUNS[@]+"${DIAG_RUNS[@]}"}; do
             "(-fp8_diag_every is 10 unless given after --; these runs made $steps steps)"
         continue
     fi
-    python3 scripts/plot_fp8_diag.py "$out/$name/fp8_diag.tsv" --out-dir "$out" --prefix "$prefix" \
-        --title "FP8 ${prefix#fp8_} scaling, ${model[*]:0:6}"
+    while [ "$(jobs -rp | wc -l)" -ge "$plot_jobs" ]; do wait -n || true; done
+    # (its output and exit status in the run's folder until printed: a job's status, not wait's, which wait -n took)
+    rm -f "$out/$name/plot_fp8_diag.out" "$out/$name/plot_fp8_diag.rc"
+    { rc=0; python3 scripts/plot_fp8_diag.py "$out/$name/fp8_diag.tsv" --out-dir "$out" --prefix "$prefix" \
+          --title "FP8 ${prefix#fp8_} scaling, ${model[*]:0:6}" >"$out/$name/plot_fp8_diag.out" 2>&1 || rc=$?
+      echo "$rc" >"$out/$name/plot_fp8_diag.rc"; } &
+    plotted+=("$name")
     diag_pictures="$diag_pictures $out/${prefix}_*.png"
 done
+wait
+plot_failed=""
+for name in ${plotted[@]+"${plotted[@]}"}; do
+    cat "$out/$name/plot_fp8_diag.out"
+    [ "$(cat "$out/$name/plot_fp8_diag.rc" 2>/dev/null)" = 0 ] || plot_failed="$plot_failed $name"
+    rm -f "$out/$name/plot_fp8_diag.out" "$out/$name/plot_fp8_diag.rc"
+done
+if [ -n "$plot_failed" ]; then
+    echo "compare_bf16_fp8: error: the FP8 diagnostics pictures of$plot_failed failed (their output above)" >&2
+    exit 1
+fi
 echo "compare_bf16_fp8: logs: $(for name in "${RUN_NAMES[@]}"; do printf '%s ' "$out/$name/main.log"; done)"
 echo "compare_bf16_fp8: trainer output: $(for name in "${RUN_NAMES[@]}"; do printf '%s ' "$out/$name.out"; done)"
 echo "compare_bf16_fp8: plot: $out/bf16_vs_fp8.png, its gap numbers: $out/gap.tsv"

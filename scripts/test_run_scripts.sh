@@ -51,8 +51,10 @@ cat >"$TMP/fake/train_gpt_fp8_cpu" <<'EOF'
 out=$(sed -E 's/.* -o ([^ ]+) .*/\1/' <<<" $* ")  # every run the same losses: a gap of 0
 mkdir -p "$out" && printf 's:0 tel:6.9315\ns:1 trl:6.9000 lr:0.000400 norm:1.00\ns:600 tel:4.5000\n' >"$out/main.log"
 echo "${OMP_WAIT_POLICY-unset}" >"$out/omp_wait_policy"  # what libgomp would read
-# FAKE_DIAG=header: an fp8_diag.tsv of its header alone (a run that ended before its first diagnostics step); else none
+# FAKE_DIAG=header: an fp8_diag.tsv of its header alone (a run that ended before its first diagnostics step);
+# foreign: a file of a line under another header, which the picture script refuses; else none
 [ "${FAKE_DIAG:-}" = header ] && printf 'step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\n' >"$out/fp8_diag.tsv"
+[ "${FAKE_DIAG:-}" = foreign ] && printf 'step\tx\n1\t2\n' >"$out/fp8_diag.tsv"
 echo "val loss 6.931472"
 for step in 1 2 300 600; do
     echo "step $(printf '%4d' $step)/600 | loss 4.123456 | norm 0.7580 | lr 4.00e-04 | 155.00 ms | 123456 tok/s | ETA 12m34s"
@@ -132,6 +134,21 @@ recorded no diagnostics step (-fp8_diag_every is 10 unless given after --; these
         fail "compare_no_diagnostics_step_$fake_diag" "rc $rc, $said lines: $(printf '%s\n' "$out" | tail -n 3)"
     fi
 done
+# the runs' pictures are drawn side by side: pictures that fail (files the picture script refuses) fail the comparison
+# once every run's were tried, each one's output printed whole in the runs' order, then one error line naming them,
+# and nothing of the jobs left in the run folders
+out=$(compare STEPS=10 PROGRESS=lines RUNS="fp8 fp8_current" FAKE_DIAG=foreign 2>&1)
+rc=$?
+refused=$(printf '%s\n' "$out" | grep "fp8_diag.tsv: not an fp8_diag.tsv of this version" |
+    sed -E 's#.*/compare/([a-z0-9_]+)/fp8_diag\.tsv.*#\1#' | paste -sd' ')
+if [ "$rc" -ne 0 ] && [ "$refused" = "fp8 fp8_current" ] && [ "$(printf '%s\n' "$out" | grep -c error:)" -eq 3 ] &&
+    [ "$(printf '%s\n' "$out" | tail -n 1)" = \
+        "compare_bf16_fp8: error: the FP8 diagnostics pictures of fp8 fp8_current failed (their output above)" ] &&
+    [ -z "$(find "$TMP/compare" -name 'plot_fp8_diag.*')" ]; then
+    pass compare_pictures_side_by_side_fail_together
+else
+    fail compare_pictures_side_by_side_fail_together "rc $rc, refused '$refused': $(printf '%s\n' "$out" | tail -n 4)"
+fi
 check compare_runs_unknown "compare_bf16_fp8: error: RUNS=fp8 fp8_e4m3: fp8_e4m3 is not one of this trainer's runs \
 (bf16 fp8 fp8_current fp8_blockwise fp8_mxfp8 fp8_attention)" compare STEPS=10 RUNS="fp8 fp8_e4m3"
 check compare_runs_bf16_alone "compare_bf16_fp8: error: RUNS=bf16: no FP8 run to compare with bf16" \
