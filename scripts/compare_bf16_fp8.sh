@@ -39,9 +39,8 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # ---------------------------------------------------------------------------------------------------------------------
 # The defaults, in one place. The CPU model is 128 wide so that blockwise scaling's blocks of 128 along C, 3C, 4C and
 # B*T are whole, as TE's blockwise takes them (mxfp8's of 32 too; the trainers take any width, partial blocks and
-# all: doc/four_recipes.md); 600 steps each (the five without FP8 attention took 45 s on 2 idle cores, doc/building.md;
-# FP8 attention's run takes about 1.15x delayed scaling's, RESULTS.md 2026-11-28). The GPU ones train GPT-2 small
-# (d12).
+# all: doc/four_recipes.md); 600 steps each (the six 3 min 44 s on 2 idle AVX2 cores, 28 to 54 s each; the five
+# without FP8 attention 45 s with AVX-512: doc/building.md). The GPU ones train GPT-2 small (d12).
 CPU_MODEL=(-L 2 -C 128 -NH 4 -b 8 -t 64 -v 50 -m 8 -l 4e-3 -u 20 -q 0.1)
 CPU_STEPS=600
 # A gap of an FP8 run's final val loss to BF16's smaller than CPU_NOISE_PCT percent reads "within noise"
