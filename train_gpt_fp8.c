@@ -628,7 +628,6 @@ typedef struct {
     uint8_t* scratch_fp8;
     float* scratch_inp;
     float* scratch_dout;
-    float* scratch_transpose;  // block recipes: a columnwise cast's transposed input and values (2x the widest operand)
 } GPT2;
 
 // Shape and tensors of a linear module: out (B, T, OC) = inp (B, T, IC) @ weight (OC, IC)^T + bias. weight and bias
@@ -714,12 +713,9 @@ static const float* fp8_block_operand(GPT2* model, float* dst, const float* x, s
     Fp8QuantStats* stats = recording ? &model->fp8_stats[slot] : NULL;
     Fp8BlockScaleRange* range = recording ? &model->fp8_block_scale_range[slot] : NULL;
     float tensor_amax = 0.0f;
-    if (shape.cols == 1) {  // blocks down the columns: cast as the transpose's rows
-        fp8_quantize_blocks_columnwise(model->scratch_fp8, dst, NULL, x, rows, cols, shape.rows, &cast, &tensor_amax,
-                                       stats, range, model->scratch_transpose);
-    } else {
-        fp8_quantize_blocks(model->scratch_fp8, dst, NULL, x, rows, cols, shape, &cast, &tensor_amax, stats, range);
-    }
+    // blocks down the columns too (shape.cols 1): the GEMM here multiplies the values, in x's layout, so the codes
+    // are left in x's layout as well (the GPU's columnwise copy is transposed for its TN-only GEMMs: the same bytes)
+    fp8_quantize_blocks(model->scratch_fp8, dst, NULL, x, rows, cols, shape, &cast, &tensor_amax, stats, range);
     if (recording) {
         float* row0 = fp8_meta_amax_row0(meta, slot);
         *row0 = fp8_amax_merge(*row0, tensor_amax);
@@ -921,10 +917,6 @@ static void gpt2_allocate(GPT2* model, const ModelOptions* opt, int B, int T) {
         if (model->recipe.scaling == FP8_SCALING_MXFP8) {
             model->weight_dequantized_columnwise = (float*)calloc_or_die(total, sizeof(float), "FP8 weights (dgrad)");
         }
-        if (fp8_recipe_is_block_scaled(&model->recipe)) {
-            size_t widest_operand = BT * widest > widest_weight ? BT * widest : widest_weight;
-            model->scratch_transpose = (float*)calloc_or_die(2 * widest_operand, sizeof(float), "transpose scratch");
-        }
         model->fp8_stats = (Fp8QuantStats*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(Fp8QuantStats), "FP8 stats");
         model->fp8_last_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(float), "FP8 amaxes");
         model->fp8_window_amax = (float*)calloc_or_die((size_t)model->fp8.num_slots, sizeof(float), "FP8 amaxes");
@@ -956,7 +948,6 @@ static void gpt2_free(GPT2* model) {
         free(model->fp8_window_amax);
         free(model->fp8_block_scale_range);
         free(model->weight_dequantized_columnwise);
-        free(model->scratch_transpose);
     }
 }
 

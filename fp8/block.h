@@ -2,9 +2,9 @@
 fp8/block.h — block scaling: Transformer Engine's Float8BlockScaling (-fp8_recipe blockwise, DeepSeek-V3's scheme)
 and MXFP8BlockScaling (-fp8_recipe mxfp8, the OCP MX format), whose casts give every block of a tensor its own scale,
 computed from that block alone just before the cast. The scale rules are host + device (FP8_HD), written once for the
-CPU reference and the GPU; the casts below are the CPU's. Each block is cast by the very chunk loop a per-tensor cast
-uses (fp8/quantize_cpu.h's fp8_quantize_chunk, with the block's scale), so one element's bytes never depend on the
-recipe that chose its scale.
+CPU reference and the GPU; the casts below are the CPU's. Each element is cast by the very chunk loop a per-tensor
+cast uses (fp8/quantize_cpu.h's fp8_quantize_chunk, given its block's scale), so one element's bytes never depend on
+the recipe that chose its scale.
 
 Blocks, for a GEMM out = x @ w^T (x (rows, K), w (N, K); K the reduction dimension):
   blockwise  activations and gradients: 1x128 blocks along the last dimension (rowwise copy), or 128x1 down a column
@@ -219,23 +219,134 @@ static inline Fp8BlockCast fp8_block_cast_of(const Fp8Recipe* recipe, Fp8Format 
 
 // ----------------------------------------------------------------------------
 // the CPU casts
+//
+// A cast walks the tensor in tiles of one band of block rows (shape.rows rows) by FP8_BLOCK_TILE_COLS columns (a
+// multiple of every block width, so no block straddles two tiles): the tile's block amaxes in one pass over its rows,
+// its block scales, then each row through the per-tensor cast's loop with one scale per element, and the dequantized
+// values beside. Every loop runs along a row, so blocks down the columns (shape.cols 1) need no transposed copy, and
+// the loops vectorize for each instruction set (the tile function is compiled once per set, as the GEMM is).
+
+#define FP8_BLOCK_TILE_COLS 1024
+
+// What a tile adds to its cast's results: the max magnitude's bits (NaN on top), the counts, the scale range's bits.
+typedef struct {
+    uint32_t amax_bits, scale_min_bits, scale_max_bits;
+    long long saturated, flushed;
+} Fp8BlockTileStats;
+
+// One tile: rows [row0, row_end) and columns [col0, col0 + width) of inp (rows, cols) in blocks of shape; codes into
+// out, values into dequantized (may be NULL), each block's scale_inv into scale_inv_row[block column] (may be NULL).
+static inline __attribute__((always_inline)) void fp8_quantize_block_tile(
+    uint8_t* out, float* dequantized, float* scale_inv_row, const float* inp, size_t cols, size_t row0, size_t row_end,
+    size_t col0, size_t width, Fp8BlockShape shape, const Fp8BlockCast* cast, Fp8Format format, const float* decoded,
+    Fp8BlockTileStats* t) {
+    size_t block_len = (size_t)shape.cols, num_blocks = (width + block_len - 1) / block_len;
+    // the block amaxes (NaN skipped: fp8_block_amax_merge), as int32: magnitudes' bits are below 2^31, and a signed
+    // max vectorizes on every instruction set (SSE2 has no unsigned one)
+    int32_t block_amax[FP8_BLOCK_TILE_COLS];
+    for (size_t b = 0; b < num_blocks; b++) { block_amax[b] = 0; }
+    for (size_t r = row0; r < row_end; r++) {
+        const float* x = inp + r * cols + col0;
+        if (block_len == 1) {  // a block per column: the row's elements into their own blocks
+            for (size_t i = 0; i < width; i++) {
+                int32_t m = (int32_t)(fp8_float_bits(x[i]) & 0x7FFFFFFFu);
+                m = m <= 0x7F800000 ? m : 0;
+                block_amax[i] = m > block_amax[i] ? m : block_amax[i];
+            }
+        } else {
+            for (size_t b = 0; b < num_blocks; b++) {
+                size_t begin = b * block_len, end = begin + block_len < width ? begin + block_len : width;
+                int32_t a = block_amax[b];
+                for (size_t i = begin; i < end; i++) {
+                    int32_t m = (int32_t)(fp8_float_bits(x[i]) & 0x7FFFFFFFu);
+                    m = m <= 0x7F800000 ? m : 0;
+                    a = m > a ? m : a;
+                }
+                block_amax[b] = a;
+            }
+        }
+    }
+    // the blocks' scales, spread over their elements
+    float scale[FP8_BLOCK_TILE_COLS], scale_inv[FP8_BLOCK_TILE_COLS];
+    for (size_t b = 0; b < num_blocks; b++) {
+        float amax = fp8_bits_float((uint32_t)block_amax[b]);
+        Fp8BlockScale s = fp8_block_scale(cast, amax);
+        if (scale_inv_row) { scale_inv_row[b] = s.scale_inv; }
+        if (amax > 0.0f && amax <= FLT_MAX) {  // such a block's scale is positive and finite
+            uint32_t scale_bits = fp8_float_bits(s.scale);
+            t->scale_min_bits = scale_bits < t->scale_min_bits ? scale_bits : t->scale_min_bits;
+            t->scale_max_bits = scale_bits > t->scale_max_bits ? scale_bits : t->scale_max_bits;
+        }
+        size_t end = (b + 1) * block_len < width ? (b + 1) * block_len : width;
+        for (size_t i = b * block_len; i < end; i++) {
+            scale[i] = s.scale;
+            scale_inv[i] = s.scale_inv;
+        }
+    }
+    // each row through the per-tensor cast's loop, one scale per element; its amax is the tensor's (NaN included)
+    for (size_t r = row0; r < row_end; r++) {
+        uint8_t* q = out + r * cols + col0;
+        Fp8ChunkStats c = fp8_quantize_chunk(q, inp + r * cols + col0, width, format, 0.0f, scale);
+        if (dequantized) {
+            float* v = dequantized + r * cols + col0;
+            for (size_t i = 0; i < width; i++) { v[i] = decoded[q[i]] * scale_inv[i]; }
+        }
+        t->amax_bits = c.amax_bits > t->amax_bits ? c.amax_bits : t->amax_bits;
+        t->saturated += c.saturated;
+        t->flushed += c.flushed;
+    }
+}
+
+// the tile function with the format as a constant, compiled once per instruction set
+typedef void (*Fp8QuantizeBlockTileFn)(uint8_t* out, float* dequantized, float* scale_inv_row, const float* inp,
+                                       size_t cols, size_t row0, size_t row_end, size_t col0, size_t width,
+                                       Fp8BlockShape shape, const Fp8BlockCast* cast, const float* decoded,
+                                       Fp8BlockTileStats* t);
+#define FP8_BLOCK_TILE_VERSION(name, target)                                                                          \
+    CPU_NO_FMA target static void name(uint8_t* out, float* dequantized, float* scale_inv_row, const float* inp,      \
+                                       size_t cols, size_t row0, size_t row_end, size_t col0, size_t width,           \
+                                       Fp8BlockShape shape, const Fp8BlockCast* cast, const float* decoded,           \
+                                       Fp8BlockTileStats* t) {                                                        \
+        if (cast->format == FP8_E4M3) {                                                                               \
+            fp8_quantize_block_tile(out, dequantized, scale_inv_row, inp, cols, row0, row_end, col0, width, shape,     \
+                                    cast, FP8_E4M3, decoded, t);                                                      \
+        } else {                                                                                                      \
+            fp8_quantize_block_tile(out, dequantized, scale_inv_row, inp, cols, row0, row_end, col0, width, shape,     \
+                                    cast, FP8_E5M2, decoded, t);                                                      \
+        }                                                                                                             \
+    }
+FP8_BLOCK_TILE_VERSION(fp8_quantize_block_tile_baseline, )
+#if CPU_ISA_X86
+FP8_BLOCK_TILE_VERSION(fp8_quantize_block_tile_avx2, CPU_TARGET_AVX2)
+FP8_BLOCK_TILE_VERSION(fp8_quantize_block_tile_avx512, CPU_TARGET_AVX512)
+#endif
+#undef FP8_BLOCK_TILE_VERSION
+
+static inline Fp8QuantizeBlockTileFn fp8_quantize_block_tile_for(CpuIsa isa) {
+#if CPU_ISA_X86
+    if (isa == CPU_ISA_AVX512) { return fp8_quantize_block_tile_avx512; }
+    if (isa == CPU_ISA_AVX2) { return fp8_quantize_block_tile_avx2; }
+#endif
+    (void)isa;
+    return fp8_quantize_block_tile_baseline;
+}
 
 // Cast inp (rows, cols), row-major, in blocks of shape.rows x shape.cols (the last blocks of a row or column may be
 // cut short by the tensor's edge): out (rows, cols) = the codes; dequantized (rows, cols, may be NULL) = the values
 // the GEMM multiplies; block_scale_inv (ceil(rows / shape.rows), ceil(cols / shape.cols), may be NULL) = each block's
 // scale_inv. max |inp| is max-reduced into *amax (NaN-propagating); stats and range (may be NULL) count the cast.
-// isa: which version of the chunk loop (the tests run them all). Threads split the blocks; every result is a max, a
+// isa: which version of the tile loop (the tests run them all). Threads split the tiles; every result is a max, a
 // min or a count, so they do not depend on how.
 static inline void fp8_quantize_blocks_isa(CpuIsa isa, uint8_t* out, float* dequantized, float* block_scale_inv,
                                            const float* inp, size_t rows, size_t cols, Fp8BlockShape shape,
                                            const Fp8BlockCast* cast, float* amax, Fp8QuantStats* stats,
                                            Fp8BlockScaleRange* range) {
-    Fp8QuantizeChunkFn quantize_chunk = fp8_quantize_chunk_for(isa);
+    Fp8QuantizeBlockTileFn quantize_tile = fp8_quantize_block_tile_for(isa);
     float decoded[256];
     fp8_decode_table(decoded, cast->format);
     size_t block_rows = (rows + (size_t)shape.rows - 1) / (size_t)shape.rows;
     size_t block_cols = (cols + (size_t)shape.cols - 1) / (size_t)shape.cols;
-    size_t num_blocks = block_rows * block_cols;
+    size_t tile_cols = (cols + FP8_BLOCK_TILE_COLS - 1) / FP8_BLOCK_TILE_COLS, num_tiles = block_rows * tile_cols;
     uint32_t amax_bits = fp8_float_bits(*amax);
     long long saturated = 0, flushed = 0;
     // the scale range as bit patterns, which order like the (positive) scales: an unsigned min and max reduce the
@@ -244,39 +355,20 @@ static inline void fp8_quantize_blocks_isa(CpuIsa isa, uint8_t* out, float* dequ
     uint32_t scale_max_bits = fp8_float_bits(range ? range->scale_max : 0.0f);
 #pragma omp parallel for reduction(max : amax_bits, scale_max_bits) reduction(min : scale_min_bits) \
     reduction(+ : saturated, flushed) if (rows * cols > CPU_PARALLEL_MIN_PASS_ELEMENTS)
-    for (size_t block = 0; block < num_blocks; block++) {
-        size_t row0 = block / block_cols * (size_t)shape.rows, col0 = block % block_cols * (size_t)shape.cols;
+    for (size_t tile = 0; tile < num_tiles; tile++) {
+        size_t band = tile / tile_cols, col0 = tile % tile_cols * FP8_BLOCK_TILE_COLS;
+        size_t row0 = band * (size_t)shape.rows;
         size_t row_end = row0 + (size_t)shape.rows < rows ? row0 + (size_t)shape.rows : rows;
-        size_t len = col0 + (size_t)shape.cols < cols ? (size_t)shape.cols : cols - col0;
-        // the block's amax for its scale (NaN skipped), and for the tensor's amax the max of every magnitude's bit
-        // pattern (NaN above +inf)
-        uint32_t block_amax_bits = 0, all_amax_bits = 0;
-        for (size_t r = row0; r < row_end; r++) {
-            const float* x = inp + r * cols + col0;
-            for (size_t i = 0; i < len; i++) {
-                uint32_t magnitude_bits = fp8_float_bits(x[i]) & 0x7FFFFFFFu;
-                block_amax_bits = fp8_block_amax_merge(block_amax_bits, magnitude_bits);
-                all_amax_bits = magnitude_bits > all_amax_bits ? magnitude_bits : all_amax_bits;
-            }
-        }
-        float block_amax = fp8_bits_float(block_amax_bits);
-        Fp8BlockScale s = fp8_block_scale(cast, block_amax);
-        if (block_scale_inv) { block_scale_inv[block] = s.scale_inv; }
-        if (block_amax > 0.0f && block_amax <= FLT_MAX) {  // such a block's scale is positive and finite
-            uint32_t scale_bits = fp8_float_bits(s.scale);
-            scale_min_bits = scale_bits < scale_min_bits ? scale_bits : scale_min_bits;
-            scale_max_bits = scale_bits > scale_max_bits ? scale_bits : scale_max_bits;
-        }
-        // each row of the block through the per-tensor cast's chunk loop, with the block's scale
-        for (size_t r = row0; r < row_end; r++) {
-            Fp8ChunkStats c = quantize_chunk(out + r * cols + col0, inp + r * cols + col0, len, cast->format, s.scale);
-            if (dequantized) {
-                fp8_dequantize_chunk(dequantized + r * cols + col0, out + r * cols + col0, len, decoded, s.scale_inv);
-            }
-            saturated += c.saturated;
-            flushed += c.flushed;
-        }
-        amax_bits = all_amax_bits > amax_bits ? all_amax_bits : amax_bits;
+        size_t width = col0 + FP8_BLOCK_TILE_COLS < cols ? FP8_BLOCK_TILE_COLS : cols - col0;
+        Fp8BlockTileStats t = {0, scale_min_bits, scale_max_bits, 0, 0};
+        quantize_tile(out, dequantized,
+                      block_scale_inv ? block_scale_inv + band * block_cols + col0 / (size_t)shape.cols : NULL, inp,
+                      cols, row0, row_end, col0, width, shape, cast, decoded, &t);
+        amax_bits = t.amax_bits > amax_bits ? t.amax_bits : amax_bits;
+        scale_min_bits = t.scale_min_bits;
+        scale_max_bits = t.scale_max_bits;
+        saturated += t.saturated;
+        flushed += t.flushed;
     }
     *amax = fp8_bits_float(amax_bits);
     if (stats) {
@@ -297,28 +389,35 @@ static inline void fp8_quantize_blocks(uint8_t* out, float* dequantized, float* 
                             stats, range);
 }
 
-// The columnwise copy of inp (rows, cols): blocks of block_len down each column, cast as the transposed tensor's
-// 1 x block_len blocks (the same blocks as fp8_quantize_blocks with shape block_len x 1 gives, and the same bytes, but
-// every block contiguous). out_transposed (cols, rows) = the codes, laid out as TE's columnwise copy of a blockwise
-// tensor (the transpose the TN-only GEMM reads); dequantized (rows, cols) = the values in inp's layout;
-// block_scale_inv (cols, ceil(rows / block_len)); scratch (2 * rows * cols floats).
+// The columnwise copy of inp (rows, cols): blocks of block_len down each column, laid out as the transposed tensor's
+// 1 x block_len blocks. out_transposed (cols, rows) = the codes, as TE's columnwise copy of a blockwise tensor (the
+// transpose the TN-only GEMM reads); dequantized (rows, cols) = the values in inp's layout; block_scale_inv (cols,
+// ceil(rows / block_len)); scratch (2 * rows * cols floats). The cast is fp8_quantize_blocks' with block_len x 1
+// blocks (so the same bytes); only its codes and scales are transposed after.
 static inline void fp8_quantize_blocks_columnwise(uint8_t* out_transposed, float* dequantized, float* block_scale_inv,
                                                   const float* inp, size_t rows, size_t cols, int block_len,
                                                   const Fp8BlockCast* cast, float* amax, Fp8QuantStats* stats,
                                                   Fp8BlockScaleRange* range, float* scratch) {
-    float* transposed = scratch;                        // (cols, rows)
-    float* dequantized_transposed = scratch + rows * cols;  // (cols, rows)
+    size_t block_rows = (rows + (size_t)block_len - 1) / (size_t)block_len;
+    uint8_t* codes = (uint8_t*)scratch;                                    // (rows, cols)
+    float* scale_inv = block_scale_inv ? scratch + (rows * cols + 3) / 4 : NULL;  // (block_rows, cols)
+    Fp8BlockShape shape = {block_len, 1};
+    fp8_quantize_blocks(codes, dequantized, scale_inv, inp, rows, cols, shape, cast, amax, stats, range);
+    // the codes transposed in 32 x 32 tiles, so that neither side strides through more lines than L1 holds
+    const size_t tile = 32;
 #pragma omp parallel for if (rows * cols > CPU_PARALLEL_MIN_PASS_ELEMENTS)
-    for (size_t c = 0; c < cols; c++) {
-        for (size_t r = 0; r < rows; r++) { transposed[c * rows + r] = inp[r * cols + c]; }
+    for (size_t c0 = 0; c0 < cols; c0 += tile) {
+        size_t c_end = c0 + tile < cols ? c0 + tile : cols;
+        for (size_t r0 = 0; r0 < rows; r0 += tile) {
+            size_t r_end = r0 + tile < rows ? r0 + tile : rows;
+            for (size_t c = c0; c < c_end; c++) {
+                for (size_t r = r0; r < r_end; r++) { out_transposed[c * rows + r] = codes[r * cols + c]; }
+            }
+        }
     }
-    Fp8BlockShape shape = {1, block_len};
-    fp8_quantize_blocks(out_transposed, dequantized ? dequantized_transposed : NULL, block_scale_inv, transposed, cols,
-                        rows, shape, cast, amax, stats, range);
-    if (!dequantized) { return; }
-#pragma omp parallel for if (rows * cols > CPU_PARALLEL_MIN_PASS_ELEMENTS)
-    for (size_t r = 0; r < rows; r++) {
-        for (size_t c = 0; c < cols; c++) { dequantized[r * cols + c] = dequantized_transposed[c * rows + r]; }
+    if (!block_scale_inv) { return; }
+    for (size_t br = 0; br < block_rows; br++) {
+        for (size_t c = 0; c < cols; c++) { block_scale_inv[c * block_rows + br] = scale_inv[br * cols + c]; }
     }
 }
 

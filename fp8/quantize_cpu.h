@@ -22,17 +22,20 @@ casts (fp8/quantize.cuh, beside it) are checked against, bit for bit. Compiled o
 // One chunk of fp8_quantize: codes into out, and the chunk's max |x| (as bits), saturated and flushed counts. Compiled
 // once per instruction set (fp8/cpu_isa.h) and per format (a constant format makes every shift a constant); every
 // select in fp8_from_float is branch-free, so the loop vectorizes, and each element's code is the scalar one.
+// `scales`: NULL (every element times `scale`), or one scale per element (the block casts, fp8/block.h); a constant
+// NULL at an inlined call leaves the plain loop.
 typedef struct {
     uint32_t amax_bits, saturated, flushed;
 } Fp8ChunkStats;
 
 static inline __attribute__((always_inline)) Fp8ChunkStats fp8_quantize_chunk(uint8_t* out, const float* inp,
-                                                                              size_t n, Fp8Format format, float scale) {
+                                                                              size_t n, Fp8Format format, float scale,
+                                                                              const float* scales) {
     float fp8_max_value = fp8_max(format);
     uint32_t amax_bits = 0, saturated = 0, flushed = 0;
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
-        float scaled = x * scale;
+        float scaled = x * (scales ? scales[i] : scale);
         uint8_t code = fp8_from_float(scaled, format);
         out[i] = code;
         uint32_t magnitude_bits = fp8_float_bits(x) & 0x7FFFFFFFu;
@@ -48,8 +51,8 @@ static inline __attribute__((always_inline)) Fp8ChunkStats fp8_quantize_chunk(ui
 static inline __attribute__((always_inline)) Fp8ChunkStats fp8_quantize_chunk_by_format(uint8_t* out, const float* inp,
                                                                                         size_t n, Fp8Format format,
                                                                                         float scale) {
-    return format == FP8_E4M3 ? fp8_quantize_chunk(out, inp, n, FP8_E4M3, scale)
-                              : fp8_quantize_chunk(out, inp, n, FP8_E5M2, scale);
+    return format == FP8_E4M3 ? fp8_quantize_chunk(out, inp, n, FP8_E4M3, scale, NULL)
+                              : fp8_quantize_chunk(out, inp, n, FP8_E5M2, scale, NULL);
 }
 
 typedef Fp8ChunkStats (*Fp8QuantizeChunkFn)(uint8_t* out, const float* inp, size_t n, Fp8Format format, float scale);

@@ -1193,10 +1193,13 @@ static void test_block_scale_layouts(void) {
 
 // A block cast in every instruction set and with 1 and 4 threads: the same codes, dequantized values and scales, and
 // the diagnostics count what the codes say (saturated: |x * the block's scale| > max; flushed: x != 0 cast to +-0;
-// the scale range over the blocks with a finite non-zero amax, which skips NaN; the tensor's amax NaN-propagating). The columnwise cast (through
-// the transpose) gives the generic len x 1 blocks' codes, transposed, and the same values.
+// the scale range over the blocks with a finite non-zero amax, which skips NaN; the tensor's amax NaN-propagating).
+// The columnwise cast gives the generic len x 1 blocks' codes, transposed, and the same values.
 static void test_quantize_blocks_isas_threads_columnwise(void) {
-    const size_t rows = 300, cols = 260, n = rows * cols;  // ragged edges; above the threads' threshold
+    // ragged edges: rows end inside a block of 128, and each row of blocks is cast in three whole tiles of columns and
+    // a part of one (FP8_BLOCK_TILE_COLS); above the threads' threshold
+    const size_t rows = 300, cols = 3 * FP8_BLOCK_TILE_COLS + 428, n = rows * cols;
+    CHECK(n > CPU_PARALLEL_MIN_PASS_ELEMENTS && cols % 128 != 0, "the sizes exercise the threads and the edges");
     int saved_threads = omp_get_max_threads();
     float* x = malloc(n * sizeof(float));
     uint8_t* q = malloc(n);
