@@ -2,9 +2,9 @@
 # scripts/compare_bf16_fp8.sh [-- extra trainer flags] — trains the same model on the same data and seed in BF16 and
 # in FP8 with each of Megatron's four recipes: delayed scaling, current scaling (-fp8_recipe current), blockwise and
 # mxfp8 (on the CUDA trainer: blockwise on Hopper's block-scaled GEMMs, left out on another GPU; mxfp8 emulated,
-# its accuracy and not its speed), and on the CPU trainer delayed scaling with FP8 attention (-fp8_attention 1), one
-# run after
-# the other with each run's progress shown live, then draws the loss curves and their gaps to BF16 into one PNG,
+# its accuracy and not its speed), and on the CPU trainer delayed scaling with FP8 attention (-fp8_attention 1), the
+# CPU trainer's runs side by side (JOBS) and the CUDA trainer's one after the other, each run's progress shown live,
+# then draws the loss curves and their gaps to BF16 into one PNG,
 # prints the final losses and the gaps (on the CPU trainer, a gap below CPU_NOISE_PCT reads "within noise"), and
 # draws each FP8 run's diagnostics (fp8_diag.tsv: amaxes, scales or block scales, saturation, flushing) with
 # scripts/plot_fp8_diag.py into OUT/fp8_{delayed,current,blockwise,mxfp8,attention}_*.png.
@@ -28,6 +28,8 @@
 #             plus every val loss and warning; the default when the output is not a terminal)
 #   RUNS      the runs to make, by name, separated by spaces or commas: bf16 (always made: the others' baseline), fp8
 #             (delayed scaling), fp8_current, fp8_blockwise, fp8_mxfp8, fp8_attention (default: all this trainer runs)
+#   JOBS      how many runs train at once (default: the CPU trainer's as many as there are cores, up to the number
+#             of runs, each with cores / JOBS OpenMP threads unless OMP_NUM_THREADS says; the CUDA trainer's 1)
 # Flags after -- go to every run and win over the defaults (a later flag wins), e.g. -- -l 1e-3.
 # Each run starts anew in OUT/<run> (-start_over 1: a rerun replaces the last one's checkpoints and logs there).
 set -euo pipefail
@@ -39,8 +41,9 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # ---------------------------------------------------------------------------------------------------------------------
 # The defaults, in one place. The CPU model is 128 wide so that blockwise scaling's blocks of 128 along C, 3C, 4C and
 # B*T are whole, as TE's blockwise takes them (mxfp8's of 32 too; the trainers take any width, partial blocks and
-# all: doc/four_recipes.md); 600 steps each (the six 3 min 44 s on 2 idle AVX2 cores, 28 to 54 s each; the five
-# without FP8 attention 45 s with AVX-512: doc/building.md). The GPU ones train GPT-2 small (d12).
+# all: doc/four_recipes.md); 600 steps each (the six 2 min 44 s on 2 idle AVX2 cores, two at a time, 45 to 57 s each;
+# one after the other 3 min 45 s; the five without FP8 attention 45 s with AVX-512: doc/building.md). The GPU ones
+# train GPT-2 small (d12).
 CPU_MODEL=(-L 2 -C 128 -NH 4 -b 8 -t 64 -v 50 -m 8 -l 4e-3 -u 20 -q 0.1)
 CPU_STEPS=600
 # A gap of an FP8 run's final val loss to BF16's smaller than CPU_NOISE_PCT percent reads "within noise"
@@ -258,8 +261,11 @@ label_width=0
 for name in "${RUN_NAMES[@]}"; do
     if ((${#name} > label_width)); then label_width=${#name}; fi
 done
-show_progress() {  # label
-    local label=$1 line step total loss rate eta val="" every=$(((steps + 19) / 20)) width filled bar numbers
+# With runs side by side (JOBS above 1) the bar goes to the file bar_file names instead, rewritten at each step, and
+# the warnings to notes_file, appended: one loop draws every running run's bar (draw_bars below).
+show_progress() {  # label [bar_file notes_file]
+    local label=$1 bar_file=${2:-} notes_file=${3:-} line step total loss rate eta val="" every=$(((steps + 19) / 20))
+    local width filled bar numbers
     while IFS= read -r line; do
         if [[ $line =~ ^step\ +([0-9]+)/([0-9]+)\ \|\ loss\ ([^ ]+)\ .*\|\ ([0-9]+)\ tok/s.*ETA\ ([0-9]+m[0-9]+s) ]]; then
             step=${BASH_REMATCH[1]} total=${BASH_REMATCH[2]} loss=${BASH_REMATCH[3]} rate=${BASH_REMATCH[4]} eta=${BASH_REMATCH[5]}
@@ -270,7 +276,11 @@ show_progress() {  # label
                 if ((width > BAR_WIDTH)); then width=$BAR_WIDTH; elif ((width < 0)); then width=0; fi
                 filled=$((step * width / (total > 0 ? total : 1)))
                 printf -v bar '%*s' "$filled" ''
-                printf '\r  %-*s [%-*s] %s\033[K' "$label_width" "$label" "$width" "${bar// /#}" "$numbers"
+                if [ -n "$bar_file" ]; then
+                    printf '  %-*s [%-*s] %s\n' "$label_width" "$label" "$width" "${bar// /#}" "$numbers" >"$bar_file"
+                else
+                    printf '\r  %-*s [%-*s] %s\033[K' "$label_width" "$label" "$width" "${bar// /#}" "$numbers"
+                fi
             elif [ $((step % every)) -eq 0 ] || [ "$step" -eq "$total" ] || [ "$step" -eq 1 ]; then
                 echo "  [$label] $line"
             fi
@@ -278,28 +288,114 @@ show_progress() {  # label
             val=$(printf '%.4f' "${BASH_REMATCH[1]}")
             [ "$progress" = lines ] && echo "  [$label] $line"
         elif [[ $line =~ ^(warning|error) ]]; then
-            [ "$progress" = bar ] && printf '\n'
-            echo "  [$label] $line"
+            if [ -n "$notes_file" ]; then
+                echo "  [$label] $line" >>"$notes_file"
+            else
+                [ "$progress" = bar ] && printf '\n'
+                echo "  [$label] $line"
+            fi
         fi
     done
-    [ "$progress" = bar ] && printf '\n'
+    [ "$progress" = bar ] && [ -z "$bar_file" ] && printf '\n'
     return 0
 }
 
 mkdir -p "$out"
 n=${#RUN_NAMES[@]}
-echo "compare_bf16_fp8: $n runs (${RUN_NAMES[*]}) of $steps steps, seed $seed, into $out/: <run>/main.log, <run>.out"
-plot_args=()
-start_all=$SECONDS
-for ((r = 0; r < n; r++)); do
-    name=${RUN_NAMES[r]}
+# Runs side by side: at make train's CPU size a run gains little from a second OpenMP thread (two threads take 0.73x
+# one's time, doc/building.md), so two runs of one thread each on two cores finish sooner than one after the other
+# with two each (bf16 and fp8, 600 steps: 46 s against 59). The CUDA trainer's share one GPU: one at a time.
+cores=$(nproc 2>/dev/null || echo 1)
+if [ -n "${JOBS:-}" ]; then
+    [[ $JOBS =~ ^[1-9][0-9]{0,2}$ ]] || {
+        echo "compare_bf16_fp8: error: JOBS=$JOBS: expected how many runs train at once, a whole number from 1" >&2
+        exit 1
+    }
+    jobs=$JOBS
+elif [ "$(basename "$trainer")" = train_gpt_fp8_cpu ]; then
+    jobs=$cores
+else
+    jobs=1
+fi
+((jobs > n)) && jobs=$n
+run_threads=()  # OMP_NUM_THREADS=... for each run, unless the caller chose it
+if [ -z "${OMP_NUM_THREADS:-}" ] && ((jobs > 1)); then
+    run_threads=("OMP_NUM_THREADS=$((cores / jobs > 1 ? cores / jobs : 1))")
+fi
+side_by_side=""
+((jobs > 1)) && side_by_side=", $jobs at a time${run_threads[*]+ (${run_threads[*]} each)}"
+echo "compare_bf16_fp8: $n runs (${RUN_NAMES[*]}) of $steps steps, seed $seed$side_by_side, into $out/:" \
+    "<run>/main.log, <run>.out"
+
+# One run in the background: its exit status into OUT/<run>.rc when it ends
+declare -a run_pid run_start
+start_run() {  # run index
+    local r=$1 name=${RUN_NAMES[$1]} run_flags bar_file="" notes_file=""
     read -r -a run_flags <<<"${RUN_FLAGS[r]}"
     echo "compare_bf16_fp8: run $((r + 1))/$n: $name (${RUN_FLAGS[r]}), output in $out/$name.out"
-    start=$SECONDS
-    if ! "$trainer" "${data_flags[@]}" \
-        "${model[@]}" -x "$steps" -s 0 -seed "$seed" "${run_flags[@]}" -o "$out/$name" -start_over 1 \
-        ${extra[@]+"${extra[@]}"} 2>&1 |
-        tee "$out/$name.out" | show_progress "$name"; then
+    rm -f "$out/$name".{rc,bar,notes,pid}
+    if ((jobs > 1)) && [ "$progress" = bar ]; then bar_file=$out/$name.bar notes_file=$out/$name.notes; fi
+    run_start[r]=$SECONDS
+    # (the trainer's process id into OUT/<run>.pid: the pipeline's first part becomes the trainer, through env)
+    { rc=0
+      { echo "$BASHPID" >"$out/$name.pid"
+        exec env ${run_threads[@]+"${run_threads[@]}"} "$trainer" "${data_flags[@]}" "${model[@]}" -x "$steps" -s 0 \
+            -seed "$seed" "${run_flags[@]}" -o "$out/$name" -start_over 1 ${extra[@]+"${extra[@]}"}; } 2>&1 |
+          tee "$out/$name.out" | show_progress "$name" "$bar_file" "$notes_file" || rc=$?
+      echo "$rc" >"$out/$name.rc"; } &
+    run_pid[r]=$!
+}
+
+# Side by side on a terminal, every running run's bar on a line of its own below what was printed, redrawn in place:
+# up over the last drawing, clear to the end of the screen, the runs' new warnings, then the bars again.
+running=()
+drawn=0
+declare -a notes_shown last_bar
+draw_bars() {
+    [ "$progress" = bar ] && ((jobs > 1)) || return 0
+    local r name line
+    ((drawn > 0)) && printf '\033[%dA\r\033[J' "$drawn"
+    drawn=0
+    for r in ${running[@]+"${running[@]}"}; do
+        name=${RUN_NAMES[r]}
+        if [ -s "$out/$name.notes" ]; then
+            tail -n +"$((${notes_shown[r]:-0} + 1))" "$out/$name.notes"
+            notes_shown[r]=$(grep -c . "$out/$name.notes" || true)
+        fi
+    done
+    for r in ${running[@]+"${running[@]}"}; do
+        name=${RUN_NAMES[r]}
+        line=""
+        [ -s "$out/$name.bar" ] && IFS= read -r line <"$out/$name.bar"
+        # (a file caught between its truncation and its write reads empty: the last line drawn stays)
+        [ -n "$line" ] && last_bar[r]=$line
+        printf '%s\033[K\n' "${last_bar[r]:-  $name: starting}"
+        drawn=$((drawn + 1))
+    done
+}
+
+# Before the comparison stops: the runs still training stopped (their pipelines' processes), and waited for
+stop_runs() {
+    local r
+    for r in ${running[@]+"${running[@]}"}; do
+        kill -TERM "$(cat "$out/${RUN_NAMES[r]}.pid" 2>/dev/null)" 2>/dev/null || true
+    done
+    wait || true
+    for r in ${running[@]+"${running[@]}"}; do rm -f "$out/${RUN_NAMES[r]}".{rc,bar,notes,pid}; done
+}
+
+# A run that ended: its last bar (side by side), then done with its final losses, or the comparison stops
+finish_run() {  # run index
+    local r=$1 name=${RUN_NAMES[$1]} rc final_step final_val
+    wait "${run_pid[r]}" || true  # (its status file is whole once it has ended)
+    rc=$(cat "$out/$name.rc")
+    if ((jobs > 1)) && [ "$progress" = bar ]; then
+        [ -s "$out/$name.notes" ] && tail -n +"$((${notes_shown[r]:-0} + 1))" "$out/$name.notes"
+        [ -s "$out/$name.bar" ] && cat "$out/$name.bar"
+        rm -f "$out/$name.bar" "$out/$name.notes"
+    fi
+    if [ "$rc" != 0 ]; then
+        stop_runs
         echo "compare_bf16_fp8: error: the $name run failed; its last lines ($out/$name.out):" >&2
         tail -n 3 "$out/$name.out" >&2
         exit 1
@@ -308,14 +404,40 @@ for ((r = 0; r < n; r++)); do
     final_step=$({ grep "^step" "$out/$name.out" || true; } | tail -n 1 |
         sed -E 's/^step +([0-9]+\/[0-9]+) \| loss ([^ ]+) .*/step \1, train loss \2/')
     if [ -z "$final_step" ]; then
+        stop_runs
         echo "compare_bf16_fp8: error: the $name run trained no step (an -x 0 among the flags after --?), so there is" \
             "nothing to compare; its output: $out/$name.out" >&2
         exit 1
     fi
     final_val=$({ grep "^val loss" "$out/$name.out" || true; } | tail -n 1 | sed -E 's/^val loss ([^ ]+).*/, val loss \1/')
-    echo "compare_bf16_fp8: $name done in $(duration $((SECONDS - start))): ${final_step}${final_val}"
-    plot_args+=(--label "${RUN_LABELS[r]}" "$out/$name/main.log")
+    echo "compare_bf16_fp8: $name done in $(duration $((SECONDS - run_start[r]))): ${final_step}${final_val}"
+    rm -f "$out/$name.rc" "$out/$name.pid"
+}
+
+start_all=$SECONDS
+next=0
+while ((next < n)) || ((${#running[@]} > 0)); do
+    while ((next < n)) && ((${#running[@]} < jobs)); do
+        start_run "$next"
+        running+=("$next")
+        next=$((next + 1))
+    done
+    draw_bars
+    sleep 0.25
+    still=()
+    for r in "${running[@]}"; do
+        if [ -f "$out/${RUN_NAMES[r]}.rc" ]; then
+            ((drawn > 0)) && printf '\033[%dA\r\033[J' "$drawn"
+            drawn=0
+            finish_run "$r"
+        else
+            still+=("$r")
+        fi
+    done
+    running=(${still[@]+"${still[@]}"})
 done
+plot_args=()
+for ((r = 0; r < n; r++)); do plot_args+=(--label "${RUN_LABELS[r]}" "$out/${RUN_NAMES[r]}/main.log"); done
 echo "compare_bf16_fp8: all runs done in $(duration $((SECONDS - start_all)))"
 
 python3 scripts/plot_losses.py --out "$out/bf16_vs_fp8.png" --gap-tsv "$out/gap.tsv" --warmup "$warmup" \

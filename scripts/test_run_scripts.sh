@@ -51,6 +51,12 @@ cat >"$TMP/fake/train_gpt_fp8_cpu" <<'EOF'
 out=$(sed -E 's/.* -o ([^ ]+) .*/\1/' <<<" $* ")  # every run the same losses: a gap of 0
 mkdir -p "$out" && printf 's:0 tel:6.9315\ns:1 trl:6.9000 lr:0.000400 norm:1.00\ns:600 tel:4.5000\n' >"$out/main.log"
 echo "${OMP_WAIT_POLICY-unset}" >"$out/omp_wait_policy"  # what libgomp would read
+echo "${OMP_NUM_THREADS-unset}" >"$out/omp_num_threads"
+# FAKE_FAIL=RUN: that run fails at once; the others then train slowly (a heartbeat a tenth of a second, 30 s in all)
+if [ -n "${FAKE_FAIL:-}" ]; then
+    if [ "$(basename "$out")" = "$FAKE_FAIL" ]; then echo "error: a planted failure"; exit 3; fi
+    for i in $(seq 300); do echo "$i" >>"$out/heartbeat"; sleep 0.1; done
+fi
 # FAKE_DIAG=header: an fp8_diag.tsv of its header alone (a run that ended before its first diagnostics step);
 # foreign: a file of a line under another header, which the picture script refuses; else none
 [ "${FAKE_DIAG:-}" = header ] && printf 'step\tmodule\tlayer\tgemm\ttensor\tformat\tamax\n' >"$out/fp8_diag.tsv"
@@ -67,7 +73,7 @@ compare() {  # VAR=value... [-- trainer flags]: the comparison with the stand-in
     env "${vars[@]}" DATA="$TMP/tiny" OUT="$TMP/compare" TRAINER="$TMP/fake/train_gpt_fp8_cpu" \
         ./scripts/compare_bf16_fp8.sh "$@"
 }
-compare STEPS=600 PROGRESS=bar >"$TMP/bar.out" 2>&1
+compare STEPS=600 PROGRESS=bar JOBS=1 >"$TMP/bar.out" 2>&1
 # every state of the bar (the text between carriage returns, its clear-to-end-of-line escape left out) of every run
 bars=$(tr '\r' '\n' <"$TMP/bar.out" | sed 's/\x1b\[K//g' | grep -E '^  [a-z0-9_]+ +\[#*' || true)
 wide=$(printf '%s\n' "$bars" | awk 'length($0) > 80')
@@ -77,6 +83,54 @@ if [ "$(printf '%s\n' "$bars" | grep -c .)" -ge 20 ] && [ -z "$wide" ] &&
 else
     fail compare_bar_fits_80_columns "$(printf '%s\n' "$wide" "$bars" | head -n 3)"
 fi
+# runs side by side on a terminal: every running run's bar on a line of its own, redrawn in place (up over the last
+# drawing, cleared to the end of the screen); each run's last bar and its done line stay, none wider than 80 columns
+compare STEPS=600 PROGRESS=bar JOBS=3 >"$TMP/bars.out" 2>&1
+rc=$?
+# the lines as a terminal would keep them: every escape left out (a redraw: ESC[nA, CR, ESC[J; a line's ESC[K)
+kept=$(sed -E 's/\x1b\[[0-9]*[AJK]//g; s/\r//g' "$TMP/bars.out")
+finals=$(printf '%s\n' "$kept" | grep -cE '^  [a-z0-9_]+ +\[#+\] 600/600 loss 4.1235 val 6.9315 123456 tok/s ETA 12m34s$')
+wide=$(printf '%s\n' "$kept" | awk 'length($0) > 80 && /tok\/s/')
+if [ "$rc" -eq 0 ] && [ "$finals" -ge 6 ] && [ -z "$wide" ] &&
+    grep -q "^compare_bf16_fp8: 6 runs (.*) of 600 steps, seed 1337, 3 at a time" "$TMP/bars.out" &&
+    [ "$(grep -c "^compare_bf16_fp8: [a-z0-9_]* done in " "$TMP/bars.out")" -eq 6 ] &&
+    [ -z "$(find "$TMP/compare" -maxdepth 1 -name '*.rc' -o -maxdepth 1 -name '*.bar' -o -maxdepth 1 -name '*.pid')" ]
+then
+    pass compare_side_by_side_bars
+else
+    fail compare_side_by_side_bars "rc $rc, $finals final bars, wide: $wide; $(printf '%s\n' "$kept" | tail -n 3)"
+fi
+# side by side, each run gets cores / JOBS OpenMP threads (at least 1), unless the caller says how many
+compare STEPS=10 JOBS=2 RUNS=fp8 >/dev/null 2>&1
+threads_given=$(cat "$TMP/compare/fp8/omp_num_threads" 2>/dev/null)
+compare STEPS=10 JOBS=2 RUNS=fp8 OMP_NUM_THREADS=3 >/dev/null 2>&1
+threads_chosen=$(cat "$TMP/compare/fp8/omp_num_threads" 2>/dev/null)
+cores=$(nproc)
+if [ "$threads_given" = "$((cores / 2 > 1 ? cores / 2 : 1))" ] && [ "$threads_chosen" = 3 ]; then
+    pass compare_side_by_side_threads
+else
+    fail compare_side_by_side_threads "$cores cores, JOBS=2: '$threads_given'; OMP_NUM_THREADS=3: '$threads_chosen'"
+fi
+# a run that fails stops the comparison: the runs beside it are stopped too (their heartbeats end before their 300th),
+# no other starts,
+# and one error line names the run, with its last lines
+rm -rf "$TMP/compare"
+out=$(compare STEPS=10 PROGRESS=lines JOBS=3 FAKE_FAIL=fp8_current 2>&1)
+rc=$?
+beats=$(cat "$TMP/compare"/{bf16,fp8}/heartbeat 2>/dev/null | wc -l)
+sleep 0.5
+beats_later=$(cat "$TMP/compare"/{bf16,fp8}/heartbeat 2>/dev/null | wc -l)
+if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c "error: the fp8_current run failed; its last lines")" -eq 1 ] &&
+    printf '%s\n' "$out" | grep -q "error: a planted failure" && [ "$beats" = "$beats_later" ] && [ "$beats" -lt 600 ] &&
+    [ "$(printf '%s\n' "$out" | grep -c "^compare_bf16_fp8: run [0-9]/6: ")" -eq 3 ] && [ ! -e "$TMP/compare/fp8_blockwise" ]
+then
+    pass compare_side_by_side_failure_stops_the_others
+else
+    fail compare_side_by_side_failure_stops_the_others "rc $rc, heartbeats $beats then $beats_later: $(printf '%s\n' \
+        "$out" | tail -n 4)"
+fi
+check compare_jobs_0 "compare_bf16_fp8: error: JOBS=0: expected how many runs train at once, a whole number from 1" \
+    compare STEPS=10 JOBS=0
 # the CPU recipe's seed-to-seed spread (1%, CPU_NOISE_PCT) reaches plot_losses.py: a gap of 0 is within it
 if grep -q "^fp8 delayed vs bf16: final val 4.5000 vs 4.5000 (+0.00%): within noise (|gap| < 1%" "$TMP/bar.out"; then
     pass compare_gap_within_noise
@@ -103,7 +157,7 @@ check compare_steps_word "compare_bf16_fp8: error: STEPS=many: expected" compare
 out=$(compare STEPS=10 PROGRESS=lines -- -x 0 2>&1)
 rc=$?
 if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c error)" -eq 1 ] &&
-    printf '%s\n' "$out" | grep -q "compare_bf16_fp8: error: the bf16 run trained no step (an -x 0 among the flags after --?)"; then
+    printf '%s\n' "$out" | grep -qE "compare_bf16_fp8: error: the (bf16|fp8) run trained no step \(an -x 0 among the flags after --\?\)"; then
     pass compare_run_of_no_step
 else
     fail compare_run_of_no_step "rc $rc: $out"
