@@ -327,8 +327,14 @@ side_by_side=""
 echo "compare_bf16_fp8: $n runs (${RUN_NAMES[*]}) of $steps steps, seed $seed$side_by_side, into $out/:" \
     "<run>/main.log, <run>.out"
 
-# One run in the background: its exit status into OUT/<run>.rc when it ends
+# One run in the background: its exit status into OUT/<run>.rc when it ends, and a line into the pipe the loop below
+# waits on (read with a timeout: it wakes as soon as a run ends, or to redraw the bars)
 declare -a run_pid run_start
+ended_pipe=$out/.runs_ended
+rm -f "$ended_pipe"
+mkfifo "$ended_pipe"
+exec {ended_fd}<>"$ended_pipe"  # (read and write: opening it never blocks, and the loop's read never sees an end)
+rm -f "$ended_pipe"
 start_run() {  # run index
     local r=$1 name=${RUN_NAMES[$1]} run_flags bar_file="" notes_file=""
     read -r -a run_flags <<<"${RUN_FLAGS[r]}"
@@ -342,7 +348,8 @@ start_run() {  # run index
         exec env ${run_threads[@]+"${run_threads[@]}"} "$trainer" "${data_flags[@]}" "${model[@]}" -x "$steps" -s 0 \
             -seed "$seed" "${run_flags[@]}" -o "$out/$name" -start_over 1 ${extra[@]+"${extra[@]}"}; } 2>&1 |
           tee "$out/$name.out" | show_progress "$name" "$bar_file" "$notes_file" || rc=$?
-      echo "$rc" >"$out/$name.rc"; } &
+      echo "$rc" >"$out/$name.rc"
+      echo "$r" >&"$ended_fd"; } &
     run_pid[r]=$!
 }
 
@@ -414,6 +421,10 @@ finish_run() {  # run index
     rm -f "$out/$name.rc" "$out/$name.pid"
 }
 
+# Interrupted (Ctrl-C, or a TERM): the runs are stopped too. (Background commands of a script ignore SIGINT, so the
+# trainers would not see Ctrl-C themselves.)
+trap 'stop_runs; exit 130' INT
+trap 'stop_runs; exit 143' TERM
 start_all=$SECONDS
 next=0
 while ((next < n)) || ((${#running[@]} > 0)); do
@@ -423,7 +434,7 @@ while ((next < n)) || ((${#running[@]} > 0)); do
         next=$((next + 1))
     done
     draw_bars
-    sleep 0.25
+    read -r -t 0.25 -u "$ended_fd" _ || true
     still=()
     for r in "${running[@]}"; do
         if [ -f "$out/${RUN_NAMES[r]}.rc" ]; then
@@ -436,6 +447,7 @@ while ((next < n)) || ((${#running[@]} > 0)); do
     done
     running=(${still[@]+"${still[@]}"})
 done
+trap - INT TERM
 plot_args=()
 for ((r = 0; r < n; r++)); do plot_args+=(--label "${RUN_LABELS[r]}" "$out/${RUN_NAMES[r]}/main.log"); done
 echo "compare_bf16_fp8: all runs done in $(duration $((SECONDS - start_all)))"

@@ -100,26 +100,24 @@ then
 else
     fail compare_side_by_side_bars "rc $rc, $finals final bars, wide: $wide; $(printf '%s\n' "$kept" | tail -n 3)"
 fi
-# side by side, each run gets cores / JOBS OpenMP threads (at least 1), unless the caller says how many
-compare STEPS=10 JOBS=2 RUNS=fp8 >/dev/null 2>&1
+# side by side, each run gets cores / JOBS OpenMP threads (at least 1), unless the caller says how many (below)
 threads_given=$(cat "$TMP/compare/fp8/omp_num_threads" 2>/dev/null)
-compare STEPS=10 JOBS=2 RUNS=fp8 OMP_NUM_THREADS=3 >/dev/null 2>&1
-threads_chosen=$(cat "$TMP/compare/fp8/omp_num_threads" 2>/dev/null)
-cores=$(nproc)
-if [ "$threads_given" = "$((cores / 2 > 1 ? cores / 2 : 1))" ] && [ "$threads_chosen" = 3 ]; then
-    pass compare_side_by_side_threads
-else
-    fail compare_side_by_side_threads "$cores cores, JOBS=2: '$threads_given'; OMP_NUM_THREADS=3: '$threads_chosen'"
-fi
 # a run that fails stops the comparison: the runs beside it are stopped too (their heartbeats end before their 300th),
 # no other starts,
 # and one error line names the run, with its last lines
 rm -rf "$TMP/compare"
-out=$(compare STEPS=10 PROGRESS=lines JOBS=3 FAKE_FAIL=fp8_current 2>&1)
+out=$(compare STEPS=10 PROGRESS=lines JOBS=3 FAKE_FAIL=fp8_current OMP_NUM_THREADS=3 2>&1)
 rc=$?
 beats=$(cat "$TMP/compare"/{bf16,fp8}/heartbeat 2>/dev/null | wc -l)
 sleep 0.5
 beats_later=$(cat "$TMP/compare"/{bf16,fp8}/heartbeat 2>/dev/null | wc -l)
+threads_chosen=$(cat "$TMP/compare/fp8/omp_num_threads" 2>/dev/null)
+cores=$(nproc)
+if [ "$threads_given" = "$((cores / 3 > 1 ? cores / 3 : 1))" ] && [ "$threads_chosen" = 3 ]; then
+    pass compare_side_by_side_threads
+else
+    fail compare_side_by_side_threads "$cores cores, JOBS=3: '$threads_given'; OMP_NUM_THREADS=3: '$threads_chosen'"
+fi
 if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c "error: the fp8_current run failed; its last lines")" -eq 1 ] &&
     printf '%s\n' "$out" | grep -q "error: a planted failure" && [ "$beats" = "$beats_later" ] && [ "$beats" -lt 600 ] &&
     [ "$(printf '%s\n' "$out" | grep -c "^compare_bf16_fp8: run [0-9]/6: ")" -eq 3 ] && [ ! -e "$TMP/compare/fp8_blockwise" ]
@@ -128,6 +126,27 @@ then
 else
     fail compare_side_by_side_failure_stops_the_others "rc $rc, heartbeats $beats then $beats_later: $(printf '%s\n' \
         "$out" | tail -n 4)"
+fi
+# stopped by a signal (TERM here: a test's background command ignores SIGINT, as every script's does; Ctrl-C takes the
+# same path), the comparison stops its runs too and exits 143
+rm -rf "$TMP/compare"
+env DATA="$TMP/tiny" OUT="$TMP/compare" TRAINER="$TMP/fake/train_gpt_fp8_cpu" STEPS=10 PROGRESS=lines JOBS=2 \
+    FAKE_FAIL=none ./scripts/compare_bf16_fp8.sh >"$TMP/stopped.out" 2>&1 &
+pid=$!
+for i in $(seq 100); do  # until both runs beat (10 s at most)
+    [ -s "$TMP/compare/bf16/heartbeat" ] && [ -s "$TMP/compare/fp8/heartbeat" ] && break
+    sleep 0.1
+done
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+beats=$(cat "$TMP/compare"/{bf16,fp8}/heartbeat 2>/dev/null | wc -l)
+sleep 0.5
+beats_later=$(cat "$TMP/compare"/{bf16,fp8}/heartbeat 2>/dev/null | wc -l)
+if [ "$rc" -eq 143 ] && [ "$beats" -gt 0 ] && [ "$beats" = "$beats_later" ] && [ "$beats" -lt 600 ]; then
+    pass compare_stopped_stops_its_runs
+else
+    fail compare_stopped_stops_its_runs "rc $rc, heartbeats $beats then $beats_later: $(tail -n 2 "$TMP/stopped.out")"
 fi
 check compare_jobs_0 "compare_bf16_fp8: error: JOBS=0: expected how many runs train at once, a whole number from 1" \
     compare STEPS=10 JOBS=0
