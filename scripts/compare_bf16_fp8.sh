@@ -330,11 +330,10 @@ echo "compare_bf16_fp8: $n runs (${RUN_NAMES[*]}) of $steps steps, seed $seed$si
 # One run in the background: its exit status into OUT/<run>.rc when it ends, and a line into the pipe the loop below
 # waits on (read with a timeout: it wakes as soon as a run ends, or to redraw the bars)
 declare -a run_pid run_start
-ended_pipe=$out/.runs_ended
-rm -f "$ended_pipe"
-mkfifo "$ended_pipe"
-exec {ended_fd}<>"$ended_pipe"  # (read and write: opening it never blocks, and the loop's read never sees an end)
-rm -f "$ended_pipe"
+pipe_dir=$(mktemp -d)  # (a pipe where pipes can be made: OUT may be on a file system without them)
+mkfifo "$pipe_dir/runs_ended"
+exec {ended_fd}<>"$pipe_dir/runs_ended"  # (read and write: opening it never blocks, and the read never sees an end)
+rm -rf "$pipe_dir"
 start_run() {  # run index
     local r=$1 name=${RUN_NAMES[$1]} run_flags bar_file="" notes_file=""
     read -r -a run_flags <<<"${RUN_FLAGS[r]}"
