@@ -89,7 +89,8 @@ compare STEPS=600 PROGRESS=bar JOBS=3 >"$TMP/bars.out" 2>&1
 rc=$?
 # the lines as a terminal would keep them: every escape left out (a redraw: ESC[nA, CR, ESC[J; a line's ESC[K)
 kept=$(sed -E 's/\x1b\[[0-9]*[AJK]//g; s/\r//g' "$TMP/bars.out")
-finals=$(printf '%s\n' "$kept" | grep -cE '^  [a-z0-9_]+ +\[#+\] 600/600 loss 4.1235 val 6.9315 123456 tok/s ETA 12m34s$')
+final_bar='^  [a-z0-9_]+ +\[#+\] 600/600 loss 4.1235 val 6.9315 123456 tok/s ETA 12m34s$'
+finals=$(printf '%s\n' "$kept" | grep -cE "$final_bar")
 wide=$(printf '%s\n' "$kept" | awk 'length($0) > 80 && /tok\/s/')
 if [ "$rc" -eq 0 ] && [ "$finals" -ge 6 ] && [ -z "$wide" ] &&
     grep -q "^compare_bf16_fp8: 6 runs (.*) of 600 steps, seed 1337, 3 at a time" "$TMP/bars.out" &&
@@ -118,10 +119,11 @@ if [ "$threads_given" = "$((cores / 3 > 1 ? cores / 3 : 1))" ] && [ "$threads_ch
 else
     fail compare_side_by_side_threads "$cores cores, JOBS=3: '$threads_given'; OMP_NUM_THREADS=3: '$threads_chosen'"
 fi
-if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c "error: the fp8_current run failed; its last lines")" -eq 1 ] &&
-    printf '%s\n' "$out" | grep -q "error: a planted failure" && [ "$beats" = "$beats_later" ] && [ "$beats" -lt 600 ] &&
-    [ "$(printf '%s\n' "$out" | grep -c "^compare_bf16_fp8: run [0-9]/6: ")" -eq 3 ] && [ ! -e "$TMP/compare/fp8_blockwise" ]
-then
+said_failed=$(printf '%s\n' "$out" | grep -c "error: the fp8_current run failed; its last lines")
+started=$(printf '%s\n' "$out" | grep -c "^compare_bf16_fp8: run [0-9]/6: ")
+if [ "$rc" -ne 0 ] && [ "$said_failed" -eq 1 ] && printf '%s\n' "$out" | grep -q "error: a planted failure" &&
+    [ "$beats" = "$beats_later" ] && [ "$beats" -lt 600 ] && [ "$started" -eq 3 ] &&
+    [ ! -e "$TMP/compare/fp8_blockwise" ]; then
     pass compare_side_by_side_failure_stops_the_others
 else
     fail compare_side_by_side_failure_stops_the_others "rc $rc, heartbeats $beats then $beats_later: $(printf '%s\n' \
@@ -176,7 +178,8 @@ check compare_steps_word "compare_bf16_fp8: error: STEPS=many: expected" compare
 out=$(compare STEPS=10 PROGRESS=lines -- -x 0 2>&1)
 rc=$?
 if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | grep -c error)" -eq 1 ] &&
-    printf '%s\n' "$out" | grep -qE "compare_bf16_fp8: error: the (bf16|fp8) run trained no step \(an -x 0 among the flags after --\?\)"; then
+    printf '%s\n' "$out" |
+    grep -qE "compare_bf16_fp8: error: the (bf16|fp8) run trained no step \(an -x 0 among the flags after --\?\)"; then
     pass compare_run_of_no_step
 else
     fail compare_run_of_no_step "rc $rc: $out"
