@@ -308,9 +308,19 @@ dev/model_logits: dev/model_logits.c train_gpt_fp8.c $(FP8_HEADERS) $(LLMC_HEADE
 # compile time, skipped; a GPU would compile the PTX when loading it)
 NVCC_HOST_TEST_FLAGS = $(subst code=[compute_$(CUDA_ARCH)$(comma)sm_$(CUDA_ARCH)],code=compute_$(CUDA_ARCH),$(NVCC_FLAGS))
 
+# The block casts' kernels (fp8/block_quantize.cuh), compiled once and linked into every program that casts blocks,
+# which is compiled with BLOCK_CASTS_FLAGS: the header then holds no kernel. They were three quarters of the GPU
+# trainer's device code, compiled again in each of those programs (the header's "Where the kernels are compiled").
+BLOCK_CASTS := fp8/block_quantize.o
+BLOCK_CASTS_FLAGS := -DFP8_BLOCK_CASTS_EXTERN
+fp8/block_quantize.o: fp8/block_quantize.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/layernorm.cuh llmc/gelu_math.h \
+                      | check-nvcc
+	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+
 # Host-only: compares fp8.h with cuda_fp8.h's conversions and compiles the shared headers as device code.
-fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/testing.h | check-nvcc
-	$(NVCC) $(NVCC_HOST_TEST_FLAGS) $< -o $@ $(NVCC_LDLIBS)
+fp8/test_fp8_cuda_host: fp8/test_fp8_cuda_host.cu $(CUDA_HEADERS) $(FP8_HEADERS) llmc/testing.h $(BLOCK_CASTS) \
+                        | check-nvcc
+	$(NVCC) $(NVCC_HOST_TEST_FLAGS) $(BLOCK_CASTS_FLAGS) $< $(BLOCK_CASTS) -o $@ $(NVCC_LDLIBS)
 
 # Host-only: the host helpers of the GPU kernels (no GPU needed)
 llmc/test_kernels_host: llmc/test_kernels_host.cu llmc/encoder.cuh llmc/cuda_common.cuh llmc/cuda_utils.cuh llmc/gemm.cuh \
@@ -320,7 +330,10 @@ llmc/test_kernels_host: llmc/test_kernels_host.cu llmc/encoder.cuh llmc/cuda_com
 
 dev/cuda/%: dev/cuda/%.cu $(CUDA_HEADERS) $(FP8_HEADERS) $(KERNEL_HEADERS) dev/cuda/cast_check.h dev/cuda/bench.h \
             llmc/rand.h llmc/gpt2.h llmc/gelu_math.h llmc/testing.h llmc/tolerance.h | check-nvcc
-	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(NVCC_LDLIBS)
+	$(NVCC) $(NVCC_FLAGS) $(DEV_CUDA_BLOCK_CASTS) $< -o $@ $(NVCC_LDLIBS)
+# the two that cast blocks link the block casts' object (above)
+dev/cuda/fp8_block_quantize dev/cuda/fp8_block_gemm: $(BLOCK_CASTS)
+dev/cuda/fp8_block_quantize dev/cuda/fp8_block_gemm: DEV_CUDA_BLOCK_CASTS = $(BLOCK_CASTS_FLAGS) $(BLOCK_CASTS)
 
 # dev/cuda/emulate: every source rewritten once into EMULATE_BUILD (launches and shared memory, rewrite.py), then each
 # check compiled from there by the host compiler with the emulation included first. -ffp-contract=off: no fused
@@ -519,16 +532,16 @@ GPU_TRAINER_HEADERS := $(CUDA_HEADERS) $(FP8_HEADERS) $(LLMC_HEADERS) $(KERNEL_H
 # build's longest chain (GPU machines' device time is short; doc/building.md has the numbers).
 GPU_TRAINER_LDLIBS = $(NVCC_LDLIBS) $(MULTI_GPU_LDLIBS) $(CUDNN_LDLIBS) $(CUPTI_LDLIBS)
 train_gpt_fp8.o: train_gpt_fp8.cu $(GPU_TRAINER_HEADERS) | check-nvcc
-	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $(CUDNN_FLAGS) $(CUPTI_FLAGS) -c $< -o $@
-train_gpt_fp8: train_gpt_fp8.o $(CUDNN_OBJECT) | check-nvcc
-	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(GPU_TRAINER_LDLIBS)
+	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $(CUDNN_FLAGS) $(CUPTI_FLAGS) $(BLOCK_CASTS_FLAGS) -c $< -o $@
+train_gpt_fp8: train_gpt_fp8.o $(BLOCK_CASTS) $(CUDNN_OBJECT) | check-nvcc
+	$(NVCC) $(NVCC_FLAGS) $< $(BLOCK_CASTS) -o $@ $(GPU_TRAINER_LDLIBS)
 
 # the GPU test compiles both trainers into one program and compares them
 test_gpt_fp8.o: test_gpt_fp8.cu train_gpt_fp8.cu train_gpt_fp8.c $(GPU_TRAINER_HEADERS) llmc/testing.h llmc/tolerance.h \
                 llmc/attention_fp8_reference.h | check-nvcc
-	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $(CUDNN_FLAGS) $(CUPTI_FLAGS) -c $< -o $@
-test_gpt_fp8: test_gpt_fp8.o $(CUDNN_OBJECT) | check-nvcc
-	$(NVCC) $(NVCC_FLAGS) $< -o $@ $(GPU_TRAINER_LDLIBS)
+	$(NVCC) $(NVCC_FLAGS) $(MULTI_GPU_FLAGS) $(CUDNN_FLAGS) $(CUPTI_FLAGS) $(BLOCK_CASTS_FLAGS) -c $< -o $@
+test_gpt_fp8: test_gpt_fp8.o $(BLOCK_CASTS) $(CUDNN_OBJECT) | check-nvcc
+	$(NVCC) $(NVCC_FLAGS) $< $(BLOCK_CASTS) -o $@ $(GPU_TRAINER_LDLIBS)
 
 info:
 	@echo "CC          $(CC)"
@@ -605,6 +618,6 @@ help:
 
 clean:
 	rm -f $(CPU_PROGRAMS) $(CPU_TESTS) $(CPU_TOOLS) $(DEV_CUDA) $(CUDA_HOST_TESTS) train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN) \
-	      train_gpt_fp8.o test_gpt_fp8.o llmc/cudnn_attention.o dev/cuda/attention_cudnn dev/cuda/attention_cudnn_fp8 \
+	      train_gpt_fp8.o test_gpt_fp8.o fp8/block_quantize.o llmc/cudnn_attention.o dev/cuda/attention_cudnn dev/cuda/attention_cudnn_fp8 \
 	      $(FUZZ_PROGRAMS) $(BUILD_FLAGS_STAMP) $(EMULATED_PROGRAMS) dev/cuda/emulate/train_gpt_fp8
 	rm -rf fuzz/work sanitizer-reports $(EMULATE_BUILD)

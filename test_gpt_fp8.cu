@@ -81,6 +81,7 @@ Build: make test_gpt_fp8    Run: ./test_gpt_fp8    (prints one line and exits 1 
 #include <omp.h>
 #endif
 
+#include "fp8/block_quantize.cuh"
 #include "fp8/current.h"
 #include "fp8/diag.h"
 #include "fp8/meta.h"

@@ -87,6 +87,17 @@ now done once (below): about 1150 instructions, and one division chain a warp in
     memory (a warp reads 64 contiguous bytes of a row at a time, no bank conflict), one fp32 add a row: the order is
     the sum's, so each column's chunk is one thread's chain of 64 dependent adds; the partials go out coalesced.
 
+Where the kernels are compiled: once, into fp8/block_quantize.o (fp8/block_quantize.cu defines FP8_BLOCK_CASTS_DEFINE:
+the two launchers get external linkage), which make links into every program that casts blocks. Those are compiled
+with FP8_BLOCK_CASTS_EXTERN, and this header then gives them the launchers' declarations, the types and the checks,
+and no kernel (test_gpt_fp8.cu, which compiles the GPU trainer inside a namespace, includes it first, at global scope,
+as it does every header the two trainers share). Why: the kernel's 22 instances are three quarters of the GPU
+trainer's device code (PTX lines), and nvcc compiled them again in each of the four programs that cast blocks, about
+40 s of cicc and ptxas each on a CI core. The plain (non-template) kernels of the headers included here are static
+(llmc/layernorm.cuh's, fp8/quantize.cuh's, llmc/cuda_common.cuh's): the object and the programs that link it each
+define them, and two external definitions would not link. With neither macro (nvcc on one file by hand,
+dev/cuda/emulate's builds) everything is here and the launchers are static inline.
+
 CPU twins: fp8_quantize_blocks (rowwise, 128x128 tiles) and fp8_quantize_blocks_columnwise in fp8/block.h;
 dev/cuda/fp8_block_quantize checks every copy against them bit for bit, and prints GB/s against a device copy.
 */
@@ -104,6 +115,12 @@ dev/cuda/fp8_block_quantize checks every copy against them bit for bit, and prin
 #include "../llmc/layernorm.cuh"
 #include "block.h"
 #include "quantize.cuh"
+
+#ifdef FP8_BLOCK_CASTS_DEFINE
+#define FP8_BLOCK_LAUNCHER  // fp8/block_quantize.o's: external linkage
+#else
+#define FP8_BLOCK_LAUNCHER static inline
+#endif
 
 #define FP8_BLOCK_TILE 128       // a tile: 128 x 128 elements
 #define FP8_BLOCK_THREADS 256    // 8 warps
@@ -224,6 +241,15 @@ typedef struct {
     Fp8CastCounts counts;
 } Fp8BlockThreadState;
 
+// One line saying why `launcher` refuses, and the error it returns
+static inline cudaError_t fp8_block_refuse(const char* launcher, const char* why, int rows, int cols) {
+    fprintf(stderr, "%s: %s (rows %d, cols %d)\n", launcher, why, rows, cols);
+    return cudaErrorInvalidValue;
+}
+
+static inline int fp8_block_misaligned(const void* p, unsigned int bytes) { return ((uintptr_t)p & (bytes - 1)) != 0; }
+
+#ifndef FP8_BLOCK_CASTS_EXTERN  // (the kernels, up to the checks; see "Where the kernels are compiled" above)
 // ----------------------------------------------------------------------------
 // small pieces
 
@@ -843,14 +869,6 @@ __global__ void __launch_bounds__(FP8_BLOCK_THREADS, FP8_BLOCK_CTAS_PER_SM)
 // ----------------------------------------------------------------------------
 // launchers (asynchronous on `stream`; they return the launch error, the caller checks it)
 
-// One line saying why `launcher` refuses, and the error it returns
-static inline cudaError_t fp8_block_refuse(const char* launcher, const char* why, int rows, int cols) {
-    fprintf(stderr, "%s: %s (rows %d, cols %d)\n", launcher, why, rows, cols);
-    return cudaErrorInvalidValue;
-}
-
-static inline int fp8_block_misaligned(const void* p, unsigned int bytes) { return ((uintptr_t)p & (bytes - 1)) != 0; }
-
 // The launch of one kernel instance over the tiles: a persistent grid of FP8_BLOCK_CTAS_PER_SM CTAs per SM (no more
 // than there are tiles), its dynamic shared memory allowed once per device.
 template <bool COUNT, int KIND, bool SUMS, int MADE>
@@ -905,6 +923,8 @@ static inline cudaError_t fp8_block_cast_run(const Fp8BlockKernelArgs* a, cudaSt
         default: return fp8_block_cast_run_instance<KIND, FP8_BLOCK_FROM_INP>(a, stream);
     }
 }
+
+#endif  // FP8_BLOCK_CASTS_EXTERN
 
 // The checks both launchers share: sizes, the tile count, the bf16 input, the amax and diagnostics cells
 static inline cudaError_t fp8_block_cast_check_common(const char* launcher, const __nv_bfloat16* inp, int rows,
@@ -993,7 +1013,10 @@ static inline cudaError_t fp8_block_cast_1d_check(const Fp8BlockCast1d* a) {
 
 // The 1D launcher: zeroes *tensor_amax (when given), then one launch over the tiles. With stats (and scale_range) the
 // counting kernel, else the lean one.
-static inline cudaError_t fp8_block_cast_1d(const Fp8BlockCast1d* a, cudaStream_t stream) {
+#ifdef FP8_BLOCK_CASTS_EXTERN
+cudaError_t fp8_block_cast_1d(const Fp8BlockCast1d* a, cudaStream_t stream);  // (in fp8/block_quantize.o)
+#else
+FP8_BLOCK_LAUNCHER cudaError_t fp8_block_cast_1d(const Fp8BlockCast1d* a, cudaStream_t stream) {
     cudaError_t err = fp8_block_cast_1d_check(a);
     if (err != cudaSuccess) { return err; }
     const int tiles_per_row = (a->cols + FP8_BLOCK_TILE - 1) / FP8_BLOCK_TILE;
@@ -1007,6 +1030,7 @@ static inline cudaError_t fp8_block_cast_1d(const Fp8BlockCast1d* a, cudaStream_
     return a->cast.scaling == FP8_SCALING_MXFP8 ? fp8_block_cast_run<FP8_BLOCK_MX32>(&k, stream)
                                                 : fp8_block_cast_run<FP8_BLOCK_VEC128>(&k, stream);
 }
+#endif
 
 // Checks a 2D cast's shapes and pointers (see the top); cudaErrorInvalidValue, with one line, when they do not hold.
 static inline cudaError_t fp8_block_cast_2d_check(const Fp8BlockCast2d* a) {
@@ -1033,7 +1057,11 @@ static inline cudaError_t fp8_block_cast_2d_check(const Fp8BlockCast2d* a) {
     return cudaSuccess;
 }
 
-static inline cudaError_t fp8_block_cast_2d(const Fp8BlockCast2d* a, cudaStream_t stream) {
+// The 2D launcher: zeroes *tensor_amax (when given), then one launch over the tiles.
+#ifdef FP8_BLOCK_CASTS_EXTERN
+cudaError_t fp8_block_cast_2d(const Fp8BlockCast2d* a, cudaStream_t stream);  // (in fp8/block_quantize.o)
+#else
+FP8_BLOCK_LAUNCHER cudaError_t fp8_block_cast_2d(const Fp8BlockCast2d* a, cudaStream_t stream) {
     cudaError_t err = fp8_block_cast_2d_check(a);
     if (err != cudaSuccess) { return err; }
     const int tiles_per_row = (a->cols + FP8_BLOCK_TILE - 1) / FP8_BLOCK_TILE;
@@ -1048,5 +1076,6 @@ static inline cudaError_t fp8_block_cast_2d(const Fp8BlockCast2d* a, cudaStream_
                             {FP8_BLOCK_FROM_INP, NULL, NULL, NULL, NULL, NULL}};
     return fp8_block_cast_run<FP8_BLOCK_TILES>(&k, stream);
 }
+#endif
 
 #endif  // GPTFP8_BLOCK_QUANTIZE_CUH

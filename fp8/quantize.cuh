@@ -280,8 +280,8 @@ typedef struct {
 } Fp8AmaxWorkspace;
 
 // amax of inp (n) bf16, n a multiple of 8, then the scale from it into `target`. fp8_max_value: of the cast's format.
-__global__ void fp8_amax_scale_kernel(const __nv_bfloat16* inp, size_t n, Fp8CurrentScale target, float fp8_max_value,
-                                      Fp8AmaxWorkspace workspace) {
+static __global__ void fp8_amax_scale_kernel(const __nv_bfloat16* inp, size_t n, Fp8CurrentScale target,
+                                             float fp8_max_value, Fp8AmaxWorkspace workspace) {
     __shared__ bool is_last_block;
     unsigned int thread_max = 0u;
     size_t vectors = n / 8;

@@ -108,7 +108,7 @@ static inline int column_sum_chunks(size_t rows) {
 // slices: one thread per column adding every chunk in turn was num_chunks dependent additions (1024 at d12, B 64) on
 // a handful of blocks; the column sums took 3.4 ms of that step on an H100 (RESULTS.md).
 #define COLUMN_REDUCE_SLICES 32
-__global__ void __launch_bounds__(32 * COLUMN_REDUCE_SLICES)
+static __global__ void __launch_bounds__(32 * COLUMN_REDUCE_SLICES)
     column_partials_reduce_kernel(float* out, const float* partials, int num_chunks, int stride, int n) {
     __shared__ float slice_sum[COLUMN_REDUCE_SLICES][32];
     int c = blockIdx.x * 32 + threadIdx.x;

@@ -61,8 +61,8 @@ __device__ __forceinline__ uint4 residual_add8(uint4 a, uint4 b) {
 }
 
 // out (B*T, C) bf16, or NULL (the statistics only); mean, rstd (B*T); one block per row
-__global__ void layernorm_forward_kernel(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
-                                         const floatX* bias, int C) {
+static __global__ void layernorm_forward_kernel(floatX* out, float* mean, float* rstd, const floatX* inp,
+                                                const floatX* weight, const floatX* bias, int C) {
     size_t row = blockIdx.x;
     const floatX* x = inp + row * C;
     float sum = 0.0f;
@@ -85,8 +85,8 @@ __global__ void layernorm_forward_kernel(floatX* out, float* mean, float* rstd, 
 
 // -r 2: out (B*T, C) = LayerNorm's output again, in the backward, from its input and the mean and rstd the forward
 // saved (no reductions: the same values the forward normalized with); one block per row.
-__global__ void layernorm_recompute_kernel(floatX* out, const floatX* inp, const floatX* weight, const floatX* bias,
-                                           const float* mean, const float* rstd, int C) {
+static __global__ void layernorm_recompute_kernel(floatX* out, const floatX* inp, const floatX* weight,
+                                                  const floatX* bias, const float* mean, const float* rstd, int C) {
     size_t row = blockIdx.x;
     float m = mean[row], s = rstd[row];
     for (int i = threadIdx.x; i < C; i += blockDim.x) {
@@ -97,8 +97,8 @@ __global__ void layernorm_recompute_kernel(floatX* out, const floatX* inp, const
 // dinp (B*T, C) bf16 += the LayerNorm input gradient; one block per row. The weight and bias gradients are column
 // sums over rows, done by layernorm_param_backward_partials_kernel (a per-element atomicAdd here would serialize on C
 // addresses).
-__global__ void layernorm_backward_kernel(floatX* dinp, const floatX* dout, const floatX* inp, const floatX* weight,
-                                          const float* mean, const float* rstd, int C) {
+static __global__ void layernorm_backward_kernel(floatX* dinp, const floatX* dout, const floatX* inp,
+                                                 const floatX* weight, const float* mean, const float* rstd, int C) {
     size_t row = blockIdx.x;
     const floatX* x = inp + row * C;
     const floatX* dy = dout + row * C;
@@ -128,8 +128,9 @@ __device__ __forceinline__ float layernorm_dweight_step(float dw, float x, float
 
 // partials (num_chunks, 2C): [chunk, c] = sum over the chunk's rows of norm * dout (for dweight), [chunk, C + c] =
 // sum of dout (for dbias)
-__global__ void layernorm_param_backward_partials_kernel(float* partials, const floatX* dout, const floatX* inp,
-                                                         const float* mean, const float* rstd, int rows, int C) {
+static __global__ void layernorm_param_backward_partials_kernel(float* partials, const floatX* dout,
+                                                                const floatX* inp, const float* mean, const float* rstd,
+                                                                int rows, int C) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) { return; }
     int r0 = blockIdx.y * COLUMN_SUM_ROWS, r1 = min(rows, r0 + COLUMN_SUM_ROWS);
@@ -313,8 +314,9 @@ __global__ void __launch_bounds__(32 * LAYERNORM_ROWS_PER_BLOCK)
 // partials as layernorm_param_backward_partials_kernel's, each thread 8 adjacent columns (one 16-byte vector of dout
 // and of inp per row) instead of one: the same sums, each down its column row by row from 0.0f, so the same bits.
 // partials must be 16-byte aligned (its float4 stores; C a multiple of 8 keeps every row's offset one).
-__global__ void layernorm_param_backward_partials8_kernel(float* partials, const floatX* dout, const floatX* inp,
-                                                          const float* mean, const float* rstd, int rows, int C) {
+static __global__ void layernorm_param_backward_partials8_kernel(float* partials, const floatX* dout,
+                                                                 const floatX* inp, const float* mean,
+                                                                 const float* rstd, int rows, int C) {
     int v = blockIdx.x * blockDim.x + threadIdx.x;  // columns 8v .. 8v + 7
     if (v >= C / 8) { return; }
     int r0 = blockIdx.y * COLUMN_SUM_ROWS, r1 = min(rows, r0 + COLUMN_SUM_ROWS);
@@ -350,7 +352,8 @@ static inline int layernorm_rows_fit(int C, const void* a, const void* b, const 
 // out = inp1 + inp2, 8 elements a thread: one 16-byte vector each way where `vectorized` (every pointer 16-byte
 // aligned), else (and for the tail of N) one by one; the same arithmetic either way
 #define RESIDUAL_VECTOR 8
-__global__ void residual_forward_kernel(floatX* out, const floatX* inp1, const floatX* inp2, size_t N, int vectorized) {
+static __global__ void residual_forward_kernel(floatX* out, const floatX* inp1, const floatX* inp2, size_t N,
+                                               int vectorized) {
     size_t first = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * RESIDUAL_VECTOR;
     if (first >= N) { return; }
     if (vectorized && first + RESIDUAL_VECTOR <= N) {
