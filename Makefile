@@ -618,6 +618,7 @@ help:
 
 clean:
 	rm -f $(CPU_PROGRAMS) $(CPU_TESTS) $(CPU_TOOLS) $(DEV_CUDA) $(CUDA_HOST_TESTS) train_gpt_fp8 test_gpt_fp8 $(DATA_CLEAN) \
-	      train_gpt_fp8.o test_gpt_fp8.o fp8/block_quantize.o llmc/cudnn_attention.o dev/cuda/attention_cudnn dev/cuda/attention_cudnn_fp8 \
+	      train_gpt_fp8.o test_gpt_fp8.o fp8/block_quantize.o llmc/cudnn_attention.o dev/cuda/attention_cudnn \
+	      dev/cuda/attention_cudnn_fp8 \
 	      $(FUZZ_PROGRAMS) $(BUILD_FLAGS_STAMP) $(EMULATED_PROGRAMS) dev/cuda/emulate/train_gpt_fp8
 	rm -rf fuzz/work sanitizer-reports $(EMULATE_BUILD)
