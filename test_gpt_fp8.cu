@@ -17,9 +17,9 @@ differing bf16 roundings on a tensor's path), computed there, and printed beside
   medium: the same at L 2, C 768, NH 12, T 384, V 1024, where every kernel loop runs more than one pass, and the
         encoder backward's bucket loop with a grid smaller than the bucket count (R1); and at GPT-2 XL's width (one
         block of C 1600, 25 heads of 64, B*T 128);
-  current scaling (-fp8_recipe current): a weight cast and an activation cast give the CPU's bytes, scale, scale_inv
-        and amax bit for bit from the GPU's own bf16 tensors (R1); an evaluation forward changes no FP8 state and gives
-        the logits of a recording forward (R1); 5 steps track the CPU run as for delayed scaling;
+  current scaling (-fp8_recipe current): a weight cast and an activation cast (GELU inside it) give the CPU's bytes,
+        scale, scale_inv and amax bit for bit from the GPU's own bf16 tensors (R1); an evaluation forward changes no
+        FP8 state and gives the logits of a recording forward (R1); 5 steps track the CPU run as for delayed scaling;
   block recipes (-fp8_recipe blockwise, mxfp8; C 128, B*T 128): every weight cast counts the CPU's clipped and
         flushed elements and block scale range (R1), the fcproj weight's and input's codes and scales (blockwise, in
         cuBLASLt's layouts) or dequantized values (mxfp8) are the CPU's block casts of the same bf16 values (R1), 5
@@ -44,8 +44,8 @@ differing bf16 roundings on a tensor's path), computed there, and printed beside
         (where the GPU runs its GEMMs) and FP8 mxfp8, with plain and with cuDNN attention (in FP8 this pins the x^T the forward keeps
         for a wgrad to the one the backward casts from a remade input, and the layer slices of the inputs; the kept x^T
         is also the forward's x, transposed, byte for byte, R1).
-  fused casts (delayed): GELU and LayerNorm inside the casts give the bits of the separate kernels over 3 steps (R1),
-        at C 64 and C 384;
+  fused casts (delayed and current scaling, current's amax pass over the values the cast makes): GELU and LayerNorm
+        inside the casts give the bits of the separate kernels over 3 steps (R1), at C 64 and C 384;
   the step's host side: a training forward and an end of step queue without waiting for the GPU (a gate kernel the
         host opens after queuing them), in every precision and recipe; AdamW's 16-byte path the bits of its element
         path (R1), the gradient norm at four alignments within R2 of the sum in double; the GEMMs' 16-byte-strided
@@ -942,8 +942,14 @@ static void test_fp8_current_scaling_casts(void) {
     gpt2_forward(&gpu, inputs, targets, TB, TT);  // a training forward: recording, the logits kept for the backward
     int in_slot = fp8_meta_fwd_slot(&gpu.fp8, module, FP8_FWD_INPUT);
     size_t n = (size_t)TB * TT * 4 * C;
-    const floatX* fcproj_input = gpu::layer_input(&gpu, gpu.acts.fch_gelu, LINEAR_FCPROJ, L - 1, 4 * C);
+    // GELU's output: at -r 0 made inside fcproj's input cast (its amax pass over the same values first), so made
+    // again here by gelu_forward from fch; the CPU casts that tensor
+    CHECK(gpu::gelu_in_fcproj_cast(&gpu, L - 1), "current scaling at -r 0: GELU inside fcproj's input cast");
+    floatX* scratch;
+    cudaCheck(cudaMalloc(&scratch, n * sizeof(floatX)));
+    const floatX* fcproj_input = forward_input_of(&gpu, L - 1, LINEAR_FCPROJ, scratch, NULL);
     check_current_cast(&gpu, in_slot, fcproj_input, gpu.fp8_x.codes, n, 1.0f, "fcproj input");
+    cudaCheck(cudaFree(scratch));
     check_kept_input_t(&gpu, module, gpu.fp8_x.codes, TB * TT, "current scaling: fcproj input");
     size_t n_logits = (size_t)TB * TT * cpu.config.padded_vocab_size;
     float* logits = download_bf16(gpu.acts.logits, n_logits);
@@ -2002,19 +2008,25 @@ static void test_encoder_backward_bucket_stride(void) {
     cudaCheck(cudaFree(d_count));
 }
 
-// GELU and LayerNorm inside the FP8 casts (llmc/gelu_fp8.cuh, llmc/layernorm_fp8.cuh: delayed scaling; the forward's
-// at -r 0, GELU's backward at any -r) against gelu_forward / gelu_backward / layernorm_forward and the casts after
-// them (-fp8_fused_casts 0): three training steps, with the diagnostics counters on, give the same losses, gradients,
-// master and bf16 weights, FP8 state (histories, scales) and counts, bit for bit (R1: the same functions of the same
-// bf16 values). That the fused kernels are what ran: the fused model's fch_gelu, ln1 and ln2 still hold the bytes
-// they were filled with, the other's do not. At `shape`, weights from `seed`, batches from seed + 1.
-static void fused_fp8_casts_bit_identical_at(const TestShape* shape, uint64_t seed) {
+// GELU and LayerNorm inside the FP8 casts (llmc/gelu_fp8.cuh, llmc/layernorm_fp8.cuh; the forward's at -r 0, GELU's
+// backward at any -r) against gelu_forward / gelu_backward / layernorm_forward and the casts after them
+// (-fp8_fused_casts 0), with `recipe`'s scales: delayed scaling's from the history, or current scaling's from an amax
+// pass over the values the fused cast makes (the separate path's over the tensor it wrote). Three training steps,
+// with the diagnostics counters on, give the same losses, gradients, master and bf16 weights, FP8 state (histories,
+// scales), current scaling's tensor amaxes and counts, bit for bit (R1: the same functions of the same bf16 values,
+// and a maximum does not depend on the order). That the fused kernels are what ran: the fused model's fch_gelu, ln1
+// and ln2 still hold the bytes they were filled with, the other's do not. At `shape`, weights from `seed`, batches
+// from seed + 1.
+static void fused_fp8_casts_bit_identical_at(const TestShape* shape, uint64_t seed, const char* recipe) {
     cpu::GPT2 cpu_fused, cpu_separate;  // only for the same initial weights on both GPU models
     gpu::GPT2 fused, separate;
-    make_shaped_pair(&cpu_fused, &fused, test_args("fp8"), seed, shape);
-    make_shaped_pair(&cpu_separate, &separate,
-                     test_args_line("-precision fp8 -fp8_amax_history_len 16 -attn plain -r 0 -fp8_fused_casts 0"), seed,
-                     shape);
+    int current = strcmp(recipe, "current") == 0;
+    const char* flags = current ? "-precision fp8 -fp8_recipe current -attn plain -r 0"
+                                : "-precision fp8 -fp8_amax_history_len 16 -attn plain -r 0";
+    char separate_flags[128];
+    snprintf(separate_flags, sizeof(separate_flags), "%s -fp8_fused_casts 0", flags);
+    make_shaped_pair(&cpu_fused, &fused, test_args_line(flags), seed, shape);
+    make_shaped_pair(&cpu_separate, &separate, test_args_line(separate_flags), seed, shape);
     int L = fused.config.num_layers;
     for (int l = 0; l < L; l++) {
         CHECK(gpu::gelu_in_fcproj_cast(&fused, l) && gpu::gelu_in_fc_grad_output_cast(&fused, l) &&
@@ -2043,13 +2055,14 @@ static void fused_fp8_casts_bit_identical_at(const TestShape* shape, uint64_t se
             loss[m] = train_step(models[m], inputs, targets, shape->B, shape->T, step, &norm[m]);
         }
         CHECK(memcmp(&loss[0], &loss[1], 4) == 0 && memcmp(&norm[0], &norm[1], 4) == 0,
-              "C %d step %d: loss %.9g norm %.9g fused, %.9g %.9g separate", shape->C, step, loss[0], norm[0], loss[1],
-              norm[1]);
+              "%s C %d step %d: loss %.9g norm %.9g fused, %.9g %.9g separate", recipe, shape->C, step, loss[0],
+              norm[0], loss[1], norm[1]);
     }
     free(inputs);
     free(targets);
     cudaCheck(cudaDeviceSynchronize());
     size_t P = fused.num_parameters;
+    CHECK(!current || (fused.fp8_current_amax && separate.fp8_current_amax), "current scaling keeps its tensor amaxes");
     struct {
         const char* what;
         const void *a, *b;
@@ -2061,31 +2074,38 @@ static void fused_fp8_casts_bit_identical_at(const TestShape* shape, uint64_t se
         {"FP8 state (histories, scales, scale_invs)", fused.fp8.memory, separate.fp8.memory, fused.fp8.num_floats * 4},
         {"diagnostics counts", fused.fp8_stats, separate.fp8_stats,
          (size_t)fused.fp8.num_slots * sizeof(Fp8QuantStats)},
+        {"current scaling's tensor amaxes", fused.fp8_current_amax, separate.fp8_current_amax,
+         current ? (size_t)fused.fp8.num_slots * 4 : 0},
     };
     for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+        if (same[i].bytes == 0) { continue; }
         uint8_t* a = (uint8_t*)malloc(same[i].bytes);
         uint8_t* b = (uint8_t*)malloc(same[i].bytes);
         cudaCheck(cudaMemcpy(a, same[i].a, same[i].bytes, cudaMemcpyDeviceToHost));
         cudaCheck(cudaMemcpy(b, same[i].b, same[i].bytes, cudaMemcpyDeviceToHost));
-        CHECK(memcmp(a, b, same[i].bytes) == 0, "C %d, after 3 steps: %s bit-identical, GELU and LayerNorm fused or not "
-              "(R1)", shape->C, same[i].what);
+        CHECK(memcmp(a, b, same[i].bytes) == 0, "%s C %d, after 3 steps: %s bit-identical, GELU and LayerNorm fused or "
+              "not (R1)", recipe, shape->C, same[i].what);
         free(a);
         free(b);
     }
-    made_inside_check(models, "delayed");
+    made_inside_check(models, recipe);
     gpt2_free(&fused);
     gpt2_free(&separate);
     gpt2_free(&cpu_fused);
     gpt2_free(&cpu_separate);
 }
 
-static void test_fused_fp8_casts_bit_identical(void) { fused_fp8_casts_bit_identical_at(&tiny_shape, 23); }
+static void test_fused_fp8_casts_bit_identical(void) {
+    fused_fp8_casts_bit_identical_at(&tiny_shape, 23, "delayed");
+    fused_fp8_casts_bit_identical_at(&tiny_shape, 23, "current");
+}
 
 // The same at a second width (issue 55: the kernels' own dev checks cover other widths, the trainer only ran C 64):
 // C 384, 6 heads of 64, B*T 128 (the fused casts' 64-row tiles twice)
 static void test_medium_fused_fp8_casts_bit_identical_c384(void) {
     static const TestShape c384_shape = {2, 64, 2, 384, 6, TV};
-    fused_fp8_casts_bit_identical_at(&c384_shape, 25);
+    fused_fp8_casts_bit_identical_at(&c384_shape, 25, "delayed");
+    fused_fp8_casts_bit_identical_at(&c384_shape, 25, "current");
 }
 
 // GELU's two paths (llmc/gelu.cuh): the 16-byte one (aligned pointers) and the element-by-element one (a pointer 2

@@ -792,6 +792,16 @@ static float* gemm_scale_inv_of(GPT2* m, const float* scale) {
     return m->fp8_gemm_scale_inv + ((evaluation ? S : 0) + slot) * FP8_GEMM_SCALE_INV_STRIDE;
 }
 
+// Where current scaling's amax pass for a recorded cast into `slot` leaves the tensor's scale (fp8/quantize.cuh's
+// Fp8CurrentScale): the cast's scale cells and the GEMMs' aligned copy, from the slot's scale as the one kept when the
+// amax is 0, inf or NaN; the tensor's amax for the diagnostics (training only).
+static Fp8CurrentScale current_scale_target(GPT2* m, int slot) {
+    Fp8CurrentScale current = {slot_scale(m, slot), cast_scale(m, slot), cast_scale_inv(m, slot),
+                               gemm_scale_inv_of(m, cast_scale(m, slot)),
+                               m->training ? m->fp8_current_amax + slot : m->amax_discard, m->recipe.margin};
+    return current;
+}
+
 // Where a recorded per-tensor cast into `slot` reads its scale and leaves its amax and counts (the training forward's
 // and backward's casts, the weights' first cast; the fused casts of GELU and LayerNorm too)
 typedef struct {
@@ -841,11 +851,8 @@ static void linear_cast_per_tensor(GPT2* m, LinearCast* c, Fp8Operand* t) {
     Fp8CastTarget target = {scale, m->amax_discard, NULL};
     if (record) {
         if (c->amax_pass) {
-            Fp8CurrentScale current = {slot_scale(m, c->slot), cast_scale(m, c->slot), cast_scale_inv(m, c->slot),
-                                       gemm_scale_inv_of(m, cast_scale(m, c->slot)),
-                                       m->training ? m->fp8_current_amax + c->slot : m->amax_discard, m->recipe.margin};
-            cudaCheck(fp8_amax_scale(c->inp, (size_t)c->rows * c->cols, c->format, current, m->amax_workspace,
-                                     m->num_sms, m->stream));
+            cudaCheck(fp8_amax_scale(c->inp, (size_t)c->rows * c->cols, c->format, current_scale_target(m, c->slot),
+                                     m->amax_workspace, m->num_sms, m->stream));
         }
         target = recorded_cast_target(m, c->slot);
     }
@@ -1203,11 +1210,12 @@ static void linear_backward(GPT2* model, int module, floatX* dinp, const floatX*
 
 // ----------------------------------------------------------------------------
 // GELU and LayerNorm inside the FP8 casts beside them (llmc/gelu_fp8.cuh, llmc/layernorm_fp8.cuh): where GELU's or
-// LayerNorm's output, or GELU's input gradient, is read only by one per-tensor cast whose scale is known before it runs
-// (delayed scaling: the scale comes from the history), the cast makes it from what GELU or LayerNorm reads, and the
-// bf16 tensor is neither written nor read back. The same bytes as gelu_forward / gelu_backward / layernorm_forward and
-// the separate cast (model->fused_fp8_casts 0 runs those; test_gpt_fp8 compares the two). The copies they write are
-// linear_cast's (its views of them: linear_cast with no input).
+// LayerNorm's output, or GELU's input gradient, is read only by one per-tensor cast, the cast makes it from what GELU
+// or LayerNorm reads, and the bf16 tensor is neither written nor read back. The cast needs its scale before it runs:
+// delayed scaling's comes from the history; current scaling's from an amax pass just before it over the same values,
+// made the same way (fused_cast_needs_amax_pass). The same bytes as gelu_forward / gelu_backward / layernorm_forward
+// and the separate amax pass and cast (model->fused_fp8_casts 0 runs those; test_gpt_fp8 compares the two). The copies
+// they write are linear_cast's (its views of them: linear_cast with no input).
 
 // Forward: in training, where the module's fprop is FP8 and its wgrad reads the x^T the forward keeps (the recompute
 // does not drop the input: -r 0 for GELU's output, -r 0 or 1 for LayerNorm's), its input cast is its bf16 input's only
@@ -1217,9 +1225,18 @@ static int input_cast_is_only_reader(const GPT2* m, int module) {
     return m->fused_fp8_casts && m->training && linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP) &&
            linear_keeps_input_t(&lp, module, m->recompute);
 }
-static int input_made_in_fp8_cast(const GPT2* m, int module) {
-    return fp8_recipe_has_history(&m->recipe) && input_cast_is_only_reader(m, module);
+static int recipe_is_per_tensor(const GPT2* m) {
+    return m->recipe.scaling == FP8_SCALING_DELAYED || m->recipe.scaling == FP8_SCALING_CURRENT;
 }
+static int input_made_in_fp8_cast(const GPT2* m, int module) {
+    return recipe_is_per_tensor(m) && input_cast_is_only_reader(m, module);
+}
+
+// A fused per-tensor cast's scale: delayed scaling's is in the slot's cell already; current scaling's comes from the
+// amax of the values the cast is about to make, by an amax pass with the same input just before it (llmc/gelu_fp8.cuh's
+// and llmc/layernorm_fp8.cuh's *_amax_scale) into current_scale_target's cells, which recorded_cast_target then hands
+// the cast. Only training fuses, so these casts always record.
+static int fused_cast_needs_amax_pass(const GPT2* m) { return m->recipe.scaling == FP8_SCALING_CURRENT; }
 
 // Blockwise's twins (a block cast takes each block's scale from its own amax inside the cast, so it needs no scale
 // ahead of it): a module's input is made inside its input block cast when that cast is its only reader: in training
@@ -1259,7 +1276,7 @@ static int grad_output_cast_is_gelu_grad_only_reader(const GPT2* m, int l) {
            linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD);
 }
 static int gelu_in_fc_grad_output_cast(const GPT2* m, int l) {
-    return fp8_recipe_has_history(&m->recipe) && grad_output_cast_is_gelu_grad_only_reader(m, l);
+    return recipe_is_per_tensor(m) && grad_output_cast_is_gelu_grad_only_reader(m, l);
 }
 static int gelu_in_block_grad_output_cast(const GPT2* m, int l) {
     return m->recipe.scaling == FP8_SCALING_BLOCKWISE && grad_output_cast_is_gelu_grad_only_reader(m, l);
@@ -1284,7 +1301,13 @@ static void gelu_fcproj_forward(GPT2* model, int l, floatX* out, const floatX* f
         return;
     }
     Fp8Operand x = linear_cast(model, module, LINEAR_INPUT_FPROP, NULL, rows, 1, NULL);
-    Fp8CastTarget t = recorded_cast_target(model, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT));
+    int slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT);
+    if (fused_cast_needs_amax_pass(model)) {
+        cudaCheck(gelu_forward_amax_scale(fch, (size_t)rows * C4, model->fp8.forward_format,
+                                          current_scale_target(model, slot), model->amax_workspace, model->num_sms,
+                                          model->stream));
+    }
+    Fp8CastTarget t = recorded_cast_target(model, slot);
     cudaCheck(gelu_forward_fp8((uint8_t*)x.rowwise.data, kept_input_t(model, module), fch, rows, C4, t.scale, t.amax,
                                t.stats, model->fp8.forward_format, model->stream));
     linear_fprop(model, module, out, &x);
@@ -1309,7 +1332,13 @@ static const floatX* gelu_fc_grad_output(GPT2* model, int l, floatX* dgelu, cons
         gelu_backward(dgelu, fch, dgelu, (size_t)rows * C4, model->stream);
         return dgelu;
     }
-    Fp8CastTarget g = recorded_cast_target(model, fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT));
+    int slot = fp8_meta_bwd_slot(&model->fp8, module, FP8_BWD_GRAD_OUTPUT);
+    if (fused_cast_needs_amax_pass(model)) {
+        cudaCheck(gelu_backward_amax_scale(fch, dgelu, (size_t)rows * C4, model->fp8.backward_format,
+                                           current_scale_target(model, slot), model->amax_workspace, model->num_sms,
+                                           model->stream));
+    }
+    Fp8CastTarget g = recorded_cast_target(model, slot);
     float* dbias_partials = lm.dbias ? model->column_partials : NULL;
     cudaCheck(gelu_backward_fp8(model->fp8_dy.codes, model->fp8_dy.codes_t, dbias_partials, fch, dgelu, rows, C4,
                                 g.scale, g.amax, g.stats, model->fp8.backward_format, model->stream));
@@ -1465,7 +1494,13 @@ static void layernorm_linear_forward(GPT2* model, int l, int kind, floatX* out, 
         return;
     }
     Fp8Operand x_fp8 = linear_cast(model, module, LINEAR_INPUT_FPROP, NULL, rows, 1, NULL);
-    Fp8CastTarget t = recorded_cast_target(model, fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT));
+    int slot = fp8_meta_fwd_slot(&model->fp8, module, FP8_FWD_INPUT);
+    if (fused_cast_needs_amax_pass(model)) {
+        cudaCheck(layernorm_forward_amax_scale(x, mean, rstd, weight, bias, rows, C, model->fp8.forward_format,
+                                               current_scale_target(model, slot), model->amax_workspace,
+                                               model->num_sms, model->stream));
+    }
+    Fp8CastTarget t = recorded_cast_target(model, slot);
     cudaCheck(layernorm_forward_fp8((uint8_t*)x_fp8.rowwise.data, kept_input_t(model, module), x, mean, rstd, weight,
                                     bias, rows, C, t.scale, t.amax, t.stats, model->fp8.forward_format, model->stream));
     linear_fprop(model, module, out, &x_fp8);
@@ -2223,7 +2258,7 @@ static cudaDeviceProp print_run_box(const GPT2* model, const TrainArgs* args, co
             model->attention_kind == ATTENTION_CUDNN ? "cuDNN flash attention (-attn cudnn)" : "plain CUDA/cuBLAS (-attn plain)",
             args->recompute);
     int fp8 = args->precision == PRECISION_FP8;
-    if (fp8 && fp8_recipe_has_history(&args->recipe)) {  // delayed scaling: the scale is known before a cast runs
+    if (fp8 && !fp8_recipe_is_block_scaled(&args->recipe)) {  // per-tensor scaling (a block cast takes no flag)
         box_row(stdout, "fp8 casts", "%s", args->fp8_fused_casts
                     ? "GELU and LayerNorm inside them where they can be (-fp8_fused_casts 1)"
                     : "apart from GELU and LayerNorm, which run their own kernels (-fp8_fused_casts 0)");

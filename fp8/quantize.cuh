@@ -279,16 +279,29 @@ typedef struct {
     unsigned int* blocks_done;  // (1) ticket counter
 } Fp8AmaxWorkspace;
 
-// amax of inp (n) bf16, n a multiple of 8, then the scale from it into `target`. fp8_max_value: of the cast's format.
-static __global__ void fp8_amax_scale_kernel(const __nv_bfloat16* inp, size_t n, Fp8CurrentScale target,
-                                             float fp8_max_value, Fp8AmaxWorkspace workspace) {
+// amax of the n values `input` makes (the Inputs of the cast + transpose above: the bf16 tensor itself, or GELU or
+// LayerNorm made on the way from what they read; n a multiple of 8, the tensor (n / cols, cols), cols a multiple of 8),
+// then the scale from it into `target`. fp8_max_value: of the cast's format. A thread's vectors are stride apart; the
+// row and column of each, which LayerNorm's input needs, are carried from one to the next without a division.
+template <class Input>
+__global__ void fp8_amax_scale_kernel(Input input, size_t n, size_t cols, Fp8CurrentScale target,
+                                      float fp8_max_value, Fp8AmaxWorkspace workspace) {
     __shared__ bool is_last_block;
     unsigned int thread_max = 0u;
-    size_t vectors = n / 8;
-    for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < vectors; v += (size_t)gridDim.x * blockDim.x) {
-        uint4 packed = reinterpret_cast<const uint4*>(inp)[v];
+    size_t vectors = n / 8, stride = (size_t)gridDim.x * blockDim.x;
+    size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t row = v * 8 / cols, col = v * 8 % cols;
+    const size_t step_rows = stride * 8 / cols, step_cols = stride * 8 % cols;
+    for (; v < vectors; v += stride) {
+        uint4 packed = input.values(v * 8, (int)row, (int)col);
         const __nv_bfloat16* x = reinterpret_cast<const __nv_bfloat16*>(&packed);
         for (int i = 0; i < 8; i++) { thread_max = max(thread_max, fp8_magnitude_bits(__bfloat162float(x[i]))); }
+        row += step_rows;
+        col += step_cols;
+        if (col >= cols) {
+            col -= cols;
+            row++;
+        }
     }
     unsigned int block_max = fp8_block_max(thread_max);
     if (threadIdx.x == 0) {
@@ -422,22 +435,39 @@ static inline cudaError_t fp8_cast_transpose_dbias_amax(uint8_t* out, uint8_t* o
                                            stream);
 }
 
-// Current scaling's first pass: the scale of inp (n) bf16 (n a multiple of 8) from its amax, into target. Then cast
-// with fp8_cast_amax or fp8_cast_transpose_amax reading target.scale.
-static inline cudaError_t fp8_amax_scale(const __nv_bfloat16* inp, size_t n, Fp8Format format, Fp8CurrentScale target,
-                                         Fp8AmaxWorkspace workspace, int num_sms, cudaStream_t stream) {
+// Current scaling's first pass over the values `input` makes (n of them, n a multiple of 8; the tensor (n / cols,
+// cols), cols a multiple of 8, for an input that needs rows and columns, else cols 0; the input's own pointers checked
+// by whoever made it): their amax, then the scale into target.
+template <class Input>
+static inline cudaError_t fp8_amax_scale_launch(const char* launcher, Input input, size_t n, size_t cols,
+                                                Fp8Format format, Fp8CurrentScale target, Fp8AmaxWorkspace workspace,
+                                                int num_sms, cudaStream_t stream) {
     if (n % 8 != 0) {
-        fprintf(stderr, "fp8_amax_scale: %zu elements is not a multiple of 8\n", n);
+        fprintf(stderr, "%s: %zu elements is not a multiple of 8 (it reads 16-byte vectors of 8 bf16)\n", launcher, n);
         return cudaErrorInvalidValue;
     }
-    if (!fp8_launch_aligned("fp8_amax_scale", "the bf16 input", inp, 16)) { return cudaErrorInvalidValue; }
+    if (cols != 0 && (cols % 8 != 0 || n % cols != 0)) {
+        fprintf(stderr, "%s: rows of %zu columns (%zu elements): the columns must be a multiple of 8 (its 16-byte "
+                "vectors) and the elements whole rows\n", launcher, cols, n);
+        return cudaErrorInvalidValue;
+    }
+    if (cols == 0) { cols = 8; }  // (an input without rows: any row length that is whole vectors)
     const int block_size = 256;
     size_t blocks_needed = (n / 8 + block_size - 1) / block_size;
     size_t max_blocks = (size_t)num_sms * 4 < FP8_AMAX_MAX_BLOCKS ? (size_t)num_sms * 4 : FP8_AMAX_MAX_BLOCKS;
     int grid = (int)(blocks_needed < max_blocks ? blocks_needed : max_blocks);
     if (grid < 1) { grid = 1; }
-    fp8_amax_scale_kernel<<<grid, block_size, 0, stream>>>(inp, n, target, fp8_max(format), workspace);
+    fp8_amax_scale_kernel<Input><<<grid, block_size, 0, stream>>>(input, n, cols, target, fp8_max(format), workspace);
     return cudaGetLastError();
+}
+
+// Current scaling's first pass: the scale of inp (n) bf16 (n a multiple of 8) from its amax, into target. Then cast
+// with fp8_cast_amax or fp8_cast_transpose_amax reading target.scale.
+static inline cudaError_t fp8_amax_scale(const __nv_bfloat16* inp, size_t n, Fp8Format format, Fp8CurrentScale target,
+                                         Fp8AmaxWorkspace workspace, int num_sms, cudaStream_t stream) {
+    if (!fp8_launch_aligned("fp8_amax_scale", "the bf16 input", inp, 16)) { return cudaErrorInvalidValue; }
+    Fp8CastInputBf16 input = {inp};
+    return fp8_amax_scale_launch("fp8_amax_scale", input, n, 0, format, target, workspace, num_sms, stream);
 }
 
 #endif  // GPTFP8_QUANTIZE_CUH

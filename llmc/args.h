@@ -63,8 +63,9 @@ typedef struct {
     int fp8_margin_set;                 // -fp8_margin given (delayed and current scaling have a margin)
     int fp8_format_set;                 // -fp8 e4m3|hybrid|e5m2 given (the block recipes default to e4m3)
     int fp8_bf16_first_last, fp8_lm_head, fp8_diag_every;
-    // -fp8_fused_casts (GPU, delayed scaling): 1 GELU and LayerNorm inside the FP8 casts beside them where they can
-    // be, 0 their own kernels then the casts (the same bytes either way); _set: given (the other recipes refuse it)
+    // -fp8_fused_casts (GPU, delayed and current scaling): 1 GELU and LayerNorm inside the FP8 casts beside them
+    // where they can be, 0 their own kernels then the casts (the same bytes either way); _set: given (block recipes
+    // refuse it)
     int fp8_fused_casts, fp8_fused_casts_set;
     // -fp8_attention (delayed scaling; llmc/linear.h's FP8_ATTENTION_*): 1 attention's forward in FP8 (q, k, v, the
     // softmax output and the output cast, Transformer Engine's fp8_dpa), its backward in BF16 on the bf16 q, k, v and
@@ -258,6 +259,8 @@ static inline void print_usage(const char* program) {
     usage_flag("-fp8_bf16_first_last N", "the first and last N blocks stay BF16", "%d", d.fp8_bf16_first_last);
     usage_flag("-fp8_lm_head 0|1", "the LM head through FP8 too", "%d", d.fp8_lm_head);
     usage_flag("-fp8_diag_every K", "FP8 diagnostics into fp8_diag.tsv every K steps", "%d", d.fp8_diag_every);
+    usage_flag("-fp8_fused_casts 0|1", "GELU and LayerNorm inside the FP8 casts (GPU, delayed and current; 0: their "
+               "own kernels, the same bits; the CPU trainer takes only 0)", "%d", d.fp8_fused_casts);
     printf("fp8, delayed scaling only\n");
     usage_flag("-fp8_amax_history_len N", "amax history rows per slot", "%d", r->delayed.amax_history_len);
     usage_flag("-fp8_amax_compute_algo A", "max | most_recent over the history", "%s",
@@ -267,8 +270,6 @@ static inline void print_usage(const char* program) {
     usage_flag("-fp8_attention 0|1|2", "attention's forward in FP8 (q k v, softmax, output; GPU: cuDNN's FP8 "
                "forward), its backward in BF16 from the bf16 q k v (1, TE's fp8_dpa) or their E4M3 cast (2, TE's "
                "fp8_mha)", "%d", d.fp8_attention);
-    usage_flag("-fp8_fused_casts 0|1", "GELU and LayerNorm inside the FP8 casts (GPU; 0: their own kernels, the "
-               "same bits; the CPU trainer takes only 0)", "%d", d.fp8_fused_casts);
     printf("fp8, blockwise scaling only\n");
     usage_flag("-fp8_amax_epsilon F", "a block's amax is at least F", "%g", (double)r->blockwise.amax_epsilon);
     usage_flag("-fp8_pow2_scales 0|1", "1: block scales rounded down to powers of two", "%d",
@@ -469,10 +470,10 @@ static inline void parse_args(TrainArgs* a, int argc, char** argv) {
         die("%s applies to -fp8_recipe blockwise only (this run's recipe is %s)", a->fp8_blockwise_only_flag,
             recipe_name);
     }
-    // a fused cast makes its tensor as it casts it, so it needs the scale before the tensor exists: delayed scaling's
-    if (a->fp8_scaling != FP8_SCALING_DELAYED && a->fp8_fused_casts_set) {
-        die("-fp8_fused_casts applies to delayed scaling only (-fp8_recipe %s takes its scales from the tensor, so "
-            "GELU and LayerNorm run in their own kernels)", recipe_name);
+    // the flag switches the per-tensor recipes' casts with GELU and LayerNorm inside; the block recipes have their own
+    if (a->fp8_scaling != FP8_SCALING_DELAYED && a->fp8_scaling != FP8_SCALING_CURRENT && a->fp8_fused_casts_set) {
+        die("-fp8_fused_casts applies to delayed and current scaling only (their casts with GELU and LayerNorm inside; "
+            "-fp8_recipe %s has block casts of its own)", recipe_name);
     }
     // FP8 attention takes its scales from amax histories, as cuDNN's FP8 graphs need them before they run (current
     // scaling's FP8 attention needs a newer cuDNN; the block recipes have no per-tensor scale for it)

@@ -3,15 +3,19 @@ llmc/gelu_fp8.cuh — GELU inside the FP8 casts on either side of it (TE's fused
 in fcproj's input cast, and GELU's backward in fc's grad_output cast, each one pass of fp8/quantize.cuh's cast +
 transpose kernel whose tile is made by GELU from what it reads instead of read from a bf16 tensor.
 
-Why: in FP8 training with delayed scaling, GELU's output (B, T, 4C) is read by nothing but fcproj's input cast (the
-fprop GEMM reads the FP8 x, the wgrad the FP8 x^T the same pass keeps), and GELU's input gradient by nothing but fc's
-grad_output cast (dgrad and wgrad read its FP8 copies; the bias gradient comes from the cast's partials). Written by
-one kernel and read back by the next, each was 4 bytes of memory traffic per element for nothing: the step's two
-largest elementwise tensors, (B, T, 4C) per layer. Fused:
+Why: in FP8 training with per-tensor scaling (delayed or current), GELU's output (B, T, 4C) is read by nothing but
+fcproj's input cast (the fprop GEMM reads the FP8 x, the wgrad the FP8 x^T the same pass keeps), and GELU's input
+gradient by nothing but fc's grad_output cast (dgrad and wgrad read its FP8 copies; the bias gradient comes from the
+cast's partials). Written by one kernel and read back by the next, each was 4 bytes of memory traffic per element for
+nothing: the step's two largest elementwise tensors, (B, T, 4C) per layer. Fused:
   forward   fch (bf16) -> gelu -> FP8 x and x^T              reads 2 bytes an element, writes 2 (was 4 and 4)
   backward  fch, d(gelu output) -> dgelu -> FP8 dy and dy^T  reads 4, writes 2 (was 6 and 4), + the bias partials
-The scale must be known before the cast: delayed scaling's (from earlier steps). Current scaling takes its scale from
-the tensor's own amax, a pass over the bf16 tensor first, so it keeps the separate kernels.
+The scale must be known before the cast: delayed scaling's comes from earlier steps. Current scaling takes it from the
+tensor's own amax, so its amax pass comes first, over GELU's values made from the same reads (gelu_forward_amax_scale,
+gelu_backward_amax_scale: fp8/quantize.cuh's amax pass with these inputs), then the same fused cast with that scale.
+TE writes the bf16 tensor with its amax, then casts it (its FUSED_ACTIVATION_AMAX_FP8); here it is never written:
+  forward   amax pass reads 2 bytes an element; the cast reads 2, writes 2 (separate: 2 + 2, then 2, then 2 and 2)
+  backward  amax pass reads 4; the cast reads 4, writes 2 (separate: 4 + 2, then 2, then 2 and 2)
 
 Same bytes: each 16-byte vector is made by gelu_forward8 / gelu_backward8 (llmc/gelu.cuh), the functions the GELU
 kernels themselves run, so the cast sees the bf16 values gelu_forward / gelu_backward would have written, and its
@@ -75,6 +79,28 @@ static inline cudaError_t gelu_backward_fp8(uint8_t* dinp, uint8_t* dinp_t, floa
                                                format, stream);
     }
     return fp8_cast_transpose_launch<false>(dinp, dinp_t, NULL, input, rows, cols, scale, amax, stats, format, stream);
+}
+
+// Current scaling's amax pass for gelu_forward_fp8: the amax of gelu(inp) (n) over its bf16 values, and the scale from
+// it into target (fp8/quantize.cuh's fp8_amax_scale on the tensor gelu_forward would write, without writing it).
+static inline cudaError_t gelu_forward_amax_scale(const floatX* inp, size_t n, Fp8Format format, Fp8CurrentScale target,
+                                                  Fp8AmaxWorkspace workspace, int num_sms, cudaStream_t stream) {
+    if (!fp8_launch_aligned("gelu_forward_amax_scale", "fc's output", inp, 16)) { return cudaErrorInvalidValue; }
+    GeluForwardInput input = {inp};
+    return fp8_amax_scale_launch("gelu_forward_amax_scale", input, n, 0, format, target, workspace, num_sms, stream);
+}
+
+// The same for gelu_backward_fp8: the amax of gelu'(inp) * dout (n) over its bf16 values, the scale into target.
+static inline cudaError_t gelu_backward_amax_scale(const floatX* inp, const floatX* dout, size_t n, Fp8Format format,
+                                                   Fp8CurrentScale target, Fp8AmaxWorkspace workspace, int num_sms,
+                                                   cudaStream_t stream) {
+    const char* launcher = "gelu_backward_amax_scale";
+    if (!fp8_launch_aligned(launcher, "fc's output", inp, 16) ||
+        !fp8_launch_aligned(launcher, "the output gradient", dout, 16)) {
+        return cudaErrorInvalidValue;
+    }
+    GeluBackwardInput input = {inp, dout};
+    return fp8_amax_scale_launch(launcher, input, n, 0, format, target, workspace, num_sms, stream);
 }
 
 #endif  // GPTFP8_GELU_FP8_CUH

@@ -298,6 +298,15 @@ static void test_gelu_fp8_launch_preconditions(void) {
     CHECK(gelu_backward_fp8(out, out_t, partials, inp, dout, 96, 64, scale, amax, NULL, FP8_E5M2, 0) ==
               cudaErrorInvalidValue,
           "backward: 96 rows, off the tile");
+    // current scaling's amax passes over the same inputs: 16-byte vectors, whole vectors
+    Fp8CurrentScale target = {scale, amax, amax, amax, amax, 0};  // (never written: refused first)
+    Fp8AmaxWorkspace workspace = {(unsigned int*)partials, (unsigned int*)partials};
+    CHECK(gelu_forward_amax_scale(inp + 1, 4096, FP8_E4M3, target, workspace, 132, 0) == cudaErrorInvalidValue,
+          "forward amax pass: fc's output at 2 bytes");
+    CHECK(gelu_forward_amax_scale(inp, 4100, FP8_E4M3, target, workspace, 132, 0) == cudaErrorInvalidValue,
+          "forward amax pass: 4100 elements, not whole 8-element vectors");
+    CHECK(gelu_backward_amax_scale(inp, dout + 4, 4096, FP8_E5M2, target, workspace, 132, 0) == cudaErrorInvalidValue,
+          "backward amax pass: the output gradient at 8 bytes");
 }
 
 // LayerNorm inside the FP8 cast (layernorm_fp8.cuh): the cast + transpose's refusals for the residual stream it reads,
@@ -337,6 +346,27 @@ static void test_layernorm_fp8_launch_preconditions(void) {
                                     refused[i].weight, refused[i].bias, refused[i].rows, refused[i].cols, scale, amax,
                                     NULL, FP8_E4M3, 0) == cudaErrorInvalidValue,
               "%s", refused[i].what);
+    }
+    // current scaling's amax pass over the same values: no tile, so any rows; columns whole 8-element vectors
+    Fp8CurrentScale target = {scale, amax, amax, amax, amax, 0};  // (never written: refused first)
+    Fp8AmaxWorkspace workspace = {(unsigned int*)amax, (unsigned int*)amax};
+    struct {
+        const floatX *inp, *weight, *bias;
+        const float* rstd;
+        int rows, cols;
+        const char* what;
+    } refused_pass[] = {
+        {inp, weight, bias, rstd, 64, 100, "amax pass: 100 columns, not whole 8-element vectors"},
+        {inp, weight, bias, rstd, 0, 64, "amax pass: no rows"},
+        {inp + 1, weight, bias, rstd, 64, 64, "amax pass: the residual stream at 2 bytes"},
+        {inp, weight + 4, bias, rstd, 64, 64, "amax pass: the weight at 8 bytes"},
+        {inp, weight, bias, NULL, 64, 64, "amax pass: no row rstds"},
+    };
+    for (size_t i = 0; i < sizeof(refused_pass) / sizeof(refused_pass[0]); i++) {
+        CHECK(layernorm_forward_amax_scale(refused_pass[i].inp, mean, refused_pass[i].rstd, refused_pass[i].weight,
+                                           refused_pass[i].bias, refused_pass[i].rows, refused_pass[i].cols, FP8_E4M3,
+                                           target, workspace, 132, 0) == cudaErrorInvalidValue,
+              "%s", refused_pass[i].what);
     }
 }
 

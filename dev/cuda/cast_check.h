@@ -15,6 +15,8 @@ against the CPU's cast, and bf16 uploads. Timing and device buffer lists are ben
 #include <string.h>
 
 #include "../../fp8/fp8.h"
+#include "../../fp8/current.h"
+#include "../../fp8/quantize.cuh"
 #include "../../fp8/quantize_cpu.h"
 #include "../../llmc/bias.cuh"
 #include "../../llmc/cuda_utils.cuh"
@@ -163,6 +165,56 @@ static __nv_bfloat16* upload_bf16(DeviceList* list, const uint16_t* x, size_t n)
     __nv_bfloat16* d;
     device_upload(list, &d, x, n * 2);
     return d;
+}
+
+// Current scaling's amax pass over a fused cast's made input (llmc/gelu_fp8.cuh's and llmc/layernorm_fp8.cuh's
+// *_amax_scale) on its own cells: the previous scale, the scale, scale_inv, the GEMMs' copy of scale_inv and the tensor
+// amax (fp8/quantize.cuh's Fp8CurrentScale), and the pass's workspace, its ticket counter zeroed.
+enum { AMAX_CELL_PREVIOUS, AMAX_CELL_SCALE, AMAX_CELL_SCALE_INV, AMAX_CELL_GEMM_SCALE_INV, AMAX_CELL_AMAX, AMAX_CELLS };
+typedef struct {
+    float* cells;  // (AMAX_CELLS)
+    Fp8AmaxWorkspace workspace;
+} AmaxScaleDevice;
+
+static AmaxScaleDevice amax_scale_alloc(DeviceList* list) {
+    AmaxScaleDevice a;
+    device_alloc(list, &a.cells, AMAX_CELLS * sizeof(float));
+    device_alloc(list, &a.workspace.partials, FP8_AMAX_MAX_BLOCKS * sizeof(unsigned int));
+    device_alloc(list, &a.workspace.blocks_done, sizeof(unsigned int));
+    cudaCheck(cudaMemset(a.workspace.blocks_done, 0, sizeof(unsigned int)));
+    return a;
+}
+
+// The target of a training cast (its scale written over the previous one's cell), the cells reset first: the
+// previous scale `previous`, the rest -1.
+static Fp8CurrentScale amax_scale_target(const AmaxScaleDevice* a, float previous, int margin) {
+    float cells[AMAX_CELLS] = {previous, -1.0f, -1.0f, -1.0f, -1.0f};
+    cudaCheck(cudaMemcpy(a->cells, cells, sizeof(cells), cudaMemcpyHostToDevice));
+    Fp8CurrentScale target = {a->cells + AMAX_CELL_PREVIOUS, a->cells + AMAX_CELL_PREVIOUS,
+                              a->cells + AMAX_CELL_SCALE_INV, a->cells + AMAX_CELL_GEMM_SCALE_INV,
+                              a->cells + AMAX_CELL_AMAX, margin};
+    return target;
+}
+
+// The cells after an amax pass against current scaling's rule (fp8/current.h's fp8_quantize_current_bf16) on x (n),
+// the bf16 tensor the separate kernel wrote: scale, scale_inv, the GEMMs' copy and the amax bit for bit (R1 of
+// llmc/tolerance.h: a maximum, whatever the order, then the same scale rule), and the ticket counter back at 0.
+static void check_amax_scale(const AmaxScaleDevice* a, const uint16_t* x, size_t n, Fp8Format format, float previous,
+                             int margin, const char* what) {
+    uint8_t* codes = (uint8_t*)malloc(n);
+    float scale = previous, scale_inv = 0.0f, row0 = 0.0f;
+    float amax = fp8_quantize_current_bf16(codes, x, n, format, margin, &scale, &scale_inv, &row0, NULL);
+    free(codes);
+    float got[AMAX_CELLS];
+    unsigned int blocks_done;
+    cudaCheck(cudaMemcpy(got, a->cells, sizeof(got), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemcpy(&blocks_done, a->workspace.blocks_done, sizeof(blocks_done), cudaMemcpyDeviceToHost));
+    float want[AMAX_CELLS] = {scale, -1.0f, scale_inv, scale_inv, amax};  // (the scale cell is the previous one's)
+    char line[512];
+    snprintf(line, sizeof(line), "%s: scale %g, scale_inv %g (the GEMMs' %g), amax %g; current scaling's rule on the "
+             "separate kernel's bf16 output %g, %g, %g, bit for bit (R1)", what, got[AMAX_CELL_PREVIOUS],
+             got[AMAX_CELL_SCALE_INV], got[AMAX_CELL_GEMM_SCALE_INV], got[AMAX_CELL_AMAX], scale, scale_inv, amax);
+    report(floats_identical(got, want, AMAX_CELLS) && blocks_done == 0u, line);
 }
 
 #endif  // GPTFP8_DEV_CUDA_CAST_CHECK_H

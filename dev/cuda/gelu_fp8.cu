@@ -11,15 +11,20 @@ Checks, for E4M3 forward and E5M2 backward, with scales that make values saturat
                      column sums of that output in bias_backward's order, and the bias gradient reduced from them
                      (onto a nonzero one, as in accumulation) bias_backward's own, bit for bit; without partials, the
                      same bytes
+  *_amax_scale       current scaling's amax pass over the values each cast makes (gelu_forward_amax_scale,
+                     gelu_backward_amax_scale): the scale, scale_inv, the GEMMs' copy and the amax are current scaling's
+                     rule (fp8/current.h) on the GELU kernels' bf16 output, bit for bit (R1), with a grid of one block
+                     and of many (the last block computes the scale)
   gelu_derivative    (llmc/gelu_math.h, what gelu_backward and the backward cast run per element) at every finite
                      bf16 x: within 21 u of |first term| + |second term| of its formula in double at the same float
                      argument (gelu_derivative_exact; the CPU's test_gelu_derivative_accuracy derives 17 u for glibc's
                      expf, 1 ulp; CUDA's expf has 2 ulps: e 4u, 1 + e 3u, r 4u, e r 9u, sech^2 14u, the second term
                      20u, the sum 21u), where |a| <= 43; past it, within 2^-120
-Then the time of each against the kernels it replaces, at d12's fc shape (B*T = 65536 rows, 4C = 3072 columns), and
-its bandwidth (bytes it reads and writes per second) against a device-to-device copy of the bf16 tensor; and the
-backward cast with the tanhf / coshf derivative gelu_math.h's replaced, on the same GPU in the same run, for what the
-one-exponential form saves. (The launchers' refusals of bad shapes and pointers are tested without a GPU in
+Then the time of each against the kernels it replaces, at d12's fc shape (B*T = 65536 rows, 4C = 3072 columns), and its
+bandwidth (bytes it reads and writes per second) against a device-to-device copy of the bf16 tensor; the backward cast
+with the tanhf / coshf derivative gelu_math.h's replaced, on the same GPU in the same run, for what the one-exponential
+form saves; and current scaling's fused casts (amax pass over the made values, then the cast) against GELU's kernel, the
+amax pass over its output and the cast. (The launchers' refusals of bad shapes and pointers are tested without a GPU in
 llmc/test_kernels_host.)
 
 Build: make dev/cuda/gelu_fp8     Run: ./dev/cuda/gelu_fp8    (prints one line and exits 1 without a GPU)
@@ -82,6 +87,15 @@ static void check_shape(int rows, int cols, float fwd_scale, float bwd_scale, in
     download(&r, &d, n);
     snprintf(what, sizeof(what), "gelu_forward_fp8 e4m3 %dx%d, the transpose alone", rows, cols);
     check_result(&r, want, want_amax, &want_stats, 0, 1, rows, cols, what);
+    // current scaling's amax pass over the values the cast makes: one block, then many
+    AmaxScaleDevice amax_pass = amax_scale_alloc(&dev);
+    for (int sms = 0; sms <= 132; sms += 132) {
+        Fp8CurrentScale target = amax_scale_target(&amax_pass, fwd_scale, 0);
+        cudaCheck(gelu_forward_amax_scale(d_fch, n, FP8_E4M3, target, amax_pass.workspace, sms, 0));
+        snprintf(what, sizeof(what), "gelu_forward_amax_scale e4m3 %dx%d%s, %s", rows, cols,
+                 with_nan ? " with a NaN" : "", sms ? "a block per SM" : "one block");
+        check_amax_scale(&amax_pass, gelu, n, FP8_E4M3, fwd_scale, 0, what);
+    }
 
     // backward: gelu_backward's bf16 output (fc's grad_output), the CPU's cast of it and its column partials
     gelu_backward(d_gelu, d_fch, d_dout, n, 0);
@@ -125,6 +139,13 @@ static void check_shape(int rows, int cols, float fwd_scale, float bwd_scale, in
     download(&r, &d, n);
     snprintf(what, sizeof(what), "gelu_backward_fp8 e5m2 %dx%d without bias partials", rows, cols);
     check_result(&r, want, want_amax, &want_stats, 0, 0, rows, cols, what);
+    for (int sms = 0; sms <= 132; sms += 132) {  // with a margin, as -fp8_margin gives current scaling
+        Fp8CurrentScale target = amax_scale_target(&amax_pass, bwd_scale, 1);
+        cudaCheck(gelu_backward_amax_scale(d_fch, d_dout, n, FP8_E5M2, target, amax_pass.workspace, sms, 0));
+        snprintf(what, sizeof(what), "gelu_backward_amax_scale e5m2 margin 1 %dx%d%s, %s", rows, cols,
+                 with_nan ? " with a NaN" : "", sms ? "a block per SM" : "one block");
+        check_amax_scale(&amax_pass, gelu, n, FP8_E5M2, bwd_scale, 1, what);
+    }
 
     free(fch);
     free(dout);
@@ -257,14 +278,23 @@ int main(void) {
     cudaCheck(cudaMemcpy(d_scale, &scale, 4, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemset(d_amax, 0, 4));
     cudaCheck(cudaMemset(d_dbias, 0, cols * sizeof(float)));
+    // current scaling: each cast's amax pass first, over the values the fused cast makes or the tensor GELU wrote
+    AmaxScaleDevice amax_pass = amax_scale_alloc(&dev);
+    Fp8CurrentScale target = amax_scale_target(&amax_pass, scale, 0);
+    int device;
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDevice(&device));
+    cudaCheck(cudaGetDeviceProperties(&prop, device));
+    int sms = prop.multiProcessorCount;
     BenchTimer timer;
     bench_timer_init(&timer);
     const int reps = 20;
-    // copy, forward fused, forward separate, backward fused, backward separate, backward fused with the old derivative
-    double us[6];
+    // copy, forward fused, forward separate, backward fused, backward separate, backward fused with the old derivative;
+    // then current scaling's: forward fused, forward separate, backward fused, backward separate
+    double us[10];
     GeluBackwardTanhCoshInput old_derivative = {d_fch, d_dout};
     for (int pass = 0; pass < 2; pass++) {  // the first pass untimed: module load, clocks up
-        for (int which = 0; which < 6; which++) {
+        for (int which = 0; which < 10; which++) {
             bench_start(&timer);
             for (int r = 0; r < reps; r++) {
                 if (which == 0) {
@@ -282,6 +312,27 @@ int main(void) {
                 } else if (which == 5) {
                     cudaCheck(fp8_cast_transpose_launch<true>(d_out, d_out_t, d_partials, old_derivative, rows, cols,
                                                               d_scale, d_amax, NULL, FP8_E5M2, 0));
+                    bias_backward_reduce(d_dbias, d_partials, rows, cols, 0);
+                } else if (which == 6) {
+                    cudaCheck(gelu_forward_amax_scale(d_fch, n, FP8_E4M3, target, amax_pass.workspace, sms, 0));
+                    cudaCheck(gelu_forward_fp8(d_out, d_out_t, d_fch, rows, cols, target.scale, d_amax, NULL, FP8_E4M3,
+                                               0));
+                } else if (which == 7) {
+                    gelu_forward(d_gelu, d_fch, n, 0);
+                    cudaCheck(fp8_amax_scale(d_gelu, n, FP8_E4M3, target, amax_pass.workspace, sms, 0));
+                    cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_gelu, rows, cols, target.scale, d_amax, NULL,
+                                                      FP8_E4M3, 0));
+                } else if (which == 8) {
+                    cudaCheck(gelu_backward_amax_scale(d_fch, d_dout, n, FP8_E5M2, target, amax_pass.workspace, sms,
+                                                       0));
+                    cudaCheck(gelu_backward_fp8(d_out, d_out_t, d_partials, d_fch, d_dout, rows, cols, target.scale,
+                                                d_amax, NULL, FP8_E5M2, 0));
+                    bias_backward_reduce(d_dbias, d_partials, rows, cols, 0);
+                } else if (which == 9) {
+                    gelu_backward(d_gelu, d_fch, d_dout, n, 0);
+                    cudaCheck(fp8_amax_scale(d_gelu, n, FP8_E5M2, target, amax_pass.workspace, sms, 0));
+                    cudaCheck(fp8_cast_transpose_dbias_amax(d_out, d_out_t, d_partials, d_gelu, rows, cols,
+                                                            target.scale, d_amax, NULL, FP8_E5M2, 0));
                     bias_backward_reduce(d_dbias, d_partials, rows, cols, 0);
                 } else {
                     gelu_backward(d_gelu, d_fch, d_dout, n, 0);
@@ -304,6 +355,11 @@ int main(void) {
            rows, cols, us[3], backward_gbs, 100 * backward_gbs / copy_gbs, us[4], us[3] / us[4]);
     printf("%d x %d: gelu_backward_fp8 + dbias reduce with the tanhf / coshf derivative %.1f us, "
            "this one / that %.2f\n", rows, cols, us[5], us[3] / us[5]);
+    printf("%d x %d, current scaling: gelu_forward_amax_scale + gelu_forward_fp8 %.1f us, gelu_forward + amax pass + "
+           "cast+transpose %.1f us, fused / separate %.2f\n", rows, cols, us[6], us[7], us[6] / us[7]);
+    printf("%d x %d, current scaling: gelu_backward_amax_scale + gelu_backward_fp8 + dbias reduce %.1f us, "
+           "gelu_backward + amax pass + cast+transpose+dbias + reduce %.1f us, fused / separate %.2f\n", rows, cols,
+           us[8], us[9], us[8] / us[9]);
     device_list_free(&dev);
     return dev_summary("gelu_fp8", checks, failures);
 }

@@ -12,11 +12,15 @@ statistics):
                          scale and rounding; an amax is a maximum, whatever the order), so those of
                          fp8_cast_transpose_amax on it; with the diagnostics counters, the CPU's counts; with no
                          row-major output, the same transpose
+  layernorm_forward_amax_scale  current scaling's amax pass over the values the cast makes: the scale, scale_inv, the
+                         GEMMs' copy and the amax are current scaling's rule (fp8/current.h) on layernorm_forward's
+                         bf16 output, bit for bit (R1), with a grid of one block and of many
 Then at d12's shape (B*T = 65536 rows, C = 768) the time of the cast against the cast of the bf16 output, and of the
 forward's two passes as the trainer runs them before qkv and fc: residual_layernorm_forward with no output then
-layernorm_forward_fp8, against residual_layernorm_forward writing the output then fp8_cast_transpose_amax; each with
-its bandwidth (bytes read and written per second) against a device-to-device copy. (The launcher's refusals of bad
-shapes and pointers are tested without a GPU in llmc/test_kernels_host.)
+layernorm_forward_fp8, against residual_layernorm_forward writing the output then fp8_cast_transpose_amax; each with its
+bandwidth (bytes read and written per second) against a device-to-device copy; and the same two for current scaling,
+with its amax pass over the values the fused cast makes, or over the bf16 output, before the cast. (The launcher's
+refusals of bad shapes and pointers are tested without a GPU in llmc/test_kernels_host.)
 
 Build: make dev/cuda/layernorm_fp8     Run: ./dev/cuda/layernorm_fp8    (prints one line and exits 1 without a GPU)
 */
@@ -54,6 +58,7 @@ static void check_shape(int rows, int C, float scale, int with_nan, Rng* rng) {
     device_alloc(&dev, &d_ref_rstd, rows * sizeof(float));
     DeviceOutputs d = device_outputs_alloc(n, 0, C);
     cudaCheck(cudaMemcpy(d.scale, &scale, 4, cudaMemcpyHostToDevice));
+    AmaxScaleDevice amax_pass = amax_scale_alloc(&dev);
     CastResult r;
     r.out = (uint8_t*)malloc(n);
     r.out_t = (uint8_t*)malloc(n);
@@ -104,6 +109,16 @@ static void check_shape(int rows, int C, float scale, int with_nan, Rng* rng) {
         download(&r, &d, n);
         snprintf(what, sizeof(what), "layernorm_forward_fp8 %dx%d from %s statistics, the transpose alone", rows, C, from);
         check_result(&r, want, want_amax, &want_stats, 0, 1, rows, C, what);
+        // current scaling's amax pass over the values the cast makes (one block, then many: each thread's rows and
+        // columns carried across its vectors)
+        for (int sms = 0; sms <= 132; sms += 132) {
+            Fp8CurrentScale target = amax_scale_target(&amax_pass, scale, 0);
+            cudaCheck(layernorm_forward_amax_scale(inp, d_mean, d_rstd, d_w, d_b, rows, C, FP8_E4M3, target,
+                                                   amax_pass.workspace, sms, 0));
+            snprintf(what, sizeof(what), "layernorm_forward_amax_scale %dx%d from %s statistics%s, %s", rows, C, from,
+                     with_nan ? " with a NaN" : "", sms ? "a block per SM" : "one block");
+            check_amax_scale(&amax_pass, ln, n, FP8_E4M3, scale, 0, what);
+        }
     }
 
     free(x);
@@ -152,10 +167,18 @@ int main(void) {
     cudaCheck(cudaMemcpy(d_scale, &scale, 4, cudaMemcpyHostToDevice));
     cudaCheck(cudaMemset(d_amax, 0, 4));
     layernorm_forward(d_ln, d_mean, d_rstd, d_x, d_w, d_b, 1, rows, C, 0);  // statistics for the casts alone
+    // current scaling: the amax pass between the statistics and the cast
+    AmaxScaleDevice amax_pass = amax_scale_alloc(&dev);
+    Fp8CurrentScale target = amax_scale_target(&amax_pass, scale, 0);
+    int device;
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDevice(&device));
+    cudaCheck(cudaGetDeviceProperties(&prop, device));
+    int sms = prop.multiProcessorCount;
     BenchTimer timer;
     bench_timer_init(&timer);
     const int reps = 20;
-    enum { COPY, CAST_FUSED, CAST_BF16, PASSES_FUSED, PASSES_SEPARATE, TIMINGS };
+    enum { COPY, CAST_FUSED, CAST_BF16, PASSES_FUSED, PASSES_SEPARATE, CURRENT_FUSED, CURRENT_SEPARATE, TIMINGS };
     double us[TIMINGS];
     for (int pass = 0; pass < 2; pass++) {  // the first pass untimed: module load, clocks up
         for (int which = 0; which < TIMINGS; which++) {
@@ -176,6 +199,21 @@ int main(void) {
                                                    C, 0);
                         cudaCheck(layernorm_forward_fp8(d_out, d_out_t, d_residual, d_mean, d_rstd, d_w, d_b, rows, C,
                                                         d_scale, d_amax, NULL, FP8_E4M3, 0));
+                        break;
+                    case CURRENT_FUSED:
+                        residual_layernorm_forward(d_residual, NULL, d_mean, d_rstd, d_x, d_branch, d_w, d_b, 1, rows,
+                                                   C, 0);
+                        cudaCheck(layernorm_forward_amax_scale(d_residual, d_mean, d_rstd, d_w, d_b, rows, C, FP8_E4M3,
+                                                               target, amax_pass.workspace, sms, 0));
+                        cudaCheck(layernorm_forward_fp8(d_out, d_out_t, d_residual, d_mean, d_rstd, d_w, d_b, rows, C,
+                                                        target.scale, d_amax, NULL, FP8_E4M3, 0));
+                        break;
+                    case CURRENT_SEPARATE:
+                        residual_layernorm_forward(d_residual, d_ln, d_mean, d_rstd, d_x, d_branch, d_w, d_b, 1, rows,
+                                                   C, 0);
+                        cudaCheck(fp8_amax_scale(d_ln, n, FP8_E4M3, target, amax_pass.workspace, sms, 0));
+                        cudaCheck(fp8_cast_transpose_amax(d_out, d_out_t, d_ln, rows, C, target.scale, d_amax, NULL,
+                                                          FP8_E4M3, 0));
                         break;
                     default:
                         residual_layernorm_forward(d_residual, d_ln, d_mean, d_rstd, d_x, d_branch, d_w, d_b, 1, rows,
@@ -201,6 +239,9 @@ int main(void) {
            "copy), residual + LayerNorm then cast+transpose %.1f us, fused / separate %.2f\n",
            rows, C, us[PASSES_FUSED], passes_gbs, 100 * passes_gbs / copy_gbs, us[PASSES_SEPARATE],
            us[PASSES_FUSED] / us[PASSES_SEPARATE]);
+    printf("%d x %d, current scaling: residual + statistics, amax pass, layernorm_forward_fp8 %.1f us; residual + "
+           "LayerNorm, amax pass, cast+transpose %.1f us, fused / separate %.2f\n", rows, C, us[CURRENT_FUSED],
+           us[CURRENT_SEPARATE], us[CURRENT_FUSED] / us[CURRENT_SEPARATE]);
     device_list_free(&dev);
     return dev_summary("layernorm_fp8", checks, failures);
 }

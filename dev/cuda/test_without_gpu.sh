@@ -32,9 +32,9 @@ refused_before_gpu() {
 }
 refused_before_gpu train_gpt_fp8_refuses_e5m2 "e5m2 is CPU-only" -fp8 e5m2
 refused_before_gpu train_gpt_fp8_refuses_e5m2_recipe_flag "e5m2 is CPU-only" -precision fp8 -fp8_fp8_format e5m2
-# GELU and LayerNorm inside the casts need the scale before the tensor exists: current scaling refuses the switch
-refused_before_gpu train_gpt_fp8_refuses_fused_casts_with_current "-fp8_fused_casts applies to delayed scaling only" \
-    -fp8_recipe current -fp8_fused_casts 1
+# the switch of the per-tensor recipes' fused casts: a block recipe, whose casts make their tensors inside, refuses it
+refused_before_gpu train_gpt_fp8_refuses_fused_casts_with_blockwise \
+    "-fp8_fused_casts applies to delayed and current scaling only" -fp8_recipe blockwise -fp8_fused_casts 1
 # FP8 attention runs cuDNN's FP8 graph: refused with the plain attention (below: with cuDNN's, it looks for a GPU)
 refused_before_gpu train_gpt_fp8_refuses_fp8_attention_plain "-fp8_attention 1 runs cuDNN's FP8 attention, not -attn plain" \
     -fp8_attention 1 -attn plain
