@@ -63,16 +63,16 @@
 #             (--skip medium), in two steps (the cases named fp8, the others), with most of cuBLASLt's and cuDNN's
 #             kernels left uninstrumented; a memcheck error, or a race in one of our kernels, fails the step (slow: on an
 #             H200 racecheck took 115 s for 7 of its 21 cases; not run unless named in --only)
-#   profile   where a d12 step's GPU time goes, at PROFILE_B (64) x 1024 (and vocabulary PROFILE_V, e.g. GPT-2's 50257 to
-#             set beside llm.c's train_gpt2cu, default our tokenizer's), for each of PROFILE_RUNS (default bf16 fp8
-#             fp8_current; also fp8_unfused, FP8 delayed with -fp8_fused_casts 0, and fp8_blockwise): its ms/step
-#             without a profiler (15 steps, mean after 5; nvidia-smi samples the SM clock, power and what holds the
-#             clock down meanwhile: the profile_clocks row), then Nsight Compute (ncu, or $NCU)
-#             timing every kernel of step 3 alone and the SM clock it ran at (-profile_step 3, ncu --profile-from-start
-#             off, clocks and caches left as they are); scripts/profile_step.py sums them by kind (GEMMs, attention,
-#             FP8 casts, LayerNorm, ...) and by kernel into LOGDIR/profile_step.md, each run beside the first, and from
-#             the two clocks bounds the time outside kernels from below; and each run's GPU idle time in a step, measured
-#             (the trainer's -idle_step 8: CUPTI's trace; profile_idle rows; at the default shape results/latest.tsv's
+#   profile   where a d12 step's GPU time goes, at PROFILE_B (64) x 1024 (and vocabulary PROFILE_V, e.g. GPT-2's 50257
+#             to set beside llm.c's train_gpt2cu, default our tokenizer's), for each of PROFILE_RUNS (default bf16 fp8
+#             fp8_current; also fp8_unfused and fp8_current_unfused, with -fp8_fused_casts 0, and fp8_blockwise): its
+#             ms/step without a profiler (15 steps, mean after 5; nvidia-smi samples the SM clock, power and what holds
+#             the clock down meanwhile: the profile_clocks row), then Nsight Compute (ncu, or $NCU) timing every kernel
+#             of step 3 alone and the SM clock it ran at (-profile_step 3, ncu --profile-from-start off, clocks and
+#             caches left as they are); scripts/profile_step.py sums them by kind (GEMMs, attention, FP8 casts,
+#             LayerNorm, ...) and by kernel into LOGDIR/profile_step.md, each run beside the first, and from the two
+#             clocks bounds the time outside kernels from below; and each run's GPU idle time in a step, measured (the
+#             trainer's -idle_step 8: CUPTI's trace; profile_idle rows; at the default shape results/latest.tsv's
 #             gpu_idle_ms_bf16 and gpu_idle_ms_fp8) (not run unless named in --only)
 # Default: every stage but llmc, sanitize and profile. --only picks stages, e.g. a first short call
 # `--only build,dev,test,xcheck,train` with TRAIN_STEPS=20 and a later one `--only bench,gemm,nccl`.
@@ -1590,6 +1590,7 @@ profile_recipe_flags() {
         fp8) echo "-precision fp8" ;;
         fp8_unfused) echo "-precision fp8 -fp8_fused_casts 0" ;;
         fp8_current) echo "-precision fp8 -fp8_recipe current" ;;
+        fp8_current_unfused) echo "-precision fp8 -fp8_recipe current -fp8_fused_casts 0" ;;
         fp8_blockwise) echo "-precision fp8 -fp8_recipe blockwise" ;;
         bf16_graphs) echo "-precision bf16 -cuda_graph 1" ;;
         fp8_graphs) echo "-precision fp8 -cuda_graph 1" ;;
@@ -1685,10 +1686,9 @@ stage_profile() {
     local common=("${PROFILE_DATA_FLAGS[@]}" -e d12 -b "$b" -t 1024 -v 0 -s 0 -seed 1337 -fp8_diag_every 0)
     for run in ${PROFILE_RUNS:-bf16 fp8 fp8_current}; do
         if ! flags=$(profile_recipe_flags "$run"); then
-            echo "gpu_check: profile: unknown run '$run' in PROFILE_RUNS" \
-                "(bf16 fp8 fp8_unfused fp8_current fp8_blockwise bf16_graphs fp8_graphs)" >"$WORK/profile_$run.log"
-            add_row "profile_$run" "FAILED (unknown run)" \
-                "PROFILE_RUNS: bf16 fp8 fp8_unfused fp8_current fp8_blockwise bf16_graphs fp8_graphs"
+            local known="bf16 fp8 fp8_unfused fp8_current fp8_current_unfused fp8_blockwise bf16_graphs fp8_graphs"
+            echo "gpu_check: profile: unknown run '$run' in PROFILE_RUNS ($known)" >"$WORK/profile_$run.log"
+            add_row "profile_$run" "FAILED (unknown run)" "PROFILE_RUNS: $known"
             ANY_FAILED=1
             write_summary
             continue

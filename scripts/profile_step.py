@@ -40,8 +40,9 @@ names the input, GeluForwardInput, GeluBackwardInput or LayerNormInput) is liste
 "fp8_cast_transpose_amax_kernel[GeluForwardInput]" and counted as "gelu + fp8 cast" or "layernorm + fp8 cast", apart
 from the plain casts; so is blockwise's block cast with GELU, GELU's backward or LayerNorm inside
 (fp8/block_quantize.cuh: its last template argument 1, 2 or 3), as "fp8_block_cast_kernel[GeluForwardInput]",
-"[GeluBackwardInput]" or "[LayerNormInput]". The residual
-add in LayerNorm's pass (residual_layernorm_forward_rows_kernel) counts as layernorm.
+"[GeluBackwardInput]" or "[LayerNormInput]"; and current scaling's amax pass over such an input
+(fp8_amax_scale_kernel[GeluForwardInput], beside its fused cast). The residual add in LayerNorm's pass
+(residual_layernorm_forward_rows_kernel) counts as layernorm.
 Prints the Markdown tables (also into --out): kinds per run with the difference to the first run, then each run's
 --top kernels (default 15). --brief prints instead one line per run ("fp8: 600 kernels, 95.100 ms of 110.600
 ms/step; gemm 38.000, ...": its three largest kinds) and one per run after the first with its differences to the

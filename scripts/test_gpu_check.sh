@@ -702,16 +702,20 @@ if printf '%s\n' "$out" | grep -qE 'built what the stages run: train_gpt_fp8 *\|
 else
     fail profile_when_asked "$time_cmd / $ncu_cmd / $out"
 fi
-# fp8_unfused: FP8 delayed scaling with GELU and LayerNorm apart from the casts, beside the fused default
-out=$(PROFILE_RUNS="fp8 fp8_unfused" dry --only profile "$tmp/dry_unfused")
+# fp8_unfused, fp8_current_unfused: FP8 delayed and current scaling with GELU and LayerNorm apart from the casts,
+# beside the fused default
+out=$(PROFILE_RUNS="fp8 fp8_unfused fp8_current_unfused" dry --only profile "$tmp/dry_unfused")
 unfused_cmd=$(tar -xzOf "$tmp/dry_unfused/gpu_check_logs.tar.gz" ./profile_fp8_unfused.log 2>/dev/null | head -n 1)
 fused_cmd=$(tar -xzOf "$tmp/dry_unfused/gpu_check_logs.tar.gz" ./profile_time_fp8.log 2>/dev/null | head -n 1)
-if [ "$(printf '%s\n' "$out" | grep -cE '^\| profile_(time_)?fp8(_unfused)? +\| DRY RUN')" -eq 4 ] &&
+current_cmd=$(tar -xzOf "$tmp/dry_unfused/gpu_check_logs.tar.gz" ./profile_fp8_current_unfused.log 2>/dev/null |
+    head -n 1)
+if [ "$(printf '%s\n' "$out" | grep -cE '^\| profile_(time_)?fp8(_current)?(_unfused)? +\| DRY RUN')" -eq 6 ] &&
     [[ $unfused_cmd == *" -x 3 -profile_step 3 -precision fp8 -fp8_fused_casts 0"* ]] &&
+    [[ $current_cmd == *" -x 3 -profile_step 3 -precision fp8 -fp8_recipe current -fp8_fused_casts 0"* ]] &&
     [[ $fused_cmd == *" -x 15 -precision fp8"* ]] && [[ $fused_cmd != *"fused_casts"* ]]; then
     pass profile_fp8_unfused_run
 else
-    fail profile_fp8_unfused_run "$unfused_cmd / $fused_cmd / $out"
+    fail profile_fp8_unfused_run "$unfused_cmd / $current_cmd / $fused_cmd / $out"
 fi
 # bf16_graphs, fp8_graphs: the same with -cuda_graph 1, their step time and idle time beside the launches one by one
 out=$(PROFILE_RUNS="fp8 fp8_graphs bf16_graphs" dry --only profile "$tmp/dry_graphs")

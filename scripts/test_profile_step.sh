@@ -105,6 +105,17 @@ expect_kind_row kind_residual_layernorm "| layernorm | 0.030 (15.0%) |" "$ln_out
 expect_kind_row kind_residual_apart "| residual | 0.010 (5.0%) |" "$ln_out"
 expect_contains kernel_layernorm_fp8_cast_named_by_its_input \
     "| fp8_cast_transpose_amax_kernel[LayerNormInput] | layernorm + fp8 cast | 1 | 0.060 |" "$ln_out"
+# current scaling's amax pass: over a made input, beside its fused cast; over a bf16 tensor, a plain fp8 cast
+amax_gelu='void fp8_amax_scale_kernel<GeluForwardInput>(GeluForwardInput, unsigned long, unsigned long, Fp8CurrentScale, float, Fp8AmaxWorkspace)'
+amax_ln='void fp8_amax_scale_kernel<LayerNormInput>(LayerNormInput, unsigned long, unsigned long, Fp8CurrentScale, float, Fp8AmaxWorkspace)'
+amax_plain='void fp8_amax_scale_kernel<Fp8CastInputBf16>(Fp8CastInputBf16, unsigned long, unsigned long, Fp8CurrentScale, float, Fp8AmaxWorkspace)'
+write_csv "$tmp/current.csv" usecond "$amax_gelu|40" "$amax_ln|20" "$amax_plain|10" "$gelu_cast|100"
+current_out=$(python3 "$script" --label fp8_current --top 4 "$tmp/current.csv" 2>&1)
+expect_kind_row kind_current_gelu_amax_pass "| gelu + fp8 cast | 0.140 (82.4%) |" "$current_out"
+expect_kind_row kind_current_layernorm_amax_pass "| layernorm + fp8 cast | 0.020 (11.8%) |" "$current_out"
+expect_kind_row kind_current_plain_amax_pass "| fp8 cast | 0.010 (5.9%) |" "$current_out"
+expect_contains kernel_current_amax_pass_named_by_its_input \
+    "| fp8_amax_scale_kernel[GeluForwardInput] | gelu + fp8 cast | 1 | 0.040 |" "$current_out"
 # per kernel: base names (no return type, template arguments or parameters), calls, ms, mean us, share; --top 3
 fp8_top=$(printf '%s\n' "$out" | sed -n '/^### fp8: /,$p')
 if printf '%s\n' "$fp8_top" | grep -qxF "| $gemm | gemm | 2 | 1.800 | 900.0 | 57.5% |" &&
