@@ -703,8 +703,9 @@ expect_error flag_current_interval "-fp8_interval applies to delayed scaling onl
 expect_error flag_fused_casts "invalid value '2' for -fp8_fused_casts: must be in \[0, 1\]" $TINY -fp8_fused_casts 2
 expect_error flag_current_fused_casts "-fp8_fused_casts 1: the CPU trainer runs GELU and LayerNorm apart" \
     $TINY -fp8_recipe current -fp8_fused_casts 1
-expect_error flag_mxfp8_fused_casts "-fp8_fused_casts applies to delayed and current scaling only (-fp8_recipe mxfp8" \
-    $TINY -fp8_fused_casts 0 -fp8_recipe mxfp8
+fused_casts_scope="-fp8_fused_casts applies to delayed and current scaling only (their casts with GELU and LayerNorm"
+expect_error flag_mxfp8_fused_casts "$fused_casts_scope inside; -fp8_recipe mxfp8 has block casts of its own)" $TINY \
+    -fp8_fused_casts 0 -fp8_recipe mxfp8
 # FP8 attention: delayed scaling's, with E4M3 forward tensors, in fp8 precision only
 expect_error flag_attention_value "invalid value '3' for -fp8_attention: must be in \[0, 2\]" $TINY -fp8_attention 3
 expect_error flag_attention_bf16 "-fp8_attention 1 needs -precision fp8 (this run's is bf16)" $TINY -precision bf16 \
