@@ -36,6 +36,15 @@ static int bench_emulated(const char* program) {
 #endif
 }
 
+// The current device's SM count (a launcher's grid limit, as the trainer gives it)
+static int device_sm_count(void) {
+    int device;
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDevice(&device));
+    cudaCheck(cudaGetDeviceProperties(&prop, device));
+    return prop.multiProcessorCount;
+}
+
 typedef struct {
     cudaEvent_t start, stop;
 } BenchTimer;

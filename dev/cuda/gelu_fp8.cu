@@ -281,11 +281,7 @@ int main(void) {
     // current scaling: each cast's amax pass first, over the values the fused cast makes or the tensor GELU wrote
     AmaxScaleDevice amax_pass = amax_scale_alloc(&dev);
     Fp8CurrentScale target = amax_scale_target(&amax_pass, scale, 0);
-    int device;
-    cudaDeviceProp prop;
-    cudaCheck(cudaGetDevice(&device));
-    cudaCheck(cudaGetDeviceProperties(&prop, device));
-    int sms = prop.multiProcessorCount;
+    int sms = device_sm_count();
     BenchTimer timer;
     bench_timer_init(&timer);
     const int reps = 20;
