@@ -87,7 +87,9 @@ static inline cudaError_t layernorm_forward_amax_scale(const floatX* inp, const 
     }
     if (rows < 1 || cols < 8 || !fp8_launch_aligned(launcher, "the LayerNorm input", inp, 16) ||
         !fp8_launch_aligned(launcher, "the LayerNorm weight", weight, 16) ||
-        !fp8_launch_aligned(launcher, "the LayerNorm bias", bias, 16)) {
+        !fp8_launch_aligned(launcher, "the LayerNorm bias", bias, 16) ||
+        !fp8_launch_aligned(launcher, "the row means", mean, 4) ||
+        !fp8_launch_aligned(launcher, "the row rstds", rstd, 4)) {
         if (rows < 1 || cols < 8) {
             fprintf(stderr, "%s: %d rows of %d columns: it needs a row of 8 columns at least\n", launcher, rows, cols);
         }

@@ -361,6 +361,7 @@ static void test_layernorm_fp8_launch_preconditions(void) {
         {inp + 1, weight, bias, rstd, 64, 64, "amax pass: the residual stream at 2 bytes"},
         {inp, weight + 4, bias, rstd, 64, 64, "amax pass: the weight at 8 bytes"},
         {inp, weight, bias, NULL, 64, 64, "amax pass: no row rstds"},
+        {inp, weight, bias, (const float*)((const char*)rstd + 2), 64, 64, "amax pass: the rstds at 2 bytes"},
     };
     for (size_t i = 0; i < sizeof(refused_pass) / sizeof(refused_pass[0]); i++) {
         CHECK(layernorm_forward_amax_scale(refused_pass[i].inp, mean, refused_pass[i].rstd, refused_pass[i].weight,
