@@ -1225,11 +1225,8 @@ static int input_cast_is_only_reader(const GPT2* m, int module) {
     return m->fused_fp8_casts && m->training && linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_FPROP) &&
            linear_keeps_input_t(&lp, module, m->recompute);
 }
-static int recipe_is_per_tensor(const GPT2* m) {
-    return m->recipe.scaling == FP8_SCALING_DELAYED || m->recipe.scaling == FP8_SCALING_CURRENT;
-}
 static int input_made_in_fp8_cast(const GPT2* m, int module) {
-    return recipe_is_per_tensor(m) && input_cast_is_only_reader(m, module);
+    return !fp8_recipe_is_block_scaled(&m->recipe) && input_cast_is_only_reader(m, module);
 }
 
 // A fused per-tensor cast's scale: delayed scaling's is in the slot's cell already; current scaling's comes from the
@@ -1276,7 +1273,7 @@ static int grad_output_cast_is_gelu_grad_only_reader(const GPT2* m, int l) {
            linear_gemm_is_fp8(&lp, module, LINEAR_GEMM_WGRAD);
 }
 static int gelu_in_fc_grad_output_cast(const GPT2* m, int l) {
-    return recipe_is_per_tensor(m) && grad_output_cast_is_gelu_grad_only_reader(m, l);
+    return !fp8_recipe_is_block_scaled(&m->recipe) && grad_output_cast_is_gelu_grad_only_reader(m, l);
 }
 static int gelu_in_block_grad_output_cast(const GPT2* m, int l) {
     return m->recipe.scaling == FP8_SCALING_BLOCKWISE && grad_output_cast_is_gelu_grad_only_reader(m, l);
